@@ -1,0 +1,22 @@
+# The two commands of the README. Each installs what it needs first, so both work on a fresh machine.
+PYTHON ?= python3
+
+.PHONY: app test browser benchmark
+
+app:
+	$(PYTHON) -m pip install -q -r requirements.txt
+	$(PYTHON) -m streamlit run app.py
+
+test: browser
+	$(PYTHON) -m pip install -q -r requirements-dev.txt
+	$(PYTHON) -m pytest -q
+
+# Debian's chromium for the end-to-end tests (Playwright must not download a browser of its own).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+		SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium; }
+
+benchmark:
+	$(PYTHON) -m pip install -q -r requirements-dev.txt
+	$(PYTHON) benchmarks/core.py

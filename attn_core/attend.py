@@ -1,0 +1,80 @@
+"""Scaled dot-product attention over grouped keys, the one place every variant's scores are computed."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from einops import rearrange
+
+
+@dataclass(frozen=True)
+class KeyMask:
+    """Where queries may attend: allowed [B or 1, 1, L, S] (True = may), or None for everywhere.
+
+    plain_causal marks a square causal mask and nothing else, which SDPA computes itself (is_causal=True).
+    """
+
+    allowed: torch.Tensor | None
+    plain_causal: bool = False
+
+
+def allowed_positions(
+    q_len: int, k_len: int, *, causal: bool, key_padding_mask: torch.Tensor | None, device
+) -> KeyMask:
+    """Which of S keys each of L queries may attend to.
+
+    The causal part is aligned to the end: the L new queries are the last L of S positions, so each sees every
+    cached key and the new keys up to itself.
+    """
+    mask = None
+    if causal:
+        mask = torch.ones(q_len, k_len, dtype=torch.bool, device=device).tril(diagonal=k_len - q_len)[None, None]
+        if q_len == k_len and key_padding_mask is None:
+            return KeyMask(mask, plain_causal=True)
+    if key_padding_mask is not None:
+        if key_padding_mask.shape[-1] != k_len:
+            raise ValueError(
+                f"key_padding_mask covers {key_padding_mask.shape[-1]} positions but there are {k_len} keys "
+                "(cached + new): give one flag per key."
+            )
+        keep = key_padding_mask.to(device=device, dtype=torch.bool)[:, None, None, :]  # [B, 1, 1, S]
+        mask = keep if mask is None else mask & keep
+    return KeyMask(mask)
+
+
+def attend(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    scale: float,
+    mask: KeyMask,
+    return_weights: bool,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """q [B, H, L, D], k [B, G, S, D], v [B, G, S, Dv] with H a multiple of G -> out [B, H, L, Dv], weights.
+
+    Query head h reads KV head h // (H / G). mask is what allowed_positions() returns. Without weights this is torch's fused SDPA; with weights an explicit
+    softmax path that never materialises the repeated keys either (queries are grouped instead).
+    """
+    n_heads, n_kv_heads = q.shape[1], k.shape[1]
+    if not return_weights:
+        out = F.scaled_dot_product_attention(
+            q,
+            k,
+            v,
+            attn_mask=None if mask.plain_causal else mask.allowed,
+            is_causal=mask.plain_causal,
+            scale=scale,
+            enable_gqa=n_kv_heads != n_heads,
+        )
+        return out, None
+    grouped_q = rearrange(q, "b (g r) l d -> b g r l d", g=n_kv_heads)
+    scores = torch.einsum("bgrld,bgsd->bgrls", grouped_q, k) * scale
+    scores = rearrange(scores, "b g r l s -> b (g r) l s")  # [B, H, L, S]
+    if mask.allowed is not None:
+        scores = scores.masked_fill(~mask.allowed, float("-inf"))
+    weights = torch.softmax(scores.float(), dim=-1).to(q.dtype)
+    grouped_w = rearrange(weights, "b (g r) l s -> b g r l s", g=n_kv_heads)
+    out = rearrange(torch.einsum("bgrls,bgsd->bgrld", grouped_w, v), "b g r l d -> b (g r) l d")
+    return out, weights

@@ -1,0 +1,105 @@
+"""Attention settings of published models: facts, each with the source of its numbers.
+
+Sources are the models' config.json files as published with their weights on the Hugging Face Hub and the papers
+named. Only what the attention layer and its cache depend on is kept; features outside this core are named in
+``not_modelled`` so the app can say what the numbers leave out.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .config import AttentionConfig
+
+
+@dataclass(frozen=True)
+class ModelPreset:
+    name: str
+    attention: AttentionConfig
+    n_layers: int
+    context_len: int  # max_position_embeddings of the published config
+    total_params: float  # whole model, for "memory left after the weights"
+    source: str
+    sliding_window: int | None = None  # a rolling cache holds at most this many tokens per layer
+    not_modelled: str = ""
+
+
+PRESETS: dict[str, ModelPreset] = {
+    preset.name: preset
+    for preset in (
+        # meta-llama/Llama-2-7b-hf config.json; Touvron et al. 2023, "Llama 2", table 1 (6.74B parameters).
+        ModelPreset(
+            "Llama-2-7B",
+            AttentionConfig("mha", d_model=4096, n_heads=32, rope_theta=10000.0),
+            n_layers=32, context_len=4096, total_params=6.74e9,
+            source="meta-llama/Llama-2-7b-hf config.json; Llama 2 paper (arXiv:2307.09288)",
+        ),
+        # meta-llama/Meta-Llama-3-8B config.json: 32 heads, 8 KV heads, rope_theta 500000, 8192 positions.
+        ModelPreset(
+            "Llama-3-8B",
+            AttentionConfig("gqa", d_model=4096, n_heads=32, n_kv_heads=8, rope_theta=500000.0),
+            n_layers=32, context_len=8192, total_params=8.03e9,
+            source="meta-llama/Meta-Llama-3-8B config.json",
+        ),
+        # meta-llama/Meta-Llama-3-70B config.json: hidden 8192, 64 heads, 8 KV heads, 80 layers.
+        ModelPreset(
+            "Llama-3-70B",
+            AttentionConfig("gqa", d_model=8192, n_heads=64, n_kv_heads=8, rope_theta=500000.0),
+            n_layers=80, context_len=8192, total_params=70.6e9,
+            source="meta-llama/Meta-Llama-3-70B config.json",
+        ),
+        # mistralai/Mistral-7B-v0.1 config.json: 8 KV heads, sliding_window 4096; Jiang et al. 2023 (arXiv:2310.06825).
+        ModelPreset(
+            "Mistral-7B",
+            AttentionConfig("gqa", d_model=4096, n_heads=32, n_kv_heads=8, rope_theta=10000.0),
+            n_layers=32, context_len=32768, total_params=7.24e9, sliding_window=4096,
+            source="mistralai/Mistral-7B-v0.1 config.json; Mistral 7B paper (arXiv:2310.06825)",
+        ),
+        # tiiuae/falcon-7b config.json: hidden 4544, 71 heads, multi_query=true (one KV head of 64), 2048 positions.
+        ModelPreset(
+            "Falcon-7B",
+            AttentionConfig("mqa", d_model=4544, n_heads=71, rope_theta=10000.0),
+            n_layers=32, context_len=2048, total_params=7.22e9,
+            source="tiiuae/falcon-7b config.json",
+            not_modelled="Falcon fuses q, k and v into one query_key_value weight: split it to load here.",
+        ),
+        # Qwen/Qwen2.5-7B config.json: hidden 3584, 28 heads, 4 KV heads, rope_theta 1e6, biases on q/k/v only.
+        ModelPreset(
+            "Qwen2.5-7B",
+            AttentionConfig("gqa", d_model=3584, n_heads=28, n_kv_heads=4, rope_theta=1000000.0, bias=True, o_bias=False),
+            n_layers=28, context_len=32768, total_params=7.61e9,
+            source="Qwen/Qwen2.5-7B config.json",
+        ),
+        # google/gemma-2-9b config.json: hidden 3584, 16 heads, 8 KV heads, head_dim 256 (wider than 3584 / 16).
+        ModelPreset(
+            "Gemma-2-9B",
+            AttentionConfig("gqa", d_model=3584, n_heads=16, n_kv_heads=8, head_dim=256, rope_theta=10000.0),
+            n_layers=42, context_len=8192, total_params=9.24e9, sliding_window=None,
+            source="google/gemma-2-9b config.json",
+            not_modelled="Gemma 2 alternates 4096-token sliding-window layers with global ones and soft-caps logits at 50.",
+        ),
+        # deepseek-ai/DeepSeek-V2 config.json; DeepSeek-V2 paper (arXiv:2405.04434) section 2.1: d_c = 512 = 4 d_h,
+        # d_h^R = 64 = d_h / 2, 128 heads of 128, q_lora_rank 1536, 60 layers, 236B parameters.
+        ModelPreset(
+            "DeepSeek-V2",
+            AttentionConfig(
+                "mla", d_model=5120, n_heads=128, head_dim=128, kv_lora_rank=512, q_lora_rank=1536,
+                qk_nope_head_dim=128, qk_rope_head_dim=64, v_head_dim=128, rope_interleave=True,
+            ),
+            n_layers=60, context_len=163840, total_params=236e9,
+            source="deepseek-ai/DeepSeek-V2 config.json; DeepSeek-V2 paper (arXiv:2405.04434)",
+            not_modelled="YaRN context extension (rope scaling and its softmax mscale) is not applied here.",
+        ),
+        # deepseek-ai/DeepSeek-V3 config.json; DeepSeek-V3 technical report (arXiv:2412.19437): hidden 7168,
+        # 128 heads, d_c 512, d_h^R 64, q_lora_rank 1536, 61 layers, 671B parameters.
+        ModelPreset(
+            "DeepSeek-V3",
+            AttentionConfig(
+                "mla", d_model=7168, n_heads=128, head_dim=128, kv_lora_rank=512, q_lora_rank=1536,
+                qk_nope_head_dim=128, qk_rope_head_dim=64, v_head_dim=128, rope_interleave=True,
+            ),
+            n_layers=61, context_len=163840, total_params=671e9,
+            source="deepseek-ai/DeepSeek-V3 config.json; DeepSeek-V3 report (arXiv:2412.19437)",
+            not_modelled="YaRN context extension (rope scaling and its softmax mscale) is not applied here.",
+        ),
+    )
+}

@@ -1,0 +1,33 @@
+"""Rotary position embedding (RoPE), in the rotate-half layout (Llama) or the interleaved one (DeepSeek)."""
+from __future__ import annotations
+
+import torch
+
+
+def rope_cos_sin(
+    start: int, length: int, dim: int, theta: float, *, device=None, dtype=torch.float32
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos and sin for positions start..start+length-1, each [length, dim] laid out as cat(freqs, freqs)."""
+    # Angles in float32 whatever the compute dtype, as the reference implementations do.
+    inv_freq = 1.0 / (theta ** (torch.arange(0, dim, 2, device=device, dtype=torch.float32) / dim))
+    positions = torch.arange(start, start + length, device=device, dtype=torch.float32)
+    angles = torch.outer(positions, inv_freq)  # [L, dim/2]
+    angles = torch.cat((angles, angles), dim=-1)  # [L, dim]
+    return angles.cos().to(dtype), angles.sin().to(dtype)
+
+
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    first, second = x.chunk(2, dim=-1)
+    return torch.cat((-second, first), dim=-1)
+
+
+def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, interleaved: bool = False) -> torch.Tensor:
+    """Rotate x [..., L, dim] by position.
+
+    Interleaved weights pair dims (0,1), (2,3), ...; they are first gathered into the rotate-half layout (evens, then
+    odds). Queries and keys get the same permutation, so every dot product is unchanged, and the result matches
+    DeepSeek-V3 as published in HF transformers.
+    """
+    if interleaved:
+        x = torch.cat((x[..., 0::2], x[..., 1::2]), dim=-1)
+    return x * cos + rotate_half(x) * sin
