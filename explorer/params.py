@@ -1,0 +1,74 @@
+"""A page's own view settings (a head picker, a toggle, ...), declared once with their link name and valid values.
+
+Pure Python: each kind parses untrusted link text into a valid value plus, when it had to change something, a
+sentence saying what. Pages bind them to widgets with ``explorer.state.bound``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One of a fixed list of options (strings or ints). Options may depend on the settings: pass them at bind time."""
+
+    name: str
+    options: tuple
+    default: object
+
+    def parse(self, text: str, options: tuple | None = None) -> tuple[object, str | None]:
+        options = self.options if options is None else options
+        for option in options:
+            if str(option) == text.strip():
+                return option, None
+        fallback = self.default if self.default in options else options[0]
+        return fallback, f"{self.name}: {shown(text)} is not one of the choices here, so {fallback} is used."
+
+    def to_text(self, value) -> str:
+        return str(value)
+
+
+@dataclass(frozen=True)
+class Flag:
+    name: str
+    default: bool
+
+    def parse(self, text: str, options: tuple | None = None) -> tuple[bool, str | None]:
+        lowered = text.strip().lower()
+        if lowered in ("1", "true", "on", "yes"):
+            return True, None
+        if lowered in ("0", "false", "off", "no"):
+            return False, None
+        return self.default, f"{self.name}: {shown(text)} is not on/off, so {'on' if self.default else 'off'} is used."
+
+    def to_text(self, value) -> str:
+        return "1" if value else "0"
+
+
+@dataclass(frozen=True)
+class IntRange:
+    name: str
+    low: int
+    high: int
+    default: int
+
+    def parse(self, text: str, options: tuple | None = None) -> tuple[int, str | None]:
+        low, high = (options if options is not None else (self.low, self.high))
+        try:
+            value = int(text.strip())
+        except ValueError:
+            fallback = min(max(self.default, low), high)
+            return fallback, f"{self.name}: {shown(text)} is not a whole number, so {fallback} is used."
+        if value < low or value > high:
+            clamped = min(max(value, low), high)
+            return clamped, f"{self.name}: {value} is outside {low}…{high}, so {clamped} is used."
+        return value, None
+
+    def to_text(self, value) -> str:
+        return str(value)
+
+
+def shown(text: str, limit: int = 24) -> str:
+    """Echo untrusted link text safely: shortened, with characters that markdown or HTML would act on removed."""
+    cleaned = "".join(ch for ch in text if ch.isalnum() or ch in " ._-+")
+    return "'" + (cleaned[:limit] + "…" if len(cleaned) > limit else cleaned) + "'"

@@ -1,0 +1,153 @@
+"""The shared settings: what every page is computed from, their valid values, and their form in a link.
+
+Pure Python (no streamlit), so the parser can be tested on any input. A link is untrusted text: every value is
+parsed, snapped to the nearest valid choice, and each change is reported as a sentence.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields, replace
+
+from attn_core import DTYPES, VARIANTS, AttentionConfig
+
+from .params import shown
+
+D_MODEL_CHOICES = (16, 32, 64, 128, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 5120, 6144, 7168, 8192)
+MAX_HEADS = 128
+LATENT_CHOICES = (4, 8, 16, 32, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 4096)
+ROPE_DIM_CHOICES = (2, 4, 8, 16, 32, 64, 128, 256)
+SEQ_LEN_CHOICES = (
+    1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192,
+)
+BATCH_CHOICES = (1, 2, 4, 8, 16, 32, 64, 128)
+DTYPE_CHOICES = tuple(DTYPES)
+MAX_SEED = 2**31 - 1
+
+# Link names are part of the public interface: a link shared today must open the same view later.
+LINK_NAMES = ("variant", "d_model", "heads", "groups", "latent", "rope_dim", "seq_len", "batch", "dtype", "seed")
+
+
+@dataclass(frozen=True)
+class Settings:
+    variants: tuple[str, ...] = VARIANTS
+    d_model: int = 512
+    heads: int = 8
+    groups: int = 2
+    latent: int = 128
+    rope_dim: int = 32
+    seq_len: int = 64
+    batch: int = 1
+    dtype: str = "bfloat16"
+    seed: int = 0
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_model // self.heads
+
+    def config(self, variant: str) -> AttentionConfig:
+        """The layer these settings describe, as the given variant (MLA: nope and value widths = head_dim)."""
+        if variant == "gqa":
+            return AttentionConfig("gqa", d_model=self.d_model, n_heads=self.heads, n_kv_heads=self.groups)
+        if variant == "mla":
+            return AttentionConfig(
+                "mla", d_model=self.d_model, n_heads=self.heads, kv_lora_rank=self.latent, qk_rope_head_dim=self.rope_dim
+            )
+        return AttentionConfig(variant, d_model=self.d_model, n_heads=self.heads)
+
+    def configs(self) -> dict[str, AttentionConfig]:
+        """One config per chosen variant, in the canonical order."""
+        return {variant: self.config(variant) for variant in self.variants}
+
+    def to_link(self) -> dict[str, str]:
+        """The query parameters of a link to this view."""
+        values = asdict(self)
+        values["variant"] = ",".join(values.pop("variants"))
+        return {name: str(values[name]) for name in LINK_NAMES}
+
+    def as_dict(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+# --- valid choices, which depend on each other ----------------------------------------------------------------------
+def heads_choices(d_model: int) -> list[int]:
+    """Head counts that divide d_model into an even head width (RoPE rotates pairs)."""
+    return [h for h in range(1, min(MAX_HEADS, d_model) + 1) if d_model % h == 0 and (d_model // h) % 2 == 0]
+
+
+def groups_choices(heads: int) -> list[int]:
+    return [g for g in range(1, heads + 1) if heads % g == 0]
+
+
+def rope_dim_choices(head_dim: int) -> list[int]:
+    return [r for r in ROPE_DIM_CHOICES if r <= head_dim] or [ROPE_DIM_CHOICES[0]]
+
+
+def nearest(value: int, choices) -> int:
+    """The choice closest to value (ratio-wise, since sizes are spread geometrically); ties go to the smaller."""
+    return min(choices, key=lambda c: (max(c, value) / max(min(c, value), 1), c))
+
+
+# --- making any set of values valid ---------------------------------------------------------------------------------
+def normalize(settings: Settings) -> tuple[Settings, list[str]]:
+    """Move every setting that is invalid given the others to its nearest valid value, saying what moved and why."""
+    notes: list[str] = []
+
+    def snap(name: str, choices, reason: str) -> None:
+        nonlocal settings
+        value = getattr(settings, name)
+        if value not in choices:
+            fixed = nearest(value, choices)
+            notes.append(f"{name} {value} → {fixed}: {reason}.")
+            settings = replace(settings, **{name: fixed})
+
+    variants = tuple(v for v in VARIANTS if v in settings.variants)
+    if not variants:
+        notes.append("No variant chosen: showing all four.")
+    settings = replace(settings, variants=variants or VARIANTS)
+    snap("d_model", D_MODEL_CHOICES, f"d_model is one of {D_MODEL_CHOICES[0]}…{D_MODEL_CHOICES[-1]} in the offered steps")
+    snap("heads", heads_choices(settings.d_model), f"heads must divide d_model={settings.d_model} into an even head width (at most {MAX_HEADS} heads)")
+    snap("groups", groups_choices(settings.heads), f"KV groups must divide heads={settings.heads}")
+    snap("rope_dim", rope_dim_choices(settings.head_dim), f"the rotary width is even and at most head_dim={settings.head_dim}")
+    snap("latent", LATENT_CHOICES, "the latent width is one of the offered steps")
+    snap("seq_len", SEQ_LEN_CHOICES, "sequence lengths are offered in steps")
+    snap("batch", BATCH_CHOICES, "batch sizes are offered in steps")
+    if settings.dtype not in DTYPE_CHOICES:
+        notes.append(f"dtype {settings.dtype!r} → bfloat16: choose one of {', '.join(DTYPE_CHOICES)}.")
+        settings = replace(settings, dtype="bfloat16")
+    if not 0 <= settings.seed <= MAX_SEED:
+        fixed = min(max(settings.seed, 0), MAX_SEED)
+        notes.append(f"seed {settings.seed} → {fixed}: seeds run from 0 to {MAX_SEED}.")
+        settings = replace(settings, seed=fixed)
+    return settings, notes
+
+
+def from_link(params: Mapping[str, str | list[str]]) -> tuple[Settings, list[str]]:
+    """Settings from a link's query parameters, whatever they hold; unreadable values fall back to the defaults.
+
+    Names that are not shared settings are left alone (pages read their own); only ours are judged here.
+    """
+    defaults = Settings()
+    values = defaults.as_dict()
+    notes: list[str] = []
+    for name in LINK_NAMES:
+        if name not in params:
+            continue
+        raw = params[name]
+        text = (raw[-1] if raw else "") if isinstance(raw, list) else str(raw)
+        text = text.strip()
+        if name == "variant":
+            chosen = [part.strip().lower() for part in text.split(",") if part.strip()]
+            unknown = [part for part in chosen if part not in VARIANTS]
+            if unknown:
+                notes.append(f"variant: ignored {', '.join(shown(u) for u in unknown)} (choose among {', '.join(VARIANTS)}).")
+            values["variants"] = tuple(v for v in VARIANTS if v in chosen)
+        elif name == "dtype":
+            values["dtype"] = text.lower()
+        else:
+            try:
+                values[name] = int(text)
+            except ValueError:
+                notes.append(f"{name}: {shown(text)} is not a whole number, so the default {values[name]} is used.")
+    settings, fixes = normalize(Settings(**values))
+    return settings, notes + fixes
+

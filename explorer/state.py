@@ -1,0 +1,154 @@
+"""Streamlit glue: the shared sidebar, the link <-> settings sync, and link-backed page widgets.
+
+The URL is the source of truth when a session opens (a shared link reproduces the sender's view); after that the
+widgets are, and every change is written back to the URL so the address bar is always a link to what is shown.
+"""
+from __future__ import annotations
+
+import json
+from urllib.parse import urlencode
+
+import streamlit as st
+
+from attn_core import VARIANT_NAMES, VARIANTS
+
+from .params import Choice
+from .settings import (
+    BATCH_CHOICES,
+    D_MODEL_CHOICES,
+    DTYPE_CHOICES,
+    LATENT_CHOICES,
+    MAX_SEED,
+    SEQ_LEN_CHOICES,
+    Settings,
+    from_link,
+    groups_choices,
+    heads_choices,
+    normalize,
+    rope_dim_choices,
+)
+
+SETTINGS_KEY = "settings"
+_WIDGET = {name: f"setting_{name}" for name in Settings().as_dict()}  # setting name -> widget key
+_LINK_READ = "_link_read"
+_ADJUSTED = "_adjusted_notes"
+
+
+def page_settings() -> Settings:
+    """Draw the shared settings in the sidebar and return them. Every page calls this first.
+
+    Pages, not app.py, draw the sidebar, so that a page behaves the same whether it runs under st.navigation or
+    alone (AppTest reruns a page file by itself after the first run).
+    """
+    state = st.session_state
+    if not state.get(_LINK_READ):
+        settings, notes = from_link(st.query_params.to_dict())
+        _warn_about_link(notes)
+        _store_in_widgets(settings)
+        state[_LINK_READ] = True
+    elif any(key not in state for key in _WIDGET.values()):
+        _store_in_widgets(state[SETTINGS_KEY])  # widget state is dropped for a run that did not draw it
+
+    with st.sidebar:
+        st.subheader("Layer settings")
+        st.pills(
+            "Variants", VARIANTS, selection_mode="multi", key=_WIDGET["variants"], on_change=_on_change,
+            format_func=str.upper, help=" · ".join(f"{v.upper()}: {VARIANT_NAMES[v]}" for v in VARIANTS),
+        )
+        _slider("d_model", "d_model (model width)", D_MODEL_CHOICES)
+        _slider("heads", "Query heads", heads_choices(state[_WIDGET["d_model"]]))
+        _slider("groups", "KV groups (GQA)", groups_choices(state[_WIDGET["heads"]]), help="KV heads shared by the query heads; MHA uses one per head, MQA one in all.")
+        _slider("latent", "Latent width d_c (MLA)", LATENT_CHOICES, help="kv_lora_rank: the width of the compressed KV vector MLA caches per token.")
+        head_dim = state[_WIDGET["d_model"]] // state[_WIDGET["heads"]]
+        _slider("rope_dim", "Rotary key width d_h^R (MLA)", rope_dim_choices(head_dim), help="qk_rope_head_dim: the position-carrying key shared by all heads.")
+        _slider("seq_len", "Sequence length (tokens)", SEQ_LEN_CHOICES)
+        _slider("batch", "Batch", BATCH_CHOICES)
+        st.radio("Cache dtype", DTYPE_CHOICES, key=_WIDGET["dtype"], horizontal=True, on_change=_on_change)
+        st.number_input("Seed", min_value=0, max_value=MAX_SEED, step=1, key=_WIDGET["seed"], on_change=_on_change)
+        for note in state.pop(_ADJUSTED, []):
+            st.info(note, icon="↪️")
+
+    settings = _read_widgets()
+    state[SETTINGS_KEY] = settings
+    _write_link(settings.to_link())
+    with st.sidebar:
+        _share_tools(settings)
+    return settings
+
+
+def bound(param, render, options: tuple | None = None):
+    """A page widget whose value lives in the link under param.name.
+
+    render(key) draws the widget with that key and returns its value. options narrows the valid values for this
+    view (a Choice's options, an IntRange's (low, high)). The value survives leaving the page and coming back.
+    """
+    key, kept = f"view_{param.name}", f"_kept_{param.name}"
+    state = st.session_state
+    if key not in state:
+        raw = st.query_params.get(param.name)
+        if raw is not None:
+            value, note = param.parse(raw, options)
+            if note:
+                st.warning(note)
+        else:
+            value = state.get(kept, param.default)
+        state[key] = value
+    if isinstance(param, Choice) and options is not None and state[key] not in options:
+        state[key] = param.default if param.default in options else options[0]
+    value = render(key)
+    state[kept] = value
+    _write_link({param.name: param.to_text(value)})
+    return value
+
+
+def link_query(settings: Settings, **view) -> dict[str, str]:
+    """Query parameters for a link to another page showing these settings and the given view values."""
+    return settings.to_link() | {name: str(value) for name, value in view.items()}
+
+
+# --- internals ------------------------------------------------------------------------------------------------------
+def _slider(name: str, label: str, options, help: str | None = None) -> None:
+    st.select_slider(label, options=list(options), key=_WIDGET[name], on_change=_on_change, help=help)
+
+
+def _store_in_widgets(settings: Settings) -> None:
+    for name, value in settings.as_dict().items():
+        st.session_state[_WIDGET[name]] = list(value) if name == "variants" else value
+
+
+def _read_widgets() -> Settings:
+    values = {name: st.session_state[key] for name, key in _WIDGET.items()}
+    values["variants"] = tuple(values["variants"] or ())
+    return Settings(**values)
+
+
+def _on_change() -> None:
+    """A control moved: move any setting it made invalid to its nearest valid value, and say so."""
+    settings, notes = normalize(_read_widgets())
+    _store_in_widgets(settings)
+    st.session_state[_ADJUSTED] = notes
+
+
+def _write_link(params: dict[str, str]) -> None:
+    for name, text in params.items():
+        if st.query_params.get(name) != text:
+            st.query_params[name] = text
+
+
+def _warn_about_link(notes: list[str]) -> None:
+    if notes:
+        st.warning("This link had settings that could not be used as they were:\n\n" + "\n".join(f"- {n}" for n in notes))
+
+
+def _share_tools(settings: Settings) -> None:
+    st.subheader("Share")
+    base = (st.context.url or "").split("?")[0]
+    st.caption("This link opens exactly this view (same weights, inputs and numbers). Copy it with the icon.")
+    st.code(f"{base}?{urlencode(st.query_params.to_dict())}", language=None, wrap_lines=True)
+    st.download_button(
+        "Settings as JSON", json.dumps(settings.to_link(), indent=2), file_name="attention-explorer-settings.json",
+        mime="application/json", on_click="ignore", width="stretch",
+    )
+
+
+__all__ = ["SETTINGS_KEY", "bound", "link_query", "page_settings"]
