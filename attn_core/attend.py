@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
-from einops import rearrange
+from einops import rearrange, repeat
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ def attend(
     softmax path that never materialises the repeated keys either (queries are grouped instead).
     """
     n_heads, n_kv_heads = q.shape[1], k.shape[1]
-    if not return_weights:
+    if not return_weights and (mask.plain_causal or n_kv_heads == n_heads):
         out = F.scaled_dot_product_attention(
             q,
             k,
@@ -69,6 +69,17 @@ def attend(
             enable_gqa=n_kv_heads != n_heads,
         )
         return out, None
+    if not return_weights:
+        # Shared KV heads and no plain causal square (decode, chunks, padding): torch's CPU kernel would take its math
+        # path here and copy every KV head n_heads / n_kv_heads times, the whole cache at every step. Fold each group's
+        # query heads into the query axis instead, so the G KV heads are read as they are.
+        group = n_heads // n_kv_heads
+        allowed = mask.allowed
+        if allowed is not None and allowed.shape[2] > 1:
+            allowed = repeat(allowed, "b one l s -> b one (r l) s", r=group)  # [B, 1, R*L, S]
+        folded_q = rearrange(q, "b (g r) l d -> b g (r l) d", g=n_kv_heads)  # [B, G, R*L, D]
+        out = F.scaled_dot_product_attention(folded_q, k, v, attn_mask=allowed, scale=scale)
+        return rearrange(out, "b g (r l) d -> b (g r) l d", r=group), None
     grouped_q = rearrange(q, "b (g r) l d -> b g r l d", g=n_kv_heads)
     scores = torch.einsum("bgrld,bgsd->bgrls", grouped_q, k) * scale
     scores = rearrange(scores, "b g r l s -> b (g r) l s")  # [B, H, L, S]

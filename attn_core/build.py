@@ -17,9 +17,12 @@ def build_attention(
     """A layer for cfg. With a seed, weights are drawn from a CPU generator seeded with it, so a seed gives the same
     weights on every machine (and so a shared link the same pictures). On the meta device no memory is allocated."""
     module_type = MultiHeadLatentAttention if cfg.variant == "mla" else GroupedQueryAttention
-    layer = module_type(cfg, device=device, dtype=dtype)
-    if seed is not None and layer.o_proj.weight.device.type != "meta":
-        _init_from_seed(layer, seed)
+    target = torch.device(device) if device is not None else torch.get_default_device()
+    if seed is None or target.type == "meta":
+        return module_type(cfg, device=target, dtype=dtype)
+    # Allocate without torch's default init, which the seeded init would overwrite (it costs as much again).
+    layer = module_type(cfg, device="meta", dtype=dtype).to_empty(device=target)
+    _init_from_seed(layer, seed)
     return layer
 
 

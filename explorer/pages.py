@@ -11,6 +11,11 @@ class PageEntry(NamedTuple):
     teaser: str
 
 
+# A page's key is its URL path and equals its file's stem: a freshly started server resolves the first link it is
+# given by file name, before app.py has registered these pages (a mismatch shows "Page not found").
 PAGES: dict[str, PageEntry] = {
     "overview": PageEntry("pages/overview.py", "Overview", ":material/dashboard:", "The four variants side by side."),
+    "mapping": PageEntry("pages/mapping.py", "Head → KV mapping", ":material/account_tree:", "Which key/value store each query head reads, animated from MHA to MLA."),
+    "kv_cache": PageEntry("pages/kv_cache.py", "KV cache", ":material/memory:", "Decode token by token, then scale the cache to published models."),
+    "heatmaps": PageEntry("pages/heatmaps.py", "Attention heatmaps", ":material/grid_on:", "Every head's weights, grouped by shared keys; inside one head; one decode step."),
 }

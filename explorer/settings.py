@@ -112,7 +112,7 @@ def normalize(settings: Settings) -> tuple[Settings, list[str]]:
     snap("seq_len", SEQ_LEN_CHOICES, "sequence lengths are offered in steps")
     snap("batch", BATCH_CHOICES, "batch sizes are offered in steps")
     if settings.dtype not in DTYPE_CHOICES:
-        notes.append(f"dtype {settings.dtype!r} → bfloat16: choose one of {', '.join(DTYPE_CHOICES)}.")
+        notes.append(f"dtype {shown(settings.dtype)} → bfloat16: choose one of {', '.join(DTYPE_CHOICES)}.")
         settings = replace(settings, dtype="bfloat16")
     if not 0 <= settings.seed <= MAX_SEED:
         fixed = min(max(settings.seed, 0), MAX_SEED)
@@ -133,8 +133,11 @@ def from_link(params: Mapping[str, str | list[str]]) -> tuple[Settings, list[str
         if name not in params:
             continue
         raw = params[name]
-        text = (raw[-1] if raw else "") if isinstance(raw, list) else str(raw)
-        text = text.strip()
+        if isinstance(raw, (list, tuple)):
+            if len(raw) > 1:  # a link edited by hand, or two links pasted together: say which value won
+                notes.append(f"{name} appears {len(raw)} times in the link, so its last value is the one read.")
+            raw = raw[-1] if raw else ""
+        text = str(raw).strip()
         if name == "variant":
             chosen = [part.strip().lower() for part in text.split(",") if part.strip()]
             unknown = [part for part in chosen if part not in VARIANTS]

@@ -12,7 +12,7 @@ import streamlit as st
 
 from attn_core import VARIANT_NAMES, VARIANTS
 
-from .params import Choice
+from .params import Choice, IntRange
 from .settings import (
     BATCH_CHOICES,
     D_MODEL_CHOICES,
@@ -40,13 +40,18 @@ def page_settings() -> Settings:
     Pages, not app.py, draw the sidebar, so that a page behaves the same whether it runs under st.navigation or
     alone (AppTest reruns a page file by itself after the first run).
     """
+    _run_through_the_shell()
     state = st.session_state
     if not state.get(_LINK_READ):
-        settings, notes = from_link(st.query_params.to_dict())
+        settings, notes = from_link({name: st.query_params.get_all(name) for name in st.query_params})
         _warn_about_link(notes)
         _store_in_widgets(settings)
         state[_LINK_READ] = True
-    elif any(key not in state for key in _WIDGET.values()):
+    elif all(key in state for key in _WIDGET.values()):
+        # Streamlit keys a widget's value by the page that drew it: the same sliders on the next page would start
+        # from their minimums. Writing the values back before drawing carries them to whichever page runs now.
+        _store_in_widgets(_read_widgets())
+    else:
         _store_in_widgets(state[SETTINGS_KEY])  # widget state is dropped for a run that did not draw it
 
     with st.sidebar:
@@ -85,16 +90,18 @@ def bound(param, render, options: tuple | None = None):
     key, kept = f"view_{param.name}", f"_kept_{param.name}"
     state = st.session_state
     if key not in state:
-        raw = st.query_params.get(param.name)
-        if raw is not None:
-            value, note = param.parse(raw, options)
+        raws = st.query_params.get_all(param.name)
+        if raws:
+            value, note = param.parse(raws[-1], options)
+            if len(raws) > 1:
+                note = " ".join(filter(None, [f"{param.name} appears {len(raws)} times in the link, so its last value is the one read.", note]))
             if note:
                 st.warning(note)
         else:
             value = state.get(kept, param.default)
         state[key] = value
-    if isinstance(param, Choice) and options is not None and state[key] not in options:
-        state[key] = param.default if param.default in options else options[0]
+    if options is not None:
+        _move_into(param, key, options)
     value = render(key)
     state[kept] = value
     _write_link({param.name: param.to_text(value)})
@@ -107,6 +114,42 @@ def link_query(settings: Settings, **view) -> dict[str, str]:
 
 
 # --- internals ------------------------------------------------------------------------------------------------------
+def _run_through_the_shell() -> None:
+    """Make sure app.py's st.navigation, not Streamlit's old pages/ folder mode, runs this page.
+
+    A server sees the pages/ folder beside app.py and, until some run has called st.navigation, serves a link such
+    as /mapping by running pages/mapping.py directly: no wide layout, a menu of file names ("app", "kv cache") whose
+    links do not match app.py's, for every session, until someone opens the root URL. That is exactly what
+    students get after a server restart. Leaving that mode and rerunning sends the same link through app.py.
+    """
+    try:
+        from streamlit.runtime.pages_manager import PagesManager
+    except ImportError:  # a Streamlit without the old mode
+        return
+    if getattr(PagesManager, "uses_pages_directory", None):
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
+def _move_into(param, key: str, options: tuple) -> None:
+    """A view value the settings made unavailable (head 7 after heads went to 2) moves to the nearest valid one,
+    and the page says so; a widget given a value outside its range would fail or jump to its minimum instead."""
+    current = st.session_state[key]
+    if isinstance(param, Choice):
+        if current in options:
+            return
+        fixed = param.default if param.default in options else options[0]
+    elif isinstance(param, IntRange):
+        low, high = options
+        fixed = min(max(current, low), high)
+        if fixed == current:
+            return
+    else:
+        return
+    st.session_state[key] = fixed
+    st.info(f"{param.name}: {current} is not available at these settings, so {fixed} is shown.", icon="↪️")
+
+
 def _slider(name: str, label: str, options, help: str | None = None) -> None:
     st.select_slider(label, options=list(options), key=_WIDGET[name], on_change=_on_change, help=help)
 
@@ -131,7 +174,7 @@ def _on_change() -> None:
 
 def _write_link(params: dict[str, str]) -> None:
     for name, text in params.items():
-        if st.query_params.get(name) != text:
+        if st.query_params.get_all(name) != [text]:  # also collapses a key the link repeated
             st.query_params[name] = text
 
 

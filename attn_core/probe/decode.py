@@ -1,0 +1,157 @@
+"""Token-by-token decoding through a real layer and its cache: shapes, bytes and agreement with a full pass, per step.
+
+A prompt is prefilled, then one token at a time is fed with the cache. The layer computes in float32, so that the
+comparison with a full recompute shows float32 round-off and nothing else. Every tensor the layer appends to its cache
+is also appended, cast, to a second cache of the same kind in the storage dtype (bfloat16, ...): its bytes are what a
+cache in that dtype holds, measured from real tensors rather than scaled.
+
+The full recompute is one forward pass over the whole sequence without a cache. With causal attention its row t is
+exactly what recomputing the prefix up to t would give (token t cannot see later tokens), so it is the reference for
+every step at once.
+"""
+from __future__ import annotations
+
+import torch
+
+from ..accounting import as_dtype, kv_cache_bytes, parameter_count, repeated_kv_cache_bytes
+from ..build import build_attention
+from ..cache import GroupedKVCache, LatentKVCache
+from ..config import AttentionConfig
+
+# Bounds of the step-by-step decode: it runs real float32 layers on the server's CPU at every new setting.
+MAX_PROMPT_LEN = 64
+MAX_STEPS = 64
+MAX_TRACE_BATCH = 4
+# Weights of one float32 layer: above this, drawing them from the seed alone takes a large part of a second.
+MAX_TRACE_PARAMETERS = 5_000_000
+# Multiply-adds of one pass, ~ weights x tokens x batch; a trace makes two (cached decode, full recompute). 300 M keeps
+# a trace near 0.1 s on one core, so the page answers a new setting in under a second with every variant shown.
+MAX_TRACE_WORK = 300_000_000
+
+
+class RepeatedHeadsCache(GroupedKVCache):
+    """The pitfall of naive GQA code: K/V are repeated for every query head (repeat_interleave) *before* caching.
+
+    Attention reads the same numbers either way, so outputs do not change; the cache holds n_heads heads instead of
+    n_kv_heads, as large as MHA's.
+    """
+
+    def __init__(self, batch_size: int, n_heads: int, head_dim: int, group_size: int, *, dtype, device):
+        super().__init__(batch_size, n_heads, head_dim, dtype=dtype, device=device)
+        self.group_size = group_size
+
+    def append(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """k, v: [B, n_kv_heads, L, head_dim] -> stored and returned as [B, n_heads, S, head_dim]."""
+        return super().append(k.repeat_interleave(self.group_size, dim=1), v.repeat_interleave(self.group_size, dim=1))
+
+
+def new_cache(cfg: AttentionConfig, batch: int, *, dtype, device, repeated_heads: bool = False):
+    """An empty cache of the kind cfg's layer uses (or the repeated-heads pitfall), in the given dtype and device."""
+    if cfg.variant == "mla":
+        if repeated_heads:
+            raise ValueError("MLA has no repeated heads to cache; the pitfall applies to grouped variants.")
+        return LatentKVCache(batch, cfg.kv_lora_rank, cfg.qk_rope_head_dim, dtype=dtype, device=device)
+    if repeated_heads:
+        return RepeatedHeadsCache(batch, cfg.n_heads, cfg.head_dim, cfg.group_size, dtype=dtype, device=device)
+    return GroupedKVCache(batch, cfg.n_kv_heads, cfg.head_dim, dtype=dtype, device=device)
+
+
+class StoredCopy:
+    """The cache the layer uses, plus a copy of everything appended to it kept in another dtype.
+
+    The layer sees the working cache (seq_len, append); the copy is only written, so it cannot change any output.
+    """
+
+    def __init__(self, working, copy):
+        self.working, self.copy = working, copy
+        self._copy_dtype = next(iter(copy.buffers.values())).storage.dtype
+
+    @property
+    def seq_len(self) -> int:
+        return self.working.seq_len
+
+    def append(self, *tensors: torch.Tensor):
+        self.copy.append(*(t.to(self._copy_dtype) for t in tensors))
+        return self.working.append(*tensors)
+
+
+def check_trace_bounds(cfg: AttentionConfig, *, prompt_len: int, steps: int, batch: int) -> None:
+    """Raise ValueError, with a sentence, when a trace would be too heavy to run for an interactive page."""
+    if not 1 <= prompt_len <= MAX_PROMPT_LEN:
+        raise ValueError(f"prompt_len={prompt_len}: the step-by-step decode takes 1 to {MAX_PROMPT_LEN} prompt tokens.")
+    if not 1 <= steps <= MAX_STEPS:
+        raise ValueError(f"steps={steps}: the step-by-step decode generates 1 to {MAX_STEPS} tokens.")
+    if not 1 <= batch <= MAX_TRACE_BATCH:
+        raise ValueError(f"batch={batch}: the step-by-step decode runs 1 to {MAX_TRACE_BATCH} sequences.")
+    parameters = parameter_count(cfg)
+    if parameters > MAX_TRACE_PARAMETERS:
+        raise ValueError(
+            f"{parameters:,} weights; the step-by-step decode runs layers of at most "
+            f"{MAX_TRACE_PARAMETERS:,}: choose a smaller d_model (or latent width)."
+        )
+    work = parameters * (prompt_len + steps) * batch
+    if work > MAX_TRACE_WORK:
+        raise ValueError(
+            f"{parameters:,} weights × {prompt_len + steps} tokens × batch {batch} = {work / 1e6:,.0f} M multiply-adds "
+            f"a pass, above the {MAX_TRACE_WORK / 1e6:,.0f} M this page runs at each new setting: use fewer tokens, a "
+            "smaller batch or a smaller d_model."
+        )
+
+
+@torch.inference_mode()
+def decode_trace(
+    cfg: AttentionConfig,
+    *,
+    prompt_len: int,
+    steps: int,
+    batch: int,
+    seed: int,
+    storage_dtype: torch.dtype | str,
+    repeated_heads: bool = False,
+) -> dict:
+    """Prefill prompt_len tokens, then decode steps tokens one at a time; record the cache after each.
+
+    Returns plain lists indexed by step (0 = after the prefill, i = after the i-th generated token):
+    tokens_held, shapes (of the tensors as read back), nbytes and capacity_nbytes (the storage-dtype copy),
+    formula_nbytes (the closed form for the same tokens), max_abs_diff (largest |cached output - full recompute| over
+    that step's new rows, float32), plus out_scale (largest |output| of the full pass) to judge the differences by.
+    """
+    check_trace_bounds(cfg, prompt_len=prompt_len, steps=steps, batch=batch)
+    storage_dtype = as_dtype(storage_dtype)
+    layer = build_attention(cfg, seed=seed)  # float32 weights drawn from the seed
+    generator = torch.Generator().manual_seed(seed)
+    x = torch.randn(batch, prompt_len + steps, cfg.d_model, generator=generator)  # [B, P + N, d_model], fixed inputs
+
+    reference, _ = layer(x)  # one full pass, no cache: [B, P + N, d_model]
+    working = new_cache(cfg, batch, dtype=torch.float32, device="cpu", repeated_heads=repeated_heads)
+    copy = new_cache(cfg, batch, dtype=storage_dtype, device="cpu", repeated_heads=repeated_heads)
+    cache = StoredCopy(working, copy)
+    closed_form = repeated_kv_cache_bytes if repeated_heads else kv_cache_bytes
+
+    recorded = ("tokens_held", "shapes", "nbytes", "capacity_nbytes", "formula_nbytes", "max_abs_diff")
+    trace = {name: [] for name in recorded}
+
+    def record(out: torch.Tensor, rows: slice) -> None:
+        trace["tokens_held"].append(working.seq_len)
+        trace["shapes"].append(working.shapes())
+        trace["nbytes"].append(copy.nbytes)
+        trace["capacity_nbytes"].append(copy.capacity_nbytes)
+        trace["formula_nbytes"].append(closed_form(cfg, batch, working.seq_len, storage_dtype))
+        trace["max_abs_diff"].append(float((out - reference[:, rows]).abs().max()))
+
+    out, _ = layer(x[:, :prompt_len], cache=cache)  # prefill: [B, P, d_model]
+    record(out, slice(0, prompt_len))
+    for position in range(prompt_len, prompt_len + steps):
+        out, _ = layer(x[:, position : position + 1], cache=cache)  # one token: [B, 1, d_model]
+        record(out, slice(position, position + 1))
+
+    return trace | {
+        "variant": cfg.variant,
+        "repeated_heads": repeated_heads,
+        "prompt_len": prompt_len,
+        "steps": steps,
+        "batch": batch,
+        "storage_dtype": str(storage_dtype).removeprefix("torch."),
+        "out_scale": float(reference.abs().max()),
+        "parameters": sum(p.numel() for p in layer.parameters()),
+    }

@@ -1,0 +1,341 @@
+"""Attention weights of real layers for the heatmaps page: every head on one input, the steps inside one head, one
+decode step through the cache, and the four variants compared on the same input.
+
+Everything returned is plain numpy or python numbers. Work is bounded by a token window (see token_window): with
+causal attention the first N rows of the attention matrix are exactly those of the full-length pass, since a query
+never sees a later key.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+import torch
+from einops import rearrange
+
+from ..build import build_attention
+from ..config import AttentionConfig
+from ..grouped import GroupedQueryAttention
+from ..latent import MultiHeadLatentAttention
+from ..rope import apply_rope, rope_cos_sin
+
+MAX_TEXT_CHARS = 200
+MAX_TEXT_TOKENS = 128
+MAX_WINDOW_TOKENS = 512
+WINDOW_CELL_BUDGET = 2**21  # heads x tokens^2 weights held per pass (8 MiB of float32)
+WINDOW_WORK_BUDGET = 2**32  # tokens x d_model^2: about the multiply-adds of one projection over the window
+MLA_CONVERSION_MAX_D_MODEL = 1024  # the SVD of MHA's [2 d_model, d_model] key-value weights grows as d_model^3
+
+
+# --- inputs ---------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class InputSpec:
+    """What goes into the layer: seeded random vectors for n_tokens positions, or text tokens through a seeded
+    embedding (one fixed random vector per distinct token). Hashable, so it can key a cache."""
+
+    d_model: int
+    seed: int
+    scale: float = 1.0
+    tokens: tuple[str, ...] | None = None
+    n_tokens: int = 0
+
+    @property
+    def length(self) -> int:
+        return len(self.tokens) if self.tokens is not None else self.n_tokens
+
+    def labels(self) -> list[str]:
+        """One label per position: the token, or its index for random inputs."""
+        return list(self.tokens) if self.tokens is not None else [str(i) for i in range(self.n_tokens)]
+
+    def truncated(self, length: int) -> InputSpec:
+        """The first `length` positions."""
+        if self.tokens is not None:
+            return replace(self, tokens=self.tokens[:length])
+        return replace(self, n_tokens=min(self.n_tokens, length))
+
+
+def tokenize(text: str, mode: str) -> list[str]:
+    """Characters ("chars") or whitespace-separated words ("words")."""
+    return list(text) if mode == "chars" else text.split()
+
+
+def seeded_vector(key: str, d_model: int) -> torch.Tensor:
+    """A standard normal vector determined by key alone. hashlib, not hash(): Python salts hash() per process, and a
+    link must give the same vector in every session."""
+    digest = hashlib.sha256(key.encode("utf-8")).digest()
+    generator = torch.Generator().manual_seed(int.from_bytes(digest[:8], "little") & (2**63 - 1))
+    return torch.randn(d_model, generator=generator)
+
+
+def make_inputs(spec: InputSpec) -> torch.Tensor:
+    """spec -> x [1, L, d_model]. Each position's vector depends only on (seed, token or position), so a shorter
+    window is exactly the start of a longer one, and a repeated token gets the same vector every time."""
+    if spec.tokens is not None:
+        keys = [f"token|{spec.seed}|{token}" for token in spec.tokens]
+    else:
+        keys = [f"position|{spec.seed}|{i}" for i in range(spec.n_tokens)]
+    if not keys:
+        return torch.zeros(1, 0, spec.d_model)
+    return (torch.stack([seeded_vector(key, spec.d_model) for key in keys]) * spec.scale)[None]
+
+
+def token_window(n_heads: int, d_model: int, wanted: int) -> int:
+    """How many tokens are computed: all wanted ones, up to what one pass can do interactively here."""
+    by_cells = math.isqrt(WINDOW_CELL_BUDGET // n_heads)
+    by_work = WINDOW_WORK_BUDGET // (d_model * d_model)
+    return max(1, min(wanted, MAX_WINDOW_TOKENS, by_cells, by_work))
+
+
+# --- one head's queries, keys and values, from the layer's own projections -----------------------------------------
+@dataclass
+class HeadTensors:
+    q: torch.Tensor  # [H, L, d_k] after RoPE, one per query head
+    k: torch.Tensor  # [K, S, d_k] after RoPE, one per KV head (K = n_kv_heads; MLA: one per head, up-projected)
+    v: torch.Tensor  # [K, S, d_v]
+    kv_head: list[int]  # the KV head each query head reads
+    scale: float  # 1 / sqrt(d_k)
+
+
+def head_tensors(layer, x: torch.Tensor) -> HeadTensors:
+    """The q, k, v the layer's forward pass attends with (prefill from position 0, batch 1), per head."""
+    cfg = layer.cfg
+    if isinstance(layer, MultiHeadLatentAttention):
+        q_nope, q_rope = layer.queries(x, 0)
+        c_kv, k_rope = layer.compress(x, 0)
+        keys, values = layer.up_project(c_kv, k_rope)  # [1, H, S, d_nope + d_h^R], [1, H, S, d_v]
+        q = torch.cat((q_nope, q_rope), dim=-1)
+        return HeadTensors(q[0], keys[0], values[0], list(range(cfg.n_heads)), cfg.qk_head_dim**-0.5)
+    q = rearrange(layer.q_proj(x), "b l (h d) -> b h l d", h=cfg.n_heads)
+    k, v = layer.project_kv(x)
+    if cfg.rope:
+        cos, sin = rope_cos_sin(0, x.shape[1], cfg.head_dim, cfg.rope_theta, dtype=q.dtype)
+        q = apply_rope(q, cos, sin, cfg.rope_interleave)
+        k = apply_rope(k, cos, sin, cfg.rope_interleave)
+    kv_head = [h // cfg.group_size for h in range(cfg.n_heads)]
+    return HeadTensors(q[0], k[0], v[0], kv_head, cfg.head_dim**-0.5)
+
+
+def head_steps(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, causal: bool) -> dict[str, np.ndarray]:
+    """Scaled dot-product attention for one head, one step at a time: q [L, d_k], k [S, d_k], v [S, d_v].
+
+    The causal mask is aligned to the end (query i is position S - L + i), as in the layer.
+    """
+    scores = q @ k.T  # [L, S]
+    scaled = scores * scale
+    masked = scaled
+    if causal:
+        allowed = torch.ones(q.shape[0], k.shape[0], dtype=torch.bool).tril(diagonal=k.shape[0] - q.shape[0])
+        masked = scaled.masked_fill(~allowed, float("-inf"))
+    weights = torch.softmax(masked, dim=-1)
+    out = weights @ v  # [L, d_v]
+    return {
+        "q": q.numpy(), "k": k.numpy(), "v": v.numpy(), "scores": scores.numpy(), "scaled": scaled.numpy(),
+        "masked": masked.numpy(), "weights": weights.numpy(), "out": out.numpy(),
+    }
+
+
+def steps_of_head(result: dict, head: int, causal: bool) -> dict[str, np.ndarray]:
+    """head_steps for one head of an explore_variant result: its query, and the KV head it reads."""
+    kv = result["kv_head"][head]
+    q, k, v = (torch.from_numpy(result[name][index]) for name, index in (("q", head), ("k", kv), ("v", kv)))
+    return head_steps(q, k, v, result["scale"], causal)
+
+
+# --- the page's passes ----------------------------------------------------------------------------------------------
+@torch.inference_mode()
+def explore_variant(cfg: AttentionConfig, seed: int, inputs: InputSpec, *, causal: bool) -> dict:
+    """Run the layer built from (cfg, seed) on the inputs, asking for its weights, and take it apart.
+
+    Returns the post-softmax weights of every head [H, L, S], each head's q, k, v (for the step-by-step view), a
+    check that the heads' outputs put through o_proj give the layer's output, and one decode step through the
+    real cache: the last token attending to the L - 1 cached ones and itself.
+    """
+    layer = build_attention(cfg, seed=seed)
+    x = make_inputs(inputs)
+    out, weights = layer(x, return_weights=True, causal=causal)  # weights [1, H, L, S]
+    parts = head_tensors(layer, x)
+    per_head_out = torch.einsum("hls,hsd->hld", weights[0], parts.v[parts.kv_head])  # [H, L, d_v]
+    rebuilt = layer.o_proj(rearrange(per_head_out, "h l d -> 1 l (h d)"))
+    return {
+        "weights": weights[0].numpy(),
+        "q": parts.q.numpy(),
+        "k": parts.k.numpy(),
+        "v": parts.v.numpy(),
+        "kv_head": parts.kv_head,
+        "scale": parts.scale,
+        "output_rebuild_error": float((rebuilt - out).abs().max()) if out.numel() else 0.0,
+        "output_scale": float(out.abs().max()) if out.numel() else 0.0,
+        "decode": decode_last_token(layer, x),
+    }
+
+
+def decode_last_token(layer, x: torch.Tensor) -> dict:
+    """Prefill all but the last token into a fresh cache, then decode the last one asking for its weights.
+
+    The decode step is the real generation path (for MLA, attention in latent space with absorbed weights).
+    """
+    cache = layer.new_cache(1)
+    if x.shape[1] > 1:
+        layer(x[:, :-1], cache=cache)
+    held_before = cache.seq_len
+    _, weights = layer(x[:, -1:], cache=cache, return_weights=True)  # [1, H, 1, S]
+    shapes = cache.shapes()
+    return {
+        "row": weights[0, :, 0].numpy(),  # [H, S]
+        "cached_before": held_before,
+        "cache_shapes": {name: tuple(shape) for name, shape in shapes.items()},
+        "cache_elements_per_token": sum(math.prod(shape[3:]) * shape[1] for shape in shapes.values()),
+    }
+
+
+# --- comparing variants on one input --------------------------------------------------------------------------------
+def pooled_from_mha(mha: GroupedQueryAttention, cfg: AttentionConfig) -> GroupedQueryAttention:
+    """A GQA/MQA layer made from an MHA layer the way Ainslie et al. (2023, GQA) start their uptraining: each group's
+    key and value heads are the mean of the MHA heads in it; queries and output projection are kept as they are."""
+    group = cfg.group_size
+    state = dict(mha.state_dict())
+    for name in ("k_proj.weight", "k_proj.bias", "v_proj.weight", "v_proj.bias"):
+        if name in state and group > 1:  # groups of one head: MHA's own weights, shared rather than copied
+            per_head = state[name].reshape(cfg.n_kv_heads, group, cfg.head_dim, -1)  # [G, r, d_h, d_model or 1]
+            state[name] = per_head.mean(dim=1).reshape(cfg.n_kv_heads * cfg.head_dim, *state[name].shape[1:])
+    layer = GroupedQueryAttention(cfg, device="meta")
+    layer.load_state_dict(state, assign=True)  # shares q_proj and o_proj with the MHA layer: no copy
+    return layer
+
+
+def latent_from_mha(mha: GroupedQueryAttention, cfg: AttentionConfig, input_rms: float) -> MultiHeadLatentAttention:
+    """An MLA layer made from an MHA layer: its joint key-value weights [W_K; W_V] (head by head) replaced by their
+    best rank-d_c approximation (truncated SVD), W_a = top right singular vectors, W_b = U·Σ.
+
+    What a conversion cannot carry over is set to zero: the decoupled rotary query and key (MHA's keys differ per
+    head, MLA's rotary key is shared), so this layer attends without position. Queries are scaled by
+    sqrt((d_h + d_h^R) / d_h) so the softmax temperature is MHA's. The latent's RMSNorm divides each token by its own
+    RMS; its gain is set to the expected RMS for inputs of that scale, so it cancels on average, not per token.
+    """
+    mcfg = mha.cfg
+    d_h, d_r, d_c, heads = mcfg.head_dim, cfg.qk_rope_head_dim, cfg.kv_lora_rank, cfg.n_heads
+    if (cfg.qk_nope_head_dim, cfg.v_head_dim, cfg.q_lora_rank) != (d_h, d_h, None) or cfg.n_heads != mcfg.n_heads:
+        raise ValueError("latent_from_mha needs an MLA config with MHA's heads and head widths and a full-rank query.")
+    w_k = mha.k_proj.weight.reshape(heads, d_h, -1)
+    w_v = mha.v_proj.weight.reshape(heads, d_h, -1)
+    joint = torch.cat((w_k, w_v), dim=1).reshape(heads * 2 * d_h, -1)  # kv_b_proj's layout: per head [k_nope; v]
+    u, s, vh = torch.linalg.svd(joint, full_matrices=False)
+    rank = min(d_c, s.shape[0])
+    d_model = mcfg.d_model
+    kv_a = torch.zeros(d_c + d_r, d_model)
+    kv_a[:rank] = vh[:rank]
+    kv_b = torch.zeros(heads * 2 * d_h, d_c)
+    kv_b[:, :rank] = u[:, :rank] * s[:rank]
+    q = torch.zeros(heads, d_h + d_r, d_model)
+    q[:, :d_h] = mha.q_proj.weight.reshape(heads, d_h, -1) * math.sqrt((d_h + d_r) / d_h)
+    state = {
+        "q_proj.weight": q.reshape(heads * (d_h + d_r), d_model),
+        "kv_a_proj_with_mqa.weight": kv_a,
+        "kv_a_layernorm.weight": torch.full((d_c,), input_rms * math.sqrt(rank / d_c)),
+        "kv_b_proj.weight": kv_b,
+        "o_proj.weight": mha.o_proj.weight,
+    }
+    layer = MultiHeadLatentAttention(cfg, device="meta")
+    layer.load_state_dict(state, assign=True)
+    return layer
+
+
+def mean_overlap(weights: torch.Tensor, pairs: list[tuple[int, int]]) -> float | None:
+    """Mean over head pairs and query rows of 1 - total variation distance between two heads' rows: the share of
+    attention both heads put on the same keys (1 = identical maps). weights [H, L, S]."""
+    if not pairs:
+        return None
+    flat = weights.flatten(1)
+    l1 = torch.cdist(flat[None], flat[None], p=1)[0]  # [H, H]: sum over rows of sum |p - q|
+    first, second = torch.tensor(pairs).T
+    tv = l1[first, second] / (2 * weights.shape[1])
+    return float(1 - tv.mean())
+
+
+def head_pairs(n_heads: int, group_size: int) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """(pairs of heads in the same KV group, pairs in different groups)."""
+    same, different = [], []
+    for a in range(n_heads):
+        for b in range(a + 1, n_heads):
+            (same if a // group_size == b // group_size else different).append((a, b))
+    return same, different
+
+
+@torch.inference_mode()
+def compare_from_mha(
+    configs: dict[str, AttentionConfig], seed: int, inputs: InputSpec, *, causal: bool
+) -> dict:
+    """Each variant made from one MHA layer (built from the seed), run on the same input.
+
+    Because every variant keeps MHA's queries and output projection, head h of each can be compared with head h of
+    MHA, and the outputs with MHA's output: differences come from how keys and values are shared, not from
+    different random weights. Returns per variant its weights [H, L, S] (or a reason it was not computed) and:
+    output distance ||out - out_mha|| / ||out_mha||, mean map overlap with MHA's same head, and mean overlap between
+    heads of the same KV group and of different groups.
+    """
+    first = next(iter(configs.values()))
+    mha_cfg = AttentionConfig("mha", d_model=first.d_model, n_heads=first.n_heads, rope=first.rope)
+    mha = build_attention(mha_cfg, seed=seed)
+    x = make_inputs(inputs)
+    mha_out, mha_weights = mha(x, return_weights=True, causal=causal)
+    results = {}
+    for variant, cfg in configs.items():
+        if variant == "mla" and cfg.d_model > MLA_CONVERSION_MAX_D_MODEL:
+            results[variant] = {
+                "skipped": f"making MLA from MHA takes an SVD of a {2 * cfg.d_model:,} × {cfg.d_model:,} matrix, "
+                f"too slow here above d_model {MLA_CONVERSION_MAX_D_MODEL:,}",
+            }
+            continue
+        if variant == "mha":
+            layer = mha
+        elif variant == "mla":
+            layer = latent_from_mha(mha, cfg, input_rms=inputs.scale)
+        else:
+            layer = pooled_from_mha(mha, cfg)
+        out, weights = layer(x, return_weights=True, causal=causal)
+        weights = weights[0]  # [H, L, S]
+        group = cfg.group_size if variant != "mla" else 1
+        same, different = head_pairs(cfg.n_heads, group)
+        per_head_tv = (weights - mha_weights[0]).abs().sum(-1).mean(-1) / 2  # [H]
+        results[variant] = {
+            "weights": weights.numpy(),
+            "output_distance": float((out - mha_out).norm() / mha_out.norm()),
+            "overlap_with_mha": (1 - per_head_tv).numpy(),
+            "within_group_overlap": mean_overlap(weights, same),
+            "between_group_overlap": mean_overlap(weights, different),
+            "group_size": group,
+        }
+    return results
+
+
+# --- downsampling for the browser -----------------------------------------------------------------------------------
+def block_size(length: int, side: int) -> int:
+    """The block edge that brings length positions down to at most side cells."""
+    return max(1, math.ceil(length / side))
+
+
+def pool_blocks(matrix: np.ndarray, rows: int, cols: int, how: str) -> np.ndarray:
+    """matrix [L, S] -> [ceil(L / rows), ceil(S / cols)]: the mean or max of each rows x cols block.
+
+    NaN cells (masked scores) are left out; a block with no other cell stays NaN. Edge blocks use the cells they have.
+    """
+    if how not in ("mean", "max"):
+        raise ValueError(f"how={how!r}: pool with 'mean' or 'max'.")
+    if rows == 1 and cols == 1:
+        return matrix.astype(np.float32, copy=False)
+    n_rows, n_cols = matrix.shape
+    out_rows, out_cols = math.ceil(n_rows / rows), math.ceil(n_cols / cols)
+    padded = np.full((out_rows * rows, out_cols * cols), np.nan, dtype=np.float64)
+    padded[:n_rows, :n_cols] = matrix
+    blocks = padded.reshape(out_rows, rows, out_cols, cols)
+    valid = ~np.isnan(blocks)
+    count = valid.sum(axis=(1, 3))
+    if how == "mean":
+        total = np.where(valid, blocks, 0.0).sum(axis=(1, 3))
+        result = np.divide(total, count, out=np.full(total.shape, np.nan), where=count > 0)
+    else:
+        result = np.where(valid, blocks, -np.inf).max(axis=(1, 3))
+        result[count == 0] = np.nan
+    return result.astype(np.float32)

@@ -1,0 +1,239 @@
+"""Which key/value store each query head reads, read off real layers by perturbation, and MLA's two ways compared.
+
+Nothing here assumes the formula "head i reads group i // (heads / groups)": a layer is built, a few tokens are
+prefilled into its cache, one cached store is disturbed, one token is decoded, and the query heads whose outputs
+moved are the ones that read that store. The per-head outputs are caught on their way into o_proj, where they are
+still side by side ([B, L, H * d_v]) and not yet mixed.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+import torch
+from einops import rearrange
+
+from ..build import build_attention
+from ..config import AttentionConfig
+
+CONTEXT_TOKENS = 3  # cached tokens before the probing decode step: a few suffice, every head then reads every store
+# A head counts as reading a store when its output moves by more than this fraction of the outputs' scale. Readers
+# move by O(0.1) of it (the disturbance is as large as the stored values); non-readers by float32 round-off at most.
+READ_THRESHOLD = 1e-4
+
+
+def narrowed(cfg: AttentionConfig, input_width: int) -> AttentionConfig:
+    """cfg with the input width d_model replaced and every per-head width kept: the same heads, groups, latent and
+    rotary widths, the same cache shapes; only the projections' input side (x's width) differs."""
+    if input_width == cfg.d_model:
+        return cfg
+    return replace(cfg, d_model=input_width, head_dim=cfg.head_dim)
+
+
+def store_names(cfg: AttentionConfig) -> list[str]:
+    """The separately cached stores of one layer: a K/V head per group, or MLA's latent and its shared rotary key."""
+    if cfg.variant == "mla":
+        return ["c_kv", "k_rope"]
+    return [f"kv{g}" for g in range(cfg.n_kv_heads)]
+
+
+def _disturb(cache, cfg: AttentionConfig, row: int, store: int, noise: torch.Generator) -> None:
+    """Add noise as large as the stored values to one store of one batch row, in place."""
+    if cfg.variant == "mla":
+        targets = [cache.c_kv[row, 0] if store == 0 else cache.k_rope[row, 0]]
+    else:
+        targets = [cache.k[row, store], cache.v[row, store]]
+    for target in targets:
+        scale = target.abs().mean() + 1e-3
+        target += scale * torch.randn(target.shape, generator=noise, dtype=target.dtype)
+
+
+def read_mapping(cfg: AttentionConfig, *, seed: int) -> dict:
+    """Which query heads read each cached store of the layer built from cfg and seed.
+
+    One batch row per store plus an undisturbed one: all rows see the same tokens, row 1 + s has store s disturbed
+    after the prefill, and all rows decode one more token together.
+
+    Returns stores (names), reads [n_stores, n_heads] bool, and change [n_stores, n_heads]: how far each head's output
+    moved, relative to the outputs' largest magnitude.
+    """
+    layer = build_attention(cfg, seed=seed)
+    stores = store_names(cfg)
+    rows = len(stores) + 1
+    generator = torch.Generator().manual_seed(seed)
+    context = torch.randn(1, CONTEXT_TOKENS, cfg.d_model, generator=generator).expand(rows, -1, -1)
+    new_token = torch.randn(1, 1, cfg.d_model, generator=generator).expand(rows, -1, -1)
+    head_outputs: list[torch.Tensor] = []
+    hook = layer.o_proj.register_forward_pre_hook(lambda _module, args: head_outputs.append(args[0]))
+    try:
+        with torch.inference_mode():
+            cache = layer.new_cache(batch_size=rows)
+            layer(context, cache=cache)
+            for store in range(len(stores)):
+                _disturb(cache, cfg, 1 + store, store, generator)
+            head_outputs.clear()
+            layer(new_token, cache=cache)
+    finally:
+        hook.remove()
+    per_head = rearrange(head_outputs[-1][:, 0], "r (h d) -> r h d", h=cfg.n_heads)  # [rows, H, d_v]
+    scale = per_head[0].abs().max().item()
+    change = ((per_head[1:] - per_head[:1]).abs().amax(dim=-1) / scale).numpy()  # [n_stores, H]
+    return {"stores": stores, "reads": change > READ_THRESHOLD, "change": change}
+
+
+def morph_configs(d_model: int, n_heads: int, kv_lora_rank: int, rope_dim: int) -> list[tuple[str, AttentionConfig]]:
+    """The animation's steps: MHA, GQA through every group count between, MQA, then MLA (keys as "gqa:4")."""
+    steps = [("mha", AttentionConfig("mha", d_model=d_model, n_heads=n_heads))]
+    for groups in sorted((g for g in range(2, n_heads) if n_heads % g == 0), reverse=True):
+        steps.append((f"gqa:{groups}", AttentionConfig("gqa", d_model=d_model, n_heads=n_heads, n_kv_heads=groups)))
+    steps.append(("mqa", AttentionConfig("mqa", d_model=d_model, n_heads=n_heads)))
+    steps.append(
+        ("mla", AttentionConfig("mla", d_model=d_model, n_heads=n_heads, kv_lora_rank=kv_lora_rank, qk_rope_head_dim=rope_dim))
+    )
+    return steps
+
+
+def read_morph(
+    d_model: int, n_heads: int, kv_lora_rank: int, rope_dim: int, *, seed: int, input_width: int | None = None
+) -> list[dict]:
+    """read_mapping for every animation step; input_width (if given) narrows each layer's input (see narrowed)."""
+    frames = []
+    for key, cfg in morph_configs(d_model, n_heads, kv_lora_rank, rope_dim):
+        probe_cfg = narrowed(cfg, input_width or d_model)
+        frames.append({"key": key, "variant": cfg.variant, "n_kv_heads": cfg.n_kv_heads} | read_mapping(probe_cfg, seed=seed))
+    return frames
+
+
+# --- shapes along the path ------------------------------------------------------------------------------------------
+def path_shapes(cfg: AttentionConfig, *, batch: int, seq_len: int) -> list[dict]:
+    """Tensor shapes along one layer, from the real module run on the meta device (exact at any size, no memory).
+
+    One row per step with its shape for a prefill of seq_len tokens and for the decode step that follows
+    (1 new token against seq_len + 1 keys). MLA rows carry way = "both", "naive" or "absorbed".
+    """
+    layer = build_attention(cfg, device="meta")
+    results = [_trace(layer, cfg, batch, seq_len, decode=False), _trace(layer, cfg, batch, seq_len, decode=True)]
+    return [
+        {"step": step, "way": way, "prefill": prefill, "decode": decode, "note": note}
+        for (step, way, prefill, note), (_, _, decode, _) in zip(*results)
+    ]
+
+
+def _trace(layer, cfg: AttentionConfig, batch: int, seq_len: int, *, decode: bool) -> list[tuple]:
+    """(step, way, shape, note) rows of one forward on meta: a prefill of seq_len tokens, or one decoded token."""
+    meta = torch.device("meta")
+    concat: list[torch.Size] = []
+    hook = layer.o_proj.register_forward_pre_hook(lambda _module, args: concat.append(args[0].shape))
+    try:
+        with torch.inference_mode():
+            cache = layer.new_cache(batch)
+            if decode:
+                layer(torch.empty(batch, seq_len, cfg.d_model, device=meta), cache=cache)
+            x = torch.empty(batch, 1 if decode else seq_len, cfg.d_model, device=meta)
+            return _grouped_rows(layer, cfg, x, cache, concat) if cfg.variant != "mla" else _latent_rows(layer, cfg, x, cache, concat)
+    finally:
+        hook.remove()
+
+
+def _grouped_rows(layer, cfg, x, cache, concat) -> list[tuple]:
+    start = cache.seq_len
+    q = rearrange(layer.q_proj(x), "b l (h d) -> b h l d", h=cfg.n_heads)
+    k, v = layer.project_kv(x)
+    out, weights = layer(x, cache=cache, return_weights=True)
+    group = cfg.group_size
+    seen = (cache.k.shape[0], cfg.n_heads, cache.k.shape[2], cache.k.shape[3])
+    return [
+        ("x", "both", tuple(x.shape), "the tokens coming in" + (f" (after {start} cached)" if start else "")),
+        ("q = x · W_q", "both", tuple(q.shape), "one query per head"),
+        ("k = x · W_k", "both", tuple(k.shape), f"{cfg.n_kv_heads} key head(s) for the new tokens"),
+        ("v = x · W_v", "both", tuple(v.shape), f"{cfg.n_kv_heads} value head(s) for the new tokens"),
+        ("cache k, v", "both", cache.shapes()["k"], "what is stored: K/V heads only, never their copies"),
+        (
+            "k, v as each query head sees them",
+            "both",
+            seen,
+            "no copy: head i reads KV head i // " + str(group) if group > 1 else "each head has its own",
+        ),
+        ("scores = softmax(q kᵀ / √d)", "both", tuple(weights.shape), "one row of weights per query and head"),
+        ("heads' outputs, side by side", "both", tuple(concat[-1]), "weights · v per head, concatenated"),
+        ("out = · W_o", "both", tuple(out.shape), "back to the model width"),
+    ]
+
+
+def _latent_rows(layer, cfg, x, cache, concat) -> list[tuple]:
+    start = cache.seq_len
+    q_nope, q_rope = layer.queries(x, start)
+    c_kv_new, k_rope_new = layer.compress(x, start)
+    _, weights = layer(x, cache=cache, return_weights=True, absorb=False)
+    naive_concat = concat[-1]
+    keys, values = layer.up_project(cache.c_kv, cache.k_rope)
+    w_uk, w_uv = layer.absorbed_weights()
+    q_latent = torch.einsum("bhln,hnc->bhlc", q_nope, w_uk)
+    stored = cache.shapes()
+    rows = [
+        ("x", "both", tuple(x.shape), "the tokens coming in" + (f" (after {start} cached)" if start else "")),
+        ("q_nope, q_rope = x · W_q", "both", (tuple(q_nope.shape), tuple(q_rope.shape)), "per head: a content part and a rotary part"),
+        ("c_kv, k_rope = x · W_dkv", "both", (tuple(c_kv_new.shape), tuple(k_rope_new.shape)), "one latent and one rotary key per token, for all heads"),
+        ("cache c_kv, k_rope", "both", (stored["c_kv"], stored["k_rope"]), "what is stored"),
+        ("k = [c_kv · W_uk ; k_rope], v = c_kv · W_uv", "naive", (tuple(keys.shape), tuple(values.shape)), "every cached token up-projected, every step"),
+        ("scores = softmax(q kᵀ / √d)", "naive", tuple(weights.shape), "as MHA"),
+        ("heads' outputs, side by side", "naive", tuple(naive_concat), "weights · v per head"),
+        ("W_uk, W_uv (slices of kv_b_proj)", "absorbed", (tuple(w_uk.shape), tuple(w_uv.shape)), "folded into the query and the output"),
+        ("q_nope · W_uk, then [ · ; q_rope]", "absorbed", tuple(torch.cat((q_latent, q_rope), dim=-1).shape), "queries moved into latent space"),
+        ("keys = cached [c_kv ; k_rope]", "absorbed", tuple(cache.latent.shape), "one shared key head, read as stored: MQA in latent space"),
+    ]
+    out, weights = layer(x, cache=_refill_like(layer, cache, start), return_weights=True, absorb=True)
+    rows += [
+        ("scores = softmax(q kᵀ / √d)", "absorbed", tuple(weights.shape), "the same scores as the naive way"),
+        ("heads' outputs, side by side", "absorbed", tuple(concat[-1]), "(weights · c_kv) · W_uv per head"),
+        ("out = · W_o", "both", tuple(out.shape), "back to the model width"),
+    ]
+    return rows
+
+
+def _refill_like(layer, cache, start: int):
+    """A fresh cache holding `start` tokens again (the naive pass above appended the new ones)."""
+    fresh = layer.new_cache(cache.latent.shape[0])
+    if start:
+        fresh.append(cache.c_kv[:, :, :start], cache.k_rope[:, :, :start])
+    return fresh
+
+
+# --- MLA: the two ways ----------------------------------------------------------------------------------------------
+def compare_mla_ways(cfg: AttentionConfig, *, seed: int, context_len: int, repeats: int = 5) -> dict:
+    """Decode one token after context_len cached tokens, naive (up-project the cache) and absorbed, in float32, batch 1.
+
+    Returns the largest absolute difference between the two outputs, the outputs' largest magnitude, and the fastest
+    of `repeats` wall times of each way's decode step in milliseconds (each on its own copy of the same cache): the
+    fastest run is the one least disturbed by whatever else the machine was doing.
+    """
+    if cfg.variant != "mla":
+        raise ValueError("The two ways of computing attention belong to MLA: pass an mla config.")
+    layer = build_attention(cfg, seed=seed)
+    generator = torch.Generator().manual_seed(seed)
+    context = torch.randn(1, context_len, cfg.d_model, generator=generator)
+    new_token = torch.randn(1, 1, cfg.d_model, generator=generator)
+    with torch.inference_mode():
+        c_kv, k_rope = layer.compress(context, 0)  # exactly what a prefill would cache
+
+        def filled_cache():
+            cache = layer.new_cache(1)
+            cache.append(c_kv, k_rope)
+            return cache
+
+        outputs = {absorb: layer(new_token, cache=filled_cache(), absorb=absorb)[0] for absorb in (False, True)}  # + warm-up
+        samples = {False: [], True: []}
+        for _ in range(repeats):  # the two ways take turns, so a busy moment of the machine hits both alike
+            for absorb in (False, True):
+                cache = filled_cache()
+                began = time.perf_counter()
+                layer(new_token, cache=cache, absorb=absorb)
+                samples[absorb].append(time.perf_counter() - began)
+    return {
+        "max_abs_diff": (outputs[True] - outputs[False]).abs().max().item(),
+        "output_scale": outputs[False].abs().max().item(),
+        "naive_ms": min(samples[False]) * 1e3,
+        "absorbed_ms": min(samples[True]) * 1e3,
+        "context_len": context_len,
+        "repeats": repeats,
+    }

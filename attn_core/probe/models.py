@@ -1,0 +1,183 @@
+"""Published models' KV caches, measured from their real attention layer on the meta device, and what-ifs.
+
+A what-if keeps a model's width, query heads, head width and layer count, and changes only how keys and values are
+kept: every head its own (MHA), one shared (MQA), g groups (GQA), or one latent plus a shared rotary key (MLA).
+
+All layers of these models have the same attention shape, so one layer is measured and the model is that times
+n_layers. On the meta device the real forward pass runs with exact shapes and dtypes and no memory, so a prefill of
+DeepSeek-V3's 163,840 tokens costs milliseconds.
+"""
+from __future__ import annotations
+
+import torch
+
+from ..accounting import as_dtype, bytes_per_element, kv_cache_bytes, repeated_kv_cache_bytes
+from ..build import build_attention
+from ..config import AttentionConfig
+from ..presets import PRESETS, ModelPreset
+from .decode import new_cache
+
+GIB = 2**30
+
+
+def what_if_configs(preset: ModelPreset, *, groups: int, latent: int, rope_dim: int) -> dict[str, AttentionConfig]:
+    """The preset's attention as published, then re-expressed as MHA, MQA, GQA with `groups` KV heads, and MLA.
+
+    The re-expressions keep d_model, the query heads and the head width d_h (for an MLA model, its per-head key and
+    value width); MLA gets the latent width d_c = latent and rotary key width d_h^R = rope_dim, and keeps an MLA
+    model's low-rank query.
+    """
+    published = preset.attention
+    d_model, heads, head_dim = published.d_model, published.n_heads, published.head_dim
+    if heads % groups:
+        raise ValueError(f"{preset.name} has {heads} query heads: {groups} KV groups do not divide them.")
+    grouped = {"d_model": d_model, "n_heads": heads, "head_dim": head_dim, "rope_theta": published.rope_theta}
+    latent_extra = {}
+    if published.variant == "mla":
+        latent_extra = {
+            "q_lora_rank": published.q_lora_rank,
+            "qk_nope_head_dim": published.qk_nope_head_dim,
+            "v_head_dim": published.v_head_dim,
+            "rope_interleave": published.rope_interleave,
+        }
+    return {
+        "published": published,
+        "mha": AttentionConfig("mha", **grouped),
+        "mqa": AttentionConfig("mqa", **grouped),
+        "gqa": AttentionConfig("gqa", n_kv_heads=groups, **grouped),
+        "mla": AttentionConfig("mla", kv_lora_rank=latent, qk_rope_head_dim=rope_dim, **grouped | latent_extra),
+    }
+
+
+def describe(cfg: AttentionConfig, *, repeated_heads: bool = False) -> str:
+    """What one token leaves in one layer's cache, in a few words."""
+    if cfg.variant == "mla":
+        return f"c_kv {cfg.kv_lora_rank} + k_rope {cfg.qk_rope_head_dim}, shared by {cfg.n_heads} heads"
+    if repeated_heads:
+        return f"K, V copied out to {cfg.n_heads} heads × {cfg.head_dim}"
+    heads = "head" if cfg.n_kv_heads == 1 else "heads"
+    return f"K, V of {cfg.n_kv_heads} {heads} × {cfg.head_dim}, for {cfg.n_heads} query heads"
+
+
+def tokens_held(preset: ModelPreset, tokens: int) -> int:
+    """Tokens one layer's cache holds after `tokens` tokens: a sliding window's rolling cache keeps the last W only."""
+    return tokens if preset.sliding_window is None else min(tokens, preset.sliding_window)
+
+
+@torch.inference_mode()
+def measure_layer(cfg: AttentionConfig, *, batch: int, tokens: int, dtype, repeated_heads: bool = False) -> dict:
+    """Prefill `tokens` tokens through cfg's real layer on the meta device and read its cache: bytes and shapes."""
+    dtype = as_dtype(dtype)
+    layer = build_attention(cfg, device="meta", dtype=dtype)
+    cache = new_cache(cfg, batch, dtype=dtype, device="meta", repeated_heads=repeated_heads)
+    layer(torch.empty(batch, tokens, cfg.d_model, device="meta", dtype=dtype), cache=cache)
+    return {"nbytes": cache.nbytes, "capacity_nbytes": cache.capacity_nbytes, "shapes": cache.shapes()}
+
+
+def model_rows(
+    preset_name: str, *, groups: int, latent: int, rope_dim: int, dtype: str, batch: int, repeated_heads: bool = False
+) -> list[dict]:
+    """One row per way of keeping the cache: per token, per layer, whole model, at the model's context length.
+
+    Measured: one layer prefilled on the meta device with one sequence of the model's context (or its sliding
+    window) and again with `batch` sequences. The closed forms are returned beside every measurement.
+    With repeated_heads, the published grouped layer is measured once more with K/V cached after repeat_interleave.
+    """
+    preset = PRESETS[preset_name]
+    configs = what_if_configs(preset, groups=groups, latent=latent, rope_dim=rope_dim)
+    kinds = [(key, cfg, False) for key, cfg in configs.items()]
+    if repeated_heads and preset.attention.variant != "mla":
+        kinds.append(("published_repeated", preset.attention, True))
+    held = tokens_held(preset, preset.context_len)
+    element = bytes_per_element(dtype)
+    mha_elements = configs["mha"].cache_elements_per_token
+    d_h = preset.attention.head_dim
+    rows = []
+    for key, cfg, repeated in kinds:
+        closed_form = repeated_kv_cache_bytes if repeated else kv_cache_bytes
+        one = measure_layer(cfg, batch=1, tokens=held, dtype=dtype, repeated_heads=repeated)
+        many = measure_layer(cfg, batch=batch, tokens=held, dtype=dtype, repeated_heads=repeated)
+        elements = one["nbytes"] // (held * element)  # numbers one token leaves in one layer, read off the cache
+        rows.append(
+            {
+                "key": key,
+                "variant": cfg.variant,
+                "repeated_heads": repeated,
+                "label": label(key, cfg, preset),
+                "description": describe(cfg, repeated_heads=repeated),
+                "elements_per_token_layer": elements,
+                "elements_per_token_layer_formula": (
+                    2 * cfg.n_heads * cfg.head_dim if repeated else cfg.cache_elements_per_token
+                ),
+                "bytes_per_token_layer": elements * element,
+                "bytes_per_token_model": elements * element * preset.n_layers,
+                "tokens_held": held,
+                "layer_bytes_measured": one["nbytes"],
+                "layer_bytes_formula": closed_form(cfg, 1, held, dtype),
+                "model_bytes_measured": one["nbytes"] * preset.n_layers,
+                "batch": batch,
+                "model_bytes_batch_measured": many["nbytes"] * preset.n_layers,
+                "model_bytes_batch_formula": closed_form(cfg, batch, held, dtype) * preset.n_layers,
+                "shapes": one["shapes"],
+                "ratio_to_mha": elements / mha_elements,
+                "gqa_equivalent_groups": elements / (2 * d_h),
+            }
+        )
+    return rows
+
+
+def label(key: str, cfg: AttentionConfig, preset: ModelPreset) -> str:
+    if key == "published":
+        return f"{preset.name} as published ({cfg.variant.upper()})"
+    if key == "published_repeated":
+        return f"{preset.name}, repeated K/V cached (pitfall)"
+    if key == "gqa":
+        return f"as GQA, {cfg.n_kv_heads} groups"
+    if key == "mla":
+        return f"as MLA, d_c {cfg.kv_lora_rank} + d_h^R {cfg.qk_rope_head_dim}"
+    return f"as {key.upper()}"
+
+
+def model_bytes(
+    preset: ModelPreset, cfg: AttentionConfig, *, batch: int, tokens: int, dtype, repeated_heads: bool = False
+) -> int:
+    """Closed form for the whole model: n_layers × one layer's cache for the tokens it holds (window-bounded)."""
+    closed_form = repeated_kv_cache_bytes if repeated_heads else kv_cache_bytes
+    return preset.n_layers * closed_form(cfg, batch, tokens_held(preset, tokens), dtype)
+
+
+def memory_budget(preset: ModelPreset, *, gpu_gib: int, gpus: int, dtype) -> dict:
+    """Memory left for the cache: the GPUs' memory minus the weights, stored in the same dtype as the cache."""
+    memory = gpus * gpu_gib * GIB
+    weights = int(preset.total_params * bytes_per_element(dtype))
+    return {"memory": memory, "weights": weights, "left": memory - weights}
+
+
+def sequences_that_fit(preset: ModelPreset, bytes_per_token_model: int, *, budget_left: int, tokens: int) -> int:
+    """Sequences of `tokens` tokens whose caches fit together in budget_left bytes (0 if none)."""
+    if budget_left <= 0 or tokens <= 0:
+        return 0
+    return budget_left // (bytes_per_token_model * tokens_held(preset, tokens))
+
+
+def what_fits(preset: ModelPreset, row: dict, *, budget_left: int, batch: int) -> dict:
+    """How long `batch` sequences can grow, and how many sequences of the full context fit, in budget_left bytes.
+
+    A rolling window caps what each sequence holds at W tokens per layer, so past W a sequence grows for free.
+    """
+    per_token = row["bytes_per_token_model"]  # one sequence, all layers
+    if budget_left <= 0:
+        return {"tokens_per_sequence": 0, "users_at_context": 0, "window_bound": False}
+    tokens = budget_left // (per_token * batch)
+    window_bound = preset.sliding_window is not None and tokens >= preset.sliding_window
+    full = preset.context_len if window_bound else min(tokens, preset.context_len)
+    users = sequences_that_fit(preset, per_token, budget_left=budget_left, tokens=preset.context_len)
+    return {"tokens_per_sequence": int(full), "users_at_context": int(users), "window_bound": window_bound}
+
+
+def token_grid(preset: ModelPreset, points: int = 65) -> list[int]:
+    """Token counts from 0 to the context length for a line plot, with the sliding window's corner included."""
+    grid = {round(i * preset.context_len / (points - 1)) for i in range(points)}
+    if preset.sliding_window is not None and preset.sliding_window < preset.context_len:
+        grid.add(preset.sliding_window)
+    return sorted(grid)

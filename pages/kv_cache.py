@@ -1,0 +1,246 @@
+"""KV cache: what each variant's cache holds token by token, what it costs for whole published models, and the pitfall
+of caching repeated heads."""
+import streamlit as st
+
+from attn_core import PRESETS
+from attn_core.accounting import bytes_per_element
+from attn_core.probe.decode import MAX_PROMPT_LEN, MAX_STEPS, MAX_TRACE_BATCH, MAX_TRACE_PARAMETERS, MAX_TRACE_WORK
+from attn_core.probe.models import memory_budget
+from explorer import kv_cache as view
+from explorer.charts import format_bytes, show_chart
+from explorer.state import bound, page_settings
+
+settings = page_settings()
+
+st.title("KV cache")
+st.markdown(
+    "A language model writes one token at a time. Without a cache, every new token would recompute the keys and "
+    "values of all the tokens before it; with one, each token's keys and values are computed once, stored, and read "
+    "back at every later step. The cache changes the **cost**, never the **result** — and how big it grows is where "
+    "MHA, MQA, GQA and MLA differ most."
+)
+
+# --- 1. step by step ------------------------------------------------------------------------------------------------
+st.header("Decode step by step", divider="gray")
+left, middle, right = st.columns(3)
+with left:
+    prompt_len = bound(
+        view.PROMPT, lambda key: st.slider("Prompt tokens (prefilled at once)", 1, MAX_PROMPT_LEN, key=key)
+    )
+with middle:
+    steps = bound(view.STEPS, lambda key: st.slider("Tokens to generate (one at a time)", 1, MAX_STEPS, key=key))
+with right:
+    repeated = bound(
+        view.REPEAT,
+        lambda key: st.toggle(
+            "Also cache K/V after repeat_interleave (the naive GQA pitfall)", key=key,
+            help="Naive GQA code repeats each KV head for every query head of its group and then caches the copies.",
+        ),
+    )
+
+
+traces, skipped = view.traces_for(settings, prompt_len, steps, repeated)
+batch = view.trace_batch(settings)
+st.caption(
+    f"Real layers at the sidebar's settings, float32 weights drawn from seed {settings.seed}, fed {prompt_len + steps} "
+    f"fixed random token vectors (batch {batch}). The layer computes in float32 so the comparison with a full recompute "
+    f"shows round-off only; a copy of everything it caches is kept in {settings.dtype}, and the bytes shown are that "
+    f"copy's. This runs on the server's CPU at every new setting, so it is bounded: up to {MAX_PROMPT_LEN} prompt "
+    f"tokens, {MAX_STEPS} generated, {MAX_TRACE_BATCH} sequences, layers of up to {MAX_TRACE_PARAMETERS / 1e6:g} M "
+    f"weights, and weights × tokens × batch up to {MAX_TRACE_WORK / 1e6:g} M multiply-adds a pass."
+    + (f" The sidebar's batch is {settings.batch}; this decode runs {batch}." if settings.batch > batch else "")
+)
+if skipped:
+    st.info(
+        "Not traced at these settings:\n\n" + "\n".join(f"- {note}" for note in skipped)
+        + "\n\nThe whole-model sections below run at any size (on the meta device).",
+        icon=":material/speed:",
+    )
+
+
+def step_slider(key: str) -> int:
+    st.session_state[key] = min(max(st.session_state[key], 0), steps)  # steps may have just shrunk
+    return st.slider("Step (0 = right after the prefill)", 0, steps, key=key)
+
+
+if traces:
+    step = bound(view.STEP, step_slider, (0, steps))
+    st.markdown(
+        "What the notebook printed after every step, for each cache here "
+        "(shapes are **[batch, heads stored, tokens, width]**):"
+    )
+    st.code(view.step_log(traces, step), language=None)
+    st.dataframe(view.step_table(traces, step), hide_index=True, width="stretch")
+    worst = max(max(trace["max_abs_diff"]) for trace in traces.values())
+    show_chart(
+        view.diff_figure(traces, step),
+        name="kv-cache-recompute-difference",
+        rows=view.cache_size_rows(traces),
+        caption=(
+            f"Every step stays far below 1e-5 (largest here: {worst:.1e}, outputs up to "
+            f"{max(t['out_scale'] for t in traces.values()):.2g}): the cache changes the cost, not the result. The "
+            "reference is one pass over the whole sequence without a cache; with causal attention its row t is what "
+            "recomputing the prefix up to t gives. MLA decodes with absorbed weights, its reference up-projects: they "
+            f"agree too. Exact zeros are drawn at {view.DIFF_FLOOR:g}."
+        ),
+    )
+
+    st.header("Cache size as tokens arrive", divider="gray")
+    show_chart(
+        view.cache_size_figure(traces, step),
+        name="kv-cache-bytes-per-step",
+        rows=view.cache_size_rows(traces),
+        caption=(
+            "Bytes held (dots, measured) grow by one token's worth per step and sit exactly on the closed form (the "
+            "wide pale line beneath): batch × tokens × (2·KV heads·head_dim, or d_c + d_h^R for MLA) × bytes per "
+            "number. The dashed step line is what is preallocated: the buffer doubles when full, so it runs ahead of "
+            "what is held. Repeated-head caches (open rings) land on MHA's line. ▶ Play moves through the steps in your "
+            "browser; click a legend entry to hide a cache."
+        ),
+    )
+    if repeated:
+        pitfalls = {name: trace for name, trace in traces.items() if name.endswith("repeated")}
+        if not pitfalls:
+            st.info("No variant shown here shares KV heads (MHA and MLA have nothing to repeat): choose GQA or MQA.")
+        for name, trace in pitfalls.items():
+            honest = traces.get(name.removesuffix(" repeated"))
+            if honest is None:
+                continue
+            wasted = trace["nbytes"][step] - honest["nbytes"][step]
+            st.warning(
+                f"**{name}**: at step {step} the repeated cache holds {format_bytes(trace['nbytes'][step])} where "
+                f"{format_bytes(honest['nbytes'][step])} is all the layer needs — {format_bytes(wasted)} wasted, "
+                f"{trace['nbytes'][step] / honest['nbytes'][step]:.3g}× the memory, as large as MHA's. Its outputs are "
+                f"the same (max |Δ| vs full recompute {max(trace['max_abs_diff']):.1e}): the copies add nothing. "
+                "Cache the KV heads as projected and let attention share them.",
+                icon=":material/content_copy:",
+            )
+    else:
+        st.caption("Switch on the pitfall above to see what caching the repeated heads costs, measured the same way.")
+
+# --- 3 and 4. whole models ------------------------------------------------------------------------------------------
+st.header("Published models, and what if they kept their cache another way", divider="gray")
+cols = st.columns([2, 1, 1, 1])
+with cols[0]:
+    model = bound(view.MODEL, lambda key: st.selectbox("Model", view.MODEL.options, key=key))
+preset = PRESETS[model]
+group_options = view.group_options(preset.attention.n_heads)
+groups_key = f"view_{view.GROUPS.name}"
+if groups_key in st.session_state and st.session_state[groups_key] not in group_options:
+    st.session_state[groups_key] = view.preferred_groups(model)  # another model: start from its own KV heads
+with cols[1]:
+    groups = bound(
+        view.GROUPS, lambda key: st.select_slider("What-if GQA groups", group_options, key=key), group_options
+    )
+with cols[2]:
+    latent = bound(view.LATENT, lambda key: st.select_slider("What-if MLA d_c", view.LATENT.options, key=key))
+with cols[3]:
+    rope_dim = bound(view.ROPE, lambda key: st.select_slider("What-if MLA d_h^R", view.ROPE.options, key=key))
+
+
+def notes_example() -> None:
+    st.session_state[f"view_{view.MODEL.name}"] = "Llama-2-7B"
+    st.session_state[f"view_{view.LATENT.name}"] = 512
+    st.session_state[f"view_{view.ROPE.name}"] = 128
+
+
+st.button(
+    "The course notes' example: a LLaMA-7B-scale model re-expressed as MLA with d_c 512 and d_h^R 128",
+    on_click=notes_example, icon=":material/school:",
+)
+
+attention = preset.attention
+st.caption(
+    f"**{model}**: {preset.n_layers} layers, d_model {attention.d_model}, {attention.n_heads} query heads of "
+    f"{attention.head_dim}, {preset.context_len:,}-token context, {preset.total_params / 1e9:g} B parameters. "
+    f"Source: {preset.source}."
+)
+if preset.sliding_window is not None:
+    st.info(
+        f"{model} attends within a sliding window of {preset.sliding_window:,} tokens, so each layer keeps a rolling "
+        f"cache of the last {preset.sliding_window:,} tokens: past that, the cache stops growing. The numbers below are "
+        f"measured on a cache holding those {preset.sliding_window:,} tokens (the core's cache does not evict; a "
+        "rolling buffer of that size is what the model needs).",
+        icon=":material/swap_horiz:",
+    )
+if preset.not_modelled:
+    st.caption(f"Not modelled here: {preset.not_modelled}")
+
+rows = view.cached_model_rows(model, groups, latent, rope_dim, settings.dtype, settings.batch, repeated)
+st.dataframe(view.model_table(rows, model), hide_index=True, width="stretch")
+st.caption(
+    f"Each row is one real attention layer run on PyTorch's meta device (exact shapes and bytes, no memory used) "
+    f"over the model's context in {settings.dtype}, then × {preset.n_layers} layers. What-ifs keep the width, the "
+    "heads and d_h and change only what is cached. \"= GQA with … groups\" is numbers per token ÷ (2·d_h): the GQA "
+    "group count that would cache as much."
+)
+
+by_key = {row["key"]: row for row in rows}
+mla, mha, published = by_key["mla"], by_key["mha"], by_key["published"]
+mla_saving = mha["elements_per_token_layer"] / mla["elements_per_token_layer"]
+if attention.variant == "mla":
+    st.success(
+        f"**The DeepSeek-V2 paper's claim, measured:** {model}'s MLA caches {published['elements_per_token_layer']:,} "
+        f"numbers per token per layer (d_c {attention.kv_lora_rank} + d_h^R {attention.qk_rope_head_dim}) — as much as "
+        f"GQA with only {published['gqa_equivalent_groups']:.3g} groups of d_h {attention.head_dim}, while MHA with its "
+        f"{attention.n_heads} heads would cache {mha['elements_per_token_layer']:,}: "
+        f"{mha['elements_per_token_layer'] / published['elements_per_token_layer']:.3g}× more.",
+        icon=":material/verified:",
+    )
+st.markdown(
+    f"As MHA, {model} would keep **{mha['elements_per_token_layer']:,}** numbers per token per layer "
+    f"(2 × {attention.n_heads} heads × {attention.head_dim}); as MLA with d_c {latent} + d_h^R {rope_dim}, "
+    f"**{mla['elements_per_token_layer']:,}**: **{mla_saving:.3g}×** fewer, the cache of GQA with "
+    f"{mla['gqa_equivalent_groups']:.3g} groups."
+)
+
+st.subheader("Will it fit? A whole model's cache against a memory budget")
+left, right = st.columns(2)
+with left:
+    gpu_gib = bound(view.GPU_GIB, lambda key: st.select_slider("Memory per GPU (GiB)", view.GPU_GIB.options, key=key))
+with right:
+    gpus = bound(view.GPUS, lambda key: st.select_slider("GPUs", view.GPUS.options, key=key))
+budget = memory_budget(preset, gpu_gib=gpu_gib, gpus=gpus, dtype=settings.dtype)
+metrics = st.columns(3)
+metrics[0].metric("Memory", format_bytes(budget["memory"]), help=f"{gpus} × {gpu_gib} GiB")
+metrics[1].metric(
+    f"Weights ({settings.dtype})", format_bytes(budget["weights"]),
+    help=f"{preset.total_params / 1e9:g} B parameters × {bytes_per_element(settings.dtype)} bytes, in the cache's dtype",
+)
+metrics[2].metric("Left for the KV cache", format_bytes(max(budget["left"], 0)))
+if budget["left"] <= 0:
+    st.warning(
+        f"{model}'s weights alone ({format_bytes(budget['weights'])}) do not fit in {format_bytes(budget['memory'])}: "
+        "add GPUs or memory to leave room for a cache.",
+    )
+what_if = {"groups": groups, "latent": latent, "rope_dim": rope_dim}
+figure, csv_rows = view.scale_figure(model, rows, what_if, batch=settings.batch, dtype=settings.dtype, budget=budget)
+show_chart(
+    figure,
+    name="kv-cache-whole-model",
+    rows=csv_rows,
+    caption=(
+        f"Layers × batch ({settings.batch}, from the sidebar) × tokens: the cache grows linearly with each"
+        + (f", until the {preset.sliding_window:,}-token window" if preset.sliding_window else "")
+        + ". Where a line crosses the red budget (×), that way of caching runs out of memory; lines leaving the top "
+        "ran out long before. Lines: closed form; diamonds: measured on the meta device at the full context."
+    ),
+)
+if budget["left"] > 0:
+    users, users_csv = view.users_figure(model, rows, budget=budget, dtype=settings.dtype)
+    show_chart(
+        users,
+        name="kv-cache-sequences-that-fit",
+        rows=users_csv,
+        caption=(
+            "Concurrent users: how many sequences' caches fit beside the weights, for each length (log scale). The "
+            "gap between two lines is the ratio of their caches per token: the sharing of KV heads, or the latent, "
+            "multiplies the users one GPU can serve."
+        ),
+    )
+st.dataframe(view.fit_table(model, rows, batch=settings.batch, budget=budget), hide_index=True, width="stretch")
+st.caption(
+    "Answers from the measured bytes per token: how long each of the sidebar's batch of sequences can grow, and how "
+    "many users with a full context can be served at once. Activations and other runtime buffers also need room, so "
+    "real servers fit somewhat fewer."
+)

@@ -1,0 +1,259 @@
+"""The attention heatmaps page through AppTest: what reaches the browser is the real layer's weights, at the default,
+smallest and largest settings, within the payload budget, and a link reproduces the view."""
+import base64
+import json
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from attn_core import build_attention
+from attn_core.probe.heatmaps import InputSpec, make_inputs
+from explorer.settings import Settings
+from streamlit.testing.v1 import AppTest
+
+PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "heatmaps.py")
+PAYLOAD_BUDGET = 1_000_000  # bytes of chart data per page (DESIGN.md section 3)
+SMALLEST = {"d_model": "16", "heads": "1", "groups": "1", "latent": "4", "rope_dim": "2", "seq_len": "1", "batch": "1"}
+LARGEST = {"variant": "mha,mqa,gqa,mla", "d_model": "8192", "heads": "128", "groups": "128", "latent": "4096",
+           "rope_dim": "64", "seq_len": "8192", "batch": "128", "dtype": "float32"}
+
+
+def open_page(**params) -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=600)
+    for name, value in params.items():
+        at.query_params[name] = value
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def charts(at: AppTest) -> list[dict]:
+    return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+
+
+def payload(at: AppTest) -> int:
+    return sum(len(chart.proto.spec) for chart in at.get("plotly_chart"))
+
+
+def decode(array) -> np.ndarray:
+    """A Plotly typed array ({"dtype", "bdata", "shape"}) back to numpy; plain lists pass through."""
+    if isinstance(array, dict):
+        values = np.frombuffer(base64.b64decode(array["bdata"]), dtype=np.dtype(array["dtype"]))
+        shape = [int(n) for n in str(array.get("shape", len(values))).split(",")]
+        return values.reshape(shape)
+    return np.asarray(array, dtype=np.float64)
+
+
+def heatmaps(spec: dict) -> list[np.ndarray]:
+    return [decode(trace["z"]) for trace in spec["data"] if trace["type"] == "heatmap"]
+
+
+def layer_weights(settings: Settings, variant: str, *, n_tokens: int, scale: float = 2.0, causal: bool = True,
+                  rope: bool = True, tokens=None) -> np.ndarray:
+    """return_weights of the layer built from the same seed, computed here without the page or its probe."""
+    from dataclasses import replace
+
+    cfg = replace(settings.config(variant), rope=rope)
+    layer = build_attention(cfg, seed=settings.seed)
+    spec = InputSpec(d_model=settings.d_model, seed=settings.seed, scale=scale, tokens=tokens,
+                     n_tokens=0 if tokens else n_tokens)
+    with torch.no_grad():
+        _, weights = layer(make_inputs(spec), return_weights=True, causal=causal)
+    return weights[0].numpy()
+
+
+def texts(at: AppTest) -> str:
+    parts = [e.value for kind in ("markdown", "caption", "info", "warning") for e in at.get(kind)]
+    return "\n".join(str(p) for p in parts)
+
+
+# --- default settings -----------------------------------------------------------------------------------------------
+def test_default_view_sends_the_real_layers_weights():
+    at = open_page()
+    specs = charts(at)
+    assert len(specs) == 4  # every head, the comparison, inside one head, the decode step
+    expected = layer_weights(Settings(), "gqa", n_tokens=64)
+    grid = heatmaps(specs[0])
+    assert len(grid) == 8
+    for head, z in enumerate(grid):
+        np.testing.assert_array_equal(z, expected[head])  # float32 as computed: not pooled, not rounded
+        np.testing.assert_allclose(z.sum(-1), 1.0, atol=1e-6)
+        assert np.all(z[np.triu_indices(64, k=1)] == 0)  # causal: nothing above the diagonal
+    steps = heatmaps(specs[2])
+    np.testing.assert_allclose(steps[6], expected[0], atol=1e-6)  # ④ softmax of head 0
+    assert np.isnan(steps[5][np.triu_indices(64, k=1)]).all()  # ③ masked: −∞ sent as gaps
+    decode_rows = heatmaps(specs[3])[0]
+    np.testing.assert_allclose(decode_rows, expected[:, -1], atol=1e-6)
+    assert payload(at) <= PAYLOAD_BUDGET
+
+
+def test_heads_are_laid_out_one_kv_group_per_row():
+    at = open_page()
+    layout = charts(at)[0]["layout"]
+    titles = [a["text"] for a in layout["annotations"]]
+    assert titles[:4] == [f"head {h} · KV 0" for h in range(4)] and titles[4] == "head 4 · KV 1"
+    top_row = layout["yaxis"]["domain"]
+    assert [layout[f"yaxis{i}"]["domain"] for i in (2, 3, 4)] == [top_row] * 3  # heads 0-3 share a row
+    assert layout["yaxis5"]["domain"][1] < top_row[0]  # head 4 (next group) starts the next row
+
+
+def test_causal_off_and_rope_off_are_the_layers_weights_too():
+    at = open_page(hm_causal="0", hm_rope="0", hm_variant="mla", hm_scale="4")
+    expected = layer_weights(Settings(), "mla", n_tokens=64, scale=4.0, causal=False, rope=False)
+    for head, z in enumerate(heatmaps(charts(at)[0])):
+        np.testing.assert_array_equal(z, expected[head])
+        assert np.all(z > 0)  # every query sees every key
+
+
+def test_rerun_after_a_view_change_at_default_settings(capsys):
+    at = open_page()
+    times = []
+    for head in (1, 2, 3, 4, 5, 6, 7):
+        at.selectbox(key="view_hm_head").set_value(head)
+        start = time.perf_counter()
+        at.run()
+        times.append(time.perf_counter() - start)
+        assert not at.exception
+    unchanged = []
+    for _ in range(5):
+        start = time.perf_counter()
+        at.run()
+        unchanged.append(time.perf_counter() - start)
+    with capsys.disabled():
+        print(f"\n[heatmaps] default settings: rerun after a head change median {1000 * statistics.median(times):.0f} ms "
+              f"(min {1000 * min(times):.0f}); plain rerun median {1000 * statistics.median(unchanged):.0f} ms; "
+              f"chart payload {payload(at):,} bytes")
+
+
+# --- smallest and largest settings ----------------------------------------------------------------------------------
+def test_smallest_settings():
+    at = open_page(**SMALLEST)
+    specs = charts(at)
+    grid = heatmaps(specs[0])
+    assert [z.shape for z in grid] == [(1, 1)]
+    assert grid[0][0, 0] == pytest.approx(1.0)  # one token attends to itself with all its weight
+    assert payload(at) <= PAYLOAD_BUDGET
+
+
+def test_largest_settings_stay_within_the_payload_budget(capsys):
+    start = time.perf_counter()
+    at = open_page(**LARGEST)
+    cold = time.perf_counter() - start
+    size = payload(at)
+    assert size <= PAYLOAD_BUDGET
+    notes = texts(at)
+    assert "the first 64 of 8,192 tokens" in notes
+    assert "Showing 16 of 128 heads" in notes
+    grid = heatmaps(charts(at)[0])
+    assert len(grid) == 16
+    np.testing.assert_allclose(np.stack(grid).sum(-1), 1.0, atol=1e-5)
+    timings = {}
+    at.selectbox(key="view_hm_head").set_value(5)
+    start = time.perf_counter(); at.run(); timings["head picker (first time)"] = time.perf_counter() - start
+    at.selectbox(key="view_hm_head").set_value(0)
+    start = time.perf_counter(); at.run(); timings["head picker (back)"] = time.perf_counter() - start
+    at.select_slider(key="setting_seq_len").set_value(6144)
+    start = time.perf_counter(); at.run(); timings["sequence length 8192 -> 6144"] = time.perf_counter() - start
+    at.selectbox(key="view_hm_from").set_value(16)
+    start = time.perf_counter(); at.run(); timings["next page of heads"] = time.perf_counter() - start
+    assert not at.exception
+    assert payload(at) <= PAYLOAD_BUDGET
+    with capsys.disabled():
+        print(f"\n[heatmaps] largest settings: first run {cold:.1f} s (builds the d_model 8192 layers); chart payload "
+              f"{size:,} bytes; reruns: " + ", ".join(f"{k} {1000 * v:.0f} ms" for k, v in timings.items()))
+
+
+# --- downsampling ---------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("how", ["mean", "max"])
+def test_long_sequences_are_pooled_by_blocks_and_say_so(how):
+    settings = Settings(d_model=64, heads=2, groups=1, latent=16, rope_dim=8, seq_len=1024)
+    at = open_page(d_model="64", heads="2", groups="1", latent="16", rope_dim="8", seq_len="1024", hm_pool=how,
+                   hm_variant="mqa")
+    assert f"{how} of 4×4 blocks" in texts(at)
+    expected = layer_weights(settings, "mqa", n_tokens=512)  # the window: 512 of 1,024 tokens
+    np.testing.assert_allclose(expected.sum(-1), 1.0, atol=1e-5)  # the un-pooled rows sum to 1
+    blocks = expected.reshape(2, 128, 4, 128, 4)
+    reference = blocks.mean(axis=(2, 4)) if how == "mean" else blocks.max(axis=(2, 4))
+    grid = heatmaps(charts(at)[0])
+    for head, z in enumerate(grid):
+        assert z.shape == (128, 128)
+        np.testing.assert_allclose(z, reference[head], rtol=1e-5, atol=1e-7)
+    trace = charts(at)[0]["data"][0]
+    assert f"{how} of a 4×4 block" in trace["hovertemplate"]
+    assert payload(at) <= PAYLOAD_BUDGET
+
+
+# --- links ----------------------------------------------------------------------------------------------------------
+def test_the_link_sent_by_another_page_opens_that_variant_and_group():
+    at = open_page(hm_variant="gqa", hm_group="1")
+    titles = [a["text"] for a in charts(at)[0]["layout"]["annotations"]]
+    assert titles == [f"head {h} · KV 1" for h in range(4, 8)]
+    at = open_page(hm_variant="mqa", hm_group="all")
+    assert len(heatmaps(charts(at)[0])) == 8
+    assert at.query_params["hm_variant"] == "mqa" and at.query_params["hm_group"] == "all"
+
+
+def test_text_input_puts_tokens_on_the_axes():
+    text = "the cat saw the cat"
+    at = open_page(hm_input="text", hm_text=text, hm_tokens="words", hm_rope="0", hm_causal="0")
+    spec = charts(at)[0]
+    assert spec["data"][0]["x"] == ["0 the", "1 cat", "2 saw", "3 the", "4 cat"]
+    expected = layer_weights(Settings(), "gqa", n_tokens=0, rope=False, causal=False, tokens=tuple(text.split()))
+    z = heatmaps(spec)[0]
+    np.testing.assert_array_equal(z, expected[0])
+    # without RoPE or a mask, a repeated token is the same key: every query weighs both copies equally
+    np.testing.assert_allclose(z[:, 0], z[:, 3], rtol=1e-6)
+    at = open_page(hm_input="text", hm_text="a<b> c&d", hm_tokens="chars")
+    assert charts(at)[0]["data"][0]["x"][1] == "1 ‹"  # markup characters cannot act on the figure
+
+
+def test_bad_link_values_give_warnings_and_fallbacks_never_a_traceback():
+    at = open_page(hm_variant="xyz", hm_group="99", hm_head="-1", hm_scale="abc", hm_causal="maybe",
+                   hm_pool="median", hm_input="audio", hm_from="7")
+    warnings = " ".join(w.value for w in at.warning)
+    for name in ("hm_variant", "hm_group", "hm_head", "hm_scale", "hm_causal", "hm_pool", "hm_input"):
+        assert name in warnings
+    assert len(charts(at)) == 4
+
+
+@pytest.mark.parametrize("text", ["\x00\x07 ctrl\tchars", "x" * 500, "", "   "])
+def test_any_text_is_usable(text):
+    at = open_page(hm_input="text", hm_text=text)
+    assert len(charts(at)) == 4
+    if len(text) > 200:
+        assert len(at.text_input(key="view_hm_text").value) == 200
+
+
+def test_same_link_same_pictures():
+    params = {"hm_input": "text", "hm_text": "to be or not to be", "hm_variant": "mla", "hm_head": "3", "seed": "7"}
+    first = [chart.proto.spec for chart in open_page(**params).get("plotly_chart")]
+    second = [chart.proto.spec for chart in open_page(**params).get("plotly_chart")]
+    assert first == second
+
+
+@pytest.mark.parametrize("params", [
+    {"d_model": "1024", "heads": "16", "groups": "4", "latent": "64", "rope_dim": "32", "seq_len": "8192"},
+    {"d_model": "256", "heads": "128", "groups": "8", "latent": "16", "rope_dim": "2", "seq_len": "8192",
+     "hm_variant": "mla"},
+    {"d_model": "512", "heads": "4", "groups": "4", "seq_len": "128", "hm_input": "text", "hm_tokens": "chars",
+     "hm_text": "ab c" * 50},
+])
+def test_heavy_views_stay_within_the_payload_budget(params, capsys):
+    at = open_page(**params)
+    size = payload(at)
+    with capsys.disabled():
+        print(f"\n[heatmaps] {params.get('d_model')}/{params.get('heads')} heads: chart payload {size:,} bytes")
+    assert size <= PAYLOAD_BUDGET
+    grid = heatmaps(charts(at)[0])
+    assert all(z.shape[0] <= 128 for z in grid) and len(grid) <= 16
+
+
+def test_text_longer_than_the_token_limit_is_cut_and_the_page_says_so():
+    at = open_page(hm_input="text", hm_tokens="chars", hm_text="abcdefghij" * 15)
+    assert "the first 128 of 150 are used" in texts(at)
+    x = charts(at)[0]["data"][0]["x"]
+    assert "mean of 2×2 blocks" in texts(at) and x == list(range(0, 128, 2))  # 128 tokens, pooled for 8 panels

@@ -1,0 +1,213 @@
+"""attn_core.probe.heatmaps: the numbers behind the heatmaps page, each held against an independent reference."""
+import math
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import torch
+
+from attn_core import AttentionConfig, build_attention
+from attn_core.probe import heatmaps as probe
+
+SEED = 3
+VARIANT_CONFIGS = {
+    "mha": AttentionConfig("mha", d_model=64, n_heads=4),
+    "mqa": AttentionConfig("mqa", d_model=64, n_heads=4),
+    "gqa": AttentionConfig("gqa", d_model=64, n_heads=4, n_kv_heads=2),
+    "mla": AttentionConfig("mla", d_model=64, n_heads=4, kv_lora_rank=32, qk_rope_head_dim=8),
+}
+SPEC = probe.InputSpec(d_model=64, seed=SEED, scale=2.0, n_tokens=12)
+
+
+def reference_weights(cfg, spec, causal):
+    """The layer's own return_weights, built and run here independently of the probe."""
+    layer = build_attention(cfg, seed=SEED)
+    with torch.no_grad():
+        _, weights = layer(probe.make_inputs(spec), return_weights=True, causal=causal)
+    return weights[0].numpy()
+
+
+@pytest.mark.parametrize("variant", list(VARIANT_CONFIGS))
+@pytest.mark.parametrize("rope", [True, False])
+def test_weights_are_the_layers_return_weights_and_rows_sum_to_one(variant, rope):
+    cfg = replace(VARIANT_CONFIGS[variant], rope=rope)
+    result = probe.explore_variant(cfg, SEED, SPEC, causal=True)
+    np.testing.assert_array_equal(result["weights"], reference_weights(cfg, SPEC, causal=True))
+    np.testing.assert_allclose(result["weights"].sum(-1), 1.0, atol=1e-6)
+
+
+@pytest.mark.parametrize("variant", list(VARIANT_CONFIGS))
+def test_causal_upper_triangle_is_zero_and_noncausal_is_not(variant):
+    cfg = VARIANT_CONFIGS[variant]
+    upper = np.triu(np.ones((SPEC.length, SPEC.length), dtype=bool), k=1)
+    causal = probe.explore_variant(cfg, SEED, SPEC, causal=True)["weights"]
+    full = probe.explore_variant(cfg, SEED, SPEC, causal=False)["weights"]
+    assert np.all(causal[:, upper] == 0)
+    assert np.all(full[:, upper] > 0)
+
+
+@pytest.mark.parametrize("variant", list(VARIANT_CONFIGS))
+@pytest.mark.parametrize("causal", [True, False])
+def test_steps_inside_one_head_give_the_layers_weights_and_output(variant, causal):
+    """softmax(Q·Kᵀ/√d_k + M) from the layer's own q, k, v equals its return_weights, head by head, and the heads'
+    outputs through o_proj equal the layer's output."""
+    cfg = VARIANT_CONFIGS[variant]
+    result = probe.explore_variant(cfg, SEED, SPEC, causal=causal)
+    expected = reference_weights(cfg, SPEC, causal)
+    for head in range(cfg.n_heads):
+        kv = result["kv_head"][head]
+        steps = probe.head_steps(
+            torch.from_numpy(result["q"][head]), torch.from_numpy(result["k"][kv]), torch.from_numpy(result["v"][kv]),
+            result["scale"], causal,
+        )
+        np.testing.assert_allclose(steps["scaled"], steps["scores"] / math.sqrt(result["q"].shape[-1]), rtol=1e-6)
+        np.testing.assert_allclose(steps["weights"], expected[head], atol=1e-6)
+        np.testing.assert_allclose(steps["out"], steps["weights"] @ result["v"][kv], atol=1e-5)
+        if causal:
+            assert np.isneginf(steps["masked"][np.triu_indices(SPEC.length, k=1)]).all()
+    assert result["output_rebuild_error"] <= 1e-5 * max(1.0, result["output_scale"])
+
+
+def test_grouped_heads_read_the_kv_head_of_their_group():
+    result = probe.explore_variant(VARIANT_CONFIGS["gqa"], SEED, SPEC, causal=True)
+    assert result["kv_head"] == [0, 0, 1, 1]
+    assert result["k"].shape[0] == 2  # two KV heads stored, never the four copies
+
+
+def test_heads_of_one_mqa_layer_differ_only_through_their_queries():
+    """All heads read the one key: give head 1 head 0's query weights and its map becomes head 0's exactly."""
+    cfg = VARIANT_CONFIGS["mqa"]
+    layer = build_attention(cfg, seed=SEED)
+    x = probe.make_inputs(SPEC)
+    with torch.no_grad():
+        _, before = layer(x, return_weights=True)
+        rows = slice(0, cfg.head_dim)
+        layer.q_proj.weight[cfg.head_dim : 2 * cfg.head_dim] = layer.q_proj.weight[rows]
+        _, after = layer(x, return_weights=True)
+    assert not torch.allclose(before[0, 0], before[0, 1])
+    torch.testing.assert_close(after[0, 1], after[0, 0], rtol=0, atol=0)
+    torch.testing.assert_close(after[0, 2:], before[0, 2:], rtol=0, atol=0)  # the other heads are untouched
+    parts = probe.head_tensors(layer, x)
+    assert parts.k.shape[0] == 1 and parts.kv_head == [0] * cfg.n_heads
+
+
+@pytest.mark.parametrize("variant", list(VARIANT_CONFIGS))
+def test_decode_step_through_the_cache_gives_the_last_row_of_the_full_pass(variant):
+    cfg = VARIANT_CONFIGS[variant]
+    result = probe.explore_variant(cfg, SEED, SPEC, causal=True)
+    decode = result["decode"]
+    assert decode["cached_before"] == SPEC.length - 1
+    np.testing.assert_allclose(decode["row"], result["weights"][:, -1], atol=1e-6)
+    assert decode["cache_elements_per_token"] == cfg.cache_elements_per_token
+
+
+def test_inputs_are_seeded_and_a_window_is_the_start_of_a_longer_sequence():
+    long = probe.make_inputs(replace(SPEC, n_tokens=40))
+    torch.testing.assert_close(probe.make_inputs(SPEC), long[:, : SPEC.length], rtol=0, atol=0)
+    torch.testing.assert_close(probe.make_inputs(SPEC), probe.make_inputs(SPEC), rtol=0, atol=0)
+    assert not torch.equal(probe.make_inputs(replace(SPEC, seed=SEED + 1)), probe.make_inputs(SPEC))
+
+
+def test_text_tokens_get_one_seeded_vector_each():
+    tokens = tuple(probe.tokenize("the cat saw the dog", "words"))
+    assert tokens == ("the", "cat", "saw", "the", "dog")
+    assert probe.tokenize("ab c", "chars") == ["a", "b", " ", "c"]
+    x = probe.make_inputs(probe.InputSpec(d_model=32, seed=SEED, scale=1.0, tokens=tokens))[0]
+    torch.testing.assert_close(x[0], x[3], rtol=0, atol=0)  # "the" twice: the same vector
+    assert not torch.equal(x[0], x[1])
+    # the vector is a function of (seed, token) through sha256, so it is the same in every process
+    torch.testing.assert_close(x[1], probe.seeded_vector(f"token|{SEED}|cat", 32), rtol=0, atol=0)
+
+
+def test_token_window_keeps_every_pass_within_its_budgets():
+    assert probe.token_window(8, 512, 64) == 64  # default settings: every token
+    largest = probe.token_window(128, 8192, 8192)
+    assert largest == 64
+    assert 128 * largest**2 <= probe.WINDOW_CELL_BUDGET and largest * 8192**2 <= probe.WINDOW_WORK_BUDGET
+    assert probe.token_window(1, 16, 1) == 1
+    for heads, d_model in [(2, 64), (8, 512), (32, 4096), (128, 1024)]:
+        window = probe.token_window(heads, d_model, 8192)
+        assert heads * window**2 <= probe.WINDOW_CELL_BUDGET and window <= probe.MAX_WINDOW_TOKENS
+
+
+@pytest.mark.parametrize("how", ["mean", "max"])
+def test_pool_blocks_matches_a_loop_over_blocks(how):
+    rng = np.random.default_rng(0)
+    matrix = rng.random((10, 7)).astype(np.float32)
+    matrix[0, 5:] = np.nan  # masked cells are skipped
+    pooled = probe.pool_blocks(matrix, 4, 3, how)
+    assert pooled.shape == (3, 3)
+    reduce = np.nanmean if how == "mean" else np.nanmax
+    for i in range(3):
+        for j in range(3):
+            block = matrix[4 * i : 4 * i + 4, 3 * j : 3 * j + 3]
+            np.testing.assert_allclose(pooled[i, j], reduce(block), rtol=1e-6)
+    np.testing.assert_array_equal(probe.pool_blocks(matrix, 1, 1, how), matrix)
+
+
+def test_mean_pooling_of_attention_keeps_rows_summing_to_one_per_block():
+    weights = probe.explore_variant(VARIANT_CONFIGS["gqa"], SEED, replace(SPEC, n_tokens=16), causal=True)["weights"]
+    pooled = probe.pool_blocks(weights[0], 4, 4, "mean")
+    # each pooled row is the mean of 4 rows of 4-key blocks: summing it and scaling back by the block width gives 1
+    np.testing.assert_allclose(pooled.sum(-1) * 4, 1.0, atol=1e-6)
+
+
+def test_gqa_made_from_mha_averages_key_and_value_heads_and_keeps_queries():
+    mha = build_attention(AttentionConfig("mha", d_model=64, n_heads=4), seed=SEED)
+    gqa = probe.pooled_from_mha(mha, VARIANT_CONFIGS["gqa"])
+    per_head = mha.k_proj.weight.reshape(4, 16, 64)
+    torch.testing.assert_close(gqa.k_proj.weight[:16], (per_head[0] + per_head[1]) / 2)
+    torch.testing.assert_close(gqa.v_proj.weight[16:], mha.v_proj.weight.reshape(4, 16, 64)[2:].mean(0))
+    assert gqa.q_proj.weight.data_ptr() == mha.q_proj.weight.data_ptr()  # shared, not copied
+    # one head per group is MHA itself
+    same = probe.pooled_from_mha(mha, AttentionConfig("gqa", d_model=64, n_heads=4, n_kv_heads=4))
+    x = probe.make_inputs(SPEC)
+    with torch.no_grad():
+        torch.testing.assert_close(same(x)[0], mha(x)[0], rtol=0, atol=0)
+
+
+def test_mla_made_from_mha_rebuilds_mhas_keys_at_full_rank_up_to_the_latent_norm():
+    """With d_c >= d_model the SVD keeps everything: each up-projected key is MHA's key times the one per-token factor
+    the latent's RMSNorm applies, and queries are MHA's scaled to MLA's wider dot product."""
+    mha = build_attention(AttentionConfig("mha", d_model=32, n_heads=2, rope=False), seed=SEED)
+    cfg = AttentionConfig("mla", d_model=32, n_heads=2, kv_lora_rank=32, qk_rope_head_dim=4, rope=False)
+    mla = probe.latent_from_mha(mha, cfg, input_rms=2.0)
+    x = probe.make_inputs(probe.InputSpec(d_model=32, seed=SEED, scale=2.0, n_tokens=6))
+    with torch.no_grad():
+        c_kv, k_rope = mla.compress(x, 0)
+        keys, values = mla.up_project(c_kv, k_rope)
+        latent = mla.kv_a_proj_with_mqa(x)[..., :32]
+        factor = 2.0 / torch.sqrt(latent.pow(2).mean(-1) + cfg.norm_eps)  # gain / per-token RMS
+        mha_k, mha_v = mha.project_kv(x)
+        torch.testing.assert_close(keys[..., :16], mha_k * factor[:, None, :, None], atol=1e-5, rtol=1e-4)
+        torch.testing.assert_close(values, mha_v * factor[:, None, :, None], atol=1e-5, rtol=1e-4)
+        assert torch.all(k_rope == 0)
+        q_nope, q_rope = mla.queries(x, 0)
+        mha_q = mha.q_proj(x).reshape(1, 6, 2, 16).transpose(1, 2)
+        torch.testing.assert_close(q_nope, mha_q * math.sqrt(20 / 16))
+        assert torch.all(q_rope == 0)
+
+
+def test_comparison_measures_against_mha_and_overlap_by_definition():
+    configs = {v: VARIANT_CONFIGS[v] for v in ("mha", "mqa", "gqa", "mla")}
+    results = probe.compare_from_mha(configs, SEED, SPEC, causal=True)
+    assert results["mha"]["output_distance"] == 0
+    np.testing.assert_allclose(results["mha"]["overlap_with_mha"], 1.0)
+    assert results["mha"]["within_group_overlap"] is None
+    assert results["mqa"]["between_group_overlap"] is None
+    for variant in ("mqa", "gqa", "mla"):
+        assert 0 < results[variant]["output_distance"]
+    # within-group overlap of MQA, brute force: mean over head pairs and rows of 1 - TV(p, q)
+    weights = results["mqa"]["weights"]
+    pairs = [(a, b) for a in range(4) for b in range(a + 1, 4)]
+    brute = np.mean([1 - 0.5 * np.abs(weights[a] - weights[b]).sum(-1).mean() for a, b in pairs])
+    assert results["mqa"]["within_group_overlap"] == pytest.approx(brute, abs=1e-5)
+    gqa = results["gqa"]["weights"]
+    between = np.mean([1 - 0.5 * np.abs(gqa[a] - gqa[b]).sum(-1).mean() for a, b in [(0, 2), (0, 3), (1, 2), (1, 3)]])
+    assert results["gqa"]["between_group_overlap"] == pytest.approx(between, abs=1e-5)
+
+
+def test_comparison_skips_mla_where_its_svd_would_be_too_slow():
+    big = AttentionConfig("mla", d_model=2048, n_heads=16, kv_lora_rank=64)
+    results = probe.compare_from_mha({"mla": big}, SEED, probe.InputSpec(d_model=2048, seed=SEED, n_tokens=2), causal=True)
+    assert "skipped" in results["mla"] and "SVD" in results["mla"]["skipped"]

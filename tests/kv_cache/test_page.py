@@ -1,0 +1,206 @@
+"""The KV cache page through AppTest: what it plots is what the core's formulas give, for every preset and variant."""
+from __future__ import annotations
+
+import base64
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+REPO = Path(__file__).resolve().parents[2]
+if str(REPO) not in sys.path:  # pages import explorer/attn_core as top-level packages, as under `streamlit run`
+    sys.path.insert(0, str(REPO))
+
+from attn_core import PRESETS, VARIANTS, kv_cache_bytes  # noqa: E402
+from attn_core.accounting import bytes_per_element  # noqa: E402
+from explorer.settings import Settings  # noqa: E402
+
+PAGE_FILE = str(REPO / "pages" / "kv_cache.py")
+TIMEOUT = 240  # seconds: a run takes about a second, but the machine's two cores are shared
+LARGEST = Settings(d_model=8192, heads=128, groups=8, latent=4096, rope_dim=64, seq_len=8192, batch=128, dtype="float32")
+
+
+def open_page(query: dict[str, str]) -> AppTest:
+    """The page as a link with these query parameters opens it."""
+    at = AppTest.from_file(PAGE_FILE, default_timeout=TIMEOUT)
+    for key, value in query.items():
+        at.query_params[key] = value
+    return at.run()
+
+
+def decoded(value):
+    """Plotly JSON with its base64 numpy arrays ({"dtype", "bdata", "shape"}) turned back into lists."""
+    if isinstance(value, dict):
+        if {"dtype", "bdata"} <= set(value):
+            array = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
+            return array.tolist()
+        return {key: decoded(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [decoded(item) for item in value]
+    return value
+
+
+def chart_specs(at) -> list[dict]:
+    return [decoded(json.loads(chart.proto.spec)) for chart in at.get("plotly_chart")]
+
+
+def chart_bytes(at) -> int:
+    return sum(len(chart.proto.spec.encode()) for chart in at.get("plotly_chart"))
+
+
+def link_value(at, name: str) -> str:
+    value = at.query_params[name]
+    return value[-1] if isinstance(value, list) else value
+
+
+def charts_by_title(at) -> dict[str, dict]:
+    return {spec["layout"]["title"]["text"]: spec for spec in chart_specs(at)}
+
+
+def chart(at, starts: str) -> dict:
+    matches = [spec for title, spec in charts_by_title(at).items() if title.startswith(starts)]
+    assert len(matches) == 1, list(charts_by_title(at))
+    return matches[0]
+
+
+def assert_clean(at) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def elements_per_token(name: str, preset) -> int:
+    """Numbers per token per layer, from a row's label and the model's config, by the notes' formulas."""
+    attention, d_h, heads = preset.attention, preset.attention.head_dim, preset.attention.n_heads
+    if name.endswith("as published (MLA)"):
+        return attention.kv_lora_rank + attention.qk_rope_head_dim
+    if name.endswith("as published (MHA)") or name == "as MHA" or name.endswith("(pitfall)"):
+        return 2 * heads * d_h
+    if name.endswith("as published (MQA)") or name == "as MQA":
+        return 2 * d_h
+    if name.endswith("as published (GQA)"):
+        return 2 * attention.n_kv_heads * d_h
+    if name.startswith("as GQA, "):
+        return 2 * int(name.split()[2]) * d_h
+    if name.startswith("as MLA, "):
+        latent, rope = name.removeprefix("as MLA, d_c ").split(" + d_h^R ")
+        return int(latent) + int(rope)
+    raise AssertionError(name)
+
+
+@pytest.mark.parametrize("model", PRESETS)
+def test_each_preset_renders_and_its_whole_model_lines_equal_the_formula(model):
+    settings = Settings(batch=4)
+    at = open_page(settings.to_link() | {"kv_model": model, "kv_repeat": "1"})
+    assert_clean(at)
+    preset = PRESETS[model]
+    spec = chart(at, f"{model}: KV cache of 4 sequences")
+    lines = [trace for trace in spec["data"] if trace["mode"] == "lines"]
+    assert len(lines) == (6 if preset.attention.variant != "mla" else 5)
+    element = bytes_per_element(settings.dtype)
+    for trace in lines:
+        per_token = elements_per_token(trace["name"], preset) * element * preset.n_layers * 4
+        for tokens, plotted in zip(trace["x"], trace["customdata"]):
+            held = min(tokens, preset.sliding_window or tokens)
+            assert plotted == per_token * held, (trace["name"], tokens)
+        measured = next(t for t in spec["data"] if t["name"] == f"{trace['name']} (measured)")
+        assert measured["customdata"] == [per_token * min(preset.context_len, preset.sliding_window or preset.context_len)]
+    assert preset.source in " ".join(c.value for c in at.caption)
+    if preset.not_modelled:
+        assert any(preset.not_modelled in c.value for c in at.caption)
+    if preset.sliding_window:
+        assert any(f"{preset.sliding_window:,}" in i.value for i in at.info)
+
+
+@pytest.mark.parametrize("model, elements", [("DeepSeek-V3", "576"), ("Llama-3-70B", f"{2 * 8 * 128:,}")])
+def test_full_scale_numbers_per_token_per_layer_shown(model, elements):
+    at = open_page(Settings().to_link() | {"kv_model": model})
+    table = next(df.value for df in at.dataframe if "Numbers / token / layer" in df.value.columns)
+    assert table.iloc[0]["Numbers / token / layer"] == elements
+
+
+def test_deepseek_v2_shows_the_papers_2_25_groups():
+    at = open_page(Settings().to_link() | {"kv_model": "DeepSeek-V2"})
+    assert any("2.25 groups" in s.value and "32,768" in s.value for s in at.success)
+
+
+def test_the_notes_example_button_shows_8192_vs_640_numbers():
+    at = open_page(Settings().to_link() | {"kv_model": "Mistral-7B"})
+    at.button[0].click().run()
+    assert_clean(at)
+    assert link_value(at, "kv_model") == "Llama-2-7B"
+    sentence = next(m.value for m in at.markdown if m.value.startswith("As MHA"))
+    assert "**8,192**" in sentence and "**640**" in sentence and "**12.8×**" in sentence
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_each_variant_decodes_with_bytes_on_the_formula_and_outputs_on_the_full_recompute(variant):
+    settings = Settings(variants=(variant,), batch=2, dtype="float16")
+    at = open_page(settings.to_link() | {"kv_prompt": "7", "kv_steps": "9", "kv_step": "4"})
+    assert_clean(at)
+    cfg = settings.config(variant)
+    spec = chart(at, "Bytes held after each step")
+    measured = next(t for t in spec["data"] if t["name"] == variant.upper())
+    formula = next(t for t in spec["data"] if t["name"] == f"{variant.upper()} formula")
+    expected = [kv_cache_bytes(cfg, 2, 7 + step, "float16") for step in range(10)]
+    assert measured["y"] == expected and formula["y"] == expected
+    assert len(spec["frames"]) == 10  # Play goes through every step
+    diffs = chart(at, "Largest difference")["data"][0]["customdata"]
+    assert len(diffs) == 10 and max(diffs) < 1e-5
+    shown = at.dataframe[0].value
+    assert float(shown.iloc[0]["max |Δ| vs full recompute"]) < 1e-5
+    assert shown.iloc[0]["Tokens held"] == 11
+    assert "Step 4:" in at.code[0].value
+
+
+def test_moving_the_step_reads_the_same_trace_and_prints_its_shapes():
+    at = open_page(Settings().to_link() | {"kv_step": "0"})
+    first = chart(at, "Bytes held after each step")["data"]
+    at.slider(key="view_kv_step").set_value(5).run()
+    assert_clean(at)
+    log = at.code[0].value
+    assert "GQA  Step 5: K cache shape: [1, 2, 17, 64], V cache shape: [1, 2, 17, 64]" in log
+    assert "MLA  Step 5: c_kv cache shape: [1, 1, 17, 128], k_rope cache shape: [1, 1, 17, 32]" in log
+    after = chart(at, "Bytes held after each step")["data"]
+    assert [t["y"] for t in after[:-1]] == [t["y"] for t in first[:-1]]  # only the step marker moved
+    assert after[-1]["x"] == [5, 5, 5, 5]
+    assert link_value(at, "kv_step") == "5"
+
+
+def test_the_pitfall_toggle_measures_mha_sized_caches_for_grouped_variants():
+    settings = Settings()
+    at = open_page(settings.to_link() | {"kv_repeat": "1"})
+    assert_clean(at)
+    spec = chart(at, "Bytes held after each step")
+    names = {t["name"] for t in spec["data"]}
+    assert {"MQA repeated", "GQA repeated"} <= names and "MLA repeated" not in names
+    mha = next(t for t in spec["data"] if t["name"] == "MHA")["y"]
+    for name in ("MQA repeated", "GQA repeated"):
+        assert next(t for t in spec["data"] if t["name"] == name)["y"] == mha
+    assert len([w for w in at.warning if "wasted" in w.value]) == 2
+    assert max(chart(at, "Largest difference")["data"][-1]["customdata"]) < 1e-5
+
+
+def test_bad_link_values_warn_and_fall_back():
+    at = open_page(Settings().to_link() | {"kv_model": "GPT-5", "kv_steps": "500", "kv_groups": "7", "kv_repeat": "maybe"})
+    assert_clean(at)
+    warnings = " ".join(w.value for w in at.warning)
+    assert "kv_model" in warnings and "kv_steps" in warnings and "kv_repeat" in warnings
+    assert link_value(at, "kv_steps") == "64"
+
+
+def test_largest_settings_render_within_the_payload_budget_and_say_what_is_not_traced():
+    at = open_page(LARGEST.to_link() | {"kv_repeat": "1", "kv_model": "DeepSeek-V3", "kv_gpus": "16"})
+    assert_clean(at)
+    assert any("Not traced" in i.value for i in at.info)
+    assert chart_bytes(at) < 1_000_000
+
+
+def test_heaviest_traced_settings_stay_within_the_payload_budget():
+    settings = Settings(d_model=256, heads=8, groups=2, batch=4)
+    at = open_page(settings.to_link() | {"kv_repeat": "1", "kv_prompt": "64", "kv_steps": "64"})
+    assert_clean(at)
+    assert not any("Not traced" in i.value for i in at.info)
+    assert chart_bytes(at) < 1_000_000

@@ -1,0 +1,128 @@
+"""explorer.mapping: the animated figure says what the probe found, at the size of what is cached."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from attn_core.probe.mapping import morph_configs, read_morph
+from explorer import mapping as view
+from explorer.settings import Settings, heads_choices
+
+SETTINGS = Settings(d_model=64, heads=8, groups=2, latent=16, rope_dim=4, seq_len=32, batch=2, dtype="float16")
+
+
+@pytest.fixture(scope="module")
+def frames():
+    s = SETTINGS
+    return read_morph(s.d_model, s.heads, s.latent, s.rope_dim, seed=s.seed)
+
+
+def query_trace(data):
+    return data[-1]
+
+
+def kv_trace(data):
+    return data[-2]
+
+
+def test_the_figure_has_one_named_frame_per_step_and_a_slider_step_for_each(frames):
+    fig = view.mapping_figure(frames, 2, SETTINGS, None)
+    assert [f.name for f in fig.frames] == ["mha", "gqa:4", "gqa:2", "mqa", "mla"]
+    slider = fig.layout.sliders[0]
+    assert slider.active == 2
+    assert [list(step.args[0]) for step in slider.steps] == [[name] for name in ["mha", "gqa:4", "gqa:2", "mqa", "mla"]]
+    assert [b.label for b in fig.layout.updatemenus[0].buttons] == ["▶ Play", "❚❚ Pause"]
+    assert all(len(f.data) == len(fig.data) for f in fig.frames), "every frame updates the same traces"
+
+
+def test_each_frame_carries_the_per_head_mapping_the_probe_read(frames):
+    fig = view.mapping_figure(frames, 0, SETTINGS, None)
+    for frame, probe in zip(fig.frames, frames):
+        meta = query_trace(frame.data).meta
+        assert meta["stores"] == probe["stores"]
+        expected = [[s for s in range(len(probe["stores"])) if probe["reads"][s, h]] for h in range(SETTINGS.heads)]
+        assert meta["reads"] == expected
+
+
+def test_edges_join_each_query_head_to_the_stores_it_reads(frames):
+    fig = view.mapping_figure(frames, 0, SETTINGS, None)
+    for frame, probe in zip(fig.frames, frames):
+        queries, stores = query_trace(frame.data), kv_trace(frame.data)
+        segments = set()
+        for trace in frame.data[: view.EDGE_SLOTS + 1]:
+            xs = list(trace.x or [])
+            for i in range(0, len(xs), 3):
+                segments.add((round(xs[i], 9), round(xs[i + 1], 9)))
+        expected = {
+            (round(queries.x[h], 9), round(stores.x[s], 9))
+            for s in range(len(probe["stores"])) for h in range(SETTINGS.heads) if probe["reads"][s, h]
+        }
+        assert segments == expected, frame.name
+
+
+def test_the_kv_row_is_as_wide_as_the_cache_relative_to_mha(frames):
+    fig = view.mapping_figure(frames, 0, SETTINGS, None)
+    configs = dict(morph_configs(SETTINGS.d_model, SETTINGS.heads, SETTINGS.latent, SETTINGS.rope_dim))
+    mha = configs["mha"].cache_elements_per_token
+    for frame in fig.frames:
+        drawn = sum(kv_trace(frame.data).width)
+        assert drawn == pytest.approx(configs[frame.name].cache_elements_per_token / mha), frame.name
+    assert list(kv_trace(fig.frames[-1].data).text) == ["c_kv", "k_rope"]
+
+
+def test_the_hover_gives_group_shapes_and_bytes_read(frames):
+    fig = view.mapping_figure(frames, 2, SETTINGS, None)
+    text = query_trace(fig.data).hovertext[5]  # GQA with 2 groups of 4: head 5 reads KV head 1
+    assert "query head 5" in text and "KV head 1" in text
+    assert "[2, 32, 8]" in text  # batch, cached tokens, head_dim
+    assert "2.00 KiB" in text  # K and V x batch 2 x 32 tokens x 8 numbers x 2 bytes (float16) = 2048 B
+    mla = query_trace(fig.frames[-1].data).hovertext[0]
+    assert "c_kv [2, 32, 16]" in mla and "k_rope [2, 32, 4]" in mla and "2.50 KiB" in mla  # batch 2 x 32 tokens x (16 + 4) x 2 bytes
+
+
+def test_highlighting_a_store_lights_exactly_its_readers(frames):
+    fig = view.mapping_figure(frames, 2, SETTINGS, "kv1")
+    opacity = query_trace(fig.data).marker.opacity
+    assert [o == 1.0 for o in opacity] == [h >= 4 for h in range(8)]
+    assert list(kv_trace(fig.data).marker.opacity) == [0.25, 1.0]
+    assert all(o == 1.0 for o in query_trace(fig.frames[0].data).marker.opacity), "other steps are not highlighted"
+
+
+def test_frame_key_maps_gqa_with_every_or_one_group_to_mha_or_mqa():
+    assert view.frame_key(replace(SETTINGS, groups=8), "gqa") == "mha"
+    assert view.frame_key(replace(SETTINGS, groups=1), "gqa") == "mqa"
+    assert view.frame_key(SETTINGS, "gqa") == "gqa:2"
+    assert view.frame_key(SETTINGS, "mla") == "mla"
+
+
+@pytest.mark.parametrize("heads", sorted({h for d in (768, 5120, 6144, 7168, 8192) for h in heads_choices(d)}))
+def test_bundles_cover_every_head_once_in_at_most_32_consecutive_ranges(heads):
+    ranges = view.bundles(heads)
+    assert len(ranges) <= view.MAX_DRAWN
+    assert ranges[0][0] == 0 and ranges[-1][1] == heads
+    assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
+    assert all(stop > start for start, stop in ranges)
+    if heads <= view.MAX_DRAWN:
+        assert len(ranges) == heads
+
+
+def test_at_128_heads_the_figure_stays_light_and_exact():
+    settings = Settings(d_model=256, heads=128, groups=8, latent=16, rope_dim=2)
+    frames = read_morph(256, 128, 16, 2, seed=0, input_width=view.NARROW_WIDTH)
+    fig = view.mapping_figure(frames, 4, settings, "kv3")
+    assert len(fig.frames) == 9
+    assert len(query_trace(fig.data).x) == 32  # bundles of 4 heads
+    assert len(fig.to_json()) < 400_000
+    assert query_trace(fig.frames[4].data).meta["reads"] == [[h // 16] for h in range(128)]
+
+
+def test_ranges_text_joins_consecutive_heads():
+    assert view.ranges_text([0, 1, 2, 5, 7, 8]) == "0–2, 5, 7–8"
+    assert view.ranges_text([3]) == "3"
+
+
+def test_the_formula_check_agrees_with_every_step(frames):
+    assert all(view.formula_agrees(frame) for frame in frames)
+    broken = dict(frames[1], reads=frames[1]["reads"][::-1])
+    assert not view.formula_agrees(broken)

@@ -1,0 +1,162 @@
+"""The head -> KV mapping page through AppTest: opened by a link, as a user would, through app.py's navigation."""
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from urllib.parse import parse_qs
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from attn_core.accounting import decode_flops_per_token
+from attn_core.probe.mapping import morph_configs
+from explorer.settings import Settings
+
+from .references import random_settings, reads_by_gradient
+
+REPO = Path(__file__).resolve().parents[2]
+TIMEOUT = 240  # seconds; a run takes about a second, but the machine's two cores are shared
+
+HEADS_CASES = {
+    1: Settings(d_model=64, heads=1, groups=1, latent=16, rope_dim=8),
+    8: Settings(),
+    128: Settings(d_model=8192, heads=128, groups=8, latent=128, rope_dim=32, seq_len=8192, batch=4),
+}
+
+
+def open_mapping(query: dict[str, str]) -> AppTest:
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=TIMEOUT)
+    for key, value in query.items():
+        at.query_params[key] = value
+    at.switch_page("pages/mapping.py")
+    return at.run()
+
+
+def decoded(value):
+    """Plotly JSON with its base64 numpy arrays turned back into lists."""
+    if isinstance(value, dict):
+        if {"dtype", "bdata"} <= set(value):
+            array = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
+            return array.reshape(value["shape"]).tolist() if "shape" in value else array.tolist()
+        return {key: decoded(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [decoded(item) for item in value]
+    return value
+
+
+def mapping_spec(at: AppTest) -> dict:
+    (chart,) = at.get("plotly_chart")
+    return decoded(json.loads(chart.proto.spec))
+
+
+def assert_clean(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+@pytest.mark.parametrize("variant", ["mha", "mqa", "gqa", "mla"])
+@pytest.mark.parametrize("heads", HEADS_CASES)
+def test_the_page_renders_every_variant_with_an_animated_figure(heads, variant):
+    settings = HEADS_CASES[heads]
+    at = open_mapping(settings.to_link() | {"map_variant": variant})
+    assert_clean(at)
+    assert at.title[0].value == "Head → KV mapping"
+    spec = mapping_spec(at)
+    steps = [key for key, _ in morph_configs(settings.d_model, heads, settings.latent, settings.rope_dim)]
+    assert [frame["name"] for frame in spec["frames"]] == steps
+    slider = spec["layout"]["sliders"][0]
+    assert [step["args"][0] for step in slider["steps"]] == [[key] for key in steps]
+    shown = {"gqa": "mha" if settings.groups == heads else "mqa" if settings.groups == 1 else f"gqa:{settings.groups}"}
+    assert steps[slider["active"]] == shown.get(variant, variant)
+    assert spec["data"][-1]["meta"]["key"] == steps[slider["active"]], "the figure opens on the chosen step"
+    assert [b["label"] for b in spec["layout"]["updatemenus"][0]["buttons"]] == ["▶ Play", "❚❚ Pause"]
+    assert len(spec["data"][-1]["x"]) == min(heads, 32)
+    assert at.table, "the shapes along the path are shown"
+
+
+@pytest.mark.parametrize("case", range(3))
+def test_the_mapping_in_the_figure_is_the_one_autograd_reads_off_the_module(case):
+    settings = random_settings(200 + case)
+    at = open_mapping(settings.to_link() | {"map_variant": "gqa"})
+    assert_clean(at)
+    configs = dict(morph_configs(settings.d_model, settings.heads, settings.latent, settings.rope_dim))
+    for frame in mapping_spec(at)["frames"]:
+        meta = frame["data"][-1]["meta"]
+        reference = reads_by_gradient(configs[frame["name"]], settings.seed)
+        expected = [[s for s in range(reference.shape[0]) if reference[s, h]] for h in range(settings.heads)]
+        assert meta["reads"] == expected, (settings, frame["name"])
+
+
+def test_choosing_a_kv_head_highlights_its_readers_and_links_the_heatmaps_to_its_group():
+    at = open_mapping(Settings().to_link() | {"map_variant": "gqa"})
+    at.selectbox(key="view_map_store").select("kv1").run()
+    assert_clean(at)
+    query = mapping_spec(at)["data"][-1]
+    assert [o == 1.0 for o in query["marker"]["opacity"]] == [h >= 4 for h in range(8)]  # 8 heads, 2 groups
+    assert any("read by query heads **4–7**" in m.value for m in at.markdown)
+    (link,) = at.get("page_link")
+    assert link.proto.page == "heatmaps"
+    params = parse_qs(link.proto.query_string)
+    assert params["hm_variant"] == ["gqa"] and params["hm_group"] == ["1"]
+    assert params["heads"] == ["8"] and params["groups"] == ["2"], "the heatmaps open on the same settings"
+    assert at.query_params["map_store"] == "kv1", "the address bar is a link to this view"
+
+
+def test_mla_links_the_heatmaps_to_every_head():
+    at = open_mapping(Settings().to_link() | {"map_variant": "mla", "map_store": "c_kv"})
+    assert_clean(at)
+    (link,) = at.get("page_link")
+    params = parse_qs(link.proto.query_string)
+    assert params["hm_variant"] == ["mla"] and params["hm_group"] == ["all"]
+    assert at.selectbox(key="view_map_store").value == "c_kv"
+
+
+def test_a_link_reopens_the_same_view():
+    at = open_mapping(Settings().to_link() | {"map_variant": "mqa", "map_store": "kv0"})
+    assert_clean(at)
+    assert at.radio(key="view_map_variant").value == "mqa"
+    assert at.selectbox(key="view_map_store").value == "kv0"
+    assert not at.warning
+
+
+@pytest.mark.parametrize("name, value", [("map_variant", "zzz"), ("map_store", "kv99"), ("map_store", "<script>")])
+def test_a_bad_link_value_gives_a_warning_and_a_valid_view(name, value):
+    at = open_mapping(Settings().to_link() | {name: value})
+    assert_clean(at)
+    assert any(name in w.value for w in at.warning)
+    assert "<script>" not in " ".join(w.value for w in at.warning)
+    assert at.get("plotly_chart")
+
+
+def test_the_mla_section_shows_both_ways_with_their_difference_and_cost():
+    settings = Settings()
+    at = open_mapping(settings.to_link() | {"map_variant": "mla"})
+    assert_clean(at)
+    (metric,) = at.metric
+    assert float(metric.value) <= 1e-5
+    costs = at.table[-1].value
+    cfg = settings.config("mla")
+    naive = decode_flops_per_token(cfg, settings.seq_len, absorbed=False) / 1e6
+    absorbed = decode_flops_per_token(cfg, settings.seq_len, absorbed=True) / 1e6
+    column = f"FLOPs per token, your layer at {settings.seq_len:,} cached"
+    assert list(costs[column]) == [f"{naive:,.2f} MFLOP", f"{absorbed:,.2f} MFLOP"]
+    assert all(text.endswith(" ms") for text in costs.iloc[:, -1])
+
+
+def test_the_gqa_shapes_table_reads_the_cache_as_stored():
+    settings = Settings(batch=2, seq_len=16)
+    at = open_mapping(settings.to_link() | {"map_variant": "gqa"})
+    table = at.table[0].value.set_index("Step")
+    assert table.loc["cache k, v", "Prefill"] == "[2, 2, 16, 64]"
+    assert table.loc["cache k, v", "Decode 1 token"] == "[2, 2, 17, 64]"
+    assert table.loc["k, v as each query head sees them", "Decode 1 token"] == "[2, 8, 17, 64]"
+
+
+def test_at_the_largest_settings_the_chart_stays_under_a_megabyte():
+    largest = Settings(d_model=8192, heads=128, groups=8, latent=4096, rope_dim=64, seq_len=8192, batch=128, dtype="float32")
+    at = open_mapping(largest.to_link() | {"map_variant": "mla", "map_store": "c_kv"})
+    assert_clean(at)
+    (chart,) = at.get("plotly_chart")
+    assert len(chart.proto.spec.encode()) < 1_000_000
