@@ -1,0 +1,1 @@
+"""The app shell and every registered page, run through Streamlit's AppTest."""

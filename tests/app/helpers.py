@@ -1,0 +1,113 @@
+"""Shared helpers for the AppTest suite: open a page through a link, and read back what was sent to the browser."""
+from __future__ import annotations
+
+import base64
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[2]
+if str(REPO) not in sys.path:  # pages import explorer/attn_core as top-level packages, as under `streamlit run`
+    sys.path.insert(0, str(REPO))
+
+from streamlit.testing.v1 import AppTest  # noqa: E402
+from streamlit.util import calc_hash  # noqa: E402
+
+from explorer.pages import PAGES  # noqa: E402
+from explorer.settings import Settings, normalize  # noqa: E402
+
+TIMEOUT = 180  # seconds for one run; generous because the machine is shared (a run normally takes well under 1 s)
+
+# The two ends of the sidebar's ranges, as named in the brief (and DESIGN.md section 3).
+SMALLEST = Settings(d_model=16, heads=1, groups=1, latent=4, rope_dim=2, seq_len=1, batch=1)
+LARGEST = Settings(d_model=8192, heads=128, groups=128, latent=4096, rope_dim=64, seq_len=8192, batch=128, dtype="float32")
+LARGEST_BY_GROUPS = {groups: replace(LARGEST, groups=groups) for groups in (128, 8, 1)}
+
+LINK_WARNING = "This link had settings"  # how explorer.state opens the one warning about a link
+
+
+def page_file(name: str) -> str:
+    return str(REPO / PAGES[name].path)
+
+
+def open_page(name: str, query: dict | None = None) -> AppTest:
+    """Open a page as a link to it would: app.py runs, st.navigation picks the page by its URL path, and the query
+    parameters (values: str, or list[str] for repeated keys) are the link's.
+    """
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=TIMEOUT)
+    for key, value in (query or {}).items():
+        at.query_params[key] = value
+    if Path(PAGES[name].path).stem == name:
+        at.switch_page(PAGES[name].path)  # before the first run AppTest names the page by its file name
+    else:
+        at._page_hash = calc_hash(name)  # st.Page(url_path=name) is identified by the hash of its URL path
+    at.run()
+    assert at._finished_page_script_hash == calc_hash(name), f"the link did not open page {name!r}"
+    return at
+
+
+def open_script(path: Path, query: dict | None = None) -> AppTest:
+    at = AppTest.from_file(str(path), default_timeout=TIMEOUT)
+    for key, value in (query or {}).items():
+        at.query_params[key] = value
+    return at.run()
+
+
+def sidebar_settings(at: AppTest) -> Settings:
+    """The settings the sidebar widgets show (read from the widgets themselves, not from session state)."""
+    sliders = {w.key.removeprefix("setting_"): w.value for w in at.sidebar.select_slider}
+    variants = next(w for w in at.sidebar.button_group if w.key == "setting_variants").value
+    dtype = next(w for w in at.sidebar.radio if w.key == "setting_dtype").value
+    seed = next(w for w in at.sidebar.number_input if w.key == "setting_seed").value
+    return Settings(variants=tuple(variants), dtype=dtype, seed=int(seed), **sliders)
+
+
+def link_warnings(at: AppTest) -> list[str]:
+    return [w.value for w in at.warning if w.value.startswith(LINK_WARNING)]
+
+
+def is_valid(settings: Settings) -> bool:
+    fixed, notes = normalize(settings)
+    return fixed == settings and not notes
+
+
+def decode(value):
+    """Plotly's JSON with numpy arrays decoded: {"dtype", "bdata", "shape"} -> list (nested for 2-D)."""
+    if isinstance(value, dict):
+        if set(value) >= {"dtype", "bdata"}:
+            array = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
+            if "shape" in value:
+                shape = value["shape"]
+                shape = [int(s) for s in shape.split(",")] if isinstance(shape, str) else list(shape)
+                array = array.reshape(shape)
+            return array.tolist()
+        return {key: decode(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [decode(item) for item in value]
+    return value
+
+
+def chart_specs(at: AppTest) -> list[dict]:
+    """Every plotly figure on the page, as the JSON sent to the browser, arrays decoded."""
+    return [decode(json.loads(chart.proto.spec)) for chart in at.get("plotly_chart")]
+
+
+def all_elements(at: AppTest):
+    """Every element of the last run's tree (depth first), blocks included."""
+    stack = [at._tree]
+    while stack:
+        node = stack.pop()
+        yield node
+        children = getattr(node, "children", None)
+        if children:
+            stack.extend(reversed(list(children.values())))
+
+
+def payload_bytes(at: AppTest) -> tuple[int, int]:
+    """(plotly spec JSON bytes, all element protobuf bytes) that this run sends to the browser."""
+    charts = sum(len(chart.proto.spec.encode()) for chart in at.get("plotly_chart"))
+    elements = sum(node.proto.ByteSize() for node in all_elements(at) if hasattr(node, "proto") and node.proto is not None)
+    return charts, elements

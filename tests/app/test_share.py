@@ -1,0 +1,84 @@
+"""What a teacher takes away: the settings as JSON, the shareable link, and a CSV beside every chart."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+
+from attn_core import kv_cache_bytes
+from explorer.pages import PAGES
+from explorer.settings import Settings
+
+from .helpers import all_elements, chart_specs, open_page
+
+LINKED = Settings(variants=("mha", "gqa", "mla"), d_model=256, heads=8, groups=2, latent=64, rope_dim=16, seq_len=32,
+                  batch=4, dtype="float32", seed=42)
+
+
+def element_key(node) -> str | None:
+    """The user key of an element ('$$ID-<hash>-<key>'), or None."""
+    element_id = getattr(getattr(node, "proto", None), "id", "") or ""
+    return element_id.split("-", 2)[2] if element_id.startswith("$$ID-") and element_id.count("-") >= 2 else None
+
+
+def read_csv(text: bytes) -> list[dict]:
+    return list(csv.DictReader(io.StringIO(text.decode("utf-8"))))
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_the_json_download_holds_the_settings(page, media):
+    at = open_page(page, LINKED.to_link())
+    button = next(b for b in at.sidebar.get("download_button") if b.label == "Settings as JSON")
+    assert media.file(button).filename.endswith(".json")
+    assert json.loads(media.content(button)) == LINKED.to_link()
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_the_share_box_shows_a_link_with_every_setting(page):
+    at = open_page(page, LINKED.to_link())
+    link = at.sidebar.code[0].value
+    query = dict(part.split("=", 1) for part in link.split("?", 1)[1].split("&"))
+    for name, value in LINKED.to_link().items():
+        assert query[name] == value.replace(",", "%2C")
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_chart_has_a_csv_download_right_after_it(page, media):
+    at = open_page(page, LINKED.to_link())
+    order = [(node.type, element_key(node), node) for node in all_elements(at) if getattr(node, "type", None) in ("plotly_chart", "download_button")]
+    charts = [(index, key) for index, (kind, key, _) in enumerate(order) if kind == "plotly_chart"]
+    assert charts, "the page draws charts"
+    for position, (index, key) in enumerate(charts):
+        assert key and key.startswith("chart_"), f"chart drawn outside show_chart: {key}"
+        name = key.removeprefix("chart_")
+        end = charts[position + 1][0] if position + 1 < len(charts) else len(order)
+        following = [(k, node) for kind, k, node in order[index + 1:end] if kind == "download_button"]
+        assert following and following[0][0] == f"csv_{name}", f"no CSV beside chart {name}"
+        button = following[0][1]
+        assert media.file(button).filename == f"{name}.csv"
+        rows = read_csv(media.content(button))
+        assert rows, f"the CSV of {name} is empty"
+
+
+def test_the_overview_csv_holds_the_plotted_cache_bytes(media):
+    at = open_page("overview", LINKED.to_link())
+    button = at.get("download_button")[0]
+    assert media.file(button).filename == "overview-cache-bytes.csv"
+    rows = read_csv(media.content(button))
+    bars = chart_specs(at)[0]["data"][0]
+    assert [row["variant"].upper() for row in rows] == bars["x"]
+    assert [int(row["cache_bytes_measured"]) for row in rows] == bars["y"]
+    assert [int(row["cache_bytes_formula"]) for row in rows] == [
+        kv_cache_bytes(cfg, LINKED.batch, LINKED.seq_len, LINKED.dtype) for cfg in LINKED.configs().values()
+    ]
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_chart_keeps_the_png_toolbar(page):
+    at = open_page(page, LINKED.to_link())
+    for chart in at.get("plotly_chart"):
+        config = json.loads(chart.proto.config)
+        assert config["displayModeBar"] is True
+        assert config["toImageButtonOptions"]["format"] == "png"

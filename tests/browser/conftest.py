@@ -1,0 +1,196 @@
+"""A real Streamlit server and Debian's chromium (driven by Playwright, never a downloaded browser).
+
+The server is started once per session on a free localhost port and stopped at the end; each test gets a fresh
+browser context, which is what a new visitor is.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from urllib.parse import parse_qsl, urlsplit
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+STARTUP_SECONDS = 90  # torch and streamlit imports on a busy 2-core machine
+VIEW_SECONDS = 90  # first chart of a page, and a rerun after a control moved (generous: the machine is shared)
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class StreamlitServer:
+    """`streamlit run app.py` on one localhost port; can be restarted on the same port."""
+
+    def __init__(self, port: int, log_dir: Path) -> None:
+        self.port = port
+        self.url = f"http://127.0.0.1:{port}"
+        self.log_dir = log_dir
+        self.process: subprocess.Popen | None = None
+        self.starts = 0
+
+    def start(self) -> None:
+        self.starts += 1
+        log = open(self.log_dir / f"streamlit-{self.port}-{self.starts}.log", "wb")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(self.port),
+             "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false"],
+            cwd=REPO, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        )
+        log.close()
+        deadline = time.monotonic() + STARTUP_SECONDS
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"streamlit exited with {self.process.returncode}: {self.log_text()[-2000:]}")
+            try:
+                with urllib.request.urlopen(f"{self.url}/_stcore/health", timeout=2) as answer:
+                    if answer.read().strip() == b"ok":
+                        return
+            except OSError:
+                pass
+            time.sleep(0.3)
+        self.stop()
+        raise RuntimeError(f"streamlit did not answer on port {self.port} within {STARTUP_SECONDS} s")
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=15)
+
+    def restart(self) -> None:
+        self.stop()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # the port is free again once the old process is gone
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+                    time.sleep(0.2)
+            except OSError:
+                break
+        self.start()
+
+    def log_text(self) -> str:
+        return "\n".join(path.read_text(errors="replace") for path in sorted(self.log_dir.glob(f"streamlit-{self.port}-*.log")))
+
+
+@pytest.fixture(scope="session")
+def chromium_path() -> str:
+    if not (os.path.exists(CHROMIUM) or shutil.which("chromium")):
+        pytest.skip("Debian's chromium is not installed: run `make browser` (apt-get install chromium)")
+    return CHROMIUM if os.path.exists(CHROMIUM) else shutil.which("chromium")
+
+
+@pytest.fixture(scope="session")
+def log_dir():
+    path = Path(tempfile.mkdtemp(prefix="explorer-browser-"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def server(log_dir):
+    running = StreamlitServer(free_port(), log_dir)
+    running.start()
+    yield running
+    running.stop()
+
+
+@pytest.fixture
+def own_server(log_dir):
+    """A server of the test's own, for tests that restart it (the shared one stays up for the others)."""
+    running = StreamlitServer(free_port(), log_dir)
+    running.start()
+    yield running
+    running.stop()
+
+
+@pytest.fixture(scope="session")
+def browser(chromium_path):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=chromium_path, headless=True, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    tab = context.new_page()
+    tab.set_default_timeout(VIEW_SECONDS * 1000)
+    yield tab
+    context.close()
+
+
+# --- reading the page back ------------------------------------------------------------------------------------------
+def wait_for_app(page, chart_count: int = 1) -> None:
+    """Until the script finished (no running indicator) and chart_count plotly charts hold data."""
+    page.wait_for_function(
+        """n => document.querySelectorAll('.js-plotly-plot').length >= n &&
+               Array.from(document.querySelectorAll('.js-plotly-plot')).every(g => g._fullData && g._fullData.length)""",
+        arg=chart_count, timeout=VIEW_SECONDS * 1000,
+    )
+    wait_until_idle(page)
+
+
+def wait_until_idle(page) -> None:
+    """Until Streamlit shows no running script (its status widget is gone) for a moment."""
+    page.wait_for_function(
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=VIEW_SECONDS * 1000, polling=200,
+    )
+    page.wait_for_timeout(300)
+    page.wait_for_function(
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=VIEW_SECONDS * 1000, polling=200,
+    )
+
+
+def url_params(page) -> dict[str, str]:
+    return dict(parse_qsl(urlsplit(page.url).query, keep_blank_values=True))
+
+
+def sidebar_sliders(page) -> dict[str, str]:
+    """Label -> shown value of every slider in the sidebar."""
+    pairs = page.locator('[data-testid="stSidebar"] input[type="range"]').evaluate_all(
+        "els => els.map(e => [e.getAttribute('aria-label'), e.getAttribute('aria-valuetext')])"
+    )
+    return dict(pairs)
+
+
+def chart_data(page) -> list[dict]:
+    """Every plotly chart's traces and title as the browser holds them (typed arrays as plain lists)."""
+    return json.loads(page.evaluate(
+        """() => JSON.stringify(Array.from(document.querySelectorAll('.js-plotly-plot')).map(g => ({
+                title: ((g._fullLayout && g._fullLayout.title && g._fullLayout.title.text) || '').replace(/<[^>]*>/g, ''),
+                traces: g._fullData.map(t => ({type: t.type, name: t.name || '',
+                    x: t.x ? Array.from(t.x) : null, y: t.y ? Array.from(t.y) : null,
+                    z: t.z ? Array.from(t.z, row => (row && row.length !== undefined) ? Array.from(row) : row) : null})),
+            })))"""
+    ))
+
+
+def press_on_slider(page, label: str, key: str = "ArrowRight") -> None:
+    thumb = page.locator(f'[data-testid="stSidebar"] input[type="range"][aria-label="{label}"]')
+    thumb.focus()
+    page.keyboard.press(key)

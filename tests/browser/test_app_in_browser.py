@@ -1,0 +1,158 @@
+"""The app as a student meets it: a real server, a real browser, links, keyboard, reloads and a server restart."""
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+import pytest
+
+from attn_core import kv_cache_bytes
+from explorer.pages import PAGES
+from explorer.settings import SEQ_LEN_CHOICES, Settings
+
+from .conftest import VIEW_SECONDS, chart_data, press_on_slider, sidebar_sliders, url_params, wait_for_app, wait_until_idle
+
+SEQ_LEN_LABEL = "Sequence length (tokens)"
+START = Settings(d_model=1024, heads=16, groups=4, latent=256, rope_dim=32, seq_len=128, batch=2)
+
+
+def link(server, settings: Settings, page: str = "", **view) -> str:
+    return f"{server.url}/{page}?{urlencode(settings.to_link() | view)}"
+
+
+def cache_bars(page) -> dict[str, float]:
+    chart = next(c for c in chart_data(page) if c["title"].startswith("KV cache of one layer"))
+    return dict(zip(chart["traces"][0]["x"], chart["traces"][0]["y"]))
+
+
+def expected_cache_bars(settings: Settings) -> dict[str, int]:
+    return {v.upper(): kv_cache_bytes(cfg, settings.batch, settings.seq_len, settings.dtype) for v, cfg in settings.configs().items()}
+
+
+def shown_settings(page) -> dict[str, str]:
+    """The shared settings as the page shows them: sidebar slider values, keyed like the link."""
+    sliders = sidebar_sliders(page)
+    labels = {"d_model": "d_model (model width)", "heads": "Query heads", "groups": "KV groups (GQA)",
+              "latent": "Latent width d_c (MLA)", "rope_dim": "Rotary key width d_h^R (MLA)", "seq_len": SEQ_LEN_LABEL,
+              "batch": "Batch"}
+    return {name: sliders[label] for name, label in labels.items()}
+
+
+def test_the_app_loads_and_shows_the_overview_chart(server, page):
+    page.goto(server.url)
+    wait_for_app(page, chart_count=2)
+    assert page.get_by_role("heading", name="Attention Explorer").is_visible()
+    assert cache_bars(page) == expected_cache_bars(Settings())
+    assert url_params(page) == Settings().to_link(), "the address bar holds a link to the view"
+
+
+def test_a_slider_moved_with_the_keyboard_updates_the_chart_and_the_url(server, page):
+    page.goto(link(server, START))
+    wait_for_app(page, chart_count=2)
+    assert cache_bars(page) == expected_cache_bars(START)
+
+    press_on_slider(page, SEQ_LEN_LABEL, "ArrowRight")
+    moved = Settings(**(START.as_dict() | {"seq_len": SEQ_LEN_CHOICES[SEQ_LEN_CHOICES.index(START.seq_len) + 1]}))
+    page.wait_for_function(f"() => new URLSearchParams(location.search).get('seq_len') === '{moved.seq_len}'")
+    page.wait_for_function(
+        f"""() => Array.from(document.querySelectorAll('.js-plotly-plot'))
+                 .some(g => (g._fullLayout.title.text || '').includes('{moved.seq_len:,} tokens'))"""
+    )
+    wait_until_idle(page)
+    assert url_params(page) == moved.to_link()
+    assert shown_settings(page)["seq_len"] == str(moved.seq_len)
+    assert cache_bars(page) == expected_cache_bars(moved)
+
+
+def test_reloading_that_url_restores_the_same_view(server, browser, page):
+    page.goto(link(server, START))
+    wait_for_app(page, chart_count=2)
+    for _ in range(2):
+        press_on_slider(page, "Batch", "ArrowRight")
+        wait_until_idle(page)
+    page.wait_for_function("() => new URLSearchParams(location.search).get('batch') === '8'")
+    wait_until_idle(page)
+    url, settings, charts = page.url, shown_settings(page), chart_data(page)
+
+    page.reload()
+    wait_for_app(page, chart_count=2)
+    assert (page.url, shown_settings(page), chart_data(page)) == (url, settings, charts)
+
+    other = browser.new_context(viewport={"width": 1400, "height": 1000})  # a classmate opening the shared link
+    try:
+        tab = other.new_page()
+        tab.set_default_timeout(VIEW_SECONDS * 1000)
+        tab.goto(url)
+        wait_for_app(tab, chart_count=2)
+        assert (tab.url, shown_settings(tab), chart_data(tab)) == (url, settings, charts)
+    finally:
+        other.close()
+
+
+def test_a_garbled_link_shows_the_warning_and_a_valid_view(server, page):
+    dialogs = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    page.goto(f"{server.url}/?d_model=abc&heads=7&variant=<script>alert(1)</script>&seq_len=&seq_len=64")
+    wait_for_app(page, chart_count=2)
+    alert = page.locator('[data-testid="stAlert"]', has_text="This link had settings")
+    assert alert.count() == 1 and alert.is_visible()
+    assert "<script" not in alert.inner_html()
+    assert not dialogs, "nothing in the link ran as script"
+    assert url_params(page) == Settings().to_link(), "the URL is repaired to the view shown"
+    assert cache_bars(page) == expected_cache_bars(Settings())
+
+
+@pytest.mark.skipif(len(PAGES) < 2, reason="only the overview is registered: there is no other page to go to")
+def test_the_settings_follow_the_user_to_another_page(server, page):
+    name = page_under_test()
+    page.goto(link(server, START))
+    wait_for_app(page, chart_count=2)
+    settings = shown_settings(page)
+    page.locator('[data-testid="stSidebarNav"] a', has_text=PAGES[name].title).click()
+    page.wait_for_url(f"**/{name}?**")
+    wait_for_app(page)
+    assert shown_settings(page) == settings
+    assert {key: url_params(page)[key] for key in START.to_link()} == START.to_link()
+
+
+def page_under_test() -> str:
+    """A page other than the overview when one is registered: its link must survive a fresh server too."""
+    return next((name for name in PAGES if name != "overview"), "overview")
+
+
+def test_a_server_restart_in_the_middle_of_a_session_loses_nothing(own_server, page):
+    name = page_under_test()
+    path = "" if name == "overview" else name
+    page.goto(link(own_server, START, path))
+    wait_for_app(page)
+    press_on_slider(page, SEQ_LEN_LABEL, "ArrowLeft")
+    page.wait_for_function("() => new URLSearchParams(location.search).get('seq_len') === '96'")
+    wait_until_idle(page)
+    url, settings, charts = page.url, shown_settings(page), chart_data(page)
+
+    own_server.restart()  # every session on the server is gone; only the URL remains
+    page.reload()
+    wait_for_app(page, chart_count=len(charts))
+    assert page.url == url
+    assert shown_settings(page) == settings
+    assert chart_data(page) == charts
+    # The link went through app.py's navigation even as the new server's first run: page titles, not file names.
+    menu = page.locator('[data-testid="stSidebarNav"] a').all_inner_texts()
+    assert all(any(entry.title in item for item in menu) for entry in PAGES.values()), menu
+
+
+@pytest.mark.skipif("mapping" not in PAGES, reason="pages/mapping.py is not registered in explorer/pages.PAGES yet")
+def test_the_mapping_play_button_changes_the_animation_frame(server, page):
+    page.goto(link(server, Settings(), "mapping"))
+    wait_for_app(page)
+    animated = "Array.from(document.querySelectorAll('.js-plotly-plot')).find(g => g._fullLayout.sliders && g._fullLayout.sliders.length)"
+    before = page.evaluate(f"() => {{ const g = {animated}; return [g._fullLayout.sliders[0].active, g._fullLayout.title.text]; }}")
+    play = page.locator(".updatemenu-button", has_text="Play")
+    assert play.count() == 1, "the animated chart has a play button"
+    play.click()
+    page.wait_for_function(
+        f"""before => {{ const g = {animated};
+                 return g._fullLayout.sliders[0].active !== before[0] || g._fullLayout.title.text !== before[1]; }}""",
+        arg=before, timeout=20_000,
+    )
+    after = page.evaluate(f"() => {{ const g = {animated}; return [g._fullLayout.sliders[0].active, g._fullLayout.title.text]; }}")
+    assert after != before
