@@ -20,3 +20,4 @@ browser:
 benchmark:
 	$(PYTHON) -m pip install -q -r requirements-dev.txt
 	$(PYTHON) benchmarks/core.py
+	$(PYTHON) benchmarks/app.py

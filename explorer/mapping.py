@@ -7,11 +7,9 @@ browser without a rerun per frame.
 """
 from __future__ import annotations
 
-from urllib.parse import urlencode
 
 import plotly.graph_objects as go
 import streamlit as st
-from streamlit.errors import StreamlitPageNotFoundError
 
 from attn_core import VARIANTS, AttentionConfig
 from attn_core.accounting import bytes_per_element, decode_flops_per_token, kv_cache_bytes
@@ -457,12 +455,3 @@ def shape_table(rows: list[dict], way: str) -> list[dict]:
         if row["way"] in ("both", way)
     ]
 
-
-# --- links ----------------------------------------------------------------------------------------------------------
-def follow_link(page_path: str, url_path: str, label: str, query: dict[str, str], icon: str) -> None:
-    """st.page_link to another page of the app; when this page runs outside st.navigation (a page file run alone),
-    Streamlit cannot resolve pages, so the same address is given as a plain link instead."""
-    try:
-        st.page_link(page_path, label=label, query_params=query, icon=icon)
-    except StreamlitPageNotFoundError:
-        st.markdown(f"{label}: [{url_path}?…]({url_path}?{urlencode(query)})")

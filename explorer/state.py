@@ -6,9 +6,11 @@ widgets are, and every change is written back to the URL so the address bar is a
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from urllib.parse import urlencode
 
 import streamlit as st
+from streamlit.errors import StreamlitPageNotFoundError
 
 from attn_core import VARIANT_NAMES, VARIANTS
 
@@ -32,6 +34,7 @@ SETTINGS_KEY = "settings"
 _WIDGET = {name: f"setting_{name}" for name in Settings().as_dict()}  # setting name -> widget key
 _LINK_READ = "_link_read"
 _ADJUSTED = "_adjusted_notes"
+_SHARE_BOX = "_share_box"  # this run's placeholder for the link; dropped at the start of every run
 
 
 def page_settings() -> Settings:
@@ -42,6 +45,7 @@ def page_settings() -> Settings:
     """
     _run_through_the_shell()
     state = st.session_state
+    state.pop(_SHARE_BOX, None)  # last run's placeholder is no longer on the page
     if not state.get(_LINK_READ):
         settings, notes = from_link({name: st.query_params.get_all(name) for name in st.query_params})
         _warn_about_link(notes)
@@ -106,6 +110,16 @@ def bound(param, render, options: tuple | None = None):
     state[kept] = value
     _write_link({param.name: param.to_text(value)})
     return value
+
+
+def page_link(page_path: str, *, label: str, icon: str | None = None, query: dict[str, str] | None = None) -> None:
+    """st.page_link to another page of the app. A page file run alone (outside st.navigation, as in a test) cannot
+    resolve other pages, so the same address is then given as a plain markdown link."""
+    try:
+        st.page_link(page_path, label=label, icon=icon, query_params=query)
+    except StreamlitPageNotFoundError:
+        url_path = Path(page_path).stem
+        st.markdown(f"[{label}]({url_path}{'?' + urlencode(query) if query else ''})")
 
 
 def link_query(settings: Settings, **view) -> dict[str, str]:
@@ -173,9 +187,18 @@ def _on_change() -> None:
 
 
 def _write_link(params: dict[str, str]) -> None:
+    changed = False
     for name, text in params.items():
         if st.query_params.get_all(name) != [text]:  # also collapses a key the link repeated
             st.query_params[name] = text
+            changed = True
+    if changed and _SHARE_BOX in st.session_state:
+        _show_link(st.session_state[_SHARE_BOX])  # the page's own view settings join the link shown
+
+
+def _show_link(box) -> None:
+    base = (st.context.url or "").split("?")[0]
+    box.code(f"{base}?{urlencode(st.query_params.to_dict())}", language=None, wrap_lines=True)
 
 
 def _warn_about_link(notes: list[str]) -> None:
@@ -185,13 +208,13 @@ def _warn_about_link(notes: list[str]) -> None:
 
 def _share_tools(settings: Settings) -> None:
     st.subheader("Share")
-    base = (st.context.url or "").split("?")[0]
     st.caption("This link opens exactly this view (same weights, inputs and numbers). Copy it with the icon.")
-    st.code(f"{base}?{urlencode(st.query_params.to_dict())}", language=None, wrap_lines=True)
+    st.session_state[_SHARE_BOX] = box = st.empty()  # redrawn as the page's own controls write to the link
+    _show_link(box)
     st.download_button(
         "Settings as JSON", json.dumps(settings.to_link(), indent=2), file_name="attention-explorer-settings.json",
         mime="application/json", on_click="ignore", width="stretch",
     )
 
 
-__all__ = ["SETTINGS_KEY", "bound", "link_query", "page_settings"]
+__all__ = ["SETTINGS_KEY", "bound", "link_query", "page_link", "page_settings"]

@@ -5,7 +5,7 @@ from attn_core import VARIANT_NAMES
 from attn_core.probe.mapping import CONTEXT_TOKENS
 from explorer import mapping as view
 from explorer.charts import show_chart
-from explorer.state import bound, link_query, page_settings
+from explorer.state import bound, link_query, page_link, page_settings
 
 settings = page_settings()
 
@@ -78,10 +78,11 @@ with left:
         who = view.readers(frame, highlight)
         st.markdown(f"**{view.store_label(highlight)}** is read by query head{'s' if len(who) > 1 else ''} **{view.ranges_text(who)}**.")
     group = highlight.removeprefix("kv") if highlight and variant != "mla" else "all"
-    view.follow_link(
-        "pages/heatmaps.py", "heatmaps",
-        f"Attention heatmaps of {'KV group ' + group if group != 'all' else 'every head'} ({variant.upper()})",
-        link_query(settings, hm_variant=variant, hm_group=group), ":material/grid_on:",
+    page_link(
+        "pages/heatmaps.py",
+        label=f"Attention heatmaps of {'KV group ' + group if group != 'all' else 'every head'} ({variant.upper()})",
+        icon=":material/grid_on:",
+        query=link_query(settings, hm_variant=variant, hm_group=group),
     )
 
 with right:

@@ -4,7 +4,7 @@ import streamlit as st
 from explorer import overview as view
 from explorer.charts import show_chart
 from explorer.pages import PAGES
-from explorer.state import page_settings
+from explorer.state import page_link, page_settings
 
 settings = page_settings()
 
@@ -53,4 +53,4 @@ for row in rows:
 st.subheader("Explore further")
 for name, page in PAGES.items():
     if name != "overview":
-        st.page_link(page.path, label=f"{page.title}: {page.teaser}", icon=page.icon)
+        page_link(page.path, label=f"{page.title}: {page.teaser}", icon=page.icon)

@@ -40,10 +40,7 @@ def open_page(name: str, query: dict | None = None) -> AppTest:
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=TIMEOUT)
     for key, value in (query or {}).items():
         at.query_params[key] = value
-    if Path(PAGES[name].path).stem == name:
-        at.switch_page(PAGES[name].path)  # before the first run AppTest names the page by its file name
-    else:
-        at._page_hash = calc_hash(name)  # st.Page(url_path=name) is identified by the hash of its URL path
+    at.switch_page(PAGES[name].path)  # before the first run AppTest names the page by its file name
     at.run()
     assert at._finished_page_script_hash == calc_hash(name), f"the link did not open page {name!r}"
     return at

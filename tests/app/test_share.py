@@ -4,6 +4,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+from pathlib import Path
+from urllib.parse import parse_qs, urlparse
 
 import pytest
 
@@ -82,3 +84,15 @@ def test_every_chart_keeps_the_png_toolbar(page):
         config = json.loads(chart.proto.config)
         assert config["displayModeBar"] is True
         assert config["toImageButtonOptions"]["format"] == "png"
+
+
+def test_the_share_box_link_includes_the_page_s_own_view_settings():
+    at = open_page("mapping", {"map_variant": "mla"})
+    (box,) = [code for code in at.sidebar.code]
+    query = parse_qs(urlparse(box.value).query)
+    assert query["map_variant"] == ["mla"] and "map_store" in query
+
+
+def test_every_page_s_url_path_is_its_file_name():
+    # A freshly started server resolves the first link it is given by file name, before app.py registers pages.
+    assert all(Path(page.path).stem == name for name, page in PAGES.items())
