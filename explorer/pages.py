@@ -18,4 +18,5 @@ PAGES: dict[str, PageEntry] = {
     "mapping": PageEntry("pages/mapping.py", "Head → KV mapping", ":material/account_tree:", "Which key/value store each query head reads, animated from MHA to MLA."),
     "kv_cache": PageEntry("pages/kv_cache.py", "KV cache", ":material/memory:", "Decode token by token, then scale the cache to published models."),
     "heatmaps": PageEntry("pages/heatmaps.py", "Attention heatmaps", ":material/grid_on:", "Every head's weights, grouped by shared keys; inside one head; one decode step."),
+    "masks": PageEntry("pages/masks.py", "Masks and batches", ":material/filter_alt:", "Padding in a batch, the causal mask aligned to a cache, and cross-attention."),
 }

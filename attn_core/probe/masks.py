@@ -1,0 +1,112 @@
+"""Masks and batches: the padding mask of a right-padded batch, the causal mask aligned to the end of a KV cache, and
+cross-attention over another sequence, each run through the real layer on a few tokens.
+
+Every function returns plain numpy arrays and python floats. All three sections come from one layer, built once.
+"""
+from __future__ import annotations
+
+import torch
+
+from ..attend import allowed_positions
+from ..build import build_attention
+from ..config import AttentionConfig
+
+MAX_TOKENS = 32  # every sequence here is at most this long: the pictures are about masks, not about scale
+INPUT_SCALE = 2.0  # input vectors ~ N(0, 2²) per coordinate, so weights are not all flat
+# Independent input streams, one per sequence the page shows.
+STREAMS = {"long": 0, "short": 1, "context": 2, "queries": 3, "memory": 4}
+
+
+def token_vectors(d_model: int, seed: int, stream: str, n: int) -> torch.Tensor:
+    """[1, n, d_model] input vectors of one named sequence: the first n of MAX_TOKENS drawn from (seed, stream), so a
+    shorter sequence is exactly the start of a longer one."""
+    if not 0 <= n <= MAX_TOKENS:
+        raise ValueError(f"n={n} tokens: this page works on 0 to {MAX_TOKENS} tokens.")
+    generator = torch.Generator().manual_seed(seed * len(STREAMS) + STREAMS[stream])
+    return (torch.randn(MAX_TOKENS, d_model, generator=generator) * INPUT_SCALE)[:n][None]
+
+
+def _max_abs(a: torch.Tensor, b: torch.Tensor) -> float:
+    return float((a.double() - b.double()).abs().max()) if a.numel() else 0.0
+
+
+def padding_probe(layer, seed: int, long_len: int, short_len: int, causal: bool) -> dict:
+    """A batch of two sequences (long_len and short_len tokens), the short one right-padded with zeros to long_len.
+
+    Returns key_padding_mask [2, S] (True = real key), the allowed mask the layer builds from it [2, L, S], the padded
+    batch's weights for the short sequence [H, L, S], and the check against running the short sequence alone.
+    """
+    if not 1 <= short_len < long_len <= MAX_TOKENS:
+        raise ValueError(f"need 1 ≤ short ({short_len}) < long ({long_len}) ≤ {MAX_TOKENS} tokens.")
+    d_model = layer.cfg.d_model
+    long_x = token_vectors(d_model, seed, "long", long_len)
+    short_x = token_vectors(d_model, seed, "short", short_len)
+    padded_short = torch.cat((short_x, torch.zeros(1, long_len - short_len, d_model)), dim=1)
+    batch = torch.cat((long_x, padded_short))  # [2, L, d_model]
+    key_padding_mask = torch.arange(long_len)[None] < torch.tensor([[long_len], [short_len]])  # [2, S]
+    allowed = allowed_positions(long_len, long_len, causal=causal, key_padding_mask=key_padding_mask, device="cpu")
+    allowed = allowed.allowed.expand(2, 1, long_len, long_len)[:, 0]  # [2, L, S]
+    out, weights = layer(batch, key_padding_mask=key_padding_mask, return_weights=True, causal=causal)
+    alone_out, alone_weights = layer(short_x, return_weights=True, causal=causal)
+    short_weights = weights[1]  # [H, L, S]
+    return {
+        "key_padding_mask": key_padding_mask.numpy(),
+        "allowed": allowed.numpy(),
+        "short_weights": short_weights.numpy(),
+        "long_weights": weights[0].numpy(),
+        "padded_key_weight_max": float(short_weights[:, :, short_len:].abs().max()),
+        "rows_weights_diff": _max_abs(short_weights[:, :short_len, :short_len], alone_weights[0]),
+        "rows_output_diff": _max_abs(out[1, :short_len], alone_out[0]),
+    }
+
+
+def chunk_probe(layer, seed: int, prefill: int, chunk: int) -> dict:
+    """Prefill `prefill` tokens into a cache, then feed `chunk` new ones: their mask [C, P+C] is causal aligned to the
+    end. Compared with one full pass over all P+C tokens (square causal mask [P+C, P+C])."""
+    if not (prefill >= 1 and chunk >= 1 and prefill + chunk <= MAX_TOKENS):
+        raise ValueError(f"need prefill ≥ 1, chunk ≥ 1 and prefill + chunk ≤ {MAX_TOKENS} tokens.")
+    total = prefill + chunk
+    x = token_vectors(layer.cfg.d_model, seed, "context", total)
+    full_out, full_weights = layer(x, return_weights=True)
+    cache = layer.new_cache(1)
+    layer(x[:, :prefill], cache=cache)
+    chunk_out, chunk_weights = layer(x[:, prefill:], cache=cache, return_weights=True)
+    chunk_mask = allowed_positions(chunk, total, causal=True, key_padding_mask=None, device="cpu").allowed[0, 0]
+    full_mask = allowed_positions(total, total, causal=True, key_padding_mask=None, device="cpu").allowed[0, 0]
+    return {
+        "chunk_mask": chunk_mask.numpy(),  # [C, P+C]
+        "full_mask": full_mask.numpy(),  # [P+C, P+C]
+        "chunk_weights": chunk_weights[0].numpy(),  # [H, C, P+C]
+        "full_weights": full_weights[0].numpy(),  # [H, P+C, P+C]
+        "cached_tokens": cache.seq_len,
+        "rows_weights_diff": _max_abs(chunk_weights[0], full_weights[0, :, prefill:]),
+        "rows_output_diff": _max_abs(chunk_out[0], full_out[0, prefill:]),
+    }
+
+
+def cross_probe(layer, seed: int, query_len: int, memory_len: int) -> dict | None:
+    """Queries from one sequence, keys and values from another (kv_input=): weights [H, Lq, Lkv], no causal mask and
+    no RoPE. None for MLA, which has self-attention only."""
+    if layer.cfg.variant == "mla":
+        return None
+    if not (1 <= query_len <= MAX_TOKENS and 1 <= memory_len <= MAX_TOKENS):
+        raise ValueError(f"both sequences need 1 to {MAX_TOKENS} tokens.")
+    d_model = layer.cfg.d_model
+    queries = token_vectors(d_model, seed, "queries", query_len)
+    memory = token_vectors(d_model, seed, "memory", memory_len)
+    out, weights = layer(queries, kv_input=memory, return_weights=True)
+    return {"weights": weights[0].numpy(), "output": out[0].numpy()}
+
+
+@torch.inference_mode()
+def explore_masks(
+    cfg: AttentionConfig, seed: int, *, long_len: int, short_len: int, causal: bool, prefill: int, chunk: int,
+    query_len: int, memory_len: int,
+) -> dict:
+    """All three sections from one layer built from (cfg, seed), in float32."""
+    layer = build_attention(cfg, seed=seed)
+    return {
+        "padding": padding_probe(layer, seed, long_len, short_len, causal),
+        "chunk": chunk_probe(layer, seed, prefill, chunk),
+        "cross": cross_probe(layer, seed, query_len, memory_len),
+    }
