@@ -34,7 +34,11 @@ def _init_from_seed(layer: nn.Module, seed: int) -> None:
             # torch's default Linear init, U(-1/sqrt(fan_in), 1/sqrt(fan_in)), but from our generator.
             bound = 1.0 / math.sqrt(module.in_features)
             for param in (module.weight, module.bias):
-                if param is not None:
+                if param is None:
+                    continue
+                if param.dtype == torch.float32 and param.device.type == "cpu":
+                    param.uniform_(-bound, bound, generator=generator)  # in place: no temporary to copy
+                else:  # other dtypes and devices: draw in float32 on the CPU, so the numbers match the float32 layer's
                     param.copy_(torch.empty(param.shape).uniform_(-bound, bound, generator=generator))
         elif isinstance(module, RMSNorm):
             module.weight.fill_(1.0)

@@ -283,7 +283,7 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="fewer repeats and 1024 cached tokens")
     parser.add_argument("--threads", type=int, default=os.cpu_count(), help="torch threads (default: all cores)")
     args = parser.parse_args()
-    args.rounds, args.warmup, args.cached = (5, 2, 1024) if args.quick else (15, 3, 4096)
+    args.rounds, args.warmup, args.cached = (5, 2, 1024) if args.quick else (25, 3, 4096)
 
     torch.set_num_threads(args.threads)
     print("Attention core benchmark" + (" (quick mode: figures indicative only)" if args.quick else ""))

@@ -2,6 +2,7 @@
 attn_core.probe.heatmaps results (plain arrays in, Plotly figures and CSV rows out)."""
 from __future__ import annotations
 
+import base64
 import math
 import unicodedata
 from dataclasses import dataclass, field, replace
@@ -14,12 +15,14 @@ import streamlit as st
 from attn_core import VARIANTS, AttentionConfig
 from attn_core.accounting import bytes_per_element
 from attn_core.probe.heatmaps import (
+    COMPARE_WORK_BUDGET,
     MAX_TEXT_CHARS,
     MAX_TEXT_TOKENS,
     InputSpec,
     block_size,
     compare_from_mha,
     explore_variant,
+    joint_kv_basis,
     pool_blocks,
     steps_of_head,
     token_window,
@@ -27,7 +30,7 @@ from attn_core.probe.heatmaps import (
 )
 
 from .params import Choice, Flag
-from .settings import Settings
+from .settings import D_MODEL_CHOICES, Settings
 
 MAX_PANELS = 16  # heads drawn at once in the grid; the head picker pages through the rest
 GRID_CELLS = 2**16  # cells of the whole grid figure (float32 -> about 350 kB of base64)
@@ -113,12 +116,47 @@ def layer_config(settings: Settings, variant: str, rope: bool) -> AttentionConfi
 
 @st.cache_data(max_entries=6, show_spinner=False)
 def variant_result(cfg: AttentionConfig, seed: int, spec: InputSpec, causal: bool) -> dict:
+    """The one pass sections 1, 3 and 4 draw from: a layer is built once per (settings, window), whatever is shown."""
     return explore_variant(cfg, seed, spec, causal=causal)
 
 
 @st.cache_data(max_entries=4, show_spinner=False)
+def kv_basis(d_model: int, heads: int, seed: int, _mha) -> np.ndarray:
+    """MHA's key-value singular vectors for the MLA conversion. They depend on the MHA weights alone, so a change of
+    window, KV groups or latent width reuses them; on a miss they come from the MHA layer the comparison has just
+    built (_mha: not part of the cache key, which (d_model, heads, seed) determines)."""
+    return joint_kv_basis(_mha).numpy()
+
+
+@st.cache_data(max_entries=4, show_spinner=False)
 def comparison_result(configs: tuple[tuple[str, AttentionConfig], ...], seed: int, spec: InputSpec, causal: bool) -> dict:
-    return compare_from_mha(dict(configs), seed, spec, causal=causal)
+    first = configs[0][1]
+    return compare_from_mha(
+        dict(configs), seed, spec, causal=causal, basis_of=lambda mha: kv_basis(first.d_model, first.n_heads, seed, mha)
+    )
+
+
+def comparison_blocked(d_model: int, length: int) -> str | None:
+    """Why section 2 is not computed at this width and window, and what to pick to see it; None when it is computed.
+
+    The comparison builds one more layer (MHA), makes the variants from it and runs them all on the window: its work
+    grows as tokens × d_model², and above COMPARE_WORK_BUDGET it alone would take more than a rerun may (at d_model
+    8192 drawing MHA's weights takes 1-2 s here).
+    """
+    if length * d_model**2 <= COMPARE_WORK_BUDGET:
+        return None
+    widest = max((d for d in D_MODEL_CHOICES if length * d * d <= COMPARE_WORK_BUDGET), default=D_MODEL_CHOICES[0])
+    longest = COMPARE_WORK_BUDGET // (d_model * d_model)
+    advice = f"Pick d_model {widest:,} or less in the sidebar to see it on these {length:,} tokens"
+    if longest >= 16:
+        advice += f", or keep d_model {d_model:,} with a sequence of at most {longest:,} tokens"
+    return (
+        f"Not computed at d_model {d_model:,} on {length:,} tokens: the comparison builds one more layer (MHA, "
+        f"{4 * d_model * d_model / 1e6:,.1f} million weights), makes the other variants from it and runs them all over "
+        f"the window. That work grows as tokens × d_model²: here {length * d_model**2 / 1e6:,.0f} million, "
+        f"{length * d_model**2 / COMPARE_WORK_BUDGET:.1f}× the {COMPARE_WORK_BUDGET / 1e6:,.0f} million this page "
+        f"allows it so that a rerun stays interactive on this server. {advice}."
+    )
 
 
 # --- which heads are drawn ------------------------------------------------------------------------------------------
@@ -209,12 +247,51 @@ def attention_panel(
     return Panel(title, z, x, y, hover, coloraxis, small, csv_name=csv_name or title)
 
 
+def typed_array(values: np.ndarray) -> dict:
+    """A float32 array in Plotly's binary JSON form, as Figure.to_dict() gives it: little-endian bytes in base64 with
+    dtype and shape (NaN stays NaN: a gap in the heatmap)."""
+    array = np.ascontiguousarray(values, dtype="<f4")
+    encoded = {"dtype": "f4", "bdata": base64.b64encode(array.tobytes()).decode("ascii")}
+    if array.ndim > 1:
+        encoded["shape"] = ", ".join(str(n) for n in array.shape)
+    return encoded
+
+
+def _plotly_template() -> dict:
+    """The template a go.Figure carries by default (Streamlit's theme recolours it), so a figure built as a dict looks
+    exactly like one built with go.Figure."""
+    return go.Figure().to_dict()["layout"]["template"]
+
+
+PLOTLY_TEMPLATE = _plotly_template()
+
+
+class PreparedFigure(go.Figure):
+    """A figure kept as the dict Figure.to_dict() would give (arrays already base64-encoded).
+
+    Streamlit sends a Figure as its to_dict(), and a plain dict only after validating it into a new Figure. Rebuilding
+    Plotly's object tree for figures of up to 16 heatmaps took 5-15 ms a chart, every rerun; this hands over the dict
+    built once (and cached) as it is. The figure dicts are validated by Plotly in the tests instead. Only for handing
+    to show_chart: Figure methods that change a figure (update_layout, ...) do not reach the prepared dict.
+    """
+
+    def __init__(self, spec: dict):
+        super().__init__(layout={"template": {}}, _validate=False)  # empty: 0.07 ms, where the default template is 1 ms
+        self._prepared = spec
+
+    def to_dict(self) -> dict:
+        return self._prepared
+
+    def to_plotly_json(self) -> dict:
+        return self._prepared
+
+
 def panels_figure(
     panels: list[Panel], ncols: int, *, coloraxes: dict[str, dict], row_height: int, title: str = "",
     x_title: str = "", y_title: str = "", layout_cols: list[list[int]] | None = None, share_x: bool = True,
-) -> go.Figure:
-    """Heatmaps in a grid, built as one figure with its axes laid out by hand (make_subplots is several times slower,
-    and every rerun pays for it). layout_cols optionally gives, per row, the column slots used.
+) -> dict:
+    """Heatmaps in a grid, as one figure dict with its axes laid out by hand (make_subplots is several times slower,
+    and every rerun paid for it). layout_cols optionally gives, per row, the column slots used.
 
     Row labels are drawn on the first panel of each row only, and with share_x column labels only on the lowest panel
     of each column, so long token labels never run into the neighbouring panel; the hover names every cell anyway.
@@ -248,7 +325,7 @@ def panels_figure(
             {"text": panel.title, "x": (x0 + x1) / 2, "y": y1, "xref": "paper", "yref": "paper", "showarrow": False,
              "yanchor": "bottom", "font": {"size": 12}}
         )
-        trace = {"type": "heatmap", "z": panel.z, "x": panel.x, "y": panel.y, "coloraxis": panel.coloraxis,
+        trace = {"type": "heatmap", "z": typed_array(panel.z), "x": panel.x, "y": panel.y, "coloraxis": panel.coloraxis,
                  "hovertemplate": panel.hover, "xaxis": f"x{suffix}", "yaxis": f"y{suffix}", "hoverongaps": False}
         if panel.show_values:
             trace["texttemplate"] = "%{z:.2f}"
@@ -256,24 +333,36 @@ def panels_figure(
         data.append(trace)
     for name, axis in coloraxes.items():
         layout[name] = axis
-    return go.Figure(data=data, layout=layout)
+    layout["template"] = PLOTLY_TEMPLATE
+    return {"data": data, "layout": layout}
 
 
-def panel_rows(panels: list[Panel]) -> list[dict]:
-    """The plotted numbers for the CSV download: one line per heatmap row, one column per heatmap column.
+@dataclass(frozen=True)
+class CsvRows:
+    """The plotted numbers for the CSV download, kept as column names and one tuple per line: a cached chart is read
+    back (unpickled) on every rerun, and tens of thousands of cells unpickle in half the time this way than as dicts."""
+
+    columns: tuple[str, ...]
+    lines: list[tuple]
+
+    def dicts(self) -> list[dict]:
+        """One dict per line, as explorer.charts.show_chart takes them."""
+        return [dict(zip(self.columns, line)) for line in self.lines]
+
+
+def panel_rows(panels: list[Panel]) -> CsvRows:
+    """One line per heatmap row, one column per heatmap column (every line has every column: panels differ in width).
 
     Values are written with 7 significant digits (float32's precision); masked cells are left empty.
     """
     width = max(panel.z.shape[1] for panel in panels)
-    names = [f"c{j}" for j in range(width)]
-    blank = dict.fromkeys(["matrix", "row", *names], "")  # every row has every column: panels differ in width
-    rows = []
+    lines = []
     for panel in panels:
+        padding = ("",) * (width - panel.z.shape[1])
         for label, line in zip(panel.y, panel.z.tolist()):
-            row = blank | {"matrix": panel.csv_name, "row": label}
-            row.update(zip(names, ["%.7g" % v if v == v else "" for v in line]))  # v != v: NaN, a masked cell
-            rows.append(row)
-    return rows
+            cells = ["%.7g" % v if v == v else "" for v in line]  # v != v: NaN, a masked cell
+            lines.append((panel.csv_name, label, *cells, *padding))
+    return CsvRows(("matrix", "row", *(f"c{j}" for j in range(width))), lines)
 
 
 def _square_root_blues() -> list[list]:
@@ -402,8 +491,8 @@ def decode_figure(result: dict, variant: str, *, pool: str, tokens: list[str] | 
         row_height=min(520, 40 + 18 * heads), x_title="cached key position (the last one is the token itself)",
     )
     # the head opened up in "inside one head", outlined (categories sit at 0, 1, ... on the y axis)
-    fig.add_shape(type="rect", xref="x domain", yref="y", x0=0, x1=1, y0=highlight - 0.5, y1=highlight + 0.5,
-                  line={"color": "#c4573a", "width": 2})
+    fig["layout"]["shapes"] = [{"type": "rect", "xref": "x domain", "yref": "y", "x0": 0, "x1": 1,
+                                "y0": highlight - 0.5, "y1": highlight + 0.5, "line": {"color": "#c4573a", "width": 2}}]
     return fig, panel_rows([panel]), pooling
 
 
@@ -412,8 +501,8 @@ def upper_triangle(length: int) -> np.ndarray:
     return np.triu(np.ones((length, length), dtype=np.float32), k=1)
 
 
-def cache_table(decode: dict, variant: str, cfg: AttentionConfig, dtype: str) -> list[dict]:
-    """What the decode step read from the cache, as measured from the real cache after the step."""
+def cache_table(cache_shapes: dict, cfg: AttentionConfig, dtype: str) -> list[dict]:
+    """What the decode step read from the cache, from the shapes measured on the real cache after the step."""
     size = bytes_per_element(dtype)
     if cfg.n_kv_heads == 1:
         grouped_reader = "every query head: the one KV head"
@@ -428,7 +517,7 @@ def cache_table(decode: dict, variant: str, cfg: AttentionConfig, dtype: str) ->
         "k_rope": "every head: one rotary key shared by all",
     }
     rows = []
-    for name, shape in decode["cache_shapes"].items():
+    for name, shape in cache_shapes.items():
         batch, heads, held, width = shape
         rows.append({
             "Cache tensor": name,
@@ -481,16 +570,20 @@ def _percent(value: float | None) -> str:
 # --- cached views: what the page draws, keyed by small hashable values ----------------------------------------------
 @dataclass
 class Chart:
-    """A figure ready to draw (its validated dict), the numbers it plots, how it was pooled, and facts for its caption."""
+    """A figure ready to draw (its dict, arrays encoded), the numbers it plots, how it was pooled, and facts for its
+    caption."""
 
     spec: dict
-    rows: list[dict]
+    csv: CsvRows
     pooling: Pooling
     facts: dict = field(default_factory=dict)
 
-    def figure(self) -> go.Figure:
-        # Validated once when built; rebuilding from its own dict needs no second check (and saves a rerun ~20 ms).
-        return go.Figure(self.spec, _validate=False)
+    def figure(self) -> PreparedFigure:
+        return PreparedFigure(self.spec)
+
+    @property
+    def rows(self) -> list[dict]:
+        return self.csv.dicts()
 
 
 def _tokens(spec: InputSpec) -> list[str] | None:
@@ -505,7 +598,7 @@ def heads_chart(cfg: AttentionConfig, seed: int, spec: InputSpec, causal: bool, 
     facts = {"row_sum_error": float(np.abs(weights.sum(-1) - 1).max())}
     if causal:
         facts["upper_max"] = float(np.abs(weights * upper_triangle(weights.shape[1])).max())
-    return Chart(fig.to_dict(), rows, pooling, facts)
+    return Chart(fig, rows, pooling, facts)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -517,7 +610,7 @@ def compare_chart(
     if not any("weights" in r for r in results.values()):
         return None, table
     fig, rows, pooling = compare_figure(results, head, pool=pool, tokens=_tokens(spec))
-    return Chart(fig.to_dict(), rows, pooling), table
+    return Chart(fig, rows, pooling), table
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -530,18 +623,19 @@ def steps_chart(cfg: AttentionConfig, seed: int, spec: InputSpec, causal: bool, 
         "output_rebuild_error": result["output_rebuild_error"],
         "output_scale": result["output_scale"],
     }
-    return Chart(fig.to_dict(), rows, pooling, facts)
+    return Chart(fig, rows, pooling, facts)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def decode_chart(
-    cfg: AttentionConfig, seed: int, spec: InputSpec, causal: bool, head: int, pool: str, dtype: str
-) -> tuple[Chart, list[dict]]:
+def decode_chart(cfg: AttentionConfig, seed: int, spec: InputSpec, causal: bool, head: int, pool: str) -> Chart:
+    """The decode step's figure; its facts carry the cache shapes, so the cache table (which depends on the sidebar's
+    dtype too) is made on the page without redrawing the figure."""
     result = variant_result(cfg, seed, spec, causal)
     decode = result["decode"]
     fig, rows, pooling = decode_figure(result, cfg.variant, pool=pool, tokens=_tokens(spec), highlight=head)
     facts = {
         "decode_error": float(np.abs(decode["row"] - result["weights"][:, -1]).max()),
         "cached_before": decode["cached_before"],
+        "cache_shapes": decode["cache_shapes"],
     }
-    return Chart(fig.to_dict(), rows, pooling, facts), cache_table(decode, cfg.variant, cfg, dtype)
+    return Chart(fig, rows, pooling, facts)

@@ -10,6 +10,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import streamlit as st
+import torch
 from streamlit.errors import StreamlitPageNotFoundError
 
 from attn_core import VARIANT_NAMES, VARIANTS
@@ -44,6 +45,11 @@ def page_settings() -> Settings:
     alone (AppTest reruns a page file by itself after the first run).
     """
     _run_through_the_shell()
+    # One torch thread per op, set in the thread that runs this page (the setting is per thread). A served app runs
+    # many small ops for many sessions at once: torch's pool spinning on 2 cores against other sessions' work made a
+    # decode trace 40x slower. And a result's last bits depend on the thread count: one count everywhere keeps a
+    # link's numbers identical to the sender's.
+    torch.set_num_threads(1)
     state = st.session_state
     state.pop(_SHARE_BOX, None)  # last run's placeholder is no longer on the page
     if not state.get(_LINK_READ):

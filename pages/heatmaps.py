@@ -171,27 +171,31 @@ st.markdown(
     "also about 1/√r as long, so its scores are smaller and its maps flatter — one reason converted models are "
     "trained further."
 )
-configs = tuple((v, hm.layer_config(settings, v, rope)) for v in settings.variants)
-with st.spinner("Making the variants from one MHA layer…"):
-    chart, table = hm.compare_chart(configs, settings.seed, spec, causal, head, pool)
-if rope and "mla" in settings.variants:
+blocked = hm.comparison_blocked(settings.d_model, length)
+if blocked:
+    st.info(blocked, icon=":material/speed:")
+else:
+    configs = tuple((v, hm.layer_config(settings, v, rope)) for v in settings.variants)
+    with st.spinner("Making the variants from one MHA layer…"):
+        chart, table = hm.compare_chart(configs, settings.seed, spec, causal, head, pool)
+    if rope and "mla" in settings.variants:
+        st.caption(
+            "RoPE is on: MHA's keys carry position in every dimension, but MLA's decoupled rotary key is shared by all "
+            "heads and cannot be filled from MHA's per-head keys, so the converted MLA attends without position — "
+            "part of its distance is that."
+        )
+    if chart is not None:
+        show_chart(
+            chart.figure(), name="heatmaps-compare", rows=chart.rows,
+            caption=f"Head {head} with the same query weights in each variant: what changes is only the keys it reads. "
+            + (f"Cells are the {chart.pooling.describe()}." if chart.pooling.pooled else ""),
+        )
+    st.table(table, hide_index=True)
     st.caption(
-        "RoPE is on: MHA's keys carry position in every dimension, but MLA's decoupled rotary key is shared by all "
-        "heads and cannot be filled from MHA's per-head keys, so the converted MLA attends without position — part "
-        "of its distance is that."
+        "Output distance: ‖out − out_MHA‖ / ‖out_MHA‖ over the window. Map overlap: 1 − total-variation distance "
+        "between two attention rows, averaged over rows (100 % = identical maps, the share of attention placed on the "
+        "same keys). Heads of one group read the same keys, so only their queries can make their maps differ."
     )
-if chart is not None:
-    show_chart(
-        chart.figure(), name="heatmaps-compare", rows=chart.rows,
-        caption=f"Head {head} with the same query weights in each variant: what changes is only the keys it reads. "
-        + (f"Cells are the {chart.pooling.describe()}." if chart.pooling.pooled else ""),
-    )
-st.table(table, hide_index=True)
-st.caption(
-    "Output distance: ‖out − out_MHA‖ / ‖out_MHA‖ over the window. Map overlap: 1 − total-variation distance between "
-    "two attention rows, averaged over rows (100 % = identical maps, the share of attention placed on the same keys). "
-    "Heads of one group read the same keys, so only their queries can make their maps differ."
-)
 
 # --- 3. inside one head ------------------------------------------------------------------------------------------
 st.header(f"3 · Inside head {head}")
@@ -219,18 +223,20 @@ show_chart(
     + (f"Square matrices show the {chart.pooling.describe()}." if chart.pooling.pooled else ""),
 )
 st.caption(
-    f"All {settings.heads} heads' outputs side by side, through o_proj, give the layer's output "
-    f"{hm.difference(chart.facts['output_rebuild_error'])} (its largest value is {chart.facts['output_scale']:.3g})."
+    f"All {settings.heads} heads' outputs (each head's ⑤) side by side are what o_proj received in the layer's forward "
+    f"pass, {hm.difference(chart.facts['output_rebuild_error'])} (their largest value is "
+    f"{chart.facts['output_scale']:.3g}); o_proj mixes them into the layer's output."
 )
 
 # --- 4. one decode step ------------------------------------------------------------------------------------------
 st.header("4 · One step of generation")
 last = f" {shown(tokens[-1])}" if tokens else ""
-chart, cache_rows = hm.decode_chart(cfg, settings.seed, spec, causal, head, pool, settings.dtype)
+chart = hm.decode_chart(cfg, settings.seed, spec, causal, head, pool)
 st.markdown(
-    f"Generating reads the cache: the first {chart.facts['cached_before']:,} tokens went into a fresh cache, then the "
-    f"last token (position {length - 1}{last}) ran alone as one decode step, asking for its weights. Its row is what one "
-    "step of generation attends to — itself and everything cached."
+    f"Generating reads the cache: what a prefill stores for the first {chart.facts['cached_before']:,} tokens "
+    f"({'their latent c_kv and shared rotary key' if variant == 'mla' else 'their keys after RoPE and values'}) went "
+    f"into a fresh cache, then the last token (position {length - 1}{last}) ran alone through the layer as one decode "
+    "step, asking for its weights. Its row is what one step of generation attends to — itself and everything cached."
 )
 show_chart(
     chart.figure(), name="heatmaps-decode-step", rows=chart.rows,
@@ -238,7 +244,7 @@ show_chart(
     f"pass {hm.difference(chart.facts['decode_error'])}: caching changes the cost, not the result."
     + (f" Cells are the {chart.pooling.describe()}." if chart.pooling.pooled else ""),
 )
-st.table(cache_rows, hide_index=True)
+st.table(hm.cache_table(chart.facts["cache_shapes"], cfg, settings.dtype), hide_index=True)
 if variant == "mla":
     st.caption(
         "MLA's decode step attends in latent space: each head's query is moved into the latent by W_UK (absorbed "

@@ -91,6 +91,34 @@ def test_default_view_sends_the_real_layers_weights():
     assert payload(at) <= PAYLOAD_BUDGET
 
 
+def test_every_figure_sent_is_valid_plotly():
+    """The figures are built as plain dicts and handed over without Plotly's per-rerun validation: validate them here."""
+    import plotly.graph_objects as go
+
+    for spec in charts(open_page(hm_input="text", hm_variant="mla")):
+        go.Figure(spec)  # raises on any property Plotly does not know
+
+
+def test_moving_the_sequence_length_within_the_same_window_recomputes_nothing(monkeypatch):
+    import explorer.heatmaps as hm
+
+    at = open_page(d_model="64", heads="32", groups="4", latent="16", rope_dim="2", seq_len="384")
+    assert "the first 256 of 384 tokens" in texts(at)
+    before = [chart.proto.spec for chart in at.get("plotly_chart")]
+    calls = []
+    for name in ("explore_variant", "compare_from_mha", "grid_figure", "steps_figure", "decode_figure"):
+        original = getattr(hm, name)
+        monkeypatch.setattr(hm, name, lambda *a, _f=original, _n=name, **k: calls.append(_n) or _f(*a, **k))
+    at.select_slider(key="setting_seq_len").set_value(512).run()
+    at.radio(key="setting_dtype").set_value("float32").run()
+    at.select_slider(key="setting_batch").set_value(4).run()
+    assert not at.exception and "the first 256 of 512 tokens" in texts(at)
+    assert calls == []  # the window is still 256 tokens: every pass and figure is read back, none recomputed
+    assert [chart.proto.spec for chart in at.get("plotly_chart")] == before
+    table = at.table[-1].value  # the cache table follows the dtype without redrawing the decode figure
+    assert "Bytes read per step in float32" in table.columns
+
+
 def test_heads_are_laid_out_one_kv_group_per_row():
     at = open_page()
     layout = charts(at)[0]["layout"]
@@ -148,6 +176,9 @@ def test_largest_settings_stay_within_the_payload_budget(capsys):
     notes = texts(at)
     assert "the first 64 of 8,192 tokens" in notes
     assert "Showing 16 of 128 heads" in notes
+    # no MHA of 4 x 8192^2 weights is built for section 2: the page says why and which width shows it
+    assert "Not computed at d_model 8,192 on 64 tokens" in notes and "Pick d_model 2,048 or less" in notes
+    assert len(charts(at)) == 3
     grid = heatmaps(charts(at)[0])
     assert len(grid) == 16
     np.testing.assert_allclose(np.stack(grid).sum(-1), 1.0, atol=1e-5)

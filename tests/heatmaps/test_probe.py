@@ -207,7 +207,94 @@ def test_comparison_measures_against_mha_and_overlap_by_definition():
     assert results["gqa"]["between_group_overlap"] == pytest.approx(between, abs=1e-5)
 
 
-def test_comparison_skips_mla_where_its_svd_would_be_too_slow():
+def test_comparison_skips_mla_where_its_singular_vectors_would_be_too_slow():
     big = AttentionConfig("mla", d_model=2048, n_heads=16, kv_lora_rank=64)
     results = probe.compare_from_mha({"mla": big}, SEED, probe.InputSpec(d_model=2048, seed=SEED, n_tokens=2), causal=True)
-    assert "skipped" in results["mla"] and "SVD" in results["mla"]["skipped"]
+    assert "skipped" in results["mla"] and "singular vectors" in results["mla"]["skipped"]
+
+
+@pytest.mark.parametrize("rank", [1, 8, 40, 63])
+def test_joint_kv_basis_gives_the_best_rank_d_c_approximation(rank):
+    """Eckart–Young: the best rank-r approximation of [W_K; W_V] leaves exactly the energy of the discarded singular
+    values; the basis (eigenvectors of the Gram matrix) must reach it, and be orthonormal."""
+    mha = build_attention(AttentionConfig("mha", d_model=64, n_heads=4), seed=SEED)
+    joint = torch.cat((mha.k_proj.weight, mha.v_proj.weight)).detach().double()
+    basis = probe.joint_kv_basis(mha).detach().double()
+    torch.testing.assert_close(basis.T @ basis, torch.eye(64, dtype=torch.float64), atol=1e-5, rtol=0)
+    top = basis[:, :rank]
+    residual = (joint - joint @ top @ top.T).norm()
+    optimum = torch.linalg.svdvals(joint)[rank:].pow(2).sum().sqrt()
+    assert float(residual) == pytest.approx(float(optimum), rel=1e-5)
+
+
+def test_mla_conversion_with_a_cached_basis_is_the_same_layer():
+    mha = build_attention(AttentionConfig("mha", d_model=64, n_heads=4), seed=SEED)
+    cfg = VARIANT_CONFIGS["mla"]
+    fresh = probe.latent_from_mha(mha, cfg, input_rms=2.0)
+    cached = probe.latent_from_mha(mha, cfg, input_rms=2.0, basis=probe.joint_kv_basis(mha).detach().numpy())
+    for name, value in fresh.state_dict().items():
+        torch.testing.assert_close(cached.state_dict()[name], value, rtol=0, atol=0)
+
+
+def test_projections_computed_once_give_the_same_numbers_and_are_undone():
+    layer = build_attention(VARIANT_CONFIGS["gqa"], seed=SEED)
+    x = probe.make_inputs(SPEC)
+    with torch.no_grad():
+        expected = layer.q_proj(x)
+        with probe.projections_computed_once(layer) as calls:
+            first = layer.q_proj(x)
+            again = layer.q_proj(x.clone())  # an equal input, another tensor
+            other = layer.q_proj(x[:, :3])
+        assert again is first and len(calls[layer.q_proj]) == 2  # x and x[:, :3]
+        torch.testing.assert_close(first, expected, rtol=0, atol=0)
+        torch.testing.assert_close(other, expected[:, :3])
+        assert all("forward" not in module.__dict__ for module in layer.modules())  # Linear.forward is back
+
+
+@pytest.mark.parametrize("variant", list(VARIANT_CONFIGS))
+def test_prefilled_cache_holds_what_a_prefill_forward_pass_stores(variant):
+    cfg = VARIANT_CONFIGS[variant]
+    layer = build_attention(cfg, seed=SEED)
+    x = probe.make_inputs(SPEC)
+    with torch.no_grad():
+        reference = layer.new_cache(1)
+        layer(x[:, :-1], cache=reference)
+        cache = probe.prefilled_cache(layer, x, probe.head_tensors(layer, x))
+    assert cache.seq_len == reference.seq_len == SPEC.length - 1
+    for name, buffer in reference.buffers.items():
+        torch.testing.assert_close(cache.buffers[name].view(), buffer.view(), atol=1e-5, rtol=1e-5)
+
+
+def test_comparison_reads_the_basis_from_the_callers_cache():
+    configs = {v: VARIANT_CONFIGS[v] for v in ("mha", "mla")}
+    asked = []
+
+    def cached_basis(mha):
+        asked.append(mha.cfg.d_model)
+        return probe.joint_kv_basis(mha).numpy()
+
+    own = probe.compare_from_mha(configs, SEED, SPEC, causal=True)
+    via_cache = probe.compare_from_mha(configs, SEED, SPEC, causal=True, basis_of=cached_basis)
+    assert asked == [64]
+    np.testing.assert_array_equal(via_cache["mla"]["weights"], own["mla"]["weights"])
+
+
+@pytest.mark.parametrize(("heads", "group_size"), [(8, 1), (8, 2), (8, 4), (8, 8), (64, 1), (64, 16)])
+def test_group_overlaps_match_the_pairwise_definition(heads, group_size):
+    """Pair by pair (few heads) or through sorted values (many), the result is what visiting every pair gives."""
+    generator = torch.Generator().manual_seed(heads + group_size)
+    weights = torch.softmax(torch.randn(heads, 5, 7, generator=generator) * 3, dim=-1)
+
+    def brute(pairs):
+        if not pairs:
+            return None
+        return float(np.mean([1 - 0.5 * (weights[a] - weights[b]).abs().sum(-1).mean() for a, b in pairs]))
+
+    pairs = [(a, b) for a in range(heads) for b in range(a + 1, heads)]
+    same = [(a, b) for a, b in pairs if a // group_size == b // group_size]
+    different = [(a, b) for a, b in pairs if a // group_size != b // group_size]
+    within, between = probe.group_overlaps(weights, group_size)
+    for got, expected in ((within, brute(same)), (between, brute(different))):
+        assert (got is None) == (expected is None)
+        if expected is not None:
+            assert got == pytest.approx(expected, abs=1e-6)
