@@ -42,44 +42,44 @@ def summary_table(rows: list[dict]) -> list[dict]:
 
 
 def cache_bar_figure(rows: list[dict], seq_len: int, batch: int, dtype: str) -> go.Figure:
-    variants = [row["variant"].upper() for row in rows]
     values = [row["cache_bytes_measured"] for row in rows]
-    fig = go.Figure(
-        go.Bar(
-            x=variants,
-            y=values,
-            marker_color=[VARIANT_COLORS[row["variant"]] for row in rows],
-            text=[f"{format_bytes(v)}<br>{row['cache_ratio_to_mha']:.3g}× MHA" for v, row in zip(values, rows)],
-            textposition="outside",
-            hovertemplate="%{x}: %{y:,} bytes<extra></extra>",
-        )
-    )
-    fig.update_layout(
+    return _variant_bars(
+        rows,
+        values,
+        labels=[f"{format_bytes(v)}<br>{row['cache_ratio_to_mha']:.3g}× MHA" for v, row in zip(values, rows)],
+        unit="bytes",
         title=f"KV cache of one layer: {seq_len:,} tokens × batch {batch} in {dtype}",
         yaxis_title="bytes held",
-        yaxis_range=[0, max(values) * 1.25],
-        margin=dict(t=60, b=40, l=60, r=20),
-        height=380,
     )
-    return fig
 
 
 def flops_bar_figure(rows: list[dict], seq_len: int) -> go.Figure:
-    variants = [row["variant"].upper() for row in rows]
     values = [row["decode_flops_per_token"] for row in rows]
+    return _variant_bars(
+        rows,
+        values,
+        labels=[f"{v / 1e6:,.2f} MFLOP" for v in values],
+        unit="FLOPs",
+        title=f"Work to decode one token against {seq_len:,} cached tokens",
+        yaxis_title="FLOPs (2 per multiply-add)",
+    )
+
+
+def _variant_bars(rows: list[dict], values: list, *, labels: list[str], unit: str, title: str, yaxis_title: str) -> go.Figure:
+    """One bar per variant in its colour, labelled above, with headroom for the labels."""
     fig = go.Figure(
         go.Bar(
-            x=variants,
+            x=[row["variant"].upper() for row in rows],
             y=values,
             marker_color=[VARIANT_COLORS[row["variant"]] for row in rows],
-            text=[f"{v / 1e6:,.2f} MFLOP" for v in values],
+            text=labels,
             textposition="outside",
-            hovertemplate="%{x}: %{y:,} FLOPs<extra></extra>",
+            hovertemplate=f"%{{x}}: %{{y:,}} {unit}<extra></extra>",
         )
     )
     fig.update_layout(
-        title=f"Work to decode one token against {seq_len:,} cached tokens",
-        yaxis_title="FLOPs (2 per multiply-add)",
+        title=title,
+        yaxis_title=yaxis_title,
         yaxis_range=[0, max(values) * 1.25],
         margin=dict(t=60, b=40, l=60, r=20),
         height=380,
