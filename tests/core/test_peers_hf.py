@@ -134,39 +134,22 @@ def test_deepseek_v3_attention_weights_load_strictly(shape):
     assert (result.missing_keys, result.unexpected_keys) == ([], [])
 
 
-@pytest.mark.parametrize("shape", LLAMA_SHAPES)
-def test_prefill_matches_llama_attention(shape):
-    ours, peer = llama_pair(**LLAMA_SHAPES[shape])
+# Every peer (HF's LlamaAttention for the grouped variants, DeepseekV3Attention for MLA) in every shape.
+PEERS = {f"llama-{shape}": (llama_pair, kwargs) for shape, kwargs in LLAMA_SHAPES.items()} | {
+    f"deepseek-{shape}": (deepseek_pair, kwargs) for shape, kwargs in DEEPSEEK_SHAPES.items()
+}
+
+
+def peer_pair(peer: str):
+    make_pair, kwargs = PEERS[peer]
+    return make_pair(**kwargs)
+
+
+@pytest.mark.parametrize("peer", PEERS)
+def test_prefill_matches_the_peer(peer):
+    ours, theirs = peer_pair(peer)
     x = randn(2, 11, ours.cfg.d_model)
-    assert max_diff(ours(x)[0], peer(x, cached=False)) <= TOL
-
-
-@pytest.mark.parametrize("shape", LLAMA_SHAPES)
-def test_token_by_token_decode_matches_llama_attention_with_its_cache(shape):
-    ours, peer = llama_pair(**LLAMA_SHAPES[shape])
-    x = randn(2, 10, ours.cfg.d_model)
-    cache = ours.new_cache(2)
-    diffs = [max_diff(ours(x[:, t : t + 1], cache=cache)[0], peer(x[:, t : t + 1], cached=True)) for t in range(10)]
-    assert max(diffs) <= TOL
-
-
-@pytest.mark.parametrize("shape", LLAMA_SHAPES)
-def test_prompt_then_chunks_then_tokens_match_llama_attention_with_its_cache(shape):
-    ours, peer = llama_pair(**LLAMA_SHAPES[shape])
-    x = randn(1, 12, ours.cfg.d_model)
-    cache, diffs, start = ours.new_cache(1), [], 0
-    for size in (5, 3, 1, 1, 2):
-        chunk = x[:, start : start + size]
-        diffs.append(max_diff(ours(chunk, cache=cache)[0], peer(chunk, cached=True)))
-        start += size
-    assert max(diffs) <= TOL
-
-
-@pytest.mark.parametrize("shape", DEEPSEEK_SHAPES)
-def test_prefill_matches_deepseek_v3_attention(shape):
-    ours, peer = deepseek_pair(**DEEPSEEK_SHAPES[shape])
-    x = randn(2, 11, ours.cfg.d_model)
-    assert max_diff(ours(x)[0], peer(x, cached=False)) <= TOL
+    assert max_diff(ours(x)[0], theirs(x, cached=False)) <= TOL
 
 
 @pytest.mark.parametrize("shape", DEEPSEEK_SHAPES)
@@ -176,23 +159,23 @@ def test_absorbed_prefill_matches_deepseek_v3_attention(shape):
     assert max_diff(ours(x, absorb=True)[0], peer(x, cached=False)) <= TOL
 
 
-@pytest.mark.parametrize("shape", DEEPSEEK_SHAPES)
-def test_token_by_token_decode_matches_deepseek_v3_attention_with_its_cache(shape):
-    ours, peer = deepseek_pair(**DEEPSEEK_SHAPES[shape])
+@pytest.mark.parametrize("peer", PEERS)
+def test_token_by_token_decode_matches_the_peer_with_its_cache(peer):
+    ours, theirs = peer_pair(peer)
     x = randn(2, 10, ours.cfg.d_model)
     cache = ours.new_cache(2)
-    diffs = [max_diff(ours(x[:, t : t + 1], cache=cache)[0], peer(x[:, t : t + 1], cached=True)) for t in range(10)]
+    diffs = [max_diff(ours(x[:, t : t + 1], cache=cache)[0], theirs(x[:, t : t + 1], cached=True)) for t in range(10)]
     assert max(diffs) <= TOL
 
 
-@pytest.mark.parametrize("shape", DEEPSEEK_SHAPES)
-def test_prompt_then_chunks_then_tokens_match_deepseek_v3_attention_with_its_cache(shape):
-    ours, peer = deepseek_pair(**DEEPSEEK_SHAPES[shape])
+@pytest.mark.parametrize("peer", PEERS)
+def test_prompt_then_chunks_then_tokens_match_the_peer_with_its_cache(peer):
+    ours, theirs = peer_pair(peer)
     x = randn(1, 12, ours.cfg.d_model)
     cache, diffs, start = ours.new_cache(1), [], 0
     for size in (5, 3, 1, 1, 2):
         chunk = x[:, start : start + size]
-        diffs.append(max_diff(ours(chunk, cache=cache)[0], peer(chunk, cached=True)))
+        diffs.append(max_diff(ours(chunk, cache=cache)[0], theirs(chunk, cached=True)))
         start += size
     assert max(diffs) <= TOL
 
