@@ -55,13 +55,15 @@ def parameter_count(cfg: AttentionConfig) -> int:
     )
 
 
-def decode_flops_per_token(cfg: AttentionConfig, context_len: int, *, absorbed: bool = True) -> int:
-    """Floating-point operations (2 per multiply-add) to decode one token against context_len cached tokens.
+def decode_flops_per_token(cfg: AttentionConfig, cached_tokens: int, *, absorbed: bool = True) -> int:
+    """Floating-point operations (2 per multiply-add) to decode one token after cached_tokens cached ones.
+
+    The new token attends to cached_tokens + 1 keys: the cached ones and its own.
 
     Counts the matrix products (projections, scores, weighted sum); norms, RoPE and softmax are a few per element and
     left out. For MLA, absorbed=False is the naive decode that up-projects the whole cache at every step.
     """
-    d, heads, s = cfg.d_model, cfg.n_heads, context_len
+    d, heads, s = cfg.d_model, cfg.n_heads, cached_tokens + 1
     if cfg.variant != "mla":
         hd, kv = cfg.head_dim, cfg.n_kv_heads * cfg.head_dim
         projections = 2 * d * heads * hd + 2 * 2 * d * kv + 2 * heads * hd * d

@@ -12,11 +12,17 @@ from einops import rearrange, repeat
 class KeyMask:
     """Where queries may attend: allowed [B or 1, 1, L, S] (True = may), or None for everywhere.
 
-    plain_causal marks a square causal mask and nothing else, which SDPA computes itself (is_causal=True).
+    plain_causal marks a square causal mask and nothing else (allowed is then None): SDPA computes it itself
+    (is_causal=True), and the explicit path draws it only when weights are asked for.
     """
 
     allowed: torch.Tensor | None
     plain_causal: bool = False
+
+
+def causal_allowed(q_len: int, k_len: int, device) -> torch.Tensor:
+    """[1, 1, L, S]: query i, at position S - L + i, may attend to keys 0 .. S - L + i."""
+    return torch.ones(q_len, k_len, dtype=torch.bool, device=device).tril(diagonal=k_len - q_len)[None, None]
 
 
 def allowed_positions(
@@ -27,11 +33,11 @@ def allowed_positions(
     The causal part is aligned to the end: the L new queries are the last L of S positions, so each sees every
     cached key and the new keys up to itself.
     """
+    if causal and q_len == k_len and key_padding_mask is None:
+        return KeyMask(None, plain_causal=True)  # SDPA needs no tensor; the weights path draws it when asked
     mask = None
     if causal:
-        mask = torch.ones(q_len, k_len, dtype=torch.bool, device=device).tril(diagonal=k_len - q_len)[None, None]
-        if q_len == k_len and key_padding_mask is None:
-            return KeyMask(mask, plain_causal=True)
+        mask = causal_allowed(q_len, k_len, device)
     if key_padding_mask is not None:
         if key_padding_mask.shape[-1] != k_len:
             raise ValueError(
@@ -54,8 +60,9 @@ def attend(
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """q [B, H, L, D], k [B, G, S, D], v [B, G, S, Dv] with H a multiple of G -> out [B, H, L, Dv], weights.
 
-    Query head h reads KV head h // (H / G). mask is what allowed_positions() returns. Without weights this is torch's fused SDPA; with weights an explicit
-    softmax path that never materialises the repeated keys either (queries are grouped instead).
+    Query head h reads KV head h // (H / G); mask is what allowed_positions() returns. Without weights this is
+    torch's fused SDPA; with weights an explicit softmax path that never materialises the repeated keys either
+    (queries are grouped instead).
     """
     n_heads, n_kv_heads = q.shape[1], k.shape[1]
     if not return_weights and (mask.plain_causal or n_kv_heads == n_heads):
@@ -70,9 +77,10 @@ def attend(
         )
         return out, None
     if not return_weights:
-        # Shared KV heads and no plain causal square (decode, chunks, padding): torch's CPU kernel would take its math
-        # path here and copy every KV head n_heads / n_kv_heads times, the whole cache at every step. Fold each group's
-        # query heads into the query axis instead, so the G KV heads are read as they are.
+        # Shared KV heads and no plain causal square (decode, chunks, padding). Where no fused kernel applies (MLA's
+        # absorbed step: keys d_c + d_h^R wide, values d_c), enable_gqa makes torch's math path copy every KV head
+        # n_heads / n_kv_heads times, the whole cache at every step. Fold each group's query heads into the query
+        # axis instead, so the G KV heads are read as they are (also faster for grouped decode).
         group = n_heads // n_kv_heads
         allowed = mask.allowed
         if allowed is not None and allowed.shape[2] > 1:
@@ -83,8 +91,9 @@ def attend(
     grouped_q = rearrange(q, "b (g r) l d -> b g r l d", g=n_kv_heads)
     scores = torch.einsum("bgrld,bgsd->bgrls", grouped_q, k) * scale
     scores = rearrange(scores, "b g r l s -> b (g r) l s")  # [B, H, L, S]
-    if mask.allowed is not None:
-        scores = scores.masked_fill(~mask.allowed, float("-inf"))
+    allowed = causal_allowed(q.shape[2], k.shape[2], q.device) if mask.plain_causal else mask.allowed
+    if allowed is not None:
+        scores = scores.masked_fill(~allowed, float("-inf"))
     weights = torch.softmax(scores.float(), dim=-1).to(q.dtype)
     grouped_w = rearrange(weights, "b (g r) l s -> b g r l s", g=n_kv_heads)
     out = rearrange(torch.einsum("bgrls,bgsd->bgrld", grouped_w, v), "b g r l d -> b (g r) l d")

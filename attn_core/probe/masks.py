@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from ..attend import allowed_positions
+from ..attend import allowed_positions, causal_allowed
 from ..build import build_attention
 from ..config import AttentionConfig
 
@@ -71,8 +71,8 @@ def chunk_probe(layer, seed: int, prefill: int, chunk: int) -> dict:
     cache = layer.new_cache(1)
     layer(x[:, :prefill], cache=cache)
     chunk_out, chunk_weights = layer(x[:, prefill:], cache=cache, return_weights=True)
-    chunk_mask = allowed_positions(chunk, total, causal=True, key_padding_mask=None, device="cpu").allowed[0, 0]
-    full_mask = allowed_positions(total, total, causal=True, key_padding_mask=None, device="cpu").allowed[0, 0]
+    chunk_mask = causal_allowed(chunk, total, "cpu")[0, 0]
+    full_mask = causal_allowed(total, total, "cpu")[0, 0]
     return {
         "chunk_mask": chunk_mask.numpy(),  # [C, P+C]
         "full_mask": full_mask.numpy(),  # [P+C, P+C]
