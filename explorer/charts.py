@@ -30,7 +30,6 @@ def csv_text(rows: Sequence[dict]) -> str:
 def show_chart(fig: go.Figure, *, name: str, rows: Sequence[dict], caption: str) -> None:
     """Draw fig with its caption and a CSV download of rows (the numbers it plots). name keys the widgets."""
     to_image = dict(PLOTLY_CONFIG["toImageButtonOptions"], filename=name)
-    _title_below_toolbar(fig)
     st.plotly_chart(fig, config=PLOTLY_CONFIG | {"toImageButtonOptions": to_image}, key=f"chart_{name}")
     left, right = st.columns([6, 1], vertical_alignment="center")
     left.caption(caption)
@@ -38,22 +37,6 @@ def show_chart(fig: go.Figure, *, name: str, rows: Sequence[dict], caption: str)
         "CSV", csv_text(rows), file_name=f"{name}.csv", mime="text/csv", key=f"csv_{name}", on_click="ignore",
         help="The numbers this chart plots", width="stretch",
     )
-
-
-def _title_below_toolbar(fig: go.Figure | dict) -> None:
-    """The always-visible toolbar sits in the top strip of the figure: seat a title just above the plot instead, so a
-    long title never runs under it (figures arrive as go.Figure or as plain dicts)."""
-    layout = fig.layout.to_plotly_json() if isinstance(fig, go.Figure) else fig.setdefault("layout", {})
-    title = layout.get("title")
-    if not title or not (title.get("text") if isinstance(title, dict) else title):
-        return
-    seated = {"yref": "paper", "y": 1, "yanchor": "bottom", "pad": {"b": 12}}
-    top = max((layout.get("margin") or {}).get("t", 0), 80)
-    if isinstance(fig, go.Figure):
-        fig.update_layout(title=seated, margin_t=top)
-    else:
-        layout["title"] = (title if isinstance(title, dict) else {"text": title}) | seated
-        layout["margin"] = (layout.get("margin") or {}) | {"t": top}
 
 
 def format_bytes(n: float) -> str:

@@ -78,10 +78,11 @@ def _variant_bars(rows: list[dict], values: list, *, labels: list[str], unit: st
         )
     )
     fig.update_layout(
-        title=title,
+        # Seated just above the plot, below the always-visible toolbar: these charts are narrow, their titles long.
+        title=dict(text=title, yref="paper", y=1, yanchor="bottom", pad=dict(b=12)),
         yaxis_title=yaxis_title,
         yaxis_range=[0, max(values) * 1.25],
-        margin=dict(t=60, b=40, l=60, r=20),
+        margin=dict(t=80, b=40, l=60, r=20),
         height=380,
     )
     return fig
