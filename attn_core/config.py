@@ -1,7 +1,7 @@
 """One validated description of an attention layer, for all four variants."""
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 VARIANTS = ("mha", "mqa", "gqa", "mla")
 VARIANT_NAMES = {
@@ -127,6 +127,33 @@ class AttentionConfig:
         if self.variant == "mla":
             return self.kv_lora_rank + self.qk_rope_head_dim
         return 2 * self.n_kv_heads * self.head_dim
+
+    # --- a layer of some of the heads ---------------------------------------------------------------------------
+    def kv_heads_read(self, heads: range) -> range:
+        """The KV heads that query heads `heads` read (MLA: each head's own up-projection, so the same range).
+
+        heads must be consecutive heads that cover whole KV groups or lie within one group: then a smaller layer of
+        the same variant groups them the way this one does.
+        """
+        if not isinstance(heads, range) or heads.step != 1 or not heads or heads.start < 0 or heads.stop > self.n_heads:
+            raise ValueError(f"heads={heads!r}: give a non-empty range of consecutive heads within 0..{self.n_heads - 1}.")
+        if self.variant == "mla":
+            return heads
+        size = self.group_size
+        if heads.start % size == 0 and len(heads) % size == 0:
+            return range(heads.start // size, heads.stop // size)
+        if heads.start // size == (heads.stop - 1) // size:
+            return range(heads.start // size, heads.start // size + 1)
+        raise ValueError(
+            f"heads {heads.start}–{heads.stop - 1} split a KV group of {size} heads: give whole groups, or heads "
+            "within one group."
+        )
+
+    def head_subset(self, heads: range) -> AttentionConfig:
+        """The shape of a layer holding only query heads `heads` of this one and the KV heads they read (see
+        kv_heads_read); every per-head width stays as it is."""
+        kv_heads = self.kv_heads_read(heads)
+        return replace(self, n_heads=len(heads), n_kv_heads=len(kv_heads), head_dim=self.head_dim)
 
     def warnings(self) -> list[str]:
         """Valid but questionable choices, as sentences for the user."""

@@ -48,8 +48,14 @@ BUDGET_SERVER_RSS = 1.5e9  # with 20 sessions open
 
 LARGEST = Settings(d_model=8192, heads=128, groups=128, latent=4096, rope_dim=64, seq_len=8192, batch=128, dtype="float32")
 # Each change goes to settings this process has not seen, so every rerun recomputes (no cache hit flatters it).
-DEFAULT_CHANGES = [("seq_len", n) for n in (96, 128, 192, 48, 32, 256, 24, 16)]
-LARGEST_CHANGES = [("groups", g) for g in (64, 32, 16, 8, 4, 2)]
+# A change: (widget kind, widget key, value), as AppTest finds the widget.
+DEFAULT_CHANGES = [("select_slider", "setting_seq_len", n) for n in (96, 128, 192, 48, 32, 256, 24, 16)]
+LARGEST_CHANGES = [("select_slider", "setting_groups", g) for g in (64, 32, 16, 8, 4, 2)]
+# Page controls that need new layers too, at the largest settings: the next page of heads, another length or head.
+VIEW_CHANGES = {
+    "heatmaps": [("selectbox", "view_hm_from", h) for h in (16, 32, 48, 64, 80, 96)],
+    "masks": [("slider", "view_mk_long", n) for n in (13, 14, 15)] + [("selectbox", "view_mk_head", h) for h in (5, 6, 7)],
+}
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]
@@ -104,17 +110,17 @@ def errors_of(at: AppTest) -> list[str]:
     return [e.value for e in at.exception] + [e.value for e in at.error]
 
 
-def measure_page(name: str, start: Settings, changes: list[tuple[str, int]], timeout: float) -> dict:
-    """Open the page at `start`, then move one sidebar slider per change; time each rerun."""
+def measure_page(name: str, start: Settings, changes: list[tuple[str, str, object]], timeout: float) -> dict:
+    """Open the page at `start`, then move one widget per change; time each rerun."""
     began = time.perf_counter()
     at = open_page(name, start, timeout)
     open_ms = (time.perf_counter() - began) * 1000
     problems = errors_of(at)
     chart_bytes, element_bytes = payload(at)
     times = []
-    for setting, value in changes:
+    for kind, key, value in changes:
         began = time.perf_counter()
-        at.sidebar.select_slider(key=f"setting_{setting}").set_value(value).run()
+        getattr(at, kind)(key=key).set_value(value).run()
         times.append((time.perf_counter() - began) * 1000)
         problems += errors_of(at)
         charts, elements = payload(at)
@@ -123,7 +129,7 @@ def measure_page(name: str, start: Settings, changes: list[tuple[str, int]], tim
             "rss": rss_of()[0], "problems": problems}
 
 
-def run_part_one(quick: bool, timeout: float) -> bool:
+def run_part_one(quick: bool, timeout: float, pages: list[str]) -> bool:
     regimes = [("default", Settings(), DEFAULT_CHANGES[:3] if quick else DEFAULT_CHANGES)]
     if not quick:
         regimes.append(("largest", LARGEST, LARGEST_CHANGES))
@@ -132,6 +138,8 @@ def run_part_one(quick: bool, timeout: float) -> bool:
           f"largest settings; chart data <= {megabytes(BUDGET_CHART_BYTES)} per page")
     print("largest = d_model 8192, 128 heads, groups 128 then 64..2, latent 4096, rope 64, 8192 tokens, batch 128, float32")
     print("each change goes to settings not seen before in this process, so no rerun is served from st.cache_data")
+    print("'view' rows: the same largest settings, then page controls that need new layers: "
+          + "; ".join(f"{page}: {', '.join(sorted({key for _, key, _ in changes}))}" for page, changes in VIEW_CHANGES.items()))
     if quick:
         print("--quick: default settings only, 3 changes per page (the largest settings are measured by the full run)")
     header = f"{'page':<10} {'settings':<8} {'first open':>11} {'rerun median':>13} {'max':>9} {'n':>3}  {'budget':>8}  " \
@@ -139,8 +147,9 @@ def run_part_one(quick: bool, timeout: float) -> bool:
     print(header)
     print("-" * len(header))
     ok = True
-    for name in PAGES:
-        for regime, start, changes in regimes:
+    for name in pages:
+        page_regimes = regimes + ([("view", LARGEST, VIEW_CHANGES[name])] if not quick and name in VIEW_CHANGES else [])
+        for regime, start, changes in page_regimes:
             result = measure_page(name, start, changes, timeout)
             budget = BUDGET_RERUN_DEFAULT_MS if regime == "default" else BUDGET_RERUN_LARGEST_MS
             median, worst = statistics.median(result["times"]), max(result["times"])
@@ -155,7 +164,8 @@ def run_part_one(quick: bool, timeout: float) -> bool:
 
 
 def profile_page(name: str, timeout: float) -> None:
-    """Where the rerun time of one page goes at the largest settings (cumulative time, top functions)."""
+    """Where the rerun time of one page goes at the largest settings (cumulative time, top functions): three sidebar
+    changes, then three of the page's own controls that need new layers (VIEW_CHANGES), if it has any."""
     from streamlit.runtime.scriptrunner import script_runner
 
     at = open_page(name, LARGEST, timeout)
@@ -173,14 +183,14 @@ def profile_page(name: str, timeout: float) -> None:
 
     script_runner.exec_func_with_error_handling = profiled
     try:
-        for setting, value in LARGEST_CHANGES[:3]:
-            at.sidebar.select_slider(key=f"setting_{setting}").set_value(value).run()
+        for kind, key, value in LARGEST_CHANGES[:3] + VIEW_CHANGES.get(name, [])[:3]:
+            getattr(at, kind)(key=key).set_value(value).run()
     finally:
         script_runner.exec_func_with_error_handling = run_script
     out = io.StringIO()
     stats = pstats.Stats(profiler, stream=out).sort_stats("cumulative")
     stats.print_stats(r"(attn_core|explorer|pages/|plotly|json|numpy|torch|streamlit/elements)", 30)
-    print(f"== Profile: {name}, 3 reruns at the largest settings (cumulative seconds) ==")
+    print(f"== Profile: {name}, reruns at the largest settings (cumulative seconds) ==")
     print(out.getvalue())
     sizes = sorted(((len(c.proto.spec), i) for i, c in enumerate(at.get("plotly_chart"))), reverse=True)
     for size, index in sizes:
@@ -495,6 +505,8 @@ def main() -> int:
     parser.add_argument("--sessions", type=int, default=None, help="classroom size (default 20, --quick 4)")
     parser.add_argument("--profile", choices=list(PAGES), action="append", default=[],
                         help="only profile this page's reruns at the largest settings (repeatable)")
+    parser.add_argument("--page", choices=list(PAGES), action="append", default=[],
+                        help="only measure this page in part 1 (repeatable; default every page)")
     parser.add_argument("--skip-classroom", action="store_true")
     args = parser.parse_args()
     sessions = max(1, min(args.sessions or (4 if args.quick else 20), 40))
@@ -504,7 +516,7 @@ def main() -> int:
         for name in args.profile:
             profile_page(name, timeout)
         return 0
-    ok = run_part_one(args.quick, timeout)
+    ok = run_part_one(args.quick, timeout, args.page or list(PAGES))
     if not args.skip_classroom:
         ok = run_part_two(sessions, moves=2 if args.quick else 3, limit=180.0,
                           total_limit=240.0 if args.quick else 600.0) and ok

@@ -27,14 +27,15 @@ def csv_text(rows: Sequence[dict]) -> str:
     return out.getvalue()
 
 
-def show_chart(fig: go.Figure, *, name: str, rows: Sequence[dict], caption: str) -> None:
-    """Draw fig with its caption and a CSV download of rows (the numbers it plots). name keys the widgets."""
+def show_chart(fig: go.Figure, *, name: str, rows: Sequence[dict] | str, caption: str) -> None:
+    """Draw fig with its caption and a CSV download of rows (the numbers it plots; or their CSV text, when a cached
+    chart already wrote it). name keys the widgets."""
     to_image = dict(PLOTLY_CONFIG["toImageButtonOptions"], filename=name)
     st.plotly_chart(fig, config=PLOTLY_CONFIG | {"toImageButtonOptions": to_image}, key=f"chart_{name}")
     left, right = st.columns([6, 1], vertical_alignment="center")
     left.caption(caption)
     right.download_button(
-        "CSV", csv_text(rows), file_name=f"{name}.csv", mime="text/csv", key=f"csv_{name}", on_click="ignore",
+        "CSV", rows if isinstance(rows, str) else csv_text(rows), file_name=f"{name}.csv", mime="text/csv", key=f"csv_{name}", on_click="ignore",
         help="The numbers this chart plots", width="stretch",
     )
 

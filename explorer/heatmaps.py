@@ -3,6 +3,8 @@ attn_core.probe.heatmaps results (plain arrays in, Plotly figures and CSV rows o
 from __future__ import annotations
 
 import base64
+import csv
+import io
 import math
 import unicodedata
 from dataclasses import dataclass, field, replace
@@ -115,9 +117,10 @@ def layer_config(settings: Settings, variant: str, rope: bool) -> AttentionConfi
 
 
 @st.cache_data(max_entries=6, show_spinner=False)
-def variant_result(cfg: AttentionConfig, seed: int, spec: InputSpec, causal: bool) -> dict:
-    """The one pass sections 1, 3 and 4 draw from: a layer is built once per (settings, window), whatever is shown."""
-    return explore_variant(cfg, seed, spec, causal=causal)
+def variant_result(cfg: AttentionConfig, seed: int, spec: InputSpec, causal: bool, heads: range) -> dict:
+    """The one pass sections 1, 3 and 4 draw from: a layer of the page's heads is built once per (settings, window,
+    page), whatever is shown."""
+    return explore_variant(cfg, seed, spec, causal=causal, heads=heads)
 
 
 @st.cache_data(max_entries=4, show_spinner=False)
@@ -160,21 +163,24 @@ def comparison_blocked(d_model: int, length: int) -> str | None:
 
 
 # --- which heads are drawn ------------------------------------------------------------------------------------------
-def group_heads(n_heads: int, group_size: int, group) -> list[int]:
-    """The heads of one KV group, or all heads."""
+def head_pages(n_heads: int, group_size: int, group) -> list[range]:
+    """The pages of at most MAX_PANELS heads the grid shows, of all heads or of one KV group. A page holds whole KV
+    groups, or heads of one group when a group has more than MAX_PANELS: so each page is a layer of its own
+    (AttentionConfig.head_subset), and only its heads are computed."""
     if group == "all":
-        return list(range(n_heads))
-    return list(range(group * group_size, (group + 1) * group_size))
+        candidates = range(n_heads)
+    else:
+        candidates = range(group * group_size, (group + 1) * group_size)
+    if group_size <= MAX_PANELS:
+        runs, per_page = [candidates], MAX_PANELS // group_size * group_size
+    else:
+        runs = [range(start, start + group_size) for start in range(candidates.start, candidates.stop, group_size)]
+        per_page = MAX_PANELS
+    return [range(start, min(start + per_page, run.stop)) for run in runs for start in range(run.start, run.stop, per_page)]
 
 
-def page_starts(heads: list[int]) -> tuple[int, ...]:
-    """First heads of the pages of at most MAX_PANELS heads."""
-    return tuple(heads[::MAX_PANELS])
-
-
-def heads_on_page(heads: list[int], first: int) -> list[int]:
-    start = heads.index(first) if first in heads else 0
-    return heads[start : start + MAX_PANELS]
+def heads_text(heads: range) -> str:
+    return f"head {heads.start}" if len(heads) == 1 else f"heads {heads.start}–{heads.stop - 1}"
 
 
 def grid_columns(n_shown: int, group_size: int) -> int:
@@ -337,32 +343,22 @@ def panels_figure(
     return {"data": data, "layout": layout}
 
 
-@dataclass(frozen=True)
-class CsvRows:
-    """The plotted numbers for the CSV download, kept as column names and one tuple per line: a cached chart is read
-    back (unpickled) on every rerun, and tens of thousands of cells unpickle in half the time this way than as dicts."""
-
-    columns: tuple[str, ...]
-    lines: list[tuple]
-
-    def dicts(self) -> list[dict]:
-        """One dict per line, as explorer.charts.show_chart takes them."""
-        return [dict(zip(self.columns, line)) for line in self.lines]
-
-
-def panel_rows(panels: list[Panel]) -> CsvRows:
-    """One line per heatmap row, one column per heatmap column (every line has every column: panels differ in width).
+def panel_csv(panels: list[Panel]) -> str:
+    """The panels' numbers as CSV text: one line per heatmap row, one column per heatmap column (every line has every
+    column: panels differ in width). Written once, where the chart is made and cached: a rerun reads back one string.
 
     Values are written with 7 significant digits (float32's precision); masked cells are left empty.
     """
     width = max(panel.z.shape[1] for panel in panels)
-    lines = []
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\r\n")
+    writer.writerow(("matrix", "row", *(f"c{j}" for j in range(width))))
     for panel in panels:
         padding = ("",) * (width - panel.z.shape[1])
         for label, line in zip(panel.y, panel.z.tolist()):
             cells = ["%.7g" % v if v == v else "" for v in line]  # v != v: NaN, a masked cell
-            lines.append((panel.csv_name, label, *cells, *padding))
-    return CsvRows(("matrix", "row", *(f"c{j}" for j in range(width))), lines)
+            writer.writerow((panel.csv_name, label, *cells, *padding))
+    return out.getvalue()
 
 
 def _square_root_blues() -> list[list]:
@@ -399,13 +395,13 @@ def head_label(head: int, kv_head: int, variant: str) -> str:
     return f"head {head}" if variant in ("mha", "mla") else f"head {head} · KV {kv_head}"
 
 
-def grid_figure(result: dict, heads: list[int], variant: str, group_size: int, *, pool: str, tokens: list[str] | None):
-    """Every shown head's weights, one KV group per row where groups are 2..8 heads wide."""
-    weights = result["weights"]
+def grid_figure(result: dict, variant: str, group_size: int, *, pool: str, tokens: list[str] | None):
+    """Every computed head's weights, one KV group per row where groups are 2..8 heads wide."""
+    weights, heads = result["weights"], result["heads"]
     pooling = grid_pooling(weights.shape[1], len(heads), pool)
     panels = [
-        attention_panel(weights[h], title=head_label(h, result["kv_head"][h], variant), pooling=pooling, tokens=tokens)
-        for h in heads
+        attention_panel(weights[i], title=head_label(h, result["kv_head"][i], variant), pooling=pooling, tokens=tokens)
+        for i, h in enumerate(heads)
     ]
     vmax = max(float(np.nanmax(p.z)) for p in panels)
     ncols = grid_columns(len(heads), group_size)
@@ -413,7 +409,7 @@ def grid_figure(result: dict, heads: list[int], variant: str, group_size: int, *
         panels, ncols, coloraxes={"coloraxis": weights_axis(vmax)}, row_height=240 if ncols <= 4 else 170,
         x_title="key position", y_title="query position",
     )
-    return fig, panel_rows(panels), pooling
+    return fig, panel_csv(panels), pooling
 
 
 def compare_figure(results: dict, head: int, *, pool: str, tokens: list[str] | None):
@@ -430,7 +426,7 @@ def compare_figure(results: dict, head: int, *, pool: str, tokens: list[str] | N
         panels, len(panels), coloraxes={"coloraxis": weights_axis(vmax)}, row_height=300,
         x_title="key position", y_title="query position",
     )
-    return fig, panel_rows(panels), pooling
+    return fig, panel_csv(panels), pooling
 
 
 def steps_figure(steps: dict[str, np.ndarray], *, causal: bool, pool: str, tokens: list[str] | None, d_k: int):
@@ -472,17 +468,17 @@ def steps_figure(steps: dict[str, np.ndarray], *, causal: bool, pool: str, token
     fig = panels_figure(
         panels, 5, coloraxes=coloraxes, row_height=260, layout_cols=[[0, 1, 2], [0, 1, 2, 3, 4]], share_x=False,
     )
-    return fig, panel_rows(panels), square
+    return fig, panel_csv(panels), square
 
 
 def decode_figure(result: dict, variant: str, *, pool: str, tokens: list[str] | None, highlight: int):
     """The decode step's weights: one row per head (grouped heads next to each other), one column per cached key."""
-    row = result["decode"]["row"]  # [H, S]
+    row = result["decode"]["row"]  # [H, S], one row per computed head
     heads, keys = row.shape
     pooling = Pooling(1, block_size(keys, max(1, DECODE_CELLS // heads)), pool)
     z = pool_blocks(row, 1, pooling.cols, pool)
     x = axis_labels(keys, pooling.cols, tokens)
-    y = [head_label(h, result["kv_head"][h], variant) for h in range(heads)]
+    y = [head_label(h, kv, variant) for h, kv in zip(result["heads"], result["kv_head"])]
     hover = ("%{y}<br>key %{x}<br>weight %{z:.4g}" if not pooling.pooled
              else f"%{{y}}<br>keys from %{{x}}<br>{pool} of {pooling.cols} keys: %{{z:.4g}}") + "<extra></extra>"
     panel = Panel("", z, x, y, hover, csv_name="decode step")
@@ -491,9 +487,10 @@ def decode_figure(result: dict, variant: str, *, pool: str, tokens: list[str] | 
         row_height=min(520, 40 + 18 * heads), x_title="cached key position (the last one is the token itself)",
     )
     # the head opened up in "inside one head", outlined (categories sit at 0, 1, ... on the y axis)
+    at = result["heads"].index(highlight)
     fig["layout"]["shapes"] = [{"type": "rect", "xref": "x domain", "yref": "y", "x0": 0, "x1": 1,
-                                "y0": highlight - 0.5, "y1": highlight + 0.5, "line": {"color": "#c4573a", "width": 2}}]
-    return fig, panel_rows([panel]), pooling
+                                "y0": at - 0.5, "y1": at + 0.5, "line": {"color": "#c4573a", "width": 2}}]
+    return fig, panel_csv([panel]), pooling
 
 
 def upper_triangle(length: int) -> np.ndarray:
@@ -574,16 +571,12 @@ class Chart:
     caption."""
 
     spec: dict
-    csv: CsvRows
+    csv: str
     pooling: Pooling
     facts: dict = field(default_factory=dict)
 
     def figure(self) -> PreparedFigure:
         return PreparedFigure(self.spec)
-
-    @property
-    def rows(self) -> list[dict]:
-        return self.csv.dicts()
 
 
 def _tokens(spec: InputSpec) -> list[str] | None:
@@ -591,9 +584,9 @@ def _tokens(spec: InputSpec) -> list[str] | None:
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def heads_chart(cfg: AttentionConfig, seed: int, spec: InputSpec, causal: bool, heads: tuple[int, ...], pool: str) -> Chart:
-    result = variant_result(cfg, seed, spec, causal)
-    fig, rows, pooling = grid_figure(result, list(heads), cfg.variant, cfg.group_size, pool=pool, tokens=_tokens(spec))
+def heads_chart(cfg: AttentionConfig, seed: int, spec: InputSpec, causal: bool, heads: range, pool: str) -> Chart:
+    result = variant_result(cfg, seed, spec, causal, heads)
+    fig, rows, pooling = grid_figure(result, cfg.variant, cfg.group_size, pool=pool, tokens=_tokens(spec))
     weights = result["weights"]
     facts = {"row_sum_error": float(np.abs(weights.sum(-1) - 1).max())}
     if causal:
@@ -614,12 +607,13 @@ def compare_chart(
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def steps_chart(cfg: AttentionConfig, seed: int, spec: InputSpec, causal: bool, head: int, pool: str) -> Chart:
-    result = variant_result(cfg, seed, spec, causal)
+def steps_chart(cfg: AttentionConfig, seed: int, spec: InputSpec, causal: bool, heads: range, head: int, pool: str) -> Chart:
+    """Head `head` (one of the page's heads) step by step."""
+    result = variant_result(cfg, seed, spec, causal, heads)
     steps = steps_of_head(result, head, causal)
     fig, rows, pooling = steps_figure(steps, causal=causal, pool=pool, tokens=_tokens(spec), d_k=steps["q"].shape[1])
     facts = {
-        "weights_error": float(np.abs(steps["weights"] - result["weights"][head]).max()),
+        "weights_error": float(np.abs(steps["weights"] - result["weights"][result["heads"].index(head)]).max()),
         "output_rebuild_error": result["output_rebuild_error"],
         "output_scale": result["output_scale"],
     }
@@ -627,10 +621,10 @@ def steps_chart(cfg: AttentionConfig, seed: int, spec: InputSpec, causal: bool, 
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def decode_chart(cfg: AttentionConfig, seed: int, spec: InputSpec, causal: bool, head: int, pool: str) -> Chart:
+def decode_chart(cfg: AttentionConfig, seed: int, spec: InputSpec, causal: bool, heads: range, head: int, pool: str) -> Chart:
     """The decode step's figure; its facts carry the cache shapes, so the cache table (which depends on the sidebar's
     dtype too) is made on the page without redrawing the figure."""
-    result = variant_result(cfg, seed, spec, causal)
+    result = variant_result(cfg, seed, spec, causal, heads)
     decode = result["decode"]
     fig, rows, pooling = decode_figure(result, cfg.variant, pool=pool, tokens=_tokens(spec), highlight=head)
     facts = {

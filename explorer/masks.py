@@ -7,11 +7,10 @@ import plotly.graph_objects as go
 import streamlit as st
 from plotly.subplots import make_subplots
 
-from attn_core import VARIANTS
+from attn_core import VARIANTS, AttentionConfig
 from attn_core.probe.masks import MAX_TOKENS, explore_masks
 
 from .params import Choice, Flag, IntRange
-from .settings import Settings
 
 VARIANT = Choice("mk_variant", VARIANTS, VARIANTS[0])  # options at bind time: the sidebar's variants (first = default)
 HEAD = Choice("mk_head", (0,), 0)  # options at bind time: 0 .. heads - 1
@@ -28,22 +27,23 @@ MASK_SCALE = [[0.0, "#d9d9d9"], [1.0, "#2c7fb8"]]  # grey = blocked, blue = may 
 
 @st.cache_data(max_entries=8, show_spinner="Building the layer and running the three probes…")
 def masks_result(
-    settings: Settings, variant: str, long_len: int, short_len: int, causal: bool, prefill: int, chunk: int,
+    cfg: AttentionConfig, seed: int, head: int, long_len: int, short_len: int, causal: bool, prefill: int, chunk: int,
     query_len: int, memory_len: int,
 ) -> dict:
-    """One layer built per distinct (settings, variant, lengths); the head picker only selects from the result."""
+    """One layer of the shown head built per distinct (layer, seed, head, lengths): a sidebar change this page does
+    not use (sequence length, batch, dtype) recomputes nothing."""
     return explore_masks(
-        settings.config(variant), settings.seed, long_len=long_len, short_len=short_len, causal=causal,
+        cfg, seed, head=head, long_len=long_len, short_len=short_len, causal=causal,
         prefill=prefill, chunk=chunk, query_len=query_len, memory_len=memory_len,
     )
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
-def section_chart(section: str, settings: Settings, variant: str, lengths: tuple, head: int) -> tuple[go.Figure, list[dict]]:
+def section_chart(section: str, cfg: AttentionConfig, seed: int, lengths: tuple, head: int) -> tuple[go.Figure, list[dict]]:
     """The figure and CSV rows of one section, kept ready: building a subplot figure costs 15-30 ms, a rerun after a
     head or section change should not pay it again for the others. (cache_resource: Streamlit sends a figure as its
-    to_dict(), a copy, so the kept object is never changed.) lengths: masks_result's arguments after variant."""
-    result = masks_result(settings, variant, *lengths)
+    to_dict(), a copy, so the kept object is never changed.) lengths: masks_result's arguments after head."""
+    result = masks_result(cfg, seed, head, *lengths)
     long_len, short_len, causal, prefill, chunk, query_len, memory_len = lengths
     if section == "padding":
         panels, height = padding_panels(result["padding"], head, short_len), 360
@@ -111,7 +111,7 @@ def padding_panels(result: dict, head: int, short_len: int) -> list[dict]:
     return [
         {"title": "allowed (short sequence)", "z": allowed, "x": positions, "y": positions, "kind": "mask",
          "y_name": "query"},
-        {"title": f"head {head} weights (short sequence)", "z": result["short_weights"][head], "x": positions,
+        {"title": f"head {head} weights (short sequence)", "z": result["short_weights"][0], "x": positions,
          "y": positions, "kind": "weight", "y_name": "query"},
     ]
 
@@ -132,15 +132,15 @@ def chunk_weight_panels(result: dict, head: int, prefill: int) -> list[dict]:
     total = result["full_mask"].shape[0]
     positions = list(range(total))
     return [
-        {"title": f"head {head}, full pass", "z": result["full_weights"][head], "x": positions, "y": positions,
+        {"title": f"head {head}, full pass", "z": result["full_weights"][0], "x": positions, "y": positions,
          "kind": "weight", "y_name": "query"},
-        {"title": f"head {head}, chunk through the cache", "z": result["chunk_weights"][head], "x": positions,
+        {"title": f"head {head}, chunk through the cache", "z": result["chunk_weights"][0], "x": positions,
          "y": positions[prefill:], "kind": "weight", "y_name": "query"},
     ]
 
 
 def cross_panels(result: dict, head: int) -> list[dict]:
-    weights = result["weights"][head]  # [Lq, Lkv]
+    weights = result["weights"][0]  # [Lq, Lkv]
     return [
         {"title": f"head {head}: {weights.shape[0]} queries × {weights.shape[1]} keys", "z": weights,
          "x": list(range(weights.shape[1])), "y": list(range(weights.shape[0])), "kind": "weight",

@@ -44,7 +44,7 @@ with top[2]:
             "With text, each distinct token gets one seeded vector, so a repeated word gets the same one."
         )
 
-controls = st.columns(5)
+controls = st.columns(4)
 with controls[0]:
     scale = bound(hm.SCALE, lambda key: st.select_slider(
         "Input scale", hm.SCALES, key=key,
@@ -61,11 +61,6 @@ with controls[3]:
     pool = bound(hm.POOL, lambda key: st.radio(
         "Downsample by", hm.POOL.options, key=key, horizontal=True,
         help="When a heatmap has more cells than the page sends, blocks of cells are shown as their mean or max."))
-with controls[4]:
-    head = bound(hm.HEAD, lambda key: st.selectbox(
-        "Head opened up", tuple(range(settings.heads)), key=key,
-        help="The head shown inside (section 3), compared across variants (2) and outlined in the decode step (4)."),
-        tuple(range(settings.heads)))
 
 inputs = hm.make_input_spec(settings, kind=input_kind, text=text, tokens=token_mode, scale=scale)
 for note in inputs.notes:
@@ -108,15 +103,20 @@ pick = st.columns([2, 2, 3])
 with pick[0]:
     group = bound(hm.GROUP, lambda key: st.selectbox("Heads shown", group_options, key=key, format_func=group_name),
                   group_options)
-candidates = hm.group_heads(settings.heads, group_size, group)
-starts = hm.page_starts(candidates)
-first = starts[0]
-if len(starts) > 1:
+pages = hm.head_pages(settings.heads, group_size, group)
+heads = pages[0]
+if len(pages) > 1:
+    starts = tuple(page.start for page in pages)
     with pick[1]:
         first = bound(hm.FIRST_HEAD, lambda key: st.selectbox(
-            f"{len(candidates)} heads: page", starts, key=key,
-            format_func=lambda h: f"heads {h}–{min(h + hm.MAX_PANELS, candidates[-1] + 1) - 1}"), starts)
-heads = hm.heads_on_page(candidates, first)
+            f"{sum(map(len, pages))} heads: page", starts, key=key,
+            format_func=lambda h: hm.heads_text(pages[starts.index(h)])), starts)
+    heads = pages[starts.index(first)]
+with pick[2]:
+    head = bound(hm.HEAD, lambda key: st.selectbox(
+        "Head opened up", tuple(heads), key=key,
+        help="One of the heads shown: opened up step by step (section 3), compared across variants (2) and outlined "
+        "in the decode step (4)."), tuple(heads))
 
 if group_size == 1:
     grouped = "With as many KV groups as heads, every head keeps its own keys: this GQA is MHA."
@@ -135,14 +135,18 @@ st.markdown(f"**{variant.upper()}** ({VARIANT_NAMES[variant]}). {sharing}")
 
 try:
     with st.spinner(f"Running the {variant.upper()} layer on {length:,} tokens…"):
-        chart = hm.heads_chart(cfg, settings.seed, spec, causal, tuple(heads), pool)
+        chart = hm.heads_chart(cfg, settings.seed, spec, causal, heads, pool)
 except ValueError as error:  # a configuration the core refuses, with its own sentence
     st.error(f"This layer cannot be built: {error}")
     st.stop()
 pooling = chart.pooling
 if len(heads) < settings.heads:
-    st.caption(f"Showing {len(heads)} of {settings.heads} heads ({hm.MAX_PANELS} at most at once): pick a group or a "
-               "page of heads above to see the others.")
+    st.caption(
+        f"Showing {hm.heads_text(heads)} of {settings.heads} ({hm.MAX_PANELS} at most at once, whole KV groups where "
+        "they fit): pick a group or a page above to see the others. Only the shown heads are computed: the layer is "
+        "built with just them and the KV heads they read, each head drawn from its own seeded stream, so they are the "
+        "full layer's heads."
+    )
 if pooling.pooled:
     st.info(
         f"{length:,} × {length:,} weights per head are more cells than the page sends: each cell shows the "
@@ -153,7 +157,7 @@ check = f"Rows sum to 1 within {chart.facts['row_sum_error']:.1e}"
 if causal:
     check += f"; above the diagonal every weight is {chart.facts['upper_max']:g}"
 show_chart(
-    chart.figure(), name="heatmaps-heads", rows=chart.rows,
+    chart.figure(), name="heatmaps-heads", rows=chart.csv,
     caption=f"Darker = more attention, from query (row) to key (column); colour follows the square root of the weight so small weights stay visible. {check}. "
     + ("Notice the first row: with the causal mask the first token can only attend to itself." if causal else
        "Without the mask every query sees every key, the future included."),
@@ -186,7 +190,7 @@ else:
         )
     if chart is not None:
         show_chart(
-            chart.figure(), name="heatmaps-compare", rows=chart.rows,
+            chart.figure(), name="heatmaps-compare", rows=chart.csv,
             caption=f"Head {head} with the same query weights in each variant: what changes is only the keys it reads. "
             + (f"Cells are the {chart.pooling.describe()}." if chart.pooling.pooled else ""),
         )
@@ -215,15 +219,16 @@ st.markdown(
     f"The numbers the layer attended with, taken from its own projections{' after RoPE' if rope else ''}. {where} "
     "M is 0 where a query may look and −∞ where it may not; softmax turns each row into weights that sum to 1."
 )
-chart = hm.steps_chart(cfg, settings.seed, spec, causal, head, pool)
+chart = hm.steps_chart(cfg, settings.seed, spec, causal, heads, head, pool)
 show_chart(
-    chart.figure(), name="heatmaps-inside-head", rows=chart.rows,
+    chart.figure(), name="heatmaps-inside-head", rows=chart.csv,
     caption=f"Follow ① to ⑤. ④ equals the layer's own weights for head {head} {hm.difference(chart.facts['weights_error'])}. "
     "Scaling by 1/√d_k keeps scores from growing with the head width, which would make the softmax nearly one-hot. "
     + (f"Square matrices show the {chart.pooling.describe()}." if chart.pooling.pooled else ""),
 )
 st.caption(
-    f"All {settings.heads} heads' outputs (each head's ⑤) side by side are what o_proj received in the layer's forward "
+    f"The outputs of {'all ' + str(settings.heads) + ' heads' if len(heads) == settings.heads else hm.heads_text(heads)}"
+    f" (each head's ⑤) side by side are what o_proj received in the layer's forward "
     f"pass, {hm.difference(chart.facts['output_rebuild_error'])} (their largest value is "
     f"{chart.facts['output_scale']:.3g}); o_proj mixes them into the layer's output."
 )
@@ -231,7 +236,7 @@ st.caption(
 # --- 4. one decode step ------------------------------------------------------------------------------------------
 st.header("4 · One step of generation")
 last = f" {shown(tokens[-1])}" if tokens else ""
-chart = hm.decode_chart(cfg, settings.seed, spec, causal, head, pool)
+chart = hm.decode_chart(cfg, settings.seed, spec, causal, heads, head, pool)
 st.markdown(
     f"Generating reads the cache: what a prefill stores for the first {chart.facts['cached_before']:,} tokens "
     f"({'their latent c_kv and shared rotary key' if variant == 'mla' else 'their keys after RoPE and values'}) went "
@@ -239,12 +244,19 @@ st.markdown(
     "step, asking for its weights. Its row is what one step of generation attends to — itself and everything cached."
 )
 show_chart(
-    chart.figure(), name="heatmaps-decode-step", rows=chart.rows,
-    caption=f"One row per head (head {head} outlined). The step through the cache gives the last row of the full "
+    chart.figure(), name="heatmaps-decode-step", rows=chart.csv,
+    caption=f"One row per head shown (head {head} outlined). The step through the cache gives the last row of the full "
     f"pass {hm.difference(chart.facts['decode_error'])}: caching changes the cost, not the result."
     + (f" Cells are the {chart.pooling.describe()}." if chart.pooling.pooled else ""),
 )
 st.table(hm.cache_table(chart.facts["cache_shapes"], cfg, settings.dtype), hide_index=True)
+if variant != "mla" and len(heads) < settings.heads:
+    kv_read = cfg.kv_heads_read(heads)
+    st.caption(
+        f"Measured on the layer of {hm.heads_text(heads)}: its cache holds the {len(kv_read)} KV "
+        f"head{'s' if len(kv_read) > 1 else ''} they read. The full layer's cache holds all {cfg.n_kv_heads}, "
+        f"{cfg.cache_elements_per_token:,} numbers per token."
+    )
 if variant == "mla":
     st.caption(
         "MLA's decode step attends in latent space: each head's query is moved into the latent by W_UK (absorbed "

@@ -29,7 +29,9 @@ st.markdown(
     "mask** of a batch whose sequences have different lengths, the **causal mask**, which with a KV cache is "
     "*aligned to the end* (new tokens see every cached key), and **no mask** at all in cross-attention. "
     f"Everything below runs the real layer (float32, seeded weights) on at most {MAX_TOKENS} tokens per sequence: "
-    "masks are about positions, so a few tokens show all of it; width, heads and seed come from the sidebar."
+    "masks are about positions, so a few tokens show all of it; width, heads and seed come from the sidebar. The "
+    "layer is built with just the head shown and the KV head it reads (each head's weights come from its own seeded "
+    "stream, so it is that head of the whole layer), so a page stays quick at any width."
 )
 
 top = st.columns(2)
@@ -72,11 +74,12 @@ else:
     query_len, memory_len = view.QUERIES.default, view.MEMORY.default
 
 lengths = (long_len, short_len, causal, prefill, chunk, query_len, memory_len)
-result = view.masks_result(settings, variant, *lengths)
+cfg = settings.config(variant)
+result = view.masks_result(cfg, settings.seed, head, *lengths)
 
 
 def chart(section: str, name: str, caption: str) -> None:
-    figure, rows = view.section_chart(section, settings, variant, lengths, head)
+    figure, rows = view.section_chart(section, cfg, settings.seed, lengths, head)
     show_chart(figure, name=name, rows=rows, caption=caption)
 
 
@@ -97,8 +100,8 @@ chart(
 )
 st.markdown(
     f"**Check: the short sequence's real rows equal running it alone** (without padding, {short_len} tokens):\n\n"
-    f"- {view.check_line('attention weights, all heads', padding['rows_weights_diff'])}\n"
-    f"- {view.check_line('outputs', padding['rows_output_diff'])}"
+    f"- {view.check_line(f'head {head}: attention weights', padding['rows_weights_diff'])}\n"
+    f"- {view.check_line(f'head {head}: its output through o_proj', padding['rows_output_diff'])}"
 )
 
 # --- 2. causal mask aligned to the end ----------------------------------------------------------------------------
@@ -124,8 +127,8 @@ st.markdown(
     f"**Check: the chunk through the cache ({chunk_result['cached_tokens']} tokens cached after it) equals the last "
     f"{chunk} rows of one full pass**"
     + (" (MLA attends to its cache with absorbed weights, in latent space)" if variant == "mla" else "")
-    + f":\n\n- {view.check_line('attention weights, all heads', chunk_result['rows_weights_diff'])}\n"
-    f"- {view.check_line('outputs', chunk_result['rows_output_diff'])}"
+    + f":\n\n- {view.check_line(f'head {head}: attention weights', chunk_result['rows_weights_diff'])}\n"
+    f"- {view.check_line(f'head {head}: its output through o_proj', chunk_result['rows_output_diff'])}"
 )
 
 # --- 3. cross-attention -------------------------------------------------------------------------------------------

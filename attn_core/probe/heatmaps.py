@@ -7,7 +7,6 @@ never sees a later key.
 """
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -18,7 +17,7 @@ import torch
 from einops import rearrange
 from torch import nn
 
-from ..build import build_attention
+from ..build import build_attention, seeded_generator
 from ..config import AttentionConfig
 from ..grouped import GroupedQueryAttention
 from ..latent import MultiHeadLatentAttention
@@ -66,11 +65,8 @@ def tokenize(text: str, mode: str) -> list[str]:
 
 
 def seeded_vector(key: str, d_model: int) -> torch.Tensor:
-    """A standard normal vector determined by key alone. hashlib, not hash(): Python salts hash() per process, and a
-    link must give the same vector in every session."""
-    digest = hashlib.sha256(key.encode("utf-8")).digest()
-    generator = torch.Generator().manual_seed(int.from_bytes(digest[:8], "little") & (2**63 - 1))
-    return torch.randn(d_model, generator=generator)
+    """A standard normal vector determined by key alone (the same in every session)."""
+    return torch.randn(d_model, generator=seeded_generator(key))
 
 
 def make_inputs(spec: InputSpec) -> torch.Tensor:
@@ -172,22 +168,29 @@ def head_steps(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, 
 
 def steps_of_head(result: dict, head: int, causal: bool) -> dict[str, np.ndarray]:
     """head_steps for one head of an explore_variant result: its query, and the KV head it reads."""
-    kv = result["kv_head"][head]
-    q, k, v = (torch.from_numpy(result[name][index]) for name, index in (("q", head), ("k", kv), ("v", kv)))
+    index = result["heads"].index(head)
+    kv = result["kv_heads"].index(result["kv_head"][index])
+    q, k, v = (torch.from_numpy(result[name][row]) for name, row in (("q", index), ("k", kv), ("v", kv)))
     return head_steps(q, k, v, result["scale"], causal)
 
 
 # --- the page's pass ------------------------------------------------------------------------------------------------
 @torch.inference_mode()
-def explore_variant(cfg: AttentionConfig, seed: int, inputs: InputSpec, *, causal: bool) -> dict:
+def explore_variant(cfg: AttentionConfig, seed: int, inputs: InputSpec, *, causal: bool, heads: range | None = None) -> dict:
     """Run the layer built from (cfg, seed) on the inputs, asking for its weights, and take it apart.
+
+    heads: the query heads to compute (all by default): the layer is built with only those and the KV heads they
+    read (build_attention's heads=), whose heads are the full layer's. Arrays are indexed by position in `heads`
+    ("heads" and "kv_head" give each row's head and the KV head it reads; "kv_heads" the heads of k and v).
 
     One build and one forward pass serve every section of the page: the post-softmax weights of every head [H, L, S];
     each head's q, k, v (for the step-by-step view), read from the projections that forward pass computed; a check
     that the heads' outputs put side by side are what o_proj received; and one decode step through the real cache:
     the last token attending to the L - 1 cached ones and itself.
     """
-    layer = build_attention(cfg, seed=seed)
+    heads = range(cfg.n_heads) if heads is None else heads
+    kv_heads = cfg.kv_heads_read(heads)
+    layer = build_attention(cfg, seed=seed, heads=heads)
     x = make_inputs(inputs)
     with projections_computed_once(layer) as calls:
         out, weights = layer(x, return_weights=True, causal=causal)  # weights [1, H, L, S]
@@ -201,7 +204,9 @@ def explore_variant(cfg: AttentionConfig, seed: int, inputs: InputSpec, *, causa
         "q": parts.q.numpy(),
         "k": parts.k.numpy(),
         "v": parts.v.numpy(),
-        "kv_head": parts.kv_head,
+        "heads": list(heads),
+        "kv_head": [kv_heads[local] for local in parts.kv_head],
+        "kv_heads": list(kv_heads),
         "scale": parts.scale,
         "output_rebuild_error": float((side_by_side - heads_in).abs().max()) if out.numel() else 0.0,
         "output_scale": float(heads_in.abs().max()) if out.numel() else 0.0,

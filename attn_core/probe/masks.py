@@ -1,7 +1,8 @@
 """Masks and batches: the padding mask of a right-padded batch, the causal mask aligned to the end of a KV cache, and
 cross-attention over another sequence, each run through the real layer on a few tokens.
 
-Every function returns plain numpy arrays and python floats. All three sections come from one layer, built once.
+Every function returns plain numpy arrays and python floats. All three sections come from one layer, built once:
+the layer of the one head shown (build_attention's heads=), so its cost does not grow with the head count.
 """
 from __future__ import annotations
 
@@ -100,11 +101,12 @@ def cross_probe(layer, seed: int, query_len: int, memory_len: int) -> dict | Non
 
 @torch.inference_mode()
 def explore_masks(
-    cfg: AttentionConfig, seed: int, *, long_len: int, short_len: int, causal: bool, prefill: int, chunk: int,
-    query_len: int, memory_len: int,
+    cfg: AttentionConfig, seed: int, *, head: int, long_len: int, short_len: int, causal: bool, prefill: int,
+    chunk: int, query_len: int, memory_len: int,
 ) -> dict:
-    """All three sections from one layer built from (cfg, seed), in float32."""
-    layer = build_attention(cfg, seed=seed)
+    """All three sections for head `head` of the layer built from (cfg, seed), in float32: computed on a layer of
+    that head alone and the KV head it reads, so weights are [1, ...] and outputs are that head's through o_proj."""
+    layer = build_attention(cfg, seed=seed, heads=range(head, head + 1))
     return {
         "padding": padding_probe(layer, seed, long_len, short_len, causal),
         "chunk": chunk_probe(layer, seed, prefill, chunk),

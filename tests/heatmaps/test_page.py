@@ -175,7 +175,7 @@ def test_largest_settings_stay_within_the_payload_budget(capsys):
     assert size <= PAYLOAD_BUDGET
     notes = texts(at)
     assert "the first 64 of 8,192 tokens" in notes
-    assert "Showing 16 of 128 heads" in notes
+    assert "Showing heads 0–15 of 128" in notes and "Only the shown heads are computed" in notes
     # no MHA of 4 x 8192^2 weights is built for section 2: the page says why and which width shows it
     assert "Not computed at d_model 8,192 on 64 tokens" in notes and "Pick d_model 2,048 or less" in notes
     assert len(charts(at)) == 3
@@ -191,11 +191,27 @@ def test_largest_settings_stay_within_the_payload_budget(capsys):
     start = time.perf_counter(); at.run(); timings["sequence length 8192 -> 6144"] = time.perf_counter() - start
     at.selectbox(key="view_hm_from").set_value(16)
     start = time.perf_counter(); at.run(); timings["next page of heads"] = time.perf_counter() - start
+    assert at.selectbox(key="view_hm_head").value == 16  # the head opened up moves onto the page shown
+    at.select_slider(key="setting_groups").set_value(8)
+    start = time.perf_counter(); at.run(); timings["KV groups 128 -> 8"] = time.perf_counter() - start
     assert not at.exception
     assert payload(at) <= PAYLOAD_BUDGET
     with capsys.disabled():
         print(f"\n[heatmaps] largest settings: first run {cold:.1f} s (builds the d_model 8192 layers); chart payload "
               f"{size:,} bytes; reruns: " + ", ".join(f"{k} {1000 * v:.0f} ms" for k, v in timings.items()))
+
+
+def test_a_page_of_heads_shows_those_heads_of_the_full_layer():
+    """With more heads than fit, each page is computed on a layer of its heads alone; its maps are the full layer's."""
+    settings = Settings(d_model=256, heads=32, groups=4, latent=16, rope_dim=8, seq_len=24)
+    at = open_page(d_model="256", heads="32", groups="4", latent="16", rope_dim="8", seq_len="24", hm_from="16")
+    expected = layer_weights(settings, "gqa", n_tokens=24)
+    grid = heatmaps(charts(at)[0])
+    titles = [a["text"] for a in charts(at)[0]["layout"]["annotations"]][:16]
+    assert titles == [f"head {h} · KV {h // 8}" for h in range(16, 32)]
+    for z, weights in zip(grid, expected[16:32], strict=True):
+        np.testing.assert_allclose(z, weights, atol=1e-6)
+    assert "Measured on the layer of heads 16–31: its cache holds the 2 KV heads they read" in texts(at)
 
 
 # --- downsampling ---------------------------------------------------------------------------------------------------

@@ -101,6 +101,31 @@ def test_decode_step_through_the_cache_gives_the_last_row_of_the_full_pass(varia
     assert decode["cache_elements_per_token"] == cfg.cache_elements_per_token
 
 
+WIDE = {  # eight heads, so a page of heads is a real part of the layer
+    "mha": AttentionConfig("mha", d_model=64, n_heads=8),
+    "mqa": AttentionConfig("mqa", d_model=64, n_heads=8),
+    "gqa": AttentionConfig("gqa", d_model=64, n_heads=8, n_kv_heads=4),
+    "mla": AttentionConfig("mla", d_model=64, n_heads=8, kv_lora_rank=32, qk_rope_head_dim=4),
+}
+
+
+@pytest.mark.parametrize("variant", list(WIDE))
+@pytest.mark.parametrize("heads", [range(2, 6), range(6, 7)])
+def test_some_heads_computed_alone_are_those_heads_of_the_full_layer(variant, heads):
+    """A page of heads is computed on a layer of just those heads: its weights, steps and decode row are the full
+    layer's for those heads (the full layer built and run independently here)."""
+    cfg = WIDE[variant]
+    expected = reference_weights(cfg, SPEC, causal=True)[heads.start : heads.stop]
+    result = probe.explore_variant(cfg, SEED, SPEC, causal=True, heads=heads)
+    assert result["heads"] == list(heads)
+    assert result["kv_head"] == [h // cfg.group_size for h in heads]
+    np.testing.assert_allclose(result["weights"], expected, atol=1e-6)
+    np.testing.assert_allclose(result["decode"]["row"], expected[:, -1], atol=1e-6)
+    for head, weights in zip(heads, expected):
+        np.testing.assert_allclose(probe.steps_of_head(result, head, causal=True)["weights"], weights, atol=1e-6)
+    assert result["output_rebuild_error"] <= 1e-5 * max(1.0, result["output_scale"])
+
+
 def test_inputs_are_seeded_and_a_window_is_the_start_of_a_longer_sequence():
     long = probe.make_inputs(replace(SPEC, n_tokens=40))
     torch.testing.assert_close(probe.make_inputs(SPEC), long[:, : SPEC.length], rtol=0, atol=0)

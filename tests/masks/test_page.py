@@ -14,7 +14,7 @@ from helpers import chart_specs, open_page, payload_bytes  # noqa: E402
 
 from attn_core import build_attention  # noqa: E402
 from attn_core.probe.masks import token_vectors  # noqa: E402
-from explorer.settings import Settings  # noqa: E402
+from explorer.settings import Settings, normalize  # noqa: E402
 
 PAYLOAD_BUDGET = 1_000_000
 
@@ -70,6 +70,10 @@ def test_every_variant_renders(variant):
     assert at.selectbox(key="view_mk_variant").value == variant
     assert at.selectbox(key="view_mk_head").value == 3
     assert "✗" not in " ".join(m.value for m in at.markdown)
+    settings, _ = normalize(Settings(d_model=64, heads=4, groups=2))  # as the page snaps the link
+    with torch.no_grad():  # head 3 of the whole layer, built and run here without the page
+        _, full = build_attention(settings.config(variant), seed=0)(token_vectors(64, 0, "context", 12), return_weights=True)
+    np.testing.assert_allclose(heatmap_z(specs[2])[0], full[0, 3].numpy(), atol=1e-6)
 
 
 def test_link_lengths_are_used():
@@ -99,7 +103,7 @@ def test_short_cannot_reach_long_when_long_shrinks():
     assert heatmap_z(chart_specs(at)[0])[1].shape == (2, 2)
 
 
-def test_head_change_rerun_is_fast_at_default_settings():
+def test_head_change_rerun_at_default_settings(capsys):
     at = open_page("masks")
     times = []
     for head in (1, 2, 3, 4, 5, 0):
@@ -108,4 +112,5 @@ def test_head_change_rerun_is_fast_at_default_settings():
         at.run()
         times.append(time.perf_counter() - start)
         no_exception(at)
-    assert statistics.median(times) < 0.5  # budget 150 ms; loose here because the 2 cores are shared
+    with capsys.disabled():  # a figure, not a check: benchmarks/app.py holds timings against the budget
+        print(f"\n[masks] default settings: rerun after a head change median {1000 * statistics.median(times):.0f} ms")
