@@ -2,7 +2,6 @@
 attn_core.probe.heatmaps results (plain arrays in, Plotly figures and CSV rows out)."""
 from __future__ import annotations
 
-import base64
 import csv
 import io
 import math
@@ -31,6 +30,7 @@ from attn_core.probe.heatmaps import (
     tokenize,
 )
 
+from .charts import PLOTLY_TEMPLATE, PreparedFigure, typed_array
 from .params import Choice, Flag
 from .settings import D_MODEL_CHOICES, Settings
 
@@ -253,45 +253,6 @@ def attention_panel(
     return Panel(title, z, x, y, hover, coloraxis, small, csv_name=csv_name or title)
 
 
-def typed_array(values: np.ndarray) -> dict:
-    """A float32 array in Plotly's binary JSON form, as Figure.to_dict() gives it: little-endian bytes in base64 with
-    dtype and shape (NaN stays NaN: a gap in the heatmap)."""
-    array = np.ascontiguousarray(values, dtype="<f4")
-    encoded = {"dtype": "f4", "bdata": base64.b64encode(array.tobytes()).decode("ascii")}
-    if array.ndim > 1:
-        encoded["shape"] = ", ".join(str(n) for n in array.shape)
-    return encoded
-
-
-def _plotly_template() -> dict:
-    """The template a go.Figure carries by default (Streamlit's theme recolours it), so a figure built as a dict looks
-    exactly like one built with go.Figure."""
-    return go.Figure().to_dict()["layout"]["template"]
-
-
-PLOTLY_TEMPLATE = _plotly_template()
-
-
-class PreparedFigure(go.Figure):
-    """A figure kept as the dict Figure.to_dict() would give (arrays already base64-encoded).
-
-    Streamlit sends a Figure as its to_dict(), and a plain dict only after validating it into a new Figure. Rebuilding
-    Plotly's object tree for figures of up to 16 heatmaps took 5-15 ms a chart, every rerun; this hands over the dict
-    built once (and cached) as it is. The figure dicts are validated by Plotly in the tests instead. Only for handing
-    to show_chart: Figure methods that change a figure (update_layout, ...) do not reach the prepared dict.
-    """
-
-    def __init__(self, spec: dict):
-        super().__init__(layout={"template": {}}, _validate=False)  # empty: 0.07 ms, where the default template is 1 ms
-        self._prepared = spec
-
-    def to_dict(self) -> dict:
-        return self._prepared
-
-    def to_plotly_json(self) -> dict:
-        return self._prepared
-
-
 def panels_figure(
     panels: list[Panel], ncols: int, *, coloraxes: dict[str, dict], row_height: int, title: str = "",
     x_title: str = "", y_title: str = "", layout_cols: list[list[int]] | None = None, share_x: bool = True,
@@ -327,9 +288,13 @@ def panels_figure(
         layout[f"yaxis{suffix}"] = {"domain": [y0, y1], "anchor": f"x{suffix}", "autorange": "reversed",
                                      "tickfont": {"size": 9}, "showticklabels": first_in_row,
                                      "title": {"text": y_title if first_in_row else ""}}
+        for axis, labels in ((f"xaxis{suffix}", panel.x), (f"yaxis{suffix}", panel.y)):
+            if 0 < len(labels) <= SHOW_VALUES_UP_TO and isinstance(labels[0], int):
+                # a tick on every position: Plotly's own would put -0.4 … 0.4 around a single token
+                layout[axis]["dtick"] = labels[1] - labels[0] if len(labels) > 1 else 1
         layout["annotations"].append(
             {"text": panel.title, "x": (x0 + x1) / 2, "y": y1, "xref": "paper", "yref": "paper", "showarrow": False,
-             "yanchor": "bottom", "font": {"size": 12}}
+             "yanchor": "bottom", "font": {"size": 12 if ncols <= 4 else 10}}  # 8 titles a row fit at 10 px
         )
         trace = {"type": "heatmap", "z": typed_array(panel.z), "x": panel.x, "y": panel.y, "coloraxis": panel.coloraxis,
                  "hovertemplate": panel.hover, "xaxis": f"x{suffix}", "yaxis": f"y{suffix}", "hoverongaps": False}

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
-import plotly.graph_objects as go
 import streamlit as st
-from plotly.subplots import make_subplots
 
 from attn_core import VARIANTS, AttentionConfig
 from attn_core.probe.masks import MAX_TOKENS, explore_masks
 
+from .charts import PLOTLY_TEMPLATE, csv_text, typed_array
 from .params import Choice, Flag, IntRange
 
 VARIANT = Choice("mk_variant", VARIANTS, VARIANTS[0])  # options at bind time: the sidebar's variants (first = default)
@@ -38,11 +37,10 @@ def masks_result(
     )
 
 
-@st.cache_resource(max_entries=64, show_spinner=False)
-def section_chart(section: str, cfg: AttentionConfig, seed: int, lengths: tuple, head: int) -> tuple[go.Figure, list[dict]]:
-    """The figure and CSV rows of one section, kept ready: building a subplot figure costs 15-30 ms, a rerun after a
-    head or section change should not pay it again for the others. (cache_resource: Streamlit sends a figure as its
-    to_dict(), a copy, so the kept object is never changed.) lengths: masks_result's arguments after head."""
+@st.cache_data(max_entries=64, show_spinner=False)
+def section_chart(section: str, cfg: AttentionConfig, seed: int, lengths: tuple, head: int) -> tuple[dict, str]:
+    """The figure and CSV text of one section, kept ready, so a rerun that changes nothing here rebuilds nothing.
+    lengths: masks_result's arguments after head."""
     result = masks_result(cfg, seed, head, *lengths)
     long_len, short_len, causal, prefill, chunk, query_len, memory_len = lengths
     if section == "padding":
@@ -55,43 +53,47 @@ def section_chart(section: str, cfg: AttentionConfig, seed: int, lengths: tuple,
         panels, height = cross_panels(result["cross"], head), 340
     else:
         raise ValueError(f"section={section!r}: one of padding, causal, chunk, cross.")
-    return heatmaps_figure(panels, height=height), csv_rows(panels)
+    return heatmaps_figure(panels, height=height), csv_text(csv_rows(panels))
 
 
-def heatmaps_figure(panels: list[dict], *, height: int = 360) -> go.Figure:
-    """Heatmaps side by side. Each panel: title, z [rows, cols], x and y labels, kind "mask" or "weight"."""
+def heatmaps_figure(panels: list[dict], *, height: int = 360) -> dict:
+    """Heatmaps side by side, each as wide as its key count. Each panel: title, z [rows, cols], x and y labels,
+    kind "mask" or "weight". Laid out as a figure dict by hand (shown through explorer.charts.PreparedFigure):
+    make_subplots took about 50 ms a figure, and a head change redraws three of them."""
     widths = [max(len(p["x"]), 1) for p in panels]
-    fig = make_subplots(
-        rows=1, cols=len(panels), subplot_titles=[p["title"] for p in panels], horizontal_spacing=0.08,
-        column_widths=[w / sum(widths) for w in widths],
-    )
-    for col, panel in enumerate(panels, start=1):
+    gap = 0.08
+    usable = 1 - gap * (len(panels) - 1)
+    layout = {
+        "height": height, "margin": {"t": 50, "b": 40, "l": 60, "r": 20}, "annotations": [],
+        "coloraxis": {"colorscale": "Viridis", "cmin": 0, "colorbar": {"title": {"text": "weight"}, "len": 0.9}},
+        "template": PLOTLY_TEMPLATE,
+    }
+    data = []
+    left = 0.0
+    for index, (panel, width) in enumerate(zip(panels, widths)):
+        suffix = "" if index == 0 else str(index + 1)
+        right = left + usable * width / sum(widths)
         is_mask = panel["kind"] == "mask"
-        z = np.asarray(panel["z"], dtype=np.float32)
-        fig.add_trace(
-            go.Heatmap(
-                z=z, x=[str(v) for v in panel["x"]], y=[str(v) for v in panel["y"]],
-                # masks: fixed 0/1 grey/blue, no colour bar; weights: one colour axis shared by the figure's panels
-                **({"zmin": 0, "zmax": 1, "colorscale": MASK_SCALE, "showscale": False} if is_mask else {"coloraxis": "coloraxis"}),
-                hovertemplate=(
-                    f"{panel['y_name']} %{{y}}<br>key %{{x}}<br>"
-                    + ("%{z:.0f} (1 = may attend)" if is_mask else "weight %{z:.4g}")
-                    + f"<extra>{panel['title']}</extra>"
-                ),
-                xgap=1, ygap=1,
-            ),
-            row=1, col=col,
-        )
-        fig.update_xaxes(title_text="key position", type="category", row=1, col=col, tickfont={"size": 9})
-        fig.update_yaxes(
-            title_text=panel["y_name"] + " position", type="category", autorange="reversed", row=1, col=col,
-            tickfont={"size": 9},
-        )
-    fig.update_layout(
-        height=height, margin={"t": 50, "b": 40, "l": 60, "r": 20},
-        coloraxis={"colorscale": "Viridis", "cmin": 0, "colorbar": {"title": {"text": "weight"}, "len": 0.9}},
-    )
-    return fig
+        trace = {
+            "type": "heatmap", "z": typed_array(panel["z"]), "x": [str(v) for v in panel["x"]],
+            "y": [str(v) for v in panel["y"]], "xaxis": f"x{suffix}", "yaxis": f"y{suffix}", "xgap": 1, "ygap": 1,
+            "hovertemplate": f"{panel['y_name']} %{{y}}<br>key %{{x}}<br>"
+            + ("%{z:.0f} (1 = may attend)" if is_mask else "weight %{z:.4g}") + f"<extra>{panel['title']}</extra>",
+        }
+        # masks: fixed 0/1 grey/blue, no colour bar; weights: one colour axis shared by the figure's panels
+        trace |= ({"zmin": 0, "zmax": 1, "colorscale": MASK_SCALE, "showscale": False} if is_mask
+                  else {"coloraxis": "coloraxis"})
+        data.append(trace)
+        layout[f"xaxis{suffix}"] = {"domain": [left, right], "anchor": f"y{suffix}", "type": "category",
+                                     "title": {"text": "key position"}, "tickfont": {"size": 9}}
+        layout[f"yaxis{suffix}"] = {"domain": [0.0, 1.0], "anchor": f"x{suffix}", "type": "category",
+                                     "autorange": "reversed", "title": {"text": panel["y_name"] + " position"},
+                                     "tickfont": {"size": 9}}
+        layout["annotations"].append({"text": panel["title"], "x": (left + right) / 2, "y": 1.0, "xref": "paper",
+                                      "yref": "paper", "showarrow": False, "xanchor": "center", "yanchor": "bottom",
+                                      "font": {"size": 14}})
+        left = right + gap
+    return {"data": data, "layout": layout}
 
 
 def csv_rows(panels: list[dict]) -> list[dict]:

@@ -91,11 +91,13 @@ def page_settings() -> Settings:
     return settings
 
 
-def bound(param, render, options: tuple | None = None):
+def bound(param, render, options: tuple | None = None, *, say_moves: bool = True):
     """A page widget whose value lives in the link under param.name.
 
     render(key) draws the widget with that key and returns its value. options narrows the valid values for this
     view (a Choice's options, an IntRange's (low, high)). The value survives leaving the page and coming back.
+    say_moves=False: when other controls make the value unavailable it moves without a note (a value that follows
+    another by design, as the head opened up follows the page of heads); a bad link value is still reported.
     """
     key, kept = f"view_{param.name}", f"_kept_{param.name}"
     state = st.session_state
@@ -111,7 +113,7 @@ def bound(param, render, options: tuple | None = None):
             value = state.get(kept, param.default)
         state[key] = value
     if options is not None:
-        _move_into(param, key, options)
+        _move_into(param, key, options, say_moves)
     value = render(key)
     state[kept] = value
     _write_link({param.name: param.to_text(value)})
@@ -151,7 +153,7 @@ def _run_through_the_shell() -> None:
         st.rerun()
 
 
-def _move_into(param, key: str, options: tuple) -> None:
+def _move_into(param, key: str, options: tuple, say: bool) -> None:
     """A view value the settings made unavailable (head 7 after heads went to 2) moves to the nearest valid one,
     and the page says so; a widget given a value outside its range would fail or jump to its minimum instead."""
     current = st.session_state[key]
@@ -167,7 +169,8 @@ def _move_into(param, key: str, options: tuple) -> None:
     else:
         return
     st.session_state[key] = fixed
-    st.info(f"{param.name}: {current} is not available at these settings, so {fixed} is shown.", icon="↪️")
+    if say:
+        st.info(f"{param.name}: {current} is not available at these settings, so {fixed} is shown.", icon="↪️")
 
 
 def _slider(name: str, label: str, options, help: str | None = None) -> None:

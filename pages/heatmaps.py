@@ -70,7 +70,8 @@ tokens = spec.labels() if spec.tokens is not None else None
 length = spec.length
 cfg = hm.layer_config(settings, variant, rope)
 
-window_text = f"{length:,} tokens" if length == inputs.wanted else f"the first {length:,} of {inputs.wanted:,} tokens"
+window_text = (f"{length:,} token{'s' if length != 1 else ''}" if length == inputs.wanted
+               else f"the first {length:,} of {inputs.wanted:,} tokens")
 st.caption(
     f"Computed on {window_text}, batch 1, in float32 (the sidebar's batch and cache dtype size the cache, not the "
     f"weights). Input scale {scale}, causal mask {'on' if causal else 'off'}, RoPE {'on' if rope else 'off'}."
@@ -116,7 +117,7 @@ with pick[2]:
     head = bound(hm.HEAD, lambda key: st.selectbox(
         "Head opened up", tuple(heads), key=key,
         help="One of the heads shown: opened up step by step (section 3), compared across variants (2) and outlined "
-        "in the decode step (4)."), tuple(heads))
+        "in the decode step (4)."), tuple(heads), say_moves=False)  # follows the page shown
 
 if group_size == 1:
     grouped = "With as many KV groups as heads, every head keeps its own keys: this GQA is MHA."

@@ -114,3 +114,14 @@ def test_head_change_rerun_at_default_settings(capsys):
         no_exception(at)
     with capsys.disabled():  # a figure, not a check: benchmarks/app.py holds timings against the budget
         print(f"\n[masks] default settings: rerun after a head change median {1000 * statistics.median(times):.0f} ms")
+
+
+def test_every_figure_sent_is_valid_plotly():
+    """The figures are built as plain dicts and handed over without Plotly's validation: validate them here."""
+    import json
+
+    import plotly.graph_objects as go
+
+    at = open_page("masks", {"variant": "gqa"})
+    for chart in at.get("plotly_chart"):
+        go.Figure(json.loads(chart.proto.spec))  # raises on any property Plotly does not know
