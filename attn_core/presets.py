@@ -55,12 +55,12 @@ PRESETS: dict[str, ModelPreset] = {
             source="mistralai/Mistral-7B-v0.1 config.json; Mistral 7B paper (arXiv:2310.06825)",
         ),
         # tiiuae/falcon-7b config.json: hidden 4544, 71 heads, multi_query=true (one KV head of 64), 2048 positions.
+        # Its fused query_key_value weight loads with attn_core.fused.falcon_attention_state.
         ModelPreset(
             "Falcon-7B",
             AttentionConfig("mqa", d_model=4544, n_heads=71, rope_theta=10000.0),
             n_layers=32, context_len=2048, total_params=7.22e9,
             source="tiiuae/falcon-7b config.json",
-            not_modelled="Falcon fuses q, k and v into one query_key_value weight: split it to load here.",
         ),
         # Qwen/Qwen2.5-7B config.json: hidden 3584, 28 heads, 4 KV heads, rope_theta 1e6, biases on q/k/v only.
         ModelPreset(

@@ -81,6 +81,11 @@ def show_chart(fig: go.Figure, *, name: str, rows: Sequence[dict] | str, caption
     )
 
 
+def difference(value: float) -> str:
+    """How closely two computations agree, for a caption: exactly equal is worth saying as such."""
+    return "exactly (bit for bit)" if value == 0 else f"to within {value:.1e}"
+
+
 def format_bytes(n: float) -> str:
     """Bytes in binary units, as memory is sold and reported (KiB, MiB, GiB)."""
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):

@@ -519,11 +519,6 @@ _SIMILARITY_COLUMNS = (
 )
 
 
-def difference(value: float) -> str:
-    """How closely two computations agree, for a caption: exactly equal is worth saying as such."""
-    return "exactly (bit for bit)" if value == 0 else f"to within {value:.1e}"
-
-
 def _percent(value: float | None) -> str:
     return "—" if value is None else f"{100 * value:.1f} %"
 

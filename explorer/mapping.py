@@ -13,9 +13,9 @@ import streamlit as st
 
 from attn_core import VARIANTS, AttentionConfig
 from attn_core.accounting import bytes_per_element, decode_flops_per_token, kv_cache_bytes
-from attn_core.probe.mapping import compare_mla_ways, morph_configs, narrowed, path_shapes, read_morph
+from attn_core.probe.mapping import compare_mla_ways, fused_projection, morph_configs, narrowed, path_shapes, read_morph
 
-from .charts import format_bytes
+from .charts import difference, format_bytes
 from .overview import VARIANT_COLORS
 from .params import Choice
 from .settings import Settings
@@ -87,6 +87,11 @@ def mla_cost_rows(cfg: AttentionConfig, ways: dict, seq_len: int) -> list[dict]:
             }
         )
     return rows
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def fused_result(cfg: AttentionConfig, seed: int, batch: int, seq_len: int) -> dict:
+    return fused_projection(cfg, seed=seed, batch=batch, seq_len=seq_len, input_width=probe_width(cfg.d_model))
 
 
 # --- which frame, which store ---------------------------------------------------------------------------------------
@@ -455,3 +460,78 @@ def shape_table(rows: list[dict], way: str) -> list[dict]:
         if row["way"] in ("both", way)
     ]
 
+
+
+# --- one fused weight for q, k and v --------------------------------------------------------------------------------
+FUSED_LAYOUT_NAMES = {
+    "stacked": "stacked (GPT-2 c_attn, Phi-3 qkv_proj)",
+    "grouped": "grouped (Falcon, BLOOM query_key_value)",
+}
+PROJECTION_NAMES = {"q": "query", "k": "key", "v": "value"}
+FUSED_LABELS_UP_TO = 40  # blocks labelled inside the bar up to this many per layout
+
+
+def fused_block_rows(result: dict, cfg: AttentionConfig) -> list[dict]:
+    """One row per head_dim-wide block of the fused weight, per layout: which head of which projection it holds."""
+    rows = []
+    for layout, found in result["layouts"].items():
+        for index, (name, head) in enumerate(found["blocks"]):
+            rows.append({
+                "layout": layout, "block": index, "projection": PROJECTION_NAMES[name], "head": head,
+                "kv_group": head // cfg.group_size if name == "q" else head,
+                "first_row": index * cfg.head_dim, "last_row": (index + 1) * cfg.head_dim - 1,
+            })
+    return rows
+
+
+def fused_figure(result: dict, cfg: AttentionConfig) -> go.Figure:
+    """The fused weight's rows in each layout as a bar of head_dim-wide blocks, coloured by KV group (as in the
+    mapping above); keys hatched, values dotted."""
+    fig = go.Figure()
+    rows = fused_block_rows(result, cfg)
+    for layout, name in FUSED_LAYOUT_NAMES.items():
+        blocks = [row for row in rows if row["layout"] == layout]
+        labelled = len(blocks) <= FUSED_LABELS_UP_TO
+        fig.add_trace(go.Bar(
+            orientation="h", y=[name] * len(blocks), x=[cfg.head_dim] * len(blocks),
+            base=[row["first_row"] for row in blocks],
+            marker=dict(
+                color=[PALETTE[row["kv_group"] % len(PALETTE)] for row in blocks],
+                pattern=dict(shape=["" if row["projection"] == "query" else "/" if row["projection"] == "key" else "."
+                                    for row in blocks], fgcolor="white", fillmode="overlay"),
+                line=dict(color="white", width=1 if labelled else 0),
+            ),
+            text=[f"{row['projection'][0]}{row['head']}" for row in blocks] if labelled else None,
+            textposition="inside", insidetextanchor="middle", textfont=dict(color="white", size=11),
+            customdata=[[row["first_row"], row["last_row"], row["projection"], row["head"], row["kv_group"]] for row in blocks],
+            hovertemplate="rows %{customdata[0]}–%{customdata[1]}: %{customdata[2]} head %{customdata[3]}"
+            " · KV group %{customdata[4]}<extra></extra>",
+            showlegend=False,
+        ))
+    fig.update_layout(
+        barmode="overlay", height=190, margin=dict(t=30, b=45, l=10, r=10), bargap=0.35,
+        xaxis=dict(title=dict(text=f"rows of W_qkv ({result['weight'][0]:,} = (heads + 2 · KV heads) × head_dim)"),
+                   range=[0, result["weight"][0]]),
+        yaxis=dict(autorange="reversed", automargin=True),
+        plot_bgcolor="rgba(0,0,0,0)",
+    )
+    return fig
+
+
+def fused_agreement(result: dict) -> str:
+    """How closely each layout's fused product matched the separate projections, for the caption."""
+    said = {layout: difference(found["max_abs_diff"]) for layout, found in result["layouts"].items()}
+    if len(set(said.values())) == 1:
+        return f"in both layouts {next(iter(said.values()))}"
+    return " and ".join(f"{layout} {text}" for layout, text in said.items())
+
+
+def fused_shape_table(result: dict, cfg: AttentionConfig) -> list[dict]:
+    return [
+        {"Step": "W_qkv", "Shape": shape_text(result["weight"]), "Note": f"{cfg.n_heads} query + {cfg.n_kv_heads} key + "
+         f"{cfg.n_kv_heads} value heads of {cfg.head_dim} rows, by d_model"},
+        {"Step": "qkv = x · W_qkvᵀ", "Shape": shape_text(result["fused"]), "Note": "one matrix product for all three"},
+        {"Step": "q", "Shape": shape_text(result["q"]), "Note": "its columns, cut as the layout says"},
+        {"Step": "k", "Shape": shape_text(result["k"]), "Note": f"{cfg.n_kv_heads} head(s): fusing does not repeat them"},
+        {"Step": "v", "Shape": shape_text(result["v"]), "Note": "then on as in the table above"},
+    ]

@@ -4,7 +4,7 @@ import streamlit as st
 
 from attn_core import VARIANT_NAMES, VARIANTS
 from explorer import heatmaps as hm
-from explorer.charts import show_chart
+from explorer.charts import difference, show_chart
 from explorer.params import shown
 from explorer.state import bound, page_settings
 
@@ -223,14 +223,14 @@ st.markdown(
 chart = hm.steps_chart(cfg, settings.seed, spec, causal, heads, head, pool)
 show_chart(
     chart.figure(), name="heatmaps-inside-head", rows=chart.csv,
-    caption=f"Follow ① to ⑤. ④ equals the layer's own weights for head {head} {hm.difference(chart.facts['weights_error'])}. "
+    caption=f"Follow ① to ⑤. ④ equals the layer's own weights for head {head} {difference(chart.facts['weights_error'])}. "
     "Scaling by 1/√d_k keeps scores from growing with the head width, which would make the softmax nearly one-hot. "
     + (f"Square matrices show the {chart.pooling.describe()}." if chart.pooling.pooled else ""),
 )
 st.caption(
     f"The outputs of {'all ' + str(settings.heads) + ' heads' if len(heads) == settings.heads else hm.heads_text(heads)}"
     f" (each head's ⑤) side by side are what o_proj received in the layer's forward "
-    f"pass, {hm.difference(chart.facts['output_rebuild_error'])} (their largest value is "
+    f"pass, {difference(chart.facts['output_rebuild_error'])} (their largest value is "
     f"{chart.facts['output_scale']:.3g}); o_proj mixes them into the layer's output."
 )
 
@@ -247,7 +247,7 @@ st.markdown(
 show_chart(
     chart.figure(), name="heatmaps-decode-step", rows=chart.csv,
     caption=f"One row per head shown (head {head} outlined). The step through the cache gives the last row of the full "
-    f"pass {hm.difference(chart.facts['decode_error'])}: caching changes the cost, not the result."
+    f"pass {difference(chart.facts['decode_error'])}: caching changes the cost, not the result."
     + (f" Cells are the {chart.pooling.describe()}." if chart.pooling.pooled else ""),
 )
 st.table(hm.cache_table(chart.facts["cache_shapes"], cfg, settings.dtype), hide_index=True)

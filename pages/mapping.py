@@ -101,6 +101,33 @@ with right:
     else:
         st.table(view.shape_table(rows, "both"), border="horizontal", hide_index=True)
 
+if variant != "mla":
+    st.subheader("One weight for q, k and v")
+    st.markdown(
+        "Many checkpoints store the three projections as **one fused weight**, so a single matrix product gives every "
+        "head's query, key and value. GPT-2's `c_attn` (and Phi-3's `qkv_proj`) **stack** them: all queries, then "
+        "all keys, then all values. Falcon's and BLOOM's `query_key_value` **group** them: each KV group's query "
+        "heads, then that group's key and value — one slice of the weight is one group. Either way, splitting it "
+        "is a reordering of rows, so such a checkpoint loads into this layer and gives the same numbers "
+        "(`attn_core.fused`; the tests hold it to HF's GPT-2 and Falcon attention with the same weights)."
+    )
+    fused = view.fused_result(cfg, settings.seed, settings.batch, settings.seq_len)
+    show_chart(
+        view.fused_figure(fused, cfg),
+        name="fused-qkv-layouts",
+        rows=view.fused_block_rows(fused, cfg),
+        caption="Each block is one head's rows (head_dim of them), coloured by KV group as above: plain = query, "
+        "hatched = key, dotted = value. Notice the grouped layout puts each group's queries right before the key and "
+        "value they read.",
+    )
+    st.caption(
+        f"Checked on a layer built from seed {settings.seed}"
+        + (f" (input narrowed to {fused['input_width']}, as above)" if fused["input_width"] != settings.d_model else "")
+        + f": every block of the fused product equals the separate projection's head {view.fused_agreement(fused)} (largest value "
+        f"{fused['output_scale']:.3g}, float32). Shapes at your settings, from the real layer on the meta device:"
+    )
+    st.table(view.fused_shape_table(fused, cfg), border="horizontal", hide_index=True)
+
 if variant == "mla":
     st.subheader("MLA's two ways to the same numbers")
     st.markdown(

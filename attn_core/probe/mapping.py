@@ -1,4 +1,5 @@
-"""Which key/value store each query head reads, read off real layers by perturbation, and MLA's two ways compared.
+"""Which key/value store each query head reads, read off real layers by perturbation, MLA's two ways compared, and
+q, k and v fused into one weight.
 
 Nothing here assumes the formula "head i reads group i // (heads / groups)": a layer is built, a few tokens are
 prefilled into its cache, one cached store is disturbed, one token is decoded, and the query heads whose outputs
@@ -15,6 +16,7 @@ from einops import rearrange
 
 from ..build import build_attention
 from ..config import AttentionConfig
+from ..fused import LAYOUTS, fuse_qkv, fused_blocks
 
 CONTEXT_TOKENS = 3  # cached tokens before the probing decode step: a few suffice, every head then reads every store
 # A head counts as reading a store when its output moves by more than this fraction of the outputs' scale. Readers
@@ -236,4 +238,34 @@ def compare_mla_ways(cfg: AttentionConfig, *, seed: int, context_len: int, repea
         "absorbed_ms": min(samples[True]) * 1e3,
         "context_len": context_len,
         "repeats": repeats,
+    }
+
+
+# --- one fused weight for q, k and v --------------------------------------------------------------------------------
+def fused_projection(cfg: AttentionConfig, *, seed: int, batch: int, seq_len: int, input_width: int) -> dict:
+    """The layer's q, k and v projections as one fused weight, in each layout of attn_core.fused.
+
+    Shapes come from the real layer on the meta device at full size (weight, the fused product for a prefill of
+    seq_len tokens, and q, k, v split from it). The check runs the layer built from (cfg narrowed to input_width, seed)
+    on a few seeded tokens: each head_dim-wide block of the fused product against the head of the separate
+    projection it holds, as the largest absolute difference per layout, with the products' largest magnitude.
+    """
+    meta = build_attention(cfg, device="meta")
+    weight, _ = fuse_qkv(meta, layout="stacked")
+    fused = torch.nn.functional.linear(torch.empty(batch, seq_len, cfg.d_model, device="meta"), weight)
+    q, k, v = fused.split([cfg.n_heads * cfg.head_dim, cfg.n_kv_heads * cfg.head_dim, cfg.n_kv_heads * cfg.head_dim], -1)
+    layer = build_attention(narrowed(cfg, input_width), seed=seed)
+    x = torch.randn(1, CONTEXT_TOKENS, input_width, generator=torch.Generator().manual_seed(seed))
+    layouts, scale = {}, 0.0
+    with torch.inference_mode():
+        separate = {name: getattr(layer, f"{name}_proj")(x).unflatten(-1, (-1, cfg.head_dim)) for name in "qkv"}
+        for layout in LAYOUTS:
+            blocks = fused_blocks(cfg, layout)
+            product = torch.nn.functional.linear(x, *fuse_qkv(layer, layout=layout)).unflatten(-1, (-1, cfg.head_dim))
+            diff = max((product[:, :, i] - separate[name][:, :, head]).abs().max().item() for i, (name, head) in enumerate(blocks))
+            layouts[layout] = {"blocks": blocks, "max_abs_diff": diff}
+            scale = max(scale, product.abs().max().item())
+    return {
+        "weight": tuple(weight.shape), "fused": tuple(fused.shape), "q": tuple(q.shape), "k": tuple(k.shape),
+        "v": tuple(v.shape), "layouts": layouts, "output_scale": scale, "input_width": input_width,
     }

@@ -1,4 +1,5 @@
-"""Peers: HF transformers' LlamaAttention (MHA/MQA/GQA) and DeepseekV3Attention (MLA), same weights, same numbers.
+"""Peers: HF transformers' LlamaAttention (MHA/MQA/GQA), DeepseekV3Attention (MLA), and the fused q/k/v checkpoints
+of FalconAttention (MHA/MQA/GQA) and GPT2Attention (MHA, no RoPE): same weights, same numbers.
 
 HF's attention modules leave masking to the model: called alone, eager attention with attention_mask=None is not
 causal. Prefill and chunks therefore get an explicit additive causal mask, aligned to the end of the cache.
@@ -9,14 +10,17 @@ import pytest
 import torch
 
 pytest.importorskip("transformers")
-from transformers import DeepseekV3Config, DynamicCache, LlamaConfig  # noqa: E402
+from transformers import DeepseekV3Config, DynamicCache, FalconConfig, GPT2Config, LlamaConfig  # noqa: E402
 from transformers.models.deepseek_v3.modeling_deepseek_v3 import (  # noqa: E402
     DeepseekV3Attention,
     DeepseekV3RotaryEmbedding,
 )
+from transformers.models.falcon.modeling_falcon import FalconAttention, FalconRotaryEmbedding  # noqa: E402
+from transformers.models.gpt2.modeling_gpt2 import GPT2Attention  # noqa: E402
 from transformers.models.llama.modeling_llama import LlamaAttention, LlamaRotaryEmbedding  # noqa: E402
 
 from attn_core import AttentionConfig, build_attention  # noqa: E402
+from attn_core.fused import falcon_attention_state, gpt2_attention_state  # noqa: E402
 
 from .examples import randn  # noqa: E402
 
@@ -37,25 +41,34 @@ def max_diff(a, b) -> float:
 class Peer:
     """An HF attention module with its rotary embedding and cache, driven the way its model drives it."""
 
-    def __init__(self, module, rotary, hf_config):
+    def __init__(self, module, rotary, hf_config, drive=None):
         self.module, self.rotary, self.config = module.eval(), rotary, hf_config
         self.cache = DynamicCache(config=hf_config)
         self.seen = 0
+        self.drive = drive or rotary_drive  # how this model calls its attention module
 
     def __call__(self, x: torch.Tensor, *, cached: bool) -> torch.Tensor:
         b, l, _ = x.shape
         start = self.seen if cached else 0
         positions = torch.arange(start, start + l)[None].expand(b, -1)
-        mask = additive_causal_mask(l, start + l) if l > 1 else None  # one new token may see everything
-        out, _ = self.module(
-            x,
-            position_embeddings=self.rotary(x, positions),
-            attention_mask=mask,
-            past_key_values=self.cache if cached else None,
-        )
+        mask = additive_causal_mask(l, start + l)  # all zeros for one new token: it may see everything
+        out = self.drive(self, x, positions, mask, self.cache if cached else None)
         if cached:
             self.seen += l
         return out
+
+
+def rotary_drive(peer: Peer, x, positions, mask, cache):
+    """Llama and DeepSeek-V3: rotary embeddings and the mask come from the model, the cache as past_key_values."""
+    return peer.module(x, position_embeddings=peer.rotary(x, positions), attention_mask=mask, past_key_values=cache)[0]
+
+
+def falcon_drive(peer: Peer, x, positions, mask, cache):
+    return peer.module(x, None, mask, layer_past=cache, position_embeddings=peer.rotary(x, positions))[0]
+
+
+def gpt2_drive(peer: Peer, x, positions, mask, cache):
+    return peer.module(x, past_key_values=cache, attention_mask=mask)[0]
 
 
 def llama_pair(n_heads, n_kv_heads, *, d_model=64, head_dim=None, bias=False, theta=10000.0):
@@ -98,6 +111,46 @@ def deepseek_pair(*, q_lora_rank, interleave, bias=False, d_model=64, n_heads=4)
     return ours, Peer(module, DeepseekV3RotaryEmbedding(hf_config), hf_config)
 
 
+def falcon_pair(*, n_heads, n_kv_heads, new_decoder_architecture, bias=False, d_model=64):
+    """Falcon stores q, k and v as one fused weight, grouped: Falcon-7B (multi_query: one KV head), Falcon-40B (new
+    decoder architecture: KV groups), and the original MHA layout (a query, key and value per head)."""
+    hf_config = FalconConfig(
+        hidden_size=d_model, num_attention_heads=n_heads, num_kv_heads=n_kv_heads, bias=bias, alibi=False,
+        multi_query=n_kv_heads == 1 and not new_decoder_architecture, new_decoder_architecture=new_decoder_architecture,
+        rope_theta=10000.0, num_hidden_layers=1,
+    )
+    hf_config._attn_implementation = "eager"
+    torch.manual_seed(0)
+    module = FalconAttention(hf_config, layer_idx=0)
+    variant = "mha" if n_kv_heads == n_heads else "mqa" if n_kv_heads == 1 else "gqa"
+    cfg = AttentionConfig(variant, d_model=d_model, n_heads=n_heads, n_kv_heads=n_kv_heads if variant == "gqa" else None,
+                          bias=bias)
+    ours = build_attention(cfg).eval()
+    ours.load_state_dict(falcon_attention_state(cfg, module.state_dict()), strict=True)
+    return ours, Peer(module, FalconRotaryEmbedding(hf_config), hf_config, falcon_drive)
+
+
+def gpt2_pair(*, d_model=64, n_heads=4):
+    """GPT-2: fused, stacked q/k/v as a Conv1D, biases everywhere, no rotary embedding (positions are added to the
+    input before the first layer)."""
+    hf_config = GPT2Config(n_embd=d_model, n_head=n_heads, n_layer=1, n_positions=64)
+    hf_config._attn_implementation = "eager"
+    torch.manual_seed(0)
+    module = GPT2Attention(hf_config, layer_idx=0)
+    with torch.no_grad():  # GPT-2 starts its biases at zero: make them count
+        module.c_attn.bias.normal_(0, 0.5)
+        module.c_proj.bias.normal_(0, 0.5)
+    cfg = AttentionConfig("mha", d_model=d_model, n_heads=n_heads, bias=True, rope=False)
+    ours = build_attention(cfg).eval()
+    ours.load_state_dict(gpt2_attention_state(cfg, module.state_dict()), strict=True)
+    return ours, Peer(module, None, hf_config, gpt2_drive)
+
+
+FALCON_SHAPES = {
+    "7b-mqa": dict(n_heads=4, n_kv_heads=1, new_decoder_architecture=False),
+    "40b-gqa": dict(n_heads=8, n_kv_heads=2, new_decoder_architecture=True),
+    "mha-bias": dict(n_heads=4, n_kv_heads=4, new_decoder_architecture=False, bias=True),
+}
 LLAMA_SHAPES = {
     "mha": dict(n_heads=4, n_kv_heads=4),
     "mqa": dict(n_heads=4, n_kv_heads=1),
@@ -134,10 +187,13 @@ def test_deepseek_v3_attention_weights_load_strictly(shape):
     assert (result.missing_keys, result.unexpected_keys) == ([], [])
 
 
-# Every peer (HF's LlamaAttention for the grouped variants, DeepseekV3Attention for MLA) in every shape.
-PEERS = {f"llama-{shape}": (llama_pair, kwargs) for shape, kwargs in LLAMA_SHAPES.items()} | {
-    f"deepseek-{shape}": (deepseek_pair, kwargs) for shape, kwargs in DEEPSEEK_SHAPES.items()
-}
+# Every peer in every shape: LlamaAttention, FalconAttention and GPT2Attention for the grouped variants, DeepseekV3Attention for MLA.
+PEERS = (
+    {f"llama-{shape}": (llama_pair, kwargs) for shape, kwargs in LLAMA_SHAPES.items()}
+    | {f"deepseek-{shape}": (deepseek_pair, kwargs) for shape, kwargs in DEEPSEEK_SHAPES.items()}
+    | {f"falcon-{shape}": (falcon_pair, kwargs) for shape, kwargs in FALCON_SHAPES.items()}
+    | {"gpt2": (gpt2_pair, {})}
+)
 
 
 def peer_pair(peer: str):

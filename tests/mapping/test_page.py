@@ -46,9 +46,9 @@ def decoded(value):
     return value
 
 
-def mapping_spec(at: AppTest) -> dict:
-    (chart,) = at.get("plotly_chart")
-    return decoded(json.loads(chart.proto.spec))
+def mapping_spec(at: AppTest, index: int = 0) -> dict:
+    """The page's figures: 0 the mapping, 1 the fused q/k/v layouts (grouped variants)."""
+    return decoded(json.loads(at.get("plotly_chart")[index].proto.spec))
 
 
 def assert_clean(at: AppTest) -> None:
@@ -160,3 +160,34 @@ def test_at_the_largest_settings_the_chart_stays_under_a_megabyte():
     assert_clean(at)
     (chart,) = at.get("plotly_chart")
     assert len(chart.proto.spec.encode()) < 1_000_000
+
+
+# --- one fused weight for q, k and v --------------------------------------------------------------------------------
+def grouped_layout_reference(heads: int, groups: int) -> list[str]:
+    """Falcon's query_key_value order, written out from its definition: per group, its query heads, its key, its value."""
+    size = heads // groups
+    return [label for g in range(groups) for label in [*(f"q{g * size + i}" for i in range(size)), f"k{g}", f"v{g}"]]
+
+
+@pytest.mark.parametrize("variant", ["mha", "mqa", "gqa"])
+def test_the_fused_weight_section_shows_both_layouts_and_their_shapes(variant):
+    settings = Settings()  # 8 heads, 2 groups, head_dim 64
+    at = open_mapping(settings.to_link() | {"map_variant": variant})
+    assert_clean(at)
+    kv_heads = {"mha": 8, "mqa": 1, "gqa": 2}[variant]
+    stacked, grouped = mapping_spec(at, 1)["data"]
+    assert grouped["text"] == grouped_layout_reference(8, kv_heads)
+    assert stacked["text"] == [f"q{h}" for h in range(8)] + [f"k{g}" for g in range(kv_heads)] + [f"v{g}" for g in range(kv_heads)]
+    rows = (8 + 2 * kv_heads) * 64
+    assert grouped["base"][-1] + grouped["x"][-1] == rows
+    table = at.table[-1].value
+    assert table["Shape"].tolist()[:2] == [f"[{rows}, 512]", f"[1, 64, {rows}]"]
+    assert table["Shape"].tolist()[3] == f"[1, 64, {kv_heads * 64}]"
+    caption = " ".join(c.value for c in at.caption)
+    assert "every block of the fused product equals the separate projection's head" in caption
+
+
+def test_mla_has_no_fused_weight_section():
+    at = open_mapping(Settings().to_link() | {"map_variant": "mla"})
+    assert_clean(at)
+    assert "One weight for q, k and v" not in [h.value for h in at.subheader]
