@@ -25,6 +25,11 @@ MAX_SEED = 2**31 - 1
 
 # Link names are part of the public interface: a link shared today must open the same view later.
 LINK_NAMES = ("variant", "d_model", "heads", "groups", "latent", "rope_dim", "seq_len", "batch", "dtype", "seed")
+# What a link shows follows from its settings and from how seeded weights and inputs are drawn. When the drawing
+# changes, LINK_VERSION goes up, so that an older link says its numbers differ instead of silently showing others.
+# 1: links without a version (before 2026-11-23). 2: each head's weights drawn from its own seeded stream.
+LINK_VERSION = 2
+VERSION_NAME = "v"
 
 
 @dataclass(frozen=True)
@@ -62,7 +67,7 @@ class Settings:
         """The query parameters of a link to this view."""
         values = asdict(self)
         values["variant"] = ",".join(values.pop("variants"))
-        return {name: str(values[name]) for name in LINK_NAMES}
+        return {name: str(values[name]) for name in LINK_NAMES} | {VERSION_NAME: str(LINK_VERSION)}
 
     def as_dict(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -154,3 +159,23 @@ def from_link(params: Mapping[str, str | list[str]]) -> tuple[Settings, list[str
     settings, fixes = normalize(Settings(**values))
     return settings, notes + fixes
 
+
+def version_note(params: Mapping[str, str | list[str]]) -> str | None:
+    """What to tell the reader of a link made by another version of the explorer, or None (same version, or a link
+    that carries no settings at all)."""
+    if not any(name in params for name in LINK_NAMES):
+        return None
+    raw = params.get(VERSION_NAME)
+    if isinstance(raw, (list, tuple)):
+        raw = raw[-1] if raw else None
+    try:
+        version = 1 if raw is None else int(str(raw).strip())
+    except ValueError:
+        return f"{VERSION_NAME}: {shown(str(raw))} is not a link version, so the link is read as made by this version."
+    if version == LINK_VERSION:
+        return None
+    return (
+        f"This link was made by {'an earlier' if version < LINK_VERSION else 'a newer'} version of the explorer (link "
+        f"version {version}; this is {LINK_VERSION}), which draws the seeded weights differently: the settings are as "
+        "linked, but the numbers are not the ones its sender saw."
+    )

@@ -29,6 +29,7 @@ from .settings import (
     heads_choices,
     normalize,
     rope_dim_choices,
+    version_note,
 )
 
 SETTINGS_KEY = "settings"
@@ -53,8 +54,11 @@ def page_settings() -> Settings:
     state = st.session_state
     state.pop(_SHARE_BOX, None)  # last run's placeholder is no longer on the page
     if not state.get(_LINK_READ):
-        settings, notes = from_link({name: st.query_params.get_all(name) for name in st.query_params})
+        params = {name: st.query_params.get_all(name) for name in st.query_params}
+        settings, notes = from_link(params)
         _warn_about_link(notes)
+        if (note := version_note(params)) is not None:
+            st.info(note, icon=":material/history:")
         _store_in_widgets(settings)
         state[_LINK_READ] = True
     elif all(key in state for key in _WIDGET.values()):

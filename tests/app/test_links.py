@@ -6,7 +6,7 @@ from dataclasses import replace
 import pytest
 
 from explorer.pages import PAGES
-from explorer.settings import LINK_NAMES, Settings
+from explorer.settings import LINK_NAMES, LINK_VERSION, VERSION_NAME, Settings, version_note
 
 from .helpers import is_valid, link_warnings, open_page, sidebar_settings
 
@@ -16,7 +16,7 @@ SMALL = Settings(d_model=64, heads=4, groups=2, latent=16, rope_dim=8, seq_len=8
 
 
 def shared_params(at) -> dict[str, str]:
-    return {name: at.query_params.get(name) for name in LINK_NAMES}
+    return {name: at.query_params.get(name) for name in (*LINK_NAMES, VERSION_NAME)}
 
 
 @pytest.mark.parametrize("page", PAGES)
@@ -171,3 +171,33 @@ def test_settings_carry_from_the_overview_to_each_page(page):
     assert not at.exception, [e.value for e in at.exception]
     assert sidebar_settings(at) == replace(LINKED, seq_len=256)
     assert shared_params(at) == replace(LINKED, seq_len=256).to_link()
+
+
+# --- links made by another version --------------------------------------------------------------------------------
+def infos(at) -> str:
+    return " ".join(i.value for i in at.info)
+
+
+def test_a_link_of_this_version_says_nothing_about_versions():
+    at = open_page("overview", SMALL.to_link())
+    assert at.query_params[VERSION_NAME] == str(LINK_VERSION)
+    assert "version of the explorer" not in infos(at)
+
+
+@pytest.mark.parametrize(("version", "said"), [(None, "an earlier version"), ("1", "an earlier version"),
+                                               (str(LINK_VERSION + 1), "a newer version")])
+def test_a_link_of_another_version_says_its_numbers_are_not_the_senders(version, said):
+    link = {name: value for name, value in SMALL.to_link().items() if name != VERSION_NAME}
+    if version is not None:
+        link[VERSION_NAME] = version
+    at = open_page("overview", link)
+    assert not at.exception
+    assert said in infos(at) and "the numbers are not the ones its sender saw" in infos(at)
+    assert sidebar_settings(at) == SMALL  # the settings are used as linked
+    assert at.query_params[VERSION_NAME] == str(LINK_VERSION)  # and the link now shown is this version's
+
+
+def test_version_notes_need_settings_in_the_link_and_survive_garbage():
+    assert version_note({}) is None  # a bare address is not an old link
+    assert version_note({"hm_head": ["3"]}) is None
+    assert "is not a link version" in version_note({"seed": ["1"], VERSION_NAME: ["<b>x"]})
