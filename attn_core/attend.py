@@ -61,11 +61,14 @@ def attend(
     """q [B, H, L, D], k [B, G, S, D], v [B, G, S, Dv] with H a multiple of G -> out [B, H, L, Dv], weights.
 
     Query head h reads KV head h // (H / G); mask is what allowed_positions() returns. Without weights this is
-    torch's fused SDPA; with weights an explicit softmax path that never materialises the repeated keys either
-    (queries are grouped instead).
+    torch's fused SDPA where it has a kernel; with weights (or shared keys wider than values) an explicit softmax
+    path that never materialises the repeated keys either (queries are grouped instead).
     """
     n_heads, n_kv_heads = q.shape[1], k.shape[1]
-    if not return_weights and (mask.plain_causal or n_kv_heads == n_heads):
+    # Shared KV heads with keys wider than values (MLA's absorbed step: d_c + d_h^R against d_c) have no fused kernel,
+    # and torch's math path scales a copy of every cached key at every step: the explicit path below does not.
+    explicit = return_weights or (n_kv_heads != n_heads and k.shape[-1] != v.shape[-1])
+    if not explicit and (mask.plain_causal or n_kv_heads == n_heads):
         out = F.scaled_dot_product_attention(
             q,
             k,
@@ -76,11 +79,10 @@ def attend(
             enable_gqa=n_kv_heads != n_heads,
         )
         return out, None
-    if not return_weights:
-        # Shared KV heads and no plain causal square (decode, chunks, padding). Where no fused kernel applies (MLA's
-        # absorbed step: keys d_c + d_h^R wide, values d_c), enable_gqa makes torch's math path copy every KV head
-        # n_heads / n_kv_heads times, the whole cache at every step. Fold each group's query heads into the query
-        # axis instead, so the G KV heads are read as they are (also faster for grouped decode).
+    if not explicit:
+        # Shared KV heads and no plain causal square (decode, chunks, padding). enable_gqa would make torch's math
+        # path copy every KV head n_heads / n_kv_heads times, the whole cache at every step. Fold each group's query
+        # heads into the query axis instead, so the G KV heads are read as they are (also faster for grouped decode).
         group = n_heads // n_kv_heads
         allowed = mask.allowed
         if allowed is not None and allowed.shape[2] > 1:
@@ -97,4 +99,4 @@ def attend(
     weights = torch.softmax(scores.float(), dim=-1).to(q.dtype)
     grouped_w = rearrange(weights, "b (g r) l s -> b g r l s", g=n_kv_heads)
     out = rearrange(torch.einsum("bgrls,bgsd->bgrld", grouped_w, v), "b g r l d -> b (g r) l d")
-    return out, weights
+    return out, weights if return_weights else None
