@@ -26,6 +26,15 @@ class ModelPreset:
 PRESETS: dict[str, ModelPreset] = {
     preset.name: preset
     for preset in (
+        # openai-community/gpt2 config.json: n_embd 768, n_head 12, n_layer 12, n_positions 1024; 124,439,808 parameters
+        # (Radford et al. 2019). Learned positions are added to the input, so its attention has no RoPE; biases on
+        # every projection. Its fused c_attn weight loads with attn_core.fused.gpt2_attention_state.
+        ModelPreset(
+            "GPT-2",
+            AttentionConfig("mha", d_model=768, n_heads=12, rope=False, bias=True),
+            n_layers=12, context_len=1024, total_params=124.4e6,
+            source="openai-community/gpt2 config.json; Radford et al. 2019, \"Language Models are Unsupervised Multitask Learners\"",
+        ),
         # meta-llama/Llama-2-7b-hf config.json; Touvron et al. 2023, "Llama 2", table 1 (6.74B parameters).
         ModelPreset(
             "Llama-2-7B",

@@ -47,6 +47,11 @@ def group_options(n_heads: int) -> tuple[int, ...]:
     return proper or tuple(g for g in range(1, n_heads + 1) if n_heads % g == 0)
 
 
+def parameter_text(count: float) -> str:
+    """A model's parameter count as it is usually said: 124 M, 6.74 B, 671 B."""
+    return f"{count / 1e9:.3g} B" if count >= 1e9 else f"{count / 1e6:.3g} M"
+
+
 def preferred_groups(preset_name: str) -> int:
     """The what-if's starting group count: the model's own KV heads if it is GQA, else the divisor nearest 8."""
     attention = PRESETS[preset_name].attention

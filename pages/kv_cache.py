@@ -1,5 +1,7 @@
 """KV cache: what each variant's cache holds token by token, what it costs for whole published models, and the pitfall
 of caching repeated heads."""
+from dataclasses import replace
+
 import streamlit as st
 
 from attn_core import PRESETS
@@ -129,8 +131,9 @@ groups_key = f"view_{view.GROUPS.name}"
 if groups_key in st.session_state and st.session_state[groups_key] not in group_options:
     st.session_state[groups_key] = view.preferred_groups(model)  # another model: start from its own KV heads
 with cols[1]:
-    groups = bound(
-        view.GROUPS, lambda key: st.select_slider("What-if GQA groups", group_options, key=key), group_options
+    groups = bound(  # starts from the model's own choice (its KV heads, or the divisor of its heads nearest 8)
+        replace(view.GROUPS, default=view.preferred_groups(model)),
+        lambda key: st.select_slider("What-if GQA groups", group_options, key=key), group_options,
     )
 with cols[2]:
     latent = bound(view.LATENT, lambda key: st.select_slider("What-if MLA d_c", view.LATENT.options, key=key))
@@ -152,7 +155,7 @@ st.button(
 attention = preset.attention
 st.caption(
     f"**{model}**: {preset.n_layers} layers, d_model {attention.d_model}, {attention.n_heads} query heads of "
-    f"{attention.head_dim}, {preset.context_len:,}-token context, {preset.total_params / 1e9:g} B parameters. "
+    f"{attention.head_dim}, {preset.context_len:,}-token context, {view.parameter_text(preset.total_params)} parameters. "
     f"Source: {preset.source}."
 )
 if preset.sliding_window is not None:
@@ -205,7 +208,7 @@ metrics = st.columns(3)
 metrics[0].metric("Memory", format_bytes(budget["memory"]), help=f"{gpus} × {gpu_gib} GiB")
 metrics[1].metric(
     f"Weights ({settings.dtype})", format_bytes(budget["weights"]),
-    help=f"{preset.total_params / 1e9:g} B parameters × {bytes_per_element(settings.dtype)} bytes, in the cache's dtype",
+    help=f"{view.parameter_text(preset.total_params)} parameters × {bytes_per_element(settings.dtype)} bytes, in the cache's dtype",
 )
 metrics[2].metric("Left for the KV cache", format_bytes(max(budget["left"], 0)))
 if budget["left"] <= 0:

@@ -204,3 +204,15 @@ def test_heaviest_traced_settings_stay_within_the_payload_budget():
     assert_clean(at)
     assert not any("Not traced" in i.value for i in at.info)
     assert chart_bytes(at) < 1_000_000
+
+
+def test_gpt2_the_course_notes_cached_model_opens_with_its_own_what_if_groups():
+    """GPT-2's 12 heads do not divide into the default 8 groups: the what-if starts at the divisor nearest 8, quietly,
+    and its cache is 2 × 12 heads × 64 numbers per token per layer."""
+    at = open_page(Settings().to_link() | {"kv_model": "GPT-2"})
+    assert_clean(at)
+    assert not [i.value for i in at.info if "kv_groups" in i.value]
+    assert at.select_slider(key="view_kv_groups").value == 6
+    table = next(df.value for df in at.dataframe if "Numbers / token / layer" in df.value.columns)
+    assert table.iloc[0]["Numbers / token / layer"] == f"{2 * 12 * 64:,}"
+    assert any("124 M parameters" in c.value for c in at.caption)
