@@ -164,7 +164,10 @@ def _move_into(param, key: str, options: tuple, say: bool) -> None:
     if isinstance(param, Choice):
         if current in options:
             return
-        fixed = param.default if param.default in options else options[0]
+        if isinstance(current, int) and all(isinstance(option, int) for option in options):
+            fixed = min(options, key=lambda option: (abs(option - current), option))  # head 7 of 4 -> head 3
+        else:
+            fixed = param.default if param.default in options else options[0]
     elif isinstance(param, IntRange):
         low, high = options
         fixed = min(max(current, low), high)

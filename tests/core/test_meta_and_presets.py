@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attn_core import PRESETS, build_attention, kv_cache_bytes
+from attn_core import PRESETS, build_attention, kv_cache_bytes, parameter_count
 
 META = torch.device("meta")
 LONG = 32 * 1024
@@ -79,7 +79,20 @@ def test_building_on_meta_allocates_no_parameter_storage():
 @pytest.mark.parametrize("name", sorted(PRESETS))
 def test_every_preset_names_its_source_and_size(name):
     preset = PRESETS[name]
-    assert preset.name == name and preset.source and preset.n_layers > 0 and preset.context_len > 0 and preset.total_params > 1e9
+    assert preset.name == name and preset.source and preset.n_layers > 0 and preset.context_len > 0 and preset.total_params > 1e8
+
+
+def test_gpt2_preset_adds_up_to_its_published_parameter_count():
+    """GPT-2 small, counted from its config (vocab 50257, 1024 positions, 12 layers of width 768, MLP 4x, tied
+    output embedding): 124,439,808. Its attention part is our layer's parameter count."""
+    preset = PRESETS["GPT-2"]
+    d, layers = preset.attention.d_model, preset.n_layers
+    attention = parameter_count(preset.attention)
+    assert attention == (d * 3 * d + 3 * d) + (d * d + d)  # fused c_attn and c_proj, with biases
+    mlp = (d * 4 * d + 4 * d) + (4 * d * d + d)
+    total = 50257 * d + preset.context_len * d + layers * (attention + mlp + 2 * 2 * d) + 2 * d
+    assert total == 124_439_808
+    assert preset.total_params == pytest.approx(total, rel=1e-3)
 
 
 def test_llama3_70b_preset_has_the_published_attention_shape():
