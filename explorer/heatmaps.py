@@ -34,7 +34,7 @@ from .charts import PLOTLY_TEMPLATE, PreparedFigure, typed_array
 from .params import Choice, Flag
 from .settings import D_MODEL_CHOICES, Settings
 
-MAX_PANELS = 16  # heads drawn at once in the grid; the head picker pages through the rest
+MAX_PANELS = 16  # heads drawn (and computed) at once in the grid; the page picker moves through the rest
 GRID_CELLS = 2**16  # cells of the whole grid figure (float32 -> about 350 kB of base64)
 SMALL_SIDE = 64  # cells per side of one heatmap when many share a figure
 LARGE_SIDE = 128  # ... when at most four do
@@ -108,7 +108,8 @@ def make_input_spec(settings: Settings, *, kind: str, text: str, tokens: str, sc
     else:
         spec = replace(base, n_tokens=settings.seq_len)
     wanted = spec.length
-    window = token_window(settings.heads, settings.d_model, wanted)
+    # the heads one pass computes: a page of them (the same bound for every page and variant, so the window is too)
+    window = token_window(min(settings.heads, MAX_PANELS), settings.d_model, settings.head_dim, wanted)
     return Inputs(spec.truncated(window), wanted, tuple(notes))
 
 

@@ -26,8 +26,8 @@ from ..rope import apply_rope, rope_cos_sin
 MAX_TEXT_CHARS = 200
 MAX_TEXT_TOKENS = 128
 MAX_WINDOW_TOKENS = 512
-WINDOW_CELL_BUDGET = 2**21  # heads x tokens^2 weights held per pass (8 MiB of float32)
-WINDOW_WORK_BUDGET = 2**32  # tokens x d_model^2: about the multiply-adds of one projection over the window
+WINDOW_CELL_BUDGET = 2**21  # computed heads x tokens^2 weights held per pass (8 MiB of float32)
+WINDOW_WORK_BUDGET = 2**32  # multiply-adds of the computed heads' four projections over the window
 COMPARE_WORK_BUDGET = 2**28  # tokens x d_model^2 for the variants compared: MHA built and four layers run, ~0.2 s here
 MLA_CONVERSION_MAX_D_MODEL = 1024  # the singular vectors of MHA's [2 d_model, d_model] key-value weights: work grows as d_model^3
 
@@ -81,10 +81,11 @@ def make_inputs(spec: InputSpec) -> torch.Tensor:
     return (torch.stack([seeded_vector(key, spec.d_model) for key in keys]) * spec.scale)[None]
 
 
-def token_window(n_heads: int, d_model: int, wanted: int) -> int:
-    """How many tokens are computed: all wanted ones, up to what one pass can do interactively here."""
+def token_window(n_heads: int, d_model: int, head_dim: int, wanted: int) -> int:
+    """How many tokens are computed for n_heads heads of head_dim (the heads a pass computes, not the layer's):
+    all wanted ones, up to what one pass can do interactively here."""
     by_cells = math.isqrt(WINDOW_CELL_BUDGET // n_heads)
-    by_work = WINDOW_WORK_BUDGET // (d_model * d_model)
+    by_work = WINDOW_WORK_BUDGET // (4 * d_model * n_heads * head_dim)
     return max(1, min(wanted, MAX_WINDOW_TOKENS, by_cells, by_work))
 
 

@@ -103,7 +103,7 @@ def test_moving_the_sequence_length_within_the_same_window_recomputes_nothing(mo
     import explorer.heatmaps as hm
 
     at = open_page(d_model="64", heads="32", groups="4", latent="16", rope_dim="2", seq_len="384")
-    assert "the first 256 of 384 tokens" in texts(at)
+    assert "the first 362 of 384 tokens" in texts(at)
     before = [chart.proto.spec for chart in at.get("plotly_chart")]
     calls = []
     for name in ("explore_variant", "compare_from_mha", "grid_figure", "steps_figure", "decode_figure"):
@@ -112,8 +112,8 @@ def test_moving_the_sequence_length_within_the_same_window_recomputes_nothing(mo
     at.select_slider(key="setting_seq_len").set_value(512).run()
     at.radio(key="setting_dtype").set_value("float32").run()
     at.select_slider(key="setting_batch").set_value(4).run()
-    assert not at.exception and "the first 256 of 512 tokens" in texts(at)
-    assert calls == []  # the window is still 256 tokens: every pass and figure is read back, none recomputed
+    assert not at.exception and "the first 362 of 512 tokens" in texts(at)
+    assert calls == []  # the window is still 362 tokens: every pass and figure is read back, none recomputed
     assert [chart.proto.spec for chart in at.get("plotly_chart")] == before
     table = at.table[-1].value  # the cache table follows the dtype without redrawing the decode figure
     assert "Bytes read per step in float32" in table.columns
@@ -174,14 +174,15 @@ def test_largest_settings_stay_within_the_payload_budget(capsys):
     size = payload(at)
     assert size <= PAYLOAD_BUDGET
     notes = texts(at)
-    assert "the first 64 of 8,192 tokens" in notes
+    assert "the first 128 of 8,192 tokens" in notes
     assert "Showing heads 0–15 of 128" in notes and "Only the shown heads are computed" in notes
     # no MHA of 4 x 8192^2 weights is built for section 2: the page says why and which width shows it
-    assert "Not computed at d_model 8,192 on 64 tokens" in notes and "Pick d_model 2,048 or less" in notes
+    assert "Not computed at d_model 8,192 on 128 tokens" in notes and "Pick d_model 1,024 or less" in notes
     assert len(charts(at)) == 3
     grid = heatmaps(charts(at)[0])
     assert len(grid) == 16
-    np.testing.assert_allclose(np.stack(grid).sum(-1), 1.0, atol=1e-5)
+    assert "mean of 2×2 blocks" in notes  # 128 × 128 weights per head, 64 × 64 cells sent
+    np.testing.assert_allclose(np.stack(grid).sum(-1) * 2, 1.0, atol=1e-5)  # a block row: the mean of 2 rows' 2 keys
     timings = {}
     at.selectbox(key="view_hm_head").set_value(5)
     start = time.perf_counter(); at.run(); timings["head picker (first time)"] = time.perf_counter() - start

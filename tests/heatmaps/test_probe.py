@@ -145,13 +145,13 @@ def test_text_tokens_get_one_seeded_vector_each():
 
 
 def test_token_window_keeps_every_pass_within_its_budgets():
-    assert probe.token_window(8, 512, 64) == 64  # default settings: every token
-    largest = probe.token_window(128, 8192, 8192)
-    assert largest == 64
-    assert 128 * largest**2 <= probe.WINDOW_CELL_BUDGET and largest * 8192**2 <= probe.WINDOW_WORK_BUDGET
-    assert probe.token_window(1, 16, 1) == 1
-    for heads, d_model in [(2, 64), (8, 512), (32, 4096), (128, 1024)]:
-        window = probe.token_window(heads, d_model, 8192)
+    assert probe.token_window(8, 512, 64, 64) == 64  # default settings: every token
+    largest = probe.token_window(16, 8192, 64, 8192)  # a page of 16 of 128 heads at d_model 8192
+    assert largest == 128
+    assert 16 * largest**2 <= probe.WINDOW_CELL_BUDGET and 4 * largest * 8192 * 16 * 64 <= probe.WINDOW_WORK_BUDGET
+    assert probe.token_window(1, 16, 16, 1) == 1
+    for heads, d_model in [(2, 64), (8, 512), (16, 4096), (16, 1024)]:
+        window = probe.token_window(heads, d_model, 64, 8192)
         assert heads * window**2 <= probe.WINDOW_CELL_BUDGET and window <= probe.MAX_WINDOW_TOKENS
 
 
