@@ -3,6 +3,7 @@
     python benchmarks/app.py            # every page at default and largest settings, then a classroom of 20 sessions
     python benchmarks/app.py --quick    # CI's short mode: default settings, 3 changes per page, 4 sessions
     python benchmarks/app.py --profile heatmaps   # only this: where one page's rerun time goes at the largest settings
+    python benchmarks/app.py --classroom-only --largest-class   # 20 students, all at the largest widths (memory)
 
 Part 1 runs each page in this process through Streamlit's AppTest (the server-side work of a rerun, no network).
 Part 2 starts `streamlit run app.py` on a free 127.0.0.1 port and opens one headless chromium context per student,
@@ -294,10 +295,15 @@ class RssSampler(threading.Thread):
             return self.peak_sampled
 
 
-def student_link(index: int) -> tuple[str, Settings, int]:
-    """Session index's own page and settings (its seed is unique, so a leak cannot go unnoticed)."""
+def student_link(index: int, largest: bool = False) -> tuple[str, Settings, int]:
+    """Session index's own page and settings (its seed is unique, so a leak cannot go unnoticed). largest: every
+    student at the largest widths (d_model 8192, 128 heads, latent 4096), the worst case for memory."""
     names = list(PAGES)
     page = names[index % len(names)]
+    if largest:
+        settings = replace(LARGEST, groups=(8, 16, 32, 64)[index % 4], seq_len=(1024, 1536, 2048, 3072)[index % 4],
+                           seed=1000 + index)
+        return page, settings, SEQ_LEN_CHOICES.index(settings.seq_len)
     d_model, heads = [(256, 4), (512, 8), (768, 12), (1024, 16), (384, 6)][index % 5]
     settings = Settings(d_model=d_model, heads=heads, groups=2, latent=128, rope_dim=16,
                         seq_len=(16, 24, 32, 48)[index % 4], batch=1 + index % 2, seed=1000 + index)
@@ -309,8 +315,8 @@ CHART_MARKER = b"displayModeBar"  # in the config of every chart explorer.charts
 CHART_READY = """() => { const g = document.querySelector('.js-plotly-plot'); return !!(g && g._fullData && g._fullData.length); }"""
 
 
-async def one_student(browser, base: str, index: int, moves: int, limit: float) -> dict:
-    page_name, settings, seq_index = student_link(index)
+async def one_student(browser, base: str, index: int, moves: int, limit: float, largest: bool) -> dict:
+    page_name, settings, seq_index = student_link(index, largest)
     path = "" if page_name == "overview" else page_name
     url = f"{base}/{path}?{urlencode(settings.to_link())}"
     result = {"index": index, "page": page_name, "first_chart": None, "phases": None, "moves": [], "problem": None}
@@ -403,7 +409,7 @@ async def warm_up(browser, base: str, limit: float) -> float:
         await context.close()
 
 
-async def classroom(base: str, sessions: int, moves: int, limit: float) -> list[dict]:
+async def classroom(base: str, sessions: int, moves: int, limit: float, largest: bool) -> list[dict]:
     from playwright.async_api import async_playwright
 
     async with async_playwright() as playwright:
@@ -414,7 +420,7 @@ async def classroom(base: str, sessions: int, moves: int, limit: float) -> list[
                   "arrives after that")
             async def staggered(index: int) -> dict:
                 await asyncio.sleep(0.25 * index)  # students arrive over a few seconds, not in one instant
-                return await one_student(browser, base, index, moves, limit)
+                return await one_student(browser, base, index, moves, limit, largest)
 
             results = await asyncio.gather(*(staggered(i) for i in range(sessions)))
             # Every session is still open: only now read each one back, after all the others have moved too.
@@ -429,9 +435,10 @@ async def classroom(base: str, sessions: int, moves: int, limit: float) -> list[
             await browser.close()
 
 
-def run_part_two(sessions: int, moves: int, limit: float, total_limit: float) -> bool:
+def run_part_two(sessions: int, moves: int, limit: float, total_limit: float, largest: bool = False) -> bool:
     print()
-    print(f"== Part 2: a classroom: {sessions} sessions, one chromium context each, each moving a slider {moves} times ==")
+    print(f"== Part 2: a classroom: {sessions} sessions, one chromium context each, each moving a slider {moves} times"
+          + (", every one at the largest widths (d_model 8192, 128 heads, latent 4096)" if largest else "") + " ==")
     port = free_port()
     log_path = Path(tempfile.mkdtemp(prefix="explorer-bench-")) / "streamlit.log"
     process = start_server(port, log_path)
@@ -442,7 +449,9 @@ def run_part_two(sessions: int, moves: int, limit: float, total_limit: float) ->
     load_before = os.getloadavg()[0]
     began = time.perf_counter()
     try:
-        results = asyncio.run(asyncio.wait_for(classroom(f"http://127.0.0.1:{port}", sessions, moves, limit), total_limit))
+        results = asyncio.run(
+            asyncio.wait_for(classroom(f"http://127.0.0.1:{port}", sessions, moves, limit, largest), total_limit)
+        )
         died = process.poll() is not None
     except asyncio.TimeoutError:
         print(f"!! the classroom did not finish within {total_limit:.0f} s")
@@ -508,6 +517,9 @@ def main() -> int:
     parser.add_argument("--page", choices=list(PAGES), action="append", default=[],
                         help="only measure this page in part 1 (repeatable; default every page)")
     parser.add_argument("--skip-classroom", action="store_true")
+    parser.add_argument("--classroom-only", action="store_true")
+    parser.add_argument("--largest-class", action="store_true",
+                        help="the classroom at the largest widths: the worst case for the server's memory")
     args = parser.parse_args()
     sessions = max(1, min(args.sessions or (4 if args.quick else 20), 40))
     timeout = 300.0  # seconds for one AppTest run: a bound, not a budget
@@ -516,10 +528,11 @@ def main() -> int:
         for name in args.profile:
             profile_page(name, timeout)
         return 0
-    ok = run_part_one(args.quick, timeout, args.page or list(PAGES))
+    ok = True if args.classroom_only else run_part_one(args.quick, timeout, args.page or list(PAGES))
     if not args.skip_classroom:
-        ok = run_part_two(sessions, moves=2 if args.quick else 3, limit=180.0,
-                          total_limit=240.0 if args.quick else 600.0) and ok
+        ok = run_part_two(sessions, moves=2 if args.quick else 3, limit=400.0 if args.largest_class else 180.0,
+                          total_limit=900.0 if args.largest_class else 240.0 if args.quick else 600.0,
+                          largest=args.largest_class) and ok
     print()
     print("result:", "ok" if ok else "FAILED (a crash or a leak between sessions: see above)")
     return 0 if ok else 1

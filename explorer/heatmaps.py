@@ -33,6 +33,7 @@ from attn_core.probe.heatmaps import (
 from .charts import PLOTLY_TEMPLATE, PreparedFigure, typed_array
 from .params import Choice, Flag
 from .settings import D_MODEL_CHOICES, Settings
+from .work import takes_turns
 
 MAX_PANELS = 16  # heads drawn (and computed) at once in the grid; the page picker moves through the rest
 GRID_CELLS = 2**16  # cells of the whole grid figure (float32 -> about 350 kB of base64)
@@ -118,6 +119,7 @@ def layer_config(settings: Settings, variant: str, rope: bool) -> AttentionConfi
 
 
 @st.cache_data(max_entries=6, show_spinner=False)
+@takes_turns
 def variant_result(cfg: AttentionConfig, seed: int, spec: InputSpec, causal: bool, heads: range) -> dict:
     """The one pass sections 1, 3 and 4 draw from: a layer of the page's heads is built once per (settings, window,
     page), whatever is shown."""
@@ -133,6 +135,7 @@ def kv_basis(d_model: int, heads: int, seed: int, _mha) -> np.ndarray:
 
 
 @st.cache_data(max_entries=4, show_spinner=False)
+@takes_turns
 def comparison_result(configs: tuple[tuple[str, AttentionConfig], ...], seed: int, spec: InputSpec, causal: bool) -> dict:
     first = configs[0][1]
     return compare_from_mha(

@@ -19,6 +19,7 @@ from .charts import format_bytes
 from .overview import VARIANT_COLORS
 from .params import Choice, Flag, IntRange
 from .settings import Settings
+from .work import takes_turns
 
 # --- the page's own controls, all in the link -----------------------------------------------------------------------
 PROMPT = IntRange("kv_prompt", 1, MAX_PROMPT_LEN, 12)
@@ -85,6 +86,7 @@ def too_heavy(cfg: AttentionConfig, settings: Settings, prompt_len: int, steps: 
 
 
 @st.cache_data(max_entries=128, show_spinner="Decoding token by token through the real layers…")
+@takes_turns
 def cached_trace(
     cfg: AttentionConfig, prompt_len: int, steps: int, batch: int, seed: int, dtype: str, repeated: bool
 ) -> dict:

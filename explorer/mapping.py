@@ -19,6 +19,7 @@ from .charts import difference, format_bytes
 from .overview import VARIANT_COLORS
 from .params import Choice
 from .settings import Settings
+from .work import takes_turns
 
 MAP_VARIANT = Choice("map_variant", VARIANTS, "gqa")
 MAP_STORE = Choice("map_store", ("none",), "none")  # the real options (kv0, kv1, ... or c_kv, k_rope) depend on the view
@@ -46,6 +47,7 @@ def probe_width(d_model: int) -> int:
 
 
 @st.cache_data(max_entries=32, show_spinner="Reading which store each head reads off the layers…")
+@takes_turns
 def morph_frames(d_model: int, heads: int, latent: int, rope_dim: int, seed: int) -> list[dict]:
     """One probe result per animation step (groups, batch, length and dtype do not change them)."""
     return read_morph(d_model, heads, latent, rope_dim, seed=seed, input_width=probe_width(d_model))
@@ -67,6 +69,7 @@ def timed_context(cfg: AttentionConfig) -> int:
 
 
 @st.cache_data(max_entries=16, show_spinner="Timing MLA's two ways of decoding…")
+@takes_turns
 def mla_ways(cfg: AttentionConfig, seed: int) -> dict:
     probe_cfg = narrowed(cfg, probe_width(cfg.d_model))
     return compare_mla_ways(probe_cfg, seed=seed, context_len=timed_context(cfg)) | {"input_width": probe_cfg.d_model}
@@ -90,6 +93,7 @@ def mla_cost_rows(cfg: AttentionConfig, ways: dict, seq_len: int) -> list[dict]:
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
+@takes_turns
 def fused_result(cfg: AttentionConfig, seed: int, batch: int, seq_len: int) -> dict:
     return fused_projection(cfg, seed=seed, batch=batch, seq_len=seq_len, input_width=probe_width(cfg.d_model))
 

@@ -10,6 +10,7 @@ from attn_core.probe.masks import MAX_TOKENS, explore_masks
 
 from .charts import PLOTLY_TEMPLATE, csv_text, typed_array
 from .params import Choice, Flag, IntRange
+from .work import takes_turns
 
 VARIANT = Choice("mk_variant", VARIANTS, VARIANTS[0])  # options at bind time: the sidebar's variants (first = default)
 HEAD = Choice("mk_head", (0,), 0)  # options at bind time: 0 .. heads - 1
@@ -25,6 +26,7 @@ MASK_SCALE = [[0.0, "#d9d9d9"], [1.0, "#2c7fb8"]]  # grey = blocked, blue = may 
 
 
 @st.cache_data(max_entries=8, show_spinner="Building the layer and running the three probes…")
+@takes_turns
 def masks_result(
     cfg: AttentionConfig, seed: int, head: int, long_len: int, short_len: int, causal: bool, prefill: int, chunk: int,
     query_len: int, memory_len: int,
