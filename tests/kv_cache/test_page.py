@@ -1,12 +1,10 @@
 """The KV cache page through AppTest: what it plots is what the core's formulas give, for every preset and variant."""
 from __future__ import annotations
 
-import base64
 import json
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -17,6 +15,7 @@ if str(REPO) not in sys.path:  # pages import explorer/attn_core as top-level pa
 from attn_core import PRESETS, VARIANTS, kv_cache_bytes  # noqa: E402
 from attn_core.accounting import bytes_per_element  # noqa: E402
 from explorer.settings import Settings  # noqa: E402
+from tests.app.helpers import decode  # noqa: E402
 
 PAGE_FILE = str(REPO / "pages" / "kv_cache.py")
 TIMEOUT = 240  # seconds: a run takes about a second, but the machine's two cores are shared
@@ -31,20 +30,8 @@ def open_page(query: dict[str, str]) -> AppTest:
     return at.run()
 
 
-def decoded(value):
-    """Plotly JSON with its base64 numpy arrays ({"dtype", "bdata", "shape"}) turned back into lists."""
-    if isinstance(value, dict):
-        if {"dtype", "bdata"} <= set(value):
-            array = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
-            return array.tolist()
-        return {key: decoded(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [decoded(item) for item in value]
-    return value
-
-
 def chart_specs(at) -> list[dict]:
-    return [decoded(json.loads(chart.proto.spec)) for chart in at.get("plotly_chart")]
+    return [decode(json.loads(chart.proto.spec)) for chart in at.get("plotly_chart")]
 
 
 def chart_bytes(at) -> int:

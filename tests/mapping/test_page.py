@@ -1,7 +1,6 @@
 """The head -> KV mapping page through AppTest: opened by a link, as a user would, through app.py's navigation."""
 from __future__ import annotations
 
-import base64
 import json
 from pathlib import Path
 from urllib.parse import parse_qs
@@ -13,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 from attn_core.accounting import decode_flops_per_token
 from attn_core.probe.mapping import morph_configs
 from explorer.settings import Settings
+from tests.app.helpers import decode
 
 from .references import random_settings, reads_by_gradient
 
@@ -34,21 +34,9 @@ def open_mapping(query: dict[str, str]) -> AppTest:
     return at.run()
 
 
-def decoded(value):
-    """Plotly JSON with its base64 numpy arrays turned back into lists."""
-    if isinstance(value, dict):
-        if {"dtype", "bdata"} <= set(value):
-            array = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
-            return array.reshape(value["shape"]).tolist() if "shape" in value else array.tolist()
-        return {key: decoded(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [decoded(item) for item in value]
-    return value
-
-
 def mapping_spec(at: AppTest, index: int = 0) -> dict:
     """The page's figures: 0 the mapping, 1 the fused q/k/v layouts (grouped variants)."""
-    return decoded(json.loads(at.get("plotly_chart")[index].proto.spec))
+    return decode(json.loads(at.get("plotly_chart")[index].proto.spec))
 
 
 def assert_clean(at: AppTest) -> None:
