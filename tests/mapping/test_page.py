@@ -5,7 +5,6 @@ import json
 from pathlib import Path
 from urllib.parse import parse_qs
 
-import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
