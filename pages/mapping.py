@@ -4,7 +4,7 @@ import streamlit as st
 from attn_core import VARIANT_NAMES
 from attn_core.probe.mapping import CONTEXT_TOKENS
 from explorer import mapping as view
-from explorer.charts import show_chart
+from explorer.charts import PreparedFigure, show_chart
 from explorer.state import bound, link_query, page_link, page_settings
 
 settings = page_settings()
@@ -112,10 +112,11 @@ if variant != "mla":
         "(`attn_core.fused`; the tests hold it to HF's GPT-2 and Falcon attention with the same weights)."
     )
     fused = view.fused_result(cfg, settings.seed, settings.batch, settings.seq_len)
+    spec, rows = view.fused_chart(cfg, settings.seed, settings.batch, settings.seq_len)
     show_chart(
-        view.fused_figure(fused, cfg),
+        PreparedFigure(spec),
         name="fused-qkv-layouts",
-        rows=view.fused_block_rows(fused, cfg),
+        rows=rows,
         caption="Each block is one head's rows (head_dim of them), coloured by KV group as above: plain = query, "
         "hatched = key, dotted = value. Notice the grouped layout puts each group's queries right before the key and "
         "value they read.",

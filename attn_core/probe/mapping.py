@@ -257,13 +257,14 @@ def fused_projection(cfg: AttentionConfig, *, seed: int, batch: int, seq_len: in
     layer = build_attention(narrowed(cfg, input_width), seed=seed)
     x = torch.randn(1, CONTEXT_TOKENS, input_width, generator=torch.Generator().manual_seed(seed))
     layouts, scale = {}, 0.0
+    offset = {"q": 0, "k": cfg.n_heads, "v": cfg.n_heads + cfg.n_kv_heads}  # a head's block among q, k, v side by side
     with torch.inference_mode():
-        separate = {name: getattr(layer, f"{name}_proj")(x).unflatten(-1, (-1, cfg.head_dim)) for name in "qkv"}
+        separate = torch.cat([getattr(layer, f"{name}_proj")(x) for name in "qkv"], -1).unflatten(-1, (-1, cfg.head_dim))
         for layout in LAYOUTS:
             blocks = fused_blocks(cfg, layout)
             product = torch.nn.functional.linear(x, *fuse_qkv(layer, layout=layout)).unflatten(-1, (-1, cfg.head_dim))
-            diff = max((product[:, :, i] - separate[name][:, :, head]).abs().max().item() for i, (name, head) in enumerate(blocks))
-            layouts[layout] = {"blocks": blocks, "max_abs_diff": diff}
+            expected = separate[:, :, [offset[name] + head for name, head in blocks]]  # the same blocks, in this order
+            layouts[layout] = {"blocks": blocks, "max_abs_diff": (product - expected).abs().max().item()}
             scale = max(scale, product.abs().max().item())
     return {
         "weight": tuple(weight.shape), "fused": tuple(fused.shape), "q": tuple(q.shape), "k": tuple(k.shape),

@@ -5,6 +5,7 @@ import json
 from pathlib import Path
 from urllib.parse import parse_qs
 
+import plotly.graph_objects as go
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -172,6 +173,7 @@ def test_the_fused_weight_section_shows_both_layouts_and_their_shapes(variant):
     assert table["Shape"].tolist()[3] == f"[1, 64, {kv_heads * 64}]"
     caption = " ".join(c.value for c in at.caption)
     assert "every block of the fused product equals the separate projection's head" in caption
+    go.Figure(json.loads(at.get("plotly_chart")[1].proto.spec))  # built as a dict: Plotly validates it here
 
 
 def test_mla_has_no_fused_weight_section():
