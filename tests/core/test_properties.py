@@ -132,3 +132,40 @@ def test_mla_absorbed_equals_naive_in_any_chunks(cfg, chunks, seed):
             worst = max(worst, (a - n).abs().max().item())
             start += size
     assert worst <= 1e-5
+
+
+@st.composite
+def configs_with_head_ranges(draw):
+    """Any config, and a range of its heads that a smaller layer can hold: whole KV groups, or heads within one."""
+    cfg = draw(any_configs())
+    size = cfg.group_size
+    if draw(st.booleans()):  # whole groups
+        first = draw(st.integers(0, cfg.n_kv_heads - 1))
+        last = draw(st.integers(first, cfg.n_kv_heads - 1))
+        heads = range(first * size, (last + 1) * size)
+    else:  # within one group
+        group = draw(st.integers(0, cfg.n_kv_heads - 1))
+        start = draw(st.integers(0, size - 1))
+        stop = draw(st.integers(start + 1, size))
+        heads = range(group * size + start, group * size + stop)
+    return cfg, heads
+
+
+@PROPERTY_SETTINGS
+@given(configs_with_head_ranges(), st.integers(0, 2**31 - 1))
+def test_a_layer_of_some_heads_computes_what_they_compute_in_the_full_layer(case, seed):
+    """Per-head seeding: a head's weights do not depend on which other heads are built, so its attention is the
+    same in the full layer and in a layer of some heads, decode through the cache included."""
+    cfg, heads = case
+    x = randn(1, 5, cfg.d_model, seed=seed % 1000)
+    full_layer, part_layer = build_attention(cfg, seed=seed), build_attention(cfg, seed=seed, heads=heads)
+    with torch.no_grad():
+        _, full = full_layer(x, return_weights=True)
+        _, part = part_layer(x, return_weights=True)
+        full_cache, part_cache = full_layer.new_cache(1), part_layer.new_cache(1)
+        full_layer(x[:, :4], cache=full_cache)
+        part_layer(x[:, :4], cache=part_cache)
+        _, full_step = full_layer(x[:, 4:], cache=full_cache, return_weights=True)
+        _, part_step = part_layer(x[:, 4:], cache=part_cache, return_weights=True)
+    torch.testing.assert_close(part, full[:, heads.start : heads.stop], rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(part_step, full_step[:, heads.start : heads.stop], rtol=1e-5, atol=1e-6)
