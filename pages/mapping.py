@@ -55,10 +55,11 @@ with left:
         f"{settings.d_model} to {width} numbers per token (a {settings.d_model}-wide layer takes seconds to build here; "
         "the input width does not change which store a head reads)"
     )
+    spec, rows = view.mapping_chart(settings, active, highlight)
     show_chart(
-        view.mapping_figure(frames, active, settings, highlight),
+        PreparedFigure(spec),
         name="head-kv-mapping",
-        rows=view.mapping_rows(frames),
+        rows=rows,
         caption=(
             "Colours mark groups: a line joins each query head to every store it reads. Notice the bottom row: GQA "
             "and MQA keep fewer K/V heads, MLA keeps a latent whose width does not grow with the heads."
