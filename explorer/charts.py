@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import base64
 import csv
+import functools
 import io
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
@@ -68,16 +69,16 @@ def csv_text(rows: Sequence[dict]) -> str:
     return out.getvalue()
 
 
-def show_chart(fig: go.Figure, *, name: str, rows: Sequence[dict] | str, caption: str) -> None:
-    """Draw fig with its caption and a CSV download of rows (the numbers it plots; or their CSV text, when a cached
-    chart already wrote it). name keys the widgets."""
+def show_chart(fig: go.Figure, *, name: str, rows: Sequence[dict] | Callable[[], str], caption: str) -> None:
+    """Draw fig with its caption and a CSV download of rows (the numbers it plots), or of a callable giving their CSV
+    text. The CSV is written when the button is clicked, not on every rerun. name keys the widgets."""
     to_image = dict(PLOTLY_CONFIG["toImageButtonOptions"], filename=name)
     st.plotly_chart(fig, config=PLOTLY_CONFIG | {"toImageButtonOptions": to_image}, key=f"chart_{name}")
     left, right = st.columns([6, 1], vertical_alignment="center")
     left.caption(caption)
     right.download_button(
-        "CSV", rows if isinstance(rows, str) else csv_text(rows), file_name=f"{name}.csv", mime="text/csv", key=f"csv_{name}", on_click="ignore",
-        help="The numbers this chart plots", width="stretch",
+        "CSV", rows if callable(rows) else functools.partial(csv_text, rows), file_name=f"{name}.csv",
+        mime="text/csv", key=f"csv_{name}", on_click="ignore", help="The numbers this chart plots", width="stretch",
     )
 
 

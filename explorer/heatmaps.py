@@ -312,22 +312,32 @@ def panels_figure(
     return {"data": data, "layout": layout}
 
 
-def panel_csv(panels: list[Panel]) -> str:
-    """The panels' numbers as CSV text: one line per heatmap row, one column per heatmap column (every line has every
-    column: panels differ in width). Written once, where the chart is made and cached: a rerun reads back one string.
+@dataclass(frozen=True)
+class PanelNumbers:
+    """What a chart's CSV holds, kept as arrays: the CSV text is written only when someone downloads it."""
 
-    Values are written with 7 significant digits (float32's precision); masked cells are left empty.
-    """
-    width = max(panel.z.shape[1] for panel in panels)
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\r\n")
-    writer.writerow(("matrix", "row", *(f"c{j}" for j in range(width))))
-    for panel in panels:
-        padding = ("",) * (width - panel.z.shape[1])
-        for label, line in zip(panel.y, panel.z.tolist()):
-            cells = ["%.7g" % v if v == v else "" for v in line]  # v != v: NaN, a masked cell
-            writer.writerow((panel.csv_name, label, *cells, *padding))
-    return out.getvalue()
+    names: tuple[str, ...]
+    labels: tuple[list, ...]
+    matrices: tuple[np.ndarray, ...]
+
+    def csv_text(self) -> str:
+        """One line per heatmap row, one column per heatmap column (every line has every column: panels differ in
+        width). Values with 7 significant digits (float32's precision); masked cells are left empty."""
+        width = max(z.shape[1] for z in self.matrices)
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\r\n")
+        writer.writerow(("matrix", "row", *(f"c{j}" for j in range(width))))
+        for name, labels, z in zip(self.names, self.labels, self.matrices):
+            padding = ("",) * (width - z.shape[1])
+            for label, line in zip(labels, z.tolist()):
+                cells = ["%.7g" % v if v == v else "" for v in line]  # v != v: NaN, a masked cell
+                writer.writerow((name, label, *cells, *padding))
+        return out.getvalue()
+
+
+def panel_csv(panels: list[Panel]) -> PanelNumbers:
+    """The panels' numbers for the chart's CSV download."""
+    return PanelNumbers(tuple(p.csv_name for p in panels), tuple(p.y for p in panels), tuple(p.z for p in panels))
 
 
 def _square_root_blues() -> list[list]:
@@ -535,7 +545,7 @@ class Chart:
     caption."""
 
     spec: dict
-    csv: str
+    csv: PanelNumbers
     pooling: Pooling
     facts: dict = field(default_factory=dict)
 

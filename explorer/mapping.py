@@ -15,7 +15,7 @@ from attn_core import VARIANTS, AttentionConfig
 from attn_core.accounting import bytes_per_element, decode_flops_per_token, kv_cache_bytes
 from attn_core.probe.mapping import compare_mla_ways, fused_projection, morph_configs, narrowed, path_shapes, read_morph
 
-from .charts import PLOTLY_TEMPLATE, csv_text, difference, format_bytes
+from .charts import PLOTLY_TEMPLATE, difference, format_bytes
 from .overview import VARIANT_COLORS
 from .params import Choice
 from .settings import Settings
@@ -333,11 +333,11 @@ def _frame_content(frame: dict, cfg: AttentionConfig, settings: Settings, highli
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
-def mapping_chart(settings: Settings, active: int, highlight: str | None) -> tuple[dict, str]:
-    """mapping_figure as the dict Streamlit sends, with its CSV text, made once per (settings, step, highlight): at
+def mapping_chart(settings: Settings, active: int, highlight: str | None) -> tuple[dict, list[dict]]:
+    """mapping_figure as the dict Streamlit sends, with its CSV rows, made once per (settings, step, highlight): at
     128 heads building and serialising the animation takes ~0.1 s, which a rerun that changed none of them skips."""
     frames = frames_for(settings)
-    return mapping_figure(frames, active, settings, highlight).to_dict(), csv_text(mapping_rows(frames))
+    return mapping_figure(frames, active, settings, highlight).to_dict(), mapping_rows(frames)
 
 
 def mapping_figure(frames: list[dict], active: int, settings: Settings, highlight: str | None) -> go.Figure:

@@ -8,7 +8,7 @@ import streamlit as st
 from attn_core import VARIANTS, AttentionConfig
 from attn_core.probe.masks import MAX_TOKENS, explore_masks
 
-from .charts import PLOTLY_TEMPLATE, csv_text, typed_array
+from .charts import PLOTLY_TEMPLATE, typed_array
 from .params import Choice, Flag, IntRange
 from .work import takes_turns
 
@@ -40,8 +40,8 @@ def masks_result(
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def section_chart(section: str, cfg: AttentionConfig, seed: int, lengths: tuple, head: int) -> tuple[dict, str]:
-    """The figure and CSV text of one section, kept ready, so a rerun that changes nothing here rebuilds nothing.
+def section_chart(section: str, cfg: AttentionConfig, seed: int, lengths: tuple, head: int) -> tuple[dict, list[dict]]:
+    """The figure and CSV rows of one section, kept ready, so a rerun that changes nothing here rebuilds nothing.
     lengths: masks_result's arguments after head."""
     result = masks_result(cfg, seed, head, *lengths)
     long_len, short_len, causal, prefill, chunk, query_len, memory_len = lengths
@@ -55,7 +55,7 @@ def section_chart(section: str, cfg: AttentionConfig, seed: int, lengths: tuple,
         panels, height = cross_panels(result["cross"], head), 340
     else:
         raise ValueError(f"section={section!r}: one of padding, causal, chunk, cross.")
-    return heatmaps_figure(panels, height=height), csv_text(csv_rows(panels))
+    return heatmaps_figure(panels, height=height), csv_rows(panels)
 
 
 def heatmaps_figure(panels: list[dict], *, height: int = 360) -> dict:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import pytest
+from streamlit.runtime.media_file_manager import MediaFileManager
 from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 from streamlit.testing.v1 import app_test
 
@@ -9,25 +10,26 @@ from . import helpers  # noqa: F401  (puts the repository root on sys.path befor
 
 
 class MediaFiles:
-    """Keeps the in-memory media stores AppTest creates per run, so a test can read what a download button serves."""
+    """Keeps the media managers AppTest creates per run, so a test can read what a download button serves, as a click
+    would: a button with deferred data (a callable) has its callable run by the manager that registered it."""
 
     def __init__(self) -> None:
-        self.stores: list[MemoryMediaFileStorage] = []
+        self.managers: list[tuple[MediaFileManager, MemoryMediaFileStorage]] = []
 
-    def make_store(self, endpoint: str) -> MemoryMediaFileStorage:
-        store = MemoryMediaFileStorage(endpoint)
-        self.stores.append(store)
-        return store
+    def make_manager(self, storage: MemoryMediaFileStorage) -> MediaFileManager:
+        manager = MediaFileManager(storage)
+        self.managers.append((manager, storage))
+        return manager
 
     def file(self, button):
         """What a click on this st.download_button would save: .content (bytes), .filename, .mimetype."""
-        stored_name = button.proto.url.rsplit("/", 1)[-1]
-        for store in reversed(self.stores):  # the latest run that served it
+        for manager, storage in reversed(self.managers):  # the latest run that served it
             try:
-                return store.get_file(stored_name)
-            except Exception:  # not in this run's store: look in an earlier one
+                url = button.proto.url or manager.execute_deferred(button.proto.deferred_file_id)
+                return storage.get_file(url.rsplit("/", 1)[-1])
+            except Exception:  # not this run's: look in an earlier one
                 continue
-        raise LookupError(f"no media file {stored_name} was served")
+        raise LookupError(f"no run served the file of {button.proto.id}")
 
     def content(self, button) -> bytes:
         return bytes(self.file(button).content)
@@ -36,5 +38,5 @@ class MediaFiles:
 @pytest.fixture
 def media(monkeypatch) -> MediaFiles:
     files = MediaFiles()
-    monkeypatch.setattr(app_test, "MemoryMediaFileStorage", files.make_store)
+    monkeypatch.setattr(app_test, "MediaFileManager", files.make_manager)
     return files

@@ -137,7 +137,7 @@ def browser(chromium_path):
 
 @pytest.fixture
 def page(browser):
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
     tab = context.new_page()
     tab.set_default_timeout(VIEW_SECONDS * 1000)
     yield tab

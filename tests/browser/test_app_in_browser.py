@@ -156,3 +156,18 @@ def test_the_mapping_play_button_changes_the_animation_frame(server, page):
     )
     after = page.evaluate(f"() => {{ const g = {animated}; return [g._fullLayout.sliders[0].active, g._fullLayout.title.text]; }}")
     assert after != before
+
+
+def test_a_chart_csv_is_written_when_its_button_is_clicked(server, page):
+    """CSVs are generated on click (deferred), not on every rerun: the click must still save the chart's numbers."""
+    page.goto(link(server, Settings(), "overview"))
+    wait_for_app(page, chart_count=2)
+    with page.expect_download() as download:
+        page.locator('[data-testid="stDownloadButton"] button', has_text="CSV").first.click()
+    saved = download.value
+    assert saved.suggested_filename == "overview-cache-bytes.csv"
+    lines = open(saved.path(), encoding="utf-8").read().splitlines()
+    header = lines[0].split(",")
+    assert "cache_bytes_measured" in header and len(lines) == 1 + len(Settings().variants)
+    measured = {row.split(",")[0].upper(): int(row.split(",")[header.index("cache_bytes_measured")]) for row in lines[1:]}
+    assert measured == expected_cache_bars(Settings())
