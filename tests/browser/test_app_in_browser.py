@@ -160,7 +160,7 @@ def test_the_mapping_play_button_changes_the_animation_frame(server, page):
 
 def test_a_chart_csv_is_written_when_its_button_is_clicked(server, page):
     """CSVs are generated on click (deferred), not on every rerun: the click must still save the chart's numbers."""
-    page.goto(link(server, Settings(), "overview"))
+    page.goto(link(server, Settings()))  # the overview is the app's root
     wait_for_app(page, chart_count=2)
     with page.expect_download() as download:
         page.locator('[data-testid="stDownloadButton"] button', has_text="CSV").first.click()
