@@ -255,7 +255,7 @@ if variant != "mla" and len(heads) < settings.heads:
     kv_read = cfg.kv_heads_read(heads)
     st.caption(
         f"Measured on the layer of {hm.heads_text(heads)}: its cache holds the {len(kv_read)} KV "
-        f"head{'s' if len(kv_read) > 1 else ''} they read. The full layer's cache holds all {cfg.n_kv_heads}, "
+        f"head{'s' if len(kv_read) > 1 else ''} they read. The full layer's cache holds all {cfg.n_kv_heads} KV heads: "
         f"{cfg.cache_elements_per_token:,} numbers per token."
     )
 if variant == "mla":
