@@ -298,7 +298,7 @@ def panels_figure(
                 layout[axis]["dtick"] = labels[1] - labels[0] if len(labels) > 1 else 1
         layout["annotations"].append(
             {"text": panel.title, "x": (x0 + x1) / 2, "y": y1, "xref": "paper", "yref": "paper", "showarrow": False,
-             "yanchor": "bottom", "font": {"size": 12 if ncols <= 4 else 10}}  # 8 titles a row fit at 10 px
+             "yanchor": "bottom", "font": {"size": 12 if ncols <= 4 else 10}}
         )
         trace = {"type": "heatmap", "z": typed_array(panel.z), "x": panel.x, "y": panel.y, "coloraxis": panel.coloraxis,
                  "hovertemplate": panel.hover, "xaxis": f"x{suffix}", "yaxis": f"y{suffix}", "hoverongaps": False}
@@ -370,23 +370,27 @@ def grid_pooling(length: int, n_panels: int, how: str) -> Pooling:
     return Pooling(block, block, how)
 
 
-def head_label(head: int, kv_head: int, variant: str) -> str:
-    return f"head {head}" if variant in ("mha", "mla") else f"head {head} · KV {kv_head}"
+def head_label(head: int, kv_head: int, variant: str, *, two_lines: bool = False) -> str:
+    if variant in ("mha", "mla"):
+        return f"head {head}"
+    return f"head {head}<br>KV {kv_head}" if two_lines else f"head {head} · KV {kv_head}"
 
 
 def grid_figure(result: dict, variant: str, group_size: int, *, pool: str, tokens: list[str] | None):
     """Every computed head's weights, one KV group per row where groups are 2..8 heads wide."""
     weights, heads = result["weights"], result["heads"]
     pooling = grid_pooling(weights.shape[1], len(heads), pool)
+    ncols = grid_columns(len(heads), group_size)
+    two_lines = ncols > 4  # "head 12 · KV 1" eight times a row runs together on a 1024-px projector
     panels = [
-        attention_panel(weights[i], title=head_label(h, result["kv_head"][i], variant), pooling=pooling, tokens=tokens)
-        for i, h in enumerate(heads)
+        attention_panel(weights[i], title=head_label(h, kv, variant, two_lines=two_lines), pooling=pooling,
+                        tokens=tokens, csv_name=head_label(h, kv, variant))
+        for i, (h, kv) in enumerate(zip(heads, result["kv_head"]))
     ]
     vmax = max(float(np.nanmax(p.z)) for p in panels)
-    ncols = grid_columns(len(heads), group_size)
     fig = panels_figure(
         panels, ncols, coloraxes={"coloraxis": weights_axis(vmax)}, row_height=240 if ncols <= 4 else 170,
-        x_title="key position", y_title="query position",
+        x_title="key position" if not two_lines else "key", y_title="query position",
     )
     return fig, panel_csv(panels), pooling
 

@@ -209,7 +209,7 @@ def test_a_page_of_heads_shows_those_heads_of_the_full_layer():
     expected = layer_weights(settings, "gqa", n_tokens=24)
     grid = heatmaps(charts(at)[0])
     titles = [a["text"] for a in charts(at)[0]["layout"]["annotations"]][:16]
-    assert titles == [f"head {h} · KV {h // 8}" for h in range(16, 32)]
+    assert titles == [f"head {h}<br>KV {h // 8}" for h in range(16, 32)]  # 8 a row: two lines, so they fit
     for z, weights in zip(grid, expected[16:32], strict=True):
         np.testing.assert_allclose(z, weights, atol=1e-6)
     assert "Measured on the layer of heads 16–31: its cache holds the 2 KV heads they read" in texts(at)
