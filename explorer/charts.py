@@ -69,9 +69,12 @@ def csv_text(rows: Sequence[dict]) -> str:
     return out.getvalue()
 
 
-def show_chart(fig: go.Figure, *, name: str, rows: Sequence[dict] | Callable[[], str], caption: str) -> None:
-    """Draw fig with its caption and a CSV download of rows (the numbers it plots), or of a callable giving their CSV
-    text. The CSV is written when the button is clicked, not on every rerun. name keys the widgets."""
+def show_chart(fig: go.Figure | dict, *, name: str, rows: Sequence[dict] | Callable[[], str], caption: str) -> None:
+    """Draw fig (a Figure, or a figure dict built by hand and handed over as it is: see PreparedFigure) with its
+    caption and a CSV download of rows (the numbers it plots), or of a callable giving their CSV text. The CSV is
+    written when the button is clicked, not on every rerun. name keys the widgets."""
+    if isinstance(fig, dict):
+        fig = PreparedFigure(fig)
     to_image = dict(PLOTLY_CONFIG["toImageButtonOptions"], filename=name)
     st.plotly_chart(fig, config=PLOTLY_CONFIG | {"toImageButtonOptions": to_image}, key=f"chart_{name}")
     left, right = st.columns([6, 1], vertical_alignment="center")

@@ -30,7 +30,7 @@ from attn_core.probe.heatmaps import (
     tokenize,
 )
 
-from .charts import PLOTLY_TEMPLATE, PreparedFigure, typed_array
+from .charts import PLOTLY_TEMPLATE, typed_array
 from .params import Choice, Flag
 from .settings import D_MODEL_CHOICES, Settings
 from .work import takes_turns
@@ -552,9 +552,6 @@ class Chart:
     csv: PanelNumbers
     pooling: Pooling
     facts: dict = field(default_factory=dict)
-
-    def figure(self) -> PreparedFigure:
-        return PreparedFigure(self.spec)
 
 
 def _tokens(spec: InputSpec) -> list[str] | None:

@@ -505,7 +505,7 @@ def fused_chart(cfg: AttentionConfig, seed: int, batch: int, seq_len: int) -> tu
 
 def fused_figure(result: dict, cfg: AttentionConfig) -> dict:
     """The fused weight's rows in each layout as a bar of head_dim-wide blocks, coloured by KV group (as in the
-    mapping above); keys hatched, values dotted. A figure dict for explorer.charts.PreparedFigure: Plotly validated
+    mapping above); keys hatched, values dotted. A figure dict, shown as it is by explorer.charts.show_chart: Plotly validated
     a few hundred bars in 0.1 s; the tests validate it instead."""
     rows = fused_block_rows(result, cfg)
     data = []

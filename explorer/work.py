@@ -15,7 +15,7 @@ from typing import TypeVar
 
 SLOTS = max(1, os.cpu_count() or 1)
 _slots = threading.BoundedSemaphore(SLOTS)
-_held = threading.local()  # how deep this thread is in heavy work: a probe inside a probe does not wait for itself
+_held = threading.local()  # .slot: this thread holds a slot, so a probe inside a probe does not wait for itself
 
 Result = TypeVar("Result")
 
@@ -25,14 +25,13 @@ def takes_turns(probe: Callable[..., Result]) -> Callable[..., Result]:
 
     @functools.wraps(probe)
     def in_turn(*args, **kwargs) -> Result:
-        depth = getattr(_held, "depth", 0)
-        if depth:
+        if getattr(_held, "slot", False):
             return probe(*args, **kwargs)
         with _slots:
-            _held.depth = 1
+            _held.slot = True
             try:
                 return probe(*args, **kwargs)
             finally:
-                _held.depth = 0
+                _held.slot = False
 
     return in_turn

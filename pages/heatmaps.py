@@ -158,7 +158,7 @@ check = f"Rows sum to 1 within {chart.facts['row_sum_error']:.1e}"
 if causal:
     check += f"; above the diagonal every weight is {chart.facts['upper_max']:g}"
 show_chart(
-    chart.figure(), name="heatmaps-heads", rows=chart.csv.csv_text,
+    chart.spec, name="heatmaps-heads", rows=chart.csv.csv_text,
     caption=f"Darker = more attention, from query (row) to key (column); colour follows the square root of the weight so small weights stay visible. {check}. "
     + ("Notice the first row: with the causal mask the first token can only attend to itself." if causal else
        "Without the mask every query sees every key, the future included."),
@@ -191,7 +191,7 @@ else:
         )
     if chart is not None:
         show_chart(
-            chart.figure(), name="heatmaps-compare", rows=chart.csv.csv_text,
+            chart.spec, name="heatmaps-compare", rows=chart.csv.csv_text,
             caption=f"Head {head} with the same query weights in each variant: what changes is only the keys it reads. "
             + (f"Cells are the {chart.pooling.describe()}." if chart.pooling.pooled else ""),
         )
@@ -222,7 +222,7 @@ st.markdown(
 )
 chart = hm.steps_chart(cfg, settings.seed, spec, causal, heads, head, pool)
 show_chart(
-    chart.figure(), name="heatmaps-inside-head", rows=chart.csv.csv_text,
+    chart.spec, name="heatmaps-inside-head", rows=chart.csv.csv_text,
     caption=f"Follow ① to ⑤. ④ equals the layer's own weights for head {head} {difference(chart.facts['weights_error'])}. "
     "Scaling by 1/√d_k keeps scores from growing with the head width, which would make the softmax nearly one-hot. "
     + (f"Square matrices show the {chart.pooling.describe()}." if chart.pooling.pooled else ""),
@@ -245,7 +245,7 @@ st.markdown(
     "step, asking for its weights. Its row is what one step of generation attends to — itself and everything cached."
 )
 show_chart(
-    chart.figure(), name="heatmaps-decode-step", rows=chart.csv.csv_text,
+    chart.spec, name="heatmaps-decode-step", rows=chart.csv.csv_text,
     caption=f"One row per head shown (head {head} outlined). The step through the cache gives the last row of the full "
     f"pass {difference(chart.facts['decode_error'])}: caching changes the cost, not the result."
     + (f" Cells are the {chart.pooling.describe()}." if chart.pooling.pooled else ""),

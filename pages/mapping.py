@@ -4,7 +4,7 @@ import streamlit as st
 from attn_core import VARIANT_NAMES
 from attn_core.probe.mapping import CONTEXT_TOKENS
 from explorer import mapping as view
-from explorer.charts import PreparedFigure, show_chart
+from explorer.charts import show_chart
 from explorer.state import bound, link_query, page_link, page_settings
 
 settings = page_settings()
@@ -57,7 +57,7 @@ with left:
     )
     spec, rows = view.mapping_chart(settings, active, highlight)
     show_chart(
-        PreparedFigure(spec),
+        spec,
         name="head-kv-mapping",
         rows=rows,
         caption=(
@@ -115,7 +115,7 @@ if variant != "mla":
     fused = view.fused_result(cfg, settings.seed, settings.batch, settings.seq_len)
     spec, rows = view.fused_chart(cfg, settings.seed, settings.batch, settings.seq_len)
     show_chart(
-        PreparedFigure(spec),
+        spec,
         name="fused-qkv-layouts",
         rows=rows,
         caption="Each block is one head's rows (head_dim of them), coloured by KV group as above: plain = query, "

@@ -7,7 +7,7 @@ import streamlit as st
 from attn_core import VARIANT_NAMES
 from attn_core.probe.masks import MAX_TOKENS
 from explorer import masks as view
-from explorer.charts import PreparedFigure, show_chart
+from explorer.charts import show_chart
 from explorer.state import bound, page_settings
 
 settings = page_settings()
@@ -80,7 +80,7 @@ result = view.masks_result(cfg, settings.seed, head, *lengths)
 
 def chart(section: str, name: str, caption: str) -> None:
     spec, rows = view.section_chart(section, cfg, settings.seed, lengths, head)
-    show_chart(PreparedFigure(spec), name=name, rows=rows, caption=caption)
+    show_chart(spec, name=name, rows=rows, caption=caption)
 
 
 
