@@ -36,7 +36,7 @@ def allowed_positions(
     if causal and q_len == k_len and key_padding_mask is None:
         return KeyMask(None, plain_causal=True)  # SDPA needs no tensor; the weights path draws it when asked
     mask = None
-    if causal:
+    if causal and q_len > 1:  # one query, the last position, sees every key: nothing to mask
         mask = causal_allowed(q_len, k_len, device)
     if key_padding_mask is not None:
         if key_padding_mask.shape[-1] != k_len:
