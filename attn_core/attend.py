@@ -1,4 +1,5 @@
 """Scaled dot-product attention over grouped keys, the one place every variant's scores are computed."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

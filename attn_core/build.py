@@ -1,4 +1,5 @@
 """Build a layer from its config, with weights that depend on the seed alone, or only some of its heads."""
+
 from __future__ import annotations
 
 import hashlib

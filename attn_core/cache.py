@@ -1,4 +1,5 @@
 """KV caches that hold only what a variant needs, grow by doubling, and know their bytes."""
+
 from __future__ import annotations
 
 import torch
@@ -98,7 +99,9 @@ class LatentKVCache(_Cache):
 
     def __init__(self, batch_size: int, kv_lora_rank: int, rope_dim: int, *, dtype, device):
         self.kv_lora_rank = kv_lora_rank
-        self.buffers = {"latent": GrowingSequenceBuffer(batch_size, 1, kv_lora_rank + rope_dim, dtype=dtype, device=device)}
+        self.buffers = {
+            "latent": GrowingSequenceBuffer(batch_size, 1, kv_lora_rank + rope_dim, dtype=dtype, device=device)
+        }
 
     def append(self, c_kv: torch.Tensor, k_rope: torch.Tensor) -> torch.Tensor:
         """c_kv [B, 1, L, d_c], k_rope [B, 1, L, d_h^R] -> the whole latent held, [B, 1, S, d_c + d_h^R] (a view)."""

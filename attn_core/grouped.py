@@ -1,4 +1,5 @@
 """MHA, MQA and GQA as one module: they differ only in n_kv_heads (n_heads, 1, or g)."""
+
 from __future__ import annotations
 
 import torch
@@ -67,8 +68,8 @@ class GroupedQueryAttention(nn.Module):
                 k = apply_rope(k, cos, sin, cfg.rope_interleave)
             if cache is not None:
                 k, v = cache.append(k, v)
-        mask = allowed_positions(q.shape[2], k.shape[2], causal=causal, key_padding_mask=key_padding_mask, device=x.device)
-        out, weights = attend(
-            q, k, v, scale=cfg.head_dim**-0.5, mask=mask, return_weights=return_weights
+        mask = allowed_positions(
+            q.shape[2], k.shape[2], causal=causal, key_padding_mask=key_padding_mask, device=x.device
         )
+        out, weights = attend(q, k, v, scale=cfg.head_dim**-0.5, mask=mask, return_weights=return_weights)
         return self.o_proj(rearrange(out, "b h l d -> b l (h d)")), weights

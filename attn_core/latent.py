@@ -7,6 +7,7 @@ Only c_kv and k_rope are cached. Attention can be computed two ways that give th
 - absorbed: fold the key up-projection into the query and the value up-projection into the output, and attend in
   latent space, where MLA is multi-query attention with one KV head of width d_c + d_h^R.
 """
+
 from __future__ import annotations
 
 import torch
@@ -120,7 +121,9 @@ class MultiHeadLatentAttention(nn.Module):
             latent = torch.cat((c_kv, k_rope), dim=-1)
         if absorb is None:
             absorb = start > 0
-        mask = allowed_positions(x.shape[1], latent.shape[2], causal=causal, key_padding_mask=key_padding_mask, device=x.device)
+        mask = allowed_positions(
+            x.shape[1], latent.shape[2], causal=causal, key_padding_mask=key_padding_mask, device=x.device
+        )
         scale = cfg.qk_head_dim**-0.5
         if absorb:
             w_uk, w_uv = self.absorbed_weights()

@@ -1,4 +1,5 @@
 """Rotary position embedding (RoPE), in the rotate-half layout (Llama) or the interleaved one (DeepSeek)."""
+
 from __future__ import annotations
 
 import torch

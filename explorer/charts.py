@@ -1,5 +1,6 @@
 """How every chart reaches the page: Plotly's toolbar kept visible (PNG export), a caption saying what to notice,
 and the chart's numbers as a CSV download, so a teacher can take both away."""
+
 from __future__ import annotations
 
 import base64
@@ -80,8 +81,14 @@ def show_chart(fig: go.Figure | dict, *, name: str, rows: Sequence[dict] | Calla
     left, right = st.columns([6, 1], vertical_alignment="center")
     left.caption(caption)
     right.download_button(
-        "CSV", rows if callable(rows) else functools.partial(csv_text, rows), file_name=f"{name}.csv",
-        mime="text/csv", key=f"csv_{name}", on_click="ignore", help="The numbers this chart plots", width="stretch",
+        "CSV",
+        rows if callable(rows) else functools.partial(csv_text, rows),
+        file_name=f"{name}.csv",
+        mime="text/csv",
+        key=f"csv_{name}",
+        on_click="ignore",
+        help="The numbers this chart plots",
+        width="stretch",
     )
 
 

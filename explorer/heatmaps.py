@@ -1,5 +1,6 @@
 """The attention heatmaps page: its link parameters, cached probes, and figures built from
 attn_core.probe.heatmaps results (plain arrays in, Plotly figures and CSV rows out)."""
+
 from __future__ import annotations
 
 import csv
@@ -103,7 +104,9 @@ def make_input_spec(settings: Settings, *, kind: str, text: str, tokens: str, sc
             notes.append("The text is empty: showing the example sentence until you type one.")
             words = tokenize(DEFAULT_TEXT, tokens)
         if len(words) > MAX_TEXT_TOKENS:
-            notes.append(f"Text is limited to {MAX_TEXT_TOKENS} tokens: the first {MAX_TEXT_TOKENS} of {len(words)} are used.")
+            notes.append(
+                f"Text is limited to {MAX_TEXT_TOKENS} tokens: the first {MAX_TEXT_TOKENS} of {len(words)} are used."
+            )
             words = words[:MAX_TEXT_TOKENS]
         spec = replace(base, tokens=tuple(words))
     else:
@@ -136,7 +139,9 @@ def kv_basis(d_model: int, heads: int, seed: int, _mha) -> np.ndarray:
 
 @st.cache_data(max_entries=4, show_spinner=False)
 @takes_turns
-def comparison_result(configs: tuple[tuple[str, AttentionConfig], ...], seed: int, spec: InputSpec, causal: bool) -> dict:
+def comparison_result(
+    configs: tuple[tuple[str, AttentionConfig], ...], seed: int, spec: InputSpec, causal: bool
+) -> dict:
     first = configs[0][1]
     return compare_from_mha(
         dict(configs), seed, spec, causal=causal, basis_of=lambda mha: kv_basis(first.d_model, first.n_heads, seed, mha)
@@ -180,7 +185,9 @@ def head_pages(n_heads: int, group_size: int, group) -> list[range]:
     else:
         runs = [range(start, start + group_size) for start in range(candidates.start, candidates.stop, group_size)]
         per_page = MAX_PANELS
-    return [range(start, min(start + per_page, run.stop)) for run in runs for start in range(run.start, run.stop, per_page)]
+    return [
+        range(start, min(start + per_page, run.stop)) for run in runs for start in range(run.start, run.stop, per_page)
+    ]
 
 
 def heads_text(heads: range) -> str:
@@ -240,8 +247,16 @@ def plotly_safe(token: str) -> str:
 
 
 def attention_panel(
-    matrix: np.ndarray, *, title: str, pooling: Pooling, tokens: list[str] | None, value_name: str = "weight",
-    coloraxis: str = "coloraxis", x_name: str = "key", y_name: str = "query", csv_name: str = "",
+    matrix: np.ndarray,
+    *,
+    title: str,
+    pooling: Pooling,
+    tokens: list[str] | None,
+    value_name: str = "weight",
+    coloraxis: str = "coloraxis",
+    x_name: str = "key",
+    y_name: str = "query",
+    csv_name: str = "",
 ) -> Panel:
     z = pool_blocks(matrix, pooling.rows, pooling.cols, pooling.how)
     x = axis_labels(matrix.shape[1], pooling.cols, tokens if x_name in ("key", "query") else None)
@@ -258,8 +273,16 @@ def attention_panel(
 
 
 def panels_figure(
-    panels: list[Panel], ncols: int, *, coloraxes: dict[str, dict], row_height: int, title: str = "",
-    x_title: str = "", y_title: str = "", layout_cols: list[list[int]] | None = None, share_x: bool = True,
+    panels: list[Panel],
+    ncols: int,
+    *,
+    coloraxes: dict[str, dict],
+    row_height: int,
+    title: str = "",
+    x_title: str = "",
+    y_title: str = "",
+    layout_cols: list[list[int]] | None = None,
+    share_x: bool = True,
 ) -> dict:
     """Heatmaps in a grid, as one figure dict with its axes laid out by hand (make_subplots is several times slower,
     and every rerun paid for it). layout_cols optionally gives, per row, the column slots used.
@@ -275,8 +298,11 @@ def panels_figure(
     lowest = {c: max(r for r, cc in placed if cc == c) for _, c in placed}
     nrows = placed[-1][0] + 1 if placed else 1
     gap_x, gap_y = 0.035, 0.16 / nrows + 0.04
-    layout: dict = {"annotations": [], "height": row_height * nrows + 70 + (30 if title else 0),
-                    "margin": {"t": 70 if title else 45, "b": 45, "l": 60, "r": 20}}
+    layout: dict = {
+        "annotations": [],
+        "height": row_height * nrows + 70 + (30 if title else 0),
+        "margin": {"t": 70 if title else 45, "b": 45, "l": 60, "r": 20},
+    }
     if title:
         layout["title"] = {"text": title, "font": {"size": 14}}
     data = []
@@ -287,21 +313,48 @@ def panels_figure(
         y0 = 1 - (r + 1) / nrows + (gap_y / 2 if r < nrows - 1 else 0)
         first_in_row = c == slots[r][0]
         bottom = r == lowest[c] or not share_x
-        layout[f"xaxis{suffix}"] = {"domain": [x0, x1], "anchor": f"y{suffix}", "tickfont": {"size": 9},
-                                     "showticklabels": bottom, "title": {"text": x_title if r == lowest[c] else ""}}
-        layout[f"yaxis{suffix}"] = {"domain": [y0, y1], "anchor": f"x{suffix}", "autorange": "reversed",
-                                     "tickfont": {"size": 9}, "showticklabels": first_in_row,
-                                     "title": {"text": y_title if first_in_row else ""}}
+        layout[f"xaxis{suffix}"] = {
+            "domain": [x0, x1],
+            "anchor": f"y{suffix}",
+            "tickfont": {"size": 9},
+            "showticklabels": bottom,
+            "title": {"text": x_title if r == lowest[c] else ""},
+        }
+        layout[f"yaxis{suffix}"] = {
+            "domain": [y0, y1],
+            "anchor": f"x{suffix}",
+            "autorange": "reversed",
+            "tickfont": {"size": 9},
+            "showticklabels": first_in_row,
+            "title": {"text": y_title if first_in_row else ""},
+        }
         for axis, labels in ((f"xaxis{suffix}", panel.x), (f"yaxis{suffix}", panel.y)):
             if 0 < len(labels) <= SHOW_VALUES_UP_TO and isinstance(labels[0], int):
                 # a tick on every position: Plotly's own would put -0.4 … 0.4 around a single token
                 layout[axis]["dtick"] = labels[1] - labels[0] if len(labels) > 1 else 1
         layout["annotations"].append(
-            {"text": panel.title, "x": (x0 + x1) / 2, "y": y1, "xref": "paper", "yref": "paper", "showarrow": False,
-             "yanchor": "bottom", "font": {"size": 12 if ncols <= 4 else 10}}
+            {
+                "text": panel.title,
+                "x": (x0 + x1) / 2,
+                "y": y1,
+                "xref": "paper",
+                "yref": "paper",
+                "showarrow": False,
+                "yanchor": "bottom",
+                "font": {"size": 12 if ncols <= 4 else 10},
+            }
         )
-        trace = {"type": "heatmap", "z": typed_array(panel.z), "x": panel.x, "y": panel.y, "coloraxis": panel.coloraxis,
-                 "hovertemplate": panel.hover, "xaxis": f"x{suffix}", "yaxis": f"y{suffix}", "hoverongaps": False}
+        trace = {
+            "type": "heatmap",
+            "z": typed_array(panel.z),
+            "x": panel.x,
+            "y": panel.y,
+            "coloraxis": panel.coloraxis,
+            "hovertemplate": panel.hover,
+            "xaxis": f"x{suffix}",
+            "yaxis": f"y{suffix}",
+            "hoverongaps": False,
+        }
         if panel.show_values:
             trace["texttemplate"] = "%{z:.2f}"
             trace["textfont"] = {"size": 9}
@@ -351,16 +404,26 @@ WEIGHT_COLORSCALE = _square_root_blues()
 
 
 def weights_axis(vmax: float, title: str = "weight") -> dict:
-    return {"colorscale": WEIGHT_COLORSCALE, "cmin": 0.0, "cmax": max(vmax, 1e-9),
-            "colorbar": {"title": {"text": title}, "thickness": 12}}
+    return {
+        "colorscale": WEIGHT_COLORSCALE,
+        "cmin": 0.0,
+        "cmax": max(vmax, 1e-9),
+        "colorbar": {"title": {"text": title}, "thickness": 12},
+    }
 
 
 def diverging_axis(values: np.ndarray, title: str) -> dict:
     """Red for positive, blue for negative, white at 0, symmetric about 0 (masked −∞ cells are left out)."""
     finite = values[np.isfinite(values)]
     bound = max(float(np.abs(finite).max()), 1e-9) if finite.size else 1.0
-    return {"colorscale": "RdBu", "reversescale": True, "cmin": -bound, "cmax": bound, "cmid": 0.0,
-            "colorbar": {"title": {"text": title}, "thickness": 12}}
+    return {
+        "colorscale": "RdBu",
+        "reversescale": True,
+        "cmin": -bound,
+        "cmax": bound,
+        "cmid": 0.0,
+        "colorbar": {"title": {"text": title}, "thickness": 12},
+    }
 
 
 def grid_pooling(length: int, n_panels: int, how: str) -> Pooling:
@@ -383,14 +446,23 @@ def grid_figure(result: dict, variant: str, group_size: int, *, pool: str, token
     ncols = grid_columns(len(heads), group_size)
     two_lines = ncols > 4  # "head 12 · KV 1" eight times a row runs together on a 1024-px projector
     panels = [
-        attention_panel(weights[i], title=head_label(h, kv, variant, two_lines=two_lines), pooling=pooling,
-                        tokens=tokens, csv_name=head_label(h, kv, variant))
+        attention_panel(
+            weights[i],
+            title=head_label(h, kv, variant, two_lines=two_lines),
+            pooling=pooling,
+            tokens=tokens,
+            csv_name=head_label(h, kv, variant),
+        )
         for i, (h, kv) in enumerate(zip(heads, result["kv_head"]))
     ]
     vmax = max(float(np.nanmax(p.z)) for p in panels)
     fig = panels_figure(
-        panels, ncols, coloraxes={"coloraxis": weights_axis(vmax)}, row_height=240 if ncols <= 4 else 170,
-        x_title="key position" if not two_lines else "key", y_title="query position",
+        panels,
+        ncols,
+        coloraxes={"coloraxis": weights_axis(vmax)},
+        row_height=240 if ncols <= 4 else 170,
+        x_title="key position" if not two_lines else "key",
+        y_title="query position",
     )
     return fig, panel_csv(panels), pooling
 
@@ -406,8 +478,12 @@ def compare_figure(results: dict, head: int, *, pool: str, tokens: list[str] | N
     ]
     vmax = max(float(np.nanmax(p.z)) for p in panels)
     fig = panels_figure(
-        panels, len(panels), coloraxes={"coloraxis": weights_axis(vmax)}, row_height=300,
-        x_title="key position", y_title="query position",
+        panels,
+        len(panels),
+        coloraxes={"coloraxis": weights_axis(vmax)},
+        row_height=300,
+        x_title="key position",
+        y_title="query position",
     )
     return fig, panel_csv(panels), pooling
 
@@ -425,31 +501,92 @@ def steps_figure(steps: dict[str, np.ndarray], *, causal: bool, pool: str, token
     shape = f"{length}×{keys}"
     masked_shown = np.where(np.isfinite(steps["masked"]), steps["masked"], np.nan)  # −∞ goes out as a gap
     panels = [
-        attention_panel(q, title=f"Q [{length}×{d_k}]", pooling=tall(*q.shape), tokens=tokens, value_name="value",
-                        coloraxis="coloraxis2", x_name="dim", csv_name="Q"),
-        attention_panel(k, title=f"K [{keys}×{d_k}]", pooling=tall(*k.shape), tokens=tokens, value_name="value",
-                        coloraxis="coloraxis2", y_name="key", x_name="dim", csv_name="K"),
-        attention_panel(v, title=f"V [{keys}×{d_v}]", pooling=tall(*v.shape), tokens=tokens, value_name="value",
-                        coloraxis="coloraxis2", y_name="key", x_name="dim", csv_name="V"),
-        attention_panel(steps["scores"], title="① Q·Kᵀ", pooling=square, tokens=tokens,
-                        value_name="score", coloraxis="coloraxis3", csv_name=f"1 scores Q.K^T [{shape}]"),
-        attention_panel(steps["scaled"], title=f"② ×1/√{d_k}", pooling=square, tokens=tokens,
-                        value_name="scaled score", coloraxis="coloraxis4", csv_name=f"2 scaled x{d_k ** -0.5:.4g}"),
-        attention_panel(masked_shown, title="③ + mask" if causal else "③ no mask", pooling=square, tokens=tokens,
-                        value_name="masked score", coloraxis="coloraxis4", csv_name="3 masked (empty = -inf)"),
+        attention_panel(
+            q,
+            title=f"Q [{length}×{d_k}]",
+            pooling=tall(*q.shape),
+            tokens=tokens,
+            value_name="value",
+            coloraxis="coloraxis2",
+            x_name="dim",
+            csv_name="Q",
+        ),
+        attention_panel(
+            k,
+            title=f"K [{keys}×{d_k}]",
+            pooling=tall(*k.shape),
+            tokens=tokens,
+            value_name="value",
+            coloraxis="coloraxis2",
+            y_name="key",
+            x_name="dim",
+            csv_name="K",
+        ),
+        attention_panel(
+            v,
+            title=f"V [{keys}×{d_v}]",
+            pooling=tall(*v.shape),
+            tokens=tokens,
+            value_name="value",
+            coloraxis="coloraxis2",
+            y_name="key",
+            x_name="dim",
+            csv_name="V",
+        ),
+        attention_panel(
+            steps["scores"],
+            title="① Q·Kᵀ",
+            pooling=square,
+            tokens=tokens,
+            value_name="score",
+            coloraxis="coloraxis3",
+            csv_name=f"1 scores Q.K^T [{shape}]",
+        ),
+        attention_panel(
+            steps["scaled"],
+            title=f"② ×1/√{d_k}",
+            pooling=square,
+            tokens=tokens,
+            value_name="scaled score",
+            coloraxis="coloraxis4",
+            csv_name=f"2 scaled x{d_k**-0.5:.4g}",
+        ),
+        attention_panel(
+            masked_shown,
+            title="③ + mask" if causal else "③ no mask",
+            pooling=square,
+            tokens=tokens,
+            value_name="masked score",
+            coloraxis="coloraxis4",
+            csv_name="3 masked (empty = -inf)",
+        ),
         attention_panel(steps["weights"], title="④ softmax", pooling=square, tokens=tokens, csv_name="4 softmax"),
-        attention_panel(steps["out"], title=f"⑤ ·V [{length}×{d_v}]", pooling=tall(*steps["out"].shape),
-                        tokens=tokens, value_name="value", coloraxis="coloraxis5", x_name="dim", csv_name="5 output"),
+        attention_panel(
+            steps["out"],
+            title=f"⑤ ·V [{length}×{d_v}]",
+            pooling=tall(*steps["out"].shape),
+            tokens=tokens,
+            value_name="value",
+            coloraxis="coloraxis5",
+            x_name="dim",
+            csv_name="5 output",
+        ),
     ]
     coloraxes = {
         "coloraxis": weights_axis(float(np.nanmax(panels[6].z)), "weight") | {"showscale": False},
-        "coloraxis2": diverging_axis(np.concatenate([q.ravel(), k.ravel(), v.ravel()]), "q, k, v") | {"showscale": False},
+        "coloraxis2": diverging_axis(np.concatenate([q.ravel(), k.ravel(), v.ravel()]), "q, k, v")
+        | {"showscale": False},
         "coloraxis3": diverging_axis(steps["scores"], "score") | {"showscale": False},
         "coloraxis4": diverging_axis(steps["scaled"], "scaled score") | {"showscale": False},
         "coloraxis5": diverging_axis(steps["out"], "output") | {"showscale": False},
     }
     fig = panels_figure(
-        panels, 5, coloraxes=coloraxes, row_height=260, layout_cols=[[0, 1, 2], [0, 1, 2, 3, 4]], share_x=False,
+        panels,
+        5,
+        coloraxes=coloraxes,
+        row_height=260,
+        layout_cols=[[0, 1, 2], [0, 1, 2, 3, 4]],
+        share_x=False,
     )
     return fig, panel_csv(panels), square
 
@@ -462,17 +599,33 @@ def decode_figure(result: dict, variant: str, *, pool: str, tokens: list[str] | 
     z = pool_blocks(row, 1, pooling.cols, pool)
     x = axis_labels(keys, pooling.cols, tokens)
     y = [head_label(h, kv, variant) for h, kv in zip(result["heads"], result["kv_head"])]
-    hover = ("%{y}<br>key %{x}<br>weight %{z:.4g}" if not pooling.pooled
-             else f"%{{y}}<br>keys from %{{x}}<br>{pool} of {pooling.cols} keys: %{{z:.4g}}") + "<extra></extra>"
+    hover = (
+        "%{y}<br>key %{x}<br>weight %{z:.4g}"
+        if not pooling.pooled
+        else f"%{{y}}<br>keys from %{{x}}<br>{pool} of {pooling.cols} keys: %{{z:.4g}}"
+    ) + "<extra></extra>"
     panel = Panel("", z, x, y, hover, csv_name="decode step")
     fig = panels_figure(
-        [panel], 1, coloraxes={"coloraxis": weights_axis(float(np.nanmax(z)))},
-        row_height=min(520, 40 + 18 * heads), x_title="cached key position (the last one is the token itself)",
+        [panel],
+        1,
+        coloraxes={"coloraxis": weights_axis(float(np.nanmax(z)))},
+        row_height=min(520, 40 + 18 * heads),
+        x_title="cached key position (the last one is the token itself)",
     )
     # the head opened up in "inside one head", outlined (categories sit at 0, 1, ... on the y axis)
     at = result["heads"].index(highlight)
-    fig["layout"]["shapes"] = [{"type": "rect", "xref": "x domain", "yref": "y", "x0": 0, "x1": 1,
-                                "y0": at - 0.5, "y1": at + 0.5, "line": {"color": "#c4573a", "width": 2}}]
+    fig["layout"]["shapes"] = [
+        {
+            "type": "rect",
+            "xref": "x domain",
+            "yref": "y",
+            "x0": 0,
+            "x1": 1,
+            "y0": at - 0.5,
+            "y1": at + 0.5,
+            "line": {"color": "#c4573a", "width": 2},
+        }
+    ]
     return fig, panel_csv([panel]), pooling
 
 
@@ -499,13 +652,15 @@ def cache_table(cache_shapes: dict, cfg: AttentionConfig, dtype: str) -> list[di
     rows = []
     for name, shape in cache_shapes.items():
         batch, heads, held, width = shape
-        rows.append({
-            "Cache tensor": name,
-            "Shape [batch, heads, tokens, width]": f"[{batch}, {heads}, {held}, {width}]",
-            "Numbers per token": heads * width,
-            f"Bytes read per step in {dtype}": f"{held * heads * width * size:,}",
-            "Read by": readers.get(name, ""),
-        })
+        rows.append(
+            {
+                "Cache tensor": name,
+                "Shape [batch, heads, tokens, width]": f"[{batch}, {heads}, {held}, {width}]",
+                "Numbers per token": heads * width,
+                f"Bytes read per step in {dtype}": f"{held * heads * width * size:,}",
+                "Read by": readers.get(name, ""),
+            }
+        )
     return rows
 
 
@@ -532,14 +687,18 @@ def similarity_table(results: dict, head: int) -> list[dict]:
 
 
 _SIMILARITY_COLUMNS = (
-    "Variant", "Heads per KV group", "Output distance from MHA", "Chosen head: map overlap with MHA's",
-    "Mean map overlap with MHA's", "Overlap, heads of one group", "Overlap, heads of different groups",
+    "Variant",
+    "Heads per KV group",
+    "Output distance from MHA",
+    "Chosen head: map overlap with MHA's",
+    "Mean map overlap with MHA's",
+    "Overlap, heads of one group",
+    "Overlap, heads of different groups",
 )
 
 
 def _percent(value: float | None) -> str:
     return "—" if value is None else f"{100 * value:.1f} %"
-
 
 
 # --- cached views: what the page draws, keyed by small hashable values ----------------------------------------------
@@ -582,7 +741,9 @@ def compare_chart(
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def steps_chart(cfg: AttentionConfig, seed: int, spec: InputSpec, causal: bool, heads: range, head: int, pool: str) -> Chart:
+def steps_chart(
+    cfg: AttentionConfig, seed: int, spec: InputSpec, causal: bool, heads: range, head: int, pool: str
+) -> Chart:
     """Head `head` (one of the page's heads) step by step."""
     result = variant_result(cfg, seed, spec, causal, heads)
     steps = steps_of_head(result, head, causal)
@@ -596,7 +757,9 @@ def steps_chart(cfg: AttentionConfig, seed: int, spec: InputSpec, causal: bool, 
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def decode_chart(cfg: AttentionConfig, seed: int, spec: InputSpec, causal: bool, heads: range, head: int, pool: str) -> Chart:
+def decode_chart(
+    cfg: AttentionConfig, seed: int, spec: InputSpec, causal: bool, heads: range, head: int, pool: str
+) -> Chart:
     """The decode step's figure; its facts carry the cache shapes, so the cache table (which depends on the sidebar's
     dtype too) is made on the page without redrawing the figure."""
     result = variant_result(cfg, seed, spec, causal, heads)

@@ -9,6 +9,7 @@ The full recompute is one forward pass over the whole sequence without a cache. 
 exactly what recomputing the prefix up to t would give (token t cannot see later tokens), so it is the reference for
 every step at once.
 """
+
 from __future__ import annotations
 
 import torch

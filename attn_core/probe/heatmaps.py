@@ -5,6 +5,7 @@ Everything returned is plain numpy or python numbers. Work is bounded by a token
 causal attention the first N rows of the attention matrix are exactly those of the full-length pass, since a query
 never sees a later key.
 """
+
 from __future__ import annotations
 
 import math
@@ -29,7 +30,9 @@ MAX_WINDOW_TOKENS = 512
 WINDOW_CELL_BUDGET = 2**21  # computed heads x tokens^2 weights held per pass (8 MiB of float32)
 WINDOW_WORK_BUDGET = 2**32  # multiply-adds of the computed heads' four projections over the window
 COMPARE_WORK_BUDGET = 2**28  # tokens x d_model^2 for the variants compared: MHA built and four layers run, ~0.2 s here
-MLA_CONVERSION_MAX_D_MODEL = 1024  # the singular vectors of MHA's [2 d_model, d_model] key-value weights: work grows as d_model^3
+MLA_CONVERSION_MAX_D_MODEL = (
+    1024  # the singular vectors of MHA's [2 d_model, d_model] key-value weights: work grows as d_model^3
+)
 
 
 # --- inputs ---------------------------------------------------------------------------------------------------------
@@ -162,8 +165,14 @@ def head_steps(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, 
     weights = torch.softmax(masked, dim=-1)
     out = weights @ v  # [L, d_v]
     return {
-        "q": q.numpy(), "k": k.numpy(), "v": v.numpy(), "scores": scores.numpy(), "scaled": scaled.numpy(),
-        "masked": masked.numpy(), "weights": weights.numpy(), "out": out.numpy(),
+        "q": q.numpy(),
+        "k": k.numpy(),
+        "v": v.numpy(),
+        "scores": scores.numpy(),
+        "scaled": scaled.numpy(),
+        "masked": masked.numpy(),
+        "weights": weights.numpy(),
+        "out": out.numpy(),
     }
 
 
@@ -177,7 +186,9 @@ def steps_of_head(result: dict, head: int, causal: bool) -> dict[str, np.ndarray
 
 # --- the page's pass ------------------------------------------------------------------------------------------------
 @torch.inference_mode()
-def explore_variant(cfg: AttentionConfig, seed: int, inputs: InputSpec, *, causal: bool, heads: range | None = None) -> dict:
+def explore_variant(
+    cfg: AttentionConfig, seed: int, inputs: InputSpec, *, causal: bool, heads: range | None = None
+) -> dict:
     """Run the layer built from (cfg, seed) on the inputs, asking for its weights, and take it apart.
 
     heads: the query heads to compute (all by default): the layer is built with only those and the KV heads they
@@ -357,7 +368,11 @@ def group_overlaps(weights: torch.Tensor, group_size: int) -> tuple[float | None
 
 @torch.inference_mode()
 def compare_from_mha(
-    configs: dict[str, AttentionConfig], seed: int, inputs: InputSpec, *, causal: bool,
+    configs: dict[str, AttentionConfig],
+    seed: int,
+    inputs: InputSpec,
+    *,
+    causal: bool,
     basis_of: Callable[[GroupedQueryAttention], torch.Tensor | np.ndarray] = joint_kv_basis,
 ) -> dict:
     """Each variant made from one MHA layer (built from the seed), run on the same input.

@@ -4,6 +4,7 @@ cross-attention over another sequence, each run through the real layer on a few 
 Every function returns plain numpy arrays and python floats. All three sections come from one layer, built once:
 the layer of the one head shown (build_attention's heads=), so its cost does not grow with the head count.
 """
+
 from __future__ import annotations
 
 import torch
@@ -101,8 +102,17 @@ def cross_probe(layer, seed: int, query_len: int, memory_len: int) -> dict | Non
 
 @torch.inference_mode()
 def explore_masks(
-    cfg: AttentionConfig, seed: int, *, head: int, long_len: int, short_len: int, causal: bool, prefill: int,
-    chunk: int, query_len: int, memory_len: int,
+    cfg: AttentionConfig,
+    seed: int,
+    *,
+    head: int,
+    long_len: int,
+    short_len: int,
+    causal: bool,
+    prefill: int,
+    chunk: int,
+    query_len: int,
+    memory_len: int,
 ) -> dict:
     """All three sections for head `head` of the layer built from (cfg, seed), in float32: computed on a layer of
     that head alone and the KV head it reads, so weights are [1, ...] and outputs are that head's through o_proj."""

@@ -7,6 +7,7 @@ All layers of these models have the same attention shape, so one layer is measur
 n_layers. On the meta device the real forward pass runs with exact shapes and dtypes and no memory, so a prefill of
 DeepSeek-V3's 163,840 tokens costs milliseconds.
 """
+
 from __future__ import annotations
 
 import torch

@@ -1,4 +1,5 @@
 """The four variants side by side: sizes and costs measured from real modules."""
+
 from __future__ import annotations
 
 import torch

@@ -1,4 +1,5 @@
 """Fixtures of the AppTest suite (helpers that are not fixtures live in helpers.py)."""
+
 from __future__ import annotations
 
 import pytest

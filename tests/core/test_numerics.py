@@ -1,4 +1,5 @@
 """Outputs against independent references: float64 textbook attention and torch SDPA over repeated KV heads."""
+
 from __future__ import annotations
 
 import pytest
@@ -43,7 +44,9 @@ def test_grouped_prefill_matches_sdpa_over_repeated_kv_heads(name):
 
 @pytest.mark.parametrize("interleave", [False, True])
 def test_grouped_prefill_without_rope_matches_textbook(interleave):
-    layer = build_attention(AttentionConfig("gqa", d_model=24, n_heads=4, n_kv_heads=2, rope=False, rope_interleave=interleave), seed=1)
+    layer = build_attention(
+        AttentionConfig("gqa", d_model=24, n_heads=4, n_kv_heads=2, rope=False, rope_interleave=interleave), seed=1
+    )
     x = randn(1, 6, 24)
     assert max_diff(layer(x)[0], textbook(layer, x)[0]) <= TOL
 
@@ -241,7 +244,9 @@ def test_mla_absorbed_decode_equals_naive_decode(name):
 @pytest.mark.parametrize("name", LATENT)
 def test_mla_absorbed_weights_equal_naive_weights(name):
     layer, x = layer_for(name), randn(1, 6, EXAMPLES[name].d_model)
-    assert max_diff(layer(x, absorb=True, return_weights=True)[1], layer(x, absorb=False, return_weights=True)[1]) <= 1e-6
+    assert (
+        max_diff(layer(x, absorb=True, return_weights=True)[1], layer(x, absorb=False, return_weights=True)[1]) <= 1e-6
+    )
 
 
 @pytest.mark.parametrize("name", LATENT)

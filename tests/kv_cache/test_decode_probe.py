@@ -1,4 +1,5 @@
 """The step-by-step decode probe: bytes equal the closed form at every step, outputs equal a full recompute."""
+
 from __future__ import annotations
 
 import pytest
@@ -23,7 +24,13 @@ PROMPT, STEPS, BATCH = 5, 20, 2
 
 def trace(variant: str, dtype: str = "bfloat16", repeated: bool = False) -> dict:
     return decode_trace(
-        CONFIGS[variant], prompt_len=PROMPT, steps=STEPS, batch=BATCH, seed=3, storage_dtype=dtype, repeated_heads=repeated
+        CONFIGS[variant],
+        prompt_len=PROMPT,
+        steps=STEPS,
+        batch=BATCH,
+        seed=3,
+        storage_dtype=dtype,
+        repeated_heads=repeated,
     )
 
 
