@@ -523,7 +523,7 @@ def run_part_two(sessions: int, moves: int, limit: float, total_limit: float, la
             asyncio.wait_for(classroom(f"http://127.0.0.1:{port}", sessions, moves, limit, largest), total_limit)
         )
         died = process.poll() is not None
-    except asyncio.TimeoutError:
+    except TimeoutError:
         print(f"!! the classroom did not finish within {total_limit:.0f} s")
         results, died = [], process.poll() is not None
     finally:

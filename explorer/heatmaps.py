@@ -10,9 +10,8 @@ import unicodedata
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-import plotly.graph_objects as go
-from plotly.colors import sample_colorscale
 import streamlit as st
+from plotly.colors import sample_colorscale
 
 from attn_core import VARIANTS, AttentionConfig
 from attn_core.accounting import bytes_per_element
@@ -383,7 +382,7 @@ class PanelNumbers:
         for name, labels, z in zip(self.names, self.labels, self.matrices):
             padding = ("",) * (width - z.shape[1])
             for label, line in zip(labels, z.tolist()):
-                cells = ["%.7g" % v if v == v else "" for v in line]  # v != v: NaN, a masked cell
+                cells = [f"{v:.7g}" if v == v else "" for v in line]  # v != v: NaN, a masked cell
                 writer.writerow((name, label, *cells, *padding))
         return out.getvalue()
 

@@ -8,7 +8,6 @@ browser without a rerun per frame.
 
 from __future__ import annotations
 
-
 import plotly.graph_objects as go
 import streamlit as st
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from hypothesis import HealthCheck, given, settings as hypothesis_settings, strategies as st
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
 from attn_core import VARIANTS, AttentionConfig
 from explorer.settings import (

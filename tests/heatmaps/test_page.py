@@ -10,11 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from streamlit.testing.v1 import AppTest
 
 from attn_core import build_attention
 from attn_core.probe.heatmaps import InputSpec, make_inputs
 from explorer.settings import Settings
-from streamlit.testing.v1 import AppTest
 
 PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "heatmaps.py")
 PAYLOAD_BUDGET = 1_000_000  # bytes of chart data per page (DESIGN.md section 3)
