@@ -1,5 +1,5 @@
 """The attention heatmaps page: its link parameters, cached probes, and figures built from
-attn_core.probe.heatmaps results (plain arrays in, Plotly figures and CSV rows out)."""
+explorer.probes.heatmaps results (plain arrays in, Plotly figures and CSV rows out)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from plotly.colors import sample_colorscale
 
 from attn_core import VARIANTS, AttentionConfig
 from attn_core.accounting import bytes_per_element
-from attn_core.probe.heatmaps import (
+from explorer.probes.heatmaps import (
     COMPARE_WORK_BUDGET,
     MAX_TEXT_CHARS,
     MAX_TEXT_TOKENS,

@@ -1,12 +1,12 @@
-"""The KV cache page's view controls, cached probes, tables and figures (built from attn_core.probe.decode/models)."""
+"""The KV cache page's view controls, cached probes, tables and figures (built from explorer.probes.decode/models)."""
 
 from __future__ import annotations
 
 import streamlit as st
 
 from attn_core import PRESETS, AttentionConfig
-from attn_core.probe.decode import MAX_PROMPT_LEN, MAX_STEPS, MAX_TRACE_BATCH, check_trace_bounds, decode_trace
-from attn_core.probe.models import (
+from explorer.probes.decode import MAX_PROMPT_LEN, MAX_STEPS, MAX_TRACE_BATCH, check_trace_bounds, decode_trace
+from explorer.probes.models import (
     GIB,
     model_bytes,
     model_rows,

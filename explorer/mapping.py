@@ -1,7 +1,7 @@
 """The head -> KV mapping page's view settings, cached probes and its animated figure.
 
 The figure draws one frame per step of MHA -> GQA (every valid group count) -> MQA -> MLA. Each frame comes from
-attn_core.probe.mapping.read_morph: which store a query head reads is what the real layer showed when that store was
+explorer.probes.mapping.read_morph: which store a query head reads is what the real layer showed when that store was
 disturbed, never a formula. Plotly's frames carry the whole animation, so play/pause and the slider run in the
 browser without a rerun per frame.
 """
@@ -13,7 +13,7 @@ import streamlit as st
 
 from attn_core import VARIANTS, AttentionConfig
 from attn_core.accounting import bytes_per_element, decode_flops_per_token, kv_cache_bytes
-from attn_core.probe.mapping import compare_mla_ways, fused_projection, morph_configs, narrowed, path_shapes, read_morph
+from explorer.probes.mapping import compare_mla_ways, fused_projection, morph_configs, narrowed, path_shapes, read_morph
 
 from .charts import PLOTLY_TEMPLATE, difference, format_bytes
 from .overview import VARIANT_COLORS
@@ -28,7 +28,7 @@ MAP_STORE = Choice(
 
 # Building a layer's seeded weights runs at roughly 50 M numbers a second here (6 s for one MHA layer at d_model 8192),
 # and the animation needs up to ten layers. Past this width the probes build layers whose input is narrowed (see
-# attn_core.probe.mapping.narrowed): same heads, groups and per-head widths, so the same stores and the same readers.
+# explorer.probes.mapping.narrowed): same heads, groups and per-head widths, so the same stores and the same readers.
 FULL_WIDTH_LIMIT = 512
 NARROW_WIDTH = 64
 MAX_DRAWN = 32  # past this many heads (or KV heads) a row is drawn in labelled bundles of consecutive heads

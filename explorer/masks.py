@@ -1,4 +1,4 @@
-"""The masks page: its link parameters, the cached probe, and heatmap figures built from attn_core.probe.masks results
+"""The masks page: its link parameters, the cached probe, and heatmap figures built from explorer.probes.masks results
 (plain arrays in, Plotly figures and CSV rows out)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import numpy as np
 import streamlit as st
 
 from attn_core import VARIANTS, AttentionConfig
-from attn_core.probe.masks import MAX_TOKENS, explore_masks
+from explorer.probes.masks import MAX_TOKENS, explore_masks
 
 from .charts import PLOTLY_TEMPLATE, typed_array
 from .params import Choice, Flag, IntRange

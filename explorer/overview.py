@@ -1,4 +1,4 @@
-"""Tables and figures of the overview page, built from attn_core.probe.overview rows."""
+"""Tables and figures of the overview page, built from explorer.probes.overview rows."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from attn_core import VARIANT_NAMES
-from attn_core.probe.overview import compare_variants
+from explorer.probes.overview import compare_variants
 
 from .charts import format_bytes
 from .settings import Settings

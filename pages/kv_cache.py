@@ -7,10 +7,10 @@ import streamlit as st
 
 from attn_core import PRESETS
 from attn_core.accounting import bytes_per_element
-from attn_core.probe.decode import MAX_PROMPT_LEN, MAX_STEPS, MAX_TRACE_BATCH, MAX_TRACE_PARAMETERS, MAX_TRACE_WORK
-from attn_core.probe.models import memory_budget
 from explorer import kv_cache as view
 from explorer.charts import format_bytes, show_chart
+from explorer.probes.decode import MAX_PROMPT_LEN, MAX_STEPS, MAX_TRACE_BATCH, MAX_TRACE_PARAMETERS, MAX_TRACE_WORK
+from explorer.probes.models import memory_budget
 from explorer.state import bound, page_settings
 
 settings = page_settings()

@@ -3,9 +3,9 @@
 import streamlit as st
 
 from attn_core import VARIANT_NAMES
-from attn_core.probe.mapping import CONTEXT_TOKENS
 from explorer import mapping as view
 from explorer.charts import show_chart
+from explorer.probes.mapping import CONTEXT_TOKENS
 from explorer.state import bound, link_query, page_link, page_settings
 
 settings = page_settings()

@@ -6,9 +6,9 @@ from dataclasses import replace
 import streamlit as st
 
 from attn_core import VARIANT_NAMES
-from attn_core.probe.masks import MAX_TOKENS
 from explorer import masks as view
 from explorer.charts import show_chart
+from explorer.probes.masks import MAX_TOKENS
 from explorer.state import bound, page_settings
 
 settings = page_settings()

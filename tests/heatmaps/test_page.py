@@ -13,7 +13,7 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from attn_core import build_attention
-from attn_core.probe.heatmaps import InputSpec, make_inputs
+from explorer.probes.heatmaps import InputSpec, make_inputs
 from explorer.settings import Settings
 
 PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "heatmaps.py")

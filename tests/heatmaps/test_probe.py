@@ -1,4 +1,4 @@
-"""attn_core.probe.heatmaps: the numbers behind the heatmaps page, each held against an independent reference."""
+"""explorer.probes.heatmaps: the numbers behind the heatmaps page, each held against an independent reference."""
 
 import math
 from dataclasses import replace
@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from attn_core import AttentionConfig, build_attention
-from attn_core.probe import heatmaps as probe
+from explorer.probes import heatmaps as probe
 
 SEED = 3
 VARIANT_CONFIGS = {

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from attn_core import AttentionConfig, build_attention, kv_cache_bytes, repeated_kv_cache_bytes
-from attn_core.probe.decode import (
+from explorer.probes.decode import (
     MAX_TRACE_PARAMETERS,
     MAX_TRACE_WORK,
     check_trace_bounds,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from attn_core import PRESETS, kv_cache_bytes
-from attn_core.probe.models import memory_budget, model_rows, sequences_that_fit, what_fits, what_if_configs
+from explorer.probes.models import memory_budget, model_rows, sequences_that_fit, what_fits, what_if_configs
 
 GIB = 2**30
 

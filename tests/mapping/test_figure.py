@@ -6,8 +6,8 @@ from dataclasses import replace
 
 import pytest
 
-from attn_core.probe.mapping import morph_configs, read_morph
 from explorer import mapping as view
+from explorer.probes.mapping import morph_configs, read_morph
 from explorer.settings import Settings, heads_choices
 
 SETTINGS = Settings(d_model=64, heads=8, groups=2, latent=16, rope_dim=4, seq_len=32, batch=2, dtype="float16")

@@ -11,7 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from attn_core.accounting import decode_flops_per_token
-from attn_core.probe.mapping import morph_configs
+from explorer.probes.mapping import morph_configs
 from explorer.settings import Settings
 from tests.app.helpers import decode
 

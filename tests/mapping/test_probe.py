@@ -1,4 +1,4 @@
-"""attn_core.probe.mapping: the mapping read off real layers, the shapes along the path, MLA's two ways."""
+"""explorer.probes.mapping: the mapping read off real layers, the shapes along the path, MLA's two ways."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import torch
 
 from attn_core import AttentionConfig, build_attention
 from attn_core.accounting import kv_cache_bytes
-from attn_core.probe.mapping import (
+from explorer.probes.mapping import (
     READ_THRESHOLD,
     compare_mla_ways,
     morph_configs,

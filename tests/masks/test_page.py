@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "app"))
 from helpers import chart_specs, open_page, payload_bytes  # noqa: E402
 
 from attn_core import build_attention  # noqa: E402
-from attn_core.probe.masks import token_vectors  # noqa: E402
+from explorer.probes.masks import token_vectors  # noqa: E402
 from explorer.settings import Settings, normalize  # noqa: E402
 
 PAYLOAD_BUDGET = 1_000_000

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from attn_core import AttentionConfig, build_attention
-from attn_core.probe.masks import MAX_TOKENS, chunk_probe, cross_probe, explore_masks, padding_probe, token_vectors
+from explorer.probes.masks import MAX_TOKENS, chunk_probe, cross_probe, explore_masks, padding_probe, token_vectors
 
 SEED = 3
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import torch
 
-from ..accounting import as_dtype, decode_flops_per_token, kv_cache_bytes, parameter_count
-from ..build import build_attention
-from ..config import AttentionConfig
+from attn_core.accounting import as_dtype, decode_flops_per_token, kv_cache_bytes, parameter_count
+from attn_core.build import build_attention
+from attn_core.config import AttentionConfig
 
 
 def measure_cache(cfg: AttentionConfig, *, batch: int, seq_len: int, dtype: torch.dtype | str) -> dict:

@@ -15,9 +15,9 @@ from dataclasses import replace
 import torch
 from einops import rearrange
 
-from ..build import build_attention
-from ..config import AttentionConfig
-from ..fused import LAYOUTS, fuse_qkv, fused_blocks
+from attn_core.build import build_attention
+from attn_core.config import AttentionConfig
+from attn_core.fused import LAYOUTS, fuse_qkv, fused_blocks
 
 CONTEXT_TOKENS = 3  # cached tokens before the probing decode step: a few suffice, every head then reads every store
 # A head counts as reading a store when its output moves by more than this fraction of the outputs' scale. Readers

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import torch
 
-from ..accounting import as_dtype, bytes_per_element, kv_cache_bytes, repeated_kv_cache_bytes
-from ..build import build_attention
-from ..config import AttentionConfig
-from ..presets import PRESETS, ModelPreset
+from attn_core.accounting import as_dtype, bytes_per_element, kv_cache_bytes, repeated_kv_cache_bytes
+from attn_core.build import build_attention
+from attn_core.config import AttentionConfig
+from attn_core.presets import PRESETS, ModelPreset
+
 from .decode import new_cache
 
 GIB = 2**30

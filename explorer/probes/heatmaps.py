@@ -18,11 +18,11 @@ import torch
 from einops import rearrange
 from torch import nn
 
-from ..build import build_attention, seeded_generator
-from ..config import AttentionConfig
-from ..grouped import GroupedQueryAttention
-from ..latent import MultiHeadLatentAttention
-from ..rope import apply_rope, rope_cos_sin
+from attn_core.build import build_attention, seeded_generator
+from attn_core.config import AttentionConfig
+from attn_core.grouped import GroupedQueryAttention
+from attn_core.latent import MultiHeadLatentAttention
+from attn_core.rope import apply_rope, rope_cos_sin
 
 MAX_TEXT_CHARS = 200
 MAX_TEXT_TOKENS = 128

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import torch
 
-from ..accounting import as_dtype, kv_cache_bytes, parameter_count, repeated_kv_cache_bytes
-from ..build import build_attention
-from ..cache import GroupedKVCache, LatentKVCache
-from ..config import AttentionConfig
+from attn_core.accounting import as_dtype, kv_cache_bytes, parameter_count, repeated_kv_cache_bytes
+from attn_core.build import build_attention
+from attn_core.cache import GroupedKVCache, LatentKVCache
+from attn_core.config import AttentionConfig
 
 # Bounds of the step-by-step decode: it runs real float32 layers on the server's CPU at every new setting.
 MAX_PROMPT_LEN = 64
