@@ -13,7 +13,16 @@ class GrowingSequenceBuffer:
     Appending past the capacity doubles it (one copy, amortised O(1) per token); reads are views, never copies.
     """
 
-    def __init__(self, batch_size: int, heads: int, width: int, *, dtype, device, capacity: int = INITIAL_CAPACITY):
+    def __init__(
+        self,
+        batch_size: int,
+        heads: int,
+        width: int,
+        *,
+        dtype: torch.dtype,
+        device: torch.device | str | None,
+        capacity: int = INITIAL_CAPACITY,
+    ):
         self.storage = torch.empty(batch_size, heads, capacity, width, dtype=dtype, device=device)
         self.seq_len = 0
 
@@ -73,7 +82,9 @@ class _Cache:
 class GroupedKVCache(_Cache):
     """Keys and values of the ``n_kv_heads`` KV heads only: never the copies that query heads share."""
 
-    def __init__(self, batch_size: int, n_kv_heads: int, head_dim: int, *, dtype, device):
+    def __init__(
+        self, batch_size: int, n_kv_heads: int, head_dim: int, *, dtype: torch.dtype, device: torch.device | str | None
+    ):
         make = lambda: GrowingSequenceBuffer(batch_size, n_kv_heads, head_dim, dtype=dtype, device=device)  # noqa: E731
         self.buffers = {"k": make(), "v": make()}
 
@@ -97,7 +108,15 @@ class LatentKVCache(_Cache):
     ``[c_kv | k_rope]`` as a single key and ``c_kv`` as the value without copying anything.
     """
 
-    def __init__(self, batch_size: int, kv_lora_rank: int, rope_dim: int, *, dtype, device):
+    def __init__(
+        self,
+        batch_size: int,
+        kv_lora_rank: int,
+        rope_dim: int,
+        *,
+        dtype: torch.dtype,
+        device: torch.device | str | None,
+    ):
         self.kv_lora_rank = kv_lora_rank
         self.buffers = {
             "latent": GrowingSequenceBuffer(batch_size, 1, kv_lora_rank + rope_dim, dtype=dtype, device=device)

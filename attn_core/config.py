@@ -62,7 +62,7 @@ class AttentionConfig:
                     f"head_dim={self.head_dim} is odd: rotary embedding rotates pairs, so it must be even."
                 )
 
-    def _set(self, name: str, value) -> None:
+    def _set(self, name: str, value: object) -> None:
         object.__setattr__(self, name, value)
 
     def _resolve_kv_heads(self) -> None:
@@ -180,6 +180,6 @@ class AttentionConfig:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
-def _require_positive(name: str, value) -> None:
+def _require_positive(name: str, value: object) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
         raise ValueError(f"{name} must be a positive whole number, got {value!r}.")

@@ -14,9 +14,9 @@ FalconAttention with the same weights).
 from __future__ import annotations
 
 import torch
-from torch import nn
 
 from .config import AttentionConfig
+from .grouped import GroupedQueryAttention
 
 LAYOUTS = ("stacked", "grouped")
 
@@ -60,7 +60,7 @@ def split_qkv(
     return state
 
 
-def fuse_qkv(layer: nn.Module, *, layout: str) -> tuple[torch.Tensor, torch.Tensor | None]:
+def fuse_qkv(layer: GroupedQueryAttention, *, layout: str) -> tuple[torch.Tensor, torch.Tensor | None]:
     """The inverse of split_qkv: the layer's q_proj, k_proj and v_proj as one fused weight (and bias, if they have
     one), rows in the given layout."""
     cfg = layer.cfg

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from einops import rearrange
 from torch import nn
@@ -15,12 +17,14 @@ from .rope import apply_rope, rope_cos_sin
 class GroupedQueryAttention(nn.Module):
     """Parameter names as Llama's attention (q_proj, k_proj, v_proj, o_proj), so its checkpoints load as they are."""
 
-    def __init__(self, cfg: AttentionConfig, *, device=None, dtype=None):
+    def __init__(
+        self, cfg: AttentionConfig, *, device: torch.device | str | None = None, dtype: torch.dtype | None = None
+    ) -> None:
         super().__init__()
         if cfg.variant == "mla":
             raise ValueError("GroupedQueryAttention takes mha, mqa or gqa; build mla with MultiHeadLatentAttention.")
         self.cfg = cfg
-        kw = {"device": device, "dtype": dtype, "bias": cfg.bias}
+        kw: dict[str, Any] = {"device": device, "dtype": dtype, "bias": cfg.bias}
         self.q_proj = nn.Linear(cfg.d_model, cfg.n_heads * cfg.head_dim, **kw)
         self.k_proj = nn.Linear(cfg.d_model, cfg.n_kv_heads * cfg.head_dim, **kw)
         self.v_proj = nn.Linear(cfg.d_model, cfg.n_kv_heads * cfg.head_dim, **kw)
@@ -31,6 +35,23 @@ class GroupedQueryAttention(nn.Module):
         return GroupedKVCache(
             batch_size, self.cfg.n_kv_heads, self.cfg.head_dim, dtype=weight.dtype, device=weight.device
         )
+
+    def _rotated(self, t: torch.Tensor, start: int | None) -> torch.Tensor:
+        """t [B, heads, L, D] at positions start..start+L-1, rotated; as it is without RoPE or a position (None)."""
+        cfg = self.cfg
+        if not cfg.rope or start is None:
+            return t
+        cos, sin = rope_cos_sin(start, t.shape[2], cfg.head_dim, cfg.rope_theta, device=t.device, dtype=t.dtype)
+        return apply_rope(t, cos, sin, cfg.rope_interleave)
+
+    def queries(self, x: torch.Tensor, start: int | None) -> torch.Tensor:
+        """x [B, L, d_model] -> q [B, H, L, D], rotated for positions start.. (None: cross-attention, no RoPE)."""
+        return self._rotated(rearrange(self.q_proj(x), "b l (h d) -> b h l d", h=self.cfg.n_heads), start)
+
+    def keys_values(self, x: torch.Tensor, start: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """x [B, L, d_model] -> k (rotated), v [B, G, L, D]: what the forward pass caches for these tokens."""
+        k, v = self.project_kv(x)
+        return self._rotated(k, start), v
 
     def project_kv(self, source: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """source [B, S, d_model] -> k, v [B, n_kv_heads, S, head_dim] (before RoPE)."""
@@ -53,19 +74,16 @@ class GroupedQueryAttention(nn.Module):
         sequences are not comparable. key_padding_mask [B, S]: True for real keys (S = cached + new).
         """
         cfg = self.cfg
-        q = rearrange(self.q_proj(x), "b l (h d) -> b h l d", h=cfg.n_heads)
         if kv_input is not None:
             if cache is not None:
                 raise ValueError("Cross-attention (kv_input) takes no cache: its keys do not grow token by token.")
+            q = self.queries(x, None)
             k, v = self.project_kv(kv_input)
             causal = False
         else:
-            k, v = self.project_kv(x)
-            if cfg.rope:
-                start = cache.seq_len if cache is not None else 0
-                cos, sin = rope_cos_sin(start, x.shape[1], cfg.head_dim, cfg.rope_theta, device=x.device, dtype=q.dtype)
-                q = apply_rope(q, cos, sin, cfg.rope_interleave)
-                k = apply_rope(k, cos, sin, cfg.rope_interleave)
+            start = cache.seq_len if cache is not None else 0
+            q = self.queries(x, start)
+            k, v = self.keys_values(x, start)
             if cache is not None:
                 k, v = cache.append(k, v)
         mask = allowed_positions(

@@ -10,6 +10,8 @@ Only c_kv and k_rope are cached. Attention can be computed two ways that give th
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from einops import rearrange
 from torch import nn
@@ -23,7 +25,9 @@ from .rope import apply_rope, rope_cos_sin
 class RMSNorm(nn.Module):
     """Root-mean-square norm, computed in float32 as DeepSeek's reference does."""
 
-    def __init__(self, dim: int, eps: float, *, device=None, dtype=None):
+    def __init__(
+        self, dim: int, eps: float, *, device: torch.device | str | None = None, dtype: torch.dtype | None = None
+    ) -> None:
         super().__init__()
         self.weight = nn.Parameter(torch.ones(dim, device=device, dtype=dtype))
         self.eps = eps
@@ -37,12 +41,14 @@ class RMSNorm(nn.Module):
 class MultiHeadLatentAttention(nn.Module):
     """Parameter names as DeepSeek-V3's attention, so its checkpoints load with load_state_dict as they are."""
 
-    def __init__(self, cfg: AttentionConfig, *, device=None, dtype=None):
+    def __init__(
+        self, cfg: AttentionConfig, *, device: torch.device | str | None = None, dtype: torch.dtype | None = None
+    ) -> None:
         super().__init__()
         if cfg.variant != "mla":
             raise ValueError("MultiHeadLatentAttention takes variant='mla'.")
         self.cfg = cfg
-        kw = {"device": device, "dtype": dtype}
+        kw: dict[str, Any] = {"device": device, "dtype": dtype}
         heads, qk_dim = cfg.n_heads, cfg.qk_head_dim
         if cfg.q_lora_rank is None:
             self.q_proj = nn.Linear(cfg.d_model, heads * qk_dim, bias=False, **kw)

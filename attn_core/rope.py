@@ -6,7 +6,13 @@ import torch
 
 
 def rope_cos_sin(
-    start: int, length: int, dim: int, theta: float, *, device=None, dtype=torch.float32
+    start: int,
+    length: int,
+    dim: int,
+    theta: float,
+    *,
+    device: torch.device | str | None = None,
+    dtype: torch.dtype = torch.float32,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """cos and sin for positions start..start+length-1, each [length, dim] laid out as cat(freqs, freqs)."""
     # Angles in float32 whatever the compute dtype, as the reference implementations do.

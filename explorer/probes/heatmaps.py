@@ -18,11 +18,11 @@ import torch
 from einops import rearrange
 from torch import nn
 
+from attn_core.attend import causal_allowed
 from attn_core.build import build_attention, seeded_generator
 from attn_core.config import AttentionConfig
 from attn_core.grouped import GroupedQueryAttention
 from attn_core.latent import MultiHeadLatentAttention
-from attn_core.rope import apply_rope, rope_cos_sin
 
 MAX_TEXT_CHARS = 200
 MAX_TEXT_TOKENS = 128
@@ -111,12 +111,8 @@ def head_tensors(layer, x: torch.Tensor) -> HeadTensors:
         keys, values = layer.up_project(c_kv, k_rope)  # [1, H, S, d_nope + d_h^R], [1, H, S, d_v]
         q = torch.cat((q_nope, q_rope), dim=-1)
         return HeadTensors(q[0], keys[0], values[0], list(range(cfg.n_heads)), cfg.qk_head_dim**-0.5)
-    q = rearrange(layer.q_proj(x), "b l (h d) -> b h l d", h=cfg.n_heads)
-    k, v = layer.project_kv(x)
-    if cfg.rope:
-        cos, sin = rope_cos_sin(0, x.shape[1], cfg.head_dim, cfg.rope_theta, dtype=q.dtype)
-        q = apply_rope(q, cos, sin, cfg.rope_interleave)
-        k = apply_rope(k, cos, sin, cfg.rope_interleave)
+    q = layer.queries(x, 0)
+    k, v = layer.keys_values(x, 0)
     kv_head = [h // cfg.group_size for h in range(cfg.n_heads)]
     return HeadTensors(q[0], k[0], v[0], kv_head, cfg.head_dim**-0.5)
 
@@ -160,7 +156,7 @@ def head_steps(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, 
     scaled = scores * scale
     masked = scaled
     if causal:
-        allowed = torch.ones(q.shape[0], k.shape[0], dtype=torch.bool).tril(diagonal=k.shape[0] - q.shape[0])
+        allowed = causal_allowed(q.shape[0], k.shape[0], q.device)[0, 0]
         masked = scaled.masked_fill(~allowed, float("-inf"))
     weights = torch.softmax(masked, dim=-1)
     out = weights @ v  # [L, d_v]

@@ -151,8 +151,8 @@ def _trace(layer, cfg: AttentionConfig, batch: int, seq_len: int, *, decode: boo
 
 def _grouped_rows(layer, cfg, x, cache, concat) -> list[tuple]:
     start = cache.seq_len
-    q = rearrange(layer.q_proj(x), "b l (h d) -> b h l d", h=cfg.n_heads)
-    k, v = layer.project_kv(x)
+    q = layer.queries(x, start)
+    k, v = layer.keys_values(x, start)
     out, weights = layer(x, cache=cache, return_weights=True)
     group = cfg.group_size
     seen = (cache.k.shape[0], cfg.n_heads, cache.k.shape[2], cache.k.shape[3])

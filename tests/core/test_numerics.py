@@ -42,6 +42,19 @@ def test_grouped_prefill_matches_sdpa_over_repeated_kv_heads(name):
     assert max_diff(layer(x)[0], sdpa_grouped_repeated_kv(layer, x)) <= TOL
 
 
+@pytest.mark.parametrize("name", GROUPED)
+def test_grouped_queries_and_keys_are_what_the_forward_pass_caches_and_attends_with(name):
+    layer, x = layer_for(name), randn(1, 7, EXAMPLES[name].d_model)
+    cache = layer.new_cache()
+    _, weights = layer(x, cache=cache, return_weights=True)
+    k, v = layer.keys_values(x, 0)
+    assert torch.equal(cache.k, k) and torch.equal(cache.v, v)
+    q, cfg = layer.queries(x, 0), layer.cfg
+    scores = q @ k.repeat_interleave(cfg.group_size, dim=1).mT * cfg.head_dim**-0.5
+    causal = end_aligned_causal(7, 7)
+    assert max_diff(torch.softmax(scores.masked_fill(~causal, float("-inf")), dim=-1), weights) <= TOL
+
+
 @pytest.mark.parametrize("interleave", [False, True])
 def test_grouped_prefill_without_rope_matches_textbook(interleave):
     layer = build_attention(
