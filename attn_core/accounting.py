@@ -59,6 +59,11 @@ def parameter_count(cfg: AttentionConfig) -> int:
     )
 
 
+def naive_up_projection_flops(cfg: AttentionConfig, keys: int) -> int:
+    """MLA's naive decode: FLOPs to up-project `keys` cached latents into every head's keys and values."""
+    return 2 * keys * cfg.kv_lora_rank * cfg.n_heads * (cfg.qk_nope_head_dim + cfg.v_head_dim)
+
+
 def decode_flops_per_token(cfg: AttentionConfig, cached_tokens: int, *, absorbed: bool = True) -> int:
     """Floating-point operations (2 per multiply-add) to decode one token after cached_tokens cached ones.
 
@@ -79,5 +84,4 @@ def decode_flops_per_token(cfg: AttentionConfig, cached_tokens: int, *, absorbed
     shared = query + 2 * d * (dc + dr) + 2 * heads * dv * d
     if absorbed:
         return shared + 2 * heads * nope * dc + 2 * heads * (dc + dr) * s + 2 * heads * dc * s + 2 * heads * dc * dv
-    up_projection = 2 * s * dc * heads * (nope + dv)
-    return shared + up_projection + 2 * heads * qk * s + 2 * heads * dv * s
+    return shared + naive_up_projection_flops(cfg, s) + 2 * heads * qk * s + 2 * heads * dv * s

@@ -183,3 +183,8 @@ class AttentionConfig:
 def _require_positive(name: str, value: object) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
         raise ValueError(f"{name} must be a positive whole number, got {value!r}.")
+
+
+def kv_head_counts(n_heads: int) -> list[int]:
+    """The n_kv_heads a layer of n_heads query heads accepts: the divisors of n_heads, from 1 (MQA) to n_heads (MHA)."""
+    return [g for g in range(1, n_heads + 1) if n_heads % g == 0]

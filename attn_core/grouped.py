@@ -54,7 +54,7 @@ class GroupedQueryAttention(nn.Module):
         return self._rotated(k, start), v
 
     def project_kv(self, source: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """source [B, S, d_model] -> k, v [B, n_kv_heads, S, head_dim] (before RoPE)."""
+        """source [B, S, d_model] -> k, v [B, G, S, D] (before RoPE)."""
         k = rearrange(self.k_proj(source), "b s (g d) -> b g s d", g=self.cfg.n_kv_heads)
         v = rearrange(self.v_proj(source), "b s (g d) -> b g s d", g=self.cfg.n_kv_heads)
         return k, v
@@ -68,7 +68,7 @@ class GroupedQueryAttention(nn.Module):
         kv_input: torch.Tensor | None = None,
         causal: bool = True,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """x [B, L, d_model] -> out [B, L, d_model], weights [B, n_heads, L, S] or None.
+        """x [B, L, d_model] -> out [B, L, d_model], weights [B, H, L, S] or None.
 
         kv_input: another sequence to attend to (cross-attention): no causal mask and no RoPE, since positions in two
         sequences are not comparable. key_padding_mask [B, S]: True for real keys (S = cached + new).

@@ -112,7 +112,7 @@ class MultiHeadLatentAttention(nn.Module):
         causal: bool = True,
         absorb: bool | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """x [B, L, d_model] -> out [B, L, d_model], weights [B, n_heads, L, S] or None.
+        """x [B, L, d_model] -> out [B, L, d_model], weights [B, H, L, S] or None.
 
         absorb: None chooses the absorbed way when decoding after a prefilled cache and the naive way otherwise
         (for a long prompt, up-projecting once is cheaper than attending at width d_c).

@@ -92,6 +92,10 @@ def show_chart(fig: go.Figure | dict, *, name: str, rows: Sequence[dict] | Calla
     )
 
 
+# One colour per variant, on every page.
+VARIANT_COLORS = {"mha": "#3b6ea8", "mqa": "#c4573a", "gqa": "#4a9a6b", "mla": "#8a5cb8"}
+
+
 def difference(value: float) -> str:
     """How closely two computations agree, for a caption: exactly equal is worth saying as such."""
     return "exactly (bit for bit)" if value == 0 else f"to within {value:.1e}"
@@ -104,3 +108,10 @@ def format_bytes(n: float) -> str:
             return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.2f} {unit}"
         n /= 1024
     raise AssertionError("unreachable")
+
+
+def shape_text(shape: tuple[int, ...] | tuple[tuple[int, ...], ...]) -> str:
+    """A tensor shape as [2, 8, 16, 64]; several shapes joined with "and"."""
+    if shape and isinstance(shape[0], tuple):
+        return " and ".join(shape_text(s) for s in shape)
+    return "[" + ", ".join(str(n) for n in shape) + "]"

@@ -747,8 +747,10 @@ def steps_chart(
     result = variant_result(cfg, seed, spec, causal, heads)
     steps = steps_of_head(result, head, causal)
     fig, rows, pooling = steps_figure(steps, causal=causal, pool=pool, tokens=_tokens(spec), d_k=steps["q"].shape[1])
+    index = result["heads"].index(head)
     facts = {
-        "weights_error": float(np.abs(steps["weights"] - result["weights"][result["heads"].index(head)]).max()),
+        "kv_head": result["kv_head"][index],  # the KV head the layer gave this head to read
+        "weights_error": float(np.abs(steps["weights"] - result["weights"][index]).max()),
         "output_rebuild_error": result["output_rebuild_error"],
         "output_scale": result["output_scale"],
     }

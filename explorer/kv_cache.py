@@ -5,6 +5,8 @@ from __future__ import annotations
 import streamlit as st
 
 from attn_core import PRESETS, AttentionConfig
+from attn_core.config import kv_head_counts
+from explorer.probes import FLOAT32_TOLERANCE
 from explorer.probes.decode import MAX_PROMPT_LEN, MAX_STEPS, MAX_TRACE_BATCH, check_trace_bounds, decode_trace
 from explorer.probes.models import (
     GIB,
@@ -16,8 +18,7 @@ from explorer.probes.models import (
     what_if_configs,
 )
 
-from .charts import format_bytes
-from .overview import VARIANT_COLORS
+from .charts import VARIANT_COLORS, format_bytes, shape_text
 from .params import Choice, Flag, IntRange
 from .settings import Settings
 from .work import takes_turns
@@ -34,7 +35,6 @@ ROPE = Choice("kv_rope", (16, 32, 64, 128, 256), 64)
 GPU_GIB = Choice("kv_gpu_gib", (16, 24, 32, 40, 48, 64, 80, 96, 128, 141, 192), 80)
 GPUS = Choice("kv_gpus", (1, 2, 4, 8, 16, 32, 64), 1)
 
-DIFF_BUDGET = 1e-5  # DESIGN.md: cached decode vs one full forward, float32
 DIFF_FLOOR = 1e-10  # where an exact zero is drawn on the log axis
 PITFALL_COLOR = "#d4a017"  # whole-model rows: the published layer cached with repeated heads
 
@@ -45,8 +45,8 @@ def trace_batch(settings: Settings) -> int:
 
 def group_options(n_heads: int) -> tuple[int, ...]:
     """KV group counts for a what-if: divisors of the head count strictly between MQA (1) and MHA (n_heads)."""
-    proper = tuple(g for g in range(2, n_heads) if n_heads % g == 0)
-    return proper or tuple(g for g in range(1, n_heads + 1) if n_heads % g == 0)
+    counts = kv_head_counts(n_heads)
+    return tuple(counts[1:-1]) or tuple(counts)
 
 
 def parameter_text(count: float) -> str:
@@ -114,10 +114,6 @@ def traces_for(settings: Settings, prompt_len: int, steps: int, repeated: bool) 
 def color_of(name: str) -> str:
     """A cache's color is its variant's; the pitfall's line is dotted in the same color."""
     return VARIANT_COLORS[name.split()[0].lower()]
-
-
-def shape_text(shape: tuple[int, ...]) -> str:
-    return "[" + ", ".join(str(n) for n in shape) + "]"
 
 
 def cache_names(trace: dict) -> tuple[str, str]:
@@ -306,8 +302,8 @@ def diff_figure(traces: dict[str, dict], step: int) -> dict:
                 "xref": "paper",
                 "x0": 0,
                 "x1": 1,
-                "y0": DIFF_BUDGET,
-                "y1": DIFF_BUDGET,
+                "y0": FLOAT32_TOLERANCE,
+                "y1": FLOAT32_TOLERANCE,
                 "line": {"color": "#b03030", "dash": "dash"},
             },
             {
@@ -322,7 +318,7 @@ def diff_figure(traces: dict[str, dict], step: int) -> dict:
         ],
         "annotations": [
             {
-                "text": "1e-5 budget",
+                "text": f"{FLOAT32_TOLERANCE:.0e} budget",
                 "xref": "paper",
                 "x": 0,
                 "y": -5,

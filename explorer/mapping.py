@@ -12,11 +12,10 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from attn_core import VARIANTS, AttentionConfig
-from attn_core.accounting import bytes_per_element, decode_flops_per_token, kv_cache_bytes
+from attn_core.accounting import bytes_per_element, decode_flops_per_token, kv_cache_bytes, naive_up_projection_flops
 from explorer.probes.mapping import compare_mla_ways, fused_projection, morph_configs, narrowed, path_shapes, read_morph
 
-from .charts import PLOTLY_TEMPLATE, difference, format_bytes
-from .overview import VARIANT_COLORS
+from .charts import PLOTLY_TEMPLATE, VARIANT_COLORS, difference, format_bytes, shape_text
 from .params import Choice
 from .settings import Settings
 from .work import takes_turns
@@ -66,8 +65,7 @@ def shape_rows(cfg: AttentionConfig, batch: int, seq_len: int) -> list[dict]:
 
 def timed_context(cfg: AttentionConfig) -> int:
     """Cached tokens for the MLA timing: MLA_TIMED_CONTEXT, or fewer when the naive step would exceed the budget."""
-    per_token = 2 * cfg.kv_lora_rank * cfg.n_heads * (cfg.qk_nope_head_dim + cfg.v_head_dim)
-    return max(1, min(MLA_TIMED_CONTEXT, int(NAIVE_FLOP_BUDGET // per_token)))
+    return max(1, min(MLA_TIMED_CONTEXT, int(NAIVE_FLOP_BUDGET // naive_up_projection_flops(cfg, 1))))
 
 
 @st.cache_data(max_entries=16, show_spinner="Timing MLA's two ways of decoding…")
@@ -601,12 +599,6 @@ def formula_agrees(frame: dict) -> bool:
 
 
 # --- shapes table ---------------------------------------------------------------------------------------------------
-def shape_text(shape) -> str:
-    if shape and isinstance(shape[0], tuple):
-        return " and ".join(shape_text(s) for s in shape)
-    return "[" + ", ".join(str(n) for n in shape) + "]"
-
-
 def shape_table(rows: list[dict], way: str) -> list[dict]:
     """Display rows for one way ("both" rows appear in either); shapes as text with thousands separators."""
     return [

@@ -7,6 +7,7 @@ import numpy as np
 import streamlit as st
 
 from attn_core import VARIANTS, AttentionConfig
+from explorer.probes import FLOAT32_TOLERANCE
 from explorer.probes.masks import MAX_TOKENS, explore_masks
 
 from .charts import PLOTLY_TEMPLATE, typed_array
@@ -249,6 +250,6 @@ def mask_table(key_padding_mask: np.ndarray) -> dict[str, list[str]]:
     return table
 
 
-def check_line(name: str, value: float, tolerance: float = 1e-5) -> str:
+def check_line(name: str, value: float, tolerance: float = FLOAT32_TOLERANCE) -> str:
     mark = "✓" if value <= tolerance else "✗"
     return f"{mark} {name}: max |difference| = {value:.2e} (tolerance {tolerance:.0e}, float32)"

@@ -8,10 +8,8 @@ import streamlit as st
 from attn_core import VARIANT_NAMES
 from explorer.probes.overview import compare_variants
 
-from .charts import format_bytes
+from .charts import VARIANT_COLORS, format_bytes
 from .settings import Settings
-
-VARIANT_COLORS = {"mha": "#3b6ea8", "mqa": "#c4573a", "gqa": "#4a9a6b", "mla": "#8a5cb8"}
 
 TRADE_OFFS = {
     "mha": "Every query head has its own keys and values: the most expressive, and the largest cache. The baseline.",

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields, replace
 
 from attn_core import DTYPES, VARIANTS, AttentionConfig
+from attn_core.config import kv_head_counts
 
 from .params import shown
 
@@ -108,7 +109,7 @@ def heads_choices(d_model: int) -> list[int]:
 
 
 def groups_choices(heads: int) -> list[int]:
-    return [g for g in range(1, heads + 1) if heads % g == 0]
+    return kv_head_counts(heads)
 
 
 def rope_dim_choices(head_dim: int) -> list[int]:

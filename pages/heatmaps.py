@@ -4,7 +4,7 @@ the steps inside one head, and one decode step through the cache."""
 import streamlit as st
 
 from attn_core import VARIANT_NAMES, VARIANTS
-from explorer import heatmaps as hm
+from explorer import heatmaps as view
 from explorer.charts import difference, show_chart
 from explorer.params import shown
 from explorer.state import bound, page_settings
@@ -23,7 +23,7 @@ st.markdown(
 top = st.columns([3, 2, 4])
 with top[0]:
     variant = bound(
-        hm.VARIANT,
+        view.VARIANT,
         lambda key: st.radio(
             "Variant opened up",
             VARIANTS,
@@ -35,30 +35,30 @@ with top[0]:
     )
 with top[1]:
     input_kind = bound(
-        hm.INPUT,
+        view.INPUT,
         lambda key: st.radio(
             "Input",
-            hm.INPUT.options,
+            view.INPUT.options,
             key=key,
             horizontal=True,
             format_func={"random": "Random vectors", "text": "Your text"}.get,
         ),
     )
 with top[2]:
-    text, token_mode = hm.DEFAULT_TEXT, "words"
+    text, token_mode = view.DEFAULT_TEXT, "words"
     if input_kind == "text":
         text_col, mode_col = st.columns([3, 1])
         with text_col:
             text = bound(
-                hm.TEXT,
+                view.TEXT,
                 lambda key: st.text_input(
-                    f"Text (at most {hm.MAX_TEXT_CHARS} characters, {hm.MAX_TEXT_TOKENS} tokens)",
+                    f"Text (at most {view.MAX_TEXT_CHARS} characters, {view.MAX_TEXT_TOKENS} tokens)",
                     key=key,
-                    max_chars=hm.MAX_TEXT_CHARS,
+                    max_chars=view.MAX_TEXT_CHARS,
                 ),
             )
         with mode_col:
-            token_mode = bound(hm.TOKENS, lambda key: st.radio("Tokens", hm.TOKENS.options, key=key))
+            token_mode = bound(view.TOKENS, lambda key: st.radio("Tokens", view.TOKENS.options, key=key))
     else:
         st.caption(
             "Random vectors: one seeded standard-normal vector per position (the sidebar's sequence length). "
@@ -68,10 +68,10 @@ with top[2]:
 controls = st.columns(4)
 with controls[0]:
     scale = bound(
-        hm.SCALE,
+        view.SCALE,
         lambda key: st.select_slider(
             "Input scale",
-            hm.SCALES,
+            view.SCALES,
             key=key,
             help="Each input vector is a standard normal vector times this. Larger inputs give larger scores, and the "
             "softmax turns them into sharper attention.",
@@ -79,14 +79,14 @@ with controls[0]:
     )
 with controls[1]:
     causal = bound(
-        hm.CAUSAL,
+        view.CAUSAL,
         lambda key: st.toggle(
             "Causal", key=key, help="On: a query sees only itself and earlier tokens, as when generating text."
         ),
     )
 with controls[2]:
     rope = bound(
-        hm.ROPE,
+        view.ROPE,
         lambda key: st.toggle(
             "RoPE",
             key=key,
@@ -96,23 +96,23 @@ with controls[2]:
     )
 with controls[3]:
     pool = bound(
-        hm.POOL,
+        view.POOL,
         lambda key: st.radio(
             "Downsample by",
-            hm.POOL.options,
+            view.POOL.options,
             key=key,
             horizontal=True,
             help="When a heatmap has more cells than the page sends, blocks of cells are shown as their mean or max.",
         ),
     )
 
-inputs = hm.make_input_spec(settings, kind=input_kind, text=text, tokens=token_mode, scale=scale)
+inputs = view.make_input_spec(settings, kind=input_kind, text=text, tokens=token_mode, scale=scale)
 for note in inputs.notes:
     st.info(note, icon=":material/content_cut:")
 spec = inputs.spec
 tokens = spec.labels() if spec.tokens is not None else None
 length = spec.length
-cfg = hm.layer_config(settings, variant, rope)
+cfg = view.layer_config(settings, variant, rope)
 
 window_text = (
     f"{length:,} token{'s' if length != 1 else ''}"
@@ -153,27 +153,29 @@ def group_name(group) -> str:
 pick = st.columns([2, 2, 3])
 with pick[0]:
     group = bound(
-        hm.GROUP, lambda key: st.selectbox("Heads shown", group_options, key=key, format_func=group_name), group_options
+        view.GROUP,
+        lambda key: st.selectbox("Heads shown", group_options, key=key, format_func=group_name),
+        group_options,
     )
-pages = hm.head_pages(settings.heads, group_size, group)
+pages = view.head_pages(settings.heads, group_size, group)
 heads = pages[0]
 if len(pages) > 1:
     starts = tuple(page.start for page in pages)
     with pick[1]:
         first = bound(
-            hm.FIRST_HEAD,
+            view.FIRST_HEAD,
             lambda key: st.selectbox(
                 f"{sum(map(len, pages))} heads: page",
                 starts,
                 key=key,
-                format_func=lambda h: hm.heads_text(pages[starts.index(h)]),
+                format_func=lambda h: view.heads_text(pages[starts.index(h)]),
             ),
             starts,
         )
     heads = pages[starts.index(first)]
 with pick[2]:
     head = bound(
-        hm.HEAD,
+        view.HEAD,
         lambda key: st.selectbox(
             "Head opened up",
             tuple(heads),
@@ -202,14 +204,14 @@ st.markdown(f"**{variant.upper()}** ({VARIANT_NAMES[variant]}). {sharing}")
 
 try:
     with st.spinner(f"Running the {variant.upper()} layer on {length:,} tokens…"):
-        chart = hm.heads_chart(cfg, settings.seed, spec, causal, heads, pool)
+        chart = view.heads_chart(cfg, settings.seed, spec, causal, heads, pool)
 except ValueError as error:  # a configuration the core refuses, with its own sentence
     st.error(f"This layer cannot be built: {error}")
     st.stop()
 pooling = chart.pooling
 if len(heads) < settings.heads:
     st.caption(
-        f"Showing {hm.heads_text(heads)} of {settings.heads} ({hm.MAX_PANELS} at most at once, whole KV groups where "
+        f"Showing {view.heads_text(heads)} of {settings.heads} ({view.MAX_PANELS} at most at once, whole KV groups where "
         "they fit): pick a group or a page above to see the others. Only the shown heads are computed: the layer is "
         "built with just them and the KV heads they read, each head drawn from its own seeded stream, so they are the "
         "full layer's heads."
@@ -248,13 +250,13 @@ st.markdown(
     "also about 1/√r as long, so its scores are smaller and its maps flatter — one reason converted models are "
     "trained further."
 )
-blocked = hm.comparison_blocked(settings.d_model, length)
+blocked = view.comparison_blocked(settings.d_model, length)
 if blocked:
     st.info(blocked, icon=":material/speed:")
 else:
-    configs = tuple((v, hm.layer_config(settings, v, rope)) for v in settings.variants)
+    configs = tuple((v, view.layer_config(settings, v, rope)) for v in settings.variants)
     with st.spinner("Making the variants from one MHA layer…"):
-        chart, table = hm.compare_chart(configs, settings.seed, spec, causal, head, pool)
+        chart, table = view.compare_chart(configs, settings.seed, spec, causal, head, pool)
     if rope and "mla" in settings.variants:
         st.caption(
             "RoPE is on: MHA's keys carry position in every dimension, but MLA's decoupled rotary key is shared by all "
@@ -279,7 +281,8 @@ else:
 # --- 3. inside one head ------------------------------------------------------------------------------------------
 st.header(f"3 · Inside head {head}")
 st.latex(r"\mathrm{Attention}(Q,K,V) = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}} + M\right)V")
-kv = head // group_size
+chart = view.steps_chart(cfg, settings.seed, spec, causal, heads, head, pool)
+kv = chart.facts["kv_head"]
 if variant == "mla":
     where = (
         f"Q = [q_nope; q_rope] of head {head}; K = [k_nope up-projected from the latent for head {head}; the "
@@ -298,7 +301,6 @@ st.markdown(
     f"The numbers the layer attended with, taken from its own projections{' after RoPE' if rope else ''}. {where} "
     "M is 0 where a query may look and −∞ where it may not; softmax turns each row into weights that sum to 1."
 )
-chart = hm.steps_chart(cfg, settings.seed, spec, causal, heads, head, pool)
 show_chart(
     chart.spec,
     name="heatmaps-inside-head",
@@ -308,7 +310,7 @@ show_chart(
     + (f"Square matrices show the {chart.pooling.describe()}." if chart.pooling.pooled else ""),
 )
 st.caption(
-    f"The outputs of {'all ' + str(settings.heads) + ' heads' if len(heads) == settings.heads else hm.heads_text(heads)}"
+    f"The outputs of {'all ' + str(settings.heads) + ' heads' if len(heads) == settings.heads else view.heads_text(heads)}"
     f" (each head's ⑤) side by side are what o_proj received in the layer's forward "
     f"pass, {difference(chart.facts['output_rebuild_error'])} (their largest value is "
     f"{chart.facts['output_scale']:.3g}); o_proj mixes them into the layer's output."
@@ -317,7 +319,7 @@ st.caption(
 # --- 4. one decode step ------------------------------------------------------------------------------------------
 st.header("4 · One step of generation")
 last = f" {shown(tokens[-1])}" if tokens else ""
-chart = hm.decode_chart(cfg, settings.seed, spec, causal, heads, head, pool)
+chart = view.decode_chart(cfg, settings.seed, spec, causal, heads, head, pool)
 st.markdown(
     f"Generating reads the cache: what a prefill stores for the first {chart.facts['cached_before']:,} tokens "
     f"({'their latent c_kv and shared rotary key' if variant == 'mla' else 'their keys after RoPE and values'}) went "
@@ -332,11 +334,11 @@ show_chart(
     f"pass {difference(chart.facts['decode_error'])}: caching changes the cost, not the result."
     + (f" Cells are the {chart.pooling.describe()}." if chart.pooling.pooled else ""),
 )
-st.table(hm.cache_table(chart.facts["cache_shapes"], cfg, settings.dtype), hide_index=True)
+st.table(view.cache_table(chart.facts["cache_shapes"], cfg, settings.dtype), hide_index=True)
 if variant != "mla" and len(heads) < settings.heads:
     kv_read = cfg.kv_heads_read(heads)
     st.caption(
-        f"Measured on the layer of {hm.heads_text(heads)}: its cache holds the {len(kv_read)} KV "
+        f"Measured on the layer of {view.heads_text(heads)}: its cache holds the {len(kv_read)} KV "
         f"head{'s' if len(kv_read) > 1 else ''} they read. The full layer's cache holds all {cfg.n_kv_heads} KV heads: "
         f"{cfg.cache_elements_per_token:,} numbers per token."
     )

@@ -9,6 +9,7 @@ from attn_core import PRESETS
 from attn_core.accounting import bytes_per_element
 from explorer import kv_cache as view
 from explorer.charts import format_bytes, show_chart
+from explorer.probes import FLOAT32_TOLERANCE
 from explorer.probes.decode import MAX_PROMPT_LEN, MAX_STEPS, MAX_TRACE_BATCH, MAX_TRACE_PARAMETERS, MAX_TRACE_WORK
 from explorer.probes.models import memory_budget
 from explorer.state import bound, page_settings
@@ -82,7 +83,7 @@ if traces:
         name="kv-cache-recompute-difference",
         rows=view.cache_size_rows(traces),
         caption=(
-            f"Every step stays far below 1e-5 (largest here: {worst:.1e}, outputs up to "
+            f"Every step stays far below {FLOAT32_TOLERANCE:.0e} (largest here: {worst:.1e}, outputs up to "
             f"{max(t['out_scale'] for t in traces.values()):.2g}): the cache changes the cost, not the result. The "
             "reference is one pass over the whole sequence without a cache; with causal attention its row t is what "
             "recomputing the prefix up to t gives. MLA decodes with absorbed weights, its reference up-projects: they "

@@ -96,8 +96,8 @@ def token_window(n_heads: int, d_model: int, head_dim: int, wanted: int) -> int:
 @dataclass
 class HeadTensors:
     q: torch.Tensor  # [H, L, d_k] after RoPE, one per query head
-    k: torch.Tensor  # [K, S, d_k] after RoPE, one per KV head (K = n_kv_heads; MLA: one per head, up-projected)
-    v: torch.Tensor  # [K, S, d_v]
+    k: torch.Tensor  # [G, S, d_k] after RoPE, one per KV head (MLA: G = H, each head's own, up-projected)
+    v: torch.Tensor  # [G, S, d_v]
     kv_head: list[int]  # the KV head each query head reads
     scale: float  # 1 / sqrt(d_k)
 

@@ -16,7 +16,7 @@ import torch
 from einops import rearrange
 
 from attn_core.build import build_attention
-from attn_core.config import AttentionConfig
+from attn_core.config import AttentionConfig, kv_head_counts
 from attn_core.fused import LAYOUTS, fuse_qkv, fused_blocks
 
 CONTEXT_TOKENS = 3  # cached tokens before the probing decode step: a few suffice, every head then reads every store
@@ -87,7 +87,7 @@ def read_mapping(cfg: AttentionConfig, *, seed: int) -> dict:
 def morph_configs(d_model: int, n_heads: int, kv_lora_rank: int, rope_dim: int) -> list[tuple[str, AttentionConfig]]:
     """The animation's steps: MHA, GQA through every group count between, MQA, then MLA (keys as "gqa:4")."""
     steps = [("mha", AttentionConfig("mha", d_model=d_model, n_heads=n_heads))]
-    for groups in sorted((g for g in range(2, n_heads) if n_heads % g == 0), reverse=True):
+    for groups in reversed(kv_head_counts(n_heads)[1:-1]):  # GQA: every group count between MHA and MQA
         steps.append((f"gqa:{groups}", AttentionConfig("gqa", d_model=d_model, n_heads=n_heads, n_kv_heads=groups)))
     steps.append(("mqa", AttentionConfig("mqa", d_model=d_model, n_heads=n_heads)))
     steps.append(

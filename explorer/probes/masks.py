@@ -63,8 +63,8 @@ def padding_probe(layer, seed: int, long_len: int, short_len: int, causal: bool)
 
 
 def chunk_probe(layer, seed: int, prefill: int, chunk: int) -> dict:
-    """Prefill `prefill` tokens into a cache, then feed `chunk` new ones: their mask [C, P+C] is causal aligned to the
-    end. Compared with one full pass over all P+C tokens (square causal mask [P+C, P+C])."""
+    """Prefill `prefill` tokens into a cache, then feed `chunk` new ones: their mask [L, S] (L = chunk, S = P + L) is
+    causal aligned to the end. Compared with one full pass over all S tokens (square causal mask [S, S])."""
     if not (prefill >= 1 and chunk >= 1 and prefill + chunk <= MAX_TOKENS):
         raise ValueError(f"need prefill ≥ 1, chunk ≥ 1 and prefill + chunk ≤ {MAX_TOKENS} tokens.")
     total = prefill + chunk
@@ -76,10 +76,10 @@ def chunk_probe(layer, seed: int, prefill: int, chunk: int) -> dict:
     chunk_mask = causal_allowed(chunk, total, "cpu")[0, 0]
     full_mask = causal_allowed(total, total, "cpu")[0, 0]
     return {
-        "chunk_mask": chunk_mask.numpy(),  # [C, P+C]
-        "full_mask": full_mask.numpy(),  # [P+C, P+C]
-        "chunk_weights": chunk_weights[0].numpy(),  # [H, C, P+C]
-        "full_weights": full_weights[0].numpy(),  # [H, P+C, P+C]
+        "chunk_mask": chunk_mask.numpy(),  # [L, S]
+        "full_mask": full_mask.numpy(),  # [S, S]
+        "chunk_weights": chunk_weights[0].numpy(),  # [H, L, S]
+        "full_weights": full_weights[0].numpy(),  # [H, S, S]
         "cached_tokens": cache.seq_len,
         "rows_weights_diff": _max_abs(chunk_weights[0], full_weights[0, :, prefill:]),
         "rows_output_diff": _max_abs(chunk_out[0], full_out[0, prefill:]),
@@ -87,7 +87,7 @@ def chunk_probe(layer, seed: int, prefill: int, chunk: int) -> dict:
 
 
 def cross_probe(layer, seed: int, query_len: int, memory_len: int) -> dict | None:
-    """Queries from one sequence, keys and values from another (kv_input=): weights [H, Lq, Lkv], no causal mask and
+    """Queries from one sequence, keys and values from another (kv_input=): weights [H, L, S], no causal mask and
     no RoPE. None for MLA, which has self-attention only."""
     if layer.cfg.variant == "mla":
         return None

@@ -2,30 +2,10 @@
 
 from __future__ import annotations
 
-import torch
-
-from attn_core.accounting import as_dtype, decode_flops_per_token, kv_cache_bytes, parameter_count
-from attn_core.build import build_attention
+from attn_core.accounting import decode_flops_per_token, kv_cache_bytes, parameter_count
 from attn_core.config import AttentionConfig
 
-
-def measure_cache(cfg: AttentionConfig, *, batch: int, seq_len: int, dtype: torch.dtype | str) -> dict:
-    """Prefill seq_len tokens through the real layer on the meta device and read its cache.
-
-    The meta device runs the module's real code and gives every tensor its real shape and dtype without memory, so
-    this is exact at any size, from a toy layer to DeepSeek-V3 at 160k tokens.
-    """
-    dtype = as_dtype(dtype)
-    layer = build_attention(cfg, device="meta", dtype=dtype)
-    cache = layer.new_cache(batch)
-    with torch.inference_mode():
-        layer(torch.empty(batch, seq_len, cfg.d_model, device="meta", dtype=dtype), cache=cache)
-    return {
-        "nbytes": cache.nbytes,
-        "capacity_nbytes": cache.capacity_nbytes,
-        "shapes": cache.shapes(),
-        "parameters": sum(p.numel() for p in layer.parameters()),
-    }
+from .measured import measure_cache
 
 
 def compare_variants(configs: dict[str, AttentionConfig], *, batch: int, seq_len: int, dtype: str) -> list[dict]:
@@ -38,18 +18,18 @@ def compare_variants(configs: dict[str, AttentionConfig], *, batch: int, seq_len
     mha_bytes = kv_cache_bytes(mha, batch, seq_len, dtype)
     rows = []
     for variant, cfg in configs.items():
-        measured = measure_cache(cfg, batch=batch, seq_len=seq_len, dtype=dtype)
+        measured = measure_cache(cfg, batch=batch, tokens=seq_len, dtype=dtype)
         formula = kv_cache_bytes(cfg, batch, seq_len, dtype)
         rows.append(
             {
                 "variant": variant,
-                "parameters": measured["parameters"],
+                "parameters": measured.parameters,
                 "parameters_formula": parameter_count(cfg),
                 "cache_elements_per_token": cfg.cache_elements_per_token,
                 "cache_bytes_per_token": kv_cache_bytes(cfg, 1, 1, dtype),
-                "cache_bytes_measured": measured["nbytes"],
+                "cache_bytes_measured": measured.nbytes,
                 "cache_bytes_formula": formula,
-                "cache_shapes": measured["shapes"],
+                "cache_shapes": measured.shapes,
                 "cache_ratio_to_mha": formula / mha_bytes,
                 "decode_flops_per_token": decode_flops_per_token(cfg, seq_len),
                 "warnings": cfg.warnings(),
