@@ -7,8 +7,6 @@ from streamlit.runtime.media_file_manager import MediaFileManager
 from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 from streamlit.testing.v1 import app_test
 
-from . import helpers  # noqa: F401  (puts the repository root on sys.path before pages import explorer)
-
 
 class MediaFiles:
     """Keeps the media managers AppTest creates per run, so a test can read what a download button serves, as a click

@@ -4,22 +4,17 @@ from __future__ import annotations
 
 import base64
 import json
-import sys
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+from streamlit.testing.v1 import AppTest
+from streamlit.util import calc_hash
+
+from explorer.pages import PAGES
+from explorer.settings import Settings, normalize
 
 REPO = Path(__file__).resolve().parents[2]
-if str(REPO) not in sys.path:  # pages import explorer/attn_core as top-level packages, as under `streamlit run`
-    sys.path.insert(0, str(REPO))
-
-from streamlit.testing.v1 import AppTest  # noqa: E402
-from streamlit.util import calc_hash  # noqa: E402
-
-from explorer.pages import PAGES  # noqa: E402
-from explorer.settings import Settings, normalize  # noqa: E402
-
 TIMEOUT = 180  # seconds for one run; generous because the machine is shared (a run normally takes well under 1 s)
 
 # The two ends of the sidebar's ranges, as named in the brief (and DESIGN.md section 3).

@@ -23,8 +23,6 @@ from explorer.settings import (
     rope_dim_choices,
 )
 
-from . import helpers  # noqa: F401  (repository root on sys.path)
-
 PROFILE = hypothesis_settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 # Text that looks like what a link might carry: numbers (in and out of range, signed, padded), names, and noise.

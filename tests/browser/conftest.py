@@ -21,8 +21,6 @@ from urllib.parse import parse_qsl, urlsplit
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [

@@ -3,21 +3,17 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from attn_core import PRESETS, VARIANTS, kv_cache_bytes
+from attn_core.accounting import bytes_per_element
+from explorer.settings import Settings
+from tests.app.helpers import decode
+
 REPO = Path(__file__).resolve().parents[2]
-if str(REPO) not in sys.path:  # pages import explorer/attn_core as top-level packages, as under `streamlit run`
-    sys.path.insert(0, str(REPO))
-
-from attn_core import PRESETS, VARIANTS, kv_cache_bytes  # noqa: E402
-from attn_core.accounting import bytes_per_element  # noqa: E402
-from explorer.settings import Settings  # noqa: E402
-from tests.app.helpers import decode  # noqa: E402
-
 PAGE_FILE = str(REPO / "pages" / "kv_cache.py")
 TIMEOUT = 240  # seconds: a run takes about a second, but the machine's two cores are shared
 LARGEST = Settings(

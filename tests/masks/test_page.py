@@ -2,20 +2,16 @@
 renders, MLA says it has no cross-attention here, and garbled link values give a warning, never a traceback."""
 
 import statistics
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "app"))
-from helpers import chart_specs, open_page, payload_bytes  # noqa: E402
-
-from attn_core import build_attention  # noqa: E402
-from explorer.probes.masks import token_vectors  # noqa: E402
-from explorer.settings import Settings, normalize  # noqa: E402
+from attn_core import build_attention
+from explorer.probes.masks import token_vectors
+from explorer.settings import Settings, normalize
+from tests.app.helpers import chart_specs, open_page, payload_bytes
 
 PAYLOAD_BUDGET = 1_000_000
 
