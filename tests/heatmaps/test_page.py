@@ -119,15 +119,21 @@ def test_every_figure_sent_is_valid_plotly():
 
 
 def test_moving_the_sequence_length_within_the_same_window_recomputes_nothing(monkeypatch):
-    import explorer.heatmaps as hm
+    from explorer.heatmaps import computed, views
 
     at = open_page(d_model="64", heads="32", groups="4", latent="16", rope_dim="2", seq_len="384")
     assert "the first 362 of 384 tokens" in texts(at)
     before = [chart.proto.spec for chart in at.get("plotly_chart")]
     calls = []
-    for name in ("explore_variant", "compare_from_mha", "grid_figure", "steps_figure", "decode_figure"):
-        original = getattr(hm, name)
-        monkeypatch.setattr(hm, name, lambda *a, _f=original, _n=name, **k: calls.append(_n) or _f(*a, **k))
+    for module, name in (
+        (computed, "explore_variant"),
+        (computed, "compare_from_mha"),
+        (views, "grid_figure"),
+        (views, "steps_figure"),
+        (views, "decode_figure"),
+    ):
+        original = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda *a, _f=original, _n=name, **k: calls.append(_n) or _f(*a, **k))
     at.select_slider(key="setting_seq_len").set_value(512).run()
     at.radio(key="setting_dtype").set_value("float32").run()
     at.select_slider(key="setting_batch").set_value(4).run()
