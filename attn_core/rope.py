@@ -1,4 +1,5 @@
 """Rotary position embedding (RoPE), in the rotate-half layout (Llama) or the interleaved one (DeepSeek)."""
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -9,7 +10,13 @@ MEMOISED_LENGTH = 16  # decode steps: every layer of a model asks for the same f
 
 
 def rope_cos_sin(
-    start: int, length: int, dim: int, theta: float, *, device=None, dtype=torch.float32
+    start: int,
+    length: int,
+    dim: int,
+    theta: float,
+    *,
+    device: torch.device | str | None = None,
+    dtype: torch.dtype = torch.float32,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """cos and sin for positions start..start+length-1, each [length, dim] laid out as cat(freqs, freqs).
 

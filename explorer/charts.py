@@ -1,5 +1,6 @@
 """How every chart reaches the page: Plotly's toolbar kept visible (PNG export), a caption saying what to notice,
 and the chart's numbers as a CSV download, so a teacher can take both away."""
+
 from __future__ import annotations
 
 import base64
@@ -80,9 +81,19 @@ def show_chart(fig: go.Figure | dict, *, name: str, rows: Sequence[dict] | Calla
     left, right = st.columns([6, 1], vertical_alignment="center")
     left.caption(caption)
     right.download_button(
-        "CSV", rows if callable(rows) else functools.partial(csv_text, rows), file_name=f"{name}.csv",
-        mime="text/csv", key=f"csv_{name}", on_click="ignore", help="The numbers this chart plots", width="stretch",
+        "CSV",
+        rows if callable(rows) else functools.partial(csv_text, rows),
+        file_name=f"{name}.csv",
+        mime="text/csv",
+        key=f"csv_{name}",
+        on_click="ignore",
+        help="The numbers this chart plots",
+        width="stretch",
     )
+
+
+# One colour per variant, on every page.
+VARIANT_COLORS = {"mha": "#3b6ea8", "mqa": "#c4573a", "gqa": "#4a9a6b", "mla": "#8a5cb8"}
 
 
 def difference(value: float) -> str:
@@ -97,3 +108,10 @@ def format_bytes(n: float) -> str:
             return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.2f} {unit}"
         n /= 1024
     raise AssertionError("unreachable")
+
+
+def shape_text(shape: tuple[int, ...] | tuple[tuple[int, ...], ...]) -> str:
+    """A tensor shape as [2, 8, 16, 64]; several shapes joined with "and"."""
+    if shape and isinstance(shape[0], tuple):
+        return " and ".join(shape_text(s) for s in shape)
+    return "[" + ", ".join(str(n) for n in shape) + "]"

@@ -1,16 +1,15 @@
-"""Tables and figures of the overview page, built from attn_core.probe.overview rows."""
+"""Tables and figures of the overview page, built from explorer.probes.overview rows."""
+
 from __future__ import annotations
 
 import plotly.graph_objects as go
 import streamlit as st
 
 from attn_core import VARIANT_NAMES
-from attn_core.probe.overview import compare_variants
+from explorer.probes.overview import compare_variants
 
-from .charts import format_bytes
+from .charts import VARIANT_COLORS, format_bytes
 from .settings import Settings
-
-VARIANT_COLORS = {"mha": "#3b6ea8", "mqa": "#c4573a", "gqa": "#4a9a6b", "mla": "#8a5cb8"}
 
 TRADE_OFFS = {
     "mha": "Every query head has its own keys and values: the most expressive, and the largest cache. The baseline.",
@@ -65,7 +64,9 @@ def flops_bar_figure(rows: list[dict], seq_len: int) -> go.Figure:
     )
 
 
-def _variant_bars(rows: list[dict], values: list, *, labels: list[str], unit: str, title: str, yaxis_title: str) -> go.Figure:
+def _variant_bars(
+    rows: list[dict], values: list, *, labels: list[str], unit: str, title: str, yaxis_title: str
+) -> go.Figure:
     """One bar per variant in its colour, labelled above, with headroom for the labels."""
     fig = go.Figure(
         go.Bar(
@@ -96,6 +97,14 @@ def variant_rows(settings: Settings) -> list[dict]:
 
 def csv_rows(rows: list[dict]) -> list[dict]:
     """The plotted numbers in plain columns for the CSV download."""
-    keys = ("variant", "parameters", "cache_elements_per_token", "cache_bytes_per_token", "cache_bytes_measured",
-            "cache_bytes_formula", "cache_ratio_to_mha", "decode_flops_per_token")
+    keys = (
+        "variant",
+        "parameters",
+        "cache_elements_per_token",
+        "cache_bytes_per_token",
+        "cache_bytes_measured",
+        "cache_bytes_formula",
+        "cache_ratio_to_mha",
+        "decode_flops_per_token",
+    )
     return [{key: row[key] for key in keys} for row in rows]

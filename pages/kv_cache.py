@@ -1,15 +1,17 @@
 """KV cache: what each variant's cache holds token by token, what it costs for whole published models, and the pitfall
 of caching repeated heads."""
+
 from dataclasses import replace
 
 import streamlit as st
 
 from attn_core import PRESETS
 from attn_core.accounting import bytes_per_element
-from attn_core.probe.decode import MAX_PROMPT_LEN, MAX_STEPS, MAX_TRACE_BATCH, MAX_TRACE_PARAMETERS, MAX_TRACE_WORK
-from attn_core.probe.models import memory_budget
 from explorer import kv_cache as view
 from explorer.charts import format_bytes, show_chart
+from explorer.probes import FLOAT32_TOLERANCE
+from explorer.probes.decode import MAX_PROMPT_LEN, MAX_STEPS, MAX_TRACE_BATCH, MAX_TRACE_PARAMETERS, MAX_TRACE_WORK
+from explorer.probes.models import memory_budget
 from explorer.state import bound, page_settings
 
 settings = page_settings()
@@ -35,7 +37,8 @@ with right:
     repeated = bound(
         view.REPEAT,
         lambda key: st.toggle(
-            "Also cache K/V after repeat_interleave (the naive GQA pitfall)", key=key,
+            "Also cache K/V after repeat_interleave (the naive GQA pitfall)",
+            key=key,
             help="Naive GQA code repeats each KV head for every query head of its group and then caches the copies.",
         ),
     )
@@ -54,7 +57,8 @@ st.caption(
 )
 if skipped:
     st.info(
-        "Not traced at these settings:\n\n" + "\n".join(f"- {note}" for note in skipped)
+        "Not traced at these settings:\n\n"
+        + "\n".join(f"- {note}" for note in skipped)
         + "\n\nThe whole-model sections below run at any size (on the meta device).",
         icon=":material/speed:",
     )
@@ -79,7 +83,7 @@ if traces:
         name="kv-cache-recompute-difference",
         rows=view.cache_size_rows(traces),
         caption=(
-            f"Every step stays far below 1e-5 (largest here: {worst:.1e}, outputs up to "
+            f"Every step stays far below {FLOAT32_TOLERANCE:.0e} (largest here: {worst:.1e}, outputs up to "
             f"{max(t['out_scale'] for t in traces.values()):.2g}): the cache changes the cost, not the result. The "
             "reference is one pass over the whole sequence without a cache; with causal attention its row t is what "
             "recomputing the prefix up to t gives. MLA decodes with absorbed weights, its reference up-projects: they "
@@ -133,7 +137,8 @@ if groups_key in st.session_state and st.session_state[groups_key] not in group_
 with cols[1]:
     groups = bound(  # starts from the model's own choice (its KV heads, or the divisor of its heads nearest 8)
         replace(view.GROUPS, default=view.preferred_groups(model)),
-        lambda key: st.select_slider("What-if GQA groups", group_options, key=key), group_options,
+        lambda key: st.select_slider("What-if GQA groups", group_options, key=key),
+        group_options,
     )
 with cols[2]:
     latent = bound(view.LATENT, lambda key: st.select_slider("What-if MLA d_c", view.LATENT.options, key=key))
@@ -149,7 +154,8 @@ def notes_example() -> None:
 
 st.button(
     "The course notes' example: a LLaMA-7B-scale model re-expressed as MLA with d_c 512 and d_h^R 128",
-    on_click=notes_example, icon=":material/school:",
+    on_click=notes_example,
+    icon=":material/school:",
 )
 
 attention = preset.attention
@@ -174,7 +180,7 @@ st.dataframe(view.model_table(rows, model), hide_index=True, width="stretch")
 st.caption(
     f"Each row is one real attention layer run on PyTorch's meta device (exact shapes and bytes, no memory used) "
     f"over the model's context in {settings.dtype}, then × {preset.n_layers} layers. What-ifs keep the width, the "
-    "heads and d_h and change only what is cached. \"= GQA with … groups\" is numbers per token ÷ (2·d_h): the GQA "
+    'heads and d_h and change only what is cached. "= GQA with … groups" is numbers per token ÷ (2·d_h): the GQA '
     "group count that would cache as much."
 )
 
@@ -207,7 +213,8 @@ budget = memory_budget(preset, gpu_gib=gpu_gib, gpus=gpus, dtype=settings.dtype)
 metrics = st.columns(3)
 metrics[0].metric("Memory", format_bytes(budget["memory"]), help=f"{gpus} × {gpu_gib} GiB")
 metrics[1].metric(
-    f"Weights ({settings.dtype})", format_bytes(budget["weights"]),
+    f"Weights ({settings.dtype})",
+    format_bytes(budget["weights"]),
     help=f"{view.parameter_text(preset.total_params)} parameters × {bytes_per_element(settings.dtype)} bytes, in the cache's dtype",
 )
 metrics[2].metric("Left for the KV cache", format_bytes(max(budget["left"], 0)))
