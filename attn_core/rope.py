@@ -29,12 +29,16 @@ def rope_cos_sin(
 
 
 @lru_cache(maxsize=128)
-def _memoised_cos_sin(start: int, length: int, dim: int, theta: float, device, dtype) -> tuple[torch.Tensor, torch.Tensor]:
+def _memoised_cos_sin(
+    start: int, length: int, dim: int, theta: float, device: torch.device | str | None, dtype: torch.dtype
+) -> tuple[torch.Tensor, torch.Tensor]:
     with torch.inference_mode(False):  # normal tensors, usable later where autograd records (fine-tuning)
         return _cos_sin(start, length, dim, theta, device, dtype)
 
 
-def _cos_sin(start: int, length: int, dim: int, theta: float, device, dtype) -> tuple[torch.Tensor, torch.Tensor]:
+def _cos_sin(
+    start: int, length: int, dim: int, theta: float, device: torch.device | str | None, dtype: torch.dtype
+) -> tuple[torch.Tensor, torch.Tensor]:
     # Angles in float32 whatever the compute dtype, as the reference implementations do.
     inv_freq = 1.0 / (theta ** (torch.arange(0, dim, 2, device=device, dtype=torch.float32) / dim))
     positions = torch.arange(start, start + length, device=device, dtype=torch.float32)

@@ -4,6 +4,7 @@ measured side by side in one run, as ratios (budgets from the design: forward wi
 
     python benchmarks/model.py [--threads 1] [--repeats 7] [--new-tokens 32]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -55,7 +56,13 @@ def line(what: str, a: list[float], b: list[float], peer: str, budget: str) -> N
 def load_time() -> float:
     """A fresh process loading the converted model (what a server's first use pays)."""
     code = "import time; t = time.perf_counter(); from attn_core.pretrained import load_pretrained; load_pretrained(); print(time.perf_counter() - t)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=Path(__file__).resolve().parents[1])
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[1],
+    )
     return float(out.stdout.strip().splitlines()[-1])
 
 
@@ -70,7 +77,9 @@ def main() -> None:
 
     lm = load_pretrained()
     path = gguf_path()
-    hf = LlamaForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32, attn_implementation="eager")
+    hf = LlamaForCausalLM.from_pretrained(
+        path.parent, gguf_file=path.name, dtype=torch.float32, attn_implementation="eager"
+    )
     hf = hf.eval().requires_grad_(False)
     print(f"torch {torch.__version__}, {args.threads} thread(s), medians of {args.repeats}, float32")
     print(f"load from the converted cache in a fresh process: {load_time():.2f} s (budget 2 s)")
@@ -86,7 +95,7 @@ def main() -> None:
     n = args.new_tokens
     hf_kwargs = {"max_new_tokens": n, "min_new_tokens": n, "do_sample": False}
     with torch.inference_mode():
-        expected = hf.generate(torch.tensor([prompt]), **hf_kwargs)[0, len(prompt):].tolist()
+        expected = hf.generate(torch.tensor([prompt]), **hf_kwargs)[0, len(prompt) :].tolist()
     ours_tokens = lm.generate(prompt, max_new_tokens=n)
     same = ours_tokens == expected[: len(ours_tokens)]
 

@@ -9,6 +9,7 @@
 The GGUF file is converted once into a cache directory ($ATTN_CORE_CACHE, else ~/.cache/attn_core); later loads map
 that file into memory.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -21,8 +22,15 @@ from .model import ModelCache, PretrainedLM
 from .tokenizer import ModelTokenizer
 
 __all__ = [
-    "INSTALL_COMMAND", "DecoderConfig", "ModelCache", "ModelNotInstalled", "ModelTokenizer", "PretrainedLM",
-    "cache_root", "gguf_path", "load_pretrained",
+    "INSTALL_COMMAND",
+    "DecoderConfig",
+    "ModelCache",
+    "ModelNotInstalled",
+    "ModelTokenizer",
+    "PretrainedLM",
+    "cache_root",
+    "gguf_path",
+    "load_pretrained",
 ]
 
 

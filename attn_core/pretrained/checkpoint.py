@@ -6,6 +6,7 @@ GGUF names and layouts differ from HF transformers' Llama, whose names the decod
   in the rotate-half order of HF's Llama, so the attention layers use attn_core's default rotary layout;
 - the quantised blocks (Q4_1, Q8_0) are dequantised to float32 with gguf's own reference code.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -14,6 +15,7 @@ import json
 import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -70,7 +72,7 @@ def gguf_path() -> Path:
         raise ModelNotInstalled(f"The trained model is not installed: run `{INSTALL_COMMAND}`.") from None
     for file in distribution.files or ():
         if file.name == GGUF_NAME:
-            path = Path(distribution.locate_file(file))
+            path = Path(str(distribution.locate_file(file)))
             if path.is_file():
                 return path
     raise ModelNotInstalled(f"{PACKAGE} is installed but {GGUF_NAME} is missing: reinstall with `{INSTALL_COMMAND}`.")
@@ -126,7 +128,7 @@ def read_gguf(source: Path) -> tuple[DecoderConfig, TokenizerSpec, dict[str, tor
 
     reader = gguf.GGUFReader(str(source))
 
-    def field(name: str):
+    def field(name: str) -> Any:
         return reader.fields[name].contents()
 
     arch = field("general.architecture")

@@ -3,11 +3,13 @@
 Embeddings, RMSNorms and the SwiGLU MLP are the small rest of the decoder, written as HF transformers' Llama computes
 them (same parameter names, so its state dict loads as it is).
 """
+
 from __future__ import annotations
 
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -23,7 +25,7 @@ from .tokenizer import ModelTokenizer
 
 
 class SwiGLU(nn.Module):
-    def __init__(self, d_model: int, ffn_dim: int, *, device=None):
+    def __init__(self, d_model: int, ffn_dim: int, *, device: torch.device | str | None = None):
         super().__init__()
         self.gate_proj = nn.Linear(d_model, ffn_dim, bias=False, device=device)
         self.up_proj = nn.Linear(d_model, ffn_dim, bias=False, device=device)
@@ -34,7 +36,7 @@ class SwiGLU(nn.Module):
 
 
 class DecoderLayer(nn.Module):
-    def __init__(self, config: DecoderConfig, attention: AttentionConfig, *, device=None):
+    def __init__(self, config: DecoderConfig, attention: AttentionConfig, *, device: torch.device | str | None = None):
         super().__init__()
         self.input_layernorm = RMSNorm(config.d_model, config.norm_eps, device=device)
         self.self_attn = build_attention(attention, device=device)
@@ -69,7 +71,14 @@ class PretrainedLM(nn.Module):
     """A causal language model: token ids [B, L] -> logits [B, L, vocab]; every attention layer an attn_core module
     (`lm.layers[i].self_attn`) with its own real cache."""
 
-    def __init__(self, config: DecoderConfig, attention: AttentionConfig, tokenizer: ModelTokenizer, *, device=None):
+    def __init__(
+        self,
+        config: DecoderConfig,
+        attention: AttentionConfig,
+        tokenizer: ModelTokenizer,
+        *,
+        device: torch.device | str | None = None,
+    ):
         super().__init__()
         self.config = config
         self.attention = attention
@@ -93,9 +102,14 @@ class PretrainedLM(nn.Module):
     def chat_ids(self, messages: list[dict[str, str]], add_generation_prompt: bool = True) -> list[int]:
         return self.tokenizer.chat_ids(messages, add_generation_prompt)
 
+    @property
+    def decoder_layers(self) -> list[DecoderLayer]:
+        """The layers, typed (nn.ModuleList's items are plain Modules to a type checker)."""
+        return [layer for layer in self.layers if isinstance(layer, DecoderLayer)]
+
     # --- forward ------------------------------------------------------------------------------------------------
     def new_cache(self, batch_size: int = 1) -> ModelCache:
-        return ModelCache([layer.self_attn.new_cache(batch_size) for layer in self.layers])
+        return ModelCache([layer.self_attn.new_cache(batch_size) for layer in self.decoder_layers])
 
     def hidden_states(
         self, ids: torch.Tensor, cache: ModelCache | None = None, return_attention: bool = False
@@ -158,7 +172,9 @@ class PretrainedLM(nn.Module):
                 return
             step_input = torch.tensor([[token]])
 
-    def generate(self, ids: list[int], max_new_tokens: int = 40, cache: ModelCache | None = None, **sampling) -> list[int]:
+    def generate(
+        self, ids: list[int], max_new_tokens: int = 40, cache: ModelCache | None = None, **sampling: Any
+    ) -> list[int]:
         """The new token ids (the prompt excluded). See generate_steps for the sampling options."""
         return list(self.generate_steps(ids, max_new_tokens, cache, **sampling))
 

@@ -4,6 +4,7 @@ The GGUF pre-tokeniser "smollm" (llama.cpp's rule) splits every digit on its own
 the vocabulary has no multi-digit token, so the model was trained that way. transformers' GGUF tokenizer skips that
 step, and differs on whitespace runs before a digit ("\\n\\n  0"): this one follows the model.
 """
+
 from __future__ import annotations
 
 import unicodedata
@@ -23,7 +24,7 @@ class ModelTokenizer:
             raise ValueError(f"pre-tokeniser {spec.pre_tokenizer!r} is not supported (smollm and gpt2 are).")
         self.spec = spec
         vocab = {token: index for index, token in enumerate(spec.tokens)}
-        merges = [tuple(pair.split(" ", 1)) for pair in spec.merges]
+        merges = [(left, right) for left, right in (pair.split(" ", 1) for pair in spec.merges)]
         tokenizer = Tokenizer(models.BPE(vocab=vocab, merges=merges, fuse_unk=False))
         byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
         if spec.pre_tokenizer == "smollm":
@@ -33,7 +34,9 @@ class ModelTokenizer:
         else:
             tokenizer.pre_tokenizer = byte_level
         tokenizer.decoder = decoders.ByteLevel()
-        tokenizer.add_special_tokens([AddedToken(spec.tokens[i], special=True, normalized=False) for i in spec.special_ids])
+        tokenizer.add_special_tokens(
+            [AddedToken(spec.tokens[i], special=True, normalized=False) for i in spec.special_ids]
+        )
         self._tokenizer = tokenizer
         self._byte_of_char = {char: byte for byte, char in _bytes_to_unicode().items()}
         self._special = frozenset(spec.special_ids)
@@ -138,7 +141,9 @@ def _utf8_length(lead: int) -> int:
 
 def _bytes_to_unicode() -> dict[int, str]:
     """GPT-2's byte-level alphabet: every byte as a printable character (the table byte-level BPE vocabularies use)."""
-    printable = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    printable = (
+        list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    )
     codes = printable[:]
     extra = 0
     for byte in range(256):

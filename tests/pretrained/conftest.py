@@ -1,4 +1,5 @@
 """The trained model (ours) and HF transformers' reading of the same GGUF file (the independent reference)."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,5 @@
 """Loading: converted once into the cache, a clear error when the package is missing."""
+
 from __future__ import annotations
 
 import importlib.metadata

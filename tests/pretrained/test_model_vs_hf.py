@@ -1,4 +1,5 @@
 """SmolLM2 through attn_core against HF transformers' LlamaForCausalLM loaded from the same GGUF file."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,5 +1,6 @@
 """The model's tokenizer: ids as HF's tokenizer for the same GGUF gives them where the two rules agree, the model's
 own digit rule where they do not, and labels a learner can read."""
+
 from __future__ import annotations
 
 import pytest
