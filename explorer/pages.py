@@ -34,6 +34,12 @@ PAGES: dict[str, PageEntry] = {
         ":material/grid_on:",
         "Every head's weights, grouped by shared keys; inside one head; one decode step.",
     ),
+    "trained": PageEntry(
+        "pages/trained.py",
+        "Trained model",
+        ":material/psychology:",
+        "SmolLM2-135M's real attention on your text, and its real cache while it writes.",
+    ),
     "masks": PageEntry(
         "pages/masks.py",
         "Masks and batches",
