@@ -25,7 +25,7 @@ MAP_STORE = Choice(
     "map_store", ("none",), "none"
 )  # the real options (kv0, kv1, ... or c_kv, k_rope) depend on the view
 
-# Building a layer's seeded weights runs at roughly 50 M numbers a second here (6 s for one MHA layer at d_model 8192),
+# Drawing a layer's seeded weights costs seconds for one MHA layer at d_model 8192 (benchmarks/MEASUREMENTS.md),
 # and the animation needs up to ten layers. Past this width the probes build layers whose input is narrowed (see
 # explorer.probes.mapping.narrowed): same heads, groups and per-head widths, so the same stores and the same readers.
 FULL_WIDTH_LIMIT = 512
@@ -391,7 +391,8 @@ def _frame_content(frame: dict, cfg: AttentionConfig, settings: Settings, highli
 @st.cache_data(max_entries=32, show_spinner=False)
 def mapping_chart(settings: Settings, active: int, highlight: str | None) -> tuple[dict, list[dict]]:
     """mapping_figure as the dict Streamlit sends, with its CSV rows, made once per (settings, step, highlight): at
-    128 heads building and serialising the animation takes ~0.1 s, which a rerun that changed none of them skips."""
+    128 heads building and serialising the animation is a large part of a rerun, which one that changed none of them
+    skips."""
     frames = frames_for(settings)
     return mapping_figure(frames, active, settings, highlight).to_dict(), mapping_rows(frames)
 
@@ -650,8 +651,8 @@ def fused_chart(cfg: AttentionConfig, seed: int, batch: int, seq_len: int) -> tu
 
 def fused_figure(result: dict, cfg: AttentionConfig) -> dict:
     """The fused weight's rows in each layout as a bar of head_dim-wide blocks, coloured by KV group (as in the
-    mapping above); keys hatched, values dotted. A figure dict, shown as it is by explorer.charts.show_chart: Plotly validated
-    a few hundred bars in 0.1 s; the tests validate it instead."""
+    mapping above); keys hatched, values dotted. A figure dict, shown as it is by explorer.charts.show_chart: Plotly's
+    validation of a few hundred bars costs more than the rest of the rerun; the tests validate it instead."""
     rows = fused_block_rows(result, cfg)
     data = []
     for layout, name in FUSED_LAYOUT_NAMES.items():

@@ -79,7 +79,7 @@ def section_chart(section: str, cfg: AttentionConfig, seed: int, lengths: tuple,
 def heatmaps_figure(panels: list[dict], *, height: int = 360) -> dict:
     """Heatmaps side by side, each as wide as its key count. Each panel: title, z [rows, cols], x and y labels,
     kind "mask" or "weight". Laid out as a figure dict by hand (shown as it is by explorer.charts.show_chart):
-    make_subplots took about 50 ms a figure, and a head change redraws three of them."""
+    make_subplots is much slower (benchmarks/MEASUREMENTS.md), and a head change redraws three of them."""
     widths = [max(len(p["x"]), 1) for p in panels]
     gap = 0.08
     usable = 1 - gap * (len(panels) - 1)
