@@ -1,4 +1,4 @@
-"""The app's own budgets (DESIGN.md section 3), measured: rerun time, bytes sent to the browser, server memory.
+"""The app's own budgets (ARCHITECTURE.md, Budgets), measured: rerun time, bytes sent to the browser, server memory.
 
     python benchmarks/app.py            # every page at default and largest settings, then a classroom of 20 sessions
     python benchmarks/app.py --quick    # CI's short mode: default settings, 3 changes per page, 4 sessions
@@ -42,7 +42,7 @@ from streamlit.util import calc_hash  # noqa: E402
 from explorer.pages import PAGES  # noqa: E402
 from explorer.settings import SEQ_LEN_CHOICES, Settings  # noqa: E402
 
-# DESIGN.md section 3
+# ARCHITECTURE.md, Budgets
 BUDGET_RERUN_DEFAULT_MS = 150  # median
 BUDGET_RERUN_LARGEST_MS = 600  # median
 BUDGET_CHART_BYTES = 1_000_000  # per page, at any setting

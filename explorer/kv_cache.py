@@ -164,7 +164,7 @@ def cache_size_figure(traces: dict[str, dict], step: int) -> dict:
     capacity (step line), and markers at the chosen step that Play moves through every step in the browser.
 
     A plain dict, as every figure here: st.plotly_chart validates it once, where a go.Figure would be validated
-    when built and again when sent (with one frame per step, that alone was ~100 ms a rerun).
+    when built and again when sent (with one frame per step, that alone was most of a rerun).
     """
     data = []
     for name, trace in traces.items():

@@ -6,7 +6,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from attn_core import VARIANT_NAMES
-from explorer.probes.overview import compare_variants
+from explorer.probes.overview import VariantRow, compare_variants
 
 from .charts import VARIANT_COLORS, format_bytes
 from .settings import Settings
@@ -20,40 +20,40 @@ TRADE_OFFS = {
 }
 
 
-def summary_table(rows: list[dict]) -> list[dict]:
+def summary_table(rows: list[VariantRow]) -> list[dict]:
     """One display row per variant, numbers with units; the check mark says the measured cache equals the formula."""
     table = []
     for row in rows:
-        agrees = row["cache_bytes_measured"] == row["cache_bytes_formula"]
+        agrees = row.cache_bytes_measured == row.cache_bytes_formula
         table.append(
             {
-                "Variant": f"{row['variant'].upper()} · {VARIANT_NAMES[row['variant']]}",
-                "Parameters": f"{row['parameters']:,}",
-                "Cache per token": f"{row['cache_elements_per_token']:,} numbers = {format_bytes(row['cache_bytes_per_token'])}",
-                "Cache, measured": format_bytes(row["cache_bytes_measured"]),
-                "Cache, formula": format_bytes(row["cache_bytes_formula"]),
+                "Variant": f"{row.variant.upper()} · {VARIANT_NAMES[row.variant]}",
+                "Parameters": f"{row.parameters:,}",
+                "Cache per token": f"{row.cache_elements_per_token:,} numbers = {format_bytes(row.cache_bytes_per_token)}",
+                "Cache, measured": format_bytes(row.cache_bytes_measured),
+                "Cache, formula": format_bytes(row.cache_bytes_formula),
                 "Agree": "✓" if agrees else "✗",
-                "vs MHA": f"{row['cache_ratio_to_mha']:.3g}×",
-                "FLOPs per decoded token": f"{row['decode_flops_per_token'] / 1e6:,.2f} MFLOP",
+                "vs MHA": f"{row.cache_ratio_to_mha:.3g}×",
+                "FLOPs per decoded token": f"{row.decode_flops_per_token / 1e6:,.2f} MFLOP",
             }
         )
     return table
 
 
-def cache_bar_figure(rows: list[dict], seq_len: int, batch: int, dtype: str) -> go.Figure:
-    values = [row["cache_bytes_measured"] for row in rows]
+def cache_bar_figure(rows: list[VariantRow], seq_len: int, batch: int, dtype: str) -> go.Figure:
+    values = [row.cache_bytes_measured for row in rows]
     return _variant_bars(
         rows,
         values,
-        labels=[f"{format_bytes(v)}<br>{row['cache_ratio_to_mha']:.3g}× MHA" for v, row in zip(values, rows)],
+        labels=[f"{format_bytes(v)}<br>{row.cache_ratio_to_mha:.3g}× MHA" for v, row in zip(values, rows)],
         unit="bytes",
         title=f"KV cache of one layer: {seq_len:,} tokens × batch {batch} in {dtype}",
         yaxis_title="bytes held",
     )
 
 
-def flops_bar_figure(rows: list[dict], seq_len: int) -> go.Figure:
-    values = [row["decode_flops_per_token"] for row in rows]
+def flops_bar_figure(rows: list[VariantRow], seq_len: int) -> go.Figure:
+    values = [row.decode_flops_per_token for row in rows]
     return _variant_bars(
         rows,
         values,
@@ -65,14 +65,14 @@ def flops_bar_figure(rows: list[dict], seq_len: int) -> go.Figure:
 
 
 def _variant_bars(
-    rows: list[dict], values: list, *, labels: list[str], unit: str, title: str, yaxis_title: str
+    rows: list[VariantRow], values: list, *, labels: list[str], unit: str, title: str, yaxis_title: str
 ) -> go.Figure:
     """One bar per variant in its colour, labelled above, with headroom for the labels."""
     fig = go.Figure(
         go.Bar(
-            x=[row["variant"].upper() for row in rows],
+            x=[row.variant.upper() for row in rows],
             y=values,
-            marker_color=[VARIANT_COLORS[row["variant"]] for row in rows],
+            marker_color=[VARIANT_COLORS[row.variant] for row in rows],
             text=labels,
             textposition="outside",
             hovertemplate=f"%{{x}}: %{{y:,}} {unit}<extra></extra>",
@@ -90,12 +90,12 @@ def _variant_bars(
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
-def variant_rows(settings: Settings) -> list[dict]:
+def variant_rows(settings: Settings) -> list[VariantRow]:
     """The probe's rows for these settings (cached: the same settings always give the same rows)."""
     return compare_variants(settings.configs(), batch=settings.batch, seq_len=settings.seq_len, dtype=settings.dtype)
 
 
-def csv_rows(rows: list[dict]) -> list[dict]:
+def csv_rows(rows: list[VariantRow]) -> list[dict]:
     """The plotted numbers in plain columns for the CSV download."""
     keys = (
         "variant",
@@ -107,4 +107,4 @@ def csv_rows(rows: list[dict]) -> list[dict]:
         "cache_ratio_to_mha",
         "decode_flops_per_token",
     )
-    return [{key: row[key] for key in keys} for row in rows]
+    return [{key: getattr(row, key) for key in keys} for row in rows]
