@@ -83,19 +83,6 @@ def overview_figure(result: TrainedAttention) -> dict:
             canvas[top : top + side, left : left + side] = pooled[layer, head]
     centers_x = [start + side / 2 for start in column_starts]
     centers_y = [layer * (side + gap) + side / 2 for layer in range(layers)]
-    group_labels = [
-        {
-            "x": (column_starts[g * group] + column_starts[g * group + group - 1] + side) / 2,
-            "y": -0.01,
-            "xref": "x",
-            "yref": "paper",
-            "yanchor": "top",
-            "showarrow": False,
-            "text": f"KV head {g}",
-            "font": {"size": 12},
-        }
-        for g in range(heads // group)
-    ]
     frames = [
         {
             "type": "rect",
@@ -124,11 +111,10 @@ def overview_figure(result: TrainedAttention) -> dict:
         "layout": {
             "template": PLOTLY_TEMPLATE,
             "height": 60 + layers * 26,
-            "margin": {"l": 60, "r": 10, "t": 40, "b": 40},
+            "margin": {"l": 60, "r": 10, "t": 34, "b": 50},
             "xaxis": {
                 "tickvals": centers_x,
-                "ticktext": [f"h{h}" for h in range(heads)],
-                "side": "top",
+                "ticktext": [f"h{h}<br>KV {h // group}" for h in range(heads)],
                 "showgrid": False,
                 "zeroline": False,
             },
@@ -140,7 +126,6 @@ def overview_figure(result: TrainedAttention) -> dict:
                 "zeroline": False,
                 "tickfont": {"size": 9},
             },
-            "annotations": group_labels,
             "shapes": frames,
         },
     }
@@ -174,9 +159,9 @@ def head_figure(result: TrainedAttention, layer: int, head: int) -> dict:
         ],
         "layout": {
             "template": PLOTLY_TEMPLATE,
-            "title": {"text": f"Layer {layer}, head {head} (reads KV head {kv})", "x": 0.0},
+            "title": {"text": f"Layer {layer}, head {head}<br>(reads KV head {kv})", "x": 0.0},
             "height": 560,
-            "margin": {"l": 90, "r": 20, "t": 60, "b": 90},
+            "margin": {"l": 90, "r": 20, "t": 80, "b": 90},
             "xaxis": axis | {"title": {"text": "key (attended to)"}, "tickangle": -60},
             "yaxis": axis | {"title": {"text": "query (attending)"}, "autorange": "reversed"},
         },
@@ -207,12 +192,12 @@ def group_rows_figure(result: TrainedAttention, layer: int, head: int, query: in
         "layout": {
             "template": PLOTLY_TEMPLATE,
             "title": {
-                "text": f"Query {query} ({result.labels[query]}) in layer {layer}: the {group} heads of KV head {kv}",
+                "text": f"Query {query} ({result.labels[query]}), layer {layer}:<br>the {group} heads of KV head {kv}",
                 "x": 0.0,
             },
             "barmode": "group",
-            "height": 340,
-            "margin": {"l": 60, "r": 20, "t": 60, "b": 90},
+            "height": 360,
+            "margin": {"l": 60, "r": 20, "t": 80, "b": 90},
             "xaxis": {
                 "tickvals": keys[::step],
                 "ticktext": result.labels[: query + 1 : step],
@@ -256,10 +241,10 @@ def shares_figure(result: TrainedAttention) -> dict:
             "xaxis": head_ticks | {"domain": [0, 0.44]},
             "xaxis2": head_ticks | {"domain": [0.52, 0.96]},
             "yaxis": {"title": {"text": "layer"}, "autorange": "reversed"},
-            "yaxis2": {"anchor": "x2", "autorange": "reversed"},
+            "yaxis2": {"anchor": "x2", "autorange": "reversed", "showticklabels": False},
             "annotations": [
-                {"text": "share on the first token", "x": 0.22, **_title_spot()},
-                {"text": "share on the previous token", "x": 0.74, **_title_spot()},
+                {"text": "first token", "x": 0.22, **_title_spot()},
+                {"text": "previous token", "x": 0.74, **_title_spot()},
             ],
         },
     }
@@ -313,7 +298,10 @@ def cache_growth_figure(trace: WritingTrace, step: int) -> dict:
         "data": lines,
         "layout": {
             "template": PLOTLY_TEMPLATE,
-            "title": {"text": f"Whole-model KV cache ({trace.n_layers} layers, float32) as the model writes", "x": 0},
+            "title": {
+                "text": f"Whole-model KV cache<br>({trace.n_layers} layers, float32) as the model writes",
+                "x": 0,
+            },
             "height": 380,
             "margin": {"l": 70, "r": 20, "t": 60, "b": 50},
             "xaxis": {"title": {"text": "tokens in the cache"}},

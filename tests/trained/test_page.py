@@ -42,7 +42,7 @@ def test_default_view_shows_the_models_own_maps(lm):
         _, maps = lm(torch.tensor([ids]), return_attention=True)
     specs = chart_specs(at)
     layer, head = view.LAYER.default, view.HEAD.default
-    head_chart = titled(specs, f"Layer {layer}, head {head}")
+    head_chart = titled(specs, f"Layer {layer}, head {head}<br>")
     shown = np.array(head_chart["data"][0]["z"], dtype=np.float32)
     expected = maps[layer][0, head].numpy()
     assert np.abs(shown - expected).max() < 1e-3  # sent as float16: 3 decimals
