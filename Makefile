@@ -21,3 +21,4 @@ benchmark:
 	$(PYTHON) -m pip install -q -r requirements-dev.txt
 	$(PYTHON) benchmarks/core.py
 	$(PYTHON) benchmarks/app.py
+	$(PYTHON) benchmarks/browser.py
