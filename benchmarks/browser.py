@@ -1,0 +1,388 @@
+"""What a learner waits for: a key press on the sidebar's sequence-length slider -> a chart redrawn with the new data.
+
+    python benchmarks/browser.py            # every page at default settings (10 presses), then at the largest
+    python benchmarks/browser.py --quick    # CI's short mode: 3 presses on two pages; fails only on a crash
+
+Starts `streamlit run app.py` and a bare Streamlit app (one select slider, two small Plotly charts: Streamlit's own
+floor) on free 127.0.0.1 ports and drives Debian's chromium with Playwright. Per press it times, in the page, from the
+keydown event to the first frame after a Plotly chart holds figure data that differs from what it held before (a
+MutationObserver and a frame loop watch the charts; nothing sleeps). The bare app is measured in the same run, so the
+ratio holds on a shared machine. Before each timed press the app gets a fresh seed (untimed), so every press computes
+at settings the server has not seen: no cache hit flatters it. Also counted per press, from the websocket: script runs
+(ForwardMsg new_session), bytes received, and when the last run finished (the page idle, no running indicator).
+Exit status: 0 unless a page or server crashed or a press never redrew a chart. Timings are reported, never fatal.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from urllib.parse import urlencode
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from explorer.pages import PAGES  # noqa: E402
+from explorer.settings import SEQ_LEN_CHOICES, Settings  # noqa: E402
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+SLIDER = "Sequence length (tokens)"
+BUDGET_RATIO = 1.5  # issue 16: key press -> chart redrawn, every page at default settings, vs the bare app
+LARGEST = Settings(d_model=8192, heads=128, groups=2, latent=4096, rope_dim=64, seq_len=6144, batch=128, dtype="float32")
+LIMIT_S = 120  # one press, or one page opening (generous: the machine is shared)
+
+BARE_APP = f'''
+import plotly.graph_objects as go
+import streamlit as st
+
+n = st.sidebar.select_slider({SLIDER!r}, options={list(SEQ_LEN_CHOICES)!r}, value=64)
+xs = list(range(16))
+st.plotly_chart(go.Figure(go.Bar(x=xs, y=[(i * n) % 17 for i in xs]), layout_title_text=f"{{n}} tokens"))
+st.plotly_chart(go.Figure(go.Scatter(x=xs, y=[(i + n) % 13 for i in xs]), layout_title_text=f"{{n}} tokens"))
+'''
+
+# Installed once per page load. arm() records the charts' figures; the keydown that follows starts the clock, and
+# the first frame after any chart holds a figure unlike the recorded one stops it.
+WATCHER = r"""() => {
+  const charts = () => Array.from(document.querySelectorAll('.js-plotly-plot'));
+  const digest = (value, depth) => {  // a cheap fingerprint of a figure's data and layout (typed arrays summed)
+    if (value === null || value === undefined) return 'n';
+    if (typeof value === 'number') return value.toPrecision(7);
+    if (typeof value === 'string' || typeof value === 'boolean') return String(value);
+    if (ArrayBuffer.isView(value) || (Array.isArray(value) && value.length && typeof value[0] === 'number')) {
+      let s = 0; for (let i = 0; i < value.length; i++) s += (value[i] || 0) * ((i % 7) + 1);
+      return `#${value.length}:${s.toPrecision(9)}`;
+    }
+    if (depth > 8) return '?';
+    if (Array.isArray(value)) return '[' + value.map(v => digest(v, depth + 1)).join(',') + ']';
+    if (typeof value === 'object') return '{' + Object.keys(value).filter(k => k !== 'template' && k[0] !== '_')
+        .sort().map(k => k + ':' + digest(value[k], depth + 1)).join(',') + '}';
+    return '';
+  };
+  const w = window.__lat = {seen: new Map(), before: new Map(), pressed: null, drawn: null, resolve: null};
+  const fingerprint = g => digest(g.data, 0) + '|' + digest(g.layout, 0);
+  w.arm = limit => {
+    w.before = new Map(charts().map(g => [g, fingerprint(g)]));
+    w.seen = new Map(charts().map(g => [g, [g.data, g.layout]]));
+    w.pressed = null; w.drawn = null;
+    return new Promise(resolve => { w.resolve = resolve; setTimeout(() => resolve(null), limit); });
+  };
+  const check = () => {
+    if (w.pressed === null || w.drawn !== null) return;
+    for (const g of charts()) {
+      const last = w.seen.get(g);
+      if (last && last[0] === g.data && last[1] === g.layout) continue;  // same objects: nothing new
+      w.seen.set(g, [g.data, g.layout]);
+      if (!g.data || !g._fullData || w.before.get(g) === fingerprint(g)) continue;
+      w.drawn = -1;
+      requestAnimationFrame(() => { w.drawn = performance.now(); w.resolve(w.drawn - w.pressed); });
+      return;
+    }
+  };
+  window.addEventListener('keydown', e => { if (w.resolve && w.pressed === null) w.pressed = performance.now(); }, true);
+  new MutationObserver(check).observe(document.body, {subtree: true, childList: true, attributes: true});
+  const loop = () => { check(); requestAnimationFrame(loop); };
+  requestAnimationFrame(loop);
+}"""
+CHARTS_READY = """n => document.querySelectorAll('.js-plotly-plot').length >= n &&
+    Array.from(document.querySelectorAll('.js-plotly-plot')).every(g => g._fullData && g._fullData.length)"""
+IDLE = """() => !document.querySelector('[data-testid="stStatusWidget"]')"""
+
+
+# --- servers --------------------------------------------------------------------------------------------------------
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class Server:
+    """`streamlit run script` on a free loopback port, in a process group of its own (stopped whole)."""
+
+    def __init__(self, script: Path, cwd: Path, log: Path) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = log
+        with open(log, "wb") as out:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "streamlit", "run", str(script), "--server.port", str(self.port),
+                 "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false",
+                 "--server.fileWatcherType", "none"],
+                cwd=cwd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+            )
+
+    def wait_ready(self, timeout: float = 120) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"streamlit exited with {self.process.returncode}: {self.log.read_text()[-2000:]}")
+            try:
+                with urllib.request.urlopen(f"{self.url}/_stcore/health", timeout=2) as answer:
+                    if answer.read().strip() == b"ok":
+                        return
+            except OSError:
+                pass
+            time.sleep(0.3)
+        raise RuntimeError(f"streamlit did not answer on {self.url} within {timeout:.0f} s")
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def stop(self) -> None:
+        for sig, wait in ((signal.SIGTERM, 10), (signal.SIGKILL, 10)):
+            try:
+                os.killpg(self.process.pid, sig)
+            except ProcessLookupError:
+                return
+            try:
+                self.process.wait(timeout=wait)
+                return
+            except subprocess.TimeoutExpired:
+                continue
+
+
+# --- one tab ---------------------------------------------------------------------------------------------------------
+@dataclass
+class Wire:
+    """What the websocket carried since the last reset: script runs started and finished, bytes, when."""
+    runs: int = 0
+    finished: list[float] = field(default_factory=list)
+    bytes: int = 0
+    rerun_requests: int = 0
+    requested: float | None = None  # the browser asked for a rerun (after the slider's own debounce)
+    started: float | None = None  # the first run's new_session arrived
+    chart: float | None = None  # the first chart's data arrived
+
+    def reset(self) -> None:
+        self.runs, self.finished, self.bytes, self.rerun_requests = 0, [], 0, 0
+        self.requested = self.started = self.chart = None
+
+
+def watch_wire(tab, wire: Wire) -> None:
+    from streamlit.proto.BackMsg_pb2 import BackMsg
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    def received(payload) -> None:
+        data = payload if isinstance(payload, bytes) else payload.encode()
+        wire.bytes += len(data)
+        msg = ForwardMsg()
+        try:
+            msg.ParseFromString(data)
+        except Exception:
+            return
+        kind = msg.WhichOneof("type")
+        if kind == "new_session":
+            wire.runs += 1
+            wire.started = wire.started or time.perf_counter()
+        elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element" and wire.chart is None:
+            if msg.delta.new_element.WhichOneof("type") == "plotly_chart":
+                wire.chart = time.perf_counter()
+        elif kind == "script_finished":
+            wire.finished.append(time.perf_counter())
+
+    def sent(payload) -> None:
+        msg = BackMsg()
+        try:
+            msg.ParseFromString(payload if isinstance(payload, bytes) else payload.encode())
+        except Exception:
+            return
+        if msg.WhichOneof("type") == "rerun_script":
+            wire.rerun_requests += 1
+            wire.requested = wire.requested or time.perf_counter()
+
+    tab.on("websocket", lambda ws: (ws.on("framereceived", received), ws.on("framesent", sent)))
+
+
+def settle(tab, wire: Wire, quiet: float = 0.4) -> float:
+    """Wait until no script runs (no running indicator, and nothing finished for `quiet` s); the last finish time."""
+    deadline = time.perf_counter() + LIMIT_S
+    while time.perf_counter() < deadline:
+        tab.wait_for_function(IDLE, polling=50, timeout=LIMIT_S * 1000)
+        last = wire.finished[-1] if wire.finished else 0.0
+        if wire.runs and len(wire.finished) >= wire.runs and time.perf_counter() - last >= quiet:
+            return last
+        tab.wait_for_timeout(50)
+    raise TimeoutError("the page did not go idle")
+
+
+def set_seed(tab, wire: Wire, seed: int) -> None:
+    box = tab.locator('[data-testid="stSidebar"] [data-testid="stNumberInput"] input')
+    box.fill(str(seed))
+    wire.reset()
+    box.press("Enter")
+    settle(tab, wire)
+
+
+@dataclass
+class Presses:
+    drawn_ms: list[float] = field(default_factory=list)  # key press -> chart redrawn with new data
+    idle_ms: list[float] = field(default_factory=list)  # key press (sent) -> last script run finished
+    runs: list[int] = field(default_factory=list)
+    rerun_requests: list[int] = field(default_factory=list)
+    bytes: list[int] = field(default_factory=list)
+    phases: list[tuple[float, float, float]] = field(default_factory=list)  # press->request->run->chart data, ms
+
+
+def measure(browser, url: str, presses: int, charts: int, fresh_seed: int | None, start_index: int) -> Presses:
+    """Open url, then press ArrowRight/ArrowLeft alternately on the slider (from start_index, so it stays near)."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    try:
+        tab = context.new_page()
+        tab.set_default_timeout(LIMIT_S * 1000)
+        wire = Wire()
+        watch_wire(tab, wire)
+        tab.goto(url)
+        tab.wait_for_function(CHARTS_READY, arg=charts, polling=100)
+        settle(tab, wire)
+        tab.evaluate(WATCHER)
+        thumb = tab.locator(f'[data-testid="stSidebar"] input[type="range"][aria-label="{SLIDER}"]')
+        result = Presses()
+        index = start_index
+        for press in range(presses):
+            if fresh_seed is not None:
+                set_seed(tab, wire, fresh_seed + press)
+            key = "ArrowRight" if index == start_index else "ArrowLeft"
+            index += 1 if key == "ArrowRight" else -1
+            thumb.focus()
+            tab.evaluate("limit => { window.__lat.done = window.__lat.arm(limit); }", LIMIT_S * 1000)
+            wire.reset()
+            sent = time.perf_counter()
+            tab.keyboard.press(key)
+            drawn = tab.evaluate("() => window.__lat.done")
+            if drawn is None:
+                raise TimeoutError(f"no chart showed new data within {LIMIT_S} s of the press")
+            last = settle(tab, wire)
+            if tab.locator('[data-testid="stException"]').count():
+                raise RuntimeError(f"the page shows an exception: {tab.locator('[data-testid=stException]').first.inner_text()[:300]}")
+            shown = tab.locator(f'[data-testid="stSidebar"] input[type="range"][aria-label="{SLIDER}"]').get_attribute("aria-valuetext")
+            if shown != str(SEQ_LEN_CHOICES[index]):
+                raise RuntimeError(f"the slider shows {shown}, expected {SEQ_LEN_CHOICES[index]}")
+            result.drawn_ms.append(drawn)
+            result.idle_ms.append((last - sent) * 1000)
+            result.runs.append(wire.runs)
+            result.rerun_requests.append(wire.rerun_requests)
+            result.bytes.append(wire.bytes)
+            if wire.requested and wire.started and wire.chart:
+                result.phases.append(((wire.requested - sent) * 1000, (wire.started - wire.requested) * 1000,
+                                      (wire.chart - wire.started) * 1000))
+        return result
+    finally:
+        context.close()
+
+
+# --- report ----------------------------------------------------------------------------------------------------------
+def spread(values: list[float]) -> str:
+    return f"{statistics.median(values):6,.0f} ms ({min(values):,.0f}-{max(values):,.0f})"
+
+
+def line(name: str, ours: Presses, bare: Presses | None) -> str:
+    text = f"{name:<9} {spread(ours.drawn_ms)}"
+    if bare is not None:
+        ratio = statistics.median(ours.drawn_ms) / statistics.median(bare.drawn_ms)
+        text += f"  bare {statistics.median(bare.drawn_ms):5,.0f} ms  ratio {ratio:4.2f}x {'ok' if ratio <= BUDGET_RATIO else 'OVER'}"
+    runs = sorted(set(ours.runs))
+    text += (f"  | idle {statistics.median(ours.idle_ms):,.0f} ms after the press; script runs per press "
+             f"{'/'.join(map(str, runs))} (rerun requests {'/'.join(map(str, sorted(set(ours.rerun_requests))))}); "
+             f"{statistics.median(ours.bytes) / 1e3:,.0f} kB received")
+    for who, run in (("", ours), ("bare: ", bare)):
+        if run is not None and run.phases:
+            request, start, chart = (statistics.median(p[i] for p in run.phases) for i in range(3))
+            text += (f"\n{'':<9} {who}press -> rerun requested {request:,.0f} ms (the slider's debounce) -> run started "
+                     f"{start:,.0f} ms -> first chart's data sent {chart:,.0f} ms; then the browser draws (medians)")
+    return text
+
+
+def link(base: str, page: str, settings: Settings) -> str:
+    return f"{base}/{'' if page == 'overview' else page}?{urlencode(settings.to_link())}"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="CI's short mode: 3 presses, overview and heatmaps")
+    parser.add_argument("--presses", type=int, default=None, help="timed presses per page (default 10, --quick 3)")
+    parser.add_argument("--page", choices=list(PAGES), action="append", default=[], help="only this page (repeatable)")
+    parser.add_argument("--skip-largest", action="store_true")
+    args = parser.parse_args()
+    presses = args.presses or (3 if args.quick else 10)
+    pages = args.page or (["overview", "heatmaps"] if args.quick else list(PAGES))
+    largest = not (args.quick or args.skip_largest)
+
+    from playwright.sync_api import sync_playwright
+
+    def interrupted(signum, frame):  # a SIGTERM stops the servers too (the finally below)
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGTERM, interrupted)
+
+    work = Path(tempfile.mkdtemp(prefix="explorer-browser-bench-"))
+    servers: list[Server] = []
+    failed = False
+    try:
+        (work / "bare").mkdir()
+        (work / "bare" / "bare_app.py").write_text(BARE_APP)
+        shutil.copytree(REPO / ".streamlit", work / "bare" / ".streamlit")  # same theme and server settings
+        app = Server(REPO / "app.py", REPO, work / "app.log")
+        servers.append(app)
+        bare = Server(work / "bare" / "bare_app.py", work / "bare", work / "bare.log")
+        servers.append(bare)
+        app.wait_ready()
+        bare.wait_ready()
+        print(f"Key press on '{SLIDER}' -> first chart redrawn with new data: median (range) of {presses} presses, "
+              f"chromium headless on {os.cpu_count()} cores (load average {os.getloadavg()[0]:.1f}).")
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+            try:
+                default_index = SEQ_LEN_CHOICES.index(Settings().seq_len)
+                measure(browser, link(app.url, "overview", Settings()), 1, 1, None, default_index)  # warm-up: imports
+                print(f"== default settings (budget: <= {BUDGET_RATIO}x the bare app, measured alongside) ==")
+                for seed_base, name in enumerate(pages):
+                    try:
+                        bare_run = measure(browser, bare.url, presses, 2, None, default_index)
+                        ours = measure(browser, link(app.url, name, Settings()), presses, 1, 1000 * (seed_base + 1),
+                                       default_index)
+                        print(line(name, ours, bare_run), flush=True)
+                    except Exception as error:
+                        failed = True
+                        print(f"{name:<9} FAILED: {type(error).__name__}: {str(error).splitlines()[0][:300]}", flush=True)
+                    if not app.alive():
+                        raise RuntimeError(f"the app's server died: {app.log.read_text()[-2000:]}")
+                if largest:
+                    start = replace(LARGEST)
+                    index = SEQ_LEN_CHOICES.index(start.seq_len)
+                    print(f"== largest settings (d_model {start.d_model}, {start.heads} heads, {start.groups} KV groups, "
+                          f"latent {start.latent}, seq_len {start.seq_len} <-> {SEQ_LEN_CHOICES[index + 1]}, batch "
+                          f"{start.batch}, {start.dtype}; no ratio budget) ==")
+                    for seed_base, name in enumerate(pages):
+                        try:
+                            ours = measure(browser, link(app.url, name, start), presses, 1, 5000 + 1000 * seed_base, index)
+                            print(line(name, ours, None), flush=True)
+                        except Exception as error:
+                            failed = True
+                            print(f"{name:<9} FAILED: {type(error).__name__}: {str(error).splitlines()[0][:300]}", flush=True)
+                        if not app.alive():
+                            raise RuntimeError(f"the app's server died: {app.log.read_text()[-2000:]}")
+            finally:
+                browser.close()
+    except (Exception, KeyboardInterrupt) as error:
+        failed = True
+        print(f"!! {type(error).__name__}: {error}")
+    finally:
+        for server in servers:
+            server.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
