@@ -12,6 +12,7 @@ at settings the server has not seen: no cache hit flatters it. Also counted per 
 (ForwardMsg new_session), bytes received, and when the last run finished (the page idle, no running indicator).
 Exit status: 0 unless a page or server crashed or a press never redrew a chart. Timings are reported, never fatal.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,14 +37,22 @@ from explorer.pages import PAGES  # noqa: E402
 from explorer.settings import SEQ_LEN_CHOICES, Settings  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 SLIDER = "Sequence length (tokens)"
 BUDGET_RATIO = 1.5  # issue 16: key press -> chart redrawn, every page at default settings, vs the bare app
-LARGEST = Settings(d_model=8192, heads=128, groups=2, latent=4096, rope_dim=64, seq_len=6144, batch=128, dtype="float32")
+LARGEST = Settings(
+    d_model=8192, heads=128, groups=2, latent=4096, rope_dim=64, seq_len=6144, batch=128, dtype="float32"
+)
 LIMIT_S = 120  # one press, or one page opening (generous: the machine is shared)
 
-BARE_APP = f'''
+BARE_APP = f"""
 import plotly.graph_objects as go
 import streamlit as st
 
@@ -51,7 +60,7 @@ n = st.sidebar.select_slider({SLIDER!r}, options={list(SEQ_LEN_CHOICES)!r}, valu
 xs = list(range(16))
 st.plotly_chart(go.Figure(go.Bar(x=xs, y=[(i * n) % 17 for i in xs]), layout_title_text=f"{{n}} tokens"))
 st.plotly_chart(go.Figure(go.Scatter(x=xs, y=[(i + n) % 13 for i in xs]), layout_title_text=f"{{n}} tokens"))
-'''
+"""
 
 # Installed once per page load. arm() records the charts' figures; the keydown that follows starts the clock, and
 # the first frame after any chart holds a figure unlike the recorded one stops it.
@@ -117,10 +126,28 @@ class Server:
         self.log = log
         with open(log, "wb") as out:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "streamlit", "run", str(script), "--server.port", str(self.port),
-                 "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false",
-                 "--server.fileWatcherType", "none"],
-                cwd=cwd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+                [
+                    sys.executable,
+                    "-m",
+                    "streamlit",
+                    "run",
+                    str(script),
+                    "--server.port",
+                    str(self.port),
+                    "--server.address",
+                    "127.0.0.1",
+                    "--server.headless",
+                    "true",
+                    "--browser.gatherUsageStats",
+                    "false",
+                    "--server.fileWatcherType",
+                    "none",
+                ],
+                cwd=cwd,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
             )
 
     def wait_ready(self, timeout: float = 120) -> None:
@@ -157,6 +184,7 @@ class Server:
 @dataclass
 class Wire:
     """What the websocket carried since the last reset: script runs started and finished, bytes, when."""
+
     runs: int = 0
     finished: list[float] = field(default_factory=list)
     bytes: int = 0
@@ -265,8 +293,12 @@ def measure(browser, url: str, presses: int, charts: int, fresh_seed: int | None
                 raise TimeoutError(f"no chart showed new data within {LIMIT_S} s of the press")
             last = settle(tab, wire)
             if tab.locator('[data-testid="stException"]').count():
-                raise RuntimeError(f"the page shows an exception: {tab.locator('[data-testid=stException]').first.inner_text()[:300]}")
-            shown = tab.locator(f'[data-testid="stSidebar"] input[type="range"][aria-label="{SLIDER}"]').get_attribute("aria-valuetext")
+                raise RuntimeError(
+                    f"the page shows an exception: {tab.locator('[data-testid=stException]').first.inner_text()[:300]}"
+                )
+            shown = tab.locator(f'[data-testid="stSidebar"] input[type="range"][aria-label="{SLIDER}"]').get_attribute(
+                "aria-valuetext"
+            )
             if shown != str(SEQ_LEN_CHOICES[index]):
                 raise RuntimeError(f"the slider shows {shown}, expected {SEQ_LEN_CHOICES[index]}")
             result.drawn_ms.append(drawn)
@@ -275,8 +307,13 @@ def measure(browser, url: str, presses: int, charts: int, fresh_seed: int | None
             result.rerun_requests.append(wire.rerun_requests)
             result.bytes.append(wire.bytes)
             if wire.requested and wire.started and wire.chart:
-                result.phases.append(((wire.requested - sent) * 1000, (wire.started - wire.requested) * 1000,
-                                      (wire.chart - wire.started) * 1000))
+                result.phases.append(
+                    (
+                        (wire.requested - sent) * 1000,
+                        (wire.started - wire.requested) * 1000,
+                        (wire.chart - wire.started) * 1000,
+                    )
+                )
         return result
     finally:
         context.close()
@@ -293,14 +330,18 @@ def line(name: str, ours: Presses, bare: Presses | None) -> str:
         ratio = statistics.median(ours.drawn_ms) / statistics.median(bare.drawn_ms)
         text += f"  bare {statistics.median(bare.drawn_ms):5,.0f} ms  ratio {ratio:4.2f}x {'ok' if ratio <= BUDGET_RATIO else 'OVER'}"
     runs = sorted(set(ours.runs))
-    text += (f"  | idle {statistics.median(ours.idle_ms):,.0f} ms after the press; script runs per press "
-             f"{'/'.join(map(str, runs))} (rerun requests {'/'.join(map(str, sorted(set(ours.rerun_requests))))}); "
-             f"{statistics.median(ours.bytes) / 1e3:,.0f} kB received")
+    text += (
+        f"  | idle {statistics.median(ours.idle_ms):,.0f} ms after the press; script runs per press "
+        f"{'/'.join(map(str, runs))} (rerun requests {'/'.join(map(str, sorted(set(ours.rerun_requests))))}); "
+        f"{statistics.median(ours.bytes) / 1e3:,.0f} kB received"
+    )
     for who, run in (("", ours), ("bare: ", bare)):
         if run is not None and run.phases:
             request, start, chart = (statistics.median(p[i] for p in run.phases) for i in range(3))
-            text += (f"\n{'':<9} {who}press -> rerun requested {request:,.0f} ms (the slider's debounce) -> run started "
-                     f"{start:,.0f} ms -> first chart's data sent {chart:,.0f} ms; then the browser draws (medians)")
+            text += (
+                f"\n{'':<9} {who}press -> rerun requested {request:,.0f} ms (the slider's debounce) -> run started "
+                f"{start:,.0f} ms -> first chart's data sent {chart:,.0f} ms; then the browser draws (medians)"
+            )
     return text
 
 
@@ -323,6 +364,7 @@ def main() -> int:
 
     def interrupted(signum, frame):  # a SIGTERM stops the servers too (the finally below)
         raise KeyboardInterrupt
+
     signal.signal(signal.SIGTERM, interrupted)
 
     work = Path(tempfile.mkdtemp(prefix="explorer-browser-bench-"))
@@ -338,8 +380,10 @@ def main() -> int:
         servers.append(bare)
         app.wait_ready()
         bare.wait_ready()
-        print(f"Key press on '{SLIDER}' -> first chart redrawn with new data: median (range) of {presses} presses, "
-              f"chromium headless on {os.cpu_count()} cores (load average {os.getloadavg()[0]:.1f}).")
+        print(
+            f"Key press on '{SLIDER}' -> first chart redrawn with new data: median (range) of {presses} presses, "
+            f"chromium headless on {os.cpu_count()} cores (load average {os.getloadavg()[0]:.1f})."
+        )
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
             try:
@@ -349,27 +393,37 @@ def main() -> int:
                 for seed_base, name in enumerate(pages):
                     try:
                         bare_run = measure(browser, bare.url, presses, 2, None, default_index)
-                        ours = measure(browser, link(app.url, name, Settings()), presses, 1, 1000 * (seed_base + 1),
-                                       default_index)
+                        ours = measure(
+                            browser, link(app.url, name, Settings()), presses, 1, 1000 * (seed_base + 1), default_index
+                        )
                         print(line(name, ours, bare_run), flush=True)
                     except Exception as error:
                         failed = True
-                        print(f"{name:<9} FAILED: {type(error).__name__}: {str(error).splitlines()[0][:300]}", flush=True)
+                        print(
+                            f"{name:<9} FAILED: {type(error).__name__}: {str(error).splitlines()[0][:300]}", flush=True
+                        )
                     if not app.alive():
                         raise RuntimeError(f"the app's server died: {app.log.read_text()[-2000:]}")
                 if largest:
                     start = replace(LARGEST)
                     index = SEQ_LEN_CHOICES.index(start.seq_len)
-                    print(f"== largest settings (d_model {start.d_model}, {start.heads} heads, {start.groups} KV groups, "
-                          f"latent {start.latent}, seq_len {start.seq_len} <-> {SEQ_LEN_CHOICES[index + 1]}, batch "
-                          f"{start.batch}, {start.dtype}; no ratio budget) ==")
+                    print(
+                        f"== largest settings (d_model {start.d_model}, {start.heads} heads, {start.groups} KV groups, "
+                        f"latent {start.latent}, seq_len {start.seq_len} <-> {SEQ_LEN_CHOICES[index + 1]}, batch "
+                        f"{start.batch}, {start.dtype}; no ratio budget) =="
+                    )
                     for seed_base, name in enumerate(pages):
                         try:
-                            ours = measure(browser, link(app.url, name, start), presses, 1, 5000 + 1000 * seed_base, index)
+                            ours = measure(
+                                browser, link(app.url, name, start), presses, 1, 5000 + 1000 * seed_base, index
+                            )
                             print(line(name, ours, None), flush=True)
                         except Exception as error:
                             failed = True
-                            print(f"{name:<9} FAILED: {type(error).__name__}: {str(error).splitlines()[0][:300]}", flush=True)
+                            print(
+                                f"{name:<9} FAILED: {type(error).__name__}: {str(error).splitlines()[0][:300]}",
+                                flush=True,
+                            )
                         if not app.alive():
                             raise RuntimeError(f"the app's server died: {app.log.read_text()[-2000:]}")
             finally:
