@@ -151,10 +151,11 @@ class PretrainedLM(nn.Module):
         temperature: float = 0.0,
         top_k: int | None = None,
         seed: int = 0,
+        stop_at_eos: bool = True,
     ) -> Iterator[int]:
         """Yield new token ids one at a time; when one is yielded, the cache holds every token before it. Greedy at
         temperature 0; otherwise sampled from a generator seeded with `seed`, so a run repeats exactly. Stops after
-        the end-of-sequence token."""
+        the end-of-sequence token unless stop_at_eos is False (a fixed count, as a benchmark needs)."""
         if not ids:
             raise ValueError("generation needs at least one prompt token.")
         cache = self.new_cache() if cache is None else cache
@@ -168,7 +169,7 @@ class PretrainedLM(nn.Module):
             logits = self.logits(hidden[0, -1])
             token = _choose(logits, temperature, top_k, generator)
             yield token
-            if token == self.tokenizer.spec.eos_id:
+            if stop_at_eos and token == self.tokenizer.spec.eos_id:
                 return
             step_input = torch.tensor([[token]])
 
