@@ -97,3 +97,37 @@ def format_bytes(n: float) -> str:
             return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.2f} {unit}"
         n /= 1024
     raise AssertionError("unreachable")
+
+
+def format_flops(n: float) -> str:
+    """A count of floating-point operations with an SI prefix that keeps 1-3 digits before the point:
+    2,200 -> '2.20 kFLOP', 17.9e9 -> '17.92 GFLOP'. FLOPs are counts, so the prefixes are powers of 1000."""
+    for unit in ("FLOP", "kFLOP", "MFLOP", "GFLOP", "TFLOP"):
+        if abs(n) < 1000 or unit == "TFLOP":
+            return f"{n:,.0f} {unit}" if unit == "FLOP" else f"{n:,.2f} {unit}"
+        n /= 1000
+    raise AssertionError("unreachable")
+
+
+BYTE_UNITS = (("B", 1), ("KiB", 1024), ("MiB", 1024**2), ("GiB", 1024**3), ("TiB", 1024**4))
+FLOP_UNITS = (("FLOP", 1), ("kFLOP", 1e3), ("MFLOP", 1e6), ("GFLOP", 1e9), ("TFLOP", 1e12))
+
+
+def unit_axis(highest: float, units=BYTE_UNITS, *, ticks: int = 5) -> dict:
+    """A linear axis from 0 that holds `highest`, with ticks labelled in one unit of `units` (as the values are sent:
+    bytes or FLOPs, so hover and CSV stay exact). Plotly's own labels would use SI letters: "8B" meaning 8 billion
+    bytes beside labels in GiB. The unit is the largest that keeps the top tick at 1 or more; steps are 1, 2, 2.5 or 5
+    times a power of ten in that unit. Returns tickvals, ticktext and range for a plotly axis dict."""
+    highest = max(float(highest), 1.0)
+    name, size = next(((n, s) for n, s in reversed(units) if highest >= s), units[0])
+    top = highest / size
+    raw = top / max(ticks - 1, 1)
+    power = 10 ** np.floor(np.log10(raw)) if raw > 0 else 1
+    step = next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw)
+    if size == 1:
+        step = max(step, 1)  # no fractional bytes or FLOPs
+    count = int(np.ceil(top / step - 1e-9))
+    values = [i * step for i in range(count + 1)]
+    text = [f"{v:,.{0 if float(step).is_integer() else (1 if float(step * 10).is_integer() else 2)}f} {name}" for v in values]
+    tickvals = [float(v * size) for v in values]
+    return {"tickvals": tickvals, "ticktext": text, "range": [0.0, tickvals[-1]]}

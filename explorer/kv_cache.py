@@ -15,7 +15,7 @@ from attn_core.probe.models import (
     what_if_configs,
 )
 
-from .charts import format_bytes
+from .charts import format_bytes, unit_axis
 from .overview import VARIANT_COLORS
 from .params import Choice, Flag, IntRange
 from .settings import Settings
@@ -222,7 +222,8 @@ def cache_size_figure(traces: dict[str, dict], step: int) -> dict:
     layout = {
         "title": {"text": f"Bytes held after each step (batch {any_trace['batch']})"},
         "xaxis": {"title": {"text": f"tokens generated after a prompt of {any_trace['prompt_len']}"}},
-        "yaxis": {"title": {"text": f"bytes held ({any_trace['storage_dtype']}, one layer)"}, "rangemode": "tozero"},
+        "yaxis": {"title": {"text": f"cache held ({any_trace['storage_dtype']}, one layer)"}}
+        | unit_axis(1.05 * max(max(t["capacity_nbytes"] + t["nbytes"]) for t in traces.values())),
         "height": 500,
         "margin": {"t": 60, "b": 90, "l": 70, "r": 20},
         "legend": {"groupclick": "togglegroup"},
