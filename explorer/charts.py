@@ -131,3 +131,12 @@ def unit_axis(highest: float, units=BYTE_UNITS, *, ticks: int = 5) -> dict:
     text = [f"{v:,.{0 if float(step).is_integer() else (1 if float(step * 10).is_integer() else 2)}f} {name}" for v in values]
     tickvals = [float(v * size) for v in values]
     return {"tickvals": tickvals, "ticktext": text, "range": [0.0, tickvals[-1]]}
+
+
+def count_axis(highest: int, *, ticks: int = 8) -> dict:
+    """Ticks for an axis of whole things (tokens, steps): whole-number steps of 1, 2 or 5 times a power of ten, so a
+    short range never shows "0.2 tokens"."""
+    raw = max(highest, 1) / ticks
+    power = 10 ** int(np.floor(np.log10(raw))) if raw >= 1 else 1
+    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+    return {"tickmode": "linear", "tick0": 0, "dtick": max(int(step), 1)}

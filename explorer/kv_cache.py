@@ -15,7 +15,7 @@ from attn_core.probe.models import (
     what_if_configs,
 )
 
-from .charts import format_bytes, unit_axis
+from .charts import count_axis, format_bytes, unit_axis
 from .overview import VARIANT_COLORS
 from .params import Choice, Flag, IntRange
 from .settings import Settings
@@ -164,7 +164,8 @@ def step_table(traces: dict[str, dict], step: int) -> list[dict]:
 
 def cache_size_figure(traces: dict[str, dict], step: int) -> dict:
     """Bytes held vs tokens generated: measured (markers), closed form (wide pale line under them), preallocated
-    capacity (step line), and markers at the chosen step that Play moves through every step in the browser.
+    capacity (step line), and markers at the chosen step (the page's ▶ Play moves the step, and with it the log and
+    the table: no browser-side animation that would move the markers alone).
 
     A plain dict, as every figure here: st.plotly_chart validates it once, where a go.Figure would be validated
     when built and again when sent (with one frame per step, that alone was ~100 ms a rerun).
@@ -200,7 +201,7 @@ def cache_size_figure(traces: dict[str, dict], step: int) -> dict:
     colors = [color_of(name) for name in names]
 
     def markers_at(s: int) -> dict:
-        """One trace holding every cache's point at step s: one object per animation frame."""
+        """One trace holding every cache's point at step s."""
         return {
             "type": "scatter", "x": [s] * len(names), "y": [traces[name]["nbytes"][s] for name in names],
             "text": names, "mode": "markers", "name": "at the step", "showlegend": False,
@@ -208,37 +209,19 @@ def cache_size_figure(traces: dict[str, dict], step: int) -> dict:
             "hovertemplate": "%{text}, step %{x}: %{y:,} bytes<extra></extra>",
         }
 
-    marker_index = len(data)
     data.append(markers_at(step))
     any_trace = next(iter(traces.values()))
-    frames = [
-        {"name": str(s), "data": [markers_at(s)], "traces": [marker_index]}
-        for s in range(any_trace["steps"] + 1)
-    ]
-    play = {
-        "frame": {"duration": 120, "redraw": True}, "transition": {"duration": 0}, "fromcurrent": True, "mode": "immediate"
-    }
-    pause = {"frame": {"duration": 0, "redraw": False}, "mode": "immediate"}
     layout = {
         "title": {"text": f"Bytes held after each step (batch {any_trace['batch']})"},
-        "xaxis": {"title": {"text": f"tokens generated after a prompt of {any_trace['prompt_len']}"}},
+        "xaxis": {"title": {"text": f"tokens generated after a prompt of {any_trace['prompt_len']}"}}
+        | count_axis(any_trace["steps"]),
         "yaxis": {"title": {"text": f"cache held ({any_trace['storage_dtype']}, one layer)"}}
         | unit_axis(1.05 * max(max(t["capacity_nbytes"] + t["nbytes"]) for t in traces.values())),
         "height": 500,
-        "margin": {"t": 60, "b": 90, "l": 70, "r": 20},
+        "margin": {"t": 60, "b": 50, "l": 70, "r": 20},
         "legend": {"groupclick": "togglegroup"},
-        "updatemenus": [
-            {
-                "type": "buttons", "direction": "left", "x": 0.0, "y": -0.14, "xanchor": "left", "yanchor": "top",
-                "showactive": False,
-                "buttons": [
-                    {"label": "▶ Play", "method": "animate", "args": [None, play]},
-                    {"label": "❚❚ Pause", "method": "animate", "args": [[None], pause]},
-                ],
-            }
-        ],
     }
-    return {"data": data, "layout": layout, "frames": frames}
+    return {"data": data, "layout": layout}
 
 
 def cache_size_rows(traces: dict[str, dict]) -> list[dict]:
@@ -266,7 +249,8 @@ def diff_figure(traces: dict[str, dict], step: int) -> dict:
     ]
     layout = {
         "title": {"text": "Largest difference from a full recompute without cache (float32)"},
-        "xaxis": {"title": {"text": "tokens generated (0 = the prefilled prompt)"}},
+        "xaxis": {"title": {"text": "tokens generated (0 = the prefilled prompt)"}}
+        | count_axis(max(len(t["max_abs_diff"]) for t in traces.values()) - 1),
         "yaxis": {"title": {"text": "max |cached − full| over the new rows"}, "type": "log", "range": [-10.5, -3.5]},
         "shapes": [
             {"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": DIFF_BUDGET, "y1": DIFF_BUDGET,
