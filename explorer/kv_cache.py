@@ -125,7 +125,7 @@ def cache_names(trace: dict) -> tuple[str, str]:
 
 
 def step_log(traces: dict[str, dict], step: int) -> str:
-    """The notebook's printout ("Step i: K cache shape ...") for every cache at this step."""
+    """A decode loop's log line ("Step i: K cache shape ...") for every cache at this step."""
     width = max(len(name) for name in traces)
     lines = []
     for name, trace in traces.items():

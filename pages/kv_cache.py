@@ -186,8 +186,8 @@ def notes_example() -> None:
 
 
 st.button(
-    "The course notes' example: a LLaMA-7B-scale model re-expressed as MLA with d_c 512 and d_h^R 128",
-    on_click=notes_example, icon=":material/school:",
+    "Try it: Llama-2-7B re-expressed as MLA with d_c 512 and d_h^R 128",
+    on_click=notes_example, icon=":material/school:", key="kv_example",
 )
 
 attention = preset.attention

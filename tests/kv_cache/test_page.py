@@ -116,7 +116,7 @@ def test_deepseek_v2_shows_the_papers_2_25_groups():
 
 def test_the_notes_example_button_shows_8192_vs_640_numbers():
     at = open_page(Settings().to_link() | {"kv_model": "Mistral-7B"})
-    at.button[0].click().run()
+    at.button(key="kv_example").click().run()
     assert_clean(at)
     assert link_value(at, "kv_model") == "Llama-2-7B"
     sentence = next(m.value for m in at.markdown if m.value.startswith("As MHA"))
