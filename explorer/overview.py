@@ -27,16 +27,18 @@ def summary_table(rows: list[dict]) -> list[dict]:
     table = []
     for row in rows:
         agrees = row["cache_bytes_measured"] == row["cache_bytes_formula"]
+        # The columns that carry the point come first, so a projector or a phone shows them without scrolling.
         table.append(
             {
-                "Variant": f"{row['variant'].upper()} · {VARIANT_NAMES[row['variant']]}",
-                "Parameters": f"{row['parameters']:,}",
-                "Cache per token": f"{row['cache_elements_per_token']:,} numbers = {format_bytes(row['cache_bytes_per_token'])}",
-                "Cache, measured": format_bytes(row["cache_bytes_measured"]),
-                "Cache, formula": format_bytes(row["cache_bytes_formula"]),
+                "Variant": row["variant"].upper(),
                 "Agree": "✓" if agrees else "✗",
                 "vs MHA": f"{row['cache_ratio_to_mha']:.3g}×",
+                "Cache, measured": format_bytes(row["cache_bytes_measured"]),
+                "Cache, formula": format_bytes(row["cache_bytes_formula"]),
                 "FLOPs per decoded token": format_flops(row["decode_flops_per_token"]),
+                "Cache per token": f"{row['cache_elements_per_token']:,} numbers = {format_bytes(row['cache_bytes_per_token'])}",
+                "Parameters": f"{row['parameters']:,}",
+                "Name": VARIANT_NAMES[row["variant"]],
             }
         )
     return table
