@@ -1,4 +1,20 @@
-"""The attention core: MHA, MQA, GQA and MLA as exact, cache-aware PyTorch modules (no UI code here)."""
+"""The attention core: MHA, MQA, GQA and MLA as exact, cache-aware PyTorch modules (no UI code here).
+
+Shapes are named with one legend, here and in every shape comment of the project:
+
+    B        batch: sequences side by side
+    L        new tokens of this call (one row of queries each)
+    S        keys attended to: the cached ones and the L new ones (S = P + L with a cache)
+    P        tokens already in the cache when a call begins (the prompt, or an earlier chunk)
+    N        tokens generated one at a time after the prompt
+    H        query heads (n_heads)
+    G        KV heads (n_kv_heads): 1 for MQA, H for MHA; R = H / G query heads share one (group_size)
+    D        head width (head_dim); d_k a query/key's width, d_v a value's, when they differ (MLA)
+    d_model  the model width
+    d_c      MLA's latent width (kv_lora_rank); d_h^R its shared rotary key width (qk_rope_head_dim);
+             d_nope a head's non-rotary query/key width (qk_nope_head_dim)
+"""
+
 from .accounting import (
     DTYPES,
     as_dtype,
@@ -8,14 +24,29 @@ from .accounting import (
     repeated_kv_cache_bytes,
 )
 from .build import build_attention
-from .cache import GroupedKVCache, LatentKVCache
+from .cache import GroupedKVCache, LatentKVCache, RepeatedHeadsCache, empty_cache
 from .config import VARIANT_NAMES, VARIANTS, AttentionConfig
 from .grouped import GroupedQueryAttention
 from .latent import MultiHeadLatentAttention
 from .presets import PRESETS, ModelPreset
 
 __all__ = [
-    "DTYPES", "PRESETS", "VARIANTS", "VARIANT_NAMES", "AttentionConfig", "GroupedKVCache", "GroupedQueryAttention",
-    "LatentKVCache", "ModelPreset", "MultiHeadLatentAttention", "as_dtype", "build_attention",
-    "decode_flops_per_token", "kv_cache_bytes", "parameter_count", "repeated_kv_cache_bytes",
+    "DTYPES",
+    "PRESETS",
+    "VARIANTS",
+    "VARIANT_NAMES",
+    "AttentionConfig",
+    "GroupedKVCache",
+    "GroupedQueryAttention",
+    "LatentKVCache",
+    "ModelPreset",
+    "MultiHeadLatentAttention",
+    "RepeatedHeadsCache",
+    "as_dtype",
+    "build_attention",
+    "decode_flops_per_token",
+    "empty_cache",
+    "kv_cache_bytes",
+    "parameter_count",
+    "repeated_kv_cache_bytes",
 ]

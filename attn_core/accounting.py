@@ -1,4 +1,5 @@
 """Closed-form sizes and costs: what the tests hold the measured numbers against."""
+
 from __future__ import annotations
 
 import torch
@@ -25,7 +26,9 @@ def kv_cache_bytes(cfg: AttentionConfig, batch: int, seq_len: int, dtype: torch.
     return batch * seq_len * cfg.cache_elements_per_token * bytes_per_element(dtype)
 
 
-def repeated_kv_cache_bytes(cfg: AttentionConfig, batch: int, seq_len: int, dtype: torch.dtype | str = torch.float32) -> int:
+def repeated_kv_cache_bytes(
+    cfg: AttentionConfig, batch: int, seq_len: int, dtype: torch.dtype | str = torch.float32
+) -> int:
     """The pitfall: caching K/V after repeating them for every query head costs as much as MHA (2·h·d_h)."""
     if cfg.variant == "mla":
         raise ValueError("MLA has no repeated heads to cache; the pitfall applies to grouped variants.")
@@ -34,6 +37,7 @@ def repeated_kv_cache_bytes(cfg: AttentionConfig, batch: int, seq_len: int, dtyp
 
 def parameter_count(cfg: AttentionConfig) -> int:
     """Weights (and biases, norm scales) of one attention layer."""
+
     def linear(n_in: int, n_out: int, bias: bool) -> int:
         return n_in * n_out + (n_out if bias else 0)
 
@@ -55,6 +59,11 @@ def parameter_count(cfg: AttentionConfig) -> int:
     )
 
 
+def naive_up_projection_flops(cfg: AttentionConfig, keys: int) -> int:
+    """MLA's naive decode: FLOPs to up-project `keys` cached latents into every head's keys and values."""
+    return 2 * keys * cfg.kv_lora_rank * cfg.n_heads * (cfg.qk_nope_head_dim + cfg.v_head_dim)
+
+
 def decode_flops_per_token(cfg: AttentionConfig, cached_tokens: int, *, absorbed: bool = True) -> int:
     """Floating-point operations (2 per multiply-add) to decode one token after cached_tokens cached ones.
 
@@ -69,9 +78,10 @@ def decode_flops_per_token(cfg: AttentionConfig, cached_tokens: int, *, absorbed
         projections = 2 * d * heads * hd + 2 * 2 * d * kv + 2 * heads * hd * d
         return projections + 2 * heads * hd * s + 2 * heads * hd * s
     dc, dr, nope, dv, qk = cfg.kv_lora_rank, cfg.qk_rope_head_dim, cfg.qk_nope_head_dim, cfg.v_head_dim, cfg.qk_head_dim
-    query = 2 * d * heads * qk if cfg.q_lora_rank is None else 2 * d * cfg.q_lora_rank + 2 * cfg.q_lora_rank * heads * qk
+    query = (
+        2 * d * heads * qk if cfg.q_lora_rank is None else 2 * d * cfg.q_lora_rank + 2 * cfg.q_lora_rank * heads * qk
+    )
     shared = query + 2 * d * (dc + dr) + 2 * heads * dv * d
     if absorbed:
         return shared + 2 * heads * nope * dc + 2 * heads * (dc + dr) * s + 2 * heads * dc * s + 2 * heads * dc * dv
-    up_projection = 2 * s * dc * heads * (nope + dv)
-    return shared + up_projection + 2 * heads * qk * s + 2 * heads * dv * s
+    return shared + naive_up_projection_flops(cfg, s) + 2 * heads * qk * s + 2 * heads * dv * s

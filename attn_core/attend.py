@@ -1,4 +1,5 @@
 """Scaled dot-product attention over grouped keys, the one place every variant's scores are computed."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -20,13 +21,13 @@ class KeyMask:
     plain_causal: bool = False
 
 
-def causal_allowed(q_len: int, k_len: int, device) -> torch.Tensor:
+def causal_allowed(q_len: int, k_len: int, device: torch.device | str | None) -> torch.Tensor:
     """[1, 1, L, S]: query i, at position S - L + i, may attend to keys 0 .. S - L + i."""
     return torch.ones(q_len, k_len, dtype=torch.bool, device=device).tril(diagonal=k_len - q_len)[None, None]
 
 
 def allowed_positions(
-    q_len: int, k_len: int, *, causal: bool, key_padding_mask: torch.Tensor | None, device
+    q_len: int, k_len: int, *, causal: bool, key_padding_mask: torch.Tensor | None, device: torch.device | str | None
 ) -> KeyMask:
     """Which of S keys each of L queries may attend to.
 
@@ -36,7 +37,7 @@ def allowed_positions(
     if causal and q_len == k_len and key_padding_mask is None:
         return KeyMask(None, plain_causal=True)  # SDPA needs no tensor; the weights path draws it when asked
     mask = None
-    if causal:
+    if causal and q_len > 1:  # one query, the last position, sees every key: nothing to mask
         mask = causal_allowed(q_len, k_len, device)
     if key_padding_mask is not None:
         if key_padding_mask.shape[-1] != k_len:

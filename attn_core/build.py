@@ -1,4 +1,5 @@
 """Build a layer from its config, with weights that depend on the seed alone, or only some of its heads."""
+
 from __future__ import annotations
 
 import hashlib
@@ -18,7 +19,7 @@ def build_attention(
     seed: int | None = None,
     *,
     device: torch.device | str | None = None,
-    dtype=None,
+    dtype: torch.dtype | None = None,
     heads: range | None = None,
 ) -> GroupedQueryAttention | MultiHeadLatentAttention:
     """A layer for cfg. With a seed, weights are drawn from CPU generators keyed by the seed, so a seed gives the same

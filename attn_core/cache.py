@@ -1,7 +1,10 @@
 """KV caches that hold only what a variant needs, grow by doubling, and know their bytes."""
+
 from __future__ import annotations
 
 import torch
+
+from .config import AttentionConfig
 
 INITIAL_CAPACITY = 16
 
@@ -12,7 +15,16 @@ class GrowingSequenceBuffer:
     Appending past the capacity doubles it (one copy, amortised O(1) per token); reads are views, never copies.
     """
 
-    def __init__(self, batch_size: int, heads: int, width: int, *, dtype, device, capacity: int = INITIAL_CAPACITY):
+    def __init__(
+        self,
+        batch_size: int,
+        heads: int,
+        width: int,
+        *,
+        dtype: torch.dtype,
+        device: torch.device | str | None,
+        capacity: int = INITIAL_CAPACITY,
+    ):
         self.storage = torch.empty(batch_size, heads, capacity, width, dtype=dtype, device=device)
         self.seq_len = 0
 
@@ -72,12 +84,14 @@ class _Cache:
 class GroupedKVCache(_Cache):
     """Keys and values of the ``n_kv_heads`` KV heads only: never the copies that query heads share."""
 
-    def __init__(self, batch_size: int, n_kv_heads: int, head_dim: int, *, dtype, device):
+    def __init__(
+        self, batch_size: int, n_kv_heads: int, head_dim: int, *, dtype: torch.dtype, device: torch.device | str | None
+    ):
         make = lambda: GrowingSequenceBuffer(batch_size, n_kv_heads, head_dim, dtype=dtype, device=device)  # noqa: E731
         self.buffers = {"k": make(), "v": make()}
 
     def append(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """k, v: [B, n_kv_heads, L, head_dim] -> all keys and values held, as views."""
+        """k, v: [B, G, L, D] -> all keys and values held, [B, G, S, D], as views."""
         return self.buffers["k"].append(k), self.buffers["v"].append(v)
 
     @property
@@ -96,9 +110,19 @@ class LatentKVCache(_Cache):
     ``[c_kv | k_rope]`` as a single key and ``c_kv`` as the value without copying anything.
     """
 
-    def __init__(self, batch_size: int, kv_lora_rank: int, rope_dim: int, *, dtype, device):
+    def __init__(
+        self,
+        batch_size: int,
+        kv_lora_rank: int,
+        rope_dim: int,
+        *,
+        dtype: torch.dtype,
+        device: torch.device | str | None,
+    ):
         self.kv_lora_rank = kv_lora_rank
-        self.buffers = {"latent": GrowingSequenceBuffer(batch_size, 1, kv_lora_rank + rope_dim, dtype=dtype, device=device)}
+        self.buffers = {
+            "latent": GrowingSequenceBuffer(batch_size, 1, kv_lora_rank + rope_dim, dtype=dtype, device=device)
+        }
 
     def append(self, c_kv: torch.Tensor, k_rope: torch.Tensor) -> torch.Tensor:
         """c_kv [B, 1, L, d_c], k_rope [B, 1, L, d_h^R] -> the whole latent held, [B, 1, S, d_c + d_h^R] (a view)."""
@@ -118,3 +142,46 @@ class LatentKVCache(_Cache):
 
     def shapes(self) -> dict[str, tuple[int, ...]]:
         return {"c_kv": tuple(self.c_kv.shape), "k_rope": tuple(self.k_rope.shape)}
+
+
+class RepeatedHeadsCache(GroupedKVCache):
+    """The pitfall of naive GQA code: K/V are repeated for every query head (repeat_interleave) *before* caching.
+
+    Attention reads the same numbers either way, so outputs do not change; the cache holds n_heads heads instead of
+    n_kv_heads, as large as MHA's (accounting.repeated_kv_cache_bytes).
+    """
+
+    def __init__(
+        self,
+        batch_size: int,
+        n_heads: int,
+        head_dim: int,
+        group_size: int,
+        *,
+        dtype: torch.dtype,
+        device: torch.device | str | None,
+    ):
+        super().__init__(batch_size, n_heads, head_dim, dtype=dtype, device=device)
+        self.group_size = group_size
+
+    def append(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """k, v: [B, G, L, D] -> stored and returned as [B, H, S, D]."""
+        return super().append(k.repeat_interleave(self.group_size, dim=1), v.repeat_interleave(self.group_size, dim=1))
+
+
+def empty_cache(
+    cfg: AttentionConfig,
+    batch_size: int,
+    *,
+    dtype: torch.dtype,
+    device: torch.device | str | None,
+    repeated_heads: bool = False,
+) -> GroupedKVCache | LatentKVCache:
+    """An empty cache of the kind cfg's layer uses (or the repeated-heads pitfall), in any dtype and on any device."""
+    if cfg.variant == "mla":
+        if repeated_heads:
+            raise ValueError("MLA has no repeated heads to cache; the pitfall applies to grouped variants.")
+        return LatentKVCache(batch_size, cfg.kv_lora_rank, cfg.qk_rope_head_dim, dtype=dtype, device=device)
+    if repeated_heads:
+        return RepeatedHeadsCache(batch_size, cfg.n_heads, cfg.head_dim, cfg.group_size, dtype=dtype, device=device)
+    return GroupedKVCache(batch_size, cfg.n_kv_heads, cfg.head_dim, dtype=dtype, device=device)

@@ -1,4 +1,5 @@
 """One validated description of an attention layer, for all four variants."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
@@ -57,9 +58,11 @@ class AttentionConfig:
         else:
             self._resolve_kv_heads()
             if self.rope and self.head_dim % 2:
-                raise ValueError(f"head_dim={self.head_dim} is odd: rotary embedding rotates pairs, so it must be even.")
+                raise ValueError(
+                    f"head_dim={self.head_dim} is odd: rotary embedding rotates pairs, so it must be even."
+                )
 
-    def _set(self, name: str, value) -> None:
+    def _set(self, name: str, value: object) -> None:
         object.__setattr__(self, name, value)
 
     def _resolve_kv_heads(self) -> None:
@@ -74,7 +77,9 @@ class AttentionConfig:
                 f"{self.variant} has n_kv_heads={implied} by definition, got {self.n_kv_heads}: use variant='gqa'."
             )
         if self.n_kv_heads > self.n_heads:
-            raise ValueError(f"n_kv_heads={self.n_kv_heads} exceeds n_heads={self.n_heads}: a group needs a query head.")
+            raise ValueError(
+                f"n_kv_heads={self.n_kv_heads} exceeds n_heads={self.n_heads}: a group needs a query head."
+            )
         if self.n_heads % self.n_kv_heads:
             raise ValueError(f"n_heads={self.n_heads} is not divisible by n_kv_heads={self.n_kv_heads}.")
         for name in ("kv_lora_rank", "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
@@ -136,7 +141,9 @@ class AttentionConfig:
         the same variant groups them the way this one does.
         """
         if not isinstance(heads, range) or heads.step != 1 or not heads or heads.start < 0 or heads.stop > self.n_heads:
-            raise ValueError(f"heads={heads!r}: give a non-empty range of consecutive heads within 0..{self.n_heads - 1}.")
+            raise ValueError(
+                f"heads={heads!r}: give a non-empty range of consecutive heads within 0..{self.n_heads - 1}."
+            )
         if self.variant == "mla":
             return heads
         size = self.group_size
@@ -173,6 +180,11 @@ class AttentionConfig:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
-def _require_positive(name: str, value) -> None:
+def _require_positive(name: str, value: object) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
         raise ValueError(f"{name} must be a positive whole number, got {value!r}.")
+
+
+def kv_head_counts(n_heads: int) -> list[int]:
+    """The n_kv_heads a layer of n_heads query heads accepts: the divisors of n_heads, from 1 (MQA) to n_heads (MHA)."""
+    return [g for g in range(1, n_heads + 1) if n_heads % g == 0]

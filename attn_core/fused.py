@@ -10,12 +10,13 @@ Either way, splitting it into q_proj, k_proj and v_proj is a reordering of block
 checkpoint loads into the same modules and gives the same numbers (tests hold them to HF's GPT2Attention and
 FalconAttention with the same weights).
 """
+
 from __future__ import annotations
 
 import torch
-from torch import nn
 
 from .config import AttentionConfig
+from .grouped import GroupedQueryAttention
 
 LAYOUTS = ("stacked", "grouped")
 
@@ -26,12 +27,18 @@ def fused_blocks(cfg: AttentionConfig, layout: str) -> list[tuple[str, int]]:
     if cfg.variant == "mla":
         raise ValueError("MLA has no fused q/k/v projection: its keys and values come from a shared latent.")
     if layout == "stacked":
-        return [(name, head) for name, count in (("q", cfg.n_heads), ("k", cfg.n_kv_heads), ("v", cfg.n_kv_heads))
-                for head in range(count)]
+        return [
+            (name, head)
+            for name, count in (("q", cfg.n_heads), ("k", cfg.n_kv_heads), ("v", cfg.n_kv_heads))
+            for head in range(count)
+        ]
     if layout == "grouped":
         size = cfg.group_size
-        return [block for group in range(cfg.n_kv_heads)
-                for block in [*(("q", group * size + i) for i in range(size)), ("k", group), ("v", group)]]
+        return [
+            block
+            for group in range(cfg.n_kv_heads)
+            for block in [*(("q", group * size + i) for i in range(size)), ("k", group), ("v", group)]
+        ]
     raise ValueError(f"layout={layout!r}: choose one of {', '.join(LAYOUTS)}.")
 
 
@@ -53,15 +60,19 @@ def split_qkv(
     return state
 
 
-def fuse_qkv(layer: nn.Module, *, layout: str) -> tuple[torch.Tensor, torch.Tensor | None]:
+def fuse_qkv(layer: GroupedQueryAttention, *, layout: str) -> tuple[torch.Tensor, torch.Tensor | None]:
     """The inverse of split_qkv: the layer's q_proj, k_proj and v_proj as one fused weight (and bias, if they have
     one), rows in the given layout."""
     cfg = layer.cfg
     parts = {name: getattr(layer, f"{name}_proj") for name in ("q", "k", "v")}
-    weight = torch.cat([parts[name].weight.view(-1, cfg.head_dim, cfg.d_model)[head] for name, head in fused_blocks(cfg, layout)])
+    weight = torch.cat(
+        [parts[name].weight.view(-1, cfg.head_dim, cfg.d_model)[head] for name, head in fused_blocks(cfg, layout)]
+    )
     if parts["q"].bias is None:
         return weight, None
-    return weight, torch.cat([parts[name].bias.view(-1, cfg.head_dim)[head] for name, head in fused_blocks(cfg, layout)])
+    return weight, torch.cat(
+        [parts[name].bias.view(-1, cfg.head_dim)[head] for name, head in fused_blocks(cfg, layout)]
+    )
 
 
 # --- published checkpoints with a fused projection --------------------------------------------------------------

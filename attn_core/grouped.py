@@ -1,5 +1,8 @@
 """MHA, MQA and GQA as one module: they differ only in n_kv_heads (n_heads, 1, or g)."""
+
 from __future__ import annotations
+
+from typing import Any
 
 import torch
 from einops import rearrange
@@ -14,12 +17,14 @@ from .rope import apply_rope, rope_cos_sin
 class GroupedQueryAttention(nn.Module):
     """Parameter names as Llama's attention (q_proj, k_proj, v_proj, o_proj), so its checkpoints load as they are."""
 
-    def __init__(self, cfg: AttentionConfig, *, device=None, dtype=None):
+    def __init__(
+        self, cfg: AttentionConfig, *, device: torch.device | str | None = None, dtype: torch.dtype | None = None
+    ) -> None:
         super().__init__()
         if cfg.variant == "mla":
             raise ValueError("GroupedQueryAttention takes mha, mqa or gqa; build mla with MultiHeadLatentAttention.")
         self.cfg = cfg
-        kw = {"device": device, "dtype": dtype, "bias": cfg.bias}
+        kw: dict[str, Any] = {"device": device, "dtype": dtype, "bias": cfg.bias}
         self.q_proj = nn.Linear(cfg.d_model, cfg.n_heads * cfg.head_dim, **kw)
         self.k_proj = nn.Linear(cfg.d_model, cfg.n_kv_heads * cfg.head_dim, **kw)
         self.v_proj = nn.Linear(cfg.d_model, cfg.n_kv_heads * cfg.head_dim, **kw)
@@ -31,8 +36,25 @@ class GroupedQueryAttention(nn.Module):
             batch_size, self.cfg.n_kv_heads, self.cfg.head_dim, dtype=weight.dtype, device=weight.device
         )
 
+    def _rotated(self, t: torch.Tensor, start: int | None) -> torch.Tensor:
+        """t [B, heads, L, D] at positions start..start+L-1, rotated; as it is without RoPE or a position (None)."""
+        cfg = self.cfg
+        if not cfg.rope or start is None:
+            return t
+        cos, sin = rope_cos_sin(start, t.shape[2], cfg.head_dim, cfg.rope_theta, device=t.device, dtype=t.dtype)
+        return apply_rope(t, cos, sin, cfg.rope_interleave)
+
+    def queries(self, x: torch.Tensor, start: int | None) -> torch.Tensor:
+        """x [B, L, d_model] -> q [B, H, L, D], rotated for positions start.. (None: cross-attention, no RoPE)."""
+        return self._rotated(rearrange(self.q_proj(x), "b l (h d) -> b h l d", h=self.cfg.n_heads), start)
+
+    def keys_values(self, x: torch.Tensor, start: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """x [B, L, d_model] -> k (rotated), v [B, G, L, D]: what the forward pass caches for these tokens."""
+        k, v = self.project_kv(x)
+        return self._rotated(k, start), v
+
     def project_kv(self, source: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """source [B, S, d_model] -> k, v [B, n_kv_heads, S, head_dim] (before RoPE)."""
+        """source [B, S, d_model] -> k, v [B, G, S, D] (before RoPE)."""
         k = rearrange(self.k_proj(source), "b s (g d) -> b g s d", g=self.cfg.n_kv_heads)
         v = rearrange(self.v_proj(source), "b s (g d) -> b g s d", g=self.cfg.n_kv_heads)
         return k, v
@@ -46,29 +68,26 @@ class GroupedQueryAttention(nn.Module):
         kv_input: torch.Tensor | None = None,
         causal: bool = True,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """x [B, L, d_model] -> out [B, L, d_model], weights [B, n_heads, L, S] or None.
+        """x [B, L, d_model] -> out [B, L, d_model], weights [B, H, L, S] or None.
 
         kv_input: another sequence to attend to (cross-attention): no causal mask and no RoPE, since positions in two
         sequences are not comparable. key_padding_mask [B, S]: True for real keys (S = cached + new).
         """
         cfg = self.cfg
-        q = rearrange(self.q_proj(x), "b l (h d) -> b h l d", h=cfg.n_heads)
         if kv_input is not None:
             if cache is not None:
                 raise ValueError("Cross-attention (kv_input) takes no cache: its keys do not grow token by token.")
+            q = self.queries(x, None)
             k, v = self.project_kv(kv_input)
             causal = False
         else:
-            k, v = self.project_kv(x)
-            if cfg.rope:
-                start = cache.seq_len if cache is not None else 0
-                cos, sin = rope_cos_sin(start, x.shape[1], cfg.head_dim, cfg.rope_theta, device=x.device, dtype=q.dtype)
-                q = apply_rope(q, cos, sin, cfg.rope_interleave)
-                k = apply_rope(k, cos, sin, cfg.rope_interleave)
+            start = cache.seq_len if cache is not None else 0
+            q = self.queries(x, start)
+            k, v = self.keys_values(x, start)
             if cache is not None:
                 k, v = cache.append(k, v)
-        mask = allowed_positions(q.shape[2], k.shape[2], causal=causal, key_padding_mask=key_padding_mask, device=x.device)
-        out, weights = attend(
-            q, k, v, scale=cfg.head_dim**-0.5, mask=mask, return_weights=return_weights
+        mask = allowed_positions(
+            q.shape[2], k.shape[2], causal=causal, key_padding_mask=key_padding_mask, device=x.device
         )
+        out, weights = attend(q, k, v, scale=cfg.head_dim**-0.5, mask=mask, return_weights=return_weights)
         return self.o_proj(rearrange(out, "b h l d -> b l (h d)")), weights

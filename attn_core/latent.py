@@ -7,7 +7,10 @@ Only c_kv and k_rope are cached. Attention can be computed two ways that give th
 - absorbed: fold the key up-projection into the query and the value up-projection into the output, and attend in
   latent space, where MLA is multi-query attention with one KV head of width d_c + d_h^R.
 """
+
 from __future__ import annotations
+
+from typing import Any
 
 import torch
 from einops import rearrange
@@ -22,7 +25,9 @@ from .rope import apply_rope, rope_cos_sin
 class RMSNorm(nn.Module):
     """Root-mean-square norm, computed in float32 as DeepSeek's reference does."""
 
-    def __init__(self, dim: int, eps: float, *, device=None, dtype=None):
+    def __init__(
+        self, dim: int, eps: float, *, device: torch.device | str | None = None, dtype: torch.dtype | None = None
+    ) -> None:
         super().__init__()
         self.weight = nn.Parameter(torch.ones(dim, device=device, dtype=dtype))
         self.eps = eps
@@ -36,12 +41,14 @@ class RMSNorm(nn.Module):
 class MultiHeadLatentAttention(nn.Module):
     """Parameter names as DeepSeek-V3's attention, so its checkpoints load with load_state_dict as they are."""
 
-    def __init__(self, cfg: AttentionConfig, *, device=None, dtype=None):
+    def __init__(
+        self, cfg: AttentionConfig, *, device: torch.device | str | None = None, dtype: torch.dtype | None = None
+    ) -> None:
         super().__init__()
         if cfg.variant != "mla":
             raise ValueError("MultiHeadLatentAttention takes variant='mla'.")
         self.cfg = cfg
-        kw = {"device": device, "dtype": dtype}
+        kw: dict[str, Any] = {"device": device, "dtype": dtype}
         heads, qk_dim = cfg.n_heads, cfg.qk_head_dim
         if cfg.q_lora_rank is None:
             self.q_proj = nn.Linear(cfg.d_model, heads * qk_dim, bias=False, **kw)
@@ -105,7 +112,7 @@ class MultiHeadLatentAttention(nn.Module):
         causal: bool = True,
         absorb: bool | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """x [B, L, d_model] -> out [B, L, d_model], weights [B, n_heads, L, S] or None.
+        """x [B, L, d_model] -> out [B, L, d_model], weights [B, H, L, S] or None.
 
         absorb: None chooses the absorbed way when decoding after a prefilled cache and the naive way otherwise
         (for a long prompt, up-projecting once is cheaper than attending at width d_c).
@@ -120,7 +127,9 @@ class MultiHeadLatentAttention(nn.Module):
             latent = torch.cat((c_kv, k_rope), dim=-1)
         if absorb is None:
             absorb = start > 0
-        mask = allowed_positions(x.shape[1], latent.shape[2], causal=causal, key_padding_mask=key_padding_mask, device=x.device)
+        mask = allowed_positions(
+            x.shape[1], latent.shape[2], causal=causal, key_padding_mask=key_padding_mask, device=x.device
+        )
         scale = cfg.qk_head_dim**-0.5
         if absorb:
             w_uk, w_uv = self.absorbed_weights()

@@ -4,6 +4,7 @@ Sources are the models' config.json files as published with their weights on the
 named. Only what the attention layer and its cache depend on is kept; features outside this core are named in
 ``not_modelled`` so the app can say what the numbers leave out.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -32,35 +33,46 @@ PRESETS: dict[str, ModelPreset] = {
         ModelPreset(
             "GPT-2",
             AttentionConfig("mha", d_model=768, n_heads=12, rope=False, bias=True),
-            n_layers=12, context_len=1024, total_params=124.4e6,
-            source="openai-community/gpt2 config.json; Radford et al. 2019, \"Language Models are Unsupervised Multitask Learners\"",
+            n_layers=12,
+            context_len=1024,
+            total_params=124.4e6,
+            source='openai-community/gpt2 config.json; Radford et al. 2019, "Language Models are Unsupervised Multitask Learners"',
         ),
         # meta-llama/Llama-2-7b-hf config.json; Touvron et al. 2023, "Llama 2", table 1 (6.74B parameters).
         ModelPreset(
             "Llama-2-7B",
             AttentionConfig("mha", d_model=4096, n_heads=32, rope_theta=10000.0),
-            n_layers=32, context_len=4096, total_params=6.74e9,
+            n_layers=32,
+            context_len=4096,
+            total_params=6.74e9,
             source="meta-llama/Llama-2-7b-hf config.json; Llama 2 paper (arXiv:2307.09288)",
         ),
         # meta-llama/Meta-Llama-3-8B config.json: 32 heads, 8 KV heads, rope_theta 500000, 8192 positions.
         ModelPreset(
             "Llama-3-8B",
             AttentionConfig("gqa", d_model=4096, n_heads=32, n_kv_heads=8, rope_theta=500000.0),
-            n_layers=32, context_len=8192, total_params=8.03e9,
+            n_layers=32,
+            context_len=8192,
+            total_params=8.03e9,
             source="meta-llama/Meta-Llama-3-8B config.json",
         ),
         # meta-llama/Meta-Llama-3-70B config.json: hidden 8192, 64 heads, 8 KV heads, 80 layers.
         ModelPreset(
             "Llama-3-70B",
             AttentionConfig("gqa", d_model=8192, n_heads=64, n_kv_heads=8, rope_theta=500000.0),
-            n_layers=80, context_len=8192, total_params=70.6e9,
+            n_layers=80,
+            context_len=8192,
+            total_params=70.6e9,
             source="meta-llama/Meta-Llama-3-70B config.json",
         ),
         # mistralai/Mistral-7B-v0.1 config.json: 8 KV heads, sliding_window 4096; Jiang et al. 2023 (arXiv:2310.06825).
         ModelPreset(
             "Mistral-7B",
             AttentionConfig("gqa", d_model=4096, n_heads=32, n_kv_heads=8, rope_theta=10000.0),
-            n_layers=32, context_len=32768, total_params=7.24e9, sliding_window=4096,
+            n_layers=32,
+            context_len=32768,
+            total_params=7.24e9,
+            sliding_window=4096,
             source="mistralai/Mistral-7B-v0.1 config.json; Mistral 7B paper (arXiv:2310.06825)",
         ),
         # tiiuae/falcon-7b config.json: hidden 4544, 71 heads, multi_query=true (one KV head of 64), 2048 positions.
@@ -68,21 +80,30 @@ PRESETS: dict[str, ModelPreset] = {
         ModelPreset(
             "Falcon-7B",
             AttentionConfig("mqa", d_model=4544, n_heads=71, rope_theta=10000.0),
-            n_layers=32, context_len=2048, total_params=7.22e9,
+            n_layers=32,
+            context_len=2048,
+            total_params=7.22e9,
             source="tiiuae/falcon-7b config.json",
         ),
         # Qwen/Qwen2.5-7B config.json: hidden 3584, 28 heads, 4 KV heads, rope_theta 1e6, biases on q/k/v only.
         ModelPreset(
             "Qwen2.5-7B",
-            AttentionConfig("gqa", d_model=3584, n_heads=28, n_kv_heads=4, rope_theta=1000000.0, bias=True, o_bias=False),
-            n_layers=28, context_len=32768, total_params=7.61e9,
+            AttentionConfig(
+                "gqa", d_model=3584, n_heads=28, n_kv_heads=4, rope_theta=1000000.0, bias=True, o_bias=False
+            ),
+            n_layers=28,
+            context_len=32768,
+            total_params=7.61e9,
             source="Qwen/Qwen2.5-7B config.json",
         ),
         # google/gemma-2-9b config.json: hidden 3584, 16 heads, 8 KV heads, head_dim 256 (wider than 3584 / 16).
         ModelPreset(
             "Gemma-2-9B",
             AttentionConfig("gqa", d_model=3584, n_heads=16, n_kv_heads=8, head_dim=256, rope_theta=10000.0),
-            n_layers=42, context_len=8192, total_params=9.24e9, sliding_window=None,
+            n_layers=42,
+            context_len=8192,
+            total_params=9.24e9,
+            sliding_window=None,
             source="google/gemma-2-9b config.json",
             not_modelled="Gemma 2 alternates 4096-token sliding-window layers with global ones and soft-caps logits at 50.",
         ),
@@ -91,10 +112,20 @@ PRESETS: dict[str, ModelPreset] = {
         ModelPreset(
             "DeepSeek-V2",
             AttentionConfig(
-                "mla", d_model=5120, n_heads=128, head_dim=128, kv_lora_rank=512, q_lora_rank=1536,
-                qk_nope_head_dim=128, qk_rope_head_dim=64, v_head_dim=128, rope_interleave=True,
+                "mla",
+                d_model=5120,
+                n_heads=128,
+                head_dim=128,
+                kv_lora_rank=512,
+                q_lora_rank=1536,
+                qk_nope_head_dim=128,
+                qk_rope_head_dim=64,
+                v_head_dim=128,
+                rope_interleave=True,
             ),
-            n_layers=60, context_len=163840, total_params=236e9,
+            n_layers=60,
+            context_len=163840,
+            total_params=236e9,
             source="deepseek-ai/DeepSeek-V2 config.json; DeepSeek-V2 paper (arXiv:2405.04434)",
             not_modelled="YaRN context extension (rope scaling and its softmax mscale) is not applied here.",
         ),
@@ -103,10 +134,20 @@ PRESETS: dict[str, ModelPreset] = {
         ModelPreset(
             "DeepSeek-V3",
             AttentionConfig(
-                "mla", d_model=7168, n_heads=128, head_dim=128, kv_lora_rank=512, q_lora_rank=1536,
-                qk_nope_head_dim=128, qk_rope_head_dim=64, v_head_dim=128, rope_interleave=True,
+                "mla",
+                d_model=7168,
+                n_heads=128,
+                head_dim=128,
+                kv_lora_rank=512,
+                q_lora_rank=1536,
+                qk_nope_head_dim=128,
+                qk_rope_head_dim=64,
+                v_head_dim=128,
+                rope_interleave=True,
             ),
-            n_layers=61, context_len=163840, total_params=671e9,
+            n_layers=61,
+            context_len=163840,
+            total_params=671e9,
             source="deepseek-ai/DeepSeek-V3 config.json; DeepSeek-V3 report (arXiv:2412.19437)",
             not_modelled="YaRN context extension (rope scaling and its softmax mscale) is not applied here.",
         ),

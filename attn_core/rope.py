@@ -1,13 +1,44 @@
 """Rotary position embedding (RoPE), in the rotate-half layout (Llama) or the interleaved one (DeepSeek)."""
+
 from __future__ import annotations
+
+from functools import lru_cache
 
 import torch
 
+MEMOISED_LENGTH = 16  # decode steps: every layer of a model asks for the same few positions at each step
+
 
 def rope_cos_sin(
-    start: int, length: int, dim: int, theta: float, *, device=None, dtype=torch.float32
+    start: int,
+    length: int,
+    dim: int,
+    theta: float,
+    *,
+    device: torch.device | str | None = None,
+    dtype: torch.dtype = torch.float32,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """cos and sin for positions start..start+length-1, each [length, dim] laid out as cat(freqs, freqs)."""
+    """cos and sin for positions start..start+length-1, each [length, dim] laid out as cat(freqs, freqs).
+
+    Short spans are memoised (small tensors; a long prompt's are computed once per layer): callers must not modify the
+    result.
+    """
+    if length <= MEMOISED_LENGTH:
+        return _memoised_cos_sin(start, length, dim, theta, device, dtype)
+    return _cos_sin(start, length, dim, theta, device, dtype)
+
+
+@lru_cache(maxsize=128)
+def _memoised_cos_sin(
+    start: int, length: int, dim: int, theta: float, device: torch.device | str | None, dtype: torch.dtype
+) -> tuple[torch.Tensor, torch.Tensor]:
+    with torch.inference_mode(False):  # normal tensors, usable later where autograd records (fine-tuning)
+        return _cos_sin(start, length, dim, theta, device, dtype)
+
+
+def _cos_sin(
+    start: int, length: int, dim: int, theta: float, device: torch.device | str | None, dtype: torch.dtype
+) -> tuple[torch.Tensor, torch.Tensor]:
     # Angles in float32 whatever the compute dtype, as the reference implementations do.
     inv_freq = 1.0 / (theta ** (torch.arange(0, dim, 2, device=device, dtype=torch.float32) / dim))
     positions = torch.arange(start, start + length, device=device, dtype=torch.float32)

@@ -11,6 +11,7 @@ each with its own link, each moving a slider; it checks that every session ends 
 Exit status: 0 unless a page raised, a session never showed its page, the server died, or a session showed another
 session's settings. Timings over budget are reported, never fatal (the machine may be shared).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,7 +48,9 @@ BUDGET_RERUN_LARGEST_MS = 600  # median
 BUDGET_CHART_BYTES = 1_000_000  # per page, at any setting
 BUDGET_SERVER_RSS = 1.5e9  # with 20 sessions open
 
-LARGEST = Settings(d_model=8192, heads=128, groups=128, latent=4096, rope_dim=64, seq_len=8192, batch=128, dtype="float32")
+LARGEST = Settings(
+    d_model=8192, heads=128, groups=128, latent=4096, rope_dim=64, seq_len=8192, batch=128, dtype="float32"
+)
 # Each change goes to settings this process has not seen, so every rerun recomputes (no cache hit flatters it).
 # A change: (widget kind, widget key, value), as AppTest finds the widget.
 DEFAULT_CHANGES = [("select_slider", "setting_seq_len", n) for n in (96, 128, 192, 48, 32, 256, 24, 16)]
@@ -55,11 +58,18 @@ LARGEST_CHANGES = [("select_slider", "setting_groups", g) for g in (64, 32, 16, 
 # Page controls that need new layers too, at the largest settings: the next page of heads, another length or head.
 VIEW_CHANGES = {
     "heatmaps": [("selectbox", "view_hm_from", h) for h in (16, 32, 48, 64, 80, 96)],
-    "masks": [("slider", "view_mk_long", n) for n in (13, 14, 15)] + [("selectbox", "view_mk_head", h) for h in (5, 6, 7)],
+    "masks": [("slider", "view_mk_long", n) for n in (13, 14, 15)]
+    + [("selectbox", "view_mk_head", h) for h in (5, 6, 7)],
 }
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 SLIDER_LABEL = {"seq_len": "Sequence length (tokens)"}
 TICKS = os.sysconf("SC_CLK_TCK")
 CPU: dict = {}  # the classroom's CPU accounting: server pid, server and browser seconds
@@ -126,8 +136,14 @@ def measure_page(name: str, start: Settings, changes: list[tuple[str, str, objec
         problems += errors_of(at)
         charts, elements = payload(at)
         chart_bytes, element_bytes = max(chart_bytes, charts), max(element_bytes, elements)
-    return {"open_ms": open_ms, "times": times, "chart_bytes": chart_bytes, "element_bytes": element_bytes,
-            "rss": rss_of()[0], "problems": problems}
+    return {
+        "open_ms": open_ms,
+        "times": times,
+        "chart_bytes": chart_bytes,
+        "element_bytes": element_bytes,
+        "rss": rss_of()[0],
+        "problems": problems,
+    }
 
 
 def run_part_one(quick: bool, timeout: float, pages: list[str]) -> bool:
@@ -135,16 +151,26 @@ def run_part_one(quick: bool, timeout: float, pages: list[str]) -> bool:
     if not quick:
         regimes.append(("largest", LARGEST, LARGEST_CHANGES))
     print("== Part 1: server-side rerun after a slider change (AppTest, this process) ==")
-    print(f"budgets: rerun median <= {BUDGET_RERUN_DEFAULT_MS} ms at default, <= {BUDGET_RERUN_LARGEST_MS} ms at the "
-          f"largest settings; chart data <= {megabytes(BUDGET_CHART_BYTES)} per page")
-    print("largest = d_model 8192, 128 heads, groups 128 then 64..2, latent 4096, rope 64, 8192 tokens, batch 128, float32")
+    print(
+        f"budgets: rerun median <= {BUDGET_RERUN_DEFAULT_MS} ms at default, <= {BUDGET_RERUN_LARGEST_MS} ms at the "
+        f"largest settings; chart data <= {megabytes(BUDGET_CHART_BYTES)} per page"
+    )
+    print(
+        "largest = d_model 8192, 128 heads, groups 128 then 64..2, latent 4096, rope 64, 8192 tokens, batch 128, float32"
+    )
     print("each change goes to settings not seen before in this process, so no rerun is served from st.cache_data")
-    print("'view' rows: the same largest settings, then page controls that need new layers: "
-          + "; ".join(f"{page}: {', '.join(sorted({key for _, key, _ in changes}))}" for page, changes in VIEW_CHANGES.items()))
+    print(
+        "'view' rows: the same largest settings, then page controls that need new layers: "
+        + "; ".join(
+            f"{page}: {', '.join(sorted({key for _, key, _ in changes}))}" for page, changes in VIEW_CHANGES.items()
+        )
+    )
     if quick:
         print("--quick: default settings only, 3 changes per page (the largest settings are measured by the full run)")
-    header = f"{'page':<10} {'settings':<8} {'first open':>11} {'rerun median':>13} {'max':>9} {'n':>3}  {'budget':>8}  " \
-             f"{'chart JSON':>11} {'all elements':>13}  {'RSS after':>10}"
+    header = (
+        f"{'page':<10} {'settings':<8} {'first open':>11} {'rerun median':>13} {'max':>9} {'n':>3}  {'budget':>8}  "
+        f"{'chart JSON':>11} {'all elements':>13}  {'RSS after':>10}"
+    )
     print(header)
     print("-" * len(header))
     ok = True
@@ -154,10 +180,12 @@ def run_part_one(quick: bool, timeout: float, pages: list[str]) -> bool:
             result = measure_page(name, start, changes, timeout)
             budget = BUDGET_RERUN_DEFAULT_MS if regime == "default" else BUDGET_RERUN_LARGEST_MS
             median, worst = statistics.median(result["times"]), max(result["times"])
-            print(f"{name:<10} {regime:<8} {result['open_ms']:>8,.0f} ms {median:>10,.0f} ms {worst:>6,.0f} ms "
-                  f"{len(result['times']):>3}  {budget:>5} {verdict(median, budget):<4} "
-                  f"{megabytes(result['chart_bytes']):>11} {megabytes(result['element_bytes']):>10} "
-                  f"{verdict(result['element_bytes'], BUDGET_CHART_BYTES):<4} {megabytes(result['rss']):>9}")
+            print(
+                f"{name:<10} {regime:<8} {result['open_ms']:>8,.0f} ms {median:>10,.0f} ms {worst:>6,.0f} ms "
+                f"{len(result['times']):>3}  {budget:>5} {verdict(median, budget):<4} "
+                f"{megabytes(result['chart_bytes']):>11} {megabytes(result['element_bytes']):>10} "
+                f"{verdict(result['element_bytes'], BUDGET_CHART_BYTES):<4} {megabytes(result['rss']):>9}"
+            )
             for problem in result["problems"]:
                 ok = False
                 print(f"   !! {name} raised: {problem[:300]}")
@@ -180,6 +208,7 @@ def profile_page(name: str, timeout: float) -> None:
                 return func()
             finally:
                 profiler.disable()
+
         return run_script(body, ctx)
 
     script_runner.exec_func_with_error_handling = profiled
@@ -210,9 +239,25 @@ def free_port() -> int:
 def start_server(port: int, log_path: Path, timeout: float = 90) -> subprocess.Popen:
     log = open(log_path, "wb")
     process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.address",
-         "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false"],
-        cwd=REPO, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            "app.py",
+            "--server.port",
+            str(port),
+            "--server.address",
+            "127.0.0.1",
+            "--server.headless",
+            "true",
+            "--browser.gatherUsageStats",
+            "false",
+        ],
+        cwd=REPO,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
     )
     log.close()
     deadline = time.monotonic() + timeout
@@ -301,12 +346,21 @@ def student_link(index: int, largest: bool = False) -> tuple[str, Settings, int]
     names = list(PAGES)
     page = names[index % len(names)]
     if largest:
-        settings = replace(LARGEST, groups=(8, 16, 32, 64)[index % 4], seq_len=(1024, 1536, 2048, 3072)[index % 4],
-                           seed=1000 + index)
+        settings = replace(
+            LARGEST, groups=(8, 16, 32, 64)[index % 4], seq_len=(1024, 1536, 2048, 3072)[index % 4], seed=1000 + index
+        )
         return page, settings, SEQ_LEN_CHOICES.index(settings.seq_len)
     d_model, heads = [(256, 4), (512, 8), (768, 12), (1024, 16), (384, 6)][index % 5]
-    settings = Settings(d_model=d_model, heads=heads, groups=2, latent=128, rope_dim=16,
-                        seq_len=(16, 24, 32, 48)[index % 4], batch=1 + index % 2, seed=1000 + index)
+    settings = Settings(
+        d_model=d_model,
+        heads=heads,
+        groups=2,
+        latent=128,
+        rope_dim=16,
+        seq_len=(16, 24, 32, 48)[index % 4],
+        batch=1 + index % 2,
+        seed=1000 + index,
+    )
     return page, settings, SEQ_LEN_CHOICES.index(settings.seq_len)
 
 
@@ -335,6 +389,7 @@ async def one_student(browser, base: str, index: int, moves: int, limit: float, 
                 data = payload if isinstance(payload, bytes) else payload.encode()
                 if not received and CHART_MARKER in data:
                     received.append(time.perf_counter() - began)
+
             socket.on("framereceived", frame)
 
         tab.on("websocket", watch)
@@ -370,9 +425,14 @@ async def read_back(result: dict) -> None:
     try:
         await tab.wait_for_function(WAIT_IDLE, polling=100)
         result["url"] = dict(parse_qsl(urlsplit(tab.url).query))
-        result["sidebar"] = dict(await tab.locator('[data-testid="stSidebar"] input[type="range"]').evaluate_all(
-            "els => els.map(e => [e.getAttribute('aria-label'), e.getAttribute('aria-valuetext')])"))
-        result["seed_box"] = await tab.locator('[data-testid="stSidebar"] [data-testid="stNumberInput"] input').input_value()
+        result["sidebar"] = dict(
+            await tab.locator('[data-testid="stSidebar"] input[type="range"]').evaluate_all(
+                "els => els.map(e => [e.getAttribute('aria-label'), e.getAttribute('aria-valuetext')])"
+            )
+        )
+        result["seed_box"] = await tab.locator(
+            '[data-testid="stSidebar"] [data-testid="stNumberInput"] input'
+        ).input_value()
         result["exceptions"] = await tab.locator('[data-testid="stException"]').count()
     except Exception as error:
         result["problem"] = f"reading back: {type(error).__name__}: {str(error).splitlines()[0][:200]}"
@@ -386,8 +446,12 @@ def leaks(result: dict) -> list[str]:
         if result["url"].get(name) != value:
             found.append(f"URL {name}={result['url'].get(name)!r}, expected {value!r}")
     sidebar = result["sidebar"]
-    for label, value in (("d_model (model width)", expected.d_model), ("Query heads", expected.heads),
-                         (SLIDER_LABEL["seq_len"], expected.seq_len), ("Batch", expected.batch)):
+    for label, value in (
+        ("d_model (model width)", expected.d_model),
+        ("Query heads", expected.heads),
+        (SLIDER_LABEL["seq_len"], expected.seq_len),
+        ("Batch", expected.batch),
+    ):
         if sidebar.get(label) != str(value):
             found.append(f"sidebar {label}={sidebar.get(label)!r}, expected {value}")
     if result["seed_box"] != str(expected.seed):
@@ -416,8 +480,11 @@ async def classroom(base: str, sessions: int, moves: int, limit: float, largest:
         browser = await playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         try:
             cold = await warm_up(browser, base, limit)
-            print(f"cold start: the server's first visit showed its chart after {cold:.1f} s (imports); the class "
-                  "arrives after that")
+            print(
+                f"cold start: the server's first visit showed its chart after {cold:.1f} s (imports); the class "
+                "arrives after that"
+            )
+
             async def staggered(index: int) -> dict:
                 await asyncio.sleep(0.25 * index)  # students arrive over a few seconds, not in one instant
                 return await one_student(browser, base, index, moves, limit, largest)
@@ -437,8 +504,11 @@ async def classroom(base: str, sessions: int, moves: int, limit: float, largest:
 
 def run_part_two(sessions: int, moves: int, limit: float, total_limit: float, largest: bool = False) -> bool:
     print()
-    print(f"== Part 2: a classroom: {sessions} sessions, one chromium context each, each moving a slider {moves} times"
-          + (", every one at the largest widths (d_model 8192, 128 heads, latent 4096)" if largest else "") + " ==")
+    print(
+        f"== Part 2: a classroom: {sessions} sessions, one chromium context each, each moving a slider {moves} times"
+        + (", every one at the largest widths (d_model 8192, 128 heads, latent 4096)" if largest else "")
+        + " =="
+    )
     port = free_port()
     log_path = Path(tempfile.mkdtemp(prefix="explorer-bench-")) / "streamlit.log"
     process = start_server(port, log_path)
@@ -453,7 +523,7 @@ def run_part_two(sessions: int, moves: int, limit: float, total_limit: float, la
             asyncio.wait_for(classroom(f"http://127.0.0.1:{port}", sessions, moves, limit, largest), total_limit)
         )
         died = process.poll() is not None
-    except asyncio.TimeoutError:
+    except TimeoutError:
         print(f"!! the classroom did not finish within {total_limit:.0f} s")
         results, died = [], process.poll() is not None
     finally:
@@ -477,32 +547,46 @@ def run_part_two(sessions: int, moves: int, limit: float, total_limit: float, la
             elif found:
                 status, ok = "LEAK: " + "; ".join(found), False
         first = f"{result['first_chart']:.1f} s" if result["first_chart"] is not None else "-"
-        print(f"session {result['index']:>2} {result['page']:<9} first chart {first:>7}  moves (ms): {moves_text:<22} {status}")
+        print(
+            f"session {result['index']:>2} {result['page']:<9} first chart {first:>7}  moves (ms): {moves_text:<22} {status}"
+        )
     firsts = [r["first_chart"] for r in results if r["first_chart"] is not None]
     phases = [r["phases"] for r in results if r.get("phases")]
     all_moves = [m for r in results for m in r["moves"]]
     if firsts:
-        print(f"time to first chart: median {statistics.median(firsts):.1f} s, max {max(firsts):.1f} s "
-              f"(browser and server share this machine's cores)")
+        print(
+            f"time to first chart: median {statistics.median(firsts):.1f} s, max {max(firsts):.1f} s "
+            f"(browser and server share this machine's cores)"
+        )
     if phases:
         loading, serving, drawing = (statistics.median(p[i] for p in phases) for i in range(3))
-        print(f"  split (medians): {loading:.1f} s the browser loading the app until its websocket opens, {serving:.1f} s "
-              f"the server's run until the first chart's data arrives, {drawing:.1f} s the browser drawing it (plotly.js)")
+        print(
+            f"  split (medians): {loading:.1f} s the browser loading the app until its websocket opens, {serving:.1f} s "
+            f"the server's run until the first chart's data arrives, {drawing:.1f} s the browser drawing it (plotly.js)"
+        )
     if all_moves:
-        print(f"slider move -> URL updated and rerun finished: median {statistics.median(all_moves) * 1000:,.0f} ms, "
-              f"max {max(all_moves) * 1000:,.0f} ms")
+        print(
+            f"slider move -> URL updated and rerun finished: median {statistics.median(all_moves) * 1000:,.0f} ms, "
+            f"max {max(all_moves) * 1000:,.0f} ms"
+        )
     if server_cpu is not None and CPU.get("browser") is not None:
-        print(f"where the time went: server {server_cpu:,.0f} CPU s, chromium + driver {CPU['browser']:,.0f} CPU s, "
-              f"in {wall:,.0f} s of wall time on {os.cpu_count()} cores (load average {load_before:.1f} before, "
-              f"{load_after:.1f} after; other work on the machine counts in it)")
-    print(f"server RSS: {megabytes(idle_rss)} before the first session, {megabytes(CPU.get('rss_all_open') or 0)} with all "
-          f"{sessions} sessions open at the end, peak {megabytes(peak)} "
-          f"(budget {megabytes(BUDGET_SERVER_RSS)} with 20 sessions: {verdict(peak, BUDGET_SERVER_RSS)})")
+        print(
+            f"where the time went: server {server_cpu:,.0f} CPU s, chromium + driver {CPU['browser']:,.0f} CPU s, "
+            f"in {wall:,.0f} s of wall time on {os.cpu_count()} cores (load average {load_before:.1f} before, "
+            f"{load_after:.1f} after; other work on the machine counts in it)"
+        )
+    print(
+        f"server RSS: {megabytes(idle_rss)} before the first session, {megabytes(CPU.get('rss_all_open') or 0)} with all "
+        f"{sessions} sessions open at the end, peak {megabytes(peak)} "
+        f"(budget {megabytes(BUDGET_SERVER_RSS)} with 20 sessions: {verdict(peak, BUDGET_SERVER_RSS)})"
+    )
     leaked = [r for r in results if not r["problem"] and leaks(r)]
     checked = [r for r in results if not r["problem"]]
-    print(f"every session ends showing its own settings: {'yes' if checked and len(checked) == sessions and not leaked else 'NO'} "
-          f"({len(checked) - len(leaked)}/{sessions} read back with all sessions still open: URL, sidebar sliders, "
-          f"seed box); wall {wall:.0f} s")
+    print(
+        f"every session ends showing its own settings: {'yes' if checked and len(checked) == sessions and not leaked else 'NO'} "
+        f"({len(checked) - len(leaked)}/{sessions} read back with all sessions still open: URL, sidebar sliders, "
+        f"seed box); wall {wall:.0f} s"
+    )
     if died:
         print(f"!! the server died; log: {log_path}")
     return ok
@@ -512,14 +596,27 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="CI's short mode")
     parser.add_argument("--sessions", type=int, default=None, help="classroom size (default 20, --quick 4)")
-    parser.add_argument("--profile", choices=list(PAGES), action="append", default=[],
-                        help="only profile this page's reruns at the largest settings (repeatable)")
-    parser.add_argument("--page", choices=list(PAGES), action="append", default=[],
-                        help="only measure this page in part 1 (repeatable; default every page)")
+    parser.add_argument(
+        "--profile",
+        choices=list(PAGES),
+        action="append",
+        default=[],
+        help="only profile this page's reruns at the largest settings (repeatable)",
+    )
+    parser.add_argument(
+        "--page",
+        choices=list(PAGES),
+        action="append",
+        default=[],
+        help="only measure this page in part 1 (repeatable; default every page)",
+    )
     parser.add_argument("--skip-classroom", action="store_true")
     parser.add_argument("--classroom-only", action="store_true")
-    parser.add_argument("--largest-class", action="store_true",
-                        help="the classroom at the largest widths: the worst case for the server's memory")
+    parser.add_argument(
+        "--largest-class",
+        action="store_true",
+        help="the classroom at the largest widths: the worst case for the server's memory",
+    )
     args = parser.parse_args()
     sessions = max(1, min(args.sessions or (4 if args.quick else 20), 40))
     timeout = 300.0  # seconds for one AppTest run: a bound, not a budget
@@ -530,9 +627,16 @@ def main() -> int:
         return 0
     ok = True if args.classroom_only else run_part_one(args.quick, timeout, args.page or list(PAGES))
     if not args.skip_classroom:
-        ok = run_part_two(sessions, moves=2 if args.quick else 3, limit=400.0 if args.largest_class else 180.0,
-                          total_limit=900.0 if args.largest_class else 240.0 if args.quick else 600.0,
-                          largest=args.largest_class) and ok
+        ok = (
+            run_part_two(
+                sessions,
+                moves=2 if args.quick else 3,
+                limit=400.0 if args.largest_class else 180.0,
+                total_limit=900.0 if args.largest_class else 240.0 if args.quick else 600.0,
+                largest=args.largest_class,
+            )
+            and ok
+        )
     print()
     print("result:", "ok" if ok else "FAILED (a crash or a leak between sessions: see above)")
     return 0 if ok else 1

@@ -11,6 +11,7 @@ Implementations are timed in turns (one call of each per round, after warm-up), 
 rounds, so a slow moment of the machine falls on all of them alike. Every comparison also checks that the outputs
 agree: the script exits non-zero on a crash or a numerics mismatch, never because of a timing.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -86,9 +87,13 @@ def additive_causal_mask(q_len: int, k_len: int) -> torch.Tensor:
 
 def grouped_prefill(args) -> None:
     d_model, heads, groups, tokens = 1024, 16, 4, 1024
-    print(f"\n1. Grouped prefill: d_model {d_model}, {heads} heads, {groups} KV groups (head_dim {d_model // heads}), "
-          f"{tokens} tokens, batch 1, float32")
-    hf_config = LlamaConfig(hidden_size=d_model, num_attention_heads=heads, num_key_value_heads=groups, num_hidden_layers=1)
+    print(
+        f"\n1. Grouped prefill: d_model {d_model}, {heads} heads, {groups} KV groups (head_dim {d_model // heads}), "
+        f"{tokens} tokens, batch 1, float32"
+    )
+    hf_config = LlamaConfig(
+        hidden_size=d_model, num_attention_heads=heads, num_key_value_heads=groups, num_hidden_layers=1
+    )
     torch.manual_seed(0)
     peer = LlamaAttention(hf_config, layer_idx=0).eval()
     ours = build_attention(AttentionConfig("gqa", d_model=d_model, n_heads=heads, n_kv_heads=groups)).eval()
@@ -104,16 +109,27 @@ def grouped_prefill(args) -> None:
         def call():
             hf_config._attn_implementation = implementation
             return peer(x, position_embeddings=rotary, attention_mask=mask if implementation == "eager" else None)[0]
+
         return call
 
-    contenders = {"ours": lambda: ours(x)[0], "HF LlamaAttention eager": hf("eager"), "HF LlamaAttention sdpa": hf("sdpa")}
-    diffs = {name: check(f"grouped prefill vs {name}", contenders["ours"](), fn()) for name, fn in contenders.items() if name != "ours"}
+    contenders = {
+        "ours": lambda: ours(x)[0],
+        "HF LlamaAttention eager": hf("eager"),
+        "HF LlamaAttention sdpa": hf("sdpa"),
+    }
+    diffs = {
+        name: check(f"grouped prefill vs {name}", contenders["ours"](), fn())
+        for name, fn in contenders.items()
+        if name != "ours"
+    }
     times = race(contenders, rounds=args.rounds, warmup=args.warmup)
     print(f"   {'':28s} {'median':>12s}   {'ours / it':>9s}   budget     {'max |diff|':>10s}")
     print(f"   {'ours (attn_core)':28s} {ms(times['ours'])}")
     for name in diffs:
         ratio = times["ours"] / times[name]
-        print(f"   {name:28s} {ms(times[name])}   {ratio:8.2f}x   <= 1.1x   {diffs[name]:10.1e}   {verdict(ratio <= 1.1)}")
+        print(
+            f"   {name:28s} {ms(times[name])}   {ratio:8.2f}x   <= 1.1x   {diffs[name]:10.1e}   {verdict(ratio <= 1.1)}"
+        )
 
 
 # --- 2. MLA decode vs DeepseekV3Attention ------------------------------------------------------------------------------
@@ -122,11 +138,19 @@ def grouped_prefill(args) -> None:
 def mla_decode(args) -> None:
     shape = dict(kv_lora_rank=512, q_lora_rank=768, qk_nope_head_dim=128, qk_rope_head_dim=64, v_head_dim=128)
     d_model, heads, cached = 2048, 16, args.cached
-    print(f"\n2. MLA decode step with {cached} cached tokens: DeepSeek-like, smaller: d_model {d_model}, {heads} heads, "
-          + ", ".join(f"{k} {v}" for k, v in shape.items()) + ", rope_interleave, batch 1, float32")
+    print(
+        f"\n2. MLA decode step with {cached} cached tokens: DeepSeek-like, smaller: d_model {d_model}, {heads} heads, "
+        + ", ".join(f"{k} {v}" for k, v in shape.items())
+        + ", rope_interleave, batch 1, float32"
+    )
     hf_config = DeepseekV3Config(
-        hidden_size=d_model, num_attention_heads=heads, num_key_value_heads=heads, rope_interleave=True,
-        rope_scaling=None, num_hidden_layers=1, **shape,
+        hidden_size=d_model,
+        num_attention_heads=heads,
+        num_key_value_heads=heads,
+        rope_interleave=True,
+        rope_scaling=None,
+        num_hidden_layers=1,
+        **shape,
     )
     torch.manual_seed(0)
     peer = DeepseekV3Attention(hf_config, layer_idx=0).eval()
@@ -137,13 +161,19 @@ def mla_decode(args) -> None:
     prompt = torch.randn(1, cached, d_model)
     hf_config._attn_implementation = "sdpa"  # causal by itself without a mask; an eager prefill needs S x S memory
     hf_cache = DynamicCache(config=hf_config)
-    hf_prefill = peer(prompt, position_embeddings=rotary(prompt, torch.arange(cached)[None]), attention_mask=None,
-                      past_key_values=hf_cache)[0]
+    hf_prefill = peer(
+        prompt,
+        position_embeddings=rotary(prompt, torch.arange(cached)[None]),
+        attention_mask=None,
+        past_key_values=hf_cache,
+    )[0]
     our_cache = ours.new_cache(1)
     check("MLA prefill vs HF DeepseekV3Attention", ours(prompt, cache=our_cache)[0], hf_prefill)
     hf_bytes = sum(t.numel() * t.element_size() for t in (hf_cache.layers[0].keys, hf_cache.layers[0].values))
-    print(f"   cache after the prompt: ours {mib(our_cache.nbytes)}, HF's DynamicCache {mib(hf_bytes)} "
-          f"(both hold the compressed latent and rotary key; closed form {mib(kv_cache_bytes(ours.cfg, 1, cached))})")
+    print(
+        f"   cache after the prompt: ours {mib(our_cache.nbytes)}, HF's DynamicCache {mib(hf_bytes)} "
+        f"(both hold the compressed latent and rotary key; closed form {mib(kv_cache_bytes(ours.cfg, 1, cached))})"
+    )
 
     steps = torch.randn(args.warmup + args.rounds, 1, 1, d_model)
 
@@ -156,8 +186,13 @@ def mla_decode(args) -> None:
     def hf_step(implementation: str, cache: DynamicCache):
         def run(token, position):
             hf_config._attn_implementation = implementation  # a single new token needs no mask
-            return peer(token, position_embeddings=rotary(token, torch.tensor([[position]])), attention_mask=None,
-                        past_key_values=cache)[0]
+            return peer(
+                token,
+                position_embeddings=rotary(token, torch.tensor([[position]])),
+                attention_mask=None,
+                past_key_values=cache,
+            )[0]
+
         return run
 
     def our_step(cache, absorb=None):
@@ -182,8 +217,10 @@ def mla_decode(args) -> None:
     }
     times = race(contenders, rounds=args.rounds, warmup=args.warmup)
     ours_time = times["ours, absorbed (default)"]
-    print(f"   (median of {args.rounds} successive steps after {args.warmup} warm-up steps, each contender on its own "
-          f"copy of the caches)")
+    print(
+        f"   (median of {args.rounds} successive steps after {args.warmup} warm-up steps, each contender on its own "
+        f"copy of the caches)"
+    )
     print(f"   {'':30s} {'median':>12s}   {'it / ours':>9s}   budget")
     for name, seconds in times.items():
         ratio = seconds / ours_time
@@ -238,8 +275,10 @@ class RepeatedKVAttention:
 def gqa_cache(args) -> None:
     d_model, heads, groups, cached = 1024, 16, 4, args.cached
     cfg = AttentionConfig("gqa", d_model=d_model, n_heads=heads, n_kv_heads=groups)
-    print(f"\n3. GQA cache and decode step vs repeating KV heads before caching: d_model {d_model}, {heads} heads, "
-          f"{groups} KV groups, {cached} cached tokens, batch 1, float32")
+    print(
+        f"\n3. GQA cache and decode step vs repeating KV heads before caching: d_model {d_model}, {heads} heads, "
+        f"{groups} KV groups, {cached} cached tokens, batch 1, float32"
+    )
     ours = build_attention(cfg, seed=0).eval()
     textbook = RepeatedKVAttention(ours)
     our_cache = ours.new_cache(1)
@@ -253,16 +292,20 @@ def gqa_cache(args) -> None:
     held = our_cache.seq_len
     if our_cache.nbytes != kv_cache_bytes(cfg, 1, held) or textbook.nbytes != repeated_kv_cache_bytes(cfg, 1, held):
         MISMATCHES.append("GQA cache bytes differ from the closed forms")
-    print(f"   cache for {held} tokens:  ours {mib(our_cache.nbytes)} held ({mib(our_cache.capacity_nbytes)} "
-          f"preallocated)   textbook {mib(textbook.nbytes)}   textbook / ours: {textbook.nbytes / our_cache.nbytes:.2f}x "
-          f"(= heads per group)")
+    print(
+        f"   cache for {held} tokens:  ours {mib(our_cache.nbytes)} held ({mib(our_cache.capacity_nbytes)} "
+        f"preallocated)   textbook {mib(textbook.nbytes)}   textbook / ours: {textbook.nbytes / our_cache.nbytes:.2f}x "
+        f"(= heads per group)"
+    )
     token = iter(steps)
     contenders = {"ours": lambda: ours(next(token), cache=our_cache)[0]}
     textbook_token = iter(steps)
     contenders["textbook (repeat, then cache)"] = lambda: textbook(next(textbook_token))
     times = race(contenders, rounds=args.rounds, warmup=args.warmup)
-    print(f"   decode step:  ours {ms(times['ours'])}   textbook {ms(times['textbook (repeat, then cache)'])}   "
-          f"textbook / ours: {times['textbook (repeat, then cache)'] / times['ours']:.2f}x")
+    print(
+        f"   decode step:  ours {ms(times['ours'])}   textbook {ms(times['textbook (repeat, then cache)'])}   "
+        f"textbook / ours: {times['textbook (repeat, then cache)'] / times['ours']:.2f}x"
+    )
 
 
 # --- main --------------------------------------------------------------------------------------------------------------
@@ -287,11 +330,17 @@ def main() -> int:
 
     torch.set_num_threads(args.threads)
     print("Attention core benchmark" + (" (quick mode: figures indicative only)" if args.quick else ""))
-    print(f"machine: {cpu_name()}, {os.cpu_count()} cores, {platform.system()} {platform.machine()}; "
-          f"load average {os.getloadavg()[0]:.2f} at start")
-    print(f"versions: python {platform.python_version()}, torch {torch.__version__}, transformers {transformers.__version__}")
-    print(f"torch threads: {torch.get_num_threads()}; medians of {args.rounds} rounds after {args.warmup} warm-up rounds; "
-          "torch.inference_mode")
+    print(
+        f"machine: {cpu_name()}, {os.cpu_count()} cores, {platform.system()} {platform.machine()}; "
+        f"load average {os.getloadavg()[0]:.2f} at start"
+    )
+    print(
+        f"versions: python {platform.python_version()}, torch {torch.__version__}, transformers {transformers.__version__}"
+    )
+    print(
+        f"torch threads: {torch.get_num_threads()}; medians of {args.rounds} rounds after {args.warmup} warm-up rounds; "
+        "torch.inference_mode"
+    )
     if os.getloadavg()[0] > 0.5 * (os.cpu_count() or 1):
         print("WARNING: the machine is busy with other work; timings (more than ratios) will be off. Rerun when idle.")
     with torch.inference_mode():

@@ -1,5 +1,6 @@
 """How every chart reaches the page: Plotly's toolbar kept visible (PNG export), a caption saying what to notice,
 and the chart's numbers as a CSV download, so a teacher can take both away."""
+
 from __future__ import annotations
 
 import base64
@@ -80,9 +81,19 @@ def show_chart(fig: go.Figure | dict, *, name: str, rows: Sequence[dict] | Calla
     left, right = st.columns([6, 1], vertical_alignment="center")
     left.caption(caption)
     right.download_button(
-        "CSV", rows if callable(rows) else functools.partial(csv_text, rows), file_name=f"{name}.csv",
-        mime="text/csv", key=f"csv_{name}", on_click="ignore", help="The numbers this chart plots", width="stretch",
+        "CSV",
+        rows if callable(rows) else functools.partial(csv_text, rows),
+        file_name=f"{name}.csv",
+        mime="text/csv",
+        key=f"csv_{name}",
+        on_click="ignore",
+        help="The numbers this chart plots",
+        width="stretch",
     )
+
+
+# One colour per variant, on every page.
+VARIANT_COLORS = {"mha": "#3b6ea8", "mqa": "#c4573a", "gqa": "#4a9a6b", "mla": "#8a5cb8"}
 
 
 def difference(value: float) -> str:
@@ -128,7 +139,10 @@ def unit_axis(highest: float, units=BYTE_UNITS, *, ticks: int = 5) -> dict:
         step = max(step, 1)  # no fractional bytes or FLOPs
     count = int(np.ceil(top / step - 1e-9))
     values = [i * step for i in range(count + 1)]
-    text = [f"{v:,.{0 if float(step).is_integer() else (1 if float(step * 10).is_integer() else 2)}f} {name}" for v in values]
+    text = [
+        f"{v:,.{0 if float(step).is_integer() else (1 if float(step * 10).is_integer() else 2)}f} {name}"
+        for v in values
+    ]
     tickvals = [float(v * size) for v in values]
     return {"tickvals": tickvals, "ticktext": text, "range": [0.0, tickvals[-1]]}
 
@@ -140,3 +154,10 @@ def count_axis(highest: int, *, ticks: int = 8) -> dict:
     power = 10 ** int(np.floor(np.log10(raw))) if raw >= 1 else 1
     step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
     return {"tickmode": "linear", "tick0": 0, "dtick": max(int(step), 1)}
+
+
+def shape_text(shape: tuple[int, ...] | tuple[tuple[int, ...], ...]) -> str:
+    """A tensor shape as [2, 8, 16, 64]; several shapes joined with "and"."""
+    if shape and isinstance(shape[0], tuple):
+        return " and ".join(shape_text(s) for s in shape)
+    return "[" + ", ".join(str(n) for n in shape) + "]"

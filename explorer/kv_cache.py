@@ -1,11 +1,14 @@
-"""The KV cache page's view controls, cached probes, tables and figures (built from attn_core.probe.decode/models)."""
+"""The KV cache page's view controls, cached probes, tables and figures (built from explorer.probes.decode/models)."""
+
 from __future__ import annotations
 
 import streamlit as st
 
 from attn_core import PRESETS, AttentionConfig
-from attn_core.probe.decode import MAX_PROMPT_LEN, MAX_STEPS, MAX_TRACE_BATCH, check_trace_bounds, decode_trace
-from attn_core.probe.models import (
+from attn_core.config import kv_head_counts
+from explorer.probes import FLOAT32_TOLERANCE
+from explorer.probes.decode import MAX_PROMPT_LEN, MAX_STEPS, MAX_TRACE_BATCH, check_trace_bounds, decode_trace
+from explorer.probes.models import (
     GIB,
     model_bytes,
     model_rows,
@@ -15,8 +18,7 @@ from attn_core.probe.models import (
     what_if_configs,
 )
 
-from .charts import count_axis, format_bytes, unit_axis
-from .overview import VARIANT_COLORS
+from .charts import VARIANT_COLORS, count_axis, format_bytes, shape_text, unit_axis
 from .params import Choice, Flag, IntRange
 from .settings import Settings
 from .work import takes_turns
@@ -33,7 +35,6 @@ ROPE = Choice("kv_rope", (16, 32, 64, 128, 256), 64)
 GPU_GIB = Choice("kv_gpu_gib", (16, 24, 32, 40, 48, 64, 80, 96, 128, 141, 192), 80)
 GPUS = Choice("kv_gpus", (1, 2, 4, 8, 16, 32, 64), 1)
 
-DIFF_BUDGET = 1e-5  # DESIGN.md: cached decode vs one full forward, float32
 DIFF_FLOOR = 1e-10  # where an exact zero is drawn on the log axis
 PITFALL_COLOR = "#d4a017"  # whole-model rows: the published layer cached with repeated heads
 
@@ -44,8 +45,8 @@ def trace_batch(settings: Settings) -> int:
 
 def group_options(n_heads: int) -> tuple[int, ...]:
     """KV group counts for a what-if: divisors of the head count strictly between MQA (1) and MHA (n_heads)."""
-    proper = tuple(g for g in range(2, n_heads) if n_heads % g == 0)
-    return proper or tuple(g for g in range(1, n_heads + 1) if n_heads % g == 0)
+    counts = kv_head_counts(n_heads)
+    return tuple(counts[1:-1]) or tuple(counts)
 
 
 def parameter_text(count: float) -> str:
@@ -115,10 +116,6 @@ def color_of(name: str) -> str:
     return VARIANT_COLORS[name.split()[0].lower()]
 
 
-def shape_text(shape: tuple[int, ...]) -> str:
-    return "[" + ", ".join(str(n) for n in shape) + "]"
-
-
 def cache_names(trace: dict) -> tuple[str, str]:
     """How the textbook names the two cached tensors."""
     return ("c_kv", "k_rope") if trace["variant"] == "mla" else ("k", "v")
@@ -179,20 +176,32 @@ def cache_size_figure(traces: dict[str, dict], step: int) -> dict:
         # A repeated-heads cache lands exactly on MHA's line: drawn as open rings over it, so MHA stays visible.
         formula_line = {"color": color, "width": 1, "dash": "dot"} if repeated else {"color": color, "width": 9}
         data += [
-            common | {
-                "y": trace["formula_nbytes"], "mode": "lines", "name": f"{name} formula", "showlegend": False,
-                "opacity": 0.8 if repeated else 0.25, "line": formula_line,
+            common
+            | {
+                "y": trace["formula_nbytes"],
+                "mode": "lines",
+                "name": f"{name} formula",
+                "showlegend": False,
+                "opacity": 0.8 if repeated else 0.25,
+                "line": formula_line,
                 "hovertemplate": f"{name} formula: %{{y:,}} bytes<extra></extra>",
             },
-            common | {
-                "y": trace["nbytes"], "name": name, "customdata": trace["tokens_held"],
+            common
+            | {
+                "y": trace["nbytes"],
+                "name": name,
+                "customdata": trace["tokens_held"],
                 "mode": "markers" if repeated else "lines+markers",
                 "marker": {"size": 9, "symbol": "circle-open"} if repeated else {"size": 5},
                 "line": {"color": color, "width": 2},
                 "hovertemplate": f"{name}, step %{{x}} (%{{customdata}} tokens held): %{{y:,}} bytes<extra></extra>",
             },
-            common | {
-                "y": trace["capacity_nbytes"], "mode": "lines", "name": f"{name} preallocated", "showlegend": False,
+            common
+            | {
+                "y": trace["capacity_nbytes"],
+                "mode": "lines",
+                "name": f"{name} preallocated",
+                "showlegend": False,
                 "line": {"color": color, "width": 1, "shape": "hv", "dash": "dash"},
                 "hovertemplate": f"{name} preallocated: %{{y:,}} bytes<extra></extra>",
             },
@@ -203,8 +212,13 @@ def cache_size_figure(traces: dict[str, dict], step: int) -> dict:
     def markers_at(s: int) -> dict:
         """One trace holding every cache's point at step s."""
         return {
-            "type": "scatter", "x": [s] * len(names), "y": [traces[name]["nbytes"][s] for name in names],
-            "text": names, "mode": "markers", "name": "at the step", "showlegend": False,
+            "type": "scatter",
+            "x": [s] * len(names),
+            "y": [traces[name]["nbytes"][s] for name in names],
+            "text": names,
+            "mode": "markers",
+            "name": "at the step",
+            "showlegend": False,
             "marker": {"color": colors, "size": 14, "line": {"color": "white", "width": 2}},
             "hovertemplate": "%{text}, step %{x}: %{y:,} bytes<extra></extra>",
         }
@@ -227,8 +241,12 @@ def cache_size_figure(traces: dict[str, dict], step: int) -> dict:
 def cache_size_rows(traces: dict[str, dict]) -> list[dict]:
     return [
         {
-            "cache": name, "step": s, "tokens_held": trace["tokens_held"][s], "bytes_measured": trace["nbytes"][s],
-            "bytes_formula": trace["formula_nbytes"][s], "bytes_preallocated": trace["capacity_nbytes"][s],
+            "cache": name,
+            "step": s,
+            "tokens_held": trace["tokens_held"][s],
+            "bytes_measured": trace["nbytes"][s],
+            "bytes_formula": trace["formula_nbytes"][s],
+            "bytes_preallocated": trace["capacity_nbytes"][s],
             "max_abs_diff_vs_full_recompute": trace["max_abs_diff"][s],
         }
         for name, trace in traces.items()
@@ -239,9 +257,13 @@ def cache_size_rows(traces: dict[str, dict]) -> list[dict]:
 def diff_figure(traces: dict[str, dict], step: int) -> dict:
     data = [
         {
-            "type": "scatter", "x": list(range(len(trace["max_abs_diff"]))),
-            "y": [max(d, DIFF_FLOOR) for d in trace["max_abs_diff"]], "customdata": trace["max_abs_diff"],
-            "mode": "lines+markers", "name": name, "marker": {"size": 5},
+            "type": "scatter",
+            "x": list(range(len(trace["max_abs_diff"]))),
+            "y": [max(d, DIFF_FLOOR) for d in trace["max_abs_diff"]],
+            "customdata": trace["max_abs_diff"],
+            "mode": "lines+markers",
+            "name": name,
+            "marker": {"size": 5},
             "line": {"color": color_of(name), "dash": "dot" if name.endswith("repeated") else "solid"},
             "hovertemplate": f"{name}, step %{{x}}: max |Δ| = %{{customdata:.2e}}<extra></extra>",
         }
@@ -253,14 +275,35 @@ def diff_figure(traces: dict[str, dict], step: int) -> dict:
         | count_axis(max(len(t["max_abs_diff"]) for t in traces.values()) - 1),
         "yaxis": {"title": {"text": "max |cached − full| over the new rows"}, "type": "log", "range": [-10.5, -3.5]},
         "shapes": [
-            {"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": DIFF_BUDGET, "y1": DIFF_BUDGET,
-             "line": {"color": "#b03030", "dash": "dash"}},
-            {"type": "line", "yref": "paper", "y0": 0, "y1": 1, "x0": step, "x1": step,
-             "line": {"color": "#888", "width": 1}},
+            {
+                "type": "line",
+                "xref": "paper",
+                "x0": 0,
+                "x1": 1,
+                "y0": FLOAT32_TOLERANCE,
+                "y1": FLOAT32_TOLERANCE,
+                "line": {"color": "#b03030", "dash": "dash"},
+            },
+            {
+                "type": "line",
+                "yref": "paper",
+                "y0": 0,
+                "y1": 1,
+                "x0": step,
+                "x1": step,
+                "line": {"color": "#888", "width": 1},
+            },
         ],
         "annotations": [
-            {"text": "1e-5 budget", "xref": "paper", "x": 0, "y": -5, "yanchor": "bottom", "xanchor": "left",
-             "showarrow": False},
+            {
+                "text": f"{FLOAT32_TOLERANCE:.0e} budget",
+                "xref": "paper",
+                "x": 0,
+                "y": -5,
+                "yanchor": "bottom",
+                "xanchor": "left",
+                "showarrow": False,
+            },
         ],
         "height": 360,
         "margin": {"t": 60, "b": 50, "l": 70, "r": 20},
@@ -323,21 +366,38 @@ def scale_figure(
     for row in rows:
         cfg = preset.attention if row["key"] == "published_repeated" else configs[row["key"]]
         exact = [
-            model_bytes(preset, cfg, batch=batch, tokens=t, dtype=dtype, repeated_heads=row["repeated_heads"]) for t in grid
+            model_bytes(preset, cfg, batch=batch, tokens=t, dtype=dtype, repeated_heads=row["repeated_heads"])
+            for t in grid
         ]
-        data.append({
-            "type": "scatter", "x": grid, "y": [b / GIB for b in exact], "customdata": exact, "mode": "lines",
-            "name": row["label"], "legendgroup": row["key"], "line": row_line(row),
-            "hovertemplate": f"{row['label']}<br>%{{x:,}} tokens: %{{y:,.2f}} GiB (%{{customdata:,}} bytes)"
-            "<extra></extra>",
-        })
+        data.append(
+            {
+                "type": "scatter",
+                "x": grid,
+                "y": [b / GIB for b in exact],
+                "customdata": exact,
+                "mode": "lines",
+                "name": row["label"],
+                "legendgroup": row["key"],
+                "line": row_line(row),
+                "hovertemplate": f"{row['label']}<br>%{{x:,}} tokens: %{{y:,.2f}} GiB (%{{customdata:,}} bytes)"
+                "<extra></extra>",
+            }
+        )
         measured = row["model_bytes_batch_measured"]
-        data.append({
-            "type": "scatter", "x": [preset.context_len], "y": [measured / GIB], "customdata": [measured],
-            "mode": "markers", "name": f"{row['label']} (measured)", "legendgroup": row["key"], "showlegend": False,
-            "marker": {"color": row_line(row)["color"], "size": 10, "symbol": "diamond"},
-            "hovertemplate": f"measured on the meta device: %{{customdata:,}} bytes<extra>{row['label']}</extra>",
-        })
+        data.append(
+            {
+                "type": "scatter",
+                "x": [preset.context_len],
+                "y": [measured / GIB],
+                "customdata": [measured],
+                "mode": "markers",
+                "name": f"{row['label']} (measured)",
+                "legendgroup": row["key"],
+                "showlegend": False,
+                "marker": {"color": row_line(row)["color"], "size": 10, "symbol": "diamond"},
+                "hovertemplate": f"measured on the meta device: %{{customdata:,}} bytes<extra>{row['label']}</extra>",
+            }
+        )
         csv += [{"cache": row["label"], "tokens": t, "batch": batch, "bytes": b} for t, b in zip(grid, exact)]
     shapes, annotations = [], []
     yaxis = {"title": {"text": "KV cache, whole model (GiB)"}, "rangemode": "tozero"}
@@ -349,24 +409,52 @@ def scale_figure(
         for row in rows:
             fit = what_fits(preset, row, budget_left=budget["left"], batch=batch)
             if fit["tokens_per_sequence"] < preset.context_len and not fit["window_bound"]:
-                data.append({
-                    "type": "scatter", "x": [fit["tokens_per_sequence"]], "y": [left], "mode": "markers",
-                    "name": f"{row['label']} runs out", "legendgroup": row["key"], "showlegend": False,
-                    "marker": {"color": row_line(row)["color"], "size": 12, "symbol": "x"},
-                    "hovertemplate": f"{row['label']}: memory full at %{{x:,}} tokens per sequence<extra></extra>",
-                })
-        shapes.append({"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": left, "y1": left,
-                       "line": {"color": "#b03030", "width": 2}})
-        annotations.append({"text": f"memory left after the weights: {format_bytes(budget['left'])}", "xref": "paper",
-                            "x": 0, "y": left, "yanchor": "bottom", "xanchor": "left", "showarrow": False,
-                            "font": {"color": "#b03030"}})
+                data.append(
+                    {
+                        "type": "scatter",
+                        "x": [fit["tokens_per_sequence"]],
+                        "y": [left],
+                        "mode": "markers",
+                        "name": f"{row['label']} runs out",
+                        "legendgroup": row["key"],
+                        "showlegend": False,
+                        "marker": {"color": row_line(row)["color"], "size": 12, "symbol": "x"},
+                        "hovertemplate": f"{row['label']}: memory full at %{{x:,}} tokens per sequence<extra></extra>",
+                    }
+                )
+        shapes.append(
+            {
+                "type": "line",
+                "xref": "paper",
+                "x0": 0,
+                "x1": 1,
+                "y0": left,
+                "y1": left,
+                "line": {"color": "#b03030", "width": 2},
+            }
+        )
+        annotations.append(
+            {
+                "text": f"memory left after the weights: {format_bytes(budget['left'])}",
+                "xref": "paper",
+                "x": 0,
+                "y": left,
+                "yanchor": "bottom",
+                "xanchor": "left",
+                "showarrow": False,
+                "font": {"color": "#b03030"},
+            }
+        )
     sequences = f"{batch} sequence{'s' if batch > 1 else ''}"
     layout = {
         "title": {"text": f"{preset.name}: KV cache of {sequences} × {preset.n_layers} layers ({dtype})"},
         "xaxis": {"title": {"text": "tokens per sequence"}},
         "yaxis": yaxis,
-        "shapes": shapes, "annotations": annotations,
-        "height": 460, "margin": {"t": 60, "b": 50, "l": 70, "r": 20}, "legend": {"font": {"size": 11}},
+        "shapes": shapes,
+        "annotations": annotations,
+        "height": 460,
+        "margin": {"t": 60, "b": 50, "l": 70, "r": 20},
+        "legend": {"font": {"size": 11}},
     }
     return {"data": data, "layout": layout}, csv
 
@@ -380,17 +468,25 @@ def users_figure(preset_name: str, rows: list[dict], *, budget: dict, dtype: str
         fits = [
             sequences_that_fit(preset, row["bytes_per_token_model"], budget_left=budget["left"], tokens=t) for t in grid
         ]
-        data.append({
-            "type": "scatter", "x": grid, "y": fits, "mode": "lines", "name": row["label"],
-            "line": row_line(row) | {"shape": "hv"},
-            "hovertemplate": f"{row['label']}<br>%{{y:,}} sequences of %{{x:,}} tokens<extra></extra>",
-        })
+        data.append(
+            {
+                "type": "scatter",
+                "x": grid,
+                "y": fits,
+                "mode": "lines",
+                "name": row["label"],
+                "line": row_line(row) | {"shape": "hv"},
+                "hovertemplate": f"{row['label']}<br>%{{y:,}} sequences of %{{x:,}} tokens<extra></extra>",
+            }
+        )
         csv += [{"cache": row["label"], "tokens_per_sequence": t, "sequences_that_fit": n} for t, n in zip(grid, fits)]
     layout = {
         "title": {"text": f"How many sequences fit in {format_bytes(max(budget['left'], 0))} ({dtype})"},
         "xaxis": {"title": {"text": "tokens per sequence"}},
         "yaxis": {"title": {"text": "sequences served at once"}, "type": "log", "dtick": 1},
-        "height": 420, "margin": {"t": 60, "b": 50, "l": 70, "r": 20}, "legend": {"font": {"size": 11}},
+        "height": 420,
+        "margin": {"t": 60, "b": 50, "l": 70, "r": 20},
+        "legend": {"font": {"size": 11}},
     }
     return {"data": data, "layout": layout}, csv
 

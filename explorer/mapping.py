@@ -1,32 +1,33 @@
 """The head -> KV mapping page's view settings, cached probes and its animated figure.
 
 The figure draws one frame per step of MHA -> GQA (every valid group count) -> MQA -> MLA. Each frame comes from
-attn_core.probe.mapping.read_morph: which store a query head reads is what the real layer showed when that store was
+explorer.probes.mapping.read_morph: which store a query head reads is what the real layer showed when that store was
 disturbed, never a formula. Plotly's frames carry the whole animation, so play/pause and the slider run in the
 browser without a rerun per frame.
 """
-from __future__ import annotations
 
+from __future__ import annotations
 
 import plotly.graph_objects as go
 import streamlit as st
 
 from attn_core import VARIANTS, AttentionConfig
-from attn_core.accounting import bytes_per_element, decode_flops_per_token, kv_cache_bytes
-from attn_core.probe.mapping import compare_mla_ways, fused_projection, morph_configs, narrowed, path_shapes, read_morph
+from attn_core.accounting import bytes_per_element, decode_flops_per_token, kv_cache_bytes, naive_up_projection_flops
+from explorer.probes.mapping import compare_mla_ways, fused_projection, morph_configs, narrowed, path_shapes, read_morph
 
-from .charts import PLOTLY_TEMPLATE, difference, format_bytes
-from .overview import VARIANT_COLORS
+from .charts import PLOTLY_TEMPLATE, VARIANT_COLORS, difference, format_bytes, shape_text
 from .params import Choice
 from .settings import Settings
 from .work import takes_turns
 
 MAP_VARIANT = Choice("map_variant", VARIANTS, "gqa")
-MAP_STORE = Choice("map_store", ("none",), "none")  # the real options (kv0, kv1, ... or c_kv, k_rope) depend on the view
+MAP_STORE = Choice(
+    "map_store", ("none",), "none"
+)  # the real options (kv0, kv1, ... or c_kv, k_rope) depend on the view
 
 # Building a layer's seeded weights runs at roughly 50 M numbers a second here (6 s for one MHA layer at d_model 8192),
 # and the animation needs up to ten layers. Past this width the probes build layers whose input is narrowed (see
-# attn_core.probe.mapping.narrowed): same heads, groups and per-head widths, so the same stores and the same readers.
+# explorer.probes.mapping.narrowed): same heads, groups and per-head widths, so the same stores and the same readers.
 FULL_WIDTH_LIMIT = 512
 NARROW_WIDTH = 64
 MAX_DRAWN = 32  # past this many heads (or KV heads) a row is drawn in labelled bundles of consecutive heads
@@ -64,8 +65,7 @@ def shape_rows(cfg: AttentionConfig, batch: int, seq_len: int) -> list[dict]:
 
 def timed_context(cfg: AttentionConfig) -> int:
     """Cached tokens for the MLA timing: MLA_TIMED_CONTEXT, or fewer when the naive step would exceed the budget."""
-    per_token = 2 * cfg.kv_lora_rank * cfg.n_heads * (cfg.qk_nope_head_dim + cfg.v_head_dim)
-    return max(1, min(MLA_TIMED_CONTEXT, int(NAIVE_FLOP_BUDGET // per_token)))
+    return max(1, min(MLA_TIMED_CONTEXT, int(NAIVE_FLOP_BUDGET // naive_up_projection_flops(cfg, 1))))
 
 
 @st.cache_data(max_entries=16, show_spinner="Timing MLA's two ways of decoding…")
@@ -170,7 +170,12 @@ def _stores_geometry(frame: dict, cfg: AttentionConfig, settings: Settings) -> l
         groups = [("c_kv", "c_kv", [0], cfg.kv_lora_rank), ("k_rope", "k_rope", [1], cfg.qk_rope_head_dim)]
     else:
         groups = [
-            (head_span(a, b, "KV head"), f"kv{a}" if b - a == 1 else f"kv{a}–{b - 1}", list(range(a, b)), (b - a) * 2 * cfg.head_dim)
+            (
+                head_span(a, b, "KV head"),
+                f"kv{a}" if b - a == 1 else f"kv{a}–{b - 1}",
+                list(range(a, b)),
+                (b - a) * 2 * cfg.head_dim,
+            )
             for a, b in bundles(len(frame["stores"]))
         ]
     total = sum(elements for *_, elements in groups) / mha_elements
@@ -178,7 +183,9 @@ def _stores_geometry(frame: dict, cfg: AttentionConfig, settings: Settings) -> l
     geometry = []
     for index, (label, short, members, elements) in enumerate(groups):
         width = elements / mha_elements
-        geometry.append({"label": label, "short": short, "members": members, "x": left + width / 2, "width": width, "index": index})
+        geometry.append(
+            {"label": label, "short": short, "members": members, "x": left + width / 2, "width": width, "index": index}
+        )
         left += width
     return geometry
 
@@ -221,14 +228,27 @@ def _frame_content(frame: dict, cfg: AttentionConfig, settings: Settings, highli
     edge_colors = [VARIANT_COLORS["mla"] if is_mla else PALETTE[i] for i in range(EDGE_SLOTS)]
     traces = [
         dict(
-            type="scatter", x=xs, y=ys, mode="lines", line=dict(color=color, width=1.6), opacity=0.55, hoverinfo="skip", showlegend=False,
+            type="scatter",
+            x=xs,
+            y=ys,
+            mode="lines",
+            line=dict(color=color, width=1.6),
+            opacity=0.55,
+            hoverinfo="skip",
+            showlegend=False,
         )
         for (xs, ys), color in zip(edges[:EDGE_SLOTS], edge_colors)
     ]
     traces.append(
         dict(
-            type="scatter", x=edges[EDGE_SLOTS][0], y=edges[EDGE_SLOTS][1], mode="lines", line=dict(color=ROPE_COLOR, width=1.4, dash="dot"),
-            opacity=0.8, hoverinfo="skip", showlegend=False,
+            type="scatter",
+            x=edges[EDGE_SLOTS][0],
+            y=edges[EDGE_SLOTS][1],
+            mode="lines",
+            line=dict(color=ROPE_COLOR, width=1.4, dash="dot"),
+            opacity=0.8,
+            hoverinfo="skip",
+            showlegend=False,
         )
     )
 
@@ -253,9 +273,15 @@ def _frame_content(frame: dict, cfg: AttentionConfig, settings: Settings, highli
     q_hover = []
     for bar in query_bars:
         names = [frame["stores"][s] for s in bar["stores"]]
-        source = ", ".join(store_label(n) for n in names) if is_mla else f"KV head{'s' if len(names) > 1 else ''} {ranges_text([int(n[2:]) for n in names])}"
+        source = (
+            ", ".join(store_label(n) for n in names)
+            if is_mla
+            else f"KV head{'s' if len(names) > 1 else ''} {ranges_text([int(n[2:]) for n in names])}"
+        )
         drawn = "" if bar["stop"] - bar["start"] == 1 else f" ({bar['stop'] - bar['start']} heads drawn as one)"
-        q_hover.append(f"<b>{head_span(bar['start'], bar['stop'], 'query head')}</b>{drawn}<br>reads {source}<br>{read_text}")
+        q_hover.append(
+            f"<b>{head_span(bar['start'], bar['stop'], 'query head')}</b>{drawn}<br>reads {source}<br>{read_text}"
+        )
     kv_hover = []
     for store in stores:
         members = store["members"]
@@ -271,19 +297,26 @@ def _frame_content(frame: dict, cfg: AttentionConfig, settings: Settings, highli
             f"<b>{store['label']}</b><br>{what}<br>cached: {format_bytes(nbytes)}<br>read by query heads {ranges_text(who)}"
         )
 
-    store_colors = (
-        [VARIANT_COLORS["mla"], ROPE_COLOR] if is_mla else [PALETTE[s["index"] % EDGE_SLOTS] for s in stores]
-    )
-    store_lit = [
-        highlight is None or any(frame["stores"][m] == highlight for m in s["members"]) for s in stores
-    ]
+    store_colors = [VARIANT_COLORS["mla"], ROPE_COLOR] if is_mla else [PALETTE[s["index"] % EDGE_SLOTS] for s in stores]
+    store_lit = [highlight is None or any(frame["stores"][m] == highlight for m in s["members"]) for s in stores]
     traces.append(
         dict(
-            type="bar", x=[s["x"] for s in stores], y=[KV_TOP - KV_BOTTOM] * len(stores), base=[KV_BOTTOM] * len(stores),
-            width=[s["width"] for s in stores], text=[s["short"] for s in stores], textposition="inside",
-            insidetextanchor="middle", textangle=0, hovertext=kv_hover, hovertemplate="%{hovertext}<extra></extra>",
-            marker=dict(color=store_colors, opacity=[1.0 if on else 0.25 for on in store_lit],
-                        line=dict(color="#22252b", width=[2.5 if (on and highlight) else 0.5 for on in store_lit])),
+            type="bar",
+            x=[s["x"] for s in stores],
+            y=[KV_TOP - KV_BOTTOM] * len(stores),
+            base=[KV_BOTTOM] * len(stores),
+            width=[s["width"] for s in stores],
+            text=[s["short"] for s in stores],
+            textposition="inside",
+            insidetextanchor="middle",
+            textangle=0,
+            hovertext=kv_hover,
+            hovertemplate="%{hovertext}<extra></extra>",
+            marker=dict(
+                color=store_colors,
+                opacity=[1.0 if on else 0.25 for on in store_lit],
+                line=dict(color="#22252b", width=[2.5 if (on and highlight) else 0.5 for on in store_lit]),
+            ),
             showlegend=False,
         )
     )
@@ -292,24 +325,42 @@ def _frame_content(frame: dict, cfg: AttentionConfig, settings: Settings, highli
     ]
     traces.append(
         dict(
-            type="bar", x=[bar["x"] for bar in query_bars], y=[Q_TOP - Q_BOTTOM] * len(query_bars), base=[Q_BOTTOM] * len(query_bars),
+            type="bar",
+            x=[bar["x"] for bar in query_bars],
+            y=[Q_TOP - Q_BOTTOM] * len(query_bars),
+            base=[Q_BOTTOM] * len(query_bars),
             width=[bar["width"] * 0.9 for bar in query_bars],
             # Up to IN_BAR_LABELS bars the labels fit inside; past that they are the axis ticks above the row.
-            text=[query_label(bar["start"], bar["stop"]) for bar in query_bars] if len(query_bars) <= IN_BAR_LABELS else None,
-            textposition="inside", insidetextanchor="middle", textangle=0,
-            hovertext=q_hover, hovertemplate="%{hovertext}<extra></extra>",
-            marker=dict(color=q_colors, opacity=[1.0 if bar["lit"] else 0.25 for bar in query_bars],
-                        line=dict(color="#22252b", width=[2.5 if (bar["lit"] and highlight) else 0.5 for bar in query_bars])),
+            text=[query_label(bar["start"], bar["stop"]) for bar in query_bars]
+            if len(query_bars) <= IN_BAR_LABELS
+            else None,
+            textposition="inside",
+            insidetextanchor="middle",
+            textangle=0,
+            hovertext=q_hover,
+            hovertemplate="%{hovertext}<extra></extra>",
+            marker=dict(
+                color=q_colors,
+                opacity=[1.0 if bar["lit"] else 0.25 for bar in query_bars],
+                line=dict(color="#22252b", width=[2.5 if (bar["lit"] and highlight) else 0.5 for bar in query_bars]),
+            ),
             # The exact per-head mapping, head by head even when drawn in bundles: which stores each head reads.
-            meta={"key": frame["key"], "stores": frame["stores"],
-                  "reads": [column.nonzero()[0].tolist() for column in reads.T]},
+            meta={
+                "key": frame["key"],
+                "stores": frame["stores"],
+                "reads": [column.nonzero()[0].tolist() for column in reads.T],
+            },
             showlegend=False,
         )
     )
 
     per_token = cfg.cache_elements_per_token
     ratio = per_token / (2 * heads * settings.head_dim)
-    formula = f"d_c + d_h^R = {cfg.kv_lora_rank} + {cfg.qk_rope_head_dim}" if is_mla else f"2·{frame['n_kv_heads']}·{settings.head_dim}"
+    formula = (
+        f"d_c + d_h^R = {cfg.kv_lora_rank} + {cfg.qk_rope_head_dim}"
+        if is_mla
+        else f"2·{frame['n_kv_heads']}·{settings.head_dim}"
+    )
     cache_text = (
         f"cached per token: {formula} = {per_token:,} numbers = {format_bytes(per_token * element)} = <b>{ratio:.3g}× MHA</b><br>"
         f"whole cache at batch {batch} × {tokens:,} tokens in {settings.dtype}: "
@@ -323,11 +374,16 @@ def _frame_content(frame: dict, cfg: AttentionConfig, settings: Settings, highli
         title = f"MQA: all {heads} query heads read one K/V head"
     else:
         title = f"GQA, {frame['n_kv_heads']} groups: each K/V head serves {heads // frame['n_kv_heads']} query heads"
-    sizes = [f"query bars: {query_bars[0]['stop'] - query_bars[0]['start']} heads each"] if len(query_bars) < heads else []
+    sizes = (
+        [f"query bars: {query_bars[0]['stop'] - query_bars[0]['start']} heads each"] if len(query_bars) < heads else []
+    )
     if not is_mla and len(stores) < len(frame["stores"]):
         sizes.append(f"KV bars: {len(stores[0]['members'])} KV heads each")
     return {
-        "traces": traces, "title": title, "cache_text": cache_text, "bundle_note": " · ".join(sizes),
+        "traces": traces,
+        "title": title,
+        "cache_text": cache_text,
+        "bundle_note": " · ".join(sizes),
         "width": sum(s["width"] for s in stores),
     }
 
@@ -354,12 +410,38 @@ def mapping_figure(frames: list[dict], active: int, settings: Settings, highligh
         return {
             "title": {"text": f"<b>{content['title']}</b>", "font": {"size": 14}},
             "annotations": [
-                {"x": 1.0, "y": KV_BOTTOM - 0.04, "xref": "x", "yref": "y", "text": "dashed: MHA's cache per token",
-                 "showarrow": False, "font": {"size": 10, "color": "#6f7a85"}, "xanchor": "right", "yanchor": "top"},
-                {"x": 0.5, "y": KV_BOTTOM - 0.15, "xref": "x", "yref": "y", "text": content["cache_text"],
-                 "showarrow": False, "font": {"size": 12}, "yanchor": "top"},
-                {"x": 0.0, "y": KV_BOTTOM - 0.04, "xref": "x", "yref": "y", "text": content["bundle_note"],
-                 "showarrow": False, "font": {"size": 10, "color": "#6f7a85"}, "xanchor": "left", "yanchor": "top"},
+                {
+                    "x": 1.0,
+                    "y": KV_BOTTOM - 0.04,
+                    "xref": "x",
+                    "yref": "y",
+                    "text": "dashed: MHA's cache per token",
+                    "showarrow": False,
+                    "font": {"size": 10, "color": "#6f7a85"},
+                    "xanchor": "right",
+                    "yanchor": "top",
+                },
+                {
+                    "x": 0.5,
+                    "y": KV_BOTTOM - 0.15,
+                    "xref": "x",
+                    "yref": "y",
+                    "text": content["cache_text"],
+                    "showarrow": False,
+                    "font": {"size": 12},
+                    "yanchor": "top",
+                },
+                {
+                    "x": 0.0,
+                    "y": KV_BOTTOM - 0.04,
+                    "xref": "x",
+                    "yref": "y",
+                    "text": content["bundle_note"],
+                    "showarrow": False,
+                    "font": {"size": 10, "color": "#6f7a85"},
+                    "xanchor": "left",
+                    "yanchor": "top",
+                },
             ],
         }
 
@@ -376,33 +458,91 @@ def mapping_figure(frames: list[dict], active: int, settings: Settings, highligh
         uniformtext=dict(minsize=7, mode="hide"),
         plot_bgcolor="rgba(0,0,0,0)",
         xaxis=dict(
-            range=x_range, fixedrange=True, side="top", showgrid=False, zeroline=False, showline=False, ticks="",
+            range=x_range,
+            fixedrange=True,
+            side="top",
+            showgrid=False,
+            zeroline=False,
+            showline=False,
+            ticks="",
             tickvals=[] if labels_inside else [(a + b) / 2 / settings.heads for a, b in query_bundles],
             ticktext=[] if labels_inside else [query_label(a, b) for a, b in query_bundles],
-            tickangle=-90, tickfont=dict(size=10),
+            tickangle=-90,
+            tickfont=dict(size=10),
         ),
-        yaxis=dict(range=[-0.66, 1.24], tickvals=[0, 1], ticktext=["cached<br>per token", "query<br>heads"],
-                   showgrid=False, zeroline=False, fixedrange=True),
-        shapes=[dict(type="rect", x0=0, x1=1, y0=KV_BOTTOM - 0.03, y1=KV_TOP + 0.03, line=dict(color="#9aa3ad", dash="dash", width=1),
-                     layer="below")],
+        yaxis=dict(
+            range=[-0.66, 1.24],
+            tickvals=[0, 1],
+            ticktext=["cached<br>per token", "query<br>heads"],
+            showgrid=False,
+            zeroline=False,
+            fixedrange=True,
+        ),
+        shapes=[
+            dict(
+                type="rect",
+                x0=0,
+                x1=1,
+                y0=KV_BOTTOM - 0.03,
+                y1=KV_TOP + 0.03,
+                line=dict(color="#9aa3ad", dash="dash", width=1),
+                layer="below",
+            )
+        ],
         updatemenus=[
             dict(
-                type="buttons", direction="left", x=0.0, y=-0.01, xanchor="left", yanchor="top", pad=dict(t=0, r=10),
+                type="buttons",
+                direction="left",
+                x=0.0,
+                y=-0.01,
+                xanchor="left",
+                yanchor="top",
+                pad=dict(t=0, r=10),
                 showactive=False,
                 buttons=[
-                    dict(label="▶ Play", method="animate", args=[None, animate | {"fromcurrent": True, "mode": "immediate"}]),
-                    dict(label="❚❚ Pause", method="animate",
-                         args=[[None], {"frame": {"duration": 0, "redraw": False}, "mode": "immediate", "transition": {"duration": 0}}]),
+                    dict(
+                        label="▶ Play",
+                        method="animate",
+                        args=[None, animate | {"fromcurrent": True, "mode": "immediate"}],
+                    ),
+                    dict(
+                        label="❚❚ Pause",
+                        method="animate",
+                        args=[
+                            [None],
+                            {
+                                "frame": {"duration": 0, "redraw": False},
+                                "mode": "immediate",
+                                "transition": {"duration": 0},
+                            },
+                        ],
+                    ),
                 ],
             )
         ],
         sliders=[
             dict(
-                active=active, x=0.0, len=1.0, y=-0.1, xanchor="left", yanchor="top", pad=dict(t=10, b=0),
+                active=active,
+                x=0.0,
+                len=1.0,
+                y=-0.1,
+                xanchor="left",
+                yanchor="top",
+                pad=dict(t=10, b=0),
                 currentvalue=dict(prefix="Step: ", xanchor="right", font=dict(size=12)),
                 steps=[
-                    dict(label=frame_label(frame), method="animate",
-                         args=[[frame["key"]], {"frame": {"duration": 0, "redraw": True}, "mode": "immediate", "transition": {"duration": 300}}])
+                    dict(
+                        label=frame_label(frame),
+                        method="animate",
+                        args=[
+                            [frame["key"]],
+                            {
+                                "frame": {"duration": 0, "redraw": True},
+                                "mode": "immediate",
+                                "transition": {"duration": 300},
+                            },
+                        ],
+                    )
                     for frame in frames
                 ],
             )
@@ -434,7 +574,8 @@ def mapping_rows(frames: list[dict]) -> list[dict]:
                     "reads": " ".join(frame["stores"][s] for s in read),
                     "smallest_move_of_a_read_store": min(float(frame["change"][s, head]) for s in read) if read else "",
                     "largest_move_of_an_unread_store": max(
-                        (float(frame["change"][s, head]) for s in range(len(frame["stores"])) if s not in read), default=""
+                        (float(frame["change"][s, head]) for s in range(len(frame["stores"])) if s not in read),
+                        default="",
                     ),
                 }
             )
@@ -458,20 +599,18 @@ def formula_agrees(frame: dict) -> bool:
 
 
 # --- shapes table ---------------------------------------------------------------------------------------------------
-def shape_text(shape) -> str:
-    if shape and isinstance(shape[0], tuple):
-        return " and ".join(shape_text(s) for s in shape)
-    return "[" + ", ".join(str(n) for n in shape) + "]"
-
-
 def shape_table(rows: list[dict], way: str) -> list[dict]:
     """Display rows for one way ("both" rows appear in either); shapes as text with thousands separators."""
     return [
-        {"Step": row["step"], "Prefill": shape_text(row["prefill"]), "Decode 1 token": shape_text(row["decode"]), "Note": row["note"]}
+        {
+            "Step": row["step"],
+            "Prefill": shape_text(row["prefill"]),
+            "Decode 1 token": shape_text(row["decode"]),
+            "Note": row["note"],
+        }
         for row in rows
         if row["way"] in ("both", way)
     ]
-
 
 
 # --- one fused weight for q, k and v --------------------------------------------------------------------------------
@@ -488,11 +627,17 @@ def fused_block_rows(result: dict, cfg: AttentionConfig) -> list[dict]:
     rows = []
     for layout, found in result["layouts"].items():
         for index, (name, head) in enumerate(found["blocks"]):
-            rows.append({
-                "layout": layout, "block": index, "projection": PROJECTION_NAMES[name], "head": head,
-                "kv_group": head // cfg.group_size if name == "q" else head,
-                "first_row": index * cfg.head_dim, "last_row": (index + 1) * cfg.head_dim - 1,
-            })
+            rows.append(
+                {
+                    "layout": layout,
+                    "block": index,
+                    "projection": PROJECTION_NAMES[name],
+                    "head": head,
+                    "kv_group": head // cfg.group_size if name == "q" else head,
+                    "first_row": index * cfg.head_dim,
+                    "last_row": (index + 1) * cfg.head_dim - 1,
+                }
+            )
     return rows
 
 
@@ -513,30 +658,50 @@ def fused_figure(result: dict, cfg: AttentionConfig) -> dict:
         blocks = [row for row in rows if row["layout"] == layout]
         labelled = len(blocks) <= FUSED_LABELS_UP_TO
         trace = {
-            "type": "bar", "orientation": "h", "y": [name] * len(blocks), "x": [cfg.head_dim] * len(blocks),
+            "type": "bar",
+            "orientation": "h",
+            "y": [name] * len(blocks),
+            "x": [cfg.head_dim] * len(blocks),
             "base": [row["first_row"] for row in blocks],
             "marker": {
                 "color": [PALETTE[row["kv_group"] % len(PALETTE)] for row in blocks],
-                "pattern": {"shape": ["" if row["projection"] == "query" else "/" if row["projection"] == "key" else "."
-                                      for row in blocks], "fgcolor": "white", "fillmode": "overlay"},
+                "pattern": {
+                    "shape": [
+                        "" if row["projection"] == "query" else "/" if row["projection"] == "key" else "."
+                        for row in blocks
+                    ],
+                    "fgcolor": "white",
+                    "fillmode": "overlay",
+                },
                 "line": {"color": "white", "width": 1 if labelled else 0},
             },
-            "customdata": [[row["first_row"], row["last_row"], row["projection"], row["head"], row["kv_group"]]
-                           for row in blocks],
+            "customdata": [
+                [row["first_row"], row["last_row"], row["projection"], row["head"], row["kv_group"]] for row in blocks
+            ],
             "hovertemplate": "rows %{customdata[0]}–%{customdata[1]}: %{customdata[2]} head %{customdata[3]}"
             " · KV group %{customdata[4]}<extra></extra>",
             "showlegend": False,
         }
         if labelled:
-            trace |= {"text": [f"{row['projection'][0]}{row['head']}" for row in blocks], "textposition": "inside",
-                      "insidetextanchor": "middle", "textfont": {"color": "white", "size": 11}}
+            trace |= {
+                "text": [f"{row['projection'][0]}{row['head']}" for row in blocks],
+                "textposition": "inside",
+                "insidetextanchor": "middle",
+                "textfont": {"color": "white", "size": 11},
+            }
         data.append(trace)
     layout = {
-        "barmode": "overlay", "height": 190, "margin": {"t": 30, "b": 45, "l": 10, "r": 10}, "bargap": 0.35,
-        "xaxis": {"title": {"text": f"rows of W_qkv ({result['weight'][0]:,} = (heads + 2 · KV heads) × head_dim)"},
-                  "range": [0, result["weight"][0]]},
+        "barmode": "overlay",
+        "height": 190,
+        "margin": {"t": 30, "b": 45, "l": 10, "r": 10},
+        "bargap": 0.35,
+        "xaxis": {
+            "title": {"text": f"rows of W_qkv ({result['weight'][0]:,} = (heads + 2 · KV heads) × head_dim)"},
+            "range": [0, result["weight"][0]],
+        },
         "yaxis": {"autorange": "reversed", "automargin": True},
-        "plot_bgcolor": "rgba(0,0,0,0)", "template": PLOTLY_TEMPLATE,
+        "plot_bgcolor": "rgba(0,0,0,0)",
+        "template": PLOTLY_TEMPLATE,
     }
     return {"data": data, "layout": layout}
 
@@ -551,10 +716,18 @@ def fused_agreement(result: dict) -> str:
 
 def fused_shape_table(result: dict, cfg: AttentionConfig) -> list[dict]:
     return [
-        {"Step": "W_qkv", "Shape": shape_text(result["weight"]), "Note": f"{cfg.n_heads} query + {cfg.n_kv_heads} key + "
-         f"{cfg.n_kv_heads} value heads of {cfg.head_dim} rows, by d_model"},
+        {
+            "Step": "W_qkv",
+            "Shape": shape_text(result["weight"]),
+            "Note": f"{cfg.n_heads} query + {cfg.n_kv_heads} key + "
+            f"{cfg.n_kv_heads} value heads of {cfg.head_dim} rows, by d_model",
+        },
         {"Step": "qkv = x · W_qkvᵀ", "Shape": shape_text(result["fused"]), "Note": "one matrix product for all three"},
         {"Step": "q", "Shape": shape_text(result["q"]), "Note": "its columns, cut as the layout says"},
-        {"Step": "k", "Shape": shape_text(result["k"]), "Note": f"{cfg.n_kv_heads} head(s): fusing does not repeat them"},
+        {
+            "Step": "k",
+            "Shape": shape_text(result["k"]),
+            "Note": f"{cfg.n_kv_heads} head(s): fusing does not repeat them",
+        },
         {"Step": "v", "Shape": shape_text(result["v"]), "Note": "then on as in the table above"},
     ]

@@ -1,12 +1,14 @@
-"""The masks page: its link parameters, the cached probe, and heatmap figures built from attn_core.probe.masks results
+"""The masks page: its link parameters, the cached probe, and heatmap figures built from explorer.probes.masks results
 (plain arrays in, Plotly figures and CSV rows out)."""
+
 from __future__ import annotations
 
 import numpy as np
 import streamlit as st
 
 from attn_core import VARIANTS, AttentionConfig
-from attn_core.probe.masks import MAX_TOKENS, explore_masks
+from explorer.probes import FLOAT32_TOLERANCE
+from explorer.probes.masks import MAX_TOKENS, explore_masks
 
 from .charts import PLOTLY_TEMPLATE, typed_array
 from .params import Choice, Flag, IntRange
@@ -28,14 +30,30 @@ MASK_SCALE = [[0.0, "#d9d9d9"], [1.0, "#2c7fb8"]]  # grey = blocked, blue = may 
 @st.cache_data(max_entries=8, show_spinner="Building the layer and running the three probes…")
 @takes_turns
 def masks_result(
-    cfg: AttentionConfig, seed: int, head: int, long_len: int, short_len: int, causal: bool, prefill: int, chunk: int,
-    query_len: int, memory_len: int,
+    cfg: AttentionConfig,
+    seed: int,
+    head: int,
+    long_len: int,
+    short_len: int,
+    causal: bool,
+    prefill: int,
+    chunk: int,
+    query_len: int,
+    memory_len: int,
 ) -> dict:
     """One layer of the shown head built per distinct (layer, seed, head, lengths): a sidebar change this page does
     not use (sequence length, batch, dtype) recomputes nothing."""
     return explore_masks(
-        cfg, seed, head=head, long_len=long_len, short_len=short_len, causal=causal,
-        prefill=prefill, chunk=chunk, query_len=query_len, memory_len=memory_len,
+        cfg,
+        seed,
+        head=head,
+        long_len=long_len,
+        short_len=short_len,
+        causal=causal,
+        prefill=prefill,
+        chunk=chunk,
+        query_len=query_len,
+        memory_len=memory_len,
     )
 
 
@@ -66,7 +84,9 @@ def heatmaps_figure(panels: list[dict], *, height: int = 360) -> dict:
     gap = 0.08
     usable = 1 - gap * (len(panels) - 1)
     layout = {
-        "height": height, "margin": {"t": 50, "b": 40, "l": 60, "r": 20}, "annotations": [],
+        "height": height,
+        "margin": {"t": 50, "b": 40, "l": 60, "r": 20},
+        "annotations": [],
         "coloraxis": {"colorscale": "Viridis", "cmin": 0, "colorbar": {"title": {"text": "weight"}, "len": 0.9}},
         "template": PLOTLY_TEMPLATE,
     }
@@ -77,23 +97,53 @@ def heatmaps_figure(panels: list[dict], *, height: int = 360) -> dict:
         right = left + usable * width / sum(widths)
         is_mask = panel["kind"] == "mask"
         trace = {
-            "type": "heatmap", "z": typed_array(panel["z"]), "x": [str(v) for v in panel["x"]],
-            "y": [str(v) for v in panel["y"]], "xaxis": f"x{suffix}", "yaxis": f"y{suffix}", "xgap": 1, "ygap": 1,
+            "type": "heatmap",
+            "z": typed_array(panel["z"]),
+            "x": [str(v) for v in panel["x"]],
+            "y": [str(v) for v in panel["y"]],
+            "xaxis": f"x{suffix}",
+            "yaxis": f"y{suffix}",
+            "xgap": 1,
+            "ygap": 1,
             "hovertemplate": f"{panel['y_name']} %{{y}}<br>key %{{x}}<br>"
-            + ("%{z:.0f} (1 = may attend)" if is_mask else "weight %{z:.4g}") + f"<extra>{panel['title']}</extra>",
+            + ("%{z:.0f} (1 = may attend)" if is_mask else "weight %{z:.4g}")
+            + f"<extra>{panel['title']}</extra>",
         }
         # masks: fixed 0/1 grey/blue, no colour bar; weights: one colour axis shared by the figure's panels
-        trace |= ({"zmin": 0, "zmax": 1, "colorscale": MASK_SCALE, "showscale": False} if is_mask
-                  else {"coloraxis": "coloraxis"})
+        trace |= (
+            {"zmin": 0, "zmax": 1, "colorscale": MASK_SCALE, "showscale": False}
+            if is_mask
+            else {"coloraxis": "coloraxis"}
+        )
         data.append(trace)
-        layout[f"xaxis{suffix}"] = {"domain": [left, right], "anchor": f"y{suffix}", "type": "category",
-                                     "title": {"text": "key position"}, "tickfont": {"size": 9}}
-        layout[f"yaxis{suffix}"] = {"domain": [0.0, 1.0], "anchor": f"x{suffix}", "type": "category",
-                                     "autorange": "reversed", "title": {"text": panel["y_name"] + " position"},
-                                     "tickfont": {"size": 9}}
-        layout["annotations"].append({"text": panel["title"], "x": (left + right) / 2, "y": 1.0, "xref": "paper",
-                                      "yref": "paper", "showarrow": False, "xanchor": "center", "yanchor": "bottom",
-                                      "font": {"size": 14}})
+        layout[f"xaxis{suffix}"] = {
+            "domain": [left, right],
+            "anchor": f"y{suffix}",
+            "type": "category",
+            "title": {"text": "key position"},
+            "tickfont": {"size": 9},
+        }
+        layout[f"yaxis{suffix}"] = {
+            "domain": [0.0, 1.0],
+            "anchor": f"x{suffix}",
+            "type": "category",
+            "autorange": "reversed",
+            "title": {"text": panel["y_name"] + " position"},
+            "tickfont": {"size": 9},
+        }
+        layout["annotations"].append(
+            {
+                "text": panel["title"],
+                "x": (left + right) / 2,
+                "y": 1.0,
+                "xref": "paper",
+                "yref": "paper",
+                "showarrow": False,
+                "xanchor": "center",
+                "yanchor": "bottom",
+                "font": {"size": 14},
+            }
+        )
         left = right + gap
     return {"data": data, "layout": layout}
 
@@ -113,10 +163,22 @@ def padding_panels(result: dict, head: int, short_len: int) -> list[dict]:
     allowed = result["allowed"][1].astype(np.float32)  # [L, S] of the short sequence
     positions = list(range(allowed.shape[1]))
     return [
-        {"title": "allowed (short sequence)", "z": allowed, "x": positions, "y": positions, "kind": "mask",
-         "y_name": "query"},
-        {"title": f"head {head} weights (short sequence)", "z": result["short_weights"][0], "x": positions,
-         "y": positions, "kind": "weight", "y_name": "query"},
+        {
+            "title": "allowed (short sequence)",
+            "z": allowed,
+            "x": positions,
+            "y": positions,
+            "kind": "mask",
+            "y_name": "query",
+        },
+        {
+            "title": f"head {head} weights (short sequence)",
+            "z": result["short_weights"][0],
+            "x": positions,
+            "y": positions,
+            "kind": "weight",
+            "y_name": "query",
+        },
     ]
 
 
@@ -124,11 +186,22 @@ def chunk_mask_panels(result: dict, prefill: int) -> list[dict]:
     total = result["full_mask"].shape[0]
     positions = list(range(total))
     return [
-        {"title": f"full pass: {total} × {total}", "z": result["full_mask"].astype(np.float32), "x": positions,
-         "y": positions, "kind": "mask", "y_name": "query"},
-        {"title": f"chunk after {prefill} cached: {total - prefill} × {total}",
-         "z": result["chunk_mask"].astype(np.float32), "x": positions, "y": positions[prefill:], "kind": "mask",
-         "y_name": "query"},
+        {
+            "title": f"full pass: {total} × {total}",
+            "z": result["full_mask"].astype(np.float32),
+            "x": positions,
+            "y": positions,
+            "kind": "mask",
+            "y_name": "query",
+        },
+        {
+            "title": f"chunk after {prefill} cached: {total - prefill} × {total}",
+            "z": result["chunk_mask"].astype(np.float32),
+            "x": positions,
+            "y": positions[prefill:],
+            "kind": "mask",
+            "y_name": "query",
+        },
     ]
 
 
@@ -136,19 +209,36 @@ def chunk_weight_panels(result: dict, head: int, prefill: int) -> list[dict]:
     total = result["full_mask"].shape[0]
     positions = list(range(total))
     return [
-        {"title": f"head {head}, full pass", "z": result["full_weights"][0], "x": positions, "y": positions,
-         "kind": "weight", "y_name": "query"},
-        {"title": f"head {head}, chunk through the cache", "z": result["chunk_weights"][0], "x": positions,
-         "y": positions[prefill:], "kind": "weight", "y_name": "query"},
+        {
+            "title": f"head {head}, full pass",
+            "z": result["full_weights"][0],
+            "x": positions,
+            "y": positions,
+            "kind": "weight",
+            "y_name": "query",
+        },
+        {
+            "title": f"head {head}, chunk through the cache",
+            "z": result["chunk_weights"][0],
+            "x": positions,
+            "y": positions[prefill:],
+            "kind": "weight",
+            "y_name": "query",
+        },
     ]
 
 
 def cross_panels(result: dict, head: int) -> list[dict]:
     weights = result["weights"][0]  # [Lq, Lkv]
     return [
-        {"title": f"head {head}: {weights.shape[0]} queries × {weights.shape[1]} keys", "z": weights,
-         "x": list(range(weights.shape[1])), "y": list(range(weights.shape[0])), "kind": "weight",
-         "y_name": "query"},
+        {
+            "title": f"head {head}: {weights.shape[0]} queries × {weights.shape[1]} keys",
+            "z": weights,
+            "x": list(range(weights.shape[1])),
+            "y": list(range(weights.shape[0])),
+            "kind": "weight",
+            "y_name": "query",
+        },
     ]
 
 
@@ -160,6 +250,6 @@ def mask_table(key_padding_mask: np.ndarray) -> dict[str, list[str]]:
     return table
 
 
-def check_line(name: str, value: float, tolerance: float = 1e-5) -> str:
+def check_line(name: str, value: float, tolerance: float = FLOAT32_TOLERANCE) -> str:
     mark = "✓" if value <= tolerance else "✗"
     return f"{mark} {name}: max |difference| = {value:.2e} (tolerance {tolerance:.0e}, float32)"

@@ -1,4 +1,5 @@
-"""Tables and figures of the overview page, built from attn_core.probe.overview rows."""
+"""Tables and figures of the overview page, built from explorer.probes.overview rows."""
+
 from __future__ import annotations
 
 import plotly.graph_objects as go
@@ -6,12 +7,10 @@ import streamlit as st
 
 from attn_core import VARIANT_NAMES, AttentionConfig
 from attn_core.accounting import decode_flops_per_token
-from attn_core.probe.overview import compare_variants
+from explorer.probes.overview import compare_variants
 
-from .charts import FLOP_UNITS, format_bytes, format_flops, unit_axis
+from .charts import FLOP_UNITS, VARIANT_COLORS, format_bytes, format_flops, unit_axis
 from .settings import Settings
-
-VARIANT_COLORS = {"mha": "#3b6ea8", "mqa": "#c4573a", "gqa": "#4a9a6b", "mla": "#8a5cb8"}
 
 TRADE_OFFS = {
     "mha": "Every query head has its own keys and values: the most expressive, and the largest cache. The baseline.",
@@ -103,8 +102,16 @@ def variant_rows(settings: Settings) -> list[dict]:
 
 def csv_rows(rows: list[dict]) -> list[dict]:
     """The plotted numbers in plain columns for the CSV download."""
-    keys = ("variant", "parameters", "cache_elements_per_token", "cache_bytes_per_token", "cache_bytes_measured",
-            "cache_bytes_formula", "cache_ratio_to_mha", "decode_flops_per_token")
+    keys = (
+        "variant",
+        "parameters",
+        "cache_elements_per_token",
+        "cache_bytes_per_token",
+        "cache_bytes_measured",
+        "cache_bytes_formula",
+        "cache_ratio_to_mha",
+        "decode_flops_per_token",
+    )
     return [{key: row[key] for key in keys} for row in rows]
 
 
@@ -122,7 +129,9 @@ def flops_caption(rows: list[dict], settings: Settings) -> str:
         ratio, cache = row["decode_flops_per_token"] / mha_flops, row["cache_ratio_to_mha"]
         name = row["variant"].upper()
         if ratio > 1.005 and cache < 1:
-            dearer.append(f"{name} pays for its smaller cache ({cache:.3g}× MHA's) in arithmetic: {ratio:.3g}× MHA's work.")
+            dearer.append(
+                f"{name} pays for its smaller cache ({cache:.3g}× MHA's) in arithmetic: {ratio:.3g}× MHA's work."
+            )
         elif ratio > 1.005:
             dearer.append(f"{name} costs more on both counts here: {ratio:.3g}× MHA's work and {cache:.3g}× its cache.")
         elif ratio < 0.995:

@@ -1,4 +1,5 @@
 """The app's pages, in menu order: one table that app.py navigates and the overview links to."""
+
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -15,8 +16,34 @@ class PageEntry(NamedTuple):
 # given by file name, before app.py has registered these pages (a mismatch shows "Page not found").
 PAGES: dict[str, PageEntry] = {
     "overview": PageEntry("pages/overview.py", "Overview", ":material/dashboard:", "The four variants side by side."),
-    "mapping": PageEntry("pages/mapping.py", "Head → KV mapping", ":material/account_tree:", "Which key/value store each query head reads, animated from MHA to MLA."),
-    "kv_cache": PageEntry("pages/kv_cache.py", "KV cache", ":material/memory:", "Decode token by token, then scale the cache to published models."),
-    "heatmaps": PageEntry("pages/heatmaps.py", "Attention heatmaps", ":material/grid_on:", "Every head's weights, grouped by shared keys; inside one head; one decode step."),
-    "masks": PageEntry("pages/masks.py", "Masks and batches", ":material/filter_alt:", "Padding in a batch, the causal mask aligned to a cache, and cross-attention."),
+    "mapping": PageEntry(
+        "pages/mapping.py",
+        "Head → KV mapping",
+        ":material/account_tree:",
+        "Which key/value store each query head reads, animated from MHA to MLA.",
+    ),
+    "kv_cache": PageEntry(
+        "pages/kv_cache.py",
+        "KV cache",
+        ":material/memory:",
+        "Decode token by token, then scale the cache to published models.",
+    ),
+    "heatmaps": PageEntry(
+        "pages/heatmaps.py",
+        "Attention heatmaps",
+        ":material/grid_on:",
+        "Every head's weights, grouped by shared keys; inside one head; one decode step.",
+    ),
+    "trained": PageEntry(
+        "pages/trained.py",
+        "Trained model",
+        ":material/psychology:",
+        "SmolLM2-135M's real attention on your text, and its real cache while it writes.",
+    ),
+    "masks": PageEntry(
+        "pages/masks.py",
+        "Masks and batches",
+        ":material/filter_alt:",
+        "Padding in a batch, the causal mask aligned to a cache, and cross-attention.",
+    ),
 }

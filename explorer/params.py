@@ -3,6 +3,7 @@
 Pure Python: each kind parses untrusted link text into a valid value plus, when it had to change something, a
 sentence saying what. Pages bind them to widgets with ``explorer.state.bound``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -53,7 +54,7 @@ class IntRange:
     default: int
 
     def parse(self, text: str, options: tuple | None = None) -> tuple[int, str | None]:
-        low, high = (options if options is not None else (self.low, self.high))
+        low, high = options if options is not None else (self.low, self.high)
         try:
             value = int(text.strip())
         except ValueError:

@@ -3,12 +3,14 @@
 Pure Python (no streamlit), so the parser can be tested on any input. A link is untrusted text: every value is
 parsed, snapped to the nearest valid choice, and each change is reported as a sentence.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields, replace
 
 from attn_core import DTYPES, VARIANTS, AttentionConfig
+from attn_core.config import kv_head_counts
 
 from .params import shown
 
@@ -17,7 +19,30 @@ MAX_HEADS = 128
 LATENT_CHOICES = (4, 8, 16, 32, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 4096)
 ROPE_DIM_CHOICES = (2, 4, 8, 16, 32, 64, 128, 256)
 SEQ_LEN_CHOICES = (
-    1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192,
+    1,
+    2,
+    4,
+    8,
+    12,
+    16,
+    24,
+    32,
+    48,
+    64,
+    96,
+    128,
+    192,
+    256,
+    384,
+    512,
+    768,
+    1024,
+    1536,
+    2048,
+    3072,
+    4096,
+    6144,
+    8192,
 )
 BATCH_CHOICES = (1, 2, 4, 8, 16, 32, 64, 128)
 DTYPE_CHOICES = tuple(DTYPES)
@@ -56,7 +81,11 @@ class Settings:
             return AttentionConfig("gqa", d_model=self.d_model, n_heads=self.heads, n_kv_heads=self.groups)
         if variant == "mla":
             return AttentionConfig(
-                "mla", d_model=self.d_model, n_heads=self.heads, kv_lora_rank=self.latent, qk_rope_head_dim=self.rope_dim
+                "mla",
+                d_model=self.d_model,
+                n_heads=self.heads,
+                kv_lora_rank=self.latent,
+                qk_rope_head_dim=self.rope_dim,
             )
         return AttentionConfig(variant, d_model=self.d_model, n_heads=self.heads)
 
@@ -81,7 +110,7 @@ def heads_choices(d_model: int) -> list[int]:
 
 
 def groups_choices(heads: int) -> list[int]:
-    return [g for g in range(1, heads + 1) if heads % g == 0]
+    return kv_head_counts(heads)
 
 
 def rope_dim_choices(head_dim: int) -> list[int]:
@@ -110,10 +139,20 @@ def normalize(settings: Settings) -> tuple[Settings, list[str]]:
     if not variants:
         notes.append("No variant chosen: showing all four.")
     settings = replace(settings, variants=variants or VARIANTS)
-    snap("d_model", D_MODEL_CHOICES, f"d_model is one of {D_MODEL_CHOICES[0]}…{D_MODEL_CHOICES[-1]} in the offered steps")
-    snap("heads", heads_choices(settings.d_model), f"heads must divide d_model={settings.d_model} into an even head width (at most {MAX_HEADS} heads)")
+    snap(
+        "d_model", D_MODEL_CHOICES, f"d_model is one of {D_MODEL_CHOICES[0]}…{D_MODEL_CHOICES[-1]} in the offered steps"
+    )
+    snap(
+        "heads",
+        heads_choices(settings.d_model),
+        f"heads must divide d_model={settings.d_model} into an even head width (at most {MAX_HEADS} heads)",
+    )
     snap("groups", groups_choices(settings.heads), f"KV groups must divide heads={settings.heads}")
-    snap("rope_dim", rope_dim_choices(settings.head_dim), f"the rotary width is even and at most head_dim={settings.head_dim}")
+    snap(
+        "rope_dim",
+        rope_dim_choices(settings.head_dim),
+        f"the rotary width is even and at most head_dim={settings.head_dim}",
+    )
     snap("latent", LATENT_CHOICES, "the latent width is one of the offered steps")
     snap("seq_len", SEQ_LEN_CHOICES, "sequence lengths are offered in steps")
     snap("batch", BATCH_CHOICES, "batch sizes are offered in steps")
@@ -148,7 +187,9 @@ def from_link(params: Mapping[str, str | list[str]]) -> tuple[Settings, list[str
             chosen = [part.strip().lower() for part in text.split(",") if part.strip()]
             unknown = [part for part in chosen if part not in VARIANTS]
             if unknown:
-                notes.append(f"variant: ignored {', '.join(shown(u) for u in unknown)} (choose among {', '.join(VARIANTS)}).")
+                notes.append(
+                    f"variant: ignored {', '.join(shown(u) for u in unknown)} (choose among {', '.join(VARIANTS)})."
+                )
             values["variants"] = tuple(v for v in VARIANTS if v in chosen)
         elif name == "dtype":
             values["dtype"] = text.lower()

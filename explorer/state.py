@@ -3,6 +3,7 @@
 The URL is the source of truth when a session opens (a shared link reproduces the sender's view); after that the
 widgets are, and every change is written back to the URL so the address bar is always a link to what is shown.
 """
+
 from __future__ import annotations
 
 import json
@@ -73,15 +74,35 @@ def page_settings() -> Settings:
     with st.sidebar:
         st.subheader("Layer settings")
         st.pills(
-            "Variants", VARIANTS, selection_mode="multi", key=_WIDGET["variants"], on_change=_on_change,
-            format_func=str.upper, help=" · ".join(f"{v.upper()}: {VARIANT_NAMES[v]}" for v in VARIANTS),
+            "Variants",
+            VARIANTS,
+            selection_mode="multi",
+            key=_WIDGET["variants"],
+            on_change=_on_change,
+            format_func=str.upper,
+            help=" · ".join(f"{v.upper()}: {VARIANT_NAMES[v]}" for v in VARIANTS),
         )
         _slider("d_model", "d_model (model width)", D_MODEL_CHOICES)
         _slider("heads", "Query heads", heads_choices(state[_WIDGET["d_model"]]))
-        _slider("groups", "KV groups (GQA)", groups_choices(state[_WIDGET["heads"]]), help="KV heads shared by the query heads; MHA uses one per head, MQA one in all.")
-        _slider("latent", "Latent width d_c (MLA)", LATENT_CHOICES, help="kv_lora_rank: the width of the compressed KV vector MLA caches per token.")
+        _slider(
+            "groups",
+            "KV groups (GQA)",
+            groups_choices(state[_WIDGET["heads"]]),
+            help="KV heads shared by the query heads; MHA uses one per head, MQA one in all.",
+        )
+        _slider(
+            "latent",
+            "Latent width d_c (MLA)",
+            LATENT_CHOICES,
+            help="kv_lora_rank: the width of the compressed KV vector MLA caches per token.",
+        )
         head_dim = state[_WIDGET["d_model"]] // state[_WIDGET["heads"]]
-        _slider("rope_dim", "Rotary key width d_h^R (MLA)", rope_dim_choices(head_dim), help="qk_rope_head_dim: the position-carrying key shared by all heads.")
+        _slider(
+            "rope_dim",
+            "Rotary key width d_h^R (MLA)",
+            rope_dim_choices(head_dim),
+            help="qk_rope_head_dim: the position-carrying key shared by all heads.",
+        )
         _slider("seq_len", "Sequence length (tokens)", SEQ_LEN_CHOICES)
         _slider("batch", "Batch", BATCH_CHOICES)
         st.radio("Cache dtype", DTYPE_CHOICES, key=_WIDGET["dtype"], horizontal=True, on_change=_on_change)
@@ -112,7 +133,15 @@ def bound(param, render, options: tuple | None = None, *, say_moves: bool = True
         if raws:
             value, note = param.parse(raws[-1], options)
             if len(raws) > 1:
-                note = " ".join(filter(None, [f"{param.name} appears {len(raws)} times in the link, so its last value is the one read.", note]))
+                note = " ".join(
+                    filter(
+                        None,
+                        [
+                            f"{param.name} appears {len(raws)} times in the link, so its last value is the one read.",
+                            note,
+                        ],
+                    )
+                )
             if note:
                 st.warning(note)  # a value the link carried that does not fit is reported here
         else:
@@ -228,7 +257,9 @@ def _show_link(box) -> None:
 
 def _warn_about_link(notes: list[str]) -> None:
     if notes:
-        st.warning("This link had settings that could not be used as they were:\n\n" + "\n".join(f"- {n}" for n in notes))
+        st.warning(
+            "This link had settings that could not be used as they were:\n\n" + "\n".join(f"- {n}" for n in notes)
+        )
 
 
 def _share_tools(settings: Settings) -> None:
@@ -240,8 +271,12 @@ def _share_tools(settings: Settings) -> None:
     # the dict is filled in as they write to the link, and the JSON is written when the button is clicked).
     params = st.session_state[_SHARE_PARAMS] = settings.to_link()
     st.download_button(
-        "Settings as JSON", lambda: json.dumps(params, indent=2), file_name="attention-explorer-settings.json",
-        mime="application/json", on_click="ignore", width="stretch",
+        "Settings as JSON",
+        lambda: json.dumps(params, indent=2),
+        file_name="attention-explorer-settings.json",
+        mime="application/json",
+        on_click="ignore",
+        width="stretch",
         help="The settings and this page's own choices: what the link reproduces.",
     )
 

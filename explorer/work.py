@@ -5,6 +5,7 @@ arriving at once would otherwise build twenty layers side by side: no sooner don
 but each holding its weights in memory meanwhile (a page of 16 heads at d_model 8192 is 128 MB). Taking turns bounds
 that memory by the number of cores.
 """
+
 from __future__ import annotations
 
 import functools

@@ -1,9 +1,10 @@
 """Attention heatmaps: the post-softmax weights of every head of a real layer, the variants compared on one input,
 the steps inside one head, and one decode step through the cache."""
+
 import streamlit as st
 
 from attn_core import VARIANT_NAMES, VARIANTS
-from explorer import heatmaps as hm
+from explorer import heatmaps as view
 from explorer.charts import difference, show_chart
 from explorer.params import shown
 from explorer.state import bound, page_settings
@@ -21,23 +22,43 @@ st.markdown(
 # --- the view's own controls (all in the link, so a shared link opens this exact view) ---------------------------
 top = st.columns([3, 2, 4])
 with top[0]:
-    variant = bound(hm.VARIANT, lambda key: st.radio(
-        "Variant opened up", VARIANTS, key=key, horizontal=True, format_func=str.upper,
-        help=" · ".join(f"{v.upper()}: {VARIANT_NAMES[v]}" for v in VARIANTS)))
+    variant = bound(
+        view.VARIANT,
+        lambda key: st.radio(
+            "Variant opened up",
+            VARIANTS,
+            key=key,
+            horizontal=True,
+            format_func=str.upper,
+            help=" · ".join(f"{v.upper()}: {VARIANT_NAMES[v]}" for v in VARIANTS),
+        ),
+    )
 with top[1]:
-    input_kind = bound(hm.INPUT, lambda key: st.radio(
-        "Input", hm.INPUT.options, key=key, horizontal=True,
-        format_func={"random": "Random vectors", "text": "Your text"}.get))
+    input_kind = bound(
+        view.INPUT,
+        lambda key: st.radio(
+            "Input",
+            view.INPUT.options,
+            key=key,
+            horizontal=True,
+            format_func={"random": "Random vectors", "text": "Your text"}.get,
+        ),
+    )
 with top[2]:
-    text, token_mode = hm.DEFAULT_TEXT, "words"
+    text, token_mode = view.DEFAULT_TEXT, "words"
     if input_kind == "text":
         text_col, mode_col = st.columns([3, 1])
         with text_col:
-            text = bound(hm.TEXT, lambda key: st.text_input(
-                f"Text (at most {hm.MAX_TEXT_CHARS} characters, {hm.MAX_TEXT_TOKENS} tokens)", key=key,
-                max_chars=hm.MAX_TEXT_CHARS))
+            text = bound(
+                view.TEXT,
+                lambda key: st.text_input(
+                    f"Text (at most {view.MAX_TEXT_CHARS} characters, {view.MAX_TEXT_TOKENS} tokens)",
+                    key=key,
+                    max_chars=view.MAX_TEXT_CHARS,
+                ),
+            )
         with mode_col:
-            token_mode = bound(hm.TOKENS, lambda key: st.radio("Tokens", hm.TOKENS.options, key=key))
+            token_mode = bound(view.TOKENS, lambda key: st.radio("Tokens", view.TOKENS.options, key=key))
     else:
         st.caption(
             "Random vectors: one seeded standard-normal vector per position (the sidebar's sequence length). "
@@ -46,32 +67,58 @@ with top[2]:
 
 controls = st.columns(4)
 with controls[0]:
-    scale = bound(hm.SCALE, lambda key: st.select_slider(
-        "Input scale", hm.SCALES, key=key,
-        help="Each input vector is a standard normal vector times this. Larger inputs give larger scores, and the "
-        "softmax turns them into sharper attention."))
+    scale = bound(
+        view.SCALE,
+        lambda key: st.select_slider(
+            "Input scale",
+            view.SCALES,
+            key=key,
+            help="Each input vector is a standard normal vector times this. Larger inputs give larger scores, and the "
+            "softmax turns them into sharper attention.",
+        ),
+    )
 with controls[1]:
-    causal = bound(hm.CAUSAL, lambda key: st.toggle(
-        "Causal", key=key, help="On: a query sees only itself and earlier tokens, as when generating text."))
+    causal = bound(
+        view.CAUSAL,
+        lambda key: st.toggle(
+            "Causal", key=key, help="On: a query sees only itself and earlier tokens, as when generating text."
+        ),
+    )
 with controls[2]:
-    rope = bound(hm.ROPE, lambda key: st.toggle(
-        "RoPE", key=key, help="Rotary position embedding: rotates queries and keys by their position, so scores "
-        "depend on how far apart two tokens are. Off: attention cannot tell positions apart."))
+    rope = bound(
+        view.ROPE,
+        lambda key: st.toggle(
+            "RoPE",
+            key=key,
+            help="Rotary position embedding: rotates queries and keys by their position, so scores "
+            "depend on how far apart two tokens are. Off: attention cannot tell positions apart.",
+        ),
+    )
 with controls[3]:
-    pool = bound(hm.POOL, lambda key: st.radio(
-        "Downsample by", hm.POOL.options, key=key, horizontal=True,
-        help="When a heatmap has more cells than the page sends, blocks of cells are shown as their mean or max."))
+    pool = bound(
+        view.POOL,
+        lambda key: st.radio(
+            "Downsample by",
+            view.POOL.options,
+            key=key,
+            horizontal=True,
+            help="When a heatmap has more cells than the page sends, blocks of cells are shown as their mean or max.",
+        ),
+    )
 
-inputs = hm.make_input_spec(settings, kind=input_kind, text=text, tokens=token_mode, scale=scale)
+inputs = view.make_input_spec(settings, kind=input_kind, text=text, tokens=token_mode, scale=scale)
 for note in inputs.notes:
     st.info(note, icon=":material/content_cut:")
 spec = inputs.spec
 tokens = spec.labels() if spec.tokens is not None else None
 length = spec.length
-cfg = hm.layer_config(settings, variant, rope)
+cfg = view.layer_config(settings, variant, rope)
 
-window_text = (f"{length:,} token{'s' if length != 1 else ''}" if length == inputs.wanted
-               else f"the first {length:,} of {inputs.wanted:,} tokens")
+window_text = (
+    f"{length:,} token{'s' if length != 1 else ''}"
+    if length == inputs.wanted
+    else f"the first {length:,} of {inputs.wanted:,} tokens"
+)
 st.caption(
     f"Computed on {window_text}, batch 1, in float32 (the sidebar's batch and cache dtype size the cache, not the "
     f"weights). Input scale {scale}, causal mask {'on' if causal else 'off'}, RoPE {'on' if rope else 'off'}."
@@ -80,9 +127,12 @@ if length < inputs.wanted:
     st.info(
         f"A layer of d_model {settings.d_model:,} with {settings.heads} heads is computed on a window of {length:,} "
         f"tokens here, so the page stays interactive on this server. "
-        + ("With the causal mask on, these rows are exactly the first rows of the full pass: a query never sees a "
-           "later key." if causal else
-           "With the causal mask off, a full pass would also let these queries see the keys beyond the window."),
+        + (
+            "With the causal mask on, these rows are exactly the first rows of the full pass: a query never sees a "
+            "later key."
+            if causal
+            else "With the causal mask off, a full pass would also let these queries see the keys beyond the window."
+        ),
         icon=":material/crop:",
     )
 
@@ -102,22 +152,40 @@ def group_name(group) -> str:
 
 pick = st.columns([2, 2, 3])
 with pick[0]:
-    group = bound(hm.GROUP, lambda key: st.selectbox("Heads shown", group_options, key=key, format_func=group_name),
-                  group_options)
-pages = hm.head_pages(settings.heads, group_size, group)
+    group = bound(
+        view.GROUP,
+        lambda key: st.selectbox("Heads shown", group_options, key=key, format_func=group_name),
+        group_options,
+    )
+pages = view.head_pages(settings.heads, group_size, group)
 heads = pages[0]
 if len(pages) > 1:
     starts = tuple(page.start for page in pages)
     with pick[1]:
-        first = bound(hm.FIRST_HEAD, lambda key: st.selectbox(
-            f"{sum(map(len, pages))} heads: page", starts, key=key,
-            format_func=lambda h: hm.heads_text(pages[starts.index(h)])), starts)
+        first = bound(
+            view.FIRST_HEAD,
+            lambda key: st.selectbox(
+                f"{sum(map(len, pages))} heads: page",
+                starts,
+                key=key,
+                format_func=lambda h: view.heads_text(pages[starts.index(h)]),
+            ),
+            starts,
+        )
     heads = pages[starts.index(first)]
 with pick[2]:
-    head = bound(hm.HEAD, lambda key: st.selectbox(
-        "Head opened up", tuple(heads), key=key,
-        help="One of the heads shown: opened up step by step (section 3), compared across variants (2) and outlined "
-        "in the decode step (4)."), tuple(heads), say_moves=False)  # follows the page shown
+    head = bound(
+        view.HEAD,
+        lambda key: st.selectbox(
+            "Head opened up",
+            tuple(heads),
+            key=key,
+            help="One of the heads shown: opened up step by step (section 3), compared across variants (2) and outlined "
+            "in the decode step (4).",
+        ),
+        tuple(heads),
+        say_moves=False,
+    )  # follows the page shown
 
 if group_size == 1:
     grouped = "With as many KV groups as heads, every head keeps its own keys: this GQA is MHA."
@@ -130,20 +198,20 @@ sharing = {
     "mqa": "All heads read one shared key and value head: their maps differ only through their queries.",
     "gqa": grouped,
     "mla": "Every head's key is rebuilt from the one latent c_kv all heads share, plus a rotary key that is shared "
-           "too: heads differ through their own up-projections.",
+    "too: heads differ through their own up-projections.",
 }[variant]
 st.markdown(f"**{variant.upper()}** ({VARIANT_NAMES[variant]}). {sharing}")
 
 try:
     with st.spinner(f"Running the {variant.upper()} layer on {length:,} tokens…"):
-        chart = hm.heads_chart(cfg, settings.seed, spec, causal, heads, pool)
+        chart = view.heads_chart(cfg, settings.seed, spec, causal, heads, pool)
 except ValueError as error:  # a configuration the core refuses, with its own sentence
     st.error(f"This layer cannot be built: {error}")
     st.stop()
 pooling = chart.pooling
 if len(heads) < settings.heads:
     st.caption(
-        f"Showing {hm.heads_text(heads)} of {settings.heads} ({hm.MAX_PANELS} at most at once, whole KV groups where "
+        f"Showing {view.heads_text(heads)} of {settings.heads} ({view.MAX_PANELS} at most at once, whole KV groups where "
         "they fit): pick a group or a page above to see the others. Only the shown heads are computed: the layer is "
         "built with just them and the KV heads they read, each head drawn from its own seeded stream, so they are the "
         "full layer's heads."
@@ -152,16 +220,22 @@ if pooling.pooled:
     st.info(
         f"{length:,} × {length:,} weights per head are more cells than the page sends: each cell shows the "
         f"**{pooling.describe()}** of the real weights (the hover says so). The weights are computed in full; "
-        "their rows sum to 1 before pooling.", icon=":material/grid_view:",
+        "their rows sum to 1 before pooling.",
+        icon=":material/grid_view:",
     )
 check = f"Rows sum to 1 within {chart.facts['row_sum_error']:.1e}"
 if causal:
     check += f"; above the diagonal every weight is {chart.facts['upper_max']:g}"
 show_chart(
-    chart.spec, name="heatmaps-heads", rows=chart.csv.csv_text,
+    chart.spec,
+    name="heatmaps-heads",
+    rows=chart.csv.csv_text,
     caption=f"Darker = more attention, from query (row) to key (column); colour follows the square root of the weight so small weights stay visible. {check}. "
-    + ("Notice the first row: with the causal mask the first token can only attend to itself." if causal else
-       "Without the mask every query sees every key, the future included."),
+    + (
+        "Notice the first row: with the causal mask the first token can only attend to itself."
+        if causal
+        else "Without the mask every query sees every key, the future included."
+    ),
 )
 
 # --- 2. the variants compared ------------------------------------------------------------------------------------
@@ -176,13 +250,13 @@ st.markdown(
     "also about 1/√r as long, so its scores are smaller and its maps flatter — one reason converted models are "
     "trained further."
 )
-blocked = hm.comparison_blocked(settings.d_model, length)
+blocked = view.comparison_blocked(settings.d_model, length)
 if blocked:
     st.info(blocked, icon=":material/speed:")
 else:
-    configs = tuple((v, hm.layer_config(settings, v, rope)) for v in settings.variants)
+    configs = tuple((v, view.layer_config(settings, v, rope)) for v in settings.variants)
     with st.spinner("Making the variants from one MHA layer…"):
-        chart, table = hm.compare_chart(configs, settings.seed, spec, causal, head, pool)
+        chart, table = view.compare_chart(configs, settings.seed, spec, causal, head, pool)
     if rope and "mla" in settings.variants:
         st.caption(
             "RoPE is on: MHA's keys carry position in every dimension, but MLA's decoupled rotary key is shared by all "
@@ -191,7 +265,9 @@ else:
         )
     if chart is not None:
         show_chart(
-            chart.spec, name="heatmaps-compare", rows=chart.csv.csv_text,
+            chart.spec,
+            name="heatmaps-compare",
+            rows=chart.csv.csv_text,
             caption=f"Head {head} with the same query weights in each variant: what changes is only the keys it reads. "
             + (f"Cells are the {chart.pooling.describe()}." if chart.pooling.pooled else ""),
         )
@@ -205,30 +281,36 @@ else:
 # --- 3. inside one head ------------------------------------------------------------------------------------------
 st.header(f"3 · Inside head {head}")
 st.latex(r"\mathrm{Attention}(Q,K,V) = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}} + M\right)V")
-kv = head // group_size
+chart = view.steps_chart(cfg, settings.seed, spec, causal, heads, head, pool)
+kv = chart.facts["kv_head"]
 if variant == "mla":
-    where = (f"Q = [q_nope; q_rope] of head {head}; K = [k_nope up-projected from the latent for head {head}; the "
-             f"shared rotary key]; d_k = {cfg.qk_nope_head_dim} + {cfg.qk_rope_head_dim} = {cfg.qk_head_dim}.")
+    where = (
+        f"Q = [q_nope; q_rope] of head {head}; K = [k_nope up-projected from the latent for head {head}; the "
+        f"shared rotary key]; d_k = {cfg.qk_nope_head_dim} + {cfg.qk_rope_head_dim} = {cfg.qk_head_dim}."
+    )
 elif variant == "mha" or group_size == 1:
     where = f"Q, K, V are head {head}'s own; d_k = {cfg.head_dim}."
 elif cfg.n_kv_heads == 1:
     where = f"K and V are the one KV head every query head shares; d_k = {cfg.head_dim}."
 else:
-    where = (f"K and V belong to KV head {kv}, which heads {kv * group_size}–{(kv + 1) * group_size - 1} share; "
-             f"d_k = {cfg.head_dim}.")
+    where = (
+        f"K and V belong to KV head {kv}, which heads {kv * group_size}–{(kv + 1) * group_size - 1} share; "
+        f"d_k = {cfg.head_dim}."
+    )
 st.markdown(
     f"The numbers the layer attended with, taken from its own projections{' after RoPE' if rope else ''}. {where} "
     "M is 0 where a query may look and −∞ where it may not; softmax turns each row into weights that sum to 1."
 )
-chart = hm.steps_chart(cfg, settings.seed, spec, causal, heads, head, pool)
 show_chart(
-    chart.spec, name="heatmaps-inside-head", rows=chart.csv.csv_text,
+    chart.spec,
+    name="heatmaps-inside-head",
+    rows=chart.csv.csv_text,
     caption=f"Follow ① to ⑤. ④ equals the layer's own weights for head {head} {difference(chart.facts['weights_error'])}. "
     "Scaling by 1/√d_k keeps scores from growing with the head width, which would make the softmax nearly one-hot. "
     + (f"Square matrices show the {chart.pooling.describe()}." if chart.pooling.pooled else ""),
 )
 st.caption(
-    f"The outputs of {'all ' + str(settings.heads) + ' heads' if len(heads) == settings.heads else hm.heads_text(heads)}"
+    f"The outputs of {'all ' + str(settings.heads) + ' heads' if len(heads) == settings.heads else view.heads_text(heads)}"
     f" (each head's ⑤) side by side are what o_proj received in the layer's forward "
     f"pass, {difference(chart.facts['output_rebuild_error'])} (their largest value is "
     f"{chart.facts['output_scale']:.3g}); o_proj mixes them into the layer's output."
@@ -237,7 +319,7 @@ st.caption(
 # --- 4. one decode step ------------------------------------------------------------------------------------------
 st.header("4 · One step of generation")
 last = f" {shown(tokens[-1])}" if tokens else ""
-chart = hm.decode_chart(cfg, settings.seed, spec, causal, heads, head, pool)
+chart = view.decode_chart(cfg, settings.seed, spec, causal, heads, head, pool)
 st.markdown(
     f"Generating reads the cache: what a prefill stores for the first {chart.facts['cached_before']:,} tokens "
     f"({'their latent c_kv and shared rotary key' if variant == 'mla' else 'their keys after RoPE and values'}) went "
@@ -245,16 +327,18 @@ st.markdown(
     "step, asking for its weights. Its row is what one step of generation attends to — itself and everything cached."
 )
 show_chart(
-    chart.spec, name="heatmaps-decode-step", rows=chart.csv.csv_text,
+    chart.spec,
+    name="heatmaps-decode-step",
+    rows=chart.csv.csv_text,
     caption=f"One row per head shown (head {head} outlined). The step through the cache gives the last row of the full "
     f"pass {difference(chart.facts['decode_error'])}: caching changes the cost, not the result."
     + (f" Cells are the {chart.pooling.describe()}." if chart.pooling.pooled else ""),
 )
-st.table(hm.cache_table(chart.facts["cache_shapes"], cfg, settings.dtype), hide_index=True)
+st.table(view.cache_table(chart.facts["cache_shapes"], cfg, settings.dtype), hide_index=True)
 if variant != "mla" and len(heads) < settings.heads:
     kv_read = cfg.kv_heads_read(heads)
     st.caption(
-        f"Measured on the layer of {hm.heads_text(heads)}: its cache holds the {len(kv_read)} KV "
+        f"Measured on the layer of {view.heads_text(heads)}: its cache holds the {len(kv_read)} KV "
         f"head{'s' if len(kv_read) > 1 else ''} they read. The full layer's cache holds all {cfg.n_kv_heads} KV heads: "
         f"{cfg.cache_elements_per_token:,} numbers per token."
     )

@@ -1,5 +1,6 @@
 """KV cache: what each variant's cache holds token by token, what it costs for whole published models, and the pitfall
 of caching repeated heads."""
+
 import time
 from dataclasses import replace
 
@@ -7,10 +8,11 @@ import streamlit as st
 
 from attn_core import PRESETS
 from attn_core.accounting import bytes_per_element
-from attn_core.probe.decode import MAX_PROMPT_LEN, MAX_STEPS, MAX_TRACE_BATCH, MAX_TRACE_PARAMETERS, MAX_TRACE_WORK
-from attn_core.probe.models import memory_budget
 from explorer import kv_cache as view
 from explorer.charts import format_bytes, show_chart
+from explorer.probes import FLOAT32_TOLERANCE
+from explorer.probes.decode import MAX_PROMPT_LEN, MAX_STEPS, MAX_TRACE_BATCH, MAX_TRACE_PARAMETERS, MAX_TRACE_WORK
+from explorer.probes.models import memory_budget
 from explorer.state import bound, page_settings
 
 settings = page_settings()
@@ -36,7 +38,8 @@ with right:
     repeated = bound(
         view.REPEAT,
         lambda key: st.toggle(
-            "Also cache K/V after repeat_interleave (the naive GQA pitfall)", key=key,
+            "Also cache K/V after repeat_interleave (the naive GQA pitfall)",
+            key=key,
             help="Naive GQA code repeats each KV head for every query head of its group and then caches the copies.",
         ),
     )
@@ -55,7 +58,8 @@ st.caption(
 )
 if skipped:
     st.info(
-        "Not traced at these settings:\n\n" + "\n".join(f"- {note}" for note in skipped)
+        "Not traced at these settings:\n\n"
+        + "\n".join(f"- {note}" for note in skipped)
         + "\n\nThe whole-model sections below run at any size (on the meta device).",
         icon=":material/speed:",
     )
@@ -106,7 +110,7 @@ def step_section() -> None:
         name="kv-cache-recompute-difference",
         rows=view.cache_size_rows(traces),
         caption=(
-            f"Every step stays far below 1e-5 (largest here: {worst:.1e}, outputs up to "
+            f"Every step stays far below {FLOAT32_TOLERANCE:.0e} (largest here: {worst:.1e}, outputs up to "
             f"{max(t['out_scale'] for t in traces.values()):.2g}): the cache changes the cost, not the result. The "
             "reference is one pass over the whole sequence without a cache; with causal attention its row t is what "
             "recomputing the prefix up to t gives. MLA decodes with absorbed weights, its reference up-projects: they "
@@ -148,11 +152,12 @@ def step_section() -> None:
         st.caption("Switch on the pitfall above to see what caching the repeated heads costs, measured the same way.")
 
 
-
 if traces:
     playing = bool(st.session_state.get(PLAYING))
     st.button(
-        "❚❚ Pause" if playing else "▶ Play the steps", on_click=pause if playing else play, key="kv_play",
+        "❚❚ Pause" if playing else "▶ Play the steps",
+        on_click=pause if playing else play,
+        key="kv_play",
         help="Steps through the decode one token at a time: the slider, the shapes, the table and the charts move together.",
     )
     st.fragment(run_every=PLAY_SECONDS if playing else None)(step_section)()
@@ -171,7 +176,8 @@ if groups_key in st.session_state and st.session_state[groups_key] not in group_
 with cols[1]:
     groups = bound(  # starts from the model's own choice (its KV heads, or the divisor of its heads nearest 8)
         replace(view.GROUPS, default=view.preferred_groups(model)),
-        lambda key: st.select_slider("What-if GQA groups", group_options, key=key), group_options,
+        lambda key: st.select_slider("What-if GQA groups", group_options, key=key),
+        group_options,
     )
 with cols[2]:
     latent = bound(view.LATENT, lambda key: st.select_slider("What-if MLA d_c", view.LATENT.options, key=key))
@@ -187,7 +193,9 @@ def notes_example() -> None:
 
 st.button(
     "Try it: Llama-2-7B re-expressed as MLA with d_c 512 and d_h^R 128",
-    on_click=notes_example, icon=":material/school:", key="kv_example",
+    on_click=notes_example,
+    icon=":material/school:",
+    key="kv_example",
 )
 
 attention = preset.attention
@@ -212,7 +220,7 @@ st.dataframe(view.model_table(rows, model), hide_index=True, width="stretch")
 st.caption(
     f"Each row is one real attention layer run on PyTorch's meta device (exact shapes and bytes, no memory used) "
     f"over the model's context in {settings.dtype}, then × {preset.n_layers} layers. What-ifs keep the width, the "
-    "heads and d_h and change only what is cached. \"= GQA with … groups\" is numbers per token ÷ (2·d_h): the GQA "
+    'heads and d_h and change only what is cached. "= GQA with … groups" is numbers per token ÷ (2·d_h): the GQA '
     "group count that would cache as much."
 )
 
@@ -245,7 +253,8 @@ budget = memory_budget(preset, gpu_gib=gpu_gib, gpus=gpus, dtype=settings.dtype)
 metrics = st.columns(3)
 metrics[0].metric("Memory", format_bytes(budget["memory"]), help=f"{gpus} × {gpu_gib} GiB")
 metrics[1].metric(
-    f"Weights ({settings.dtype})", format_bytes(budget["weights"]),
+    f"Weights ({settings.dtype})",
+    format_bytes(budget["weights"]),
     help=f"{view.parameter_text(preset.total_params)} parameters × {bytes_per_element(settings.dtype)} bytes, in the cache's dtype",
 )
 metrics[2].metric("Left for the KV cache", format_bytes(max(budget["left"], 0)))

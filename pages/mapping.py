@@ -1,10 +1,11 @@
 """Head → KV mapping: which key/value store each query head reads, for MHA, GQA, MQA and MLA, animated."""
+
 import streamlit as st
 
 from attn_core import VARIANT_NAMES
-from attn_core.probe.mapping import CONTEXT_TOKENS
 from explorer import mapping as view
 from explorer.charts import show_chart
+from explorer.probes.mapping import CONTEXT_TOKENS
 from explorer.state import bound, link_query, page_link, page_settings
 
 settings = page_settings()
@@ -21,7 +22,10 @@ st.markdown(
 variant = bound(
     view.MAP_VARIANT,
     lambda key: st.radio(
-        "Show", settings.variants, key=key, horizontal=True,
+        "Show",
+        settings.variants,
+        key=key,
+        horizontal=True,
         format_func=lambda v: f"{v.upper()} · {VARIANT_NAMES[v]}",
     ),
     settings.variants,
@@ -31,13 +35,18 @@ keys = [frame["key"] for frame in frames]
 active = keys.index(view.frame_key(settings, variant))
 frame = frames[active]
 if variant == "gqa" and frame["key"] != f"gqa:{settings.groups}":
-    st.info(f"GQA with {settings.groups} group(s) of {settings.heads} heads is {frame['key'].upper()}: that is the step shown.")
+    st.info(
+        f"GQA with {settings.groups} group(s) of {settings.heads} heads is {frame['key'].upper()}: that is the step shown."
+    )
 
 store_options = ("none", *frame["stores"])
 store = bound(
     view.MAP_STORE,
     lambda key: st.selectbox(
-        "Highlight the query heads that read", store_options, key=key, format_func=view.store_label,
+        "Highlight the query heads that read",
+        store_options,
+        key=key,
+        format_func=view.store_label,
         help="Pick a KV head (or MLA's latent) to see which query heads read it.",
     ),
     store_options,
@@ -63,7 +72,11 @@ with left:
         caption=(
             "Colours mark groups: a line joins each query head to every store it reads. Notice the bottom row: GQA "
             "and MQA keep fewer K/V heads, MLA keeps a latent whose width does not grow with the heads."
-            + (f" With {settings.heads} heads, the rows are drawn in labelled bundles of consecutive heads." if settings.heads > view.MAX_DRAWN else "")
+            + (
+                f" With {settings.heads} heads, the rows are drawn in labelled bundles of consecutive heads."
+                if settings.heads > view.MAX_DRAWN
+                else ""
+            )
         ),
     )
     st.caption(
@@ -72,12 +85,17 @@ with left:
         "was decoded, and each head's output was caught on its way into o_proj. A line means that head's output moved: "
         f"by at least {moved:.2g} of the outputs' scale"
         + (f", against at most {unmoved:.1g} for heads whose store was untouched." if unmoved is not None else ".")
-        + (" It agrees with the rule above for every step ✓." if all(view.formula_agrees(f) for f in frames) else
-           " ⚠ It does not agree with the rule above for every step.")
+        + (
+            " It agrees with the rule above for every step ✓."
+            if all(view.formula_agrees(f) for f in frames)
+            else " ⚠ It does not agree with the rule above for every step."
+        )
     )
     if highlight:
         who = view.readers(frame, highlight)
-        st.markdown(f"**{view.store_label(highlight)}** is read by query head{'s' if len(who) > 1 else ''} **{view.ranges_text(who)}**.")
+        st.markdown(
+            f"**{view.store_label(highlight)}** is read by query head{'s' if len(who) > 1 else ''} **{view.ranges_text(who)}**."
+        )
     group = highlight.removeprefix("kv") if highlight and variant != "mla" else "all"
     page_link(
         "pages/heatmaps.py",
@@ -140,12 +158,14 @@ if variant == "mla":
     ways = view.mla_ways(cfg, settings.seed)
     diff, cost = st.columns([1, 3])
     diff.metric(
-        "Largest |naive − absorbed|", f"{ways['max_abs_diff']:.2g}",
+        "Largest |naive − absorbed|",
+        f"{ways['max_abs_diff']:.2g}",
         help=f"Over the decoded token's outputs, which reach {ways['output_scale']:.3g} in magnitude (float32).",
     )
     cost.table(view.mla_cost_rows(cfg, ways, settings.seq_len), border="horizontal", hide_index=True)
     timed_layer = (
-        "your layer" if ways["input_width"] == settings.d_model
+        "your layer"
+        if ways["input_width"] == settings.d_model
         else f"a layer like yours with its input narrowed to {ways['input_width']} (as above; the projections from x, "
         "the same work both ways, are cheaper than in yours)"
     )

@@ -1,13 +1,14 @@
 """Masks and batches: padding in a batch of unequal lengths, the causal mask aligned to the end of a KV cache, and
 cross-attention, each computed by the real layer on a few tokens."""
+
 from dataclasses import replace
 
 import streamlit as st
 
 from attn_core import VARIANT_NAMES
-from attn_core.probe.masks import MAX_TOKENS
 from explorer import masks as view
 from explorer.charts import show_chart
+from explorer.probes.masks import MAX_TOKENS
 from explorer.state import bound, page_settings
 
 settings = page_settings()
@@ -15,10 +16,12 @@ settings = page_settings()
 
 def slider(label: str, low: int, high: int, help: str | None = None):
     """A link-bound length slider; a range of one value is shown as a fixed number (a slider needs two)."""
+
     def render(key):
         if low == high:
             return st.number_input(label, min_value=low, max_value=high, key=key, disabled=True, help=help)
         return st.slider(label, min_value=low, max_value=high, key=key, help=help)
+
     return render
 
 
@@ -38,13 +41,17 @@ top = st.columns(2)
 with top[0]:
     variant = bound(
         replace(view.VARIANT, default=settings.variants[0]),  # the sidebar's first chosen variant unless the link says
-        lambda key: st.selectbox("Variant", settings.variants, key=key, format_func=lambda v: f"{v.upper()}: {VARIANT_NAMES[v]}"),
+        lambda key: st.selectbox(
+            "Variant", settings.variants, key=key, format_func=lambda v: f"{v.upper()}: {VARIANT_NAMES[v]}"
+        ),
         settings.variants,
     )
 with top[1]:
     head = bound(
         view.HEAD,
-        lambda key: st.selectbox("Head", tuple(range(settings.heads)), key=key, help="The query head whose weights are drawn."),
+        lambda key: st.selectbox(
+            "Head", tuple(range(settings.heads)), key=key, help="The query head whose weights are drawn."
+        ),
         tuple(range(settings.heads)),
     )
 
@@ -56,7 +63,12 @@ with cols[0]:
 with cols[1]:
     short_len = bound(view.SHORT, slider("Short sequence (tokens)", 1, long_len - 1), (1, long_len - 1))
 with cols[2]:
-    causal = bound(view.CAUSAL, lambda key: st.toggle("Causal as well", key=key, help="Combine the padding mask with the causal mask, as a decoder does."))
+    causal = bound(
+        view.CAUSAL,
+        lambda key: st.toggle(
+            "Causal as well", key=key, help="Combine the padding mask with the causal mask, as a decoder does."
+        ),
+    )
 
 cols = st.columns(2)
 with cols[0]:
@@ -67,9 +79,13 @@ cross_available = variant != "mla"
 if cross_available:
     cols = st.columns(2)
     with cols[0]:
-        query_len = bound(view.QUERIES, slider("Query sequence (section 3, tokens)", view.QUERIES.low, view.QUERIES.high))
+        query_len = bound(
+            view.QUERIES, slider("Query sequence (section 3, tokens)", view.QUERIES.low, view.QUERIES.high)
+        )
     with cols[1]:
-        memory_len = bound(view.MEMORY, slider("Key/value sequence (section 3, tokens)", view.MEMORY.low, view.MEMORY.high))
+        memory_len = bound(
+            view.MEMORY, slider("Key/value sequence (section 3, tokens)", view.MEMORY.low, view.MEMORY.high)
+        )
 else:
     query_len, memory_len = view.QUERIES.default, view.MEMORY.default
 
@@ -83,7 +99,6 @@ def chart(section: str, name: str, caption: str) -> None:
     show_chart(spec, name=name, rows=rows, caption=caption)
 
 
-
 padding = result["padding"]
 st.header("1. A batch of two sequences of unequal length")
 st.markdown(
@@ -93,7 +108,8 @@ st.markdown(
 )
 st.dataframe(view.mask_table(padding["key_padding_mask"]), hide_index=True)
 chart(
-    "padding", "masks-padding",
+    "padding",
+    "masks-padding",
     f"Notice the padded key columns {short_len}…{long_len - 1}: blocked in every row, so their weight is exactly "
     f"0 (largest here: {padding['padded_key_weight_max']:.1g}). Rows from {short_len} on are padded queries: "
     "computed, then thrown away.",
@@ -114,12 +130,14 @@ st.markdown(
     "and the new keys up to itself — the bottom rows of the full pass's square mask."
 )
 chart(
-    "causal", "masks-causal",
+    "causal",
+    "masks-causal",
     f"Notice the chunk's mask (right) is the last {chunk} rows of the square one (left): the diagonal is "
     f"shifted right by the {prefill} cached tokens, not starting at key 0.",
 )
 chart(
-    "chunk", "masks-chunk-weights",
+    "chunk",
+    "masks-chunk-weights",
     f"Notice the chunk's weights (right) repeat the full pass's rows {prefill}…{total - 1}: the cache changes "
     "how keys are stored, not what a query sees.",
 )
@@ -147,7 +165,8 @@ else:
         "sequences — and no RoPE, since their positions are not comparable."
     )
     chart(
-        "cross", "masks-cross",
+        "cross",
+        "masks-cross",
         f"Notice the rectangle is full: every one of the {query_len} queries weighs all {memory_len} keys "
         "(each row sums to 1), whatever the two lengths.",
     )

@@ -1,4 +1,5 @@
 """Overview: the four variants side by side at the current settings, and where to go next."""
+
 import streamlit as st
 
 from explorer import overview as view

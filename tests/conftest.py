@@ -1,4 +1,5 @@
 """Settings shared by the whole suite."""
+
 import torch
 
 # The app computes with one torch thread per op (app.py); the tests compute as it does. Summation order, and so the

@@ -3,6 +3,7 @@
 Shaped like a real page: shared settings first, then link-backed controls whose valid values depend on them. It
 prints each value as a caption ("t_mode = ...") so a test can read what the page ended up using.
 """
+
 import streamlit as st
 
 from explorer.params import Choice, Flag, IntRange
@@ -20,7 +21,9 @@ mode = bound(MODE, lambda key: st.radio("Mode", MODE.options, key=key, horizonta
 variant = bound(VARIANT, lambda key: st.selectbox("Variant", settings.variants, key=key), settings.variants)
 show_mask = bound(SHOW_MASK, lambda key: st.toggle("Show the causal mask", key=key))
 last_head = settings.heads - 1
-head = bound(HEAD, lambda key: st.number_input("Head", min_value=0, max_value=last_head, step=1, key=key), (0, last_head))
+head = bound(
+    HEAD, lambda key: st.number_input("Head", min_value=0, max_value=last_head, step=1, key=key), (0, last_head)
+)
 
 for name, value in (("t_mode", mode), ("t_variant", variant), ("t_mask", show_mask), ("t_head", head)):
     st.caption(f"{name} = {value}")

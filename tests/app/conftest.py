@@ -1,12 +1,11 @@
 """Fixtures of the AppTest suite (helpers that are not fixtures live in helpers.py)."""
+
 from __future__ import annotations
 
 import pytest
 from streamlit.runtime.media_file_manager import MediaFileManager
 from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 from streamlit.testing.v1 import app_test
-
-from . import helpers  # noqa: F401  (puts the repository root on sys.path before pages import explorer)
 
 
 class MediaFiles:

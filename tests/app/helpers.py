@@ -1,29 +1,27 @@
 """Shared helpers for the AppTest suite: open a page through a link, and read back what was sent to the browser."""
+
 from __future__ import annotations
 
 import base64
 import json
-import sys
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+from streamlit.testing.v1 import AppTest
+from streamlit.util import calc_hash
+
+from explorer.pages import PAGES
+from explorer.settings import Settings, normalize
 
 REPO = Path(__file__).resolve().parents[2]
-if str(REPO) not in sys.path:  # pages import explorer/attn_core as top-level packages, as under `streamlit run`
-    sys.path.insert(0, str(REPO))
-
-from streamlit.testing.v1 import AppTest  # noqa: E402
-from streamlit.util import calc_hash  # noqa: E402
-
-from explorer.pages import PAGES  # noqa: E402
-from explorer.settings import Settings, normalize  # noqa: E402
-
 TIMEOUT = 180  # seconds for one run; generous because the machine is shared (a run normally takes well under 1 s)
 
 # The two ends of the sidebar's ranges, as named in the brief (and DESIGN.md section 3).
 SMALLEST = Settings(d_model=16, heads=1, groups=1, latent=4, rope_dim=2, seq_len=1, batch=1)
-LARGEST = Settings(d_model=8192, heads=128, groups=128, latent=4096, rope_dim=64, seq_len=8192, batch=128, dtype="float32")
+LARGEST = Settings(
+    d_model=8192, heads=128, groups=128, latent=4096, rope_dim=64, seq_len=8192, batch=128, dtype="float32"
+)
 LARGEST_BY_GROUPS = {groups: replace(LARGEST, groups=groups) for groups in (128, 8, 1)}
 
 LINK_WARNING = "This link had settings"  # how explorer.state opens the one warning about a link
@@ -106,5 +104,7 @@ def all_elements(at: AppTest):
 def payload_bytes(at: AppTest) -> tuple[int, int]:
     """(plotly spec JSON bytes, all element protobuf bytes) that this run sends to the browser."""
     charts = sum(len(chart.proto.spec.encode()) for chart in at.get("plotly_chart"))
-    elements = sum(node.proto.ByteSize() for node in all_elements(at) if hasattr(node, "proto") and node.proto is not None)
+    elements = sum(
+        node.proto.ByteSize() for node in all_elements(at) if hasattr(node, "proto") and node.proto is not None
+    )
     return charts, elements

@@ -1,4 +1,5 @@
 """explorer.state.bound: a page's own controls live in the link; a bad link value gives a warning and a valid fallback."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -27,7 +28,12 @@ def test_without_view_params_the_defaults_are_used_and_written_to_the_link():
     at = open_script(PAGE)
     assert not at.exception
     assert shown_values(at) == {"t_mode": "weights", "t_variant": "gqa", "t_mask": "True", "t_head": "0"}
-    assert {name: at.query_params[name] for name in VIEW_NAMES} == {"t_mode": "weights", "t_variant": "gqa", "t_mask": "1", "t_head": "0"}
+    assert {name: at.query_params[name] for name in VIEW_NAMES} == {
+        "t_mode": "weights",
+        "t_variant": "gqa",
+        "t_mask": "1",
+        "t_head": "0",
+    }
     assert view_warnings(at) == []
 
 
@@ -92,7 +98,11 @@ def test_changing_a_view_control_writes_the_link():
     at.toggle(key="view_t_mask").set_value(False)
     at.run()
     assert not at.exception
-    assert {name: at.query_params[name] for name in ("t_mode", "t_head", "t_mask")} == {"t_mode": "output", "t_head": "4", "t_mask": "0"}
+    assert {name: at.query_params[name] for name in ("t_mode", "t_head", "t_mask")} == {
+        "t_mode": "output",
+        "t_head": "4",
+        "t_mask": "0",
+    }
 
 
 def test_a_view_value_made_invalid_by_the_settings_moves_into_range():

@@ -1,4 +1,5 @@
 """The URL is the view: a link reproduces its settings, the sidebar writes back to the URL, bad links are repaired."""
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -10,8 +11,18 @@ from explorer.settings import LINK_NAMES, LINK_VERSION, VERSION_NAME, Settings, 
 
 from .helpers import is_valid, link_warnings, open_page, sidebar_settings
 
-LINKED = Settings(variants=("mqa", "mla"), d_model=1024, heads=16, groups=4, latent=256, rope_dim=16, seq_len=128,
-                  batch=2, dtype="float16", seed=7)
+LINKED = Settings(
+    variants=("mqa", "mla"),
+    d_model=1024,
+    heads=16,
+    groups=4,
+    latent=256,
+    rope_dim=16,
+    seq_len=128,
+    batch=2,
+    dtype="float16",
+    seed=7,
+)
 SMALL = Settings(d_model=64, heads=4, groups=2, latent=16, rope_dim=8, seq_len=8)  # quick to render on every page
 
 
@@ -65,12 +76,19 @@ def test_every_sidebar_control_writes_its_value_to_the_url(change):
 ADJUSTMENTS = {
     # start, control moved, value, what must follow, the sentence's start
     "narrower d_model drops the head count": (
-        Settings(d_model=512, heads=64, groups=2, rope_dim=8), "setting_d_model", 64,
-        {"d_model": 64, "heads": 32, "rope_dim": 2}, "heads 64 → 32",
+        Settings(d_model=512, heads=64, groups=2, rope_dim=8),
+        "setting_d_model",
+        64,
+        {"d_model": 64, "heads": 32, "rope_dim": 2},
+        "heads 64 → 32",
     ),
     "fewer heads drop the KV groups": (Settings(), "setting_heads", 1, {"heads": 1, "groups": 1}, "groups 2 → 1"),
     "more heads shrink the rotary width": (
-        Settings(d_model=256, heads=4, rope_dim=64), "setting_heads", 32, {"heads": 32, "rope_dim": 8}, "rope_dim 64 → 8",
+        Settings(d_model=256, heads=4, rope_dim=64),
+        "setting_heads",
+        32,
+        {"heads": 32, "rope_dim": 8},
+        "rope_dim 64 → 8",
     ),
 }
 
@@ -118,8 +136,18 @@ GARBLED = {
     "empty values": {"d_model": "", "variant": "", "dtype": ""},
     "repeated keys": {"d_model": ["512", "1024"]},
     "repeated keys, last one bad": {"heads": ["8", "eight"]},
-    "everything at once": {"variant": "x,,y", "d_model": "-1", "heads": "1e9", "groups": " ", "latent": "nan",
-                           "rope_dim": "∞", "seq_len": "0x40", "batch": "½", "dtype": "<b>", "seed": "seed"},
+    "everything at once": {
+        "variant": "x,,y",
+        "d_model": "-1",
+        "heads": "1e9",
+        "groups": " ",
+        "latent": "nan",
+        "rope_dim": "∞",
+        "seq_len": "0x40",
+        "batch": "½",
+        "dtype": "<b>",
+        "seed": "seed",
+    },
 }
 
 

@@ -1,4 +1,5 @@
 """The overview's numbers as the browser receives them, checked against the closed-form accounting."""
+
 from __future__ import annotations
 
 import pytest
@@ -13,8 +14,17 @@ CASES = {
     "default": Settings(),
     "smallest": SMALLEST,
     "largest": LARGEST,
-    "two variants in float16": Settings(variants=("gqa", "mla"), d_model=2048, heads=16, groups=4, latent=512,
-                                        rope_dim=64, seq_len=4096, batch=8, dtype="float16"),
+    "two variants in float16": Settings(
+        variants=("gqa", "mla"),
+        d_model=2048,
+        heads=16,
+        groups=4,
+        latent=512,
+        rope_dim=64,
+        seq_len=4096,
+        batch=8,
+        dtype="float16",
+    ),
 }
 
 
@@ -39,7 +49,9 @@ def test_cache_bars_equal_the_closed_form_cache_bytes_of_each_variant(settings):
 def test_flops_bars_equal_the_decode_flops_formula(settings):
     at = open_page("overview", settings.to_link())
     bars = figure_with_title(chart_specs(at), "Work to decode one token")["data"][0]
-    expected = {variant.upper(): decode_flops_per_token(cfg, settings.seq_len) for variant, cfg in settings.configs().items()}
+    expected = {
+        variant.upper(): decode_flops_per_token(cfg, settings.seq_len) for variant, cfg in settings.configs().items()
+    }
     assert dict(zip(bars["x"], bars["y"])) == expected
 
 
@@ -48,7 +60,10 @@ def test_the_table_marks_measured_equal_to_formula_with_a_check(settings):
     at = open_page("overview", settings.to_link())
     table = at.dataframe[0].value
     assert list(table["Agree"]) == ["✓"] * len(settings.variants)
-    formula = [format_bytes(kv_cache_bytes(cfg, settings.batch, settings.seq_len, settings.dtype)) for cfg in settings.configs().values()]
+    formula = [
+        format_bytes(kv_cache_bytes(cfg, settings.batch, settings.seq_len, settings.dtype))
+        for cfg in settings.configs().values()
+    ]
     assert list(table["Cache, formula"]) == formula
     assert list(table["Cache, measured"]) == formula
 
@@ -72,8 +87,10 @@ def unit_of(text: str) -> tuple[float, str]:
 def test_axes_are_labelled_in_binary_bytes_and_flop_prefixes_that_hold_the_bars(settings):
     at = open_page("overview", settings.to_link())
     specs = chart_specs(at)
-    for start, family in (("KV cache of one layer", ("B", "KiB", "MiB", "GiB", "TiB")),
-                          ("Work to decode one token", ("FLOP", "kFLOP", "MFLOP", "GFLOP", "TFLOP"))):
+    for start, family in (
+        ("KV cache of one layer", ("B", "KiB", "MiB", "GiB", "TiB")),
+        ("Work to decode one token", ("FLOP", "kFLOP", "MFLOP", "GFLOP", "TFLOP")),
+    ):
         spec = figure_with_title(specs, start)
         axis = spec["layout"]["yaxis"]
         units = {unit_of(text)[1] for text in axis["ticktext"]}

@@ -1,7 +1,10 @@
 """explorer.settings.from_link on any input: always valid settings, a note for every change, and exact round trips."""
+
 from __future__ import annotations
 
-from hypothesis import HealthCheck, given, settings as hypothesis_settings, strategies as st
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
 from attn_core import VARIANTS, AttentionConfig
 from explorer.settings import (
@@ -20,14 +23,16 @@ from explorer.settings import (
     rope_dim_choices,
 )
 
-from . import helpers  # noqa: F401  (repository root on sys.path)
-
 PROFILE = hypothesis_settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 # Text that looks like what a link might carry: numbers (in and out of range, signed, padded), names, and noise.
 number_text = st.integers(min_value=-(10**12), max_value=10**12).map(str)
-padded_number = st.tuples(st.sampled_from(["", " ", "0", "+", "\t"]), number_text, st.sampled_from(["", " ", "\n"])).map("".join)
-name_text = st.lists(st.sampled_from([*VARIANTS, *DTYPE_CHOICES, "MHA", "Gqa", "flash", "", " "]), max_size=6).map(",".join)
+padded_number = st.tuples(
+    st.sampled_from(["", " ", "0", "+", "\t"]), number_text, st.sampled_from(["", " ", "\n"])
+).map("".join)
+name_text = st.lists(st.sampled_from([*VARIANTS, *DTYPE_CHOICES, "MHA", "Gqa", "flash", "", " "]), max_size=6).map(
+    ",".join
+)
 link_text = st.one_of(st.text(max_size=40), number_text, padded_number, name_text)
 link_value = st.one_of(link_text, st.lists(link_text, max_size=3))
 link_params = st.dictionaries(st.one_of(st.sampled_from(LINK_NAMES), st.text(max_size=10)), link_value, max_size=14)

@@ -1,4 +1,5 @@
 """What a teacher takes away: the settings as JSON, the shareable link, and a CSV beside every chart."""
+
 from __future__ import annotations
 
 import csv
@@ -15,8 +16,18 @@ from explorer.settings import Settings
 
 from .helpers import all_elements, chart_specs, open_page
 
-LINKED = Settings(variants=("mha", "gqa", "mla"), d_model=256, heads=8, groups=2, latent=64, rope_dim=16, seq_len=32,
-                  batch=4, dtype="float32", seed=42)
+LINKED = Settings(
+    variants=("mha", "gqa", "mla"),
+    d_model=256,
+    heads=8,
+    groups=2,
+    latent=64,
+    rope_dim=16,
+    seq_len=32,
+    batch=4,
+    dtype="float32",
+    seed=42,
+)
 
 
 def element_key(node) -> str | None:
@@ -54,14 +65,18 @@ def test_the_share_box_shows_a_link_with_every_setting(page):
 @pytest.mark.parametrize("page", PAGES)
 def test_every_chart_has_a_csv_download_right_after_it(page, media):
     at = open_page(page, LINKED.to_link())
-    order = [(node.type, element_key(node), node) for node in all_elements(at) if getattr(node, "type", None) in ("plotly_chart", "download_button")]
+    order = [
+        (node.type, element_key(node), node)
+        for node in all_elements(at)
+        if getattr(node, "type", None) in ("plotly_chart", "download_button")
+    ]
     charts = [(index, key) for index, (kind, key, _) in enumerate(order) if kind == "plotly_chart"]
     assert charts, "the page draws charts"
     for position, (index, key) in enumerate(charts):
         assert key and key.startswith("chart_"), f"chart drawn outside show_chart: {key}"
         name = key.removeprefix("chart_")
         end = charts[position + 1][0] if position + 1 < len(charts) else len(order)
-        following = [(k, node) for kind, k, node in order[index + 1:end] if kind == "download_button"]
+        following = [(k, node) for kind, k, node in order[index + 1 : end] if kind == "download_button"]
         assert following and following[0][0] == f"csv_{name}", f"no CSV beside chart {name}"
         button = following[0][1]
         assert media.file(button).filename == f"{name}.csv"

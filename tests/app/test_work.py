@@ -1,4 +1,5 @@
 """explorer.work: heavy probes take turns across sessions (threads), and a probe inside a probe does not deadlock."""
+
 from __future__ import annotations
 
 import threading

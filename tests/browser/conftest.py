@@ -3,6 +3,7 @@
 The server is started once per session on a free localhost port and stopped at the end; each test gets a fresh
 browser context, which is what a new visitor is.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,12 +21,16 @@ from urllib.parse import parse_qsl, urlsplit
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 STARTUP_SECONDS = 90  # until the server answers its health check (streamlit alone: torch is imported by a page's run)
 VIEW_SECONDS = 90  # first chart of a page, and a rerun after a control moved (generous: the machine is shared)
 # A page's first run on a fresh server imports torch and builds its layers in the session's thread: ~22 s at a load
@@ -54,9 +59,25 @@ class StreamlitServer:
         self.starts += 1
         log = open(self.log_dir / f"streamlit-{self.port}-{self.starts}.log", "wb")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(self.port),
-             "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false"],
-            cwd=REPO, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            [
+                sys.executable,
+                "-m",
+                "streamlit",
+                "run",
+                "app.py",
+                "--server.port",
+                str(self.port),
+                "--server.address",
+                "127.0.0.1",
+                "--server.headless",
+                "true",
+                "--browser.gatherUsageStats",
+                "false",
+            ],
+            cwd=REPO,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
         )
         log.close()
         deadline = time.monotonic() + STARTUP_SECONDS
@@ -95,7 +116,9 @@ class StreamlitServer:
         self.start()
 
     def log_text(self) -> str:
-        return "\n".join(path.read_text(errors="replace") for path in sorted(self.log_dir.glob(f"streamlit-{self.port}-*.log")))
+        return "\n".join(
+            path.read_text(errors="replace") for path in sorted(self.log_dir.glob(f"streamlit-{self.port}-*.log"))
+        )
 
 
 @pytest.fixture(scope="session")
@@ -154,7 +177,8 @@ def wait_for_app(page, chart_count: int = 1, *, seconds: float = VIEW_SECONDS) -
     page.wait_for_function(
         """n => document.querySelectorAll('.js-plotly-plot').length >= n &&
                Array.from(document.querySelectorAll('.js-plotly-plot')).every(g => g._fullData && g._fullData.length)""",
-        arg=chart_count, timeout=seconds * 1000,
+        arg=chart_count,
+        timeout=seconds * 1000,
     )
     wait_until_idle(page, seconds=seconds)
 
@@ -162,11 +186,15 @@ def wait_for_app(page, chart_count: int = 1, *, seconds: float = VIEW_SECONDS) -
 def wait_until_idle(page, *, seconds: float = VIEW_SECONDS) -> None:
     """Until Streamlit shows no running script (its status widget is gone) for a moment."""
     page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=seconds * 1000, polling=200,
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')",
+        timeout=seconds * 1000,
+        polling=200,
     )
     page.wait_for_timeout(300)
     page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=seconds * 1000, polling=200,
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')",
+        timeout=seconds * 1000,
+        polling=200,
     )
 
 
@@ -184,14 +212,16 @@ def sidebar_sliders(page) -> dict[str, str]:
 
 def chart_data(page) -> list[dict]:
     """Every plotly chart's traces and title as the browser holds them (typed arrays as plain lists)."""
-    return json.loads(page.evaluate(
-        """() => JSON.stringify(Array.from(document.querySelectorAll('.js-plotly-plot')).map(g => ({
+    return json.loads(
+        page.evaluate(
+            """() => JSON.stringify(Array.from(document.querySelectorAll('.js-plotly-plot')).map(g => ({
                 title: ((g._fullLayout && g._fullLayout.title && g._fullLayout.title.text) || '').replace(/<[^>]*>/g, ''),
                 traces: g._fullData.map(t => ({type: t.type, name: t.name || '',
                     x: t.x ? Array.from(t.x) : null, y: t.y ? Array.from(t.y) : null,
                     z: t.z ? Array.from(t.z, row => (row && row.length !== undefined) ? Array.from(row) : row) : null})),
             })))"""
-    ))
+        )
+    )
 
 
 def press_on_slider(page, label: str, key: str = "ArrowRight") -> None:

@@ -1,4 +1,5 @@
 """The app as a student meets it: a real server, a real browser, links, keyboard, reloads and a server restart."""
+
 from __future__ import annotations
 
 from urllib.parse import urlencode
@@ -9,7 +10,16 @@ from attn_core import kv_cache_bytes
 from explorer.pages import PAGES
 from explorer.settings import SEQ_LEN_CHOICES, Settings
 
-from .conftest import COLD_START_SECONDS, VIEW_SECONDS, chart_data, press_on_slider, sidebar_sliders, url_params, wait_for_app, wait_until_idle
+from .conftest import (
+    COLD_START_SECONDS,
+    VIEW_SECONDS,
+    chart_data,
+    press_on_slider,
+    sidebar_sliders,
+    url_params,
+    wait_for_app,
+    wait_until_idle,
+)
 
 SEQ_LEN_LABEL = "Sequence length (tokens)"
 START = Settings(d_model=1024, heads=16, groups=4, latent=256, rope_dim=32, seq_len=128, batch=2)
@@ -25,15 +35,24 @@ def cache_bars(page) -> dict[str, float]:
 
 
 def expected_cache_bars(settings: Settings) -> dict[str, int]:
-    return {v.upper(): kv_cache_bytes(cfg, settings.batch, settings.seq_len, settings.dtype) for v, cfg in settings.configs().items()}
+    return {
+        v.upper(): kv_cache_bytes(cfg, settings.batch, settings.seq_len, settings.dtype)
+        for v, cfg in settings.configs().items()
+    }
 
 
 def shown_settings(page) -> dict[str, str]:
     """The shared settings as the page shows them: sidebar slider values, keyed like the link."""
     sliders = sidebar_sliders(page)
-    labels = {"d_model": "d_model (model width)", "heads": "Query heads", "groups": "KV groups (GQA)",
-              "latent": "Latent width d_c (MLA)", "rope_dim": "Rotary key width d_h^R (MLA)", "seq_len": SEQ_LEN_LABEL,
-              "batch": "Batch"}
+    labels = {
+        "d_model": "d_model (model width)",
+        "heads": "Query heads",
+        "groups": "KV groups (GQA)",
+        "latent": "Latent width d_c (MLA)",
+        "rope_dim": "Rotary key width d_h^R (MLA)",
+        "seq_len": SEQ_LEN_LABEL,
+        "batch": "Batch",
+    }
     return {name: sliders[label] for name, label in labels.items()}
 
 
@@ -139,7 +158,9 @@ def test_a_server_restart_in_the_middle_of_a_session_loses_nothing(own_server, p
         page.reload()
         wait_for_app(page, chart_count=len(charts), seconds=COLD_START_SECONDS)
     except Exception as error:  # say what the server was doing
-        raise AssertionError(f"the restarted server did not show the page: {error}\n{own_server.log_text()[-3000:]}") from error
+        raise AssertionError(
+            f"the restarted server did not show the page: {error}\n{own_server.log_text()[-3000:]}"
+        ) from error
     assert page.url == url
     assert shown_settings(page) == settings
     assert chart_data(page) == charts
@@ -153,16 +174,21 @@ def test_the_mapping_play_button_changes_the_animation_frame(server, page):
     page.goto(link(server, Settings(), "mapping"))
     wait_for_app(page)
     animated = "Array.from(document.querySelectorAll('.js-plotly-plot')).find(g => g._fullLayout.sliders && g._fullLayout.sliders.length)"
-    before = page.evaluate(f"() => {{ const g = {animated}; return [g._fullLayout.sliders[0].active, g._fullLayout.title.text]; }}")
+    before = page.evaluate(
+        f"() => {{ const g = {animated}; return [g._fullLayout.sliders[0].active, g._fullLayout.title.text]; }}"
+    )
     play = page.locator(".updatemenu-button", has_text="Play")
     assert play.count() == 1, "the animated chart has a play button"
     play.click()
     page.wait_for_function(
         f"""before => {{ const g = {animated};
                  return g._fullLayout.sliders[0].active !== before[0] || g._fullLayout.title.text !== before[1]; }}""",
-        arg=before, timeout=20_000,
+        arg=before,
+        timeout=20_000,
     )
-    after = page.evaluate(f"() => {{ const g = {animated}; return [g._fullLayout.sliders[0].active, g._fullLayout.title.text]; }}")
+    after = page.evaluate(
+        f"() => {{ const g = {animated}; return [g._fullLayout.sliders[0].active, g._fullLayout.title.text]; }}"
+    )
     assert after != before
 
 
@@ -177,5 +203,7 @@ def test_a_chart_csv_is_written_when_its_button_is_clicked(server, page):
     lines = open(saved.path(), encoding="utf-8").read().splitlines()
     header = lines[0].split(",")
     assert "cache_bytes_measured" in header and len(lines) == 1 + len(Settings().variants)
-    measured = {row.split(",")[0].upper(): int(row.split(",")[header.index("cache_bytes_measured")]) for row in lines[1:]}
+    measured = {
+        row.split(",")[0].upper(): int(row.split(",")[header.index("cache_bytes_measured")]) for row in lines[1:]
+    }
     assert measured == expected_cache_bars(Settings())

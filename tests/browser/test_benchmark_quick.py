@@ -1,4 +1,5 @@
 """CI's short benchmark: `python benchmarks/app.py --quick` must finish without a crash or a leak between sessions."""
+
 from __future__ import annotations
 
 import subprocess
@@ -10,7 +11,10 @@ from .conftest import REPO
 def test_the_quick_app_benchmark_exits_cleanly(chromium_path):
     run = subprocess.run(
         [sys.executable, str(REPO / "benchmarks" / "app.py"), "--quick"],
-        cwd=REPO, capture_output=True, text=True, timeout=600,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     report = run.stdout + run.stderr[-3000:]
     assert run.returncode == 0, report

@@ -4,6 +4,7 @@ For each page and width: nothing is requested from outside the machine (fonts, i
 no two chart titles or axis titles overlap (nor a title the always-visible toolbar covers), and the table columns
 that carry the page's point (the ✓ and the ratios) are drawn, not scrolled out of view.
 """
+
 from __future__ import annotations
 
 from urllib.parse import urlsplit
@@ -42,9 +43,15 @@ def open_at(browser, server, name: str, size: tuple[int, int]):
     context = browser.new_context(viewport={"width": size[0], "height": size[1]})
     tab = context.new_page()
     outside: list[str] = []
-    tab.on("request", lambda request: outside.append(request.url)
-           if urlsplit(request.url).scheme in ("http", "https", "ws", "wss")
-           and urlsplit(request.url).hostname not in LOCAL_HOSTS else None)
+    tab.on(
+        "request",
+        lambda request: (
+            outside.append(request.url)
+            if urlsplit(request.url).scheme in ("http", "https", "ws", "wss")
+            and urlsplit(request.url).hostname not in LOCAL_HOSTS
+            else None
+        ),
+    )
     path = "" if name == "overview" else name
     tab.goto(f"{server.url}/{path}?{'&'.join(f'{k}={v}' for k, v in Settings().to_link().items())}")
     wait_for_app(tab, seconds=COLD_START_SECONDS)  # the session's server may be fresh: a cold start
@@ -63,7 +70,7 @@ def test_each_page_reads_cleanly_at_projector_and_phone_widths(server, browser, 
         for chart in tab.evaluate(BOXES):
             texts = chart["texts"]
             for i, first in enumerate(texts):
-                for second in texts[i + 1:]:
+                for second in texts[i + 1 :]:
                     if overlap(first["box"], second["box"]):
                         problems.append(f"chart {chart['index']}: {first['text']!r} overlaps {second['text']!r}")
                 if chart["modebar"] and "gtitle" in (first["kind"] or "") and overlap(first["box"], chart["modebar"]):
@@ -74,7 +81,8 @@ def test_each_page_reads_cleanly_at_projector_and_phone_widths(server, browser, 
             Array.from(d.querySelectorAll('[role=columnheader]')).map(h => h.textContent.trim()))""")
         for column in POINT_COLUMNS.get(name, ()):
             assert any(column in headers for headers in shown), (
-                f"the column {column!r} is out of view at {size[0]} px: columns in view {shown}")
+                f"the column {column!r} is out of view at {size[0]} px: columns in view {shown}"
+            )
         assert not outside, f"requests that left the machine: {sorted(set(outside))}"
     finally:
         context.close()

@@ -1,4 +1,5 @@
 """Small example layers of every variant, and hypothesis strategies over valid configurations."""
+
 from __future__ import annotations
 
 import torch
@@ -21,8 +22,16 @@ EXAMPLES = {
         "mla", d_model=32, n_heads=4, kv_lora_rank=12, qk_nope_head_dim=8, qk_rope_head_dim=4, v_head_dim=6
     ),
     "mla_q_lora": AttentionConfig(
-        "mla", d_model=32, n_heads=4, kv_lora_rank=12, q_lora_rank=10, qk_nope_head_dim=8, qk_rope_head_dim=4,
-        v_head_dim=6, rope_interleave=True, bias=True,
+        "mla",
+        d_model=32,
+        n_heads=4,
+        kv_lora_rank=12,
+        q_lora_rank=10,
+        qk_nope_head_dim=8,
+        qk_rope_head_dim=4,
+        v_head_dim=6,
+        rope_interleave=True,
+        bias=True,
     ),
 }
 GROUPED = ["mha", "mqa", "gqa"]

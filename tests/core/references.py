@@ -3,6 +3,7 @@
 Nothing here imports attn_core's maths: only the layer's weights are read (by their published names), so a mistake in
 the core cannot cancel out against the same mistake here.
 """
+
 from __future__ import annotations
 
 import torch

@@ -1,4 +1,5 @@
 """Closed forms (FLOPs, parameters, cache bytes) against independent counts of the real modules."""
+
 from __future__ import annotations
 
 import pytest
@@ -76,9 +77,11 @@ def test_absorbed_mla_decode_is_cheaper_than_naive_at_deepseek_v3_scale():
 
 def test_deepseek_v3_attention_layer_has_the_hand_counted_parameters():
     expected = (
-        7168 * 1536 + 1536  # q_a_proj, q_a_layernorm
+        7168 * 1536
+        + 1536  # q_a_proj, q_a_layernorm
         + 1536 * 128 * (128 + 64)  # q_b_proj
-        + 7168 * (512 + 64) + 512  # kv_a_proj_with_mqa, kv_a_layernorm
+        + 7168 * (512 + 64)
+        + 512  # kv_a_proj_with_mqa, kv_a_layernorm
         + 512 * 128 * (128 + 128)  # kv_b_proj
         + 128 * 128 * 7168  # o_proj
     )
@@ -105,7 +108,11 @@ def test_parameter_count_of_every_preset_equals_its_modules_parameters(name):
 
 def test_cache_bytes_scale_with_element_size():
     cfg = AttentionConfig("gqa", d_model=64, n_heads=8, n_kv_heads=2)
-    assert kv_cache_bytes(cfg, 2, 10, "float32") == 2 * kv_cache_bytes(cfg, 2, 10, "bfloat16") == 2 * 2 * 10 * 2 * 2 * 8 * 4 // 2
+    assert (
+        kv_cache_bytes(cfg, 2, 10, "float32")
+        == 2 * kv_cache_bytes(cfg, 2, 10, "bfloat16")
+        == 2 * 2 * 10 * 2 * 2 * 8 * 4 // 2
+    )
 
 
 def test_caching_repeated_kv_heads_costs_as_much_as_mha():
@@ -120,7 +127,11 @@ def test_repeated_kv_cache_bytes_refuse_mla():
 
 
 def test_dtype_names_map_to_torch_dtypes():
-    assert [as_dtype(name) for name in ("float32", "bfloat16", "float16")] == [torch.float32, torch.bfloat16, torch.float16]
+    assert [as_dtype(name) for name in ("float32", "bfloat16", "float16")] == [
+        torch.float32,
+        torch.bfloat16,
+        torch.float16,
+    ]
 
 
 def test_unknown_dtype_name_is_refused_listing_the_choices():

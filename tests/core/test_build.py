@@ -1,4 +1,5 @@
 """build_attention: the right module, weights that depend on the seed alone, published parameter names."""
+
 from __future__ import annotations
 
 import pytest
@@ -53,7 +54,11 @@ def test_grouped_parameters_carry_llamas_names():
 
 def test_qwen2_style_bias_puts_biases_on_q_k_v_only():
     layer = build_attention(AttentionConfig("gqa", d_model=16, n_heads=4, n_kv_heads=2, bias=True, o_bias=False))
-    assert sorted(key for key in layer.state_dict() if key.endswith("bias")) == ["k_proj.bias", "q_proj.bias", "v_proj.bias"]
+    assert sorted(key for key in layer.state_dict() if key.endswith("bias")) == [
+        "k_proj.bias",
+        "q_proj.bias",
+        "v_proj.bias",
+    ]
 
 
 def test_mla_with_full_rank_query_carries_deepseek_v3s_names():
@@ -66,8 +71,15 @@ def test_mla_with_full_rank_query_carries_deepseek_v3s_names():
 def test_mla_with_low_rank_query_carries_deepseek_v3s_names():
     layer = build_attention(AttentionConfig("mla", d_model=32, n_heads=4, q_lora_rank=8))
     assert sorted(layer.state_dict()) == sorted(
-        ["q_a_proj.weight", "q_a_layernorm.weight", "q_b_proj.weight", "kv_a_proj_with_mqa.weight",
-         "kv_a_layernorm.weight", "kv_b_proj.weight", "o_proj.weight"]
+        [
+            "q_a_proj.weight",
+            "q_a_layernorm.weight",
+            "q_b_proj.weight",
+            "kv_a_proj_with_mqa.weight",
+            "kv_a_layernorm.weight",
+            "kv_b_proj.weight",
+            "o_proj.weight",
+        ]
     )
 
 

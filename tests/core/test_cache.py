@@ -1,4 +1,5 @@
 """Caches hold only what each variant needs, grow by doubling, and hand out views rather than copies."""
+
 from __future__ import annotations
 
 import pytest
@@ -164,7 +165,6 @@ def test_mla_cache_append_writes_in_place_within_capacity():
     with torch.no_grad():
         layer(randn(1, 3, 32, seed=5), cache=cache)
     assert cache.c_kv.data_ptr() == before and cache.seq_len == 8
-
 
 
 def largest_allocation_of_a_decode_step(name: str, cached: int = 1000) -> tuple[int, object]:

@@ -1,4 +1,5 @@
 """AttentionConfig: defaults of the published designs, and refusals a user can act on."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -121,17 +122,23 @@ def test_mla_refuses_kv_groups():
 
 def test_warnings_flag_a_latent_as_wide_as_what_it_compresses():
     # 2 heads x (nope 4 + v 4) = 16 per-head key and value numbers per token; a latent of 16 compresses nothing.
-    cfg = AttentionConfig("mla", d_model=16, n_heads=2, kv_lora_rank=16, qk_nope_head_dim=4, qk_rope_head_dim=2, v_head_dim=4)
+    cfg = AttentionConfig(
+        "mla", d_model=16, n_heads=2, kv_lora_rank=16, qk_nope_head_dim=4, qk_rope_head_dim=2, v_head_dim=4
+    )
     assert any("kv_lora_rank=16 is not smaller than the 16" in note for note in cfg.warnings())
 
 
 def test_warnings_flag_a_latent_wider_than_what_it_compresses():
-    cfg = AttentionConfig("mla", d_model=16, n_heads=2, kv_lora_rank=40, qk_nope_head_dim=4, qk_rope_head_dim=2, v_head_dim=4)
+    cfg = AttentionConfig(
+        "mla", d_model=16, n_heads=2, kv_lora_rank=40, qk_nope_head_dim=4, qk_rope_head_dim=2, v_head_dim=4
+    )
     assert any("compresses nothing" in note for note in cfg.warnings())
 
 
 def test_warnings_are_silent_for_a_latent_that_compresses():
-    cfg = AttentionConfig("mla", d_model=16, n_heads=2, kv_lora_rank=15, qk_nope_head_dim=4, qk_rope_head_dim=2, v_head_dim=4)
+    cfg = AttentionConfig(
+        "mla", d_model=16, n_heads=2, kv_lora_rank=15, qk_nope_head_dim=4, qk_rope_head_dim=2, v_head_dim=4
+    )
     assert not any("compresses nothing" in note for note in cfg.warnings())
 
 

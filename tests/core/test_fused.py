@@ -1,4 +1,5 @@
 """attn_core.fused: one fused q/k/v weight, in either layout, is the three projections with their rows reordered."""
+
 from __future__ import annotations
 
 import pytest
@@ -38,8 +39,26 @@ def test_one_fused_product_holds_every_heads_query_key_and_value(layout):
 
 def test_the_grouped_layout_puts_each_groups_queries_before_its_key_and_value():
     cfg = AttentionConfig("gqa", d_model=32, n_heads=4, n_kv_heads=2)
-    assert fused_blocks(cfg, "grouped") == [("q", 0), ("q", 1), ("k", 0), ("v", 0), ("q", 2), ("q", 3), ("k", 1), ("v", 1)]
-    assert fused_blocks(cfg, "stacked") == [("q", 0), ("q", 1), ("q", 2), ("q", 3), ("k", 0), ("k", 1), ("v", 0), ("v", 1)]
+    assert fused_blocks(cfg, "grouped") == [
+        ("q", 0),
+        ("q", 1),
+        ("k", 0),
+        ("v", 0),
+        ("q", 2),
+        ("q", 3),
+        ("k", 1),
+        ("v", 1),
+    ]
+    assert fused_blocks(cfg, "stacked") == [
+        ("q", 0),
+        ("q", 1),
+        ("q", 2),
+        ("q", 3),
+        ("k", 0),
+        ("k", 1),
+        ("v", 0),
+        ("v", 1),
+    ]
 
 
 def test_a_weight_of_the_wrong_shape_or_layout_is_refused():

@@ -1,4 +1,5 @@
 """Published models at full size on torch.device("meta"): real forward passes, shapes and bytes, no memory."""
+
 from __future__ import annotations
 
 import pytest
@@ -28,7 +29,11 @@ def test_32k_token_forward_on_meta_fills_a_cache_of_the_closed_form_size(name, d
 @pytest.mark.parametrize("name", ["DeepSeek-V3", "Llama-3-70B"])
 def test_32k_token_forward_on_meta_returns_a_meta_tensor_of_the_input_shape(name):
     out, _ = meta_prefill(name, LONG)
-    assert (out.device, tuple(out.shape), out.dtype) == (META, (1, LONG, PRESETS[name].attention.d_model), torch.bfloat16)
+    assert (out.device, tuple(out.shape), out.dtype) == (
+        META,
+        (1, LONG, PRESETS[name].attention.d_model),
+        torch.bfloat16,
+    )
 
 
 @pytest.mark.parametrize("name", ["DeepSeek-V3", "Llama-3-70B"])
@@ -79,7 +84,13 @@ def test_building_on_meta_allocates_no_parameter_storage():
 @pytest.mark.parametrize("name", sorted(PRESETS))
 def test_every_preset_names_its_source_and_size(name):
     preset = PRESETS[name]
-    assert preset.name == name and preset.source and preset.n_layers > 0 and preset.context_len > 0 and preset.total_params > 1e8
+    assert (
+        preset.name == name
+        and preset.source
+        and preset.n_layers > 0
+        and preset.context_len > 0
+        and preset.total_params > 1e8
+    )
 
 
 def test_gpt2_preset_adds_up_to_its_published_parameter_count():
@@ -98,13 +109,24 @@ def test_gpt2_preset_adds_up_to_its_published_parameter_count():
 def test_llama3_70b_preset_has_the_published_attention_shape():
     cfg = PRESETS["Llama-3-70B"].attention  # meta-llama/Meta-Llama-3-70B config.json
     assert (cfg.variant, cfg.d_model, cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, cfg.rope_theta) == (
-        "gqa", 8192, 64, 8, 128, 500000.0
+        "gqa",
+        8192,
+        64,
+        8,
+        128,
+        500000.0,
     )
 
 
 def test_deepseek_v3_preset_has_the_published_attention_shape():
     cfg = PRESETS["DeepSeek-V3"].attention  # deepseek-ai/DeepSeek-V3 config.json
     assert (
-        cfg.d_model, cfg.n_heads, cfg.kv_lora_rank, cfg.q_lora_rank, cfg.qk_nope_head_dim, cfg.qk_rope_head_dim,
-        cfg.v_head_dim, cfg.rope_interleave,
+        cfg.d_model,
+        cfg.n_heads,
+        cfg.kv_lora_rank,
+        cfg.q_lora_rank,
+        cfg.qk_nope_head_dim,
+        cfg.qk_rope_head_dim,
+        cfg.v_head_dim,
+        cfg.rope_interleave,
     ) == (7168, 128, 512, 1536, 128, 64, 128, True)

@@ -1,4 +1,5 @@
 """Outputs against independent references: float64 textbook attention and torch SDPA over repeated KV heads."""
+
 from __future__ import annotations
 
 import pytest
@@ -41,9 +42,24 @@ def test_grouped_prefill_matches_sdpa_over_repeated_kv_heads(name):
     assert max_diff(layer(x)[0], sdpa_grouped_repeated_kv(layer, x)) <= TOL
 
 
+@pytest.mark.parametrize("name", GROUPED)
+def test_grouped_queries_and_keys_are_what_the_forward_pass_caches_and_attends_with(name):
+    layer, x = layer_for(name), randn(1, 7, EXAMPLES[name].d_model)
+    cache = layer.new_cache()
+    _, weights = layer(x, cache=cache, return_weights=True)
+    k, v = layer.keys_values(x, 0)
+    assert torch.equal(cache.k, k) and torch.equal(cache.v, v)
+    q, cfg = layer.queries(x, 0), layer.cfg
+    scores = q @ k.repeat_interleave(cfg.group_size, dim=1).mT * cfg.head_dim**-0.5
+    causal = end_aligned_causal(7, 7)
+    assert max_diff(torch.softmax(scores.masked_fill(~causal, float("-inf")), dim=-1), weights) <= TOL
+
+
 @pytest.mark.parametrize("interleave", [False, True])
 def test_grouped_prefill_without_rope_matches_textbook(interleave):
-    layer = build_attention(AttentionConfig("gqa", d_model=24, n_heads=4, n_kv_heads=2, rope=False, rope_interleave=interleave), seed=1)
+    layer = build_attention(
+        AttentionConfig("gqa", d_model=24, n_heads=4, n_kv_heads=2, rope=False, rope_interleave=interleave), seed=1
+    )
     x = randn(1, 6, 24)
     assert max_diff(layer(x)[0], textbook(layer, x)[0]) <= TOL
 
@@ -241,7 +257,9 @@ def test_mla_absorbed_decode_equals_naive_decode(name):
 @pytest.mark.parametrize("name", LATENT)
 def test_mla_absorbed_weights_equal_naive_weights(name):
     layer, x = layer_for(name), randn(1, 6, EXAMPLES[name].d_model)
-    assert max_diff(layer(x, absorb=True, return_weights=True)[1], layer(x, absorb=False, return_weights=True)[1]) <= 1e-6
+    assert (
+        max_diff(layer(x, absorb=True, return_weights=True)[1], layer(x, absorb=False, return_weights=True)[1]) <= 1e-6
+    )
 
 
 @pytest.mark.parametrize("name", LATENT)

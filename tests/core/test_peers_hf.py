@@ -4,6 +4,7 @@ of FalconAttention (MHA/MQA/GQA) and GPT2Attention (MHA, no RoPE): same weights,
 HF's attention modules leave masking to the model: called alone, eager attention with attention_mask=None is not
 causal. Prefill and chunks therefore get an explicit additive causal mask, aligned to the end of the cache.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -73,16 +74,26 @@ def gpt2_drive(peer: Peer, x, positions, mask, cache):
 
 def llama_pair(n_heads, n_kv_heads, *, d_model=64, head_dim=None, bias=False, theta=10000.0):
     hf_config = LlamaConfig(
-        hidden_size=d_model, num_attention_heads=n_heads, num_key_value_heads=n_kv_heads, head_dim=head_dim,
-        attention_bias=bias, rope_theta=theta, num_hidden_layers=1,
+        hidden_size=d_model,
+        num_attention_heads=n_heads,
+        num_key_value_heads=n_kv_heads,
+        head_dim=head_dim,
+        attention_bias=bias,
+        rope_theta=theta,
+        num_hidden_layers=1,
     )
     hf_config._attn_implementation = "eager"
     torch.manual_seed(0)
     module = LlamaAttention(hf_config, layer_idx=0)
     variant = "mha" if n_kv_heads == n_heads else "mqa" if n_kv_heads == 1 else "gqa"
     cfg = AttentionConfig(
-        variant, d_model=d_model, n_heads=n_heads, n_kv_heads=n_kv_heads if variant == "gqa" else None,
-        head_dim=head_dim, bias=bias, rope_theta=theta,
+        variant,
+        d_model=d_model,
+        n_heads=n_heads,
+        n_kv_heads=n_kv_heads if variant == "gqa" else None,
+        head_dim=head_dim,
+        bias=bias,
+        rope_theta=theta,
     )
     ours = build_attention(cfg).eval()
     ours.load_state_dict(module.state_dict())  # strict: every name must match
@@ -92,8 +103,15 @@ def llama_pair(n_heads, n_kv_heads, *, d_model=64, head_dim=None, bias=False, th
 def deepseek_pair(*, q_lora_rank, interleave, bias=False, d_model=64, n_heads=4):
     dims = dict(kv_lora_rank=24, qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=12)
     hf_config = DeepseekV3Config(
-        hidden_size=d_model, num_attention_heads=n_heads, num_key_value_heads=n_heads, q_lora_rank=q_lora_rank,
-        rope_interleave=interleave, attention_bias=bias, rope_theta=10000.0, rope_scaling=None, num_hidden_layers=1,
+        hidden_size=d_model,
+        num_attention_heads=n_heads,
+        num_key_value_heads=n_heads,
+        q_lora_rank=q_lora_rank,
+        rope_interleave=interleave,
+        attention_bias=bias,
+        rope_theta=10000.0,
+        rope_scaling=None,
+        num_hidden_layers=1,
         **dims,
     )
     hf_config._attn_implementation = "eager"
@@ -115,16 +133,23 @@ def falcon_pair(*, n_heads, n_kv_heads, new_decoder_architecture, bias=False, d_
     """Falcon stores q, k and v as one fused weight, grouped: Falcon-7B (multi_query: one KV head), Falcon-40B (new
     decoder architecture: KV groups), and the original MHA layout (a query, key and value per head)."""
     hf_config = FalconConfig(
-        hidden_size=d_model, num_attention_heads=n_heads, num_kv_heads=n_kv_heads, bias=bias, alibi=False,
-        multi_query=n_kv_heads == 1 and not new_decoder_architecture, new_decoder_architecture=new_decoder_architecture,
-        rope_theta=10000.0, num_hidden_layers=1,
+        hidden_size=d_model,
+        num_attention_heads=n_heads,
+        num_kv_heads=n_kv_heads,
+        bias=bias,
+        alibi=False,
+        multi_query=n_kv_heads == 1 and not new_decoder_architecture,
+        new_decoder_architecture=new_decoder_architecture,
+        rope_theta=10000.0,
+        num_hidden_layers=1,
     )
     hf_config._attn_implementation = "eager"
     torch.manual_seed(0)
     module = FalconAttention(hf_config, layer_idx=0)
     variant = "mha" if n_kv_heads == n_heads else "mqa" if n_kv_heads == 1 else "gqa"
-    cfg = AttentionConfig(variant, d_model=d_model, n_heads=n_heads, n_kv_heads=n_kv_heads if variant == "gqa" else None,
-                          bias=bias)
+    cfg = AttentionConfig(
+        variant, d_model=d_model, n_heads=n_heads, n_kv_heads=n_kv_heads if variant == "gqa" else None, bias=bias
+    )
     ours = build_attention(cfg).eval()
     ours.load_state_dict(falcon_attention_state(cfg, module.state_dict()), strict=True)
     return ours, Peer(module, FalconRotaryEmbedding(hf_config), hf_config, falcon_drive)
@@ -244,4 +269,7 @@ def test_mla_cache_holds_what_deepseek_v3_attention_caches(shape):
     cache = ours.new_cache(2)
     ours(x, cache=cache)
     peer(x, cached=True)
-    assert max_diff(cache.c_kv, peer.cache.layers[0].keys) <= TOL and max_diff(cache.k_rope, peer.cache.layers[0].values) <= TOL
+    assert (
+        max_diff(cache.c_kv, peer.cache.layers[0].keys) <= TOL
+        and max_diff(cache.k_rope, peer.cache.layers[0].values) <= TOL
+    )

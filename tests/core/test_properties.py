@@ -1,4 +1,5 @@
 """Properties over random valid configurations of every variant (hypothesis)."""
+
 from __future__ import annotations
 
 import torch

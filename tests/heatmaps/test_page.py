@@ -1,5 +1,6 @@
 """The attention heatmaps page through AppTest: what reaches the browser is the real layer's weights, at the default,
 smallest and largest settings, within the payload budget, and a link reproduces the view."""
+
 import base64
 import json
 import statistics
@@ -9,17 +10,26 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from streamlit.testing.v1 import AppTest
 
 from attn_core import build_attention
-from attn_core.probe.heatmaps import InputSpec, make_inputs
+from explorer.probes.heatmaps import InputSpec, make_inputs
 from explorer.settings import Settings
-from streamlit.testing.v1 import AppTest
 
 PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "heatmaps.py")
 PAYLOAD_BUDGET = 1_000_000  # bytes of chart data per page (DESIGN.md section 3)
 SMALLEST = {"d_model": "16", "heads": "1", "groups": "1", "latent": "4", "rope_dim": "2", "seq_len": "1", "batch": "1"}
-LARGEST = {"variant": "mha,mqa,gqa,mla", "d_model": "8192", "heads": "128", "groups": "128", "latent": "4096",
-           "rope_dim": "64", "seq_len": "8192", "batch": "128", "dtype": "float32"}
+LARGEST = {
+    "variant": "mha,mqa,gqa,mla",
+    "d_model": "8192",
+    "heads": "128",
+    "groups": "128",
+    "latent": "4096",
+    "rope_dim": "64",
+    "seq_len": "8192",
+    "batch": "128",
+    "dtype": "float32",
+}
 
 
 def open_page(**params) -> AppTest:
@@ -52,15 +62,24 @@ def heatmaps(spec: dict) -> list[np.ndarray]:
     return [decode(trace["z"]) for trace in spec["data"] if trace["type"] == "heatmap"]
 
 
-def layer_weights(settings: Settings, variant: str, *, n_tokens: int, scale: float = 2.0, causal: bool = True,
-                  rope: bool = True, tokens=None) -> np.ndarray:
+def layer_weights(
+    settings: Settings,
+    variant: str,
+    *,
+    n_tokens: int,
+    scale: float = 2.0,
+    causal: bool = True,
+    rope: bool = True,
+    tokens=None,
+) -> np.ndarray:
     """return_weights of the layer built from the same seed, computed here without the page or its probe."""
     from dataclasses import replace
 
     cfg = replace(settings.config(variant), rope=rope)
     layer = build_attention(cfg, seed=settings.seed)
-    spec = InputSpec(d_model=settings.d_model, seed=settings.seed, scale=scale, tokens=tokens,
-                     n_tokens=0 if tokens else n_tokens)
+    spec = InputSpec(
+        d_model=settings.d_model, seed=settings.seed, scale=scale, tokens=tokens, n_tokens=0 if tokens else n_tokens
+    )
     with torch.no_grad():
         _, weights = layer(make_inputs(spec), return_weights=True, causal=causal)
     return weights[0].numpy()
@@ -100,15 +119,21 @@ def test_every_figure_sent_is_valid_plotly():
 
 
 def test_moving_the_sequence_length_within_the_same_window_recomputes_nothing(monkeypatch):
-    import explorer.heatmaps as hm
+    from explorer.heatmaps import computed, views
 
     at = open_page(d_model="64", heads="32", groups="4", latent="16", rope_dim="2", seq_len="384")
     assert "the first 362 of 384 tokens" in texts(at)
     before = [chart.proto.spec for chart in at.get("plotly_chart")]
     calls = []
-    for name in ("explore_variant", "compare_from_mha", "grid_figure", "steps_figure", "decode_figure"):
-        original = getattr(hm, name)
-        monkeypatch.setattr(hm, name, lambda *a, _f=original, _n=name, **k: calls.append(_n) or _f(*a, **k))
+    for module, name in (
+        (computed, "explore_variant"),
+        (computed, "compare_from_mha"),
+        (views, "grid_figure"),
+        (views, "steps_figure"),
+        (views, "decode_figure"),
+    ):
+        original = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda *a, _f=original, _n=name, **k: calls.append(_n) or _f(*a, **k))
     at.select_slider(key="setting_seq_len").set_value(512).run()
     at.radio(key="setting_dtype").set_value("float32").run()
     at.select_slider(key="setting_batch").set_value(4).run()
@@ -152,9 +177,11 @@ def test_rerun_after_a_view_change_at_default_settings(capsys):
         at.run()
         unchanged.append(time.perf_counter() - start)
     with capsys.disabled():
-        print(f"\n[heatmaps] default settings: rerun after a head change median {1000 * statistics.median(times):.0f} ms "
-              f"(min {1000 * min(times):.0f}); plain rerun median {1000 * statistics.median(unchanged):.0f} ms; "
-              f"chart payload {payload(at):,} bytes")
+        print(
+            f"\n[heatmaps] default settings: rerun after a head change median {1000 * statistics.median(times):.0f} ms "
+            f"(min {1000 * min(times):.0f}); plain rerun median {1000 * statistics.median(unchanged):.0f} ms; "
+            f"chart payload {payload(at):,} bytes"
+        )
 
 
 # --- smallest and largest settings ----------------------------------------------------------------------------------
@@ -185,21 +212,33 @@ def test_largest_settings_stay_within_the_payload_budget(capsys):
     np.testing.assert_allclose(np.stack(grid).sum(-1) * 2, 1.0, atol=1e-5)  # a block row: the mean of 2 rows' 2 keys
     timings = {}
     at.selectbox(key="view_hm_head").set_value(5)
-    start = time.perf_counter(); at.run(); timings["head picker (first time)"] = time.perf_counter() - start
+    start = time.perf_counter()
+    at.run()
+    timings["head picker (first time)"] = time.perf_counter() - start
     at.selectbox(key="view_hm_head").set_value(0)
-    start = time.perf_counter(); at.run(); timings["head picker (back)"] = time.perf_counter() - start
+    start = time.perf_counter()
+    at.run()
+    timings["head picker (back)"] = time.perf_counter() - start
     at.select_slider(key="setting_seq_len").set_value(6144)
-    start = time.perf_counter(); at.run(); timings["sequence length 8192 -> 6144"] = time.perf_counter() - start
+    start = time.perf_counter()
+    at.run()
+    timings["sequence length 8192 -> 6144"] = time.perf_counter() - start
     at.selectbox(key="view_hm_from").set_value(16)
-    start = time.perf_counter(); at.run(); timings["next page of heads"] = time.perf_counter() - start
+    start = time.perf_counter()
+    at.run()
+    timings["next page of heads"] = time.perf_counter() - start
     assert at.selectbox(key="view_hm_head").value == 16  # the head opened up moves onto the page shown
     at.select_slider(key="setting_groups").set_value(8)
-    start = time.perf_counter(); at.run(); timings["KV groups 128 -> 8"] = time.perf_counter() - start
+    start = time.perf_counter()
+    at.run()
+    timings["KV groups 128 -> 8"] = time.perf_counter() - start
     assert not at.exception
     assert payload(at) <= PAYLOAD_BUDGET
     with capsys.disabled():
-        print(f"\n[heatmaps] largest settings: first run {cold:.1f} s (builds the d_model 8192 layers); chart payload "
-              f"{size:,} bytes; reruns: " + ", ".join(f"{k} {1000 * v:.0f} ms" for k, v in timings.items()))
+        print(
+            f"\n[heatmaps] largest settings: first run {cold:.1f} s (builds the d_model 8192 layers); chart payload "
+            f"{size:,} bytes; reruns: " + ", ".join(f"{k} {1000 * v:.0f} ms" for k, v in timings.items())
+        )
 
 
 def test_a_page_of_heads_shows_those_heads_of_the_full_layer():
@@ -219,8 +258,9 @@ def test_a_page_of_heads_shows_those_heads_of_the_full_layer():
 @pytest.mark.parametrize("how", ["mean", "max"])
 def test_long_sequences_are_pooled_by_blocks_and_say_so(how):
     settings = Settings(d_model=64, heads=2, groups=1, latent=16, rope_dim=8, seq_len=1024)
-    at = open_page(d_model="64", heads="2", groups="1", latent="16", rope_dim="8", seq_len="1024", hm_pool=how,
-                   hm_variant="mqa")
+    at = open_page(
+        d_model="64", heads="2", groups="1", latent="16", rope_dim="8", seq_len="1024", hm_pool=how, hm_variant="mqa"
+    )
     assert f"{how} of 4×4 blocks" in texts(at)
     expected = layer_weights(settings, "mqa", n_tokens=512)  # the window: 512 of 1,024 tokens
     np.testing.assert_allclose(expected.sum(-1), 1.0, atol=1e-5)  # the un-pooled rows sum to 1
@@ -260,8 +300,16 @@ def test_text_input_puts_tokens_on_the_axes():
 
 
 def test_bad_link_values_give_warnings_and_fallbacks_never_a_traceback():
-    at = open_page(hm_variant="xyz", hm_group="99", hm_head="-1", hm_scale="abc", hm_causal="maybe",
-                   hm_pool="median", hm_input="audio", hm_from="7")
+    at = open_page(
+        hm_variant="xyz",
+        hm_group="99",
+        hm_head="-1",
+        hm_scale="abc",
+        hm_causal="maybe",
+        hm_pool="median",
+        hm_input="audio",
+        hm_from="7",
+    )
     warnings = " ".join(w.value for w in at.warning)
     for name in ("hm_variant", "hm_group", "hm_head", "hm_scale", "hm_causal", "hm_pool", "hm_input"):
         assert name in warnings
@@ -283,13 +331,30 @@ def test_same_link_same_pictures():
     assert first == second
 
 
-@pytest.mark.parametrize("params", [
-    {"d_model": "1024", "heads": "16", "groups": "4", "latent": "64", "rope_dim": "32", "seq_len": "8192"},
-    {"d_model": "256", "heads": "128", "groups": "8", "latent": "16", "rope_dim": "2", "seq_len": "8192",
-     "hm_variant": "mla"},
-    {"d_model": "512", "heads": "4", "groups": "4", "seq_len": "128", "hm_input": "text", "hm_tokens": "chars",
-     "hm_text": "ab c" * 50},
-])
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"d_model": "1024", "heads": "16", "groups": "4", "latent": "64", "rope_dim": "32", "seq_len": "8192"},
+        {
+            "d_model": "256",
+            "heads": "128",
+            "groups": "8",
+            "latent": "16",
+            "rope_dim": "2",
+            "seq_len": "8192",
+            "hm_variant": "mla",
+        },
+        {
+            "d_model": "512",
+            "heads": "4",
+            "groups": "4",
+            "seq_len": "128",
+            "hm_input": "text",
+            "hm_tokens": "chars",
+            "hm_text": "ab c" * 50,
+        },
+    ],
+)
 def test_heavy_views_stay_within_the_payload_budget(params, capsys):
     at = open_page(**params)
     size = payload(at)

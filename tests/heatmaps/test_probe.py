@@ -1,4 +1,5 @@
-"""attn_core.probe.heatmaps: the numbers behind the heatmaps page, each held against an independent reference."""
+"""explorer.probes.heatmaps: the numbers behind the heatmaps page, each held against an independent reference."""
+
 import math
 from dataclasses import replace
 
@@ -7,7 +8,7 @@ import pytest
 import torch
 
 from attn_core import AttentionConfig, build_attention
-from attn_core.probe import heatmaps as probe
+from explorer.probes import heatmaps as probe
 
 SEED = 3
 VARIANT_CONFIGS = {
@@ -57,8 +58,11 @@ def test_steps_inside_one_head_give_the_layers_weights_and_output(variant, causa
     for head in range(cfg.n_heads):
         kv = result["kv_head"][head]
         steps = probe.head_steps(
-            torch.from_numpy(result["q"][head]), torch.from_numpy(result["k"][kv]), torch.from_numpy(result["v"][kv]),
-            result["scale"], causal,
+            torch.from_numpy(result["q"][head]),
+            torch.from_numpy(result["k"][kv]),
+            torch.from_numpy(result["v"][kv]),
+            result["scale"],
+            causal,
         )
         np.testing.assert_allclose(steps["scaled"], steps["scores"] / math.sqrt(result["q"].shape[-1]), rtol=1e-6)
         np.testing.assert_allclose(steps["weights"], expected[head], atol=1e-6)
@@ -234,7 +238,9 @@ def test_comparison_measures_against_mha_and_overlap_by_definition():
 
 def test_comparison_skips_mla_where_its_singular_vectors_would_be_too_slow():
     big = AttentionConfig("mla", d_model=2048, n_heads=16, kv_lora_rank=64)
-    results = probe.compare_from_mha({"mla": big}, SEED, probe.InputSpec(d_model=2048, seed=SEED, n_tokens=2), causal=True)
+    results = probe.compare_from_mha(
+        {"mla": big}, SEED, probe.InputSpec(d_model=2048, seed=SEED, n_tokens=2), causal=True
+    )
     assert "skipped" in results["mla"] and "singular vectors" in results["mla"]["skipped"]
 
 

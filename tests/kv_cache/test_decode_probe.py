@@ -1,11 +1,12 @@
 """The step-by-step decode probe: bytes equal the closed form at every step, outputs equal a full recompute."""
+
 from __future__ import annotations
 
 import pytest
 import torch
 
 from attn_core import AttentionConfig, build_attention, kv_cache_bytes, repeated_kv_cache_bytes
-from attn_core.probe.decode import (
+from explorer.probes.decode import (
     MAX_TRACE_PARAMETERS,
     MAX_TRACE_WORK,
     check_trace_bounds,
@@ -23,7 +24,13 @@ PROMPT, STEPS, BATCH = 5, 20, 2
 
 def trace(variant: str, dtype: str = "bfloat16", repeated: bool = False) -> dict:
     return decode_trace(
-        CONFIGS[variant], prompt_len=PROMPT, steps=STEPS, batch=BATCH, seed=3, storage_dtype=dtype, repeated_heads=repeated
+        CONFIGS[variant],
+        prompt_len=PROMPT,
+        steps=STEPS,
+        batch=BATCH,
+        seed=3,
+        storage_dtype=dtype,
+        repeated_heads=repeated,
     )
 
 

@@ -1,10 +1,11 @@
 """Published models' caches, measured on the meta device, against values computed by hand from their configs."""
+
 from __future__ import annotations
 
 import pytest
 
 from attn_core import PRESETS, kv_cache_bytes
-from attn_core.probe.models import memory_budget, model_rows, sequences_that_fit, what_fits, what_if_configs
+from explorer.probes.models import memory_budget, model_rows, sequences_that_fit, what_fits, what_if_configs
 
 GIB = 2**30
 
@@ -64,7 +65,9 @@ def test_every_row_measured_on_the_meta_device_equals_the_closed_form(name):
         assert row["elements_per_token_layer"] == row["elements_per_token_layer_formula"], row["label"]
         if not row["repeated_heads"]:
             held = min(preset.context_len, preset.sliding_window or preset.context_len)
-            assert row["model_bytes_batch_measured"] == preset.n_layers * kv_cache_bytes(configs[row["key"]], 3, held, "float16")
+            assert row["model_bytes_batch_measured"] == preset.n_layers * kv_cache_bytes(
+                configs[row["key"]], 3, held, "float16"
+            )
     assert any(row["repeated_heads"] for row in rows) == (preset.attention.variant != "mla")
 
 
@@ -87,11 +90,15 @@ def test_what_fits_in_an_80_gib_gpu_beside_llama_3_8b():
     row = rows_by_key("Llama-3-8B")["published"]
     per_token = 2 * 8 * 128 * 2 * 32  # 131,072 bytes: 128 KiB a token for the whole model
     assert row["bytes_per_token_model"] == per_token
-    assert what_fits(preset, row, budget_left=budget["left"], batch=64)["tokens_per_sequence"] == 8192  # the model's limit
+    assert (
+        what_fits(preset, row, budget_left=budget["left"], batch=64)["tokens_per_sequence"] == 8192
+    )  # the model's limit
     fit = what_fits(preset, row, budget_left=budget["left"], batch=128)
     assert fit["tokens_per_sequence"] == budget["left"] // (per_token * 128) == 4162
     assert fit["users_at_context"] == budget["left"] // (per_token * 8192) == 65
-    assert sequences_that_fit(preset, per_token, budget_left=budget["left"], tokens=1000) == budget["left"] // (per_token * 1000)
+    assert sequences_that_fit(preset, per_token, budget_left=budget["left"], tokens=1000) == budget["left"] // (
+        per_token * 1000
+    )
     assert sequences_that_fit(preset, per_token, budget_left=-5, tokens=1000) == 0
 
 

@@ -1,26 +1,25 @@
 """The KV cache page through AppTest: what it plots is what the core's formulas give, for every preset and variant."""
+
 from __future__ import annotations
 
 import json
 import time
-import sys
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from attn_core import PRESETS, VARIANTS, kv_cache_bytes
+from attn_core.accounting import bytes_per_element
+from explorer.settings import Settings
+from tests.app.helpers import decode
+
 REPO = Path(__file__).resolve().parents[2]
-if str(REPO) not in sys.path:  # pages import explorer/attn_core as top-level packages, as under `streamlit run`
-    sys.path.insert(0, str(REPO))
-
-from attn_core import PRESETS, VARIANTS, kv_cache_bytes  # noqa: E402
-from attn_core.accounting import bytes_per_element  # noqa: E402
-from explorer.settings import Settings  # noqa: E402
-from tests.app.helpers import decode  # noqa: E402
-
 PAGE_FILE = str(REPO / "pages" / "kv_cache.py")
 TIMEOUT = 240  # seconds: a run takes about a second, but the machine's two cores are shared
-LARGEST = Settings(d_model=8192, heads=128, groups=8, latent=4096, rope_dim=64, seq_len=8192, batch=128, dtype="float32")
+LARGEST = Settings(
+    d_model=8192, heads=128, groups=8, latent=4096, rope_dim=64, seq_len=8192, batch=128, dtype="float32"
+)
 
 
 def open_page(query: dict[str, str]) -> AppTest:
@@ -94,7 +93,9 @@ def test_each_preset_renders_and_its_whole_model_lines_equal_the_formula(model):
             held = min(tokens, preset.sliding_window or tokens)
             assert plotted == per_token * held, (trace["name"], tokens)
         measured = next(t for t in spec["data"] if t["name"] == f"{trace['name']} (measured)")
-        assert measured["customdata"] == [per_token * min(preset.context_len, preset.sliding_window or preset.context_len)]
+        assert measured["customdata"] == [
+            per_token * min(preset.context_len, preset.sliding_window or preset.context_len)
+        ]
     assert preset.source in " ".join(c.value for c in at.caption)
     if preset.not_modelled:
         assert any(preset.not_modelled in c.value for c in at.caption)
@@ -172,7 +173,9 @@ def test_the_pitfall_toggle_measures_mha_sized_caches_for_grouped_variants():
 
 
 def test_bad_link_values_warn_and_fall_back():
-    at = open_page(Settings().to_link() | {"kv_model": "GPT-5", "kv_steps": "500", "kv_groups": "7", "kv_repeat": "maybe"})
+    at = open_page(
+        Settings().to_link() | {"kv_model": "GPT-5", "kv_steps": "500", "kv_groups": "7", "kv_repeat": "maybe"}
+    )
     assert_clean(at)
     warnings = " ".join(w.value for w in at.warning)
     assert "kv_model" in warnings and "kv_steps" in warnings and "kv_repeat" in warnings

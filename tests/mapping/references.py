@@ -1,4 +1,5 @@
 """Independent references for the mapping tests: which store a head reads, found by autograd instead of perturbation."""
+
 from __future__ import annotations
 
 import random

@@ -1,12 +1,13 @@
 """explorer.mapping: the animated figure says what the probe found, at the size of what is cached."""
+
 from __future__ import annotations
 
 from dataclasses import replace
 
 import pytest
 
-from attn_core.probe.mapping import morph_configs, read_morph
 from explorer import mapping as view
+from explorer.probes.mapping import morph_configs, read_morph
 from explorer.settings import Settings, heads_choices
 
 SETTINGS = Settings(d_model=64, heads=8, groups=2, latent=16, rope_dim=4, seq_len=32, batch=2, dtype="float16")
@@ -56,7 +57,9 @@ def test_edges_join_each_query_head_to_the_stores_it_reads(frames):
                 segments.add((round(xs[i], 9), round(xs[i + 1], 9)))
         expected = {
             (round(queries.x[h], 9), round(stores.x[s], 9))
-            for s in range(len(probe["stores"])) for h in range(SETTINGS.heads) if probe["reads"][s, h]
+            for s in range(len(probe["stores"]))
+            for h in range(SETTINGS.heads)
+            if probe["reads"][s, h]
         }
         assert segments == expected, frame.name
 
@@ -78,7 +81,9 @@ def test_the_hover_gives_group_shapes_and_bytes_read(frames):
     assert "[2, 32, 8]" in text  # batch, cached tokens, head_dim
     assert "2.00 KiB" in text  # K and V x batch 2 x 32 tokens x 8 numbers x 2 bytes (float16) = 2048 B
     mla = query_trace(fig.frames[-1].data).hovertext[0]
-    assert "c_kv [2, 32, 16]" in mla and "k_rope [2, 32, 4]" in mla and "2.50 KiB" in mla  # batch 2 x 32 tokens x (16 + 4) x 2 bytes
+    assert (
+        "c_kv [2, 32, 16]" in mla and "k_rope [2, 32, 4]" in mla and "2.50 KiB" in mla
+    )  # batch 2 x 32 tokens x (16 + 4) x 2 bytes
 
 
 def test_highlighting_a_store_lights_exactly_its_readers(frames):

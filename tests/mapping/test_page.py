@@ -1,4 +1,5 @@
 """The head -> KV mapping page through AppTest: opened by a link, as a user would, through app.py's navigation."""
+
 from __future__ import annotations
 
 import json
@@ -10,7 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from attn_core.accounting import decode_flops_per_token
-from attn_core.probe.mapping import morph_configs
+from explorer.probes.mapping import morph_configs
 from explorer.settings import Settings
 from tests.app.helpers import decode
 
@@ -143,7 +144,9 @@ def test_the_gqa_shapes_table_reads_the_cache_as_stored():
 
 
 def test_at_the_largest_settings_the_chart_stays_under_a_megabyte():
-    largest = Settings(d_model=8192, heads=128, groups=8, latent=4096, rope_dim=64, seq_len=8192, batch=128, dtype="float32")
+    largest = Settings(
+        d_model=8192, heads=128, groups=8, latent=4096, rope_dim=64, seq_len=8192, batch=128, dtype="float32"
+    )
     at = open_mapping(largest.to_link() | {"map_variant": "mla", "map_store": "c_kv"})
     assert_clean(at)
     (chart,) = at.get("plotly_chart")
@@ -165,7 +168,9 @@ def test_the_fused_weight_section_shows_both_layouts_and_their_shapes(variant):
     kv_heads = {"mha": 8, "mqa": 1, "gqa": 2}[variant]
     stacked, grouped = mapping_spec(at, 1)["data"]
     assert grouped["text"] == grouped_layout_reference(8, kv_heads)
-    assert stacked["text"] == [f"q{h}" for h in range(8)] + [f"k{g}" for g in range(kv_heads)] + [f"v{g}" for g in range(kv_heads)]
+    assert stacked["text"] == [f"q{h}" for h in range(8)] + [f"k{g}" for g in range(kv_heads)] + [
+        f"v{g}" for g in range(kv_heads)
+    ]
     rows = (8 + 2 * kv_heads) * 64
     assert grouped["base"][-1] + grouped["x"][-1] == rows
     table = at.table[-1].value

@@ -1,4 +1,5 @@
-"""attn_core.probe.mapping: the mapping read off real layers, the shapes along the path, MLA's two ways."""
+"""explorer.probes.mapping: the mapping read off real layers, the shapes along the path, MLA's two ways."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -7,7 +8,7 @@ import torch
 
 from attn_core import AttentionConfig, build_attention
 from attn_core.accounting import kv_cache_bytes
-from attn_core.probe.mapping import (
+from explorer.probes.mapping import (
     READ_THRESHOLD,
     compare_mla_ways,
     morph_configs,
@@ -77,7 +78,10 @@ def test_a_narrowed_layer_keeps_every_per_head_width_and_the_cache(cfg):
 
 
 def test_the_mapping_of_a_narrowed_layer_equals_the_full_layers():
-    for cfg in (grouped_cfg("gqa", 16, 4, d_model=1024), AttentionConfig("mla", d_model=1024, n_heads=8, kv_lora_rank=32)):
+    for cfg in (
+        grouped_cfg("gqa", 16, 4, d_model=1024),
+        AttentionConfig("mla", d_model=1024, n_heads=8, kv_lora_rank=32),
+    ):
         full = read_mapping(cfg, seed=7)["reads"]
         np.testing.assert_array_equal(read_mapping(narrowed(cfg, 64), seed=7)["reads"], full)
 
@@ -131,7 +135,11 @@ def test_latent_path_shapes_match_the_formulas_both_ways():
 
 
 def test_path_shapes_at_the_largest_settings_cost_no_memory():
-    rows = path_shapes(AttentionConfig("mla", d_model=8192, n_heads=128, kv_lora_rank=4096, qk_rope_head_dim=64), batch=128, seq_len=8192)
+    rows = path_shapes(
+        AttentionConfig("mla", d_model=8192, n_heads=128, kv_lora_rank=4096, qk_rope_head_dim=64),
+        batch=128,
+        seq_len=8192,
+    )
     assert rows[-1]["prefill"] == (128, 8192, 8192)
 
 

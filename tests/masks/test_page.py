@@ -1,20 +1,17 @@
 """The masks page through app.py (as a link opens it): the charts carry the real layer's numbers, every variant
 renders, MLA says it has no cross-attention here, and garbled link values give a warning, never a traceback."""
+
 import statistics
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "app"))
-from helpers import chart_specs, open_page, payload_bytes  # noqa: E402
-
-from attn_core import build_attention  # noqa: E402
-from attn_core.probe.masks import token_vectors  # noqa: E402
-from explorer.settings import Settings, normalize  # noqa: E402
+from attn_core import build_attention
+from explorer.probes.masks import token_vectors
+from explorer.settings import Settings, normalize
+from tests.app.helpers import chart_specs, open_page, payload_bytes
 
 PAYLOAD_BUDGET = 1_000_000
 
@@ -38,7 +35,9 @@ def test_default_view_shows_the_real_layers_numbers():
     with torch.no_grad():
         _, alone = layer(token_vectors(d, 0, "short", 7), return_weights=True)
         _, full = layer(token_vectors(d, 0, "context", 12), return_weights=True)
-        _, cross = layer(token_vectors(d, 0, "queries", 6), kv_input=token_vectors(d, 0, "memory", 10), return_weights=True)
+        _, cross = layer(
+            token_vectors(d, 0, "queries", 6), kv_input=token_vectors(d, 0, "memory", 10), return_weights=True
+        )
     allowed, short_weights = heatmap_z(specs[0])
     assert short_weights.shape == (12, 12)
     assert (short_weights[:, 7:] == 0).all()  # padded keys: exactly zero
@@ -72,13 +71,27 @@ def test_every_variant_renders(variant):
     assert "✗" not in " ".join(m.value for m in at.markdown)
     settings, _ = normalize(Settings(d_model=64, heads=4, groups=2))  # as the page snaps the link
     with torch.no_grad():  # head 3 of the whole layer, built and run here without the page
-        _, full = build_attention(settings.config(variant), seed=0)(token_vectors(64, 0, "context", 12), return_weights=True)
+        _, full = build_attention(settings.config(variant), seed=0)(
+            token_vectors(64, 0, "context", 12), return_weights=True
+        )
     np.testing.assert_allclose(heatmap_z(specs[2])[0], full[0, 3].numpy(), atol=1e-6)
 
 
 def test_link_lengths_are_used():
-    at = open_page("masks", {"variant": "gqa", "d_model": "64", "heads": "4", "mk_long": "20", "mk_short": "3",
-                             "mk_prefill": "25", "mk_chunk": "7", "mk_queries": "2", "mk_memory": "31"})
+    at = open_page(
+        "masks",
+        {
+            "variant": "gqa",
+            "d_model": "64",
+            "heads": "4",
+            "mk_long": "20",
+            "mk_short": "3",
+            "mk_prefill": "25",
+            "mk_chunk": "7",
+            "mk_queries": "2",
+            "mk_memory": "31",
+        },
+    )
     no_exception(at)
     specs = chart_specs(at)
     assert heatmap_z(specs[0])[1].shape == (20, 20)
@@ -87,8 +100,19 @@ def test_link_lengths_are_used():
 
 
 def test_garbled_link_values_warn_and_fall_back():
-    at = open_page("masks", {"mk_variant": "zzz<b>", "mk_head": "99", "mk_long": "abc", "mk_short": "500",
-                             "mk_causal": "maybe", "mk_prefill": "-4", "mk_chunk": "1e9", "mk_memory": "0"})
+    at = open_page(
+        "masks",
+        {
+            "mk_variant": "zzz<b>",
+            "mk_head": "99",
+            "mk_long": "abc",
+            "mk_short": "500",
+            "mk_causal": "maybe",
+            "mk_prefill": "-4",
+            "mk_chunk": "1e9",
+            "mk_memory": "0",
+        },
+    )
     no_exception(at)
     warnings = " ".join(w.value for w in at.warning)
     for name in ("mk_variant", "mk_head", "mk_long", "mk_short", "mk_causal", "mk_prefill", "mk_chunk", "mk_memory"):

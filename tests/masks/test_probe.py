@@ -1,6 +1,7 @@
 """The masks probe against independent references: padded keys get zero weight, the padded batch's real rows equal the
 unpadded run, a chunk through the cache equals the full pass's last rows, and cross-attention equals a float64
 textbook softmax(QK^T / sqrt(d)) V computed from the layer's own projections."""
+
 import math
 
 import numpy as np
@@ -8,7 +9,7 @@ import pytest
 import torch
 
 from attn_core import AttentionConfig, build_attention
-from attn_core.probe.masks import MAX_TOKENS, chunk_probe, cross_probe, explore_masks, padding_probe, token_vectors
+from explorer.probes.masks import MAX_TOKENS, chunk_probe, cross_probe, explore_masks, padding_probe, token_vectors
 
 SEED = 3
 
@@ -134,8 +135,18 @@ def test_shorter_sequences_are_prefixes_of_longer_ones():
 
 
 def test_explore_masks_gives_all_three_sections():
-    result = explore_masks(small_config("gqa"), SEED, head=3, long_len=6, short_len=2, causal=True, prefill=3, chunk=2,
-                           query_len=4, memory_len=5)
+    result = explore_masks(
+        small_config("gqa"),
+        SEED,
+        head=3,
+        long_len=6,
+        short_len=2,
+        causal=True,
+        prefill=3,
+        chunk=2,
+        query_len=4,
+        memory_len=5,
+    )
     assert set(result) == {"padding", "chunk", "cross"}
     assert result["cross"]["weights"].shape == (1, 4, 5)  # the one head asked for
 
@@ -143,8 +154,9 @@ def test_explore_masks_gives_all_three_sections():
 @pytest.mark.parametrize("variant", ["mha", "gqa", "mla"])
 def test_explore_masks_shows_that_head_of_the_whole_layer(variant):
     cfg = small_config(variant)
-    result = explore_masks(cfg, SEED, head=2, long_len=6, short_len=2, causal=True, prefill=3, chunk=2,
-                           query_len=4, memory_len=5)
+    result = explore_masks(
+        cfg, SEED, head=2, long_len=6, short_len=2, causal=True, prefill=3, chunk=2, query_len=4, memory_len=5
+    )
     x = token_vectors(cfg.d_model, SEED, "context", 5)
     with torch.no_grad():
         _, full = build_attention(cfg, seed=SEED)(x, return_weights=True)

@@ -5,6 +5,7 @@ Everything returned is plain numpy or python numbers. Work is bounded by a token
 causal attention the first N rows of the attention matrix are exactly those of the full-length pass, since a query
 never sees a later key.
 """
+
 from __future__ import annotations
 
 import math
@@ -17,11 +18,11 @@ import torch
 from einops import rearrange
 from torch import nn
 
-from ..build import build_attention, seeded_generator
-from ..config import AttentionConfig
-from ..grouped import GroupedQueryAttention
-from ..latent import MultiHeadLatentAttention
-from ..rope import apply_rope, rope_cos_sin
+from attn_core.attend import causal_allowed
+from attn_core.build import build_attention, seeded_generator
+from attn_core.config import AttentionConfig
+from attn_core.grouped import GroupedQueryAttention
+from attn_core.latent import MultiHeadLatentAttention
 
 MAX_TEXT_CHARS = 200
 MAX_TEXT_TOKENS = 128
@@ -29,7 +30,9 @@ MAX_WINDOW_TOKENS = 512
 WINDOW_CELL_BUDGET = 2**21  # computed heads x tokens^2 weights held per pass (8 MiB of float32)
 WINDOW_WORK_BUDGET = 2**32  # multiply-adds of the computed heads' four projections over the window
 COMPARE_WORK_BUDGET = 2**28  # tokens x d_model^2 for the variants compared: MHA built and four layers run, ~0.2 s here
-MLA_CONVERSION_MAX_D_MODEL = 1024  # the singular vectors of MHA's [2 d_model, d_model] key-value weights: work grows as d_model^3
+MLA_CONVERSION_MAX_D_MODEL = (
+    1024  # the singular vectors of MHA's [2 d_model, d_model] key-value weights: work grows as d_model^3
+)
 
 
 # --- inputs ---------------------------------------------------------------------------------------------------------
@@ -93,8 +96,8 @@ def token_window(n_heads: int, d_model: int, head_dim: int, wanted: int) -> int:
 @dataclass
 class HeadTensors:
     q: torch.Tensor  # [H, L, d_k] after RoPE, one per query head
-    k: torch.Tensor  # [K, S, d_k] after RoPE, one per KV head (K = n_kv_heads; MLA: one per head, up-projected)
-    v: torch.Tensor  # [K, S, d_v]
+    k: torch.Tensor  # [G, S, d_k] after RoPE, one per KV head (MLA: G = H, each head's own, up-projected)
+    v: torch.Tensor  # [G, S, d_v]
     kv_head: list[int]  # the KV head each query head reads
     scale: float  # 1 / sqrt(d_k)
 
@@ -108,12 +111,8 @@ def head_tensors(layer, x: torch.Tensor) -> HeadTensors:
         keys, values = layer.up_project(c_kv, k_rope)  # [1, H, S, d_nope + d_h^R], [1, H, S, d_v]
         q = torch.cat((q_nope, q_rope), dim=-1)
         return HeadTensors(q[0], keys[0], values[0], list(range(cfg.n_heads)), cfg.qk_head_dim**-0.5)
-    q = rearrange(layer.q_proj(x), "b l (h d) -> b h l d", h=cfg.n_heads)
-    k, v = layer.project_kv(x)
-    if cfg.rope:
-        cos, sin = rope_cos_sin(0, x.shape[1], cfg.head_dim, cfg.rope_theta, dtype=q.dtype)
-        q = apply_rope(q, cos, sin, cfg.rope_interleave)
-        k = apply_rope(k, cos, sin, cfg.rope_interleave)
+    q = layer.queries(x, 0)
+    k, v = layer.keys_values(x, 0)
     kv_head = [h // cfg.group_size for h in range(cfg.n_heads)]
     return HeadTensors(q[0], k[0], v[0], kv_head, cfg.head_dim**-0.5)
 
@@ -157,13 +156,19 @@ def head_steps(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, 
     scaled = scores * scale
     masked = scaled
     if causal:
-        allowed = torch.ones(q.shape[0], k.shape[0], dtype=torch.bool).tril(diagonal=k.shape[0] - q.shape[0])
+        allowed = causal_allowed(q.shape[0], k.shape[0], q.device)[0, 0]
         masked = scaled.masked_fill(~allowed, float("-inf"))
     weights = torch.softmax(masked, dim=-1)
     out = weights @ v  # [L, d_v]
     return {
-        "q": q.numpy(), "k": k.numpy(), "v": v.numpy(), "scores": scores.numpy(), "scaled": scaled.numpy(),
-        "masked": masked.numpy(), "weights": weights.numpy(), "out": out.numpy(),
+        "q": q.numpy(),
+        "k": k.numpy(),
+        "v": v.numpy(),
+        "scores": scores.numpy(),
+        "scaled": scaled.numpy(),
+        "masked": masked.numpy(),
+        "weights": weights.numpy(),
+        "out": out.numpy(),
     }
 
 
@@ -177,7 +182,9 @@ def steps_of_head(result: dict, head: int, causal: bool) -> dict[str, np.ndarray
 
 # --- the page's pass ------------------------------------------------------------------------------------------------
 @torch.inference_mode()
-def explore_variant(cfg: AttentionConfig, seed: int, inputs: InputSpec, *, causal: bool, heads: range | None = None) -> dict:
+def explore_variant(
+    cfg: AttentionConfig, seed: int, inputs: InputSpec, *, causal: bool, heads: range | None = None
+) -> dict:
     """Run the layer built from (cfg, seed) on the inputs, asking for its weights, and take it apart.
 
     heads: the query heads to compute (all by default): the layer is built with only those and the KV heads they
@@ -357,7 +364,11 @@ def group_overlaps(weights: torch.Tensor, group_size: int) -> tuple[float | None
 
 @torch.inference_mode()
 def compare_from_mha(
-    configs: dict[str, AttentionConfig], seed: int, inputs: InputSpec, *, causal: bool,
+    configs: dict[str, AttentionConfig],
+    seed: int,
+    inputs: InputSpec,
+    *,
+    causal: bool,
     basis_of: Callable[[GroupedQueryAttention], torch.Tensor | np.ndarray] = joint_kv_basis,
 ) -> dict:
     """Each variant made from one MHA layer (built from the seed), run on the same input.

@@ -6,6 +6,7 @@ prefilled into its cache, one cached store is disturbed, one token is decoded, a
 moved are the ones that read that store. The per-head outputs are caught on their way into o_proj, where they are
 still side by side ([B, L, H * d_v]) and not yet mixed.
 """
+
 from __future__ import annotations
 
 import time
@@ -14,9 +15,9 @@ from dataclasses import replace
 import torch
 from einops import rearrange
 
-from ..build import build_attention
-from ..config import AttentionConfig
-from ..fused import LAYOUTS, fuse_qkv, fused_blocks
+from attn_core.build import build_attention
+from attn_core.config import AttentionConfig, kv_head_counts
+from attn_core.fused import LAYOUTS, fuse_qkv, fused_blocks
 
 CONTEXT_TOKENS = 3  # cached tokens before the probing decode step: a few suffice, every head then reads every store
 # A head counts as reading a store when its output moves by more than this fraction of the outputs' scale. Readers
@@ -86,11 +87,16 @@ def read_mapping(cfg: AttentionConfig, *, seed: int) -> dict:
 def morph_configs(d_model: int, n_heads: int, kv_lora_rank: int, rope_dim: int) -> list[tuple[str, AttentionConfig]]:
     """The animation's steps: MHA, GQA through every group count between, MQA, then MLA (keys as "gqa:4")."""
     steps = [("mha", AttentionConfig("mha", d_model=d_model, n_heads=n_heads))]
-    for groups in sorted((g for g in range(2, n_heads) if n_heads % g == 0), reverse=True):
+    for groups in reversed(kv_head_counts(n_heads)[1:-1]):  # GQA: every group count between MHA and MQA
         steps.append((f"gqa:{groups}", AttentionConfig("gqa", d_model=d_model, n_heads=n_heads, n_kv_heads=groups)))
     steps.append(("mqa", AttentionConfig("mqa", d_model=d_model, n_heads=n_heads)))
     steps.append(
-        ("mla", AttentionConfig("mla", d_model=d_model, n_heads=n_heads, kv_lora_rank=kv_lora_rank, qk_rope_head_dim=rope_dim))
+        (
+            "mla",
+            AttentionConfig(
+                "mla", d_model=d_model, n_heads=n_heads, kv_lora_rank=kv_lora_rank, qk_rope_head_dim=rope_dim
+            ),
+        )
     )
     return steps
 
@@ -102,7 +108,9 @@ def read_morph(
     frames = []
     for key, cfg in morph_configs(d_model, n_heads, kv_lora_rank, rope_dim):
         probe_cfg = narrowed(cfg, input_width or d_model)
-        frames.append({"key": key, "variant": cfg.variant, "n_kv_heads": cfg.n_kv_heads} | read_mapping(probe_cfg, seed=seed))
+        frames.append(
+            {"key": key, "variant": cfg.variant, "n_kv_heads": cfg.n_kv_heads} | read_mapping(probe_cfg, seed=seed)
+        )
     return frames
 
 
@@ -132,15 +140,19 @@ def _trace(layer, cfg: AttentionConfig, batch: int, seq_len: int, *, decode: boo
             if decode:
                 layer(torch.empty(batch, seq_len, cfg.d_model, device=meta), cache=cache)
             x = torch.empty(batch, 1 if decode else seq_len, cfg.d_model, device=meta)
-            return _grouped_rows(layer, cfg, x, cache, concat) if cfg.variant != "mla" else _latent_rows(layer, cfg, x, cache, concat)
+            return (
+                _grouped_rows(layer, cfg, x, cache, concat)
+                if cfg.variant != "mla"
+                else _latent_rows(layer, cfg, x, cache, concat)
+            )
     finally:
         hook.remove()
 
 
 def _grouped_rows(layer, cfg, x, cache, concat) -> list[tuple]:
     start = cache.seq_len
-    q = rearrange(layer.q_proj(x), "b l (h d) -> b h l d", h=cfg.n_heads)
-    k, v = layer.project_kv(x)
+    q = layer.queries(x, start)
+    k, v = layer.keys_values(x, start)
     out, weights = layer(x, cache=cache, return_weights=True)
     group = cfg.group_size
     seen = (cache.k.shape[0], cfg.n_heads, cache.k.shape[2], cache.k.shape[3])
@@ -174,15 +186,45 @@ def _latent_rows(layer, cfg, x, cache, concat) -> list[tuple]:
     stored = cache.shapes()
     rows = [
         ("x", "both", tuple(x.shape), "the tokens coming in" + (f" (after {start} cached)" if start else "")),
-        ("q_nope, q_rope = x · W_q", "both", (tuple(q_nope.shape), tuple(q_rope.shape)), "per head: a content part and a rotary part"),
-        ("c_kv, k_rope = x · W_dkv", "both", (tuple(c_kv_new.shape), tuple(k_rope_new.shape)), "one latent and one rotary key per token, for all heads"),
+        (
+            "q_nope, q_rope = x · W_q",
+            "both",
+            (tuple(q_nope.shape), tuple(q_rope.shape)),
+            "per head: a content part and a rotary part",
+        ),
+        (
+            "c_kv, k_rope = x · W_dkv",
+            "both",
+            (tuple(c_kv_new.shape), tuple(k_rope_new.shape)),
+            "one latent and one rotary key per token, for all heads",
+        ),
         ("cache c_kv, k_rope", "both", (stored["c_kv"], stored["k_rope"]), "what is stored"),
-        ("k = [c_kv · W_uk ; k_rope], v = c_kv · W_uv", "naive", (tuple(keys.shape), tuple(values.shape)), "every cached token up-projected, every step"),
+        (
+            "k = [c_kv · W_uk ; k_rope], v = c_kv · W_uv",
+            "naive",
+            (tuple(keys.shape), tuple(values.shape)),
+            "every cached token up-projected, every step",
+        ),
         ("scores = softmax(q kᵀ / √d)", "naive", tuple(weights.shape), "as MHA"),
         ("heads' outputs, side by side", "naive", tuple(naive_concat), "weights · v per head"),
-        ("W_uk, W_uv (slices of kv_b_proj)", "absorbed", (tuple(w_uk.shape), tuple(w_uv.shape)), "folded into the query and the output"),
-        ("q_nope · W_uk, then [ · ; q_rope]", "absorbed", tuple(torch.cat((q_latent, q_rope), dim=-1).shape), "queries moved into latent space"),
-        ("keys = cached [c_kv ; k_rope]", "absorbed", tuple(cache.latent.shape), "one shared key head, read as stored: MQA in latent space"),
+        (
+            "W_uk, W_uv (slices of kv_b_proj)",
+            "absorbed",
+            (tuple(w_uk.shape), tuple(w_uv.shape)),
+            "folded into the query and the output",
+        ),
+        (
+            "q_nope · W_uk, then [ · ; q_rope]",
+            "absorbed",
+            tuple(torch.cat((q_latent, q_rope), dim=-1).shape),
+            "queries moved into latent space",
+        ),
+        (
+            "keys = cached [c_kv ; k_rope]",
+            "absorbed",
+            tuple(cache.latent.shape),
+            "one shared key head, read as stored: MQA in latent space",
+        ),
     ]
     out, weights = layer(x, cache=_refill_like(layer, cache, start), return_weights=True, absorb=True)
     rows += [
@@ -223,7 +265,9 @@ def compare_mla_ways(cfg: AttentionConfig, *, seed: int, context_len: int, repea
             cache.append(c_kv, k_rope)
             return cache
 
-        outputs = {absorb: layer(new_token, cache=filled_cache(), absorb=absorb)[0] for absorb in (False, True)}  # + warm-up
+        outputs = {
+            absorb: layer(new_token, cache=filled_cache(), absorb=absorb)[0] for absorb in (False, True)
+        }  # + warm-up
         samples = {False: [], True: []}
         for _ in range(repeats):  # the two ways take turns, so a busy moment of the machine hits both alike
             for absorb in (False, True):
@@ -253,13 +297,17 @@ def fused_projection(cfg: AttentionConfig, *, seed: int, batch: int, seq_len: in
     meta = build_attention(cfg, device="meta")
     weight, _ = fuse_qkv(meta, layout="stacked")
     fused = torch.nn.functional.linear(torch.empty(batch, seq_len, cfg.d_model, device="meta"), weight)
-    q, k, v = fused.split([cfg.n_heads * cfg.head_dim, cfg.n_kv_heads * cfg.head_dim, cfg.n_kv_heads * cfg.head_dim], -1)
+    q, k, v = fused.split(
+        [cfg.n_heads * cfg.head_dim, cfg.n_kv_heads * cfg.head_dim, cfg.n_kv_heads * cfg.head_dim], -1
+    )
     layer = build_attention(narrowed(cfg, input_width), seed=seed)
     x = torch.randn(1, CONTEXT_TOKENS, input_width, generator=torch.Generator().manual_seed(seed))
     layouts, scale = {}, 0.0
     offset = {"q": 0, "k": cfg.n_heads, "v": cfg.n_heads + cfg.n_kv_heads}  # a head's block among q, k, v side by side
     with torch.inference_mode():
-        separate = torch.cat([getattr(layer, f"{name}_proj")(x) for name in "qkv"], -1).unflatten(-1, (-1, cfg.head_dim))
+        separate = torch.cat([getattr(layer, f"{name}_proj")(x) for name in "qkv"], -1).unflatten(
+            -1, (-1, cfg.head_dim)
+        )
         for layout in LAYOUTS:
             blocks = fused_blocks(cfg, layout)
             product = torch.nn.functional.linear(x, *fuse_qkv(layer, layout=layout)).unflatten(-1, (-1, cfg.head_dim))
@@ -267,6 +315,12 @@ def fused_projection(cfg: AttentionConfig, *, seed: int, batch: int, seq_len: in
             layouts[layout] = {"blocks": blocks, "max_abs_diff": (product - expected).abs().max().item()}
             scale = max(scale, product.abs().max().item())
     return {
-        "weight": tuple(weight.shape), "fused": tuple(fused.shape), "q": tuple(q.shape), "k": tuple(k.shape),
-        "v": tuple(v.shape), "layouts": layouts, "output_scale": scale, "input_width": input_width,
+        "weight": tuple(weight.shape),
+        "fused": tuple(fused.shape),
+        "q": tuple(q.shape),
+        "k": tuple(k.shape),
+        "v": tuple(v.shape),
+        "layouts": layouts,
+        "output_scale": scale,
+        "input_width": input_width,
     }

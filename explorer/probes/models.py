@@ -7,15 +7,14 @@ All layers of these models have the same attention shape, so one layer is measur
 n_layers. On the meta device the real forward pass runs with exact shapes and dtypes and no memory, so a prefill of
 DeepSeek-V3's 163,840 tokens costs milliseconds.
 """
+
 from __future__ import annotations
 
-import torch
+from attn_core.accounting import bytes_per_element, kv_cache_bytes, repeated_kv_cache_bytes
+from attn_core.config import AttentionConfig
+from attn_core.presets import PRESETS, ModelPreset
 
-from ..accounting import as_dtype, bytes_per_element, kv_cache_bytes, repeated_kv_cache_bytes
-from ..build import build_attention
-from ..config import AttentionConfig
-from ..presets import PRESETS, ModelPreset
-from .decode import new_cache
+from .measured import measure_cache
 
 GIB = 2**30
 
@@ -64,16 +63,6 @@ def tokens_held(preset: ModelPreset, tokens: int) -> int:
     return tokens if preset.sliding_window is None else min(tokens, preset.sliding_window)
 
 
-@torch.inference_mode()
-def measure_layer(cfg: AttentionConfig, *, batch: int, tokens: int, dtype, repeated_heads: bool = False) -> dict:
-    """Prefill `tokens` tokens through cfg's real layer on the meta device and read its cache: bytes and shapes."""
-    dtype = as_dtype(dtype)
-    layer = build_attention(cfg, device="meta", dtype=dtype)
-    cache = new_cache(cfg, batch, dtype=dtype, device="meta", repeated_heads=repeated_heads)
-    layer(torch.empty(batch, tokens, cfg.d_model, device="meta", dtype=dtype), cache=cache)
-    return {"nbytes": cache.nbytes, "capacity_nbytes": cache.capacity_nbytes, "shapes": cache.shapes()}
-
-
 def model_rows(
     preset_name: str, *, groups: int, latent: int, rope_dim: int, dtype: str, batch: int, repeated_heads: bool = False
 ) -> list[dict]:
@@ -95,9 +84,9 @@ def model_rows(
     rows = []
     for key, cfg, repeated in kinds:
         closed_form = repeated_kv_cache_bytes if repeated else kv_cache_bytes
-        one = measure_layer(cfg, batch=1, tokens=held, dtype=dtype, repeated_heads=repeated)
-        many = measure_layer(cfg, batch=batch, tokens=held, dtype=dtype, repeated_heads=repeated)
-        elements = one["nbytes"] // (held * element)  # numbers one token leaves in one layer, read off the cache
+        one = measure_cache(cfg, batch=1, tokens=held, dtype=dtype, repeated_heads=repeated)
+        many = measure_cache(cfg, batch=batch, tokens=held, dtype=dtype, repeated_heads=repeated)
+        elements = one.nbytes // (held * element)  # numbers one token leaves in one layer, read off the cache
         rows.append(
             {
                 "key": key,
@@ -112,13 +101,13 @@ def model_rows(
                 "bytes_per_token_layer": elements * element,
                 "bytes_per_token_model": elements * element * preset.n_layers,
                 "tokens_held": held,
-                "layer_bytes_measured": one["nbytes"],
+                "layer_bytes_measured": one.nbytes,
                 "layer_bytes_formula": closed_form(cfg, 1, held, dtype),
-                "model_bytes_measured": one["nbytes"] * preset.n_layers,
+                "model_bytes_measured": one.nbytes * preset.n_layers,
                 "batch": batch,
-                "model_bytes_batch_measured": many["nbytes"] * preset.n_layers,
+                "model_bytes_batch_measured": many.nbytes * preset.n_layers,
                 "model_bytes_batch_formula": closed_form(cfg, batch, held, dtype) * preset.n_layers,
-                "shapes": one["shapes"],
+                "shapes": one.shapes,
                 "ratio_to_mha": elements / mha_elements,
                 "gqa_equivalent_groups": elements / (2 * d_h),
             }

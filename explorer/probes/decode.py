@@ -9,14 +9,15 @@ The full recompute is one forward pass over the whole sequence without a cache. 
 exactly what recomputing the prefix up to t would give (token t cannot see later tokens), so it is the reference for
 every step at once.
 """
+
 from __future__ import annotations
 
 import torch
 
-from ..accounting import as_dtype, kv_cache_bytes, parameter_count, repeated_kv_cache_bytes
-from ..build import build_attention
-from ..cache import GroupedKVCache, LatentKVCache
-from ..config import AttentionConfig
+from attn_core.accounting import as_dtype, kv_cache_bytes, parameter_count, repeated_kv_cache_bytes
+from attn_core.build import build_attention
+from attn_core.cache import empty_cache
+from attn_core.config import AttentionConfig
 
 # Bounds of the step-by-step decode: it runs real float32 layers on the server's CPU at every new setting.
 MAX_PROMPT_LEN = 64
@@ -27,33 +28,6 @@ MAX_TRACE_PARAMETERS = 5_000_000
 # Multiply-adds of one pass, ~ weights x tokens x batch; a trace makes two (cached decode, full recompute). 300 M keeps
 # a trace near 0.1 s on one core, so the page answers a new setting in under a second with every variant shown.
 MAX_TRACE_WORK = 300_000_000
-
-
-class RepeatedHeadsCache(GroupedKVCache):
-    """The pitfall of naive GQA code: K/V are repeated for every query head (repeat_interleave) *before* caching.
-
-    Attention reads the same numbers either way, so outputs do not change; the cache holds n_heads heads instead of
-    n_kv_heads, as large as MHA's.
-    """
-
-    def __init__(self, batch_size: int, n_heads: int, head_dim: int, group_size: int, *, dtype, device):
-        super().__init__(batch_size, n_heads, head_dim, dtype=dtype, device=device)
-        self.group_size = group_size
-
-    def append(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """k, v: [B, n_kv_heads, L, head_dim] -> stored and returned as [B, n_heads, S, head_dim]."""
-        return super().append(k.repeat_interleave(self.group_size, dim=1), v.repeat_interleave(self.group_size, dim=1))
-
-
-def new_cache(cfg: AttentionConfig, batch: int, *, dtype, device, repeated_heads: bool = False):
-    """An empty cache of the kind cfg's layer uses (or the repeated-heads pitfall), in the given dtype and device."""
-    if cfg.variant == "mla":
-        if repeated_heads:
-            raise ValueError("MLA has no repeated heads to cache; the pitfall applies to grouped variants.")
-        return LatentKVCache(batch, cfg.kv_lora_rank, cfg.qk_rope_head_dim, dtype=dtype, device=device)
-    if repeated_heads:
-        return RepeatedHeadsCache(batch, cfg.n_heads, cfg.head_dim, cfg.group_size, dtype=dtype, device=device)
-    return GroupedKVCache(batch, cfg.n_kv_heads, cfg.head_dim, dtype=dtype, device=device)
 
 
 class StoredCopy:
@@ -123,8 +97,8 @@ def decode_trace(
     x = torch.randn(batch, prompt_len + steps, cfg.d_model, generator=generator)  # [B, P + N, d_model], fixed inputs
 
     reference, _ = layer(x)  # one full pass, no cache: [B, P + N, d_model]
-    working = new_cache(cfg, batch, dtype=torch.float32, device="cpu", repeated_heads=repeated_heads)
-    copy = new_cache(cfg, batch, dtype=storage_dtype, device="cpu", repeated_heads=repeated_heads)
+    working = empty_cache(cfg, batch, dtype=torch.float32, device="cpu", repeated_heads=repeated_heads)
+    copy = empty_cache(cfg, batch, dtype=storage_dtype, device="cpu", repeated_heads=repeated_heads)
     cache = StoredCopy(working, copy)
     closed_form = repeated_kv_cache_bytes if repeated_heads else kv_cache_bytes
 

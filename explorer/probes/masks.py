@@ -4,13 +4,14 @@ cross-attention over another sequence, each run through the real layer on a few 
 Every function returns plain numpy arrays and python floats. All three sections come from one layer, built once:
 the layer of the one head shown (build_attention's heads=), so its cost does not grow with the head count.
 """
+
 from __future__ import annotations
 
 import torch
 
-from ..attend import allowed_positions, causal_allowed
-from ..build import build_attention
-from ..config import AttentionConfig
+from attn_core.attend import allowed_positions, causal_allowed
+from attn_core.build import build_attention
+from attn_core.config import AttentionConfig
 
 MAX_TOKENS = 32  # every sequence here is at most this long: the pictures are about masks, not about scale
 INPUT_SCALE = 2.0  # input vectors ~ N(0, 2²) per coordinate, so weights are not all flat
@@ -62,8 +63,8 @@ def padding_probe(layer, seed: int, long_len: int, short_len: int, causal: bool)
 
 
 def chunk_probe(layer, seed: int, prefill: int, chunk: int) -> dict:
-    """Prefill `prefill` tokens into a cache, then feed `chunk` new ones: their mask [C, P+C] is causal aligned to the
-    end. Compared with one full pass over all P+C tokens (square causal mask [P+C, P+C])."""
+    """Prefill `prefill` tokens into a cache, then feed `chunk` new ones: their mask [L, S] (L = chunk, S = P + L) is
+    causal aligned to the end. Compared with one full pass over all S tokens (square causal mask [S, S])."""
     if not (prefill >= 1 and chunk >= 1 and prefill + chunk <= MAX_TOKENS):
         raise ValueError(f"need prefill ≥ 1, chunk ≥ 1 and prefill + chunk ≤ {MAX_TOKENS} tokens.")
     total = prefill + chunk
@@ -75,10 +76,10 @@ def chunk_probe(layer, seed: int, prefill: int, chunk: int) -> dict:
     chunk_mask = causal_allowed(chunk, total, "cpu")[0, 0]
     full_mask = causal_allowed(total, total, "cpu")[0, 0]
     return {
-        "chunk_mask": chunk_mask.numpy(),  # [C, P+C]
-        "full_mask": full_mask.numpy(),  # [P+C, P+C]
-        "chunk_weights": chunk_weights[0].numpy(),  # [H, C, P+C]
-        "full_weights": full_weights[0].numpy(),  # [H, P+C, P+C]
+        "chunk_mask": chunk_mask.numpy(),  # [L, S]
+        "full_mask": full_mask.numpy(),  # [S, S]
+        "chunk_weights": chunk_weights[0].numpy(),  # [H, L, S]
+        "full_weights": full_weights[0].numpy(),  # [H, S, S]
         "cached_tokens": cache.seq_len,
         "rows_weights_diff": _max_abs(chunk_weights[0], full_weights[0, :, prefill:]),
         "rows_output_diff": _max_abs(chunk_out[0], full_out[0, prefill:]),
@@ -86,7 +87,7 @@ def chunk_probe(layer, seed: int, prefill: int, chunk: int) -> dict:
 
 
 def cross_probe(layer, seed: int, query_len: int, memory_len: int) -> dict | None:
-    """Queries from one sequence, keys and values from another (kv_input=): weights [H, Lq, Lkv], no causal mask and
+    """Queries from one sequence, keys and values from another (kv_input=): weights [H, L, S], no causal mask and
     no RoPE. None for MLA, which has self-attention only."""
     if layer.cfg.variant == "mla":
         return None
@@ -101,8 +102,17 @@ def cross_probe(layer, seed: int, query_len: int, memory_len: int) -> dict | Non
 
 @torch.inference_mode()
 def explore_masks(
-    cfg: AttentionConfig, seed: int, *, head: int, long_len: int, short_len: int, causal: bool, prefill: int,
-    chunk: int, query_len: int, memory_len: int,
+    cfg: AttentionConfig,
+    seed: int,
+    *,
+    head: int,
+    long_len: int,
+    short_len: int,
+    causal: bool,
+    prefill: int,
+    chunk: int,
+    query_len: int,
+    memory_len: int,
 ) -> dict:
     """All three sections for head `head` of the layer built from (cfg, seed), in float32: computed on a layer of
     that head alone and the KV head it reads, so weights are [1, ...] and outputs are that head's through o_proj."""

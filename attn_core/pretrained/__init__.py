@@ -1,0 +1,51 @@
+"""A trained model through attn_core: SmolLM2-135M-Instruct (9 query heads sharing 3 KV heads) from its GGUF file.
+
+    from attn_core.pretrained import load_pretrained
+    lm = load_pretrained()            # ModelNotInstalled (naming the pip command) if the package is absent
+    ids = lm.encode("text")
+    logits, maps = lm(torch.tensor([ids]), return_attention=True)   # [B, L, V]; n_layers x [B, H, L, S]
+    new_ids = lm.generate(ids, max_new_tokens=40, cache=lm.new_cache())
+
+The GGUF file is converted once into a cache directory ($ATTN_CORE_CACHE, else ~/.cache/attn_core); later loads map
+that file into memory.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from ..config import AttentionConfig
+from .checkpoint import INSTALL_COMMAND, DecoderConfig, ModelNotInstalled, cache_root, gguf_path, load_converted
+from .model import ModelCache, PretrainedLM
+from .tokenizer import ModelTokenizer
+
+__all__ = [
+    "INSTALL_COMMAND",
+    "DecoderConfig",
+    "ModelCache",
+    "ModelNotInstalled",
+    "ModelTokenizer",
+    "PretrainedLM",
+    "cache_root",
+    "gguf_path",
+    "load_pretrained",
+]
+
+
+def load_pretrained(source: Path | None = None) -> PretrainedLM:
+    """SmolLM2-135M-Instruct with attn_core's grouped-query layers, float32 weights memory-mapped from the cache."""
+    config, tokenizer_spec, state = load_converted(source)
+    attention = AttentionConfig(
+        variant="gqa",
+        d_model=config.d_model,
+        n_heads=config.n_heads,
+        n_kv_heads=config.n_kv_heads,
+        head_dim=config.head_dim,
+        rope_theta=config.rope_theta,
+    )
+    with torch.device("meta"):
+        lm = PretrainedLM(config, attention, ModelTokenizer(tokenizer_spec))
+    lm.load_state_dict(state, assign=True, strict=True)
+    return lm.eval().requires_grad_(False)

@@ -1,0 +1,110 @@
+"""The page's passes, cached by settings: one forward pass per (settings, window, page of heads), and the
+comparison of the variants made from one MHA layer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+import streamlit as st
+
+from attn_core import AttentionConfig
+from explorer.probes.heatmaps import (
+    COMPARE_WORK_BUDGET,
+    MAX_TEXT_TOKENS,
+    InputSpec,
+    compare_from_mha,
+    explore_variant,
+    joint_kv_basis,
+    token_window,
+    tokenize,
+)
+from explorer.settings import D_MODEL_CHOICES, Settings
+from explorer.work import takes_turns
+
+from .heads import MAX_PANELS
+from .link import DEFAULT_TEXT, clean_text
+
+
+@dataclass(frozen=True)
+class Inputs:
+    spec: InputSpec  # the window actually computed
+    wanted: int  # tokens asked for (sequence length, or the text's tokens)
+    notes: tuple[str, ...] = ()
+
+
+def make_input_spec(settings: Settings, *, kind: str, text: str, tokens: str, scale: str) -> Inputs:
+    """The window of tokens the page computes, and sentences saying what was cut."""
+    base = InputSpec(d_model=settings.d_model, seed=settings.seed, scale=float(scale))
+    notes = []
+    if kind == "text":
+        words = tokenize(clean_text(text), tokens)
+        if not words:
+            notes.append("The text is empty: showing the example sentence until you type one.")
+            words = tokenize(DEFAULT_TEXT, tokens)
+        if len(words) > MAX_TEXT_TOKENS:
+            notes.append(
+                f"Text is limited to {MAX_TEXT_TOKENS} tokens: the first {MAX_TEXT_TOKENS} of {len(words)} are used."
+            )
+            words = words[:MAX_TEXT_TOKENS]
+        spec = replace(base, tokens=tuple(words))
+    else:
+        spec = replace(base, n_tokens=settings.seq_len)
+    wanted = spec.length
+    # the heads one pass computes: a page of them (the same bound for every page and variant, so the window is too)
+    window = token_window(min(settings.heads, MAX_PANELS), settings.d_model, settings.head_dim, wanted)
+    return Inputs(spec.truncated(window), wanted, tuple(notes))
+
+
+def layer_config(settings: Settings, variant: str, rope: bool) -> AttentionConfig:
+    return replace(settings.config(variant), rope=rope)
+
+
+@st.cache_data(max_entries=6, show_spinner=False)
+@takes_turns
+def variant_result(cfg: AttentionConfig, seed: int, spec: InputSpec, causal: bool, heads: range) -> dict:
+    """The one pass sections 1, 3 and 4 draw from: a layer of the page's heads is built once per (settings, window,
+    page), whatever is shown."""
+    return explore_variant(cfg, seed, spec, causal=causal, heads=heads)
+
+
+@st.cache_data(max_entries=4, show_spinner=False)
+def kv_basis(d_model: int, heads: int, seed: int, _mha) -> np.ndarray:
+    """MHA's key-value singular vectors for the MLA conversion. They depend on the MHA weights alone, so a change of
+    window, KV groups or latent width reuses them; on a miss they come from the MHA layer the comparison has just
+    built (_mha: not part of the cache key, which (d_model, heads, seed) determines)."""
+    return joint_kv_basis(_mha).numpy()
+
+
+@st.cache_data(max_entries=4, show_spinner=False)
+@takes_turns
+def comparison_result(
+    configs: tuple[tuple[str, AttentionConfig], ...], seed: int, spec: InputSpec, causal: bool
+) -> dict:
+    first = configs[0][1]
+    return compare_from_mha(
+        dict(configs), seed, spec, causal=causal, basis_of=lambda mha: kv_basis(first.d_model, first.n_heads, seed, mha)
+    )
+
+
+def comparison_blocked(d_model: int, length: int) -> str | None:
+    """Why section 2 is not computed at this width and window, and what to pick to see it; None when it is computed.
+
+    The comparison builds one more layer (MHA), makes the variants from it and runs them all on the window: its work
+    grows as tokens × d_model², and above COMPARE_WORK_BUDGET it alone would take more than a rerun may (at d_model
+    8192 drawing MHA's weights takes 1-2 s here).
+    """
+    if length * d_model**2 <= COMPARE_WORK_BUDGET:
+        return None
+    widest = max((d for d in D_MODEL_CHOICES if length * d * d <= COMPARE_WORK_BUDGET), default=D_MODEL_CHOICES[0])
+    longest = COMPARE_WORK_BUDGET // (d_model * d_model)
+    advice = f"Pick d_model {widest:,} or less in the sidebar to see it on these {length:,} tokens"
+    if longest >= 16:
+        advice += f", or keep d_model {d_model:,} with a sequence of at most {longest:,} tokens"
+    return (
+        f"Not computed at d_model {d_model:,} on {length:,} tokens: the comparison builds one more layer (MHA, "
+        f"{4 * d_model * d_model / 1e6:,.1f} million weights), makes the other variants from it and runs them all over "
+        f"the window. That work grows as tokens × d_model²: here {length * d_model**2 / 1e6:,.0f} million, "
+        f"{length * d_model**2 / COMPARE_WORK_BUDGET:.1f}× the {COMPARE_WORK_BUDGET / 1e6:,.0f} million this page "
+        f"allows it so that a rerun stays interactive on this server. {advice}."
+    )

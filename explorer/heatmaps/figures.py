@@ -1,0 +1,245 @@
+"""The page's figures, built from explorer.probes.heatmaps results (plain arrays in, figure dicts out)."""
+
+from __future__ import annotations
+
+import numpy as np
+from plotly.colors import sample_colorscale
+
+from explorer.probes.heatmaps import block_size, pool_blocks
+
+from .csv_export import panel_csv
+from .heads import grid_columns
+from .layout import panels_figure
+from .panels import Panel, Pooling, attention_panel, axis_labels, grid_pooling
+
+STEP_SIDE = 64  # cells per side of each step of "inside one head"
+DECODE_CELLS = 2**14  # cells of the decode step's figure (heads x keys)
+
+
+def _square_root_blues() -> list[list]:
+    """Blues laid out so colour grows with the square root of the value: weights of 0.01 are visible next to 1,
+    while the colour bar still reads in plain weights."""
+    steps = np.linspace(0.0, 1.0, 17)
+    return [[float(s * s), color] for s, color in zip(steps, sample_colorscale("Blues", steps.tolist()))]
+
+
+WEIGHT_COLORSCALE = _square_root_blues()
+
+
+def weights_axis(vmax: float, title: str = "weight") -> dict:
+    return {
+        "colorscale": WEIGHT_COLORSCALE,
+        "cmin": 0.0,
+        "cmax": max(vmax, 1e-9),
+        "colorbar": {"title": {"text": title}, "thickness": 12},
+    }
+
+
+def diverging_axis(values: np.ndarray, title: str) -> dict:
+    """Red for positive, blue for negative, white at 0, symmetric about 0 (masked −∞ cells are left out)."""
+    finite = values[np.isfinite(values)]
+    bound = max(float(np.abs(finite).max()), 1e-9) if finite.size else 1.0
+    return {
+        "colorscale": "RdBu",
+        "reversescale": True,
+        "cmin": -bound,
+        "cmax": bound,
+        "cmid": 0.0,
+        "colorbar": {"title": {"text": title}, "thickness": 12},
+    }
+
+
+def head_label(head: int, kv_head: int, variant: str, *, two_lines: bool = False) -> str:
+    if variant in ("mha", "mla"):
+        return f"head {head}"
+    return f"head {head}<br>KV {kv_head}" if two_lines else f"head {head} · KV {kv_head}"
+
+
+def grid_figure(result: dict, variant: str, group_size: int, *, pool: str, tokens: list[str] | None):
+    """Every computed head's weights, one KV group per row where groups are 2..8 heads wide."""
+    weights, heads = result["weights"], result["heads"]
+    pooling = grid_pooling(weights.shape[1], len(heads), pool)
+    ncols = grid_columns(len(heads), group_size)
+    two_lines = ncols > 4  # "head 12 · KV 1" eight times a row runs together on a 1024-px projector
+    panels = [
+        attention_panel(
+            weights[i],
+            title=head_label(h, kv, variant, two_lines=two_lines),
+            pooling=pooling,
+            tokens=tokens,
+            csv_name=head_label(h, kv, variant),
+        )
+        for i, (h, kv) in enumerate(zip(heads, result["kv_head"]))
+    ]
+    vmax = max(float(np.nanmax(p.z)) for p in panels)
+    fig = panels_figure(
+        panels,
+        ncols,
+        coloraxes={"coloraxis": weights_axis(vmax)},
+        row_height=240 if ncols <= 4 else 170,
+        x_title="key position" if not two_lines else "key",
+        y_title="query position",
+    )
+    return fig, panel_csv(panels), pooling
+
+
+def compare_figure(results: dict, head: int, *, pool: str, tokens: list[str] | None):
+    """Head `head` of each variant made from the same MHA layer, side by side."""
+    shown_variants = [v for v, r in results.items() if "weights" in r]
+    length = results[shown_variants[0]]["weights"].shape[1]
+    pooling = grid_pooling(length, 16, pool)  # the small side: four of these sit in one row
+    panels = [
+        attention_panel(results[v]["weights"][head], title=f"{v.upper()} · head {head}", pooling=pooling, tokens=tokens)
+        for v in shown_variants
+    ]
+    vmax = max(float(np.nanmax(p.z)) for p in panels)
+    fig = panels_figure(
+        panels,
+        len(panels),
+        coloraxes={"coloraxis": weights_axis(vmax)},
+        row_height=300,
+        x_title="key position",
+        y_title="query position",
+    )
+    return fig, panel_csv(panels), pooling
+
+
+def steps_figure(steps: dict[str, np.ndarray], *, causal: bool, pool: str, tokens: list[str] | None, d_k: int):
+    """Q, K, V, then Q·Kᵀ, ÷√d_k, masked, softmax and ×V as matrices, in the order the formula applies them."""
+    length, keys = steps["scores"].shape
+    square = Pooling(block_size(length, STEP_SIDE), block_size(keys, STEP_SIDE), pool)
+
+    def tall(n_rows: int, n_cols: int) -> Pooling:
+        return Pooling(block_size(n_rows, STEP_SIDE), block_size(n_cols, STEP_SIDE), pool)
+
+    q, k, v = steps["q"], steps["k"], steps["v"]
+    d_v = v.shape[1]
+    shape = f"{length}×{keys}"
+    masked_shown = np.where(np.isfinite(steps["masked"]), steps["masked"], np.nan)  # −∞ goes out as a gap
+    panels = [
+        attention_panel(
+            q,
+            title=f"Q [{length}×{d_k}]",
+            pooling=tall(*q.shape),
+            tokens=tokens,
+            value_name="value",
+            coloraxis="coloraxis2",
+            x_name="dim",
+            csv_name="Q",
+        ),
+        attention_panel(
+            k,
+            title=f"K [{keys}×{d_k}]",
+            pooling=tall(*k.shape),
+            tokens=tokens,
+            value_name="value",
+            coloraxis="coloraxis2",
+            y_name="key",
+            x_name="dim",
+            csv_name="K",
+        ),
+        attention_panel(
+            v,
+            title=f"V [{keys}×{d_v}]",
+            pooling=tall(*v.shape),
+            tokens=tokens,
+            value_name="value",
+            coloraxis="coloraxis2",
+            y_name="key",
+            x_name="dim",
+            csv_name="V",
+        ),
+        attention_panel(
+            steps["scores"],
+            title="① Q·Kᵀ",
+            pooling=square,
+            tokens=tokens,
+            value_name="score",
+            coloraxis="coloraxis3",
+            csv_name=f"1 scores Q.K^T [{shape}]",
+        ),
+        attention_panel(
+            steps["scaled"],
+            title=f"② ×1/√{d_k}",
+            pooling=square,
+            tokens=tokens,
+            value_name="scaled score",
+            coloraxis="coloraxis4",
+            csv_name=f"2 scaled x{d_k**-0.5:.4g}",
+        ),
+        attention_panel(
+            masked_shown,
+            title="③ + mask" if causal else "③ no mask",
+            pooling=square,
+            tokens=tokens,
+            value_name="masked score",
+            coloraxis="coloraxis4",
+            csv_name="3 masked (empty = -inf)",
+        ),
+        attention_panel(steps["weights"], title="④ softmax", pooling=square, tokens=tokens, csv_name="4 softmax"),
+        attention_panel(
+            steps["out"],
+            title=f"⑤ ·V [{length}×{d_v}]",
+            pooling=tall(*steps["out"].shape),
+            tokens=tokens,
+            value_name="value",
+            coloraxis="coloraxis5",
+            x_name="dim",
+            csv_name="5 output",
+        ),
+    ]
+    coloraxes = {
+        "coloraxis": weights_axis(float(np.nanmax(panels[6].z)), "weight") | {"showscale": False},
+        "coloraxis2": diverging_axis(np.concatenate([q.ravel(), k.ravel(), v.ravel()]), "q, k, v")
+        | {"showscale": False},
+        "coloraxis3": diverging_axis(steps["scores"], "score") | {"showscale": False},
+        "coloraxis4": diverging_axis(steps["scaled"], "scaled score") | {"showscale": False},
+        "coloraxis5": diverging_axis(steps["out"], "output") | {"showscale": False},
+    }
+    fig = panels_figure(
+        panels,
+        5,
+        coloraxes=coloraxes,
+        row_height=260,
+        layout_cols=[[0, 1, 2], [0, 1, 2, 3, 4]],
+        share_x=False,
+    )
+    return fig, panel_csv(panels), square
+
+
+def decode_figure(result: dict, variant: str, *, pool: str, tokens: list[str] | None, highlight: int):
+    """The decode step's weights: one row per head (grouped heads next to each other), one column per cached key."""
+    row = result["decode"]["row"]  # [H, S], one row per computed head
+    heads, keys = row.shape
+    pooling = Pooling(1, block_size(keys, max(1, DECODE_CELLS // heads)), pool)
+    z = pool_blocks(row, 1, pooling.cols, pool)
+    x = axis_labels(keys, pooling.cols, tokens)
+    y = [head_label(h, kv, variant) for h, kv in zip(result["heads"], result["kv_head"])]
+    hover = (
+        "%{y}<br>key %{x}<br>weight %{z:.4g}"
+        if not pooling.pooled
+        else f"%{{y}}<br>keys from %{{x}}<br>{pool} of {pooling.cols} keys: %{{z:.4g}}"
+    ) + "<extra></extra>"
+    panel = Panel("", z, x, y, hover, csv_name="decode step")
+    fig = panels_figure(
+        [panel],
+        1,
+        coloraxes={"coloraxis": weights_axis(float(np.nanmax(z)))},
+        row_height=min(520, 40 + 18 * heads),
+        x_title="cached key position (the last one is the token itself)",
+    )
+    # the head opened up in "inside one head", outlined (categories sit at 0, 1, ... on the y axis)
+    at = result["heads"].index(highlight)
+    fig["layout"]["shapes"] = [
+        {
+            "type": "rect",
+            "xref": "x domain",
+            "yref": "y",
+            "x0": 0,
+            "x1": 1,
+            "y0": at - 0.5,
+            "y1": at + 0.5,
+            "line": {"color": "#c4573a", "width": 2},
+        }
+    ]
+    return fig, panel_csv([panel]), pooling

@@ -1,0 +1,113 @@
+"""The layout engine: panels in a grid as one Plotly figure dict, axes placed by hand."""
+
+from __future__ import annotations
+
+import math
+
+from explorer.charts import PLOTLY_TEMPLATE, typed_array
+
+from .panels import SHOW_VALUES_UP_TO, Panel
+
+# Spacing, as fractions of the figure (Plotly's paper coordinates) or in pixels.
+COLUMN_GAP = 0.035  # between two panels of a row
+ROW_GAP_SHARED = 0.16  # between rows, split among them (room for the titles and tick labels of the row below)...
+ROW_GAP_EACH = 0.04  # ...plus this much each
+MARGINS = {"b": 45, "l": 60, "r": 20}  # px
+TOP_MARGIN, TOP_MARGIN_TITLED = 45, 70  # px above the first row: its panel titles, and the figure's title if any
+FRAME_HEIGHT = 70  # px a figure adds to its rows' heights (mostly margins)
+TITLE_HEIGHT = 30  # px the figure's title adds
+TICK_FONT = 9  # px
+PANEL_TITLE_FONT, PANEL_TITLE_FONT_NARROW = 12, 10  # px; narrow: more than four panels a row
+
+
+def panels_figure(
+    panels: list[Panel],
+    ncols: int,
+    *,
+    coloraxes: dict[str, dict],
+    row_height: int,
+    title: str = "",
+    x_title: str = "",
+    y_title: str = "",
+    layout_cols: list[list[int]] | None = None,
+    share_x: bool = True,
+) -> dict:
+    """Heatmaps in a grid, as one figure dict with its axes laid out by hand (make_subplots is several times slower,
+    and every rerun paid for it). layout_cols optionally gives, per row, the column slots used.
+
+    Row labels are drawn on the first panel of each row only, and with share_x column labels only on the lowest panel
+    of each column, so long token labels never run into the neighbouring panel; the hover names every cell anyway.
+    """
+    slots = layout_cols or [list(range(ncols))] * math.ceil(len(panels) / ncols)
+    placed = []  # (row, column) of each panel
+    for r, cols in enumerate(slots):
+        placed.extend((r, c) for c in cols)
+    placed = placed[: len(panels)]
+    lowest = {c: max(r for r, cc in placed if cc == c) for _, c in placed}
+    nrows = placed[-1][0] + 1 if placed else 1
+    gap_x, gap_y = COLUMN_GAP, ROW_GAP_SHARED / nrows + ROW_GAP_EACH
+    layout: dict = {
+        "annotations": [],
+        "height": row_height * nrows + FRAME_HEIGHT + (TITLE_HEIGHT if title else 0),
+        "margin": {"t": TOP_MARGIN_TITLED if title else TOP_MARGIN, **MARGINS},
+    }
+    if title:
+        layout["title"] = {"text": title, "font": {"size": 14}}
+    data = []
+    for index, (panel, (r, c)) in enumerate(zip(panels, placed)):
+        suffix = "" if index == 0 else str(index + 1)
+        x0, x1 = c / ncols + gap_x / 2, (c + 1) / ncols - gap_x / 2
+        y1 = 1 - r / nrows - (gap_y / 2 if r else 0)
+        y0 = 1 - (r + 1) / nrows + (gap_y / 2 if r < nrows - 1 else 0)
+        first_in_row = c == slots[r][0]
+        bottom = r == lowest[c] or not share_x
+        layout[f"xaxis{suffix}"] = {
+            "domain": [x0, x1],
+            "anchor": f"y{suffix}",
+            "tickfont": {"size": TICK_FONT},
+            "showticklabels": bottom,
+            "title": {"text": x_title if r == lowest[c] else ""},
+        }
+        layout[f"yaxis{suffix}"] = {
+            "domain": [y0, y1],
+            "anchor": f"x{suffix}",
+            "autorange": "reversed",
+            "tickfont": {"size": TICK_FONT},
+            "showticklabels": first_in_row,
+            "title": {"text": y_title if first_in_row else ""},
+        }
+        for axis, labels in ((f"xaxis{suffix}", panel.x), (f"yaxis{suffix}", panel.y)):
+            if 0 < len(labels) <= SHOW_VALUES_UP_TO and isinstance(labels[0], int):
+                # a tick on every position: Plotly's own would put -0.4 … 0.4 around a single token
+                layout[axis]["dtick"] = labels[1] - labels[0] if len(labels) > 1 else 1
+        layout["annotations"].append(
+            {
+                "text": panel.title,
+                "x": (x0 + x1) / 2,
+                "y": y1,
+                "xref": "paper",
+                "yref": "paper",
+                "showarrow": False,
+                "yanchor": "bottom",
+                "font": {"size": PANEL_TITLE_FONT if ncols <= 4 else PANEL_TITLE_FONT_NARROW},
+            }
+        )
+        trace = {
+            "type": "heatmap",
+            "z": typed_array(panel.z),
+            "x": panel.x,
+            "y": panel.y,
+            "coloraxis": panel.coloraxis,
+            "hovertemplate": panel.hover,
+            "xaxis": f"x{suffix}",
+            "yaxis": f"y{suffix}",
+            "hoverongaps": False,
+        }
+        if panel.show_values:
+            trace["texttemplate"] = "%{z:.2f}"
+            trace["textfont"] = {"size": TICK_FONT}
+        data.append(trace)
+    for name, axis in coloraxes.items():
+        layout[name] = axis
+    layout["template"] = PLOTLY_TEMPLATE
+    return {"data": data, "layout": layout}

