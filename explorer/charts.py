@@ -75,7 +75,13 @@ def show_chart(fig: go.Figure | dict, *, name: str, rows: Sequence[dict] | Calla
     caption and a CSV download of rows (the numbers it plots), or of a callable giving their CSV text. The CSV is
     written when the button is clicked, not on every rerun. name keys the widgets."""
     if isinstance(fig, dict):
-        fig = PreparedFigure(fig)
+        fig = PreparedFigure({**fig, "layout": title_below_toolbar(fig.get("layout", {}))})
+    else:
+        fig.update_layout(
+            title_below_toolbar(
+                {"title": fig.layout.title.to_plotly_json(), "margin": fig.layout.margin.to_plotly_json()}
+            )
+        )
     to_image = dict(PLOTLY_CONFIG["toImageButtonOptions"], filename=name)
     st.plotly_chart(fig, config=PLOTLY_CONFIG | {"toImageButtonOptions": to_image}, key=f"chart_{name}")
     left, right = st.columns([6, 1], vertical_alignment="center")
@@ -90,6 +96,29 @@ def show_chart(fig: go.Figure | dict, *, name: str, rows: Sequence[dict] | Calla
         help="The numbers this chart plots",
         width="stretch",
     )
+
+
+def title_below_toolbar(layout: dict) -> dict:
+    """The layout with its title seated just above the plot, so the always-visible toolbar (top right of the chart)
+    never covers it on a narrow screen, and a top margin that leaves room for both. A copy: figures are cached."""
+    title = layout.get("title")
+    if not title or not (title.get("text") if isinstance(title, dict) else title):
+        return layout
+    title = dict(title) if isinstance(title, dict) else {"text": title}
+    text = title.get("text") or ""
+    if (
+        len(text) > 48 and "<br>" not in text
+    ):  # Plotly does not wrap: two lines fit a projector's half width and a phone
+        middle = len(text) // 2
+        spaces = [i for i, ch in enumerate(text) if ch == " "]
+        cut = min(spaces, key=lambda i: abs(i - middle)) if spaces else None
+        if cut is not None:
+            title["text"] = text[:cut] + "<br>" + text[cut + 1 :]
+    title.update(yref="paper", y=1, yanchor="bottom")
+    title.setdefault("pad", {"b": 12})
+    margin = dict(layout.get("margin") or {})
+    margin["t"] = max(margin.get("t", 100), 100 if "<br>" in title["text"] else 80)
+    return {**layout, "title": title, "margin": margin}
 
 
 # One colour per variant, on every page.

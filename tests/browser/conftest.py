@@ -215,7 +215,7 @@ def chart_data(page) -> list[dict]:
     return json.loads(
         page.evaluate(
             """() => JSON.stringify(Array.from(document.querySelectorAll('.js-plotly-plot')).map(g => ({
-                title: ((g._fullLayout && g._fullLayout.title && g._fullLayout.title.text) || '').replace(/<[^>]*>/g, ''),
+                title: ((g._fullLayout && g._fullLayout.title && g._fullLayout.title.text) || '').replace(/<br>/g, ' ').replace(/<[^>]*>/g, ''),
                 traces: g._fullData.map(t => ({type: t.type, name: t.name || '',
                     x: t.x ? Array.from(t.x) : null, y: t.y ? Array.from(t.y) : null,
                     z: t.z ? Array.from(t.z, row => (row && row.length !== undefined) ? Array.from(row) : row) : null})),

@@ -74,7 +74,7 @@ def test_a_slider_moved_with_the_keyboard_updates_the_chart_and_the_url(server, 
     page.wait_for_function(f"() => new URLSearchParams(location.search).get('seq_len') === '{moved.seq_len}'")
     page.wait_for_function(
         f"""() => Array.from(document.querySelectorAll('.js-plotly-plot'))
-                 .some(g => (g._fullLayout.title.text || '').includes('{moved.seq_len:,} tokens'))"""
+                 .some(g => (g._fullLayout.title.text || '').replace(/<br>/g, ' ').includes('{moved.seq_len:,} tokens'))"""
     )
     wait_until_idle(page)
     assert url_params(page) == moved.to_link()
