@@ -370,3 +370,32 @@ def test_text_longer_than_the_token_limit_is_cut_and_the_page_says_so():
     assert "the first 128 of 150 are used" in texts(at)
     x = charts(at)[0]["data"][0]["x"]
     assert "mean of 2×2 blocks" in texts(at) and x == list(range(0, 128, 2))  # 128 tokens, pooled for 8 panels
+
+
+def test_inside_one_head_every_step_has_a_colour_scale_and_scaling_shares_the_scores_scale():
+    """Q, K, V and steps 1-5 each have a visible scale; QKᵀ and ×1/√d_k share one, so the scaling shows as a fade."""
+    from explorer.heatmaps.figures import steps_figure
+
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.standard_normal((6, 8)).astype(np.float32) for _ in range(3))
+    scores = q @ k.T
+    scaled = scores / np.sqrt(8)
+    masked = np.where(np.tril(np.ones((6, 6), bool)), scaled, -np.inf)
+    weights = np.exp(masked - masked.max(1, keepdims=True))
+    weights /= weights.sum(1, keepdims=True)
+    steps = {
+        "q": q,
+        "k": k,
+        "v": v,
+        "scores": scores,
+        "scaled": scaled,
+        "masked": masked,
+        "weights": weights,
+        "out": weights @ v,
+    }
+    spec, _, _ = steps_figure(steps, causal=True, pool="mean", tokens=None, d_k=8)
+    layout = spec["layout"]
+    axes = {trace["coloraxis"] for trace in spec["data"]}
+    assert all(layout[axis].get("showscale", True) and layout[axis]["colorbar"]["title"]["text"] for axis in axes)
+    assert spec["data"][3]["coloraxis"] == spec["data"][4]["coloraxis"], "QKᵀ and ×1/√d_k on one scale"
+    assert all(layout[f"xaxis{'' if i == 0 else i + 1}"]["title"]["text"] for i in range(3, 8)), "steps 1-5 axes titled"
