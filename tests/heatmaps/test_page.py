@@ -147,7 +147,7 @@ def test_moving_the_sequence_length_within_the_same_window_recomputes_nothing(mo
 def test_heads_are_laid_out_one_kv_group_per_row():
     at = open_page()
     layout = charts(at)[0]["layout"]
-    titles = [a["text"] for a in layout["annotations"]]
+    titles = [a["text"].replace("<br>", " · ", 1) for a in layout["annotations"]]
     assert titles[:4] == [f"head {h} · KV 0" for h in range(4)] and titles[4] == "head 4 · KV 1"
     top_row = layout["yaxis"]["domain"]
     assert [layout[f"yaxis{i}"]["domain"] for i in (2, 3, 4)] == [top_row] * 3  # heads 0-3 share a row
@@ -247,7 +247,7 @@ def test_a_page_of_heads_shows_those_heads_of_the_full_layer():
     at = open_page(d_model="256", heads="32", groups="4", latent="16", rope_dim="8", seq_len="24", hm_from="16")
     expected = layer_weights(settings, "gqa", n_tokens=24)
     grid = heatmaps(charts(at)[0])
-    titles = [a["text"] for a in charts(at)[0]["layout"]["annotations"]][:16]
+    titles = [a["text"].replace("<br>", " · ", 1) for a in charts(at)[0]["layout"]["annotations"]][:16]
     assert titles == [f"head {h}<br>KV {h // 8}" for h in range(16, 32)]  # 8 a row: two lines, so they fit
     for z, weights in zip(grid, expected[16:32], strict=True):
         np.testing.assert_allclose(z, weights, atol=1e-6)
@@ -278,7 +278,7 @@ def test_long_sequences_are_pooled_by_blocks_and_say_so(how):
 # --- links ----------------------------------------------------------------------------------------------------------
 def test_the_link_sent_by_another_page_opens_that_variant_and_group():
     at = open_page(hm_variant="gqa", hm_group="1")
-    titles = [a["text"] for a in charts(at)[0]["layout"]["annotations"]]
+    titles = [a["text"].replace("<br>", " · ", 1) for a in charts(at)[0]["layout"]["annotations"]]
     assert titles == [f"head {h} · KV 1" for h in range(4, 8)]
     at = open_page(hm_variant="mqa", hm_group="all")
     assert len(heatmaps(charts(at)[0])) == 8
