@@ -44,7 +44,7 @@ def link_value(at, name: str) -> str:
 
 
 def charts_by_title(at) -> dict[str, dict]:
-    return {spec["layout"]["title"]["text"]: spec for spec in chart_specs(at)}
+    return {spec["layout"]["title"]["text"].replace("<br>", " "): spec for spec in chart_specs(at)}
 
 
 def chart(at, starts: str) -> dict:
