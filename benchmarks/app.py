@@ -1,9 +1,10 @@
-"""The app's own budgets (DESIGN.md section 3), measured: rerun time, bytes sent to the browser, server memory.
+"""The app's own budgets (ARCHITECTURE.md, Budgets), measured: rerun time, bytes sent to the browser, server memory.
 
     python benchmarks/app.py            # every page at default and largest settings, then a classroom of 20 sessions
     python benchmarks/app.py --quick    # CI's short mode: default settings, 3 changes per page, 4 sessions
     python benchmarks/app.py --profile heatmaps   # only this: where one page's rerun time goes at the largest settings
     python benchmarks/app.py --classroom-only --largest-class   # 20 students, all at the largest widths (memory)
+    python benchmarks/app.py --classroom-only --model-class     # 20 students, all on the trained model, each own text
 
 Part 1 runs each page in this process through Streamlit's AppTest (the server-side work of a rerun, no network).
 Part 2 starts `streamlit run app.py` on a free 127.0.0.1 port and opens one headless chromium context per student,
@@ -42,7 +43,7 @@ from streamlit.util import calc_hash  # noqa: E402
 from explorer.pages import PAGES  # noqa: E402
 from explorer.settings import SEQ_LEN_CHOICES, Settings  # noqa: E402
 
-# DESIGN.md section 3
+# ARCHITECTURE.md, Budgets
 BUDGET_RERUN_DEFAULT_MS = 150  # median
 BUDGET_RERUN_LARGEST_MS = 600  # median
 BUDGET_CHART_BYTES = 1_000_000  # per page, at any setting
@@ -340,16 +341,21 @@ class RssSampler(threading.Thread):
             return self.peak_sampled
 
 
-def student_link(index: int, largest: bool = False) -> tuple[str, Settings, int]:
-    """Session index's own page and settings (its seed is unique, so a leak cannot go unnoticed). largest: every
-    student at the largest widths (d_model 8192, 128 heads, latent 4096), the worst case for memory."""
+CLASS_KINDS = ("mixed", "largest", "model")
+
+
+def student_link(index: int, kind: str = "mixed") -> tuple[str, Settings, int, dict[str, str]]:
+    """Session index's own page, settings (its seed is unique, so a leak cannot go unnoticed) and page parameters.
+    kind "largest": every student at the largest widths (d_model 8192, 128 heads, latent 4096), the worst case for
+    memory; "model": every student on the trained model's page with a text of their own (a forward pass each)."""
     names = list(PAGES)
-    page = names[index % len(names)]
-    if largest:
+    page = "trained" if kind == "model" else names[index % len(names)]
+    view = {"tm_text": f"Student {index} asks how attention shares its keys and values."} if kind == "model" else {}
+    if kind == "largest":
         settings = replace(
             LARGEST, groups=(8, 16, 32, 64)[index % 4], seq_len=(1024, 1536, 2048, 3072)[index % 4], seed=1000 + index
         )
-        return page, settings, SEQ_LEN_CHOICES.index(settings.seq_len)
+        return page, settings, SEQ_LEN_CHOICES.index(settings.seq_len), view
     d_model, heads = [(256, 4), (512, 8), (768, 12), (1024, 16), (384, 6)][index % 5]
     settings = Settings(
         d_model=d_model,
@@ -361,7 +367,7 @@ def student_link(index: int, largest: bool = False) -> tuple[str, Settings, int]
         batch=1 + index % 2,
         seed=1000 + index,
     )
-    return page, settings, SEQ_LEN_CHOICES.index(settings.seq_len)
+    return page, settings, SEQ_LEN_CHOICES.index(settings.seq_len), view
 
 
 WAIT_IDLE = """() => !document.querySelector('[data-testid="stStatusWidget"]')"""
@@ -369,10 +375,10 @@ CHART_MARKER = b"displayModeBar"  # in the config of every chart explorer.charts
 CHART_READY = """() => { const g = document.querySelector('.js-plotly-plot'); return !!(g && g._fullData && g._fullData.length); }"""
 
 
-async def one_student(browser, base: str, index: int, moves: int, limit: float, largest: bool) -> dict:
-    page_name, settings, seq_index = student_link(index, largest)
+async def one_student(browser, base: str, index: int, moves: int, limit: float, kind: str) -> dict:
+    page_name, settings, seq_index, view = student_link(index, kind)
     path = "" if page_name == "overview" else page_name
-    url = f"{base}/{path}?{urlencode(settings.to_link())}"
+    url = f"{base}/{path}?{urlencode(settings.to_link() | view)}"
     result = {"index": index, "page": page_name, "first_chart": None, "phases": None, "moves": [], "problem": None}
     context = await browser.new_context(viewport={"width": 1280, "height": 900})
     try:
@@ -473,7 +479,7 @@ async def warm_up(browser, base: str, limit: float) -> float:
         await context.close()
 
 
-async def classroom(base: str, sessions: int, moves: int, limit: float, largest: bool) -> list[dict]:
+async def classroom(base: str, sessions: int, moves: int, limit: float, kind: str) -> list[dict]:
     from playwright.async_api import async_playwright
 
     async with async_playwright() as playwright:
@@ -487,7 +493,7 @@ async def classroom(base: str, sessions: int, moves: int, limit: float, largest:
 
             async def staggered(index: int) -> dict:
                 await asyncio.sleep(0.25 * index)  # students arrive over a few seconds, not in one instant
-                return await one_student(browser, base, index, moves, limit, largest)
+                return await one_student(browser, base, index, moves, limit, kind)
 
             results = await asyncio.gather(*(staggered(i) for i in range(sessions)))
             # Every session is still open: only now read each one back, after all the others have moved too.
@@ -502,11 +508,15 @@ async def classroom(base: str, sessions: int, moves: int, limit: float, largest:
             await browser.close()
 
 
-def run_part_two(sessions: int, moves: int, limit: float, total_limit: float, largest: bool = False) -> bool:
+def run_part_two(sessions: int, moves: int, limit: float, total_limit: float, kind: str = "mixed") -> bool:
     print()
     print(
         f"== Part 2: a classroom: {sessions} sessions, one chromium context each, each moving a slider {moves} times"
-        + (", every one at the largest widths (d_model 8192, 128 heads, latent 4096)" if largest else "")
+        + {
+            "mixed": "",
+            "largest": ", every one at the largest widths (d_model 8192, 128 heads, latent 4096)",
+            "model": ", every one on the trained model's page with a text of their own",
+        }[kind]
         + " =="
     )
     port = free_port()
@@ -520,7 +530,7 @@ def run_part_two(sessions: int, moves: int, limit: float, total_limit: float, la
     began = time.perf_counter()
     try:
         results = asyncio.run(
-            asyncio.wait_for(classroom(f"http://127.0.0.1:{port}", sessions, moves, limit, largest), total_limit)
+            asyncio.wait_for(classroom(f"http://127.0.0.1:{port}", sessions, moves, limit, kind), total_limit)
         )
         died = process.poll() is not None
     except TimeoutError:
@@ -617,6 +627,11 @@ def main() -> int:
         action="store_true",
         help="the classroom at the largest widths: the worst case for the server's memory",
     )
+    parser.add_argument(
+        "--model-class",
+        action="store_true",
+        help="the classroom all on the trained model's page, each student with a text of their own",
+    )
     args = parser.parse_args()
     sessions = max(1, min(args.sessions or (4 if args.quick else 20), 40))
     timeout = 300.0  # seconds for one AppTest run: a bound, not a budget
@@ -631,9 +646,9 @@ def main() -> int:
             run_part_two(
                 sessions,
                 moves=2 if args.quick else 3,
-                limit=400.0 if args.largest_class else 180.0,
-                total_limit=900.0 if args.largest_class else 240.0 if args.quick else 600.0,
-                largest=args.largest_class,
+                limit=400.0 if args.largest_class or args.model_class else 180.0,
+                total_limit=900.0 if args.largest_class or args.model_class else 240.0 if args.quick else 600.0,
+                kind="largest" if args.largest_class else "model" if args.model_class else "mixed",
             )
             and ok
         )

@@ -165,7 +165,7 @@ def cache_size_figure(traces: dict[str, dict], step: int) -> dict:
     the table: no browser-side animation that would move the markers alone).
 
     A plain dict, as every figure here: st.plotly_chart validates it once, where a go.Figure would be validated
-    when built and again when sent (with one frame per step, that alone was ~100 ms a rerun).
+    when built and again when sent (with one frame per step, that alone was most of a rerun).
     """
     data = []
     for name, trace in traces.items():

@@ -8,7 +8,7 @@ import streamlit as st
 
 from attn_core import VARIANTS, AttentionConfig
 from explorer.probes import FLOAT32_TOLERANCE
-from explorer.probes.masks import MAX_TOKENS, explore_masks
+from explorer.probes.masks import MAX_TOKENS, ChunkResult, CrossResult, MasksResult, PaddingResult, explore_masks
 
 from .charts import PLOTLY_TEMPLATE, typed_array
 from .params import Choice, Flag, IntRange
@@ -40,7 +40,7 @@ def masks_result(
     chunk: int,
     query_len: int,
     memory_len: int,
-) -> dict:
+) -> MasksResult:
     """One layer of the shown head built per distinct (layer, seed, head, lengths): a sidebar change this page does
     not use (sequence length, batch, dtype) recomputes nothing."""
     return explore_masks(
@@ -64,13 +64,13 @@ def section_chart(section: str, cfg: AttentionConfig, seed: int, lengths: tuple,
     result = masks_result(cfg, seed, head, *lengths)
     long_len, short_len, causal, prefill, chunk, query_len, memory_len = lengths
     if section == "padding":
-        panels, height = padding_panels(result["padding"], head, short_len), 360
+        panels, height = padding_panels(result.padding, head, short_len), 360
     elif section == "causal":
-        panels, height = chunk_mask_panels(result["chunk"], prefill), 340
+        panels, height = chunk_mask_panels(result.chunk, prefill), 340
     elif section == "chunk":
-        panels, height = chunk_weight_panels(result["chunk"], head, prefill), 340
+        panels, height = chunk_weight_panels(result.chunk, head, prefill), 340
     elif section == "cross":
-        panels, height = cross_panels(result["cross"], head), 340
+        panels, height = cross_panels(result.cross, head), 340
     else:
         raise ValueError(f"section={section!r}: one of padding, causal, chunk, cross.")
     return heatmaps_figure(panels, height=height), csv_rows(panels)
@@ -79,7 +79,7 @@ def section_chart(section: str, cfg: AttentionConfig, seed: int, lengths: tuple,
 def heatmaps_figure(panels: list[dict], *, height: int = 360) -> dict:
     """Heatmaps side by side, each as wide as its key count. Each panel: title, z [rows, cols], x and y labels,
     kind "mask" or "weight". Laid out as a figure dict by hand (shown as it is by explorer.charts.show_chart):
-    make_subplots took about 50 ms a figure, and a head change redraws three of them."""
+    make_subplots is much slower (benchmarks/MEASUREMENTS.md), and a head change redraws three of them."""
     widths = [max(len(p["x"]), 1) for p in panels]
     gap = 0.08
     usable = 1 - gap * (len(panels) - 1)
@@ -160,8 +160,8 @@ def csv_rows(panels: list[dict]) -> list[dict]:
     return rows
 
 
-def padding_panels(result: dict, head: int, short_len: int) -> list[dict]:
-    allowed = result["allowed"][1].astype(np.float32)  # [L, S] of the short sequence
+def padding_panels(result: PaddingResult, head: int, short_len: int) -> list[dict]:
+    allowed = result.allowed[1].astype(np.float32)  # [L, S] of the short sequence
     positions = list(range(allowed.shape[1]))
     return [
         {
@@ -174,7 +174,7 @@ def padding_panels(result: dict, head: int, short_len: int) -> list[dict]:
         },
         {
             "title": f"head {head} weights (short sequence)",
-            "z": result["short_weights"][0],
+            "z": result.short_weights[0],
             "x": positions,
             "y": positions,
             "kind": "weight",
@@ -183,13 +183,13 @@ def padding_panels(result: dict, head: int, short_len: int) -> list[dict]:
     ]
 
 
-def chunk_mask_panels(result: dict, prefill: int) -> list[dict]:
-    total = result["full_mask"].shape[0]
+def chunk_mask_panels(result: ChunkResult, prefill: int) -> list[dict]:
+    total = result.full_mask.shape[0]
     positions = list(range(total))
     return [
         {
             "title": f"full pass: {total} × {total}",
-            "z": result["full_mask"].astype(np.float32),
+            "z": result.full_mask.astype(np.float32),
             "x": positions,
             "y": positions,
             "kind": "mask",
@@ -197,7 +197,7 @@ def chunk_mask_panels(result: dict, prefill: int) -> list[dict]:
         },
         {
             "title": f"chunk after {prefill} cached: {total - prefill} × {total}",
-            "z": result["chunk_mask"].astype(np.float32),
+            "z": result.chunk_mask.astype(np.float32),
             "x": positions,
             "y": positions[prefill:],
             "kind": "mask",
@@ -206,13 +206,13 @@ def chunk_mask_panels(result: dict, prefill: int) -> list[dict]:
     ]
 
 
-def chunk_weight_panels(result: dict, head: int, prefill: int) -> list[dict]:
-    total = result["full_mask"].shape[0]
+def chunk_weight_panels(result: ChunkResult, head: int, prefill: int) -> list[dict]:
+    total = result.full_mask.shape[0]
     positions = list(range(total))
     return [
         {
             "title": f"head {head}, full pass",
-            "z": result["full_weights"][0],
+            "z": result.full_weights[0],
             "x": positions,
             "y": positions,
             "kind": "weight",
@@ -220,7 +220,7 @@ def chunk_weight_panels(result: dict, head: int, prefill: int) -> list[dict]:
         },
         {
             "title": f"head {head}, chunk through the cache",
-            "z": result["chunk_weights"][0],
+            "z": result.chunk_weights[0],
             "x": positions,
             "y": positions[prefill:],
             "kind": "weight",
@@ -229,8 +229,8 @@ def chunk_weight_panels(result: dict, head: int, prefill: int) -> list[dict]:
     ]
 
 
-def cross_panels(result: dict, head: int) -> list[dict]:
-    weights = result["weights"][0]  # [Lq, Lkv]
+def cross_panels(result: CrossResult, head: int) -> list[dict]:
+    weights = result.weights[0]  # [L, S]
     return [
         {
             "title": f"head {head}: {weights.shape[0]} queries × {weights.shape[1]} keys",

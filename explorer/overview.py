@@ -7,7 +7,7 @@ import streamlit as st
 
 from attn_core import VARIANT_NAMES, AttentionConfig
 from attn_core.accounting import decode_flops_per_token
-from explorer.probes.overview import compare_variants
+from explorer.probes.overview import VariantRow, compare_variants
 
 from .charts import FLOP_UNITS, VARIANT_COLORS, format_bytes, format_flops, unit_axis
 from .settings import Settings
@@ -21,42 +21,42 @@ TRADE_OFFS = {
 }
 
 
-def summary_table(rows: list[dict]) -> list[dict]:
+def summary_table(rows: list[VariantRow]) -> list[dict]:
     """One display row per variant, numbers with units; the check mark says the measured cache equals the formula."""
     table = []
     for row in rows:
-        agrees = row["cache_bytes_measured"] == row["cache_bytes_formula"]
+        agrees = row.cache_bytes_measured == row.cache_bytes_formula
         # The columns that carry the point come first, so a projector or a phone shows them without scrolling.
         table.append(
             {
-                "Variant": row["variant"].upper(),
+                "Variant": row.variant.upper(),
                 "Agree": "✓" if agrees else "✗",
-                "vs MHA": f"{row['cache_ratio_to_mha']:.3g}×",
-                "Cache, measured": format_bytes(row["cache_bytes_measured"]),
-                "Cache, formula": format_bytes(row["cache_bytes_formula"]),
-                "FLOPs per decoded token": format_flops(row["decode_flops_per_token"]),
-                "Cache per token": f"{row['cache_elements_per_token']:,} numbers = {format_bytes(row['cache_bytes_per_token'])}",
-                "Parameters": f"{row['parameters']:,}",
-                "Name": VARIANT_NAMES[row["variant"]],
+                "vs MHA": f"{row.cache_ratio_to_mha:.3g}×",
+                "Cache, measured": format_bytes(row.cache_bytes_measured),
+                "Cache, formula": format_bytes(row.cache_bytes_formula),
+                "FLOPs per decoded token": format_flops(row.decode_flops_per_token),
+                "Cache per token": f"{row.cache_elements_per_token:,} numbers = {format_bytes(row.cache_bytes_per_token)}",
+                "Parameters": f"{row.parameters:,}",
+                "Name": VARIANT_NAMES[row.variant],
             }
         )
     return table
 
 
-def cache_bar_figure(rows: list[dict], seq_len: int, batch: int, dtype: str) -> go.Figure:
-    values = [row["cache_bytes_measured"] for row in rows]
+def cache_bar_figure(rows: list[VariantRow], seq_len: int, batch: int, dtype: str) -> go.Figure:
+    values = [row.cache_bytes_measured for row in rows]
     return _variant_bars(
         rows,
         values,
-        labels=[f"{format_bytes(v)}<br>{row['cache_ratio_to_mha']:.3g}× MHA" for v, row in zip(values, rows)],
+        labels=[f"{format_bytes(v)}<br>{row.cache_ratio_to_mha:.3g}× MHA" for v, row in zip(values, rows)],
         unit="bytes",
         title=f"KV cache of one layer: {seq_len:,} tokens × batch {batch} in {dtype}",
         yaxis_title="cache held",
     )
 
 
-def flops_bar_figure(rows: list[dict], seq_len: int) -> go.Figure:
-    values = [row["decode_flops_per_token"] for row in rows]
+def flops_bar_figure(rows: list[VariantRow], seq_len: int) -> go.Figure:
+    values = [row.decode_flops_per_token for row in rows]
     return _variant_bars(
         rows,
         values,
@@ -69,15 +69,15 @@ def flops_bar_figure(rows: list[dict], seq_len: int) -> go.Figure:
 
 
 def _variant_bars(
-    rows: list[dict], values: list, *, labels: list[str], unit: str, title: str, yaxis_title: str, units=None
+    rows: list[VariantRow], values: list, *, labels: list[str], unit: str, title: str, yaxis_title: str, units=None
 ) -> go.Figure:
     """One bar per variant in its colour, labelled above, with headroom for the labels. The axis ticks are labelled
     in one unit of `units` (bytes in KiB/MiB/GiB by default), never with Plotly's SI letters."""
     fig = go.Figure(
         go.Bar(
-            x=[row["variant"].upper() for row in rows],
+            x=[row.variant.upper() for row in rows],
             y=values,
-            marker_color=[VARIANT_COLORS[row["variant"]] for row in rows],
+            marker_color=[VARIANT_COLORS[row.variant] for row in rows],
             text=labels,
             textposition="outside",
             hovertemplate=f"%{{x}}: %{{y:,}} {unit}<extra></extra>",
@@ -95,12 +95,12 @@ def _variant_bars(
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
-def variant_rows(settings: Settings) -> list[dict]:
+def variant_rows(settings: Settings) -> list[VariantRow]:
     """The probe's rows for these settings (cached: the same settings always give the same rows)."""
     return compare_variants(settings.configs(), batch=settings.batch, seq_len=settings.seq_len, dtype=settings.dtype)
 
 
-def csv_rows(rows: list[dict]) -> list[dict]:
+def csv_rows(rows: list[VariantRow]) -> list[dict]:
     """The plotted numbers in plain columns for the CSV download."""
     keys = (
         "variant",
@@ -112,10 +112,10 @@ def csv_rows(rows: list[dict]) -> list[dict]:
         "cache_ratio_to_mha",
         "decode_flops_per_token",
     )
-    return [{key: row[key] for key in keys} for row in rows]
+    return [{key: getattr(row, key) for key in keys} for row in rows]
 
 
-def flops_caption(rows: list[dict], settings: Settings) -> str:
+def flops_caption(rows: list[VariantRow], settings: Settings) -> str:
     """What to notice in the FLOPs chart, worked out from the rows shown (against MHA at the same width and heads,
     whether or not MHA is shown): which variants cut cache and work together, and which pay for a smaller cache
     with more arithmetic, by how much."""
@@ -124,10 +124,10 @@ def flops_caption(rows: list[dict], settings: Settings) -> str:
     cheaper, same, parts = [], [], [f"MHA here: {format_flops(mha_flops)} per decoded token."]
     dearer = []
     for row in rows:
-        if row["variant"] == "mha":
+        if row.variant == "mha":
             continue
-        ratio, cache = row["decode_flops_per_token"] / mha_flops, row["cache_ratio_to_mha"]
-        name = row["variant"].upper()
+        ratio, cache = row.decode_flops_per_token / mha_flops, row.cache_ratio_to_mha
+        name = row.variant.upper()
         if ratio > 1.005 and cache < 1:
             dearer.append(
                 f"{name} pays for its smaller cache ({cache:.3g}× MHA's) in arithmetic: {ratio:.3g}× MHA's work."

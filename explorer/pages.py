@@ -14,6 +14,7 @@ class PageEntry(NamedTuple):
 
 # A page's key is its URL path and equals its file's stem: a freshly started server resolves the first link it is
 # given by file name, before app.py has registered these pages (a mismatch shows "Page not found").
+# (Streamlit's pages/ folder quirk: see ARCHITECTURE.md and explorer.state._run_through_the_shell.)
 PAGES: dict[str, PageEntry] = {
     "overview": PageEntry("pages/overview.py", "Overview", ":material/dashboard:", "The four variants side by side."),
     "mapping": PageEntry(

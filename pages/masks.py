@@ -99,29 +99,29 @@ def chart(section: str, name: str, caption: str) -> None:
     show_chart(spec, name=name, rows=rows, caption=caption)
 
 
-padding = result["padding"]
+padding = result.padding
 st.header("1. A batch of two sequences of unequal length")
 st.markdown(
     f"The short sequence ({short_len} tokens) is **right-padded** to {long_len} so both fit one tensor "
     f"[2, {long_len}, {settings.d_model}]. `key_padding_mask` [2, {long_len}] says which keys are real (✓) and which "
     "are padding (·):"
 )
-st.dataframe(view.mask_table(padding["key_padding_mask"]), hide_index=True)
+st.dataframe(view.mask_table(padding.key_padding_mask), hide_index=True)
 chart(
     "padding",
     "masks-padding",
     f"Notice the padded key columns {short_len}…{long_len - 1}: blocked in every row, so their weight is exactly "
-    f"0 (largest here: {padding['padded_key_weight_max']:.1g}). Rows from {short_len} on are padded queries: "
+    f"0 (largest here: {padding.padded_key_weight_max:.1g}). Rows from {short_len} on are padded queries: "
     "computed, then thrown away.",
 )
 st.markdown(
     f"**Check: the short sequence's real rows equal running it alone** (without padding, {short_len} tokens):\n\n"
-    f"- {view.check_line(f'head {head}: attention weights', padding['rows_weights_diff'])}\n"
-    f"- {view.check_line(f'head {head}: its output through o_proj', padding['rows_output_diff'])}"
+    f"- {view.check_line(f'head {head}: attention weights', padding.rows_weights_diff)}\n"
+    f"- {view.check_line(f'head {head}: its output through o_proj', padding.rows_output_diff)}"
 )
 
 # --- 2. causal mask aligned to the end ----------------------------------------------------------------------------
-chunk_result = result["chunk"]
+chunk_result = result.chunk
 total = prefill + chunk
 st.header("2. The causal mask, aligned to the end")
 st.markdown(
@@ -142,11 +142,11 @@ chart(
     "how keys are stored, not what a query sees.",
 )
 st.markdown(
-    f"**Check: the chunk through the cache ({chunk_result['cached_tokens']} tokens cached after it) equals the last "
+    f"**Check: the chunk through the cache ({chunk_result.cached_tokens} tokens cached after it) equals the last "
     f"{chunk} rows of one full pass**"
     + (" (MLA attends to its cache with absorbed weights, in latent space)" if variant == "mla" else "")
-    + f":\n\n- {view.check_line(f'head {head}: attention weights', chunk_result['rows_weights_diff'])}\n"
-    f"- {view.check_line(f'head {head}: its output through o_proj', chunk_result['rows_output_diff'])}"
+    + f":\n\n- {view.check_line(f'head {head}: attention weights', chunk_result.rows_weights_diff)}\n"
+    f"- {view.check_line(f'head {head}: its output through o_proj', chunk_result.rows_output_diff)}"
 )
 
 # --- 3. cross-attention -------------------------------------------------------------------------------------------
@@ -158,7 +158,7 @@ if not cross_available:
         icon="ℹ️",
     )
 else:
-    cross = result["cross"]
+    cross = result.cross
     st.markdown(
         f"`layer(queries, kv_input=memory)`: {query_len} queries attend to {memory_len} keys/values projected from "
         "another sequence (as a decoder reads an encoder). No causal mask — there is no order between two "

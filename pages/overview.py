@@ -20,8 +20,8 @@ st.markdown(
 
 rows = view.variant_rows(settings)
 for row in rows:
-    for note in row["warnings"]:
-        st.warning(f"{row['variant'].upper()}: {note}")
+    for note in row.warnings:
+        st.warning(f"{row.variant.upper()}: {note}")
 
 st.subheader(f"One layer at d_model {settings.d_model}, {settings.heads} heads, {settings.seq_len:,} tokens")
 st.dataframe(view.summary_table(rows), hide_index=True, width="stretch")
@@ -49,7 +49,7 @@ with right:
 
 st.subheader("What each variant trades")
 for row in rows:
-    st.markdown(f"**{row['variant'].upper()}** — {view.TRADE_OFFS[row['variant']]}")
+    st.markdown(f"**{row.variant.upper()}** — {view.TRADE_OFFS[row.variant]}")
 
 st.subheader("Explore further")
 for name, page in PAGES.items():

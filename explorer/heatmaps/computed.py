@@ -92,7 +92,7 @@ def comparison_blocked(d_model: int, length: int) -> str | None:
 
     The comparison builds one more layer (MHA), makes the variants from it and runs them all on the window: its work
     grows as tokens × d_model², and above COMPARE_WORK_BUDGET it alone would take more than a rerun may (at d_model
-    8192 drawing MHA's weights takes 1-2 s here).
+    8192 drawing MHA's weights alone takes seconds).
     """
     if length * d_model**2 <= COMPARE_WORK_BUDGET:
         return None

@@ -29,7 +29,9 @@ MAX_TEXT_TOKENS = 128
 MAX_WINDOW_TOKENS = 512
 WINDOW_CELL_BUDGET = 2**21  # computed heads x tokens^2 weights held per pass (8 MiB of float32)
 WINDOW_WORK_BUDGET = 2**32  # multiply-adds of the computed heads' four projections over the window
-COMPARE_WORK_BUDGET = 2**28  # tokens x d_model^2 for the variants compared: MHA built and four layers run, ~0.2 s here
+COMPARE_WORK_BUDGET = (
+    2**28
+)  # tokens x d_model^2 for the variants compared (MHA built and four layers run): kept within a rerun
 MLA_CONVERSION_MAX_D_MODEL = (
     1024  # the singular vectors of MHA's [2 d_model, d_model] key-value weights: work grows as d_model^3
 )
@@ -120,8 +122,8 @@ def head_tensors(layer, x: torch.Tensor) -> HeadTensors:
 @contextmanager
 def projections_computed_once(layer):
     """While a layer is taken apart, each of its linear projections called again on an input equal to one it has
-    already seen returns the output it gave then, instead of a second product with d_model² weights (at d_model 8192,
-    0.14 s each). Yields {projection: [(input, output), ...]} in call order, so the caller can read what went in.
+    already seen returns the output it gave then, instead of a second product with d_model² weights (the costliest
+    step of a wide layer). Yields {projection: [(input, output), ...]} in call order, so the caller can read what went in.
 
     Same input, same weights, same kernel: the numbers are the ones a second call would compute.
     """
@@ -329,8 +331,8 @@ def pairwise_l1_sum(weights: torch.Tensor) -> float:
     """Sum over pairs a < b along the first axis of sum over the rest of |w_a - w_b|, weights [n, ...] (in float64).
 
     Few heads: pair by pair. More: with the n values at each position sorted, x_(1) <= ... <= x_(n), the sum over their
-    pairs is sum_k (2k - n - 1) x_(k), so no pair is visited (n log n per position instead of n^2; numpy's sort, about
-    30x faster than torch's on these shapes here).
+    pairs is sum_k (2k - n - 1) x_(k), so no pair is visited (n log n per position instead of n^2; numpy's sort, much
+    faster than torch's on these shapes).
     """
     n = weights.shape[0]
     if n <= 16:

@@ -17,7 +17,7 @@ from explorer.settings import Settings, normalize
 REPO = Path(__file__).resolve().parents[2]
 TIMEOUT = 180  # seconds for one run; generous because the machine is shared (a run normally takes well under 1 s)
 
-# The two ends of the sidebar's ranges, as named in the brief (and DESIGN.md section 3).
+# The two ends of the sidebar's ranges, as named in the brief (and ARCHITECTURE.md, Budgets).
 SMALLEST = Settings(d_model=16, heads=1, groups=1, latent=4, rope_dim=2, seq_len=1, batch=1)
 LARGEST = Settings(
     d_model=8192, heads=128, groups=128, latent=4096, rope_dim=64, seq_len=8192, batch=128, dtype="float32"

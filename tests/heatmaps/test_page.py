@@ -17,7 +17,7 @@ from explorer.probes.heatmaps import InputSpec, make_inputs
 from explorer.settings import Settings
 
 PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "heatmaps.py")
-PAYLOAD_BUDGET = 1_000_000  # bytes of chart data per page (DESIGN.md section 3)
+PAYLOAD_BUDGET = 1_000_000  # bytes of chart data per page (ARCHITECTURE.md, Budgets)
 SMALLEST = {"d_model": "16", "heads": "1", "groups": "1", "latent": "4", "rope_dim": "2", "seq_len": "1", "batch": "1"}
 LARGEST = {
     "variant": "mha,mqa,gqa,mla",

@@ -3,6 +3,7 @@ unpadded run, a chunk through the cache equals the full pass's last rows, and cr
 textbook softmax(QK^T / sqrt(d)) V computed from the layer's own projections."""
 
 import math
+from dataclasses import fields
 
 import numpy as np
 import pytest
@@ -37,10 +38,10 @@ def unpadded_run(layer, n: int, causal: bool = True):
 def test_padded_keys_get_exactly_zero_weight(layer, causal):
     with torch.no_grad():
         result = padding_probe(layer, SEED, 10, 4, causal)
-    assert (result["short_weights"][:, :, 4:] == 0).all()
-    assert result["padded_key_weight_max"] == 0.0
+    assert (result.short_weights[:, :, 4:] == 0).all()
+    assert result.padded_key_weight_max == 0.0
     # the long sequence has no padding: no key of it is blocked by padding (only by the causal mask)
-    assert result["key_padding_mask"].tolist() == [[True] * 10, [True] * 4 + [False] * 6]
+    assert result.key_padding_mask.tolist() == [[True] * 10, [True] * 4 + [False] * 6]
 
 
 @pytest.mark.parametrize("causal", [True, False])
@@ -48,11 +49,9 @@ def test_real_rows_of_the_padded_batch_equal_the_unpadded_run(layer, causal):
     with torch.no_grad():
         result = padding_probe(layer, SEED, 9, 5, causal)
     _, alone_weights = unpadded_run(layer, 5, causal)
-    torch.testing.assert_close(
-        torch.from_numpy(result["short_weights"][:, :5, :5]), alone_weights[0], atol=1e-5, rtol=0
-    )
+    torch.testing.assert_close(torch.from_numpy(result.short_weights[:, :5, :5]), alone_weights[0], atol=1e-5, rtol=0)
     # the probe's own reported differences agree with this independent run
-    assert result["rows_weights_diff"] <= 1e-5 and result["rows_output_diff"] <= 1e-5
+    assert result.rows_weights_diff <= 1e-5 and result.rows_output_diff <= 1e-5
 
 
 def test_allowed_mask_is_padding_and_causal_combined(layer):
@@ -61,7 +60,7 @@ def test_allowed_mask_is_padding_and_causal_combined(layer):
     for b, real in enumerate((8, 3)):
         for i in range(8):
             for j in range(8):
-                assert result["allowed"][b, i, j] == (j <= i and j < real)
+                assert result.allowed[b, i, j] == (j <= i and j < real)
 
 
 def test_chunk_rows_equal_the_full_pass_last_rows(layer):
@@ -70,19 +69,19 @@ def test_chunk_rows_equal_the_full_pass_last_rows(layer):
         result = chunk_probe(layer, SEED, prefill, chunk)
         x = token_vectors(layer.cfg.d_model, SEED, "context", prefill + chunk)
         _, full = layer(x, return_weights=True)  # independent full pass, no cache
-    torch.testing.assert_close(torch.from_numpy(result["chunk_weights"]), full[0, :, prefill:], atol=1e-5, rtol=0)
-    assert result["rows_weights_diff"] <= 1e-5 and result["rows_output_diff"] <= 1e-5
-    assert result["cached_tokens"] == prefill + chunk
+    torch.testing.assert_close(torch.from_numpy(result.chunk_weights), full[0, :, prefill:], atol=1e-5, rtol=0)
+    assert result.rows_weights_diff <= 1e-5 and result.rows_output_diff <= 1e-5
+    assert result.cached_tokens == prefill + chunk
 
 
 def test_chunk_mask_is_causal_aligned_to_the_end(layer):
     with torch.no_grad():
         result = chunk_probe(layer, SEED, 5, 4)
-    mask = result["chunk_mask"]
+    mask = result.chunk_mask
     assert mask.shape == (4, 9)
     for i in range(4):
         assert mask[i].tolist() == [j <= 5 + i for j in range(9)]
-    assert (result["full_mask"][5:] == mask).all()
+    assert (result.full_mask[5:] == mask).all()
 
 
 def textbook_cross_attention(layer, queries, memory):
@@ -112,9 +111,9 @@ def test_cross_attention_equals_the_textbook_formula(variant, lengths):
     queries = token_vectors(64, SEED, "queries", query_len)
     memory = token_vectors(64, SEED, "memory", memory_len)
     weights, output = textbook_cross_attention(layer, queries, memory)
-    assert result["weights"].shape == (4, query_len, memory_len)
-    torch.testing.assert_close(torch.from_numpy(result["weights"]).double(), weights, atol=1e-5, rtol=0)
-    torch.testing.assert_close(torch.from_numpy(result["output"]).double(), output, atol=1e-4, rtol=0)
+    assert result.weights.shape == (4, query_len, memory_len)
+    torch.testing.assert_close(torch.from_numpy(result.weights).double(), weights, atol=1e-5, rtol=0)
+    torch.testing.assert_close(torch.from_numpy(result.output).double(), output, atol=1e-4, rtol=0)
 
 
 def test_mla_has_no_cross_attention_here():
@@ -147,8 +146,8 @@ def test_explore_masks_gives_all_three_sections():
         query_len=4,
         memory_len=5,
     )
-    assert set(result) == {"padding", "chunk", "cross"}
-    assert result["cross"]["weights"].shape == (1, 4, 5)  # the one head asked for
+    assert {f.name for f in fields(result)} == {"padding", "chunk", "cross"}
+    assert result.cross.weights.shape == (1, 4, 5)  # the one head asked for
 
 
 @pytest.mark.parametrize("variant", ["mha", "gqa", "mla"])
@@ -160,4 +159,4 @@ def test_explore_masks_shows_that_head_of_the_whole_layer(variant):
     x = token_vectors(cfg.d_model, SEED, "context", 5)
     with torch.no_grad():
         _, full = build_attention(cfg, seed=SEED)(x, return_weights=True)
-    np.testing.assert_allclose(result["chunk"]["full_weights"][0], full[0, 2].numpy(), atol=1e-6)
+    np.testing.assert_allclose(result.chunk.full_weights[0], full[0, 2].numpy(), atol=1e-6)

@@ -97,3 +97,13 @@ def test_perplexity_matches_hf_loss(lm, hf_model):
 def test_text_past_the_context_is_refused_with_a_sentence(lm):
     with pytest.raises(ValueError, match="context"):
         lm.generate([1] * lm.config.context_length, max_new_tokens=1)
+
+
+def test_the_published_preset_is_the_loaded_model(lm):
+    from attn_core import PRESETS
+
+    preset = PRESETS["SmolLM2-135M"]
+    cfg = lm.config
+    assert (preset.n_layers, preset.context_len) == (cfg.n_layers, cfg.context_length)
+    assert preset.attention == lm.attention
+    assert preset.total_params == pytest.approx(sum(p.numel() for p in lm.parameters()), rel=1e-3)

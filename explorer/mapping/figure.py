@@ -1,9 +1,8 @@
-"""The head -> KV mapping page's view settings, cached probes and its animated figure.
+"""The animated figure: one frame per step of MHA -> GQA (every valid group count) -> MQA -> MLA.
 
-The figure draws one frame per step of MHA -> GQA (every valid group count) -> MQA -> MLA. Each frame comes from
-explorer.probes.mapping.read_morph: which store a query head reads is what the real layer showed when that store was
-disturbed, never a formula. Plotly's frames carry the whole animation, so play/pause and the slider run in the
-browser without a rerun per frame.
+Each frame comes from explorer.probes.mapping.read_morph: which store a query head reads is what the real layer
+showed when that store was disturbed, never a formula. Plotly's frames carry the whole animation, so play/pause and
+the slider run in the browser without a rerun per frame.
 """
 
 from __future__ import annotations
@@ -11,158 +10,23 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
-from attn_core import VARIANTS, AttentionConfig
-from attn_core.accounting import bytes_per_element, decode_flops_per_token, kv_cache_bytes, naive_up_projection_flops
-from explorer.probes.mapping import compare_mla_ways, fused_projection, morph_configs, narrowed, path_shapes, read_morph
+from attn_core import AttentionConfig
+from attn_core.accounting import bytes_per_element, kv_cache_bytes
+from explorer.charts import VARIANT_COLORS, format_bytes
+from explorer.probes.mapping import morph_configs
+from explorer.settings import Settings
 
-from .charts import PLOTLY_TEMPLATE, VARIANT_COLORS, difference, format_bytes, shape_text
-from .params import Choice
-from .settings import Settings
-from .work import takes_turns
+from .computed import frames_for
+from .frames import bundles, frame_label, head_span, query_label, ranges_text, readers, store_label
+from .tables import mapping_rows
 
-MAP_VARIANT = Choice("map_variant", VARIANTS, "gqa")
-MAP_STORE = Choice(
-    "map_store", ("none",), "none"
-)  # the real options (kv0, kv1, ... or c_kv, k_rope) depend on the view
-
-# Building a layer's seeded weights runs at roughly 50 M numbers a second here (6 s for one MHA layer at d_model 8192),
-# and the animation needs up to ten layers. Past this width the probes build layers whose input is narrowed (see
-# explorer.probes.mapping.narrowed): same heads, groups and per-head widths, so the same stores and the same readers.
-FULL_WIDTH_LIMIT = 512
-NARROW_WIDTH = 64
-MAX_DRAWN = 32  # past this many heads (or KV heads) a row is drawn in labelled bundles of consecutive heads
 IN_BAR_LABELS = 12  # query bars labelled inside up to this many; past it, rotated labels above the row
-MLA_TIMED_CONTEXT = 512  # cached tokens before the timed MLA decode step...
-NAIVE_FLOP_BUDGET = 1e9  # ...fewer if the naive way would spend more than this re-up-projecting them every step
-
 PALETTE = ("#3b6ea8", "#e08a2e", "#4a9a6b", "#c4573a", "#8a5cb8", "#8c6d4f", "#d36fa8", "#6f7a85", "#a7a83a", "#3aa5b8")
 ROPE_COLOR = "#e0a42e"
 EDGE_SLOTS = len(PALETTE)  # edge traces per frame, one per colour, so every frame has the same traces
 Q_TOP, Q_BOTTOM, KV_TOP, KV_BOTTOM = 1.16, 0.84, 0.16, -0.16
 
 
-# --- probes, cached by the settings they depend on ------------------------------------------------------------------
-def probe_width(d_model: int) -> int:
-    """The input width of the layers the probes build: the real one up to FULL_WIDTH_LIMIT, else NARROW_WIDTH."""
-    return d_model if d_model <= FULL_WIDTH_LIMIT else NARROW_WIDTH
-
-
-@st.cache_data(max_entries=32, show_spinner="Reading which store each head reads off the layers…")
-@takes_turns
-def morph_frames(d_model: int, heads: int, latent: int, rope_dim: int, seed: int) -> list[dict]:
-    """One probe result per animation step (groups, batch, length and dtype do not change them)."""
-    return read_morph(d_model, heads, latent, rope_dim, seed=seed, input_width=probe_width(d_model))
-
-
-def frames_for(settings: Settings) -> list[dict]:
-    return morph_frames(settings.d_model, settings.heads, settings.latent, settings.rope_dim, settings.seed)
-
-
-@st.cache_data(max_entries=64, show_spinner=False)
-def shape_rows(cfg: AttentionConfig, batch: int, seq_len: int) -> list[dict]:
-    return path_shapes(cfg, batch=batch, seq_len=seq_len)
-
-
-def timed_context(cfg: AttentionConfig) -> int:
-    """Cached tokens for the MLA timing: MLA_TIMED_CONTEXT, or fewer when the naive step would exceed the budget."""
-    return max(1, min(MLA_TIMED_CONTEXT, int(NAIVE_FLOP_BUDGET // naive_up_projection_flops(cfg, 1))))
-
-
-@st.cache_data(max_entries=16, show_spinner="Timing MLA's two ways of decoding…")
-@takes_turns
-def mla_ways(cfg: AttentionConfig, seed: int) -> dict:
-    probe_cfg = narrowed(cfg, probe_width(cfg.d_model))
-    return compare_mla_ways(probe_cfg, seed=seed, context_len=timed_context(cfg)) | {"input_width": probe_cfg.d_model}
-
-
-def mla_cost_rows(cfg: AttentionConfig, ways: dict, seq_len: int) -> list[dict]:
-    """FLOPs per decoded token both ways (your layer at your length, and the timed layer at the timed length), with
-    the measured time of each way's decode step."""
-    timed_cfg, timed = narrowed(cfg, ways["input_width"]), ways["context_len"]
-    rows = []
-    for name, absorbed in (("naive: up-project the cache", False), ("absorbed weights", True)):
-        rows.append(
-            {
-                "Way": name,
-                f"FLOPs per token, your layer at {seq_len:,} cached": f"{decode_flops_per_token(cfg, seq_len, absorbed=absorbed) / 1e6:,.2f} MFLOP",
-                f"FLOPs per token, timed layer at {timed:,} cached": f"{decode_flops_per_token(timed_cfg, timed, absorbed=absorbed) / 1e6:,.2f} MFLOP",
-                f"Measured decode step at {timed:,} cached": f"{ways['absorbed_ms' if absorbed else 'naive_ms']:.2f} ms",
-            }
-        )
-    return rows
-
-
-@st.cache_data(max_entries=32, show_spinner=False)
-@takes_turns
-def fused_result(cfg: AttentionConfig, seed: int, batch: int, seq_len: int) -> dict:
-    return fused_projection(cfg, seed=seed, batch=batch, seq_len=seq_len, input_width=probe_width(cfg.d_model))
-
-
-# --- which frame, which store ---------------------------------------------------------------------------------------
-def frame_key(settings: Settings, variant: str) -> str:
-    """The animation step that shows this variant at these settings (GQA with every or one group is MHA or MQA)."""
-    if variant != "gqa":
-        return variant
-    if settings.groups == settings.heads:
-        return "mha"
-    if settings.groups == 1:
-        return "mqa"
-    return f"gqa:{settings.groups}"
-
-
-def frame_label(frame: dict) -> str:
-    if frame["variant"] == "gqa":
-        return f"GQA {frame['n_kv_heads']}"
-    return frame["variant"].upper()
-
-
-def store_label(name: str) -> str:
-    if name == "none":
-        return "no store (show all)"
-    if name == "c_kv":
-        return "c_kv: the latent"
-    if name == "k_rope":
-        return "k_rope: the shared rotary key"
-    return f"KV head {name.removeprefix('kv')}"
-
-
-def readers(frame: dict, store: str) -> list[int]:
-    """Query heads whose output moved when this store was disturbed."""
-    return [int(h) for h in frame["reads"][frame["stores"].index(store)].nonzero()[0]]
-
-
-def ranges_text(indices: list[int]) -> str:
-    """[0, 1, 2, 5] -> "0–2, 5"."""
-    parts, start = [], None
-    for i, value in enumerate(indices):
-        if start is None:
-            start = value
-        if i + 1 == len(indices) or indices[i + 1] != value + 1:
-            parts.append(str(start) if start == value else f"{start}–{value}")
-            start = None
-    return ", ".join(parts)
-
-
-def bundles(n: int, max_drawn: int = MAX_DRAWN) -> list[tuple[int, int]]:
-    """Consecutive [start, stop) ranges covering n heads, at most max_drawn of them, of equal size where possible."""
-    if n <= max_drawn:
-        return [(i, i + 1) for i in range(n)]
-    size = next(b for b in range(2, n + 1) if n % b == 0 and n // b <= max_drawn)
-    if size > 2 * -(-n // max_drawn):  # no divisor near n / max_drawn: split as evenly as possible instead
-        edges = [round(i * n / max_drawn) for i in range(max_drawn + 1)]
-        return list(zip(edges[:-1], edges[1:]))
-    return [(i, i + size) for i in range(0, n, size)]
-
-
-def query_label(start: int, stop: int) -> str:
-    return f"h{start}" if stop - start == 1 else f"h{start}–{stop - 1}"
-
-
-def head_span(start: int, stop: int, word: str) -> str:
-    return f"{word} {start}" if stop - start == 1 else f"{word}s {start}–{stop - 1}"
-
-
-# --- the figure -----------------------------------------------------------------------------------------------------
 def _stores_geometry(frame: dict, cfg: AttentionConfig, settings: Settings) -> list[dict]:
     """The KV row: one bar per store (or bundle of stores), each as wide as its share of MHA's cache per token."""
     mha_elements = 2 * settings.heads * settings.head_dim
@@ -391,7 +255,8 @@ def _frame_content(frame: dict, cfg: AttentionConfig, settings: Settings, highli
 @st.cache_data(max_entries=32, show_spinner=False)
 def mapping_chart(settings: Settings, active: int, highlight: str | None) -> tuple[dict, list[dict]]:
     """mapping_figure as the dict Streamlit sends, with its CSV rows, made once per (settings, step, highlight): at
-    128 heads building and serialising the animation takes ~0.1 s, which a rerun that changed none of them skips."""
+    128 heads building and serialising the animation is a large part of a rerun, which one that changed none of them
+    skips."""
     frames = frames_for(settings)
     return mapping_figure(frames, active, settings, highlight).to_dict(), mapping_rows(frames)
 
@@ -561,175 +426,3 @@ def mapping_figure(frames: list[dict], active: int, settings: Settings, highligh
         ],
         _validate=False,
     )
-
-
-def mapping_rows(frames: list[dict]) -> list[dict]:
-    """The CSV: for every step and query head, the stores it was seen to read and how far its output moved."""
-    rows = []
-    for frame in frames:
-        for head in range(frame["reads"].shape[1]):
-            read = [s for s in range(len(frame["stores"])) if frame["reads"][s, head]]
-            rows.append(
-                {
-                    "step": frame["key"],
-                    "query_head": head,
-                    "reads": " ".join(frame["stores"][s] for s in read),
-                    "smallest_move_of_a_read_store": min(float(frame["change"][s, head]) for s in read) if read else "",
-                    "largest_move_of_an_unread_store": max(
-                        (float(frame["change"][s, head]) for s in range(len(frame["stores"])) if s not in read),
-                        default="",
-                    ),
-                }
-            )
-    return rows
-
-
-def separation(frames: list[dict]) -> tuple[float, float | None]:
-    """Across all steps: the smallest output move of a head whose store was disturbed, the largest of one whose was not."""
-    moved = min(float(f["change"][f["reads"]].min()) for f in frames)
-    unmoved = [float(f["change"][~f["reads"]].max()) for f in frames if (~f["reads"]).any()]
-    return moved, (max(unmoved) if unmoved else None)
-
-
-def formula_agrees(frame: dict) -> bool:
-    """Does what was read off the layer equal the textbook rule, head i reads KV head i // (heads / groups)?"""
-    heads = frame["reads"].shape[1]
-    if frame["variant"] == "mla":
-        return bool(frame["reads"].all())
-    group = heads // frame["n_kv_heads"]
-    return all(readers(frame, f"kv{g}") == list(range(g * group, (g + 1) * group)) for g in range(frame["n_kv_heads"]))
-
-
-# --- shapes table ---------------------------------------------------------------------------------------------------
-def shape_table(rows: list[dict], way: str) -> list[dict]:
-    """Display rows for one way ("both" rows appear in either); shapes as text with thousands separators."""
-    return [
-        {
-            "Step": row["step"],
-            "Prefill": shape_text(row["prefill"]),
-            "Decode 1 token": shape_text(row["decode"]),
-            "Note": row["note"],
-        }
-        for row in rows
-        if row["way"] in ("both", way)
-    ]
-
-
-# --- one fused weight for q, k and v --------------------------------------------------------------------------------
-FUSED_LAYOUT_NAMES = {
-    "stacked": "stacked (GPT-2 c_attn, Phi-3 qkv_proj)",
-    "grouped": "grouped (Falcon, BLOOM query_key_value)",
-}
-PROJECTION_NAMES = {"q": "query", "k": "key", "v": "value"}
-FUSED_LABELS_UP_TO = 40  # blocks labelled inside the bar up to this many per layout
-
-
-def fused_block_rows(result: dict, cfg: AttentionConfig) -> list[dict]:
-    """One row per head_dim-wide block of the fused weight, per layout: which head of which projection it holds."""
-    rows = []
-    for layout, found in result["layouts"].items():
-        for index, (name, head) in enumerate(found["blocks"]):
-            rows.append(
-                {
-                    "layout": layout,
-                    "block": index,
-                    "projection": PROJECTION_NAMES[name],
-                    "head": head,
-                    "kv_group": head // cfg.group_size if name == "q" else head,
-                    "first_row": index * cfg.head_dim,
-                    "last_row": (index + 1) * cfg.head_dim - 1,
-                }
-            )
-    return rows
-
-
-@st.cache_data(max_entries=32, show_spinner=False)
-def fused_chart(cfg: AttentionConfig, seed: int, batch: int, seq_len: int) -> tuple[dict, list[dict]]:
-    """fused_figure with its CSV rows, made once per setting."""
-    result = fused_result(cfg, seed, batch, seq_len)
-    return fused_figure(result, cfg), fused_block_rows(result, cfg)
-
-
-def fused_figure(result: dict, cfg: AttentionConfig) -> dict:
-    """The fused weight's rows in each layout as a bar of head_dim-wide blocks, coloured by KV group (as in the
-    mapping above); keys hatched, values dotted. A figure dict, shown as it is by explorer.charts.show_chart: Plotly validated
-    a few hundred bars in 0.1 s; the tests validate it instead."""
-    rows = fused_block_rows(result, cfg)
-    data = []
-    for layout, name in FUSED_LAYOUT_NAMES.items():
-        blocks = [row for row in rows if row["layout"] == layout]
-        labelled = len(blocks) <= FUSED_LABELS_UP_TO
-        trace = {
-            "type": "bar",
-            "orientation": "h",
-            "y": [name] * len(blocks),
-            "x": [cfg.head_dim] * len(blocks),
-            "base": [row["first_row"] for row in blocks],
-            "marker": {
-                "color": [PALETTE[row["kv_group"] % len(PALETTE)] for row in blocks],
-                "pattern": {
-                    "shape": [
-                        "" if row["projection"] == "query" else "/" if row["projection"] == "key" else "."
-                        for row in blocks
-                    ],
-                    "fgcolor": "white",
-                    "fillmode": "overlay",
-                },
-                "line": {"color": "white", "width": 1 if labelled else 0},
-            },
-            "customdata": [
-                [row["first_row"], row["last_row"], row["projection"], row["head"], row["kv_group"]] for row in blocks
-            ],
-            "hovertemplate": "rows %{customdata[0]}–%{customdata[1]}: %{customdata[2]} head %{customdata[3]}"
-            " · KV group %{customdata[4]}<extra></extra>",
-            "showlegend": False,
-        }
-        if labelled:
-            trace |= {
-                "text": [f"{row['projection'][0]}{row['head']}" for row in blocks],
-                "textposition": "inside",
-                "insidetextanchor": "middle",
-                "textfont": {"color": "white", "size": 11},
-            }
-        data.append(trace)
-    layout = {
-        "barmode": "overlay",
-        "height": 190,
-        "margin": {"t": 30, "b": 45, "l": 10, "r": 10},
-        "bargap": 0.35,
-        "xaxis": {
-            "title": {"text": f"rows of W_qkv ({result['weight'][0]:,} = (heads + 2 · KV heads) × head_dim)"},
-            "range": [0, result["weight"][0]],
-        },
-        "yaxis": {"autorange": "reversed", "automargin": True},
-        "plot_bgcolor": "rgba(0,0,0,0)",
-        "template": PLOTLY_TEMPLATE,
-    }
-    return {"data": data, "layout": layout}
-
-
-def fused_agreement(result: dict) -> str:
-    """How closely each layout's fused product matched the separate projections, for the caption."""
-    said = {layout: difference(found["max_abs_diff"]) for layout, found in result["layouts"].items()}
-    if len(set(said.values())) == 1:
-        return f"in both layouts {next(iter(said.values()))}"
-    return " and ".join(f"{layout} {text}" for layout, text in said.items())
-
-
-def fused_shape_table(result: dict, cfg: AttentionConfig) -> list[dict]:
-    return [
-        {
-            "Step": "W_qkv",
-            "Shape": shape_text(result["weight"]),
-            "Note": f"{cfg.n_heads} query + {cfg.n_kv_heads} key + "
-            f"{cfg.n_kv_heads} value heads of {cfg.head_dim} rows, by d_model",
-        },
-        {"Step": "qkv = x · W_qkvᵀ", "Shape": shape_text(result["fused"]), "Note": "one matrix product for all three"},
-        {"Step": "q", "Shape": shape_text(result["q"]), "Note": "its columns, cut as the layout says"},
-        {
-            "Step": "k",
-            "Shape": shape_text(result["k"]),
-            "Note": f"{cfg.n_kv_heads} head(s): fusing does not repeat them",
-        },
-        {"Step": "v", "Shape": shape_text(result["v"]), "Note": "then on as in the table above"},
-    ]

@@ -1,0 +1,70 @@
+"""Which animation frame and which store: names, labels and bundles of heads, read from a frame."""
+
+from __future__ import annotations
+
+from explorer.settings import Settings
+
+MAX_DRAWN = 32  # past this many heads (or KV heads) a row is drawn in labelled bundles of consecutive heads
+
+
+def frame_key(settings: Settings, variant: str) -> str:
+    """The animation step that shows this variant at these settings (GQA with every or one group is MHA or MQA)."""
+    if variant != "gqa":
+        return variant
+    if settings.groups == settings.heads:
+        return "mha"
+    if settings.groups == 1:
+        return "mqa"
+    return f"gqa:{settings.groups}"
+
+
+def frame_label(frame: dict) -> str:
+    if frame["variant"] == "gqa":
+        return f"GQA {frame['n_kv_heads']}"
+    return frame["variant"].upper()
+
+
+def store_label(name: str) -> str:
+    if name == "none":
+        return "no store (show all)"
+    if name == "c_kv":
+        return "c_kv: the latent"
+    if name == "k_rope":
+        return "k_rope: the shared rotary key"
+    return f"KV head {name.removeprefix('kv')}"
+
+
+def readers(frame: dict, store: str) -> list[int]:
+    """Query heads whose output moved when this store was disturbed."""
+    return [int(h) for h in frame["reads"][frame["stores"].index(store)].nonzero()[0]]
+
+
+def ranges_text(indices: list[int]) -> str:
+    """[0, 1, 2, 5] -> "0–2, 5"."""
+    parts, start = [], None
+    for i, value in enumerate(indices):
+        if start is None:
+            start = value
+        if i + 1 == len(indices) or indices[i + 1] != value + 1:
+            parts.append(str(start) if start == value else f"{start}–{value}")
+            start = None
+    return ", ".join(parts)
+
+
+def bundles(n: int, max_drawn: int = MAX_DRAWN) -> list[tuple[int, int]]:
+    """Consecutive [start, stop) ranges covering n heads, at most max_drawn of them, of equal size where possible."""
+    if n <= max_drawn:
+        return [(i, i + 1) for i in range(n)]
+    size = next(b for b in range(2, n + 1) if n % b == 0 and n // b <= max_drawn)
+    if size > 2 * -(-n // max_drawn):  # no divisor near n / max_drawn: split as evenly as possible instead
+        edges = [round(i * n / max_drawn) for i in range(max_drawn + 1)]
+        return list(zip(edges[:-1], edges[1:]))
+    return [(i, i + size) for i in range(0, n, size)]
+
+
+def query_label(start: int, stop: int) -> str:
+    return f"h{start}" if stop - start == 1 else f"h{start}–{stop - 1}"
+
+
+def head_span(start: int, stop: int, word: str) -> str:
+    return f"{word} {start}" if stop - start == 1 else f"{word}s {start}–{stop - 1}"
