@@ -145,13 +145,13 @@ def step_table(traces: dict[str, dict], step: int) -> list[dict]:
         rows.append(
             {
                 "Cache": name,
+                "Agree": "✓" if trace["nbytes"][step] == trace["formula_nbytes"][step] else "✗",
                 "Tokens held": trace["tokens_held"][step],
                 "Stored tensors [B, heads, tokens, width]": (
                     f"{first} {shape_text(shapes[first])} · {second} {shape_text(shapes[second])}"
                 ),
                 f"Bytes held ({trace['storage_dtype']})": format_bytes(trace["nbytes"][step]),
                 "Formula": format_bytes(trace["formula_nbytes"][step]),
-                "Agree": "✓" if trace["nbytes"][step] == trace["formula_nbytes"][step] else "✗",
                 "Preallocated": format_bytes(trace["capacity_nbytes"][step]),
                 "max |Δ| vs full recompute": f"{diff:.1e}",
             }
@@ -273,7 +273,7 @@ def diff_figure(traces: dict[str, dict], step: int) -> dict:
         "title": {"text": "Largest difference from a full recompute without cache (float32)"},
         "xaxis": {"title": {"text": "tokens generated (0 = the prefilled prompt)"}}
         | count_axis(max(len(t["max_abs_diff"]) for t in traces.values()) - 1),
-        "yaxis": {"title": {"text": "max |cached − full| over the new rows"}, "type": "log", "range": [-10.5, -3.5]},
+        "yaxis": {"title": {"text": "max |cached − full|"}, "type": "log", "range": [-10.5, -3.5]},
         "shapes": [
             {
                 "type": "line",
@@ -404,8 +404,9 @@ def scale_figure(
     if budget["left"] > 0:
         left = budget["left"] / GIB
         highest = max(max(trace["y"]) for trace in data)
-        if highest > 2.5 * left:  # keep the budget line readable: lines leaving the top have run out long before
-            yaxis["range"] = [0, 2.5 * left]
+        # The budget line always inside the plot (its label sits under it), and readable: lines leaving the top have
+        # run out long before.
+        yaxis["range"] = [0, min(2.5 * left, 1.1 * max(highest, left))]
         for row in rows:
             fit = what_fits(preset, row, budget_left=budget["left"], batch=batch)
             if fit["tokens_per_sequence"] < preset.context_len and not fit["window_bound"]:
@@ -437,9 +438,9 @@ def scale_figure(
             {
                 "text": f"memory left after the weights: {format_bytes(budget['left'])}",
                 "xref": "paper",
-                "x": 0,
+                "x": 0.02,
                 "y": left,
-                "yanchor": "bottom",
+                "yanchor": "top",  # under the line, inside the plot: the line may sit at its top, by the title
                 "xanchor": "left",
                 "showarrow": False,
                 "font": {"color": "#b03030"},
