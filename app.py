@@ -3,15 +3,37 @@
 Each page draws the shared sidebar itself (explorer.state.page_settings), so it runs the same alone or here.
 """
 
+from pathlib import Path
+
 import streamlit as st
 
 from explorer.pages import PAGES
 
-st.set_page_config(page_title="Attention Explorer", page_icon=":material/grid_view:", layout="wide")
-navigation = st.navigation(
-    [
-        st.Page(page.path, title=page.title, icon=page.icon, url_path=name, default=(name == "overview"))
-        for name, page in PAGES.items()
-    ]
+# The favicon is a file served by the app itself: a ":material/...:" icon makes the browser fetch an SVG from
+# fonts.gstatic.com, which fails offline and is a request a classroom network may not allow.
+st.set_page_config(
+    page_title="Attention Explorer", page_icon=Path(__file__).parent / "assets" / "favicon.png", layout="wide"
 )
-navigation.run()
+pages = [
+    # The default page lives at the root URL; its own url_path ("home") is never shown.
+    st.Page(
+        page.path,
+        title=page.title,
+        icon=page.icon,
+        url_path="home" if name == "overview" else name,
+        default=(name == "overview"),
+    )
+    for name, page in PAGES.items()
+]
+# /overview (a link typed by hand, or handed out before the overview moved to the root) opens the overview too,
+# instead of a "Page not found" dialog; it is not listed twice in the menu.
+pages.append(
+    st.Page(
+        PAGES["overview"].path,
+        title=PAGES["overview"].title,
+        icon=PAGES["overview"].icon,
+        url_path="overview",
+        visibility="hidden",
+    )
+)
+st.navigation(pages).run()

@@ -77,7 +77,13 @@ def show_chart(fig: go.Figure | dict, *, name: str, rows: Sequence[dict] | Calla
     caption and a CSV download of rows (the numbers it plots), or of a callable giving their CSV text. The CSV is
     written when the button is clicked, not on every rerun. name keys the widgets."""
     if isinstance(fig, dict):
-        fig = PreparedFigure(fig)
+        fig = PreparedFigure({**fig, "layout": title_below_toolbar(fig.get("layout", {}))})
+    else:
+        fig.update_layout(
+            title_below_toolbar(
+                {"title": fig.layout.title.to_plotly_json(), "margin": fig.layout.margin.to_plotly_json()}
+            )
+        )
     to_image = dict(PLOTLY_CONFIG["toImageButtonOptions"], filename=name)
     st.plotly_chart(fig, config=PLOTLY_CONFIG | {"toImageButtonOptions": to_image}, key=f"chart_{name}")
     left, right = st.columns([6, 1], vertical_alignment="center")
@@ -92,6 +98,29 @@ def show_chart(fig: go.Figure | dict, *, name: str, rows: Sequence[dict] | Calla
         help="The numbers this chart plots",
         width="stretch",
     )
+
+
+def title_below_toolbar(layout: dict) -> dict:
+    """The layout with its title seated just above the plot, so the always-visible toolbar (top right of the chart)
+    never covers it on a narrow screen, and a top margin that leaves room for both. A copy: figures are cached."""
+    title = layout.get("title")
+    if not title or not (title.get("text") if isinstance(title, dict) else title):
+        return layout
+    title = dict(title) if isinstance(title, dict) else {"text": title}
+    text = title.get("text") or ""
+    if (
+        len(text) > 48 and "<br>" not in text
+    ):  # Plotly does not wrap: two lines fit a projector's half width and a phone
+        middle = len(text) // 2
+        spaces = [i for i, ch in enumerate(text) if ch == " "]
+        cut = min(spaces, key=lambda i: abs(i - middle)) if spaces else None
+        if cut is not None:
+            title["text"] = text[:cut] + "<br>" + text[cut + 1 :]
+    title.update(yref="paper", y=1, yanchor="bottom")
+    title.setdefault("pad", {"b": 12})
+    margin = dict(layout.get("margin") or {})
+    margin["t"] = max(margin.get("t", 100), 100 if "<br>" in title["text"] else 80)
+    return {**layout, "title": title, "margin": margin}
 
 
 # One colour per variant, on every page.
@@ -110,6 +139,52 @@ def format_bytes(n: float) -> str:
             return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.2f} {unit}"
         n /= 1024
     raise AssertionError("unreachable")
+
+
+def format_flops(n: float) -> str:
+    """A count of floating-point operations with an SI prefix that keeps 1-3 digits before the point:
+    2,200 -> '2.20 kFLOP', 17.9e9 -> '17.92 GFLOP'. FLOPs are counts, so the prefixes are powers of 1000."""
+    for unit in ("FLOP", "kFLOP", "MFLOP", "GFLOP", "TFLOP"):
+        if abs(n) < 1000 or unit == "TFLOP":
+            return f"{n:,.0f} {unit}" if unit == "FLOP" else f"{n:,.2f} {unit}"
+        n /= 1000
+    raise AssertionError("unreachable")
+
+
+BYTE_UNITS = (("B", 1), ("KiB", 1024), ("MiB", 1024**2), ("GiB", 1024**3), ("TiB", 1024**4))
+FLOP_UNITS = (("FLOP", 1), ("kFLOP", 1e3), ("MFLOP", 1e6), ("GFLOP", 1e9), ("TFLOP", 1e12))
+
+
+def unit_axis(highest: float, units=BYTE_UNITS, *, ticks: int = 5) -> dict:
+    """A linear axis from 0 that holds `highest`, with ticks labelled in one unit of `units` (as the values are sent:
+    bytes or FLOPs, so hover and CSV stay exact). Plotly's own labels would use SI letters: "8B" meaning 8 billion
+    bytes beside labels in GiB. The unit is the largest that keeps the top tick at 1 or more; steps are 1, 2, 2.5 or 5
+    times a power of ten in that unit. Returns tickvals, ticktext and range for a plotly axis dict."""
+    highest = max(float(highest), 1.0)
+    name, size = next(((n, s) for n, s in reversed(units) if highest >= s), units[0])
+    top = highest / size
+    raw = top / max(ticks - 1, 1)
+    power = 10 ** np.floor(np.log10(raw)) if raw > 0 else 1
+    step = next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw)
+    if size == 1:
+        step = max(step, 1)  # no fractional bytes or FLOPs
+    count = int(np.ceil(top / step - 1e-9))
+    values = [i * step for i in range(count + 1)]
+    text = [
+        f"{v:,.{0 if float(step).is_integer() else (1 if float(step * 10).is_integer() else 2)}f} {name}"
+        for v in values
+    ]
+    tickvals = [float(v * size) for v in values]
+    return {"tickvals": tickvals, "ticktext": text, "range": [0.0, tickvals[-1]]}
+
+
+def count_axis(highest: int, *, ticks: int = 8) -> dict:
+    """Ticks for an axis of whole things (tokens, steps): whole-number steps of 1, 2 or 5 times a power of ten, so a
+    short range never shows "0.2 tokens"."""
+    raw = max(highest, 1) / ticks
+    power = 10 ** int(np.floor(np.log10(raw))) if raw >= 1 else 1
+    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+    return {"tickmode": "linear", "tick0": 0, "dtick": max(int(step), 1)}
 
 
 def shape_text(shape: tuple[int, ...] | tuple[tuple[int, ...], ...]) -> str:

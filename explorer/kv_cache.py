@@ -18,7 +18,7 @@ from explorer.probes.models import (
     what_if_configs,
 )
 
-from .charts import VARIANT_COLORS, format_bytes, shape_text
+from .charts import VARIANT_COLORS, count_axis, format_bytes, shape_text, unit_axis
 from .params import Choice, Flag, IntRange
 from .settings import Settings
 from .work import takes_turns
@@ -122,7 +122,7 @@ def cache_names(trace: dict) -> tuple[str, str]:
 
 
 def step_log(traces: dict[str, dict], step: int) -> str:
-    """The notebook's printout ("Step i: K cache shape ...") for every cache at this step."""
+    """A decode loop's log line ("Step i: K cache shape ...") for every cache at this step."""
     width = max(len(name) for name in traces)
     lines = []
     for name, trace in traces.items():
@@ -145,13 +145,13 @@ def step_table(traces: dict[str, dict], step: int) -> list[dict]:
         rows.append(
             {
                 "Cache": name,
+                "Agree": "✓" if trace["nbytes"][step] == trace["formula_nbytes"][step] else "✗",
                 "Tokens held": trace["tokens_held"][step],
                 "Stored tensors [B, heads, tokens, width]": (
                     f"{first} {shape_text(shapes[first])} · {second} {shape_text(shapes[second])}"
                 ),
                 f"Bytes held ({trace['storage_dtype']})": format_bytes(trace["nbytes"][step]),
                 "Formula": format_bytes(trace["formula_nbytes"][step]),
-                "Agree": "✓" if trace["nbytes"][step] == trace["formula_nbytes"][step] else "✗",
                 "Preallocated": format_bytes(trace["capacity_nbytes"][step]),
                 "max |Δ| vs full recompute": f"{diff:.1e}",
             }
@@ -161,7 +161,8 @@ def step_table(traces: dict[str, dict], step: int) -> list[dict]:
 
 def cache_size_figure(traces: dict[str, dict], step: int) -> dict:
     """Bytes held vs tokens generated: measured (markers), closed form (wide pale line under them), preallocated
-    capacity (step line), and markers at the chosen step that Play moves through every step in the browser.
+    capacity (step line), and markers at the chosen step (the page's ▶ Play moves the step, and with it the log and
+    the table: no browser-side animation that would move the markers alone).
 
     A plain dict, as every figure here: st.plotly_chart validates it once, where a go.Figure would be validated
     when built and again when sent (with one frame per step, that alone was most of a rerun).
@@ -209,7 +210,7 @@ def cache_size_figure(traces: dict[str, dict], step: int) -> dict:
     colors = [color_of(name) for name in names]
 
     def markers_at(s: int) -> dict:
-        """One trace holding every cache's point at step s: one object per animation frame."""
+        """One trace holding every cache's point at step s."""
         return {
             "type": "scatter",
             "x": [s] * len(names),
@@ -222,43 +223,19 @@ def cache_size_figure(traces: dict[str, dict], step: int) -> dict:
             "hovertemplate": "%{text}, step %{x}: %{y:,} bytes<extra></extra>",
         }
 
-    marker_index = len(data)
     data.append(markers_at(step))
     any_trace = next(iter(traces.values()))
-    frames = [
-        {"name": str(s), "data": [markers_at(s)], "traces": [marker_index]} for s in range(any_trace["steps"] + 1)
-    ]
-    play = {
-        "frame": {"duration": 120, "redraw": True},
-        "transition": {"duration": 0},
-        "fromcurrent": True,
-        "mode": "immediate",
-    }
-    pause = {"frame": {"duration": 0, "redraw": False}, "mode": "immediate"}
     layout = {
         "title": {"text": f"Bytes held after each step (batch {any_trace['batch']})"},
-        "xaxis": {"title": {"text": f"tokens generated after a prompt of {any_trace['prompt_len']}"}},
-        "yaxis": {"title": {"text": f"bytes held ({any_trace['storage_dtype']}, one layer)"}, "rangemode": "tozero"},
+        "xaxis": {"title": {"text": f"tokens generated after a prompt of {any_trace['prompt_len']}"}}
+        | count_axis(any_trace["steps"]),
+        "yaxis": {"title": {"text": f"cache held ({any_trace['storage_dtype']}, one layer)"}}
+        | unit_axis(1.05 * max(max(t["capacity_nbytes"] + t["nbytes"]) for t in traces.values())),
         "height": 500,
-        "margin": {"t": 60, "b": 90, "l": 70, "r": 20},
+        "margin": {"t": 60, "b": 50, "l": 70, "r": 20},
         "legend": {"groupclick": "togglegroup"},
-        "updatemenus": [
-            {
-                "type": "buttons",
-                "direction": "left",
-                "x": 0.0,
-                "y": -0.14,
-                "xanchor": "left",
-                "yanchor": "top",
-                "showactive": False,
-                "buttons": [
-                    {"label": "▶ Play", "method": "animate", "args": [None, play]},
-                    {"label": "❚❚ Pause", "method": "animate", "args": [[None], pause]},
-                ],
-            }
-        ],
     }
-    return {"data": data, "layout": layout, "frames": frames}
+    return {"data": data, "layout": layout}
 
 
 def cache_size_rows(traces: dict[str, dict]) -> list[dict]:
@@ -294,8 +271,9 @@ def diff_figure(traces: dict[str, dict], step: int) -> dict:
     ]
     layout = {
         "title": {"text": "Largest difference from a full recompute without cache (float32)"},
-        "xaxis": {"title": {"text": "tokens generated (0 = the prefilled prompt)"}},
-        "yaxis": {"title": {"text": "max |cached − full| over the new rows"}, "type": "log", "range": [-10.5, -3.5]},
+        "xaxis": {"title": {"text": "tokens generated (0 = the prefilled prompt)"}}
+        | count_axis(max(len(t["max_abs_diff"]) for t in traces.values()) - 1),
+        "yaxis": {"title": {"text": "max |cached − full|"}, "type": "log", "range": [-10.5, -3.5]},
         "shapes": [
             {
                 "type": "line",
@@ -426,8 +404,9 @@ def scale_figure(
     if budget["left"] > 0:
         left = budget["left"] / GIB
         highest = max(max(trace["y"]) for trace in data)
-        if highest > 2.5 * left:  # keep the budget line readable: lines leaving the top have run out long before
-            yaxis["range"] = [0, 2.5 * left]
+        # The budget line always inside the plot (its label sits under it), and readable: lines leaving the top have
+        # run out long before.
+        yaxis["range"] = [0, min(2.5 * left, 1.1 * max(highest, left))]
         for row in rows:
             fit = what_fits(preset, row, budget_left=budget["left"], batch=batch)
             if fit["tokens_per_sequence"] < preset.context_len and not fit["window_bound"]:
@@ -459,9 +438,9 @@ def scale_figure(
             {
                 "text": f"memory left after the weights: {format_bytes(budget['left'])}",
                 "xref": "paper",
-                "x": 0,
+                "x": 0.02,
                 "y": left,
-                "yanchor": "bottom",
+                "yanchor": "top",  # under the line, inside the plot: the line may sit at its top, by the title
                 "xanchor": "left",
                 "showarrow": False,
                 "font": {"color": "#b03030"},

@@ -85,7 +85,7 @@ def heatmaps_figure(panels: list[dict], *, height: int = 360) -> dict:
     usable = 1 - gap * (len(panels) - 1)
     layout = {
         "height": height,
-        "margin": {"t": 50, "b": 40, "l": 60, "r": 20},
+        "margin": {"t": 90, "b": 40, "l": 60, "r": 20},  # room for two-line panel titles under the toolbar
         "annotations": [],
         "coloraxis": {"colorscale": "Viridis", "cmin": 0, "colorbar": {"title": {"text": "weight"}, "len": 0.9}},
         "template": PLOTLY_TEMPLATE,
@@ -133,7 +133,8 @@ def heatmaps_figure(panels: list[dict], *, height: int = 360) -> dict:
         }
         layout["annotations"].append(
             {
-                "text": panel["title"],
+                # On two lines: side by side on a phone, a panel is ~150 px wide and one-line titles ran together.
+                "text": panel["title"].replace(" (", "<br>(", 1).replace(", ", ",<br>", 1),
                 "x": (left + right) / 2,
                 "y": 1.0,
                 "xref": "paper",

@@ -5,10 +5,11 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
-from attn_core import VARIANT_NAMES
+from attn_core import VARIANT_NAMES, AttentionConfig
+from attn_core.accounting import decode_flops_per_token
 from explorer.probes.overview import VariantRow, compare_variants
 
-from .charts import VARIANT_COLORS, format_bytes
+from .charts import FLOP_UNITS, VARIANT_COLORS, format_bytes, format_flops, unit_axis
 from .settings import Settings
 
 TRADE_OFFS = {
@@ -25,16 +26,18 @@ def summary_table(rows: list[VariantRow]) -> list[dict]:
     table = []
     for row in rows:
         agrees = row.cache_bytes_measured == row.cache_bytes_formula
+        # The columns that carry the point come first, so a projector or a phone shows them without scrolling.
         table.append(
             {
-                "Variant": f"{row.variant.upper()} · {VARIANT_NAMES[row.variant]}",
-                "Parameters": f"{row.parameters:,}",
-                "Cache per token": f"{row.cache_elements_per_token:,} numbers = {format_bytes(row.cache_bytes_per_token)}",
-                "Cache, measured": format_bytes(row.cache_bytes_measured),
-                "Cache, formula": format_bytes(row.cache_bytes_formula),
+                "Variant": row.variant.upper(),
                 "Agree": "✓" if agrees else "✗",
                 "vs MHA": f"{row.cache_ratio_to_mha:.3g}×",
-                "FLOPs per decoded token": f"{row.decode_flops_per_token / 1e6:,.2f} MFLOP",
+                "Cache, measured": format_bytes(row.cache_bytes_measured),
+                "Cache, formula": format_bytes(row.cache_bytes_formula),
+                "FLOPs per decoded token": format_flops(row.decode_flops_per_token),
+                "Cache per token": f"{row.cache_elements_per_token:,} numbers = {format_bytes(row.cache_bytes_per_token)}",
+                "Parameters": f"{row.parameters:,}",
+                "Name": VARIANT_NAMES[row.variant],
             }
         )
     return table
@@ -48,7 +51,7 @@ def cache_bar_figure(rows: list[VariantRow], seq_len: int, batch: int, dtype: st
         labels=[f"{format_bytes(v)}<br>{row.cache_ratio_to_mha:.3g}× MHA" for v, row in zip(values, rows)],
         unit="bytes",
         title=f"KV cache of one layer: {seq_len:,} tokens × batch {batch} in {dtype}",
-        yaxis_title="bytes held",
+        yaxis_title="cache held",
     )
 
 
@@ -57,17 +60,19 @@ def flops_bar_figure(rows: list[VariantRow], seq_len: int) -> go.Figure:
     return _variant_bars(
         rows,
         values,
-        labels=[f"{v / 1e6:,.2f} MFLOP" for v in values],
+        labels=[format_flops(v) for v in values],
         unit="FLOPs",
         title=f"Work to decode one token against {seq_len:,} cached tokens",
-        yaxis_title="FLOPs (2 per multiply-add)",
+        yaxis_title="work (2 FLOP per multiply-add)",
+        units=FLOP_UNITS,
     )
 
 
 def _variant_bars(
-    rows: list[VariantRow], values: list, *, labels: list[str], unit: str, title: str, yaxis_title: str
+    rows: list[VariantRow], values: list, *, labels: list[str], unit: str, title: str, yaxis_title: str, units=None
 ) -> go.Figure:
-    """One bar per variant in its colour, labelled above, with headroom for the labels."""
+    """One bar per variant in its colour, labelled above, with headroom for the labels. The axis ticks are labelled
+    in one unit of `units` (bytes in KiB/MiB/GiB by default), never with Plotly's SI letters."""
     fig = go.Figure(
         go.Bar(
             x=[row.variant.upper() for row in rows],
@@ -82,7 +87,7 @@ def _variant_bars(
         # Seated just above the plot, below the always-visible toolbar: these charts are narrow, their titles long.
         title=dict(text=title, yref="paper", y=1, yanchor="bottom", pad=dict(b=12)),
         yaxis_title=yaxis_title,
-        yaxis_range=[0, max(values) * 1.25],
+        yaxis=unit_axis(max(values) * 1.25, *([units] if units else [])),
         margin=dict(t=80, b=40, l=60, r=20),
         height=380,
     )
@@ -108,3 +113,34 @@ def csv_rows(rows: list[VariantRow]) -> list[dict]:
         "decode_flops_per_token",
     )
     return [{key: getattr(row, key) for key in keys} for row in rows]
+
+
+def flops_caption(rows: list[VariantRow], settings: Settings) -> str:
+    """What to notice in the FLOPs chart, worked out from the rows shown (against MHA at the same width and heads,
+    whether or not MHA is shown): which variants cut cache and work together, and which pay for a smaller cache
+    with more arithmetic, by how much."""
+    mha = AttentionConfig("mha", d_model=settings.d_model, n_heads=settings.heads)
+    mha_flops = decode_flops_per_token(mha, settings.seq_len)
+    cheaper, same, parts = [], [], [f"MHA here: {format_flops(mha_flops)} per decoded token."]
+    dearer = []
+    for row in rows:
+        if row.variant == "mha":
+            continue
+        ratio, cache = row.decode_flops_per_token / mha_flops, row.cache_ratio_to_mha
+        name = row.variant.upper()
+        if ratio > 1.005 and cache < 1:
+            dearer.append(
+                f"{name} pays for its smaller cache ({cache:.3g}× MHA's) in arithmetic: {ratio:.3g}× MHA's work."
+            )
+        elif ratio > 1.005:
+            dearer.append(f"{name} costs more on both counts here: {ratio:.3g}× MHA's work and {cache:.3g}× its cache.")
+        elif ratio < 0.995:
+            cheaper.append(f"{name} ({ratio:.3g}×)")
+        else:
+            same.append(name)
+    if cheaper:
+        parts.append(f"Less work per token than MHA, as well as a smaller cache: {', '.join(cheaper)}.")
+    if same:
+        parts.append(f"The same work as MHA: {', '.join(same)}.")
+    parts += dearer
+    return " ".join(parts)

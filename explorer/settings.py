@@ -52,7 +52,8 @@ MAX_SEED = 2**31 - 1
 LINK_NAMES = ("variant", "d_model", "heads", "groups", "latent", "rope_dim", "seq_len", "batch", "dtype", "seed")
 # What a link shows follows from its settings and from how seeded weights and inputs are drawn. When the drawing
 # changes, LINK_VERSION goes up, so that an older link says its numbers differ instead of silently showing others.
-# 1: links without a version (before 2026-11-23). 2: each head's weights drawn from its own seeded stream.
+# A link without `v` is read as this version (typed by hand, it asks for today's numbers). 1: links of before
+# 2026-11-23. 2: each head's weights drawn from its own seeded stream.
 LINK_VERSION = 2
 VERSION_NAME = "v"
 
@@ -203,14 +204,16 @@ def from_link(params: Mapping[str, str | list[str]]) -> tuple[Settings, list[str
 
 def version_note(params: Mapping[str, str | list[str]]) -> str | None:
     """What to tell the reader of a link made by another version of the explorer, or None (same version, or a link
-    that carries no settings at all)."""
+    that carries no version: a teacher typing `?heads=16` gets today's numbers, and that is no older link)."""
     if not any(name in params for name in LINK_NAMES):
         return None
     raw = params.get(VERSION_NAME)
     if isinstance(raw, (list, tuple)):
         raw = raw[-1] if raw else None
+    if raw is None:
+        return None
     try:
-        version = 1 if raw is None else int(str(raw).strip())
+        version = int(str(raw).strip())
     except ValueError:
         return f"{VERSION_NAME}: {shown(str(raw))} is not a link version, so the link is read as made by this version."
     if version == LINK_VERSION:

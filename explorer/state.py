@@ -38,6 +38,7 @@ _WIDGET = {name: f"setting_{name}" for name in Settings().as_dict()}  # setting 
 _LINK_READ = "_link_read"
 _ADJUSTED = "_adjusted_notes"
 _SHARE_BOX = "_share_box"  # this run's placeholder for the link; dropped at the start of every run
+_SHARE_PARAMS = "_share_params"  # this run's link parameters (shared and the page's own), for the JSON download
 
 
 def page_settings() -> Settings:
@@ -54,6 +55,7 @@ def page_settings() -> Settings:
     torch.set_num_threads(1)
     state = st.session_state
     state.pop(_SHARE_BOX, None)  # last run's placeholder is no longer on the page
+    state.pop(_SHARE_PARAMS, None)
     if not state.get(_LINK_READ):
         params = {name: st.query_params.get_all(name) for name in st.query_params}
         settings, notes = from_link(params)
@@ -141,12 +143,17 @@ def bound(param, render, options: tuple | None = None, *, say_moves: bool = True
                     )
                 )
             if note:
-                st.warning(note)
+                st.warning(note)  # a value the link carried that does not fit is reported here
         else:
             value = state.get(kept, param.default)
         state[key] = value
+    else:
+        # Re-stated before every draw: a widget whose range changed (a slider's max following another slider) is a
+        # new widget to Streamlit, which would otherwise start it from its minimum and drop a value still valid.
+        state[key] = state[key]
     if options is not None:
-        _move_into(param, key, options, say_moves)
+        # Only a value someone chose is worth a note when it moves; the page's own default moves quietly.
+        _move_into(param, key, options, say_moves and state[key] != param.default)
     value = render(key)
     state[kept] = value
     _write_link({param.name: param.to_text(value)})
@@ -237,6 +244,8 @@ def _write_link(params: dict[str, str]) -> None:
         if st.query_params.get_all(name) != [text]:  # also collapses a key the link repeated
             st.query_params[name] = text
             changed = True
+    if _SHARE_PARAMS in st.session_state:
+        st.session_state[_SHARE_PARAMS].update(params)  # and the JSON download, which is written when clicked
     if changed and _SHARE_BOX in st.session_state:
         _show_link(st.session_state[_SHARE_BOX])  # the page's own view settings join the link shown
 
@@ -258,13 +267,17 @@ def _share_tools(settings: Settings) -> None:
     st.caption("This link opens exactly this view (same weights, inputs and numbers). Copy it with the icon.")
     st.session_state[_SHARE_BOX] = box = st.empty()  # redrawn as the page's own controls write to the link
     _show_link(box)
+    # Everything the link carries, the page's own view settings included (they are bound after this is drawn, so
+    # the dict is filled in as they write to the link, and the JSON is written when the button is clicked).
+    params = st.session_state[_SHARE_PARAMS] = settings.to_link()
     st.download_button(
         "Settings as JSON",
-        json.dumps(settings.to_link(), indent=2),
+        lambda: json.dumps(params, indent=2),
         file_name="attention-explorer-settings.json",
         mime="application/json",
         on_click="ignore",
         width="stretch",
+        help="The settings and this page's own choices: what the link reproduces.",
     )
 
 

@@ -1,6 +1,7 @@
 """KV cache: what each variant's cache holds token by token, what it costs for whole published models, and the pitfall
 of caching repeated heads."""
 
+import time
 from dataclasses import replace
 
 import streamlit as st
@@ -69,10 +70,36 @@ def step_slider(key: str) -> int:
     return st.slider("Step (0 = right after the prefill)", 0, steps, key=key)
 
 
-if traces:
+# ▶ Play steps through the decode on the server: the step slider, the printed shapes, the table and both charts
+# move together, and the link follows (a browser-side animation could move only the chart's markers).
+PLAYING, PLAYED_AT = "_kv_playing", "_kv_played_at"
+PLAY_SECONDS = 0.8  # one step a tick: time to read the shapes as they change
+
+
+def play() -> None:
+    step_key = f"view_{view.STEP.name}"
+    if st.session_state.get(step_key, steps) >= steps:
+        st.session_state[step_key] = 0  # from the start again
+    st.session_state[PLAYING] = True
+    st.session_state[PLAYED_AT] = time.monotonic()
+
+
+def pause() -> None:
+    st.session_state[PLAYING] = False
+
+
+def step_section() -> None:
+    """Everything that shows one step. A fragment: while playing, it alone reruns every PLAY_SECONDS, one step on."""
+    step_key = f"view_{view.STEP.name}"
+    if st.session_state.get(PLAYING) and time.monotonic() - st.session_state.get(PLAYED_AT, 0) >= 0.8 * PLAY_SECONDS:
+        st.session_state[PLAYED_AT] = time.monotonic()
+        st.session_state[step_key] = min(st.session_state.get(step_key, 0) + 1, steps)
+        if st.session_state[step_key] >= steps:  # the last step: stop, and let the whole page drop the timer
+            st.session_state[PLAYING] = False
+            st.rerun(scope="app")
     step = bound(view.STEP, step_slider, (0, steps))
     st.markdown(
-        "What the notebook printed after every step, for each cache here "
+        f"What each cache holds after step {step}, printed as a decode loop would log it "
         "(shapes are **[batch, heads stored, tokens, width]**):"
     )
     st.code(view.step_log(traces, step), language=None)
@@ -124,6 +151,18 @@ if traces:
     else:
         st.caption("Switch on the pitfall above to see what caching the repeated heads costs, measured the same way.")
 
+
+if traces:
+    playing = bool(st.session_state.get(PLAYING))
+    st.button(
+        "❚❚ Pause" if playing else "▶ Play the steps",
+        on_click=pause if playing else play,
+        key="kv_play",
+        help="Steps through the decode one token at a time: the slider, the shapes, the table and the charts move together.",
+    )
+    st.fragment(run_every=PLAY_SECONDS if playing else None)(step_section)()
+
+
 # --- 3 and 4. whole models ------------------------------------------------------------------------------------------
 st.header("Published models, and what if they kept their cache another way", divider="gray")
 cols = st.columns([2, 1, 1, 1])
@@ -153,9 +192,10 @@ def notes_example() -> None:
 
 
 st.button(
-    "The course notes' example: a LLaMA-7B-scale model re-expressed as MLA with d_c 512 and d_h^R 128",
+    "Try it: Llama-2-7B re-expressed as MLA with d_c 512 and d_h^R 128",
     on_click=notes_example,
     icon=":material/school:",
+    key="kv_example",
 )
 
 attention = preset.attention

@@ -36,7 +36,8 @@ active = keys.index(view.frame_key(settings, variant))
 frame = frames[active]
 if variant == "gqa" and frame["key"] != f"gqa:{settings.groups}":
     st.info(
-        f"GQA with {settings.groups} group(s) of {settings.heads} heads is {frame['key'].upper()}: that is the step shown."
+        f"GQA with {settings.groups} {'group' if settings.groups == 1 else 'groups'} of {settings.heads} heads is "
+        f"{frame['key'].upper()}: that is the step shown."
     )
 
 store_options = ("none", *frame["stores"])
@@ -91,6 +92,11 @@ with left:
             else " ⚠ It does not agree with the rule above for every step."
         )
     )
+    st.caption(
+        f"▶ Play and the step slider run in your browser, through every step from MHA to MLA; the rest of this page "
+        f"(the Show choice, the highlight and the shapes) stays on **{variant.upper()}**. Choose another variant in Show "
+        "to read its shapes."
+    )
     if highlight:
         who = view.readers(frame, highlight)
         st.markdown(
@@ -106,7 +112,7 @@ with left:
 
 with right:
     cfg = settings.config(variant)
-    st.subheader("Shapes along the path")
+    st.subheader(f"Shapes along the path: {variant.upper()}")
     st.caption(
         f"From a forward pass of the real layer on PyTorch's meta device (exact shapes, no memory): batch "
         f"{settings.batch}, a prefill of {settings.seq_len:,} tokens, then one decoded token against "

@@ -44,7 +44,7 @@ with right:
         view.flops_bar_figure(rows, settings.seq_len),
         name="overview-decode-flops",
         rows=view.csv_rows(rows),
-        caption="The cache saving is not paid for in arithmetic: sharing KV heads also removes work per token.",
+        caption=view.flops_caption(rows, settings),
     )
 
 st.subheader("What each variant trades")

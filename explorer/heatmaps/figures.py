@@ -164,7 +164,7 @@ def steps_figure(steps: dict[str, np.ndarray], *, causal: bool, pool: str, token
             pooling=square,
             tokens=tokens,
             value_name="scaled score",
-            coloraxis="coloraxis4",
+            coloraxis="coloraxis3",  # shared with ①: the scaling shows as a fade
             csv_name=f"2 scaled x{d_k**-0.5:.4g}",
         ),
         attention_panel(
@@ -173,7 +173,7 @@ def steps_figure(steps: dict[str, np.ndarray], *, causal: bool, pool: str, token
             pooling=square,
             tokens=tokens,
             value_name="masked score",
-            coloraxis="coloraxis4",
+            coloraxis="coloraxis3",  # shared with ①: the scaling shows as a fade
             csv_name="3 masked (empty = -inf)",
         ),
         attention_panel(steps["weights"], title="④ softmax", pooling=square, tokens=tokens, csv_name="4 softmax"),
@@ -188,13 +188,30 @@ def steps_figure(steps: dict[str, np.ndarray], *, causal: bool, pool: str, token
             csv_name="5 output",
         ),
     ]
+
+    # Every step has its colour scale. ① and ② (and ③) share one: ÷√d_k shrinks the scores, and on a scale of their
+    # own the two looked identical: the lesson of that step was invisible.
+    def bar(x: float, y: float, title: str, length: float = 200) -> dict:
+        return {
+            "colorbar": {
+                "title": {"text": title, "side": "right"},
+                "thickness": 10,
+                "len": length,
+                "lenmode": "pixels",
+                "ypad": 0,
+                "x": x,
+                "y": y,
+                "yanchor": "middle",
+                "tickfont": {"size": 9},
+            }
+        }
+
     coloraxes = {
-        "coloraxis": weights_axis(float(np.nanmax(panels[6].z)), "weight") | {"showscale": False},
+        "coloraxis": weights_axis(float(np.nanmax(panels[6].z)), "weight") | bar(1.02, 0.22, "④ weight", 66),
         "coloraxis2": diverging_axis(np.concatenate([q.ravel(), k.ravel(), v.ravel()]), "q, k, v")
-        | {"showscale": False},
-        "coloraxis3": diverging_axis(steps["scores"], "score") | {"showscale": False},
-        "coloraxis4": diverging_axis(steps["scaled"], "scaled score") | {"showscale": False},
-        "coloraxis5": diverging_axis(steps["out"], "output") | {"showscale": False},
+        | bar(1.02, 0.78, "Q, K, V"),
+        "coloraxis3": diverging_axis(steps["scores"], "score") | bar(1.02, 0.38, "①②③ score", 66),
+        "coloraxis5": diverging_axis(steps["out"], "output") | bar(1.02, 0.06, "⑤ output", 66),
     }
     fig = panels_figure(
         panels,
@@ -204,6 +221,15 @@ def steps_figure(steps: dict[str, np.ndarray], *, causal: bool, pool: str, token
         layout_cols=[[0, 1, 2], [0, 1, 2, 3, 4]],
         share_x=False,
     )
+    layout = fig["layout"]
+    layout["margin"] = {**layout["margin"], "r": max(layout["margin"].get("r", 0), 110)}
+    x_names = ["", "", "", "key", "key", "key", "key", "dim"]  # Q, K, V: their titles name the dims
+    y_names = {0: "token", 3: "query"}
+    for index, x_name in enumerate(x_names[: len(panels)]):
+        suffix = "" if index == 0 else str(index + 1)
+        layout[f"xaxis{suffix}"]["title"] = {"text": x_name, "font": {"size": 10}, "standoff": 4}
+        if index in y_names:
+            layout[f"yaxis{suffix}"]["title"] = {"text": y_names[index], "font": {"size": 10}}
     return fig, panel_csv(panels), square
 
 

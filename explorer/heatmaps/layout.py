@@ -13,7 +13,7 @@ COLUMN_GAP = 0.035  # between two panels of a row
 ROW_GAP_SHARED = 0.16  # between rows, split among them (room for the titles and tick labels of the row below)...
 ROW_GAP_EACH = 0.04  # ...plus this much each
 MARGINS = {"b": 45, "l": 60, "r": 20}  # px
-TOP_MARGIN, TOP_MARGIN_TITLED = 45, 70  # px above the first row: its panel titles, and the figure's title if any
+TOP_MARGIN, TOP_MARGIN_TITLED = 60, 85  # px above the first row: its panel titles, and the figure's title if any
 FRAME_HEIGHT = 70  # px a figure adds to its rows' heights (mostly margins)
 TITLE_HEIGHT = 30  # px the figure's title adds
 TICK_FONT = 9  # px
@@ -82,7 +82,7 @@ def panels_figure(
                 layout[axis]["dtick"] = labels[1] - labels[0] if len(labels) > 1 else 1
         layout["annotations"].append(
             {
-                "text": panel.title,
+                "text": _two_lines(panel.title) if ncols >= 3 else panel.title,
                 "x": (x0 + x1) / 2,
                 "y": y1,
                 "xref": "paper",
@@ -111,3 +111,14 @@ def panels_figure(
         layout[name] = axis
     layout["template"] = PLOTLY_TEMPLATE
     return {"data": data, "layout": layout}
+
+
+def _two_lines(title: str) -> str:
+    """A panel title on two lines: three or more panels a row leave ~150 px each on a projector's half width or a
+    phone, and one-line titles ran into each other ("MHA · head 0MQA · head 0")."""
+    if "<br>" in title:
+        return title
+    for separator in (" · ", " "):
+        if separator in title:
+            return title.replace(separator, "<br>", 1)
+    return title

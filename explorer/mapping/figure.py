@@ -313,7 +313,9 @@ def mapping_figure(frames: list[dict], active: int, settings: Settings, highligh
     shown = contents[active]
     query_bundles = bundles(settings.heads)
     labels_inside = len(query_bundles) <= IN_BAR_LABELS
-    animate = {"frame": {"duration": 1100, "redraw": True}, "transition": {"duration": 500, "easing": "cubic-in-out"}}
+    # No tweening: Plotly tweens bar positions but applies the title and the colours when a transition ends, so with
+    # one they ran half a step behind the drawing. Each frame lands whole: title, colours, bars and labels together.
+    animate = {"frame": {"duration": 1100, "redraw": True}, "transition": {"duration": 0}}
     layout = dict(
         **layout_of(shown),
         height=560,
@@ -404,7 +406,7 @@ def mapping_figure(frames: list[dict], active: int, settings: Settings, highligh
                             {
                                 "frame": {"duration": 0, "redraw": True},
                                 "mode": "immediate",
-                                "transition": {"duration": 300},
+                                "transition": {"duration": 0},
                             },
                         ],
                     )

@@ -128,3 +128,30 @@ def test_the_link_after_any_run_reopens_the_same_view_without_a_warning():
     assert shown_values(again) == shown_values(first)
     assert sidebar_settings(again) == sidebar_settings(first)
     assert dict(again.query_params) == link
+
+
+def notes(at) -> str:
+    return " ".join(info.value for info in at.info)
+
+
+def test_a_default_that_does_not_fit_the_settings_moves_quietly():
+    """t_variant's default (gqa) with only MHA chosen: nobody set gqa, so nobody is told it moved."""
+    at = open_script(PAGE, {"variant": "mha"})
+    assert not at.exception, [e.value for e in at.exception]
+    assert shown_values(at)["t_variant"] == "mha"
+    assert "is not available" not in notes(at)
+    at.sidebar.select_slider(key="setting_heads").set_value(2).run()  # head 0 (the default) is still valid
+    assert "is not available" not in notes(at)
+
+
+def test_a_default_made_unavailable_by_the_sidebar_moves_quietly():
+    at = open_script(PAGE)
+    at.sidebar.button_group(key="setting_variants").set_value(["mla"]).run()
+    assert shown_values(at)["t_variant"] == "mla"
+    assert "is not available" not in notes(at)
+
+
+def test_a_value_the_link_carried_is_reported_when_it_moves():
+    at = open_script(PAGE, {"variant": "mha", "t_variant": "gqa"})
+    assert shown_values(at)["t_variant"] == "mha"
+    assert any("t_variant" in warning and "gqa" in warning for warning in view_warnings(at))

@@ -219,14 +219,20 @@ def test_a_link_of_this_version_says_nothing_about_versions():
     assert "version of the explorer" not in infos(at)
 
 
-@pytest.mark.parametrize(
-    ("version", "said"),
-    [(None, "an earlier version"), ("1", "an earlier version"), (str(LINK_VERSION + 1), "a newer version")],
-)
+@pytest.mark.parametrize("page", PAGES)
+def test_a_hand_written_link_without_a_version_gets_todays_numbers_and_no_note(page):
+    """A teacher typing ?heads=16: no `v` is no older link (only a link carrying an older `v` is one)."""
+    at = open_page(page, {"heads": "16"})
+    assert not at.exception
+    assert "version of the explorer" not in infos(at)
+    assert sidebar_settings(at).heads == 16
+    assert at.query_params[VERSION_NAME] == str(LINK_VERSION)
+
+
+@pytest.mark.parametrize(("version", "said"), [("1", "an earlier version"), (str(LINK_VERSION + 1), "a newer version")])
 def test_a_link_of_another_version_says_its_numbers_are_not_the_senders(version, said):
     link = {name: value for name, value in SMALL.to_link().items() if name != VERSION_NAME}
-    if version is not None:
-        link[VERSION_NAME] = version
+    link[VERSION_NAME] = version
     at = open_page("overview", link)
     assert not at.exception
     assert said in infos(at) and "the numbers are not the ones its sender saw" in infos(at)
@@ -237,4 +243,5 @@ def test_a_link_of_another_version_says_its_numbers_are_not_the_senders(version,
 def test_version_notes_need_settings_in_the_link_and_survive_garbage():
     assert version_note({}) is None  # a bare address is not an old link
     assert version_note({"hm_head": ["3"]}) is None
+    assert version_note({"heads": ["16"]}) is None  # typed by hand: no version, no note
     assert "is not a link version" in version_note({"seed": ["1"], VERSION_NAME: ["<b>x"]})

@@ -75,3 +75,52 @@ def test_the_cache_ratio_labels_are_relative_to_mha():
     ratios = {x: text.split("<br>")[1] for x, text in zip(bars["x"], bars["text"])}
     per_token = {"MHA": 2 * 1024, "MQA": 2 * 64, "GQA": 2 * 4 * 64, "MLA": 256 + 32}  # numbers cached per token
     assert ratios == {x: f"{n / per_token['MHA']:.3g}× MHA" for x, n in per_token.items()}
+
+
+# --- units: one family, a sensible prefix, never Plotly's SI letters on bytes ---------------------------------------
+def unit_of(text: str) -> tuple[float, str]:
+    number, unit = text.replace(",", "").split(" ")
+    return float(number), unit
+
+
+@pytest.mark.parametrize("settings", CASES.values(), ids=CASES.keys())
+def test_axes_are_labelled_in_binary_bytes_and_flop_prefixes_that_hold_the_bars(settings):
+    at = open_page("overview", settings.to_link())
+    specs = chart_specs(at)
+    for start, family in (
+        ("KV cache of one layer", ("B", "KiB", "MiB", "GiB", "TiB")),
+        ("Work to decode one token", ("FLOP", "kFLOP", "MFLOP", "GFLOP", "TFLOP")),
+    ):
+        spec = figure_with_title(specs, start)
+        axis = spec["layout"]["yaxis"]
+        units = {unit_of(text)[1] for text in axis["ticktext"]}
+        assert len(units) == 1 and units <= set(family), axis["ticktext"]  # ticks drawn from our labels, one unit
+        assert axis["tickvals"][-1] >= max(spec["data"][0]["y"]), "the top tick holds the tallest bar"
+        tops = [unit_of(text)[0] for text in axis["ticktext"]]
+        assert tops[-1] >= 1 and (tops[-1] < 1024 or unit_of(axis["ticktext"][-1])[1] in ("TiB", "TFLOP"))
+
+
+@pytest.mark.parametrize("settings", CASES.values(), ids=CASES.keys())
+def test_flop_labels_and_table_use_a_prefix_that_keeps_one_to_three_digits(settings):
+    at = open_page("overview", settings.to_link())
+    labels = list(at.dataframe[0].value["FLOPs per decoded token"])
+    labels += figure_with_title(chart_specs(at), "Work to decode one token")["data"][0]["text"]
+    for label in labels:
+        number, unit = unit_of(label)
+        assert unit.endswith("FLOP") and (1 <= number < 1000 or unit == "FLOP"), label
+
+
+def flops_caption(at) -> str:
+    return next(c.value for c in at.caption if c.value.startswith("MHA here:"))
+
+
+def test_the_flops_caption_states_what_the_bars_show():
+    """At d_c 128 MLA does less work than MHA; at d_c 4096 it does ~10x more: the caption must say which."""
+    small = open_page("overview", Settings(latent=128).to_link())
+    assert "Less work per token than MHA" in flops_caption(small) and "MLA (" in flops_caption(small)
+    large = open_page("overview", Settings(latent=4096).to_link())
+    bars = figure_with_title(chart_specs(large), "Work to decode one token")["data"][0]
+    work = dict(zip(bars["x"], bars["y"]))
+    said = flops_caption(large)
+    assert f"MLA costs more on both counts here: {work['MLA'] / work['MHA']:.3g}× MHA's work" in said
+    assert "not paid for in arithmetic" not in said

@@ -41,11 +41,16 @@ def read_csv(text: bytes) -> list[dict]:
 
 
 @pytest.mark.parametrize("page", PAGES)
-def test_the_json_download_holds_the_settings(page, media):
+def test_the_json_download_holds_everything_the_link_holds(page, media):
+    """The settings and the page's own view settings: the JSON reproduces what the link reproduces."""
     at = open_page(page, LINKED.to_link())
     button = next(b for b in at.sidebar.get("download_button") if b.label == "Settings as JSON")
     assert media.file(button).filename.endswith(".json")
-    assert json.loads(media.content(button)) == LINKED.to_link()
+    saved = json.loads(media.content(button))
+    assert saved == dict(at.query_params)
+    assert saved.items() >= LINKED.to_link().items()
+    if page != "overview":
+        assert set(saved) > set(LINKED.to_link()), "the page's own choices are saved too"
 
 
 @pytest.mark.parametrize("page", PAGES)

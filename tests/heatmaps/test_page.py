@@ -147,7 +147,7 @@ def test_moving_the_sequence_length_within_the_same_window_recomputes_nothing(mo
 def test_heads_are_laid_out_one_kv_group_per_row():
     at = open_page()
     layout = charts(at)[0]["layout"]
-    titles = [a["text"] for a in layout["annotations"]]
+    titles = [a["text"].replace("<br>", " · ", 1) for a in layout["annotations"]]
     assert titles[:4] == [f"head {h} · KV 0" for h in range(4)] and titles[4] == "head 4 · KV 1"
     top_row = layout["yaxis"]["domain"]
     assert [layout[f"yaxis{i}"]["domain"] for i in (2, 3, 4)] == [top_row] * 3  # heads 0-3 share a row
@@ -247,7 +247,7 @@ def test_a_page_of_heads_shows_those_heads_of_the_full_layer():
     at = open_page(d_model="256", heads="32", groups="4", latent="16", rope_dim="8", seq_len="24", hm_from="16")
     expected = layer_weights(settings, "gqa", n_tokens=24)
     grid = heatmaps(charts(at)[0])
-    titles = [a["text"] for a in charts(at)[0]["layout"]["annotations"]][:16]
+    titles = [a["text"].replace("<br>", " · ", 1) for a in charts(at)[0]["layout"]["annotations"]][:16]
     assert titles == [f"head {h}<br>KV {h // 8}" for h in range(16, 32)]  # 8 a row: two lines, so they fit
     for z, weights in zip(grid, expected[16:32], strict=True):
         np.testing.assert_allclose(z, weights, atol=1e-6)
@@ -278,7 +278,7 @@ def test_long_sequences_are_pooled_by_blocks_and_say_so(how):
 # --- links ----------------------------------------------------------------------------------------------------------
 def test_the_link_sent_by_another_page_opens_that_variant_and_group():
     at = open_page(hm_variant="gqa", hm_group="1")
-    titles = [a["text"] for a in charts(at)[0]["layout"]["annotations"]]
+    titles = [a["text"].replace("<br>", " · ", 1) for a in charts(at)[0]["layout"]["annotations"]]
     assert titles == [f"head {h} · KV 1" for h in range(4, 8)]
     at = open_page(hm_variant="mqa", hm_group="all")
     assert len(heatmaps(charts(at)[0])) == 8
@@ -370,3 +370,32 @@ def test_text_longer_than_the_token_limit_is_cut_and_the_page_says_so():
     assert "the first 128 of 150 are used" in texts(at)
     x = charts(at)[0]["data"][0]["x"]
     assert "mean of 2×2 blocks" in texts(at) and x == list(range(0, 128, 2))  # 128 tokens, pooled for 8 panels
+
+
+def test_inside_one_head_every_step_has_a_colour_scale_and_scaling_shares_the_scores_scale():
+    """Q, K, V and steps 1-5 each have a visible scale; QKᵀ and ×1/√d_k share one, so the scaling shows as a fade."""
+    from explorer.heatmaps.figures import steps_figure
+
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.standard_normal((6, 8)).astype(np.float32) for _ in range(3))
+    scores = q @ k.T
+    scaled = scores / np.sqrt(8)
+    masked = np.where(np.tril(np.ones((6, 6), bool)), scaled, -np.inf)
+    weights = np.exp(masked - masked.max(1, keepdims=True))
+    weights /= weights.sum(1, keepdims=True)
+    steps = {
+        "q": q,
+        "k": k,
+        "v": v,
+        "scores": scores,
+        "scaled": scaled,
+        "masked": masked,
+        "weights": weights,
+        "out": weights @ v,
+    }
+    spec, _, _ = steps_figure(steps, causal=True, pool="mean", tokens=None, d_k=8)
+    layout = spec["layout"]
+    axes = {trace["coloraxis"] for trace in spec["data"]}
+    assert all(layout[axis].get("showscale", True) and layout[axis]["colorbar"]["title"]["text"] for axis in axes)
+    assert spec["data"][3]["coloraxis"] == spec["data"][4]["coloraxis"], "QKᵀ and ×1/√d_k on one scale"
+    assert all(layout[f"xaxis{'' if i == 0 else i + 1}"]["title"]["text"] for i in range(3, 8)), "steps 1-5 axes titled"

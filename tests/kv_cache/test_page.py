@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -43,7 +44,7 @@ def link_value(at, name: str) -> str:
 
 
 def charts_by_title(at) -> dict[str, dict]:
-    return {spec["layout"]["title"]["text"]: spec for spec in chart_specs(at)}
+    return {spec["layout"]["title"]["text"].replace("<br>", " "): spec for spec in chart_specs(at)}
 
 
 def chart(at, starts: str) -> dict:
@@ -116,7 +117,7 @@ def test_deepseek_v2_shows_the_papers_2_25_groups():
 
 def test_the_notes_example_button_shows_8192_vs_640_numbers():
     at = open_page(Settings().to_link() | {"kv_model": "Mistral-7B"})
-    at.button[0].click().run()
+    at.button(key="kv_example").click().run()
     assert_clean(at)
     assert link_value(at, "kv_model") == "Llama-2-7B"
     sentence = next(m.value for m in at.markdown if m.value.startswith("As MHA"))
@@ -134,7 +135,7 @@ def test_each_variant_decodes_with_bytes_on_the_formula_and_outputs_on_the_full_
     formula = next(t for t in spec["data"] if t["name"] == f"{variant.upper()} formula")
     expected = [kv_cache_bytes(cfg, 2, 7 + step, "float16") for step in range(10)]
     assert measured["y"] == expected and formula["y"] == expected
-    assert len(spec["frames"]) == 10  # Play goes through every step
+    assert "frames" not in spec  # Play is the page's: it moves the step, the log and the table together
     diffs = chart(at, "Largest difference")["data"][0]["customdata"]
     assert len(diffs) == 10 and max(diffs) < 1e-5
     shown = at.dataframe[0].value
@@ -206,3 +207,35 @@ def test_gpt2_the_course_notes_cached_model_opens_with_its_own_what_if_groups():
     table = next(df.value for df in at.dataframe if "Numbers / token / layer" in df.value.columns)
     assert table.iloc[0]["Numbers / token / layer"] == f"{2 * 12 * 64:,}"
     assert any("124 M parameters" in c.value for c in at.caption)
+
+
+def step_shown(at) -> dict:
+    """The step as every part of the page shows it: slider, printed log, table, chart markers, link."""
+    markers = next(t for t in chart(at, "Bytes held after each step")["data"] if t["name"] == "at the step")
+    return {
+        "slider": at.slider(key="view_kv_step").value,
+        "log": int(at.code[0].value.split("Step ", 1)[1].split(":", 1)[0]),
+        "table": int(at.dataframe[0].value.iloc[0]["Tokens held"]) - int(at.query_params["kv_prompt"]),
+        "markers": markers["x"][0],
+        "link": int(at.query_params["kv_step"]),
+    }
+
+
+def test_play_moves_the_step_slider_the_log_the_table_and_the_chart_together():
+    at = open_page(Settings(variants=("gqa",)).to_link() | {"kv_prompt": "3", "kv_steps": "4", "kv_step": "4"})
+    assert_clean(at)
+    at.button(key="kv_play").click().run()  # at the last step: Play starts again from step 0
+    assert_clean(at)
+    assert set(step_shown(at).values()) == {0}
+    assert at.button(key="kv_play").label.startswith("❚❚")
+    seen = [0]
+    deadline = time.monotonic() + TIMEOUT
+    while seen[-1] < 4 and time.monotonic() < deadline:  # each run after a tick's time moves one step on
+        at.run()
+        assert_clean(at)
+        shown = step_shown(at)
+        assert len(set(shown.values())) == 1, shown  # every part of the page shows the same step
+        if shown["slider"] != seen[-1]:
+            seen.append(shown["slider"])
+    assert seen == [0, 1, 2, 3, 4]
+    assert at.button(key="kv_play").label.startswith("▶"), "Play stops at the last step"

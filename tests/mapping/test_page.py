@@ -185,3 +185,17 @@ def test_mla_has_no_fused_weight_section():
     at = open_mapping(Settings().to_link() | {"map_variant": "mla"})
     assert_clean(at)
     assert "One weight for q, k and v" not in [h.value for h in at.subheader]
+
+
+def test_every_part_of_a_play_frame_lands_together_and_the_page_names_what_it_shows():
+    """No tweening (Plotly applies titles and colours only when a transition ends: half a step behind the bars);
+    after Play the page says which variant its Show choice and shapes are for."""
+    at = open_mapping(Settings(variants=("mha", "gqa", "mla")).to_link() | {"map_variant": "gqa"})
+    assert_clean(at)
+    spec = mapping_spec(at)
+    play = spec["layout"]["updatemenus"][0]["buttons"][0]["args"][1]
+    assert play["transition"]["duration"] == 0
+    assert all(step["args"][1]["transition"]["duration"] == 0 for step in spec["layout"]["sliders"][0]["steps"])
+    assert all(frame["layout"]["title"]["text"] for frame in spec["frames"]), "each frame carries its own title"
+    assert any(h.value == "Shapes along the path: GQA" for h in at.subheader)
+    assert any("stays on **GQA**" in c.value for c in at.caption)

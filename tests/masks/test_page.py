@@ -149,3 +149,19 @@ def test_every_figure_sent_is_valid_plotly():
     at = open_page("masks", {"variant": "gqa"})
     for chart in at.get("plotly_chart"):
         go.Figure(json.loads(chart.proto.spec))  # raises on any property Plotly does not know
+
+
+@pytest.mark.parametrize(
+    ("moved", "to", "kept", "value"),
+    [("view_mk_long", 13, "view_mk_short", 7), ("view_mk_prefill", 9, "view_mk_chunk", 4)],
+)
+def test_a_value_that_stays_valid_stays_when_its_range_follows_another_slider(moved, to, kept, value):
+    """Long 12 -> 13 must leave Short at 7 (its range 1..long-1 grew); P 8 -> 9 must leave C at 4 (1..32-P shrank)."""
+    at = open_page("masks")
+    assert at.slider(key=kept).value == value
+    at.slider(key=moved).set_value(to).run()
+    no_exception(at)
+    assert at.slider(key=moved).value == to
+    assert at.slider(key=kept).value == value
+    assert at.query_params[kept.removeprefix("view_")] == str(value)
+    assert not [info.value for info in at.info if "is not available" in info.value], "nothing moved, nothing said"
