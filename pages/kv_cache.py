@@ -13,7 +13,7 @@ from explorer.charts import format_bytes, show_chart
 from explorer.probes import FLOAT32_TOLERANCE
 from explorer.probes.decode import MAX_PROMPT_LEN, MAX_STEPS, MAX_TRACE_BATCH, MAX_TRACE_PARAMETERS, MAX_TRACE_WORK
 from explorer.probes.models import memory_budget
-from explorer.state import bound, page_settings
+from explorer.state import bound, page_link, page_settings
 
 settings = page_settings()
 
@@ -23,6 +23,11 @@ st.markdown(
     "values of all the tokens before it; with one, each token's keys and values are computed once, stored, and read "
     "back at every later step. The cache changes the **cost**, never the **result** — and how big it grows is where "
     "MHA, MQA, GQA and MLA differ most."
+)
+page_link(
+    "pages/trained.py",
+    label="A trained model writing, with its real cache: SmolLM2-135M (9 query heads, 3 KV heads)",
+    icon=":material/psychology:",
 )
 
 # --- 1. step by step ------------------------------------------------------------------------------------------------

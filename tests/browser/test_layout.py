@@ -22,7 +22,7 @@ LOCAL_HOSTS = {"127.0.0.1", "localhost"}
 POINT_COLUMNS = {"overview": ("Agree", "vs MHA"), "kv_cache": ("Agree",)}
 # Pages whose layout pass is still open work (issue #14 items 9 and 12: the heatmaps and mapping pages are being
 # split by the refactor of issue #11 and are laid out again on top of it).
-PENDING = {"heatmaps", "mapping", "trained"}  # trained: the lead's new page, laid out on its own branch
+PENDING = {"heatmaps", "mapping"}
 
 BOXES = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map((plot, index) => {
     const box = e => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
