@@ -243,15 +243,15 @@ def shares_figure(result: TrainedAttention) -> dict:
             "yaxis": {"title": {"text": "layer"}, "autorange": "reversed"},
             "yaxis2": {"anchor": "x2", "autorange": "reversed", "showticklabels": False},
             "annotations": [
-                {"text": "first token", "x": 0.22, **_title_spot()},
-                {"text": "previous token", "x": 0.74, **_title_spot()},
+                {"text": "first<br>token", "x": 0.22, **_title_spot()},
+                {"text": "previous<br>token", "x": 0.74, **_title_spot()},
             ],
         },
     }
 
 
 def _title_spot() -> dict:
-    return {"xref": "paper", "yref": "paper", "y": 1.02, "yanchor": "bottom", "showarrow": False, "font": {"size": 13}}
+    return {"xref": "paper", "yref": "paper", "y": 1.02, "yanchor": "bottom", "showarrow": False, "font": {"size": 12}}
 
 
 def cache_growth_figure(trace: WritingTrace, step: int) -> dict:
