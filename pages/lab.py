@@ -66,6 +66,13 @@ if best_mla is not None:
         f"Best MLA conversion: {best_mla['label']}, perplexity {best_mla['perplexity']:.2f} with "
         f"{best_mla['cache_bytes_per_token'] / original['cache_bytes_per_token']:.0%} of the original's cache."
     )
+for mqa in (r for r in rows if r["variant"] == "gqa"):
+    twin = next((r for r in mla_rows if r["cache_bytes_per_token"] == mqa["cache_bytes_per_token"]), None)
+    if twin is not None:
+        findings.append(
+            f"At the same cache ({format_bytes(mqa['cache_bytes_per_token'])} per token) {twin['label']} reaches "
+            f"{twin['perplexity']:,.2f} where {mqa['label']} reaches {mqa['perplexity']:,.2f}."
+        )
 csv_rows = [
     {
         "model": r["label"],
