@@ -6,17 +6,25 @@ from __future__ import annotations
 
 import streamlit as st
 
-from attn_core.pretrained import PretrainedLM
+from attn_core.pretrained import ModelNotInstalled, PretrainedLM
 from attn_core.pretrained.convert import Calibration
 from explorer import lab
 from explorer.model import trained_model
 from explorer.work import takes_turns
 
 
+def model() -> PretrainedLM:
+    """The trained model; the page has checked explorer.model.trained_model() (which says why it is absent)."""
+    lm = trained_model()
+    if lm is None:
+        raise ModelNotInstalled("The trained model is not installed.")
+    return lm
+
+
 @st.cache_resource(show_spinner="Calibrating on the lab's calibration text (once per server)…")
 @takes_turns
 def calibration() -> Calibration:
-    lm = trained_model()
+    lm = model()
     return lab.lab_calibration(lm, lab.split_tokens(lm)[1])
 
 
@@ -24,16 +32,16 @@ def calibration() -> Calibration:
 @takes_turns
 def converted(key: str) -> PretrainedLM:
     point = lab.POINTS_BY_KEY[key]
-    return lab.convert_point(trained_model(), point, calibration() if point.needs_calibration else None)
+    return lab.convert_point(model(), point, calibration() if point.needs_calibration else None)
 
 
 @st.cache_data(show_spinner="Answering with both models…", max_entries=64)
 @takes_turns
 def answers(key: str, prompt: str) -> tuple[lab.Answer, lab.Answer]:
-    return lab.answer(trained_model(), prompt), lab.answer(converted(key), prompt)
+    return lab.answer(model(), prompt), lab.answer(converted(key), prompt)
 
 
 @st.cache_data(show_spinner="Measuring perplexity with both models…", max_entries=64)
 @takes_turns
 def user_perplexities(key: str, text: str) -> tuple[tuple[float, int, bool], tuple[float, int, bool]]:
-    return lab.user_text_perplexity(trained_model(), text), lab.user_text_perplexity(converted(key), text)
+    return lab.user_text_perplexity(model(), text), lab.user_text_perplexity(converted(key), text)

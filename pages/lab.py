@@ -10,6 +10,7 @@ from attn_core.pretrained.convert import full_latent_rank
 from explorer import lab
 from explorer import lab_cache as cached
 from explorer.charts import format_bytes, show_chart
+from explorer.model import trained_model
 from explorer.state import page_settings
 
 settings = page_settings()
@@ -187,7 +188,7 @@ st.button("Answer with both", key="lab_answer", on_click=lambda: st.session_stat
 if st.session_state.get("lab_answers_asked"):
     if not prompt.strip():
         st.warning("Write a prompt first.")
-    else:
+    elif trained_model() is not None:  # None: it has said why the model is absent and how to install it
         try:
             first, second = cached.answers(key, prompt.strip())
         except (ModelNotInstalled, ValueError) as error:
@@ -226,7 +227,7 @@ st.button("Measure both", key="lab_perplexity", on_click=lambda: st.session_stat
 if st.session_state.get("lab_perplexity_asked"):
     if not user_text.strip():
         st.warning("Write some text first.")
-    else:
+    elif trained_model() is not None:
         try:
             (ppl_a, n_a, cut), (ppl_b, _, _) = cached.user_perplexities(key, user_text)
         except (ModelNotInstalled, ValueError) as error:

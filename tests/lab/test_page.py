@@ -75,7 +75,7 @@ def test_a_missing_model_is_a_message_not_a_traceback(monkeypatch):
     def missing():
         raise ModelNotInstalled("The trained model is not installed: run `pip install …`.")
 
-    explorer.model.trained_model.clear()
+    explorer.model._load.clear()
     monkeypatch.setattr(explorer.model, "load_pretrained", missing)
     try:
         at = open_page("lab")
@@ -85,7 +85,7 @@ def test_a_missing_model_is_a_message_not_a_traceback(monkeypatch):
         no_exception(at)
         assert any("not installed" in w.value for w in at.warning)
     finally:
-        explorer.model.trained_model.clear()
+        explorer.model._load.clear()
 
 
 def test_user_text_perplexity_is_live_and_capped():
