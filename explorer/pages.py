@@ -47,4 +47,10 @@ PAGES: dict[str, PageEntry] = {
         ":material/filter_alt:",
         "Padding in a batch, the causal mask aligned to a cache, and cross-attention.",
     ),
+    "lab": PageEntry(
+        "pages/lab.py",
+        "Trade-off lab",
+        ":material/science:",
+        "A trained model converted to MHA, MQA and MLA: what each cache saving costs in perplexity.",
+    ),
 }

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.nn.functional as F
@@ -22,6 +22,9 @@ from ..config import AttentionConfig
 from ..latent import RMSNorm
 from .checkpoint import DecoderConfig
 from .tokenizer import ModelTokenizer
+
+if TYPE_CHECKING:
+    from .convert import ConversionReport
 
 
 class SwiGLU(nn.Module):
@@ -83,6 +86,7 @@ class PretrainedLM(nn.Module):
         self.config = config
         self.attention = attention
         self.tokenizer = tokenizer
+        self.conversion: ConversionReport | None = None  # set on models made by with_attention: what was kept
         self.embed_tokens = nn.Embedding(config.vocab_size, config.d_model, device=device)
         self.layers = nn.ModuleList(DecoderLayer(config, attention, device=device) for _ in range(config.n_layers))
         self.norm = RMSNorm(config.d_model, config.norm_eps, device=device)
@@ -202,7 +206,8 @@ class PretrainedLM(nn.Module):
 
     # --- sizes --------------------------------------------------------------------------------------------------
     def kv_cache_bytes_per_token(self, dtype: torch.dtype | str = torch.float32) -> int:
-        """Bytes one token leaves in one layer's cache (the formula; times n_layers for the model)."""
+        """Bytes one token leaves in one layer's cache (the formula; times n_layers for the model): 2·g·d_h
+        elements for grouped-query layers, d_c + d_h^R for MLA."""
         return kv_cache_bytes(self.attention, batch=1, seq_len=1, dtype=as_dtype(dtype))
 
     def with_layers_of(self, attention: AttentionConfig) -> PretrainedLM:
@@ -219,6 +224,13 @@ class PretrainedLM(nn.Module):
         if not self.config.tie_embeddings:
             other.lm_head = self.lm_head
         return other
+
+    def with_attention(self, variant: str, **options: Any) -> PretrainedLM:
+        """This model with its attention re-expressed as `variant` ("mha", "gqa" or "mla"), without training: see
+        attn_core.pretrained.convert for the options and what each conversion keeps."""
+        from .convert import convert  # convert imports this module
+
+        return convert(self, variant, **options)
 
 
 def _choose(logits: torch.Tensor, temperature: float, top_k: int | None, generator: torch.Generator | None) -> int:

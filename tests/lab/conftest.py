@@ -1,0 +1,42 @@
+"""The trained model, a short calibration and a short evaluation slice of the lab's own texts, once per session."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from attn_core.pretrained import ModelNotInstalled, load_pretrained
+from attn_core.pretrained.convert import calibrate
+from explorer import lab
+
+SHORT_EVAL_TOKENS = 256  # a slice of the lab's evaluation text: enough to order the ranks, quick on 2 cores
+SHORT_CALIBRATION_TOKENS = 512
+
+
+@pytest.fixture(scope="session")
+def lm():
+    torch.set_num_threads(1)  # on a shared 2-core machine one thread per process is faster than two
+    try:
+        return load_pretrained()
+    except ModelNotInstalled as missing:
+        pytest.skip(str(missing))
+
+
+@pytest.fixture(scope="session")
+def lab_ids(lm):
+    return lab.split_tokens(lm)
+
+
+@pytest.fixture(scope="session")
+def short_eval_ids(lab_ids):
+    return lab_ids[0][:SHORT_EVAL_TOKENS]
+
+
+@pytest.fixture(scope="session")
+def calibration(lm, lab_ids):
+    return calibrate(lm, lm.decode(lab_ids[1]), max_tokens=SHORT_CALIBRATION_TOKENS, window=SHORT_CALIBRATION_TOKENS)
+
+
+@pytest.fixture(scope="session")
+def prompt_ids(lm):
+    return lm.encode("Attention lets every token look at the tokens before it and decide what matters most.")

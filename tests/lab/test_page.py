@@ -1,0 +1,99 @@
+"""The lab page through app.py: its chart plots the stored table (frontier checked by brute force), MHA answers
+exactly as the original at 3x the cache, and bad input or a missing model give a message, never a traceback."""
+
+from __future__ import annotations
+
+import pytest
+
+import explorer.model
+from attn_core.accounting import bytes_per_element
+from attn_core.pretrained import ModelNotInstalled
+from explorer import lab
+from explorer.settings import Settings
+from tests.app.helpers import chart_specs, open_page
+
+
+def no_exception(at):
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def dominated(row, rows):
+    return any(
+        other["cache_bytes_per_token"] <= row["cache_bytes_per_token"]
+        and other["perplexity"] <= row["perplexity"]
+        and (other["cache_bytes_per_token"], other["perplexity"]) != (row["cache_bytes_per_token"], row["perplexity"])
+        for other in rows
+    )
+
+
+def test_the_chart_plots_the_stored_table_with_its_frontier():
+    at = open_page("lab")
+    no_exception(at)
+    assert at.title[0].value == "Trade-off lab"
+    (spec,) = chart_specs(at)
+    table = lab.load_table()
+    ratio = bytes_per_element(Settings().dtype) / 4  # the sidebar's default dtype
+    expected = {row["label"]: (row["cache_bytes_per_token"] * ratio / 1024, row["perplexity"]) for row in table["rows"]}
+    plotted = {}
+    for trace in spec["data"][1:]:
+        plotted.update(zip(trace["text"], zip(trace["x"], trace["y"], strict=True), strict=True))
+    assert plotted.keys() == expected.keys()
+    for label, (x, y) in plotted.items():
+        assert x == pytest.approx(expected[label][0]) and y == pytest.approx(expected[label][1])
+    rows = [{"cache_bytes_per_token": x, "perplexity": y} for x, y in expected.values()]
+    frontier = sorted((r["cache_bytes_per_token"], r["perplexity"]) for r in rows if not dominated(r, rows))
+    line = spec["data"][0]
+    assert sorted(zip(line["x"], line["y"], strict=True)) == pytest.approx(frontier)
+    assert spec["layout"]["yaxis"]["type"] == "log"
+
+
+def test_mha_answers_exactly_as_the_original_with_three_times_the_cache():
+    at = open_page("lab")
+    at.selectbox(key="lab_model").set_value("mha")
+    at.text_input(key="lab_prompt").set_value("Name a colour.")
+    at.button(key="lab_answer").click().run()
+    no_exception(at)
+    answers = [t.value for t in at.text]
+    assert len(answers) == 2 and answers[0] == answers[1]
+    assert any("3.00x" in c.value for c in at.caption)
+
+
+def test_empty_inputs_give_a_message():
+    at = open_page("lab")
+    at.text_input(key="lab_prompt").set_value("   ")
+    at.button(key="lab_answer").click().run()
+    no_exception(at)
+    assert any("Write a prompt first" in w.value for w in at.warning)
+    at.text_area(key="lab_text").set_value("")
+    at.button(key="lab_perplexity").click().run()
+    no_exception(at)
+    assert any("Write some text first" in w.value for w in at.warning)
+
+
+def test_a_missing_model_is_a_message_not_a_traceback(monkeypatch):
+    def missing():
+        raise ModelNotInstalled("The trained model is not installed: run `pip install …`.")
+
+    explorer.model._load.clear()
+    monkeypatch.setattr(explorer.model, "load_pretrained", missing)
+    try:
+        at = open_page("lab")
+        at.selectbox(key="lab_model").set_value("mha")
+        at.text_input(key="lab_prompt").set_value("A prompt no other test asks.")
+        at.button(key="lab_answer").click().run()
+        no_exception(at)
+        assert any("not installed" in w.value for w in at.warning)
+    finally:
+        explorer.model._load.clear()
+
+
+def test_user_text_perplexity_is_live_and_capped():
+    at = open_page("lab")
+    at.selectbox(key="lab_model").set_value("mha")
+    at.text_area(key="lab_text").set_value("word " * 400)  # more than the cap
+    at.button(key="lab_perplexity").click().run()
+    no_exception(at)
+    original, converted = (m.value for m in at.metric)
+    assert original == converted  # MHA is exact
+    assert any(f"cut to {lab.USER_TEXT_MAX_TOKENS}" in c.value for c in at.caption)
