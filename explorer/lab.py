@@ -21,6 +21,8 @@ import torch
 
 from attn_core.pretrained import PretrainedLM
 from attn_core.pretrained.convert import Calibration, calibrate
+from explorer.heatmaps.link import Text
+from explorer.params import Choice, Flag
 
 TABLE_PATH = Path(__file__).resolve().parents[1] / "assets" / "lab_table.json"
 # sha256 of reference_text() under CPython 3.11's pydoc_data (the text the stored table was measured on)
@@ -241,3 +243,16 @@ def user_text_perplexity(model: PretrainedLM, text: str) -> tuple[float, int, bo
     ids = ids[:USER_TEXT_MAX_TOKENS]
     losses = model.token_nll(ids, USER_TEXT_MAX_TOKENS)
     return math.exp(float(losses.double().mean())), len(losses), cut
+
+
+# --- the page's own controls in the link (a shared link reopens the same view, answers included) ---------------------
+CONTEXT = Choice("lab_context", (512, 1024, 2048, 4096, 8192), 8192)
+MODEL = Choice("lab_model", tuple(point.key for point in LAB_POINTS if point.key != "original"), "mqa-mean")
+PROMPT = Text("lab_prompt", "What is a Python list comprehension?", 300)
+TEXT = Text(
+    "lab_text",
+    "The cache holds the keys and values of every token seen so far, so decoding never recomputes them.",
+    4000,
+)
+ANSWER = Flag("lab_answer", False)
+MEASURE = Flag("lab_measure", False)

@@ -28,7 +28,7 @@ def calibration() -> Calibration:
     return lab.lab_calibration(lm, lab.split_tokens(lm)[1])
 
 
-@st.cache_resource(show_spinner="Converting the model (once per server and conversion)…", max_entries=4)
+@st.cache_resource(show_spinner="Converting the model (once per server and conversion)…", max_entries=2)
 @takes_turns
 def converted(key: str) -> PretrainedLM:
     point = lab.POINTS_BY_KEY[key]

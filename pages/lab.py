@@ -11,7 +11,7 @@ from explorer import lab
 from explorer import lab_cache as cached
 from explorer.charts import format_bytes, show_chart
 from explorer.model import trained_model
-from explorer.state import page_settings
+from explorer.state import bound, page_settings
 
 settings = page_settings()
 element_ratio = bytes_per_element(settings.dtype) / 4  # the table's bytes are float32; the sidebar picks the dtype
@@ -43,11 +43,15 @@ evaluation = table["evaluation"]
 source = AttentionConfig(**next(r["attention"] for r in table["rows"] if r["key"] == "original"))
 mla_rope_dims = sorted({r["options"]["qk_rope_head_dim"] for r in table["rows"] if r["variant"] == "mla"})
 
-context = st.select_slider(
-    "Context length for the whole-model cache (tokens)",
-    options=(512, 1024, 2048, 4096, 8192),
-    value=8192,
-    help="The model's context is 8,192 tokens. Cache sizes use the sidebar's dtype; perplexity was measured in float32.",
+context = bound(
+    lab.CONTEXT,
+    lambda key: st.select_slider(
+        "Context length for the whole-model cache (tokens)",
+        options=lab.CONTEXT.options,
+        key=key,
+        help="The model's context is 8,192 tokens. Cache sizes use the sidebar's dtype; perplexity was measured in "
+        "float32.",
+    ),
 )
 
 # --- the Pareto chart -----------------------------------------------------------------------------------------------
@@ -161,14 +165,17 @@ st.markdown(
 # --- one prompt, two models -----------------------------------------------------------------------------------------
 st.subheader("The same prompt, two models")
 choices = [r["key"] for r in rows if r["key"] != "original"]
-key = st.selectbox(
-    "Converted model",
-    choices,
-    index=choices.index("mqa-mean") if "mqa-mean" in choices else 0,
-    format_func=lambda k: f"{by_key[k]['label']} (perplexity {by_key[k]['perplexity']:,.2f})",
-    key="lab_model",
+key = bound(
+    lab.MODEL,
+    lambda widget: st.selectbox(
+        "Converted model",
+        choices,
+        key=widget,
+        format_func=lambda k: f"{by_key[k]['label']} (perplexity {by_key[k]['perplexity']:,.2f})",
+    ),
+    tuple(choices),
 )
-prompt = st.text_input("Prompt", value="What is a Python list comprehension?", max_chars=300, key="lab_prompt")
+prompt = bound(lab.PROMPT, lambda widget: st.text_input("Prompt", max_chars=300, key=widget))
 st.caption(
     f"Greedy decoding, {lab.ANSWER_TOKENS} new tokens, through each model's own cache. The first answer loads the "
     "model, calibrates and converts (up to a few minutes on a busy 2-core machine); later ones are quick."
@@ -182,10 +189,9 @@ def model_problem(error: Exception) -> None:
         st.warning(str(error))
 
 
-# The buttons set a flag (on_click runs before the script, so a rerun cannot lose the click); once asked, the
-# section keeps showing the answers for whatever is selected (cached, so a rerun costs nothing).
-st.button("Answer with both", key="lab_answer", on_click=lambda: st.session_state.update(lab_answers_asked=True))
-if st.session_state.get("lab_answers_asked"):
+# A toggle, not a button: it lives in the link, so a shared link shows the answers its sender saw (cached, so a
+# rerun costs nothing).
+if bound(lab.ANSWER, lambda widget: st.toggle("Answer with both", key=widget)):
     if not prompt.strip():
         st.warning("Write a prompt first.")
     elif trained_model() is not None:  # None: it has said why the model is absent and how to install it
@@ -213,18 +219,12 @@ if st.session_state.get("lab_answers_asked"):
 
 # --- your own text --------------------------------------------------------------------------------------------------
 st.subheader("Perplexity on your own text")
-user_text = st.text_area(
-    "Text",
-    value="The cache holds the keys and values of every token seen so far, so decoding never recomputes them.",
-    max_chars=4000,
-    key="lab_text",
-)
+user_text = bound(lab.TEXT, lambda widget: st.text_area("Text", max_chars=4000, key=widget))
 st.caption(
     f"Scored live on at most {lab.USER_TEXT_MAX_TOKENS} tokens (longer text is cut): a short text gives a noisy "
     "perplexity, so compare the two models on the same text rather than against the table."
 )
-st.button("Measure both", key="lab_perplexity", on_click=lambda: st.session_state.update(lab_perplexity_asked=True))
-if st.session_state.get("lab_perplexity_asked"):
+if bound(lab.MEASURE, lambda widget: st.toggle("Measure both", key=widget)):
     if not user_text.strip():
         st.warning("Write some text first.")
     elif trained_model() is not None:

@@ -50,9 +50,9 @@ def test_the_chart_plots_the_stored_table_with_its_frontier():
 
 def test_mha_answers_exactly_as_the_original_with_three_times_the_cache():
     at = open_page("lab")
-    at.selectbox(key="lab_model").set_value("mha")
-    at.text_input(key="lab_prompt").set_value("Name a colour.")
-    at.button(key="lab_answer").click().run()
+    at.selectbox(key="view_lab_model").set_value("mha")
+    at.text_input(key="view_lab_prompt").set_value("Name a colour.")
+    at.toggle(key="view_lab_answer").set_value(True).run()
     no_exception(at)
     answers = [t.value for t in at.text]
     assert len(answers) == 2 and answers[0] == answers[1]
@@ -61,12 +61,12 @@ def test_mha_answers_exactly_as_the_original_with_three_times_the_cache():
 
 def test_empty_inputs_give_a_message():
     at = open_page("lab")
-    at.text_input(key="lab_prompt").set_value("   ")
-    at.button(key="lab_answer").click().run()
+    at.text_input(key="view_lab_prompt").set_value("   ")
+    at.toggle(key="view_lab_answer").set_value(True).run()
     no_exception(at)
     assert any("Write a prompt first" in w.value for w in at.warning)
-    at.text_area(key="lab_text").set_value("")
-    at.button(key="lab_perplexity").click().run()
+    at.text_area(key="view_lab_text").set_value("")
+    at.toggle(key="view_lab_measure").set_value(True).run()
     no_exception(at)
     assert any("Write some text first" in w.value for w in at.warning)
 
@@ -79,9 +79,9 @@ def test_a_missing_model_is_a_message_not_a_traceback(monkeypatch):
     monkeypatch.setattr(explorer.model, "load_pretrained", missing)
     try:
         at = open_page("lab")
-        at.selectbox(key="lab_model").set_value("mha")
-        at.text_input(key="lab_prompt").set_value("A prompt no other test asks.")
-        at.button(key="lab_answer").click().run()
+        at.selectbox(key="view_lab_model").set_value("mha")
+        at.text_input(key="view_lab_prompt").set_value("A prompt no other test asks.")
+        at.toggle(key="view_lab_answer").set_value(True).run()
         no_exception(at)
         assert any("not installed" in w.value for w in at.warning)
     finally:
@@ -90,10 +90,22 @@ def test_a_missing_model_is_a_message_not_a_traceback(monkeypatch):
 
 def test_user_text_perplexity_is_live_and_capped():
     at = open_page("lab")
-    at.selectbox(key="lab_model").set_value("mha")
-    at.text_area(key="lab_text").set_value("word " * 400)  # more than the cap
-    at.button(key="lab_perplexity").click().run()
+    at.selectbox(key="view_lab_model").set_value("mha")
+    at.text_area(key="view_lab_text").set_value("word " * 400)  # more than the cap
+    at.toggle(key="view_lab_measure").set_value(True).run()
     no_exception(at)
     original, converted = (m.value for m in at.metric)
     assert original == converted  # MHA is exact
     assert any(f"cut to {lab.USER_TEXT_MAX_TOKENS}" in c.value for c in at.caption)
+
+
+def test_a_link_reopens_the_answers_its_sender_saw():
+    first = open_page("lab")
+    first.selectbox(key="view_lab_model").set_value("mha")
+    first.text_input(key="view_lab_prompt").set_value("Name a colour.")
+    first.toggle(key="view_lab_answer").set_value(True).run()
+    link = dict(first.query_params)
+    assert link["lab_model"] == "mha" and link["lab_answer"] == "1" and link["lab_prompt"] == "Name a colour."
+    again = open_page("lab", link)
+    no_exception(again)
+    assert [t.value for t in again.text] == [t.value for t in first.text]
