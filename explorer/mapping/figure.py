@@ -13,7 +13,7 @@ import streamlit as st
 from attn_core import AttentionConfig
 from attn_core.accounting import bytes_per_element, kv_cache_bytes
 from explorer.charts import VARIANT_COLORS, format_bytes
-from explorer.probes.mapping import morph_configs
+from explorer.probes.mapping import MorphFrame, morph_configs
 from explorer.settings import Settings
 
 from .computed import frames_for
@@ -27,10 +27,10 @@ EDGE_SLOTS = len(PALETTE)  # edge traces per frame, one per colour, so every fra
 Q_TOP, Q_BOTTOM, KV_TOP, KV_BOTTOM = 1.16, 0.84, 0.16, -0.16
 
 
-def _stores_geometry(frame: dict, cfg: AttentionConfig, settings: Settings) -> list[dict]:
+def _stores_geometry(frame: MorphFrame, cfg: AttentionConfig, settings: Settings) -> list[dict]:
     """The KV row: one bar per store (or bundle of stores), each as wide as its share of MHA's cache per token."""
     mha_elements = 2 * settings.heads * settings.head_dim
-    if frame["variant"] == "mla":
+    if frame.variant == "mla":
         groups = [("c_kv", "c_kv", [0], cfg.kv_lora_rank), ("k_rope", "k_rope", [1], cfg.qk_rope_head_dim)]
     else:
         groups = [
@@ -40,7 +40,7 @@ def _stores_geometry(frame: dict, cfg: AttentionConfig, settings: Settings) -> l
                 list(range(a, b)),
                 (b - a) * 2 * cfg.head_dim,
             )
-            for a, b in bundles(len(frame["stores"]))
+            for a, b in bundles(len(frame.stores))
         ]
     total = sum(elements for *_, elements in groups) / mha_elements
     left = 0.5 - total / 2
@@ -54,14 +54,14 @@ def _stores_geometry(frame: dict, cfg: AttentionConfig, settings: Settings) -> l
     return geometry
 
 
-def _frame_content(frame: dict, cfg: AttentionConfig, settings: Settings, highlight: str | None) -> dict:
+def _frame_content(frame: MorphFrame, cfg: AttentionConfig, settings: Settings, highlight: str | None) -> dict:
     """Traces, title and annotation of one animation step."""
     heads, batch, tokens = settings.heads, settings.batch, settings.seq_len
     element = bytes_per_element(settings.dtype)
-    is_mla = frame["variant"] == "mla"
+    is_mla = frame.variant == "mla"
     stores = _stores_geometry(frame, cfg, settings)
     store_of = {member: s for s in stores for member in s["members"]}
-    reads = frame["reads"]
+    reads = frame.reads
     lit = set(readers(frame, highlight)) if highlight else None
 
     query_bars = []
@@ -127,7 +127,7 @@ def _frame_content(frame: dict, cfg: AttentionConfig, settings: Settings, highli
             f"cache bytes read per head and decode step: {format_bytes(per_head_bytes)}"
         )
     else:
-        group = heads // frame["n_kv_heads"]
+        group = heads // frame.n_kv_heads
         per_head_bytes = 2 * batch * tokens * head_dim * element
         read_text = (
             f"per head: K and V of its KV head, {dims}{head_dim}] each<br>"
@@ -136,7 +136,7 @@ def _frame_content(frame: dict, cfg: AttentionConfig, settings: Settings, highli
         )
     q_hover = []
     for bar in query_bars:
-        names = [frame["stores"][s] for s in bar["stores"]]
+        names = [frame.stores[s] for s in bar["stores"]]
         source = (
             ", ".join(store_label(n) for n in names)
             if is_mla
@@ -149,7 +149,7 @@ def _frame_content(frame: dict, cfg: AttentionConfig, settings: Settings, highli
     kv_hover = []
     for store in stores:
         members = store["members"]
-        who = sorted({h for m in members for h in readers(frame, frame["stores"][m])})
+        who = sorted({h for m in members for h in readers(frame, frame.stores[m])})
         if is_mla:
             width = cfg.kv_lora_rank if store["label"] == "c_kv" else cfg.qk_rope_head_dim
             what = f"{store_label(store['label'])}: {dims}{width}]"
@@ -162,7 +162,7 @@ def _frame_content(frame: dict, cfg: AttentionConfig, settings: Settings, highli
         )
 
     store_colors = [VARIANT_COLORS["mla"], ROPE_COLOR] if is_mla else [PALETTE[s["index"] % EDGE_SLOTS] for s in stores]
-    store_lit = [highlight is None or any(frame["stores"][m] == highlight for m in s["members"]) for s in stores]
+    store_lit = [highlight is None or any(frame.stores[m] == highlight for m in s["members"]) for s in stores]
     traces.append(
         dict(
             type="bar",
@@ -210,8 +210,8 @@ def _frame_content(frame: dict, cfg: AttentionConfig, settings: Settings, highli
             ),
             # The exact per-head mapping, head by head even when drawn in bundles: which stores each head reads.
             meta={
-                "key": frame["key"],
-                "stores": frame["stores"],
+                "key": frame.key,
+                "stores": frame.stores,
                 "reads": [column.nonzero()[0].tolist() for column in reads.T],
             },
             showlegend=False,
@@ -223,7 +223,7 @@ def _frame_content(frame: dict, cfg: AttentionConfig, settings: Settings, highli
     formula = (
         f"d_c + d_h^R = {cfg.kv_lora_rank} + {cfg.qk_rope_head_dim}"
         if is_mla
-        else f"2·{frame['n_kv_heads']}·{settings.head_dim}"
+        else f"2·{frame.n_kv_heads}·{settings.head_dim}"
     )
     cache_text = (
         f"cached per token: {formula} = {per_token:,} numbers = {format_bytes(per_token * element)} = <b>{ratio:.3g}× MHA</b><br>"
@@ -232,16 +232,16 @@ def _frame_content(frame: dict, cfg: AttentionConfig, settings: Settings, highli
     )
     if is_mla:
         title = f"MLA: all heads read one latent c_kv ({cfg.kv_lora_rank}) and one rotary key k_rope ({cfg.qk_rope_head_dim})"
-    elif frame["n_kv_heads"] == heads:
+    elif frame.n_kv_heads == heads:
         title = f"MHA: each of the {heads} query heads reads its own K/V head"
-    elif frame["n_kv_heads"] == 1:
+    elif frame.n_kv_heads == 1:
         title = f"MQA: all {heads} query heads read one K/V head"
     else:
-        title = f"GQA, {frame['n_kv_heads']} groups: each K/V head serves {heads // frame['n_kv_heads']} query heads"
+        title = f"GQA, {frame.n_kv_heads} groups: each K/V head serves {heads // frame.n_kv_heads} query heads"
     sizes = (
         [f"query bars: {query_bars[0]['stop'] - query_bars[0]['start']} heads each"] if len(query_bars) < heads else []
     )
-    if not is_mla and len(stores) < len(frame["stores"]):
+    if not is_mla and len(stores) < len(frame.stores):
         sizes.append(f"KV bars: {len(stores[0]['members'])} KV heads each")
     return {
         "traces": traces,
@@ -261,11 +261,11 @@ def mapping_chart(settings: Settings, active: int, highlight: str | None) -> tup
     return mapping_figure(frames, active, settings, highlight).to_dict(), mapping_rows(frames)
 
 
-def mapping_figure(frames: list[dict], active: int, settings: Settings, highlight: str | None) -> go.Figure:
+def mapping_figure(frames: list[MorphFrame], active: int, settings: Settings, highlight: str | None) -> go.Figure:
     """The animated figure: frame `active` is shown first (with the highlight); play runs through all frames."""
     cfgs = dict(morph_configs(settings.d_model, settings.heads, settings.latent, settings.rope_dim))
     contents = [
-        _frame_content(frame, cfgs[frame["key"]], settings, highlight if index == active else None)
+        _frame_content(frame, cfgs[frame.key], settings, highlight if index == active else None)
         for index, frame in enumerate(frames)
     ]
     widest = max(1.0, *(content["width"] for content in contents))
@@ -400,7 +400,7 @@ def mapping_figure(frames: list[dict], active: int, settings: Settings, highligh
                         label=frame_label(frame),
                         method="animate",
                         args=[
-                            [frame["key"]],
+                            [frame.key],
                             {
                                 "frame": {"duration": 0, "redraw": True},
                                 "mode": "immediate",
@@ -419,7 +419,7 @@ def mapping_figure(frames: list[dict], active: int, settings: Settings, highligh
         data=shown["traces"],
         layout=layout,
         frames=[
-            {"name": frame["key"], "data": content["traces"], "layout": layout_of(content)}
+            {"name": frame.key, "data": content["traces"], "layout": layout_of(content)}
             for frame, content in zip(frames, contents)
         ],
         _validate=False,
