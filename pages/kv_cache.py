@@ -109,14 +109,14 @@ def step_section() -> None:
     )
     st.code(view.step_log(traces, step), language=None)
     st.dataframe(view.step_table(traces, step), hide_index=True, width="stretch")
-    worst = max(max(trace["max_abs_diff"]) for trace in traces.values())
+    worst = max(max(trace.max_abs_diff) for trace in traces.values())
     show_chart(
         view.diff_figure(traces, step),
         name="kv-cache-recompute-difference",
         rows=view.cache_size_rows(traces),
         caption=(
             f"Every step stays far below {FLOAT32_TOLERANCE:.0e} (largest here: {worst:.1e}, outputs up to "
-            f"{max(t['out_scale'] for t in traces.values()):.2g}): the cache changes the cost, not the result. The "
+            f"{max(t.out_scale for t in traces.values()):.2g}): the cache changes the cost, not the result. The "
             "reference is one pass over the whole sequence without a cache; with causal attention its row t is what "
             "recomputing the prefix up to t gives. MLA decodes with absorbed weights, its reference up-projects: they "
             f"agree too. Exact zeros are drawn at {view.DIFF_FLOOR:g}."
@@ -144,12 +144,12 @@ def step_section() -> None:
             honest = traces.get(name.removesuffix(" repeated"))
             if honest is None:
                 continue
-            wasted = trace["nbytes"][step] - honest["nbytes"][step]
+            wasted = trace.nbytes[step] - honest.nbytes[step]
             st.warning(
-                f"**{name}**: at step {step} the repeated cache holds {format_bytes(trace['nbytes'][step])} where "
-                f"{format_bytes(honest['nbytes'][step])} is all the layer needs — {format_bytes(wasted)} wasted, "
-                f"{trace['nbytes'][step] / honest['nbytes'][step]:.3g}× the memory, as large as MHA's. Its outputs are "
-                f"the same (max |Δ| vs full recompute {max(trace['max_abs_diff']):.1e}): the copies add nothing. "
+                f"**{name}**: at step {step} the repeated cache holds {format_bytes(trace.nbytes[step])} where "
+                f"{format_bytes(honest.nbytes[step])} is all the layer needs — {format_bytes(wasted)} wasted, "
+                f"{trace.nbytes[step] / honest.nbytes[step]:.3g}× the memory, as large as MHA's. Its outputs are "
+                f"the same (max |Δ| vs full recompute {max(trace.max_abs_diff):.1e}): the copies add nothing. "
                 "Cache the KV heads as projected and let attention share them.",
                 icon=":material/content_copy:",
             )
@@ -229,23 +229,23 @@ st.caption(
     "group count that would cache as much."
 )
 
-by_key = {row["key"]: row for row in rows}
+by_key = {row.key: row for row in rows}
 mla, mha, published = by_key["mla"], by_key["mha"], by_key["published"]
-mla_saving = mha["elements_per_token_layer"] / mla["elements_per_token_layer"]
+mla_saving = mha.elements_per_token_layer / mla.elements_per_token_layer
 if attention.variant == "mla":
     st.success(
-        f"**The DeepSeek-V2 paper's claim, measured:** {model}'s MLA caches {published['elements_per_token_layer']:,} "
+        f"**The DeepSeek-V2 paper's claim, measured:** {model}'s MLA caches {published.elements_per_token_layer:,} "
         f"numbers per token per layer (d_c {attention.kv_lora_rank} + d_h^R {attention.qk_rope_head_dim}) — as much as "
-        f"GQA with only {published['gqa_equivalent_groups']:.3g} groups of d_h {attention.head_dim}, while MHA with its "
-        f"{attention.n_heads} heads would cache {mha['elements_per_token_layer']:,}: "
-        f"{mha['elements_per_token_layer'] / published['elements_per_token_layer']:.3g}× more.",
+        f"GQA with only {published.gqa_equivalent_groups:.3g} groups of d_h {attention.head_dim}, while MHA with its "
+        f"{attention.n_heads} heads would cache {mha.elements_per_token_layer:,}: "
+        f"{mha.elements_per_token_layer / published.elements_per_token_layer:.3g}× more.",
         icon=":material/verified:",
     )
 st.markdown(
-    f"As MHA, {model} would keep **{mha['elements_per_token_layer']:,}** numbers per token per layer "
+    f"As MHA, {model} would keep **{mha.elements_per_token_layer:,}** numbers per token per layer "
     f"(2 × {attention.n_heads} heads × {attention.head_dim}); as MLA with d_c {latent} + d_h^R {rope_dim}, "
-    f"**{mla['elements_per_token_layer']:,}**: **{mla_saving:.3g}×** fewer, the cache of GQA with "
-    f"{mla['gqa_equivalent_groups']:.3g} groups."
+    f"**{mla.elements_per_token_layer:,}**: **{mla_saving:.3g}×** fewer, the cache of GQA with "
+    f"{mla.gqa_equivalent_groups:.3g} groups."
 )
 
 st.subheader("Will it fit? A whole model's cache against a memory budget")
@@ -256,16 +256,16 @@ with right:
     gpus = bound(view.GPUS, lambda key: st.select_slider("GPUs", view.GPUS.options, key=key))
 budget = memory_budget(preset, gpu_gib=gpu_gib, gpus=gpus, dtype=settings.dtype)
 metrics = st.columns(3)
-metrics[0].metric("Memory", format_bytes(budget["memory"]), help=f"{gpus} × {gpu_gib} GiB")
+metrics[0].metric("Memory", format_bytes(budget.memory), help=f"{gpus} × {gpu_gib} GiB")
 metrics[1].metric(
     f"Weights ({settings.dtype})",
-    format_bytes(budget["weights"]),
+    format_bytes(budget.weights),
     help=f"{view.parameter_text(preset.total_params)} parameters × {bytes_per_element(settings.dtype)} bytes, in the cache's dtype",
 )
-metrics[2].metric("Left for the KV cache", format_bytes(max(budget["left"], 0)))
-if budget["left"] <= 0:
+metrics[2].metric("Left for the KV cache", format_bytes(max(budget.left, 0)))
+if budget.left <= 0:
     st.warning(
-        f"{model}'s weights alone ({format_bytes(budget['weights'])}) do not fit in {format_bytes(budget['memory'])}: "
+        f"{model}'s weights alone ({format_bytes(budget.weights)}) do not fit in {format_bytes(budget.memory)}: "
         "add GPUs or memory to leave room for a cache.",
     )
 what_if = {"groups": groups, "latent": latent, "rope_dim": rope_dim}
@@ -281,7 +281,7 @@ show_chart(
         "ran out long before. Lines: closed form; diamonds: measured on the meta device at the full context."
     ),
 )
-if budget["left"] > 0:
+if budget.left > 0:
     users, users_csv = view.users_figure(model, rows, budget=budget, dtype=settings.dtype)
     show_chart(
         users,

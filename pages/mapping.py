@@ -31,16 +31,16 @@ variant = bound(
     settings.variants,
 )
 frames = view.frames_for(settings)
-keys = [frame["key"] for frame in frames]
+keys = [frame.key for frame in frames]
 active = keys.index(view.frame_key(settings, variant))
 frame = frames[active]
-if variant == "gqa" and frame["key"] != f"gqa:{settings.groups}":
+if variant == "gqa" and frame.key != f"gqa:{settings.groups}":
     st.info(
         f"GQA with {settings.groups} {'group' if settings.groups == 1 else 'groups'} of {settings.heads} heads is "
-        f"{frame['key'].upper()}: that is the step shown."
+        f"{frame.key.upper()}: that is the step shown."
     )
 
-store_options = ("none", *frame["stores"])
+store_options = ("none", *frame.stores)
 store = bound(
     view.MAP_STORE,
     lambda key: st.selectbox(
@@ -148,9 +148,9 @@ if variant != "mla":
     )
     st.caption(
         f"Checked on a layer built from seed {settings.seed}"
-        + (f" (input narrowed to {fused['input_width']}, as above)" if fused["input_width"] != settings.d_model else "")
+        + (f" (input narrowed to {fused.input_width}, as above)" if fused.input_width != settings.d_model else "")
         + f": every block of the fused product equals the separate projection's head {view.fused_agreement(fused)} (largest value "
-        f"{fused['output_scale']:.3g}, float32). Shapes at your settings, from the real layer on the meta device:"
+        f"{fused.output_scale:.3g}, float32). Shapes at your settings, from the real layer on the meta device:"
     )
     st.table(view.fused_shape_table(fused, cfg), border="horizontal", hide_index=True)
 
@@ -165,20 +165,20 @@ if variant == "mla":
     diff, cost = st.columns([1, 3])
     diff.metric(
         "Largest |naive − absorbed|",
-        f"{ways['max_abs_diff']:.2g}",
-        help=f"Over the decoded token's outputs, which reach {ways['output_scale']:.3g} in magnitude (float32).",
+        f"{ways.max_abs_diff:.2g}",
+        help=f"Over the decoded token's outputs, which reach {ways.output_scale:.3g} in magnitude (float32).",
     )
     cost.table(view.mla_cost_rows(cfg, ways, settings.seq_len), border="horizontal", hide_index=True)
     timed_layer = (
         "your layer"
-        if ways["input_width"] == settings.d_model
-        else f"a layer like yours with its input narrowed to {ways['input_width']} (as above; the projections from x, "
+        if ways.input_width == settings.d_model
+        else f"a layer like yours with its input narrowed to {ways.input_width} (as above; the projections from x, "
         "the same work both ways, are cheaper than in yours)"
     )
     st.caption(
         f"Both ways decode the same token from the same cache. FLOPs: the closed form, 2 per multiply-add. Time: the fastest "
-        f"of {ways['repeats']} decode steps each way (taking turns) of {timed_layer}, batch 1, float32, on this server, after "
-        f"{ways['context_len']:,} cached tokens — a fixed length, so moving the length slider does not re-time "
+        f"of {ways.repeats} decode steps each way (taking turns) of {timed_layer}, batch 1, float32, on this server, after "
+        f"{ways.context_len:,} cached tokens — a fixed length, so moving the length slider does not re-time "
         f"(shorter when the naive step would pass {view.NAIVE_FLOP_BUDGET:.0e} FLOPs). The naive way's cost grows with "
         "the cache, since it up-projects every cached token at every step; the absorbed way reads the latent as it is."
     )

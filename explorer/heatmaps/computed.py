@@ -12,7 +12,10 @@ from attn_core import AttentionConfig
 from explorer.probes.heatmaps import (
     COMPARE_WORK_BUDGET,
     MAX_TEXT_TOKENS,
+    Comparison,
     InputSpec,
+    Skipped,
+    VariantPass,
     compare_from_mha,
     explore_variant,
     joint_kv_basis,
@@ -62,7 +65,7 @@ def layer_config(settings: Settings, variant: str, rope: bool) -> AttentionConfi
 
 @st.cache_data(max_entries=6, show_spinner=False)
 @takes_turns
-def variant_result(cfg: AttentionConfig, seed: int, spec: InputSpec, causal: bool, heads: range) -> dict:
+def variant_result(cfg: AttentionConfig, seed: int, spec: InputSpec, causal: bool, heads: range) -> VariantPass:
     """The one pass sections 1, 3 and 4 draw from: a layer of the page's heads is built once per (settings, window,
     page), whatever is shown."""
     return explore_variant(cfg, seed, spec, causal=causal, heads=heads)
@@ -80,7 +83,7 @@ def kv_basis(d_model: int, heads: int, seed: int, _mha) -> np.ndarray:
 @takes_turns
 def comparison_result(
     configs: tuple[tuple[str, AttentionConfig], ...], seed: int, spec: InputSpec, causal: bool
-) -> dict:
+) -> dict[str, Comparison | Skipped]:
     first = configs[0][1]
     return compare_from_mha(
         dict(configs), seed, spec, causal=causal, basis_of=lambda mha: kv_basis(first.d_model, first.n_heads, seed, mha)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from plotly.colors import sample_colorscale
 
-from explorer.probes.heatmaps import block_size, pool_blocks
+from explorer.probes.heatmaps import Comparison, HeadSteps, Skipped, VariantPass, block_size, pool_blocks
 
 from .csv_export import panel_csv
 from .heads import grid_columns
@@ -55,9 +55,9 @@ def head_label(head: int, kv_head: int, variant: str, *, two_lines: bool = False
     return f"head {head}<br>KV {kv_head}" if two_lines else f"head {head} · KV {kv_head}"
 
 
-def grid_figure(result: dict, variant: str, group_size: int, *, pool: str, tokens: list[str] | None):
+def grid_figure(result: VariantPass, variant: str, group_size: int, *, pool: str, tokens: list[str] | None):
     """Every computed head's weights, one KV group per row where groups are 2..8 heads wide."""
-    weights, heads = result["weights"], result["heads"]
+    weights, heads = result.weights, result.heads
     pooling = grid_pooling(weights.shape[1], len(heads), pool)
     ncols = grid_columns(len(heads), group_size)
     two_lines = ncols > 4  # "head 12 · KV 1" eight times a row runs together on a 1024-px projector
@@ -69,7 +69,7 @@ def grid_figure(result: dict, variant: str, group_size: int, *, pool: str, token
             tokens=tokens,
             csv_name=head_label(h, kv, variant),
         )
-        for i, (h, kv) in enumerate(zip(heads, result["kv_head"]))
+        for i, (h, kv) in enumerate(zip(heads, result.kv_head))
     ]
     vmax = max(float(np.nanmax(p.z)) for p in panels)
     fig = panels_figure(
@@ -83,14 +83,14 @@ def grid_figure(result: dict, variant: str, group_size: int, *, pool: str, token
     return fig, panel_csv(panels), pooling
 
 
-def compare_figure(results: dict, head: int, *, pool: str, tokens: list[str] | None):
+def compare_figure(results: dict[str, Comparison | Skipped], head: int, *, pool: str, tokens: list[str] | None):
     """Head `head` of each variant made from the same MHA layer, side by side."""
-    shown_variants = [v for v, r in results.items() if "weights" in r]
-    length = results[shown_variants[0]]["weights"].shape[1]
+    shown = {v: r for v, r in results.items() if isinstance(r, Comparison)}
+    length = next(iter(shown.values())).weights.shape[1]
     pooling = grid_pooling(length, 16, pool)  # the small side: four of these sit in one row
     panels = [
-        attention_panel(results[v]["weights"][head], title=f"{v.upper()} · head {head}", pooling=pooling, tokens=tokens)
-        for v in shown_variants
+        attention_panel(r.weights[head], title=f"{v.upper()} · head {head}", pooling=pooling, tokens=tokens)
+        for v, r in shown.items()
     ]
     vmax = max(float(np.nanmax(p.z)) for p in panels)
     fig = panels_figure(
@@ -104,18 +104,18 @@ def compare_figure(results: dict, head: int, *, pool: str, tokens: list[str] | N
     return fig, panel_csv(panels), pooling
 
 
-def steps_figure(steps: dict[str, np.ndarray], *, causal: bool, pool: str, tokens: list[str] | None, d_k: int):
+def steps_figure(steps: HeadSteps, *, causal: bool, pool: str, tokens: list[str] | None, d_k: int):
     """Q, K, V, then Q·Kᵀ, ÷√d_k, masked, softmax and ×V as matrices, in the order the formula applies them."""
-    length, keys = steps["scores"].shape
+    length, keys = steps.scores.shape
     square = Pooling(block_size(length, STEP_SIDE), block_size(keys, STEP_SIDE), pool)
 
     def tall(n_rows: int, n_cols: int) -> Pooling:
         return Pooling(block_size(n_rows, STEP_SIDE), block_size(n_cols, STEP_SIDE), pool)
 
-    q, k, v = steps["q"], steps["k"], steps["v"]
+    q, k, v = steps.q, steps.k, steps.v
     d_v = v.shape[1]
     shape = f"{length}×{keys}"
-    masked_shown = np.where(np.isfinite(steps["masked"]), steps["masked"], np.nan)  # −∞ goes out as a gap
+    masked_shown = np.where(np.isfinite(steps.masked), steps.masked, np.nan)  # −∞ goes out as a gap
     panels = [
         attention_panel(
             q,
@@ -150,7 +150,7 @@ def steps_figure(steps: dict[str, np.ndarray], *, causal: bool, pool: str, token
             csv_name="V",
         ),
         attention_panel(
-            steps["scores"],
+            steps.scores,
             title="① Q·Kᵀ",
             pooling=square,
             tokens=tokens,
@@ -159,7 +159,7 @@ def steps_figure(steps: dict[str, np.ndarray], *, causal: bool, pool: str, token
             csv_name=f"1 scores Q.K^T [{shape}]",
         ),
         attention_panel(
-            steps["scaled"],
+            steps.scaled,
             title=f"② ×1/√{d_k}",
             pooling=square,
             tokens=tokens,
@@ -176,11 +176,11 @@ def steps_figure(steps: dict[str, np.ndarray], *, causal: bool, pool: str, token
             coloraxis="coloraxis3",  # shared with ①: the scaling shows as a fade
             csv_name="3 masked (empty = -inf)",
         ),
-        attention_panel(steps["weights"], title="④ softmax", pooling=square, tokens=tokens, csv_name="4 softmax"),
+        attention_panel(steps.weights, title="④ softmax", pooling=square, tokens=tokens, csv_name="4 softmax"),
         attention_panel(
-            steps["out"],
+            steps.out,
             title=f"⑤ ·V [{length}×{d_v}]",
-            pooling=tall(*steps["out"].shape),
+            pooling=tall(*steps.out.shape),
             tokens=tokens,
             value_name="value",
             coloraxis="coloraxis5",
@@ -210,8 +210,8 @@ def steps_figure(steps: dict[str, np.ndarray], *, causal: bool, pool: str, token
         "coloraxis": weights_axis(float(np.nanmax(panels[6].z)), "weight") | bar(1.02, 0.22, "④ weight", 66),
         "coloraxis2": diverging_axis(np.concatenate([q.ravel(), k.ravel(), v.ravel()]), "q, k, v")
         | bar(1.02, 0.78, "Q, K, V"),
-        "coloraxis3": diverging_axis(steps["scores"], "score") | bar(1.02, 0.38, "①②③ score", 66),
-        "coloraxis5": diverging_axis(steps["out"], "output") | bar(1.02, 0.06, "⑤ output", 66),
+        "coloraxis3": diverging_axis(steps.scores, "score") | bar(1.02, 0.38, "①②③ score", 66),
+        "coloraxis5": diverging_axis(steps.out, "output") | bar(1.02, 0.06, "⑤ output", 66),
     }
     fig = panels_figure(
         panels,
@@ -233,14 +233,14 @@ def steps_figure(steps: dict[str, np.ndarray], *, causal: bool, pool: str, token
     return fig, panel_csv(panels), square
 
 
-def decode_figure(result: dict, variant: str, *, pool: str, tokens: list[str] | None, highlight: int):
+def decode_figure(result: VariantPass, variant: str, *, pool: str, tokens: list[str] | None, highlight: int):
     """The decode step's weights: one row per head (grouped heads next to each other), one column per cached key."""
-    row = result["decode"]["row"]  # [H, S], one row per computed head
+    row = result.decode.row  # [H, S], one row per computed head
     heads, keys = row.shape
     pooling = Pooling(1, block_size(keys, max(1, DECODE_CELLS // heads)), pool)
     z = pool_blocks(row, 1, pooling.cols, pool)
     x = axis_labels(keys, pooling.cols, tokens)
-    y = [head_label(h, kv, variant) for h, kv in zip(result["heads"], result["kv_head"])]
+    y = [head_label(h, kv, variant) for h, kv in zip(result.heads, result.kv_head)]
     hover = (
         "%{y}<br>key %{x}<br>weight %{z:.4g}"
         if not pooling.pooled
@@ -255,7 +255,7 @@ def decode_figure(result: dict, variant: str, *, pool: str, tokens: list[str] | 
         x_title="cached key position (the last one is the token itself)",
     )
     # the head opened up in "inside one head", outlined (categories sit at 0, 1, ... on the y axis)
-    at = result["heads"].index(highlight)
+    at = result.heads.index(highlight)
     fig["layout"]["shapes"] = [
         {
             "type": "rect",

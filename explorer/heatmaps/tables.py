@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from attn_core import AttentionConfig
 from attn_core.accounting import bytes_per_element
+from explorer.probes.heatmaps import Comparison, Skipped
 
 
 def cache_table(cache_shapes: dict, cfg: AttentionConfig, dtype: str) -> list[dict]:
@@ -36,23 +37,23 @@ def cache_table(cache_shapes: dict, cfg: AttentionConfig, dtype: str) -> list[di
     return rows
 
 
-def similarity_table(results: dict, head: int) -> list[dict]:
+def similarity_table(results: dict[str, Comparison | Skipped], head: int) -> list[dict]:
     """The comparison's numbers, one row per variant, as shown (every row has every column, as text)."""
     table = []
     for variant, r in results.items():
-        if "skipped" in r:
+        if isinstance(r, Skipped):
             row = dict.fromkeys(_SIMILARITY_COLUMNS, "—")
-            row.update({"Variant": variant.upper(), "Output distance from MHA": "not computed: " + r["skipped"]})
+            row.update({"Variant": variant.upper(), "Output distance from MHA": "not computed: " + r.reason})
             table.append(row)
             continue
         values = [
             variant.upper(),
-            str(r["group_size"]),
-            f"{100 * r['output_distance']:.1f} %",
-            f"{100 * r['overlap_with_mha'][head]:.1f} %",
-            f"{100 * float(r['overlap_with_mha'].mean()):.1f} %",
-            _percent(r["within_group_overlap"]),
-            _percent(r["between_group_overlap"]),
+            str(r.group_size),
+            f"{100 * r.output_distance:.1f} %",
+            f"{100 * r.overlap_with_mha[head]:.1f} %",
+            f"{100 * float(r.overlap_with_mha.mean()):.1f} %",
+            _percent(r.within_group_overlap),
+            _percent(r.between_group_overlap),
         ]
         table.append(dict(zip(_SIMILARITY_COLUMNS, values)))
     return [{name.replace("Chosen head", f"Head {head}"): value for name, value in row.items()} for row in table]

@@ -8,7 +8,7 @@ import numpy as np
 import streamlit as st
 
 from attn_core import AttentionConfig
-from explorer.probes.heatmaps import InputSpec, steps_of_head
+from explorer.probes.heatmaps import Comparison, InputSpec, steps_of_head
 
 from .computed import comparison_result, variant_result
 from .csv_export import PanelNumbers
@@ -41,7 +41,7 @@ def _tokens(spec: InputSpec) -> list[str] | None:
 def heads_chart(cfg: AttentionConfig, seed: int, spec: InputSpec, causal: bool, heads: range, pool: str) -> Chart:
     result = variant_result(cfg, seed, spec, causal, heads)
     fig, rows, pooling = grid_figure(result, cfg.variant, cfg.group_size, pool=pool, tokens=_tokens(spec))
-    weights = result["weights"]
+    weights = result.weights
     facts = {"row_sum_error": float(np.abs(weights.sum(-1) - 1).max())}
     if causal:
         facts["upper_max"] = float(np.abs(weights * upper_triangle(weights.shape[1])).max())
@@ -54,7 +54,7 @@ def compare_chart(
 ) -> tuple[Chart | None, list[dict]]:
     results = comparison_result(configs, seed, spec, causal)
     table = similarity_table(results, head)
-    if not any("weights" in r for r in results.values()):
+    if not any(isinstance(r, Comparison) for r in results.values()):
         return None, table
     fig, rows, pooling = compare_figure(results, head, pool=pool, tokens=_tokens(spec))
     return Chart(fig, rows, pooling), table
@@ -67,13 +67,13 @@ def steps_chart(
     """Head `head` (one of the page's heads) step by step."""
     result = variant_result(cfg, seed, spec, causal, heads)
     steps = steps_of_head(result, head, causal)
-    fig, rows, pooling = steps_figure(steps, causal=causal, pool=pool, tokens=_tokens(spec), d_k=steps["q"].shape[1])
-    index = result["heads"].index(head)
+    fig, rows, pooling = steps_figure(steps, causal=causal, pool=pool, tokens=_tokens(spec), d_k=steps.q.shape[1])
+    index = result.heads.index(head)
     facts = {
-        "kv_head": result["kv_head"][index],  # the KV head the layer gave this head to read
-        "weights_error": float(np.abs(steps["weights"] - result["weights"][index]).max()),
-        "output_rebuild_error": result["output_rebuild_error"],
-        "output_scale": result["output_scale"],
+        "kv_head": result.kv_head[index],  # the KV head the layer gave this head to read
+        "weights_error": float(np.abs(steps.weights - result.weights[index]).max()),
+        "output_rebuild_error": result.output_rebuild_error,
+        "output_scale": result.output_scale,
     }
     return Chart(fig, rows, pooling, facts)
 
@@ -85,11 +85,11 @@ def decode_chart(
     """The decode step's figure; its facts carry the cache shapes, so the cache table (which depends on the sidebar's
     dtype too) is made on the page without redrawing the figure."""
     result = variant_result(cfg, seed, spec, causal, heads)
-    decode = result["decode"]
+    decode = result.decode
     fig, rows, pooling = decode_figure(result, cfg.variant, pool=pool, tokens=_tokens(spec), highlight=head)
     facts = {
-        "decode_error": float(np.abs(decode["row"] - result["weights"][:, -1]).max()),
-        "cached_before": decode["cached_before"],
-        "cache_shapes": decode["cache_shapes"],
+        "decode_error": float(np.abs(decode.row - result.weights[:, -1]).max()),
+        "cached_before": decode.cached_before,
+        "cache_shapes": decode.cache_shapes,
     }
     return Chart(fig, rows, pooling, facts)

@@ -3,7 +3,9 @@
 link      the page's parameters in the link
 computed  the cached probes (explorer.probes.mapping) a rerun reads back
 frames    which animation frame and which store, and their labels
-figure    the animated figure (one frame per step, MHA -> MLA)
+geometry  where the figure's bars go: the KV row and the query row
+hover     the figure's words: hover HTML, the cache's bytes, each frame's title
+figure    the animated figure (one frame per step, MHA -> MLA): its traces and layout
 tables    the page's tables and CSV rows
 fused     one fused weight for q, k and v
 """

@@ -6,7 +6,17 @@ import streamlit as st
 
 from attn_core import AttentionConfig
 from attn_core.accounting import naive_up_projection_flops
-from explorer.probes.mapping import compare_mla_ways, fused_projection, narrowed, path_shapes, read_morph
+from explorer.probes.mapping import (
+    FusedProjection,
+    MlaWays,
+    MorphFrame,
+    PathShape,
+    compare_mla_ways,
+    fused_projection,
+    narrowed,
+    path_shapes,
+    read_morph,
+)
 from explorer.settings import Settings
 from explorer.work import takes_turns
 
@@ -26,17 +36,17 @@ def probe_width(d_model: int) -> int:
 
 @st.cache_data(max_entries=32, show_spinner="Reading which store each head reads off the layers…")
 @takes_turns
-def morph_frames(d_model: int, heads: int, latent: int, rope_dim: int, seed: int) -> list[dict]:
+def morph_frames(d_model: int, heads: int, latent: int, rope_dim: int, seed: int) -> list[MorphFrame]:
     """One probe result per animation step (groups, batch, length and dtype do not change them)."""
     return read_morph(d_model, heads, latent, rope_dim, seed=seed, input_width=probe_width(d_model))
 
 
-def frames_for(settings: Settings) -> list[dict]:
+def frames_for(settings: Settings) -> list[MorphFrame]:
     return morph_frames(settings.d_model, settings.heads, settings.latent, settings.rope_dim, settings.seed)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def shape_rows(cfg: AttentionConfig, batch: int, seq_len: int) -> list[dict]:
+def shape_rows(cfg: AttentionConfig, batch: int, seq_len: int) -> list[PathShape]:
     return path_shapes(cfg, batch=batch, seq_len=seq_len)
 
 
@@ -47,12 +57,12 @@ def timed_context(cfg: AttentionConfig) -> int:
 
 @st.cache_data(max_entries=16, show_spinner="Timing MLA's two ways of decoding…")
 @takes_turns
-def mla_ways(cfg: AttentionConfig, seed: int) -> dict:
+def mla_ways(cfg: AttentionConfig, seed: int) -> MlaWays:
     probe_cfg = narrowed(cfg, probe_width(cfg.d_model))
-    return compare_mla_ways(probe_cfg, seed=seed, context_len=timed_context(cfg)) | {"input_width": probe_cfg.d_model}
+    return compare_mla_ways(probe_cfg, seed=seed, context_len=timed_context(cfg))  # timed at probe_cfg.d_model
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
 @takes_turns
-def fused_result(cfg: AttentionConfig, seed: int, batch: int, seq_len: int) -> dict:
+def fused_result(cfg: AttentionConfig, seed: int, batch: int, seq_len: int) -> FusedProjection:
     return fused_projection(cfg, seed=seed, batch=batch, seq_len=seq_len, input_width=probe_width(cfg.d_model))

@@ -7,87 +7,48 @@ the slider run in the browser without a rerun per frame.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import plotly.graph_objects as go
 import streamlit as st
 
 from attn_core import AttentionConfig
-from attn_core.accounting import bytes_per_element, kv_cache_bytes
-from explorer.charts import VARIANT_COLORS, format_bytes
-from explorer.probes.mapping import morph_configs
+from explorer.charts import VARIANT_COLORS
+from explorer.probes.mapping import MorphFrame, morph_configs
 from explorer.settings import Settings
 
 from .computed import frames_for
-from .frames import bundles, frame_label, head_span, query_label, ranges_text, readers, store_label
+from .frames import bundles, frame_label, query_label
+from .geometry import KV_BOTTOM, KV_TOP, Q_BOTTOM, Q_TOP, QueryBar, StoreBar, query_bars, store_bars
+from .hover import bundle_note, cache_text, frame_title, query_hover, read_text, store_hover
 from .tables import mapping_rows
 
 IN_BAR_LABELS = 12  # query bars labelled inside up to this many; past it, rotated labels above the row
 PALETTE = ("#3b6ea8", "#e08a2e", "#4a9a6b", "#c4573a", "#8a5cb8", "#8c6d4f", "#d36fa8", "#6f7a85", "#a7a83a", "#3aa5b8")
 ROPE_COLOR = "#e0a42e"
 EDGE_SLOTS = len(PALETTE)  # edge traces per frame, one per colour, so every frame has the same traces
-Q_TOP, Q_BOTTOM, KV_TOP, KV_BOTTOM = 1.16, 0.84, 0.16, -0.16
 
 
-def _stores_geometry(frame: dict, cfg: AttentionConfig, settings: Settings) -> list[dict]:
-    """The KV row: one bar per store (or bundle of stores), each as wide as its share of MHA's cache per token."""
-    mha_elements = 2 * settings.heads * settings.head_dim
-    if frame["variant"] == "mla":
-        groups = [("c_kv", "c_kv", [0], cfg.kv_lora_rank), ("k_rope", "k_rope", [1], cfg.qk_rope_head_dim)]
-    else:
-        groups = [
-            (
-                head_span(a, b, "KV head"),
-                f"kv{a}" if b - a == 1 else f"kv{a}–{b - 1}",
-                list(range(a, b)),
-                (b - a) * 2 * cfg.head_dim,
-            )
-            for a, b in bundles(len(frame["stores"]))
-        ]
-    total = sum(elements for *_, elements in groups) / mha_elements
-    left = 0.5 - total / 2
-    geometry = []
-    for index, (label, short, members, elements) in enumerate(groups):
-        width = elements / mha_elements
-        geometry.append(
-            {"label": label, "short": short, "members": members, "x": left + width / 2, "width": width, "index": index}
-        )
-        left += width
-    return geometry
+@dataclass(frozen=True)
+class FrameContent:
+    """One animation step as drawn: its traces (the same number and kinds in every step), title and notes."""
+
+    traces: list[dict]
+    title: str
+    cache_text: str  # under the KV row
+    bundle_note: str  # how many heads a bar stands for, where bars are bundles ("" if none)
+    width: float  # of the KV row, as a share of MHA's cache per token
 
 
-def _frame_content(frame: dict, cfg: AttentionConfig, settings: Settings, highlight: str | None) -> dict:
-    """Traces, title and annotation of one animation step."""
-    heads, batch, tokens = settings.heads, settings.batch, settings.seq_len
-    element = bytes_per_element(settings.dtype)
-    is_mla = frame["variant"] == "mla"
-    stores = _stores_geometry(frame, cfg, settings)
-    store_of = {member: s for s in stores for member in s["members"]}
-    reads = frame["reads"]
-    lit = set(readers(frame, highlight)) if highlight else None
-
-    query_bars = []
-    for start, stop in bundles(heads):
-        read_stores = reads[:, start:stop].any(axis=1).nonzero()[0].tolist()
-        read_by_bundle = sorted({store_of[s]["index"] for s in read_stores})
-        query_bars.append(
-            {
-                "start": start,
-                "stop": stop,
-                "x": (start + stop) / 2 / heads,
-                "width": (stop - start) / heads,
-                "store_bars": read_by_bundle,
-                "stores": read_stores,
-                "lit": lit is None or any(h in lit for h in range(start, stop)),
-            }
-        )
-
-    # Edges, one trace per colour (grouped) or latent / rotary (MLA), so every frame has the same traces.
-    edges = [([], []) for _ in range(EDGE_SLOTS + 1)]
+def _edge_traces(query_bars: list[QueryBar], stores: list[StoreBar], is_mla: bool) -> list[dict]:
+    """Edges, one trace per colour (grouped) or latent / rotary (MLA), so every frame has the same traces."""
+    edges: list[tuple[list, list]] = [([], []) for _ in range(EDGE_SLOTS + 1)]
     for bar in query_bars:
-        for s_index in bar["store_bars"]:
+        for s_index in bar.store_bars:
             store = stores[s_index]
-            slot = EDGE_SLOTS if (is_mla and store["label"] == "k_rope") else (0 if is_mla else s_index % EDGE_SLOTS)
+            slot = EDGE_SLOTS if (is_mla and store.label == "k_rope") else (0 if is_mla else s_index % EDGE_SLOTS)
             xs, ys = edges[slot]
-            xs += [bar["x"], store["x"], None]
+            xs += [bar.x, store.x, None]
             ys += [Q_BOTTOM, KV_TOP, None]
     edge_colors = [VARIANT_COLORS["mla"] if is_mla else PALETTE[i] for i in range(EDGE_SLOTS)]
     traces = [
@@ -115,141 +76,85 @@ def _frame_content(frame: dict, cfg: AttentionConfig, settings: Settings, highli
             showlegend=False,
         )
     )
+    return traces
 
-    # Hover text: what each head reads, at the settings' batch, length and dtype.
-    head_dim, dims = cfg.head_dim, f"[{batch}, {tokens:,}, "
-    if is_mla:
-        dc, dr = cfg.kv_lora_rank, cfg.qk_rope_head_dim
-        per_head_bytes = batch * tokens * (dc + dr) * element
-        read_text = (
-            f"per head: c_kv {dims}{dc}] and k_rope {dims}{dr}], the same for every head<br>"
-            f"its own K, V are rebuilt from them: K_h {dims}{cfg.qk_nope_head_dim + dr}], V_h {dims}{cfg.v_head_dim}]<br>"
-            f"cache bytes read per head and decode step: {format_bytes(per_head_bytes)}"
-        )
-    else:
-        group = heads // frame["n_kv_heads"]
-        per_head_bytes = 2 * batch * tokens * head_dim * element
-        read_text = (
-            f"per head: K and V of its KV head, {dims}{head_dim}] each<br>"
-            f"cache bytes read per head and decode step: {format_bytes(per_head_bytes)}"
-            + (f"<br>(the same bytes serve all {group} heads of a group)" if group > 1 else "")
-        )
-    q_hover = []
-    for bar in query_bars:
-        names = [frame["stores"][s] for s in bar["stores"]]
-        source = (
-            ", ".join(store_label(n) for n in names)
-            if is_mla
-            else f"KV head{'s' if len(names) > 1 else ''} {ranges_text([int(n[2:]) for n in names])}"
-        )
-        drawn = "" if bar["stop"] - bar["start"] == 1 else f" ({bar['stop'] - bar['start']} heads drawn as one)"
-        q_hover.append(
-            f"<b>{head_span(bar['start'], bar['stop'], 'query head')}</b>{drawn}<br>reads {source}<br>{read_text}"
-        )
-    kv_hover = []
-    for store in stores:
-        members = store["members"]
-        who = sorted({h for m in members for h in readers(frame, frame["stores"][m])})
-        if is_mla:
-            width = cfg.kv_lora_rank if store["label"] == "c_kv" else cfg.qk_rope_head_dim
-            what = f"{store_label(store['label'])}: {dims}{width}]"
-            nbytes = batch * tokens * width * element
-        else:
-            what = f"K and V: {dims}{head_dim}] each" + (f", × {len(members)} KV heads" if len(members) > 1 else "")
-            nbytes = 2 * batch * tokens * head_dim * element * len(members)
-        kv_hover.append(
-            f"<b>{store['label']}</b><br>{what}<br>cached: {format_bytes(nbytes)}<br>read by query heads {ranges_text(who)}"
-        )
 
-    store_colors = [VARIANT_COLORS["mla"], ROPE_COLOR] if is_mla else [PALETTE[s["index"] % EDGE_SLOTS] for s in stores]
-    store_lit = [highlight is None or any(frame["stores"][m] == highlight for m in s["members"]) for s in stores]
-    traces.append(
-        dict(
-            type="bar",
-            x=[s["x"] for s in stores],
-            y=[KV_TOP - KV_BOTTOM] * len(stores),
-            base=[KV_BOTTOM] * len(stores),
-            width=[s["width"] for s in stores],
-            text=[s["short"] for s in stores],
-            textposition="inside",
-            insidetextanchor="middle",
-            textangle=0,
-            hovertext=kv_hover,
-            hovertemplate="%{hovertext}<extra></extra>",
-            marker=dict(
-                color=store_colors,
-                opacity=[1.0 if on else 0.25 for on in store_lit],
-                line=dict(color="#22252b", width=[2.5 if (on and highlight) else 0.5 for on in store_lit]),
-            ),
-            showlegend=False,
-        )
+def _store_trace(frame: MorphFrame, stores: list[StoreBar], hover: list[str], highlight: str | None) -> dict:
+    """The KV row's bars."""
+    is_mla = frame.variant == "mla"
+    store_colors = [VARIANT_COLORS["mla"], ROPE_COLOR] if is_mla else [PALETTE[s.index % EDGE_SLOTS] for s in stores]
+    store_lit = [highlight is None or any(frame.stores[m] == highlight for m in s.members) for s in stores]
+    return dict(
+        type="bar",
+        x=[s.x for s in stores],
+        y=[KV_TOP - KV_BOTTOM] * len(stores),
+        base=[KV_BOTTOM] * len(stores),
+        width=[s.width for s in stores],
+        text=[s.short for s in stores],
+        textposition="inside",
+        insidetextanchor="middle",
+        textangle=0,
+        hovertext=hover,
+        hovertemplate="%{hovertext}<extra></extra>",
+        marker=dict(
+            color=store_colors,
+            opacity=[1.0 if on else 0.25 for on in store_lit],
+            line=dict(color="#22252b", width=[2.5 if (on and highlight) else 0.5 for on in store_lit]),
+        ),
+        showlegend=False,
     )
+
+
+def _query_trace(frame: MorphFrame, query_bars: list[QueryBar], hover: list[str], highlight: str | None) -> dict:
+    """The query row's bars, carrying the probe's exact per-head mapping in meta."""
+    is_mla = frame.variant == "mla"
     q_colors = [
-        VARIANT_COLORS["mla"] if is_mla else PALETTE[(bar["store_bars"] or [0])[0] % EDGE_SLOTS] for bar in query_bars
+        VARIANT_COLORS["mla"] if is_mla else PALETTE[(bar.store_bars or [0])[0] % EDGE_SLOTS] for bar in query_bars
     ]
-    traces.append(
-        dict(
-            type="bar",
-            x=[bar["x"] for bar in query_bars],
-            y=[Q_TOP - Q_BOTTOM] * len(query_bars),
-            base=[Q_BOTTOM] * len(query_bars),
-            width=[bar["width"] * 0.9 for bar in query_bars],
-            # Up to IN_BAR_LABELS bars the labels fit inside; past that they are the axis ticks above the row.
-            text=[query_label(bar["start"], bar["stop"]) for bar in query_bars]
-            if len(query_bars) <= IN_BAR_LABELS
-            else None,
-            textposition="inside",
-            insidetextanchor="middle",
-            textangle=0,
-            hovertext=q_hover,
-            hovertemplate="%{hovertext}<extra></extra>",
-            marker=dict(
-                color=q_colors,
-                opacity=[1.0 if bar["lit"] else 0.25 for bar in query_bars],
-                line=dict(color="#22252b", width=[2.5 if (bar["lit"] and highlight) else 0.5 for bar in query_bars]),
-            ),
-            # The exact per-head mapping, head by head even when drawn in bundles: which stores each head reads.
-            meta={
-                "key": frame["key"],
-                "stores": frame["stores"],
-                "reads": [column.nonzero()[0].tolist() for column in reads.T],
-            },
-            showlegend=False,
-        )
+    return dict(
+        type="bar",
+        x=[bar.x for bar in query_bars],
+        y=[Q_TOP - Q_BOTTOM] * len(query_bars),
+        base=[Q_BOTTOM] * len(query_bars),
+        width=[bar.width * 0.9 for bar in query_bars],
+        # Up to IN_BAR_LABELS bars the labels fit inside; past that they are the axis ticks above the row.
+        text=[query_label(bar.start, bar.stop) for bar in query_bars] if len(query_bars) <= IN_BAR_LABELS else None,
+        textposition="inside",
+        insidetextanchor="middle",
+        textangle=0,
+        hovertext=hover,
+        hovertemplate="%{hovertext}<extra></extra>",
+        marker=dict(
+            color=q_colors,
+            opacity=[1.0 if bar.lit else 0.25 for bar in query_bars],
+            line=dict(color="#22252b", width=[2.5 if (bar.lit and highlight) else 0.5 for bar in query_bars]),
+        ),
+        # The exact per-head mapping, head by head even when drawn in bundles: which stores each head reads.
+        meta={
+            "key": frame.key,
+            "stores": frame.stores,
+            "reads": [column.nonzero()[0].tolist() for column in frame.reads.T],
+        },
+        showlegend=False,
     )
 
-    per_token = cfg.cache_elements_per_token
-    ratio = per_token / (2 * heads * settings.head_dim)
-    formula = (
-        f"d_c + d_h^R = {cfg.kv_lora_rank} + {cfg.qk_rope_head_dim}"
-        if is_mla
-        else f"2·{frame['n_kv_heads']}·{settings.head_dim}"
+
+def _frame_content(frame: MorphFrame, cfg: AttentionConfig, settings: Settings, highlight: str | None) -> FrameContent:
+    """One animation step: the bars' geometry, then their hover text, then the traces, title and notes."""
+    stores = store_bars(frame, cfg, settings)
+    bars = query_bars(frame, stores, settings.heads, highlight)
+    q_hover = query_hover(frame, bars, read_text(frame, cfg, settings))
+    kv_hover = store_hover(frame, cfg, settings, stores)
+    traces = _edge_traces(bars, stores, frame.variant == "mla")
+    traces.append(_store_trace(frame, stores, kv_hover, highlight))
+    traces.append(_query_trace(frame, bars, q_hover, highlight))
+    return FrameContent(
+        traces=traces,
+        title=frame_title(frame, cfg, settings.heads),
+        cache_text=cache_text(frame, cfg, settings),
+        bundle_note=bundle_note(frame, stores, bars, settings.heads),
+        width=sum(s.width for s in stores),
     )
-    cache_text = (
-        f"cached per token: {formula} = {per_token:,} numbers = {format_bytes(per_token * element)} = <b>{ratio:.3g}× MHA</b><br>"
-        f"whole cache at batch {batch} × {tokens:,} tokens in {settings.dtype}: "
-        f"<b>{format_bytes(kv_cache_bytes(cfg, batch, tokens, settings.dtype))}</b>"
-    )
-    if is_mla:
-        title = f"MLA: all heads read one latent c_kv ({cfg.kv_lora_rank}) and one rotary key k_rope ({cfg.qk_rope_head_dim})"
-    elif frame["n_kv_heads"] == heads:
-        title = f"MHA: each of the {heads} query heads reads its own K/V head"
-    elif frame["n_kv_heads"] == 1:
-        title = f"MQA: all {heads} query heads read one K/V head"
-    else:
-        title = f"GQA, {frame['n_kv_heads']} groups: each K/V head serves {heads // frame['n_kv_heads']} query heads"
-    sizes = (
-        [f"query bars: {query_bars[0]['stop'] - query_bars[0]['start']} heads each"] if len(query_bars) < heads else []
-    )
-    if not is_mla and len(stores) < len(frame["stores"]):
-        sizes.append(f"KV bars: {len(stores[0]['members'])} KV heads each")
-    return {
-        "traces": traces,
-        "title": title,
-        "cache_text": cache_text,
-        "bundle_note": " · ".join(sizes),
-        "width": sum(s["width"] for s in stores),
-    }
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
@@ -261,19 +166,19 @@ def mapping_chart(settings: Settings, active: int, highlight: str | None) -> tup
     return mapping_figure(frames, active, settings, highlight).to_dict(), mapping_rows(frames)
 
 
-def mapping_figure(frames: list[dict], active: int, settings: Settings, highlight: str | None) -> go.Figure:
+def mapping_figure(frames: list[MorphFrame], active: int, settings: Settings, highlight: str | None) -> go.Figure:
     """The animated figure: frame `active` is shown first (with the highlight); play runs through all frames."""
     cfgs = dict(morph_configs(settings.d_model, settings.heads, settings.latent, settings.rope_dim))
     contents = [
-        _frame_content(frame, cfgs[frame["key"]], settings, highlight if index == active else None)
+        _frame_content(frame, cfgs[frame.key], settings, highlight if index == active else None)
         for index, frame in enumerate(frames)
     ]
-    widest = max(1.0, *(content["width"] for content in contents))
+    widest = max(1.0, *(content.width for content in contents))
     x_range = [0.5 - widest / 2 - 0.02, 0.5 + widest / 2 + 0.02]
 
-    def layout_of(content: dict) -> dict:
+    def layout_of(content: FrameContent) -> dict:
         return {
-            "title": {"text": f"<b>{content['title']}</b>", "font": {"size": 14}},
+            "title": {"text": f"<b>{content.title}</b>", "font": {"size": 14}},
             "annotations": [
                 {
                     "x": 1.0,
@@ -291,7 +196,7 @@ def mapping_figure(frames: list[dict], active: int, settings: Settings, highligh
                     "y": KV_BOTTOM - 0.15,
                     "xref": "x",
                     "yref": "y",
-                    "text": content["cache_text"],
+                    "text": content.cache_text,
                     "showarrow": False,
                     "font": {"size": 12},
                     "yanchor": "top",
@@ -301,7 +206,7 @@ def mapping_figure(frames: list[dict], active: int, settings: Settings, highligh
                     "y": KV_BOTTOM - 0.04,
                     "xref": "x",
                     "yref": "y",
-                    "text": content["bundle_note"],
+                    "text": content.bundle_note,
                     "showarrow": False,
                     "font": {"size": 10, "color": "#6f7a85"},
                     "xanchor": "left",
@@ -402,7 +307,7 @@ def mapping_figure(frames: list[dict], active: int, settings: Settings, highligh
                         label=frame_label(frame),
                         method="animate",
                         args=[
-                            [frame["key"]],
+                            [frame.key],
                             {
                                 "frame": {"duration": 0, "redraw": True},
                                 "mode": "immediate",
@@ -418,10 +323,10 @@ def mapping_figure(frames: list[dict], active: int, settings: Settings, highligh
     # Built from plain dicts and not validated trace by trace (a third of the rerun's time otherwise); the tests
     # check the figure's content instead.
     return go.Figure(
-        data=shown["traces"],
+        data=shown.traces,
         layout=layout,
         frames=[
-            {"name": frame["key"], "data": content["traces"], "layout": layout_of(content)}
+            {"name": frame.key, "data": content.traces, "layout": layout_of(content)}
             for frame, content in zip(frames, contents)
         ],
         _validate=False,

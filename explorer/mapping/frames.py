@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from explorer.probes.mapping import MorphFrame, ReadMapping
 from explorer.settings import Settings
 
 MAX_DRAWN = 32  # past this many heads (or KV heads) a row is drawn in labelled bundles of consecutive heads
@@ -18,10 +19,10 @@ def frame_key(settings: Settings, variant: str) -> str:
     return f"gqa:{settings.groups}"
 
 
-def frame_label(frame: dict) -> str:
-    if frame["variant"] == "gqa":
-        return f"GQA {frame['n_kv_heads']}"
-    return frame["variant"].upper()
+def frame_label(frame: MorphFrame) -> str:
+    if frame.variant == "gqa":
+        return f"GQA {frame.n_kv_heads}"
+    return frame.variant.upper()
 
 
 def store_label(name: str) -> str:
@@ -34,9 +35,9 @@ def store_label(name: str) -> str:
     return f"KV head {name.removeprefix('kv')}"
 
 
-def readers(frame: dict, store: str) -> list[int]:
+def readers(frame: MorphFrame | ReadMapping, store: str) -> list[int]:
     """Query heads whose output moved when this store was disturbed."""
-    return [int(h) for h in frame["reads"][frame["stores"].index(store)].nonzero()[0]]
+    return [int(h) for h in frame.reads[frame.stores.index(store)].nonzero()[0]]
 
 
 def ranges_text(indices: list[int]) -> str:

@@ -6,6 +6,7 @@ import streamlit as st
 
 from attn_core import AttentionConfig
 from explorer.charts import PLOTLY_TEMPLATE, difference, shape_text
+from explorer.probes.mapping import FusedProjection
 
 from .computed import fused_result
 from .figure import PALETTE
@@ -18,11 +19,11 @@ PROJECTION_NAMES = {"q": "query", "k": "key", "v": "value"}
 FUSED_LABELS_UP_TO = 40  # blocks labelled inside the bar up to this many per layout
 
 
-def fused_block_rows(result: dict, cfg: AttentionConfig) -> list[dict]:
+def fused_block_rows(result: FusedProjection, cfg: AttentionConfig) -> list[dict]:
     """One row per head_dim-wide block of the fused weight, per layout: which head of which projection it holds."""
     rows = []
-    for layout, found in result["layouts"].items():
-        for index, (name, head) in enumerate(found["blocks"]):
+    for layout, found in result.layouts.items():
+        for index, (name, head) in enumerate(found.blocks):
             rows.append(
                 {
                     "layout": layout,
@@ -44,7 +45,7 @@ def fused_chart(cfg: AttentionConfig, seed: int, batch: int, seq_len: int) -> tu
     return fused_figure(result, cfg), fused_block_rows(result, cfg)
 
 
-def fused_figure(result: dict, cfg: AttentionConfig) -> dict:
+def fused_figure(result: FusedProjection, cfg: AttentionConfig) -> dict:
     """The fused weight's rows in each layout as a bar of head_dim-wide blocks, coloured by KV group (as in the
     mapping above); keys hatched, values dotted. A figure dict, shown as it is by explorer.charts.show_chart: Plotly's
     validation of a few hundred bars costs more than the rest of the rerun; the tests validate it instead."""
@@ -92,8 +93,8 @@ def fused_figure(result: dict, cfg: AttentionConfig) -> dict:
         "margin": {"t": 30, "b": 45, "l": 10, "r": 10},
         "bargap": 0.35,
         "xaxis": {
-            "title": {"text": f"rows of W_qkv ({result['weight'][0]:,} = (heads + 2 · KV heads) × head_dim)"},
-            "range": [0, result["weight"][0]],
+            "title": {"text": f"rows of W_qkv ({result.weight[0]:,} = (heads + 2 · KV heads) × head_dim)"},
+            "range": [0, result.weight[0]],
         },
         "yaxis": {"autorange": "reversed", "automargin": True},
         "plot_bgcolor": "rgba(0,0,0,0)",
@@ -102,28 +103,28 @@ def fused_figure(result: dict, cfg: AttentionConfig) -> dict:
     return {"data": data, "layout": layout}
 
 
-def fused_agreement(result: dict) -> str:
+def fused_agreement(result: FusedProjection) -> str:
     """How closely each layout's fused product matched the separate projections, for the caption."""
-    said = {layout: difference(found["max_abs_diff"]) for layout, found in result["layouts"].items()}
+    said = {layout: difference(found.max_abs_diff) for layout, found in result.layouts.items()}
     if len(set(said.values())) == 1:
         return f"in both layouts {next(iter(said.values()))}"
     return " and ".join(f"{layout} {text}" for layout, text in said.items())
 
 
-def fused_shape_table(result: dict, cfg: AttentionConfig) -> list[dict]:
+def fused_shape_table(result: FusedProjection, cfg: AttentionConfig) -> list[dict]:
     return [
         {
             "Step": "W_qkv",
-            "Shape": shape_text(result["weight"]),
+            "Shape": shape_text(result.weight),
             "Note": f"{cfg.n_heads} query + {cfg.n_kv_heads} key + "
             f"{cfg.n_kv_heads} value heads of {cfg.head_dim} rows, by d_model",
         },
-        {"Step": "qkv = x · W_qkvᵀ", "Shape": shape_text(result["fused"]), "Note": "one matrix product for all three"},
-        {"Step": "q", "Shape": shape_text(result["q"]), "Note": "its columns, cut as the layout says"},
+        {"Step": "qkv = x · W_qkvᵀ", "Shape": shape_text(result.fused), "Note": "one matrix product for all three"},
+        {"Step": "q", "Shape": shape_text(result.q), "Note": "its columns, cut as the layout says"},
         {
             "Step": "k",
-            "Shape": shape_text(result["k"]),
+            "Shape": shape_text(result.k),
             "Note": f"{cfg.n_kv_heads} head(s): fusing does not repeat them",
         },
-        {"Step": "v", "Shape": shape_text(result["v"]), "Note": "then on as in the table above"},
+        {"Step": "v", "Shape": shape_text(result.v), "Note": "then on as in the table above"},
     ]

@@ -5,15 +5,15 @@ from __future__ import annotations
 from attn_core import AttentionConfig
 from attn_core.accounting import decode_flops_per_token
 from explorer.charts import shape_text
-from explorer.probes.mapping import narrowed
+from explorer.probes.mapping import MlaWays, MorphFrame, PathShape, narrowed
 
 from .frames import readers
 
 
-def mla_cost_rows(cfg: AttentionConfig, ways: dict, seq_len: int) -> list[dict]:
+def mla_cost_rows(cfg: AttentionConfig, ways: MlaWays, seq_len: int) -> list[dict]:
     """FLOPs per decoded token both ways (your layer at your length, and the timed layer at the timed length), with
     the measured time of each way's decode step."""
-    timed_cfg, timed = narrowed(cfg, ways["input_width"]), ways["context_len"]
+    timed_cfg, timed = narrowed(cfg, ways.input_width), ways.context_len
     rows = []
     for name, absorbed in (("naive: up-project the cache", False), ("absorbed weights", True)):
         rows.append(
@@ -21,26 +21,26 @@ def mla_cost_rows(cfg: AttentionConfig, ways: dict, seq_len: int) -> list[dict]:
                 "Way": name,
                 f"FLOPs per token, your layer at {seq_len:,} cached": f"{decode_flops_per_token(cfg, seq_len, absorbed=absorbed) / 1e6:,.2f} MFLOP",
                 f"FLOPs per token, timed layer at {timed:,} cached": f"{decode_flops_per_token(timed_cfg, timed, absorbed=absorbed) / 1e6:,.2f} MFLOP",
-                f"Measured decode step at {timed:,} cached": f"{ways['absorbed_ms' if absorbed else 'naive_ms']:.2f} ms",
+                f"Measured decode step at {timed:,} cached": f"{ways.absorbed_ms if absorbed else ways.naive_ms:.2f} ms",
             }
         )
     return rows
 
 
-def mapping_rows(frames: list[dict]) -> list[dict]:
+def mapping_rows(frames: list[MorphFrame]) -> list[dict]:
     """The CSV: for every step and query head, the stores it was seen to read and how far its output moved."""
     rows = []
     for frame in frames:
-        for head in range(frame["reads"].shape[1]):
-            read = [s for s in range(len(frame["stores"])) if frame["reads"][s, head]]
+        for head in range(frame.reads.shape[1]):
+            read = [s for s in range(len(frame.stores)) if frame.reads[s, head]]
             rows.append(
                 {
-                    "step": frame["key"],
+                    "step": frame.key,
                     "query_head": head,
-                    "reads": " ".join(frame["stores"][s] for s in read),
-                    "smallest_move_of_a_read_store": min(float(frame["change"][s, head]) for s in read) if read else "",
+                    "reads": " ".join(frame.stores[s] for s in read),
+                    "smallest_move_of_a_read_store": min(float(frame.change[s, head]) for s in read) if read else "",
                     "largest_move_of_an_unread_store": max(
-                        (float(frame["change"][s, head]) for s in range(len(frame["stores"])) if s not in read),
+                        (float(frame.change[s, head]) for s in range(len(frame.stores)) if s not in read),
                         default="",
                     ),
                 }
@@ -48,31 +48,31 @@ def mapping_rows(frames: list[dict]) -> list[dict]:
     return rows
 
 
-def separation(frames: list[dict]) -> tuple[float, float | None]:
+def separation(frames: list[MorphFrame]) -> tuple[float, float | None]:
     """Across all steps: the smallest output move of a head whose store was disturbed, the largest of one whose was not."""
-    moved = min(float(f["change"][f["reads"]].min()) for f in frames)
-    unmoved = [float(f["change"][~f["reads"]].max()) for f in frames if (~f["reads"]).any()]
+    moved = min(float(f.change[f.reads].min()) for f in frames)
+    unmoved = [float(f.change[~f.reads].max()) for f in frames if (~f.reads).any()]
     return moved, (max(unmoved) if unmoved else None)
 
 
-def formula_agrees(frame: dict) -> bool:
+def formula_agrees(frame: MorphFrame) -> bool:
     """Does what was read off the layer equal the textbook rule, head i reads KV head i // (heads / groups)?"""
-    heads = frame["reads"].shape[1]
-    if frame["variant"] == "mla":
-        return bool(frame["reads"].all())
-    group = heads // frame["n_kv_heads"]
-    return all(readers(frame, f"kv{g}") == list(range(g * group, (g + 1) * group)) for g in range(frame["n_kv_heads"]))
+    heads = frame.reads.shape[1]
+    if frame.variant == "mla":
+        return bool(frame.reads.all())
+    group = heads // frame.n_kv_heads
+    return all(readers(frame, f"kv{g}") == list(range(g * group, (g + 1) * group)) for g in range(frame.n_kv_heads))
 
 
-def shape_table(rows: list[dict], way: str) -> list[dict]:
+def shape_table(rows: list[PathShape], way: str) -> list[dict]:
     """Display rows for one way ("both" rows appear in either); shapes as text with thousands separators."""
     return [
         {
-            "Step": row["step"],
-            "Prefill": shape_text(row["prefill"]),
-            "Decode 1 token": shape_text(row["decode"]),
-            "Note": row["note"],
+            "Step": row.step,
+            "Prefill": shape_text(row.prefill),
+            "Decode 1 token": shape_text(row.decode),
+            "Note": row.note,
         }
         for row in rows
-        if row["way"] in ("both", way)
+        if row.way in ("both", way)
     ]

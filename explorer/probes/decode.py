@@ -12,6 +12,8 @@ every step at once.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
 from attn_core.accounting import as_dtype, kv_cache_bytes, parameter_count, repeated_kv_cache_bytes
@@ -28,6 +30,27 @@ MAX_TRACE_PARAMETERS = 5_000_000
 # Multiply-adds of one pass, ~ weights x tokens x batch; a trace makes two (cached decode, full recompute). Chosen so
 # the page answers a new setting within its rerun budget with every variant shown (benchmarks/app.py measures it).
 MAX_TRACE_WORK = 300_000_000
+
+
+@dataclass(frozen=True)
+class DecodeTrace:
+    """One cache followed through a prefill and `steps` decoded tokens. Lists are indexed by step: 0 = after the
+    prefill, i = after the i-th generated token."""
+
+    variant: str
+    repeated_heads: bool
+    prompt_len: int
+    steps: int
+    batch: int
+    storage_dtype: str  # the dtype of the copy whose bytes are counted, without "torch."
+    tokens_held: list[int]
+    shapes: list[dict[str, tuple[int, ...]]]  # the cached tensors as read back, by name
+    nbytes: list[int]  # the storage-dtype copy
+    capacity_nbytes: list[int]  # what that copy has preallocated
+    formula_nbytes: list[int]  # the closed form for the same tokens
+    max_abs_diff: list[float]  # largest |cached output - full recompute| over that step's new rows, float32
+    out_scale: float  # largest |output| of the full pass, to judge the differences by
+    parameters: int  # weights of the layer
 
 
 class StoredCopy:
@@ -82,14 +105,8 @@ def decode_trace(
     seed: int,
     storage_dtype: torch.dtype | str,
     repeated_heads: bool = False,
-) -> dict:
-    """Prefill prompt_len tokens, then decode steps tokens one at a time; record the cache after each.
-
-    Returns plain lists indexed by step (0 = after the prefill, i = after the i-th generated token):
-    tokens_held, shapes (of the tensors as read back), nbytes and capacity_nbytes (the storage-dtype copy),
-    formula_nbytes (the closed form for the same tokens), max_abs_diff (largest |cached output - full recompute| over
-    that step's new rows, float32), plus out_scale (largest |output| of the full pass) to judge the differences by.
-    """
+) -> DecodeTrace:
+    """Prefill prompt_len tokens, then decode steps tokens one at a time; record the cache after each (DecodeTrace)."""
     check_trace_bounds(cfg, prompt_len=prompt_len, steps=steps, batch=batch)
     storage_dtype = as_dtype(storage_dtype)
     layer = build_attention(cfg, seed=seed)  # float32 weights drawn from the seed
@@ -102,16 +119,20 @@ def decode_trace(
     cache = StoredCopy(working, copy)
     closed_form = repeated_kv_cache_bytes if repeated_heads else kv_cache_bytes
 
-    recorded = ("tokens_held", "shapes", "nbytes", "capacity_nbytes", "formula_nbytes", "max_abs_diff")
-    trace = {name: [] for name in recorded}
+    tokens_held: list[int] = []
+    shapes: list[dict[str, tuple[int, ...]]] = []
+    nbytes: list[int] = []
+    capacity_nbytes: list[int] = []
+    formula_nbytes: list[int] = []
+    max_abs_diff: list[float] = []
 
     def record(out: torch.Tensor, rows: slice) -> None:
-        trace["tokens_held"].append(working.seq_len)
-        trace["shapes"].append(working.shapes())
-        trace["nbytes"].append(copy.nbytes)
-        trace["capacity_nbytes"].append(copy.capacity_nbytes)
-        trace["formula_nbytes"].append(closed_form(cfg, batch, working.seq_len, storage_dtype))
-        trace["max_abs_diff"].append(float((out - reference[:, rows]).abs().max()))
+        tokens_held.append(working.seq_len)
+        shapes.append(working.shapes())
+        nbytes.append(copy.nbytes)
+        capacity_nbytes.append(copy.capacity_nbytes)
+        formula_nbytes.append(closed_form(cfg, batch, working.seq_len, storage_dtype))
+        max_abs_diff.append(float((out - reference[:, rows]).abs().max()))
 
     out, _ = layer(x[:, :prompt_len], cache=cache)  # prefill: [B, P, d_model]
     record(out, slice(0, prompt_len))
@@ -119,13 +140,19 @@ def decode_trace(
         out, _ = layer(x[:, position : position + 1], cache=cache)  # one token: [B, 1, d_model]
         record(out, slice(position, position + 1))
 
-    return trace | {
-        "variant": cfg.variant,
-        "repeated_heads": repeated_heads,
-        "prompt_len": prompt_len,
-        "steps": steps,
-        "batch": batch,
-        "storage_dtype": str(storage_dtype).removeprefix("torch."),
-        "out_scale": float(reference.abs().max()),
-        "parameters": sum(p.numel() for p in layer.parameters()),
-    }
+    return DecodeTrace(
+        variant=cfg.variant,
+        repeated_heads=repeated_heads,
+        prompt_len=prompt_len,
+        steps=steps,
+        batch=batch,
+        storage_dtype=str(storage_dtype).removeprefix("torch."),
+        tokens_held=tokens_held,
+        shapes=shapes,
+        nbytes=nbytes,
+        capacity_nbytes=capacity_nbytes,
+        formula_nbytes=formula_nbytes,
+        max_abs_diff=max_abs_diff,
+        out_scale=float(reference.abs().max()),
+        parameters=sum(p.numel() for p in layer.parameters()),
+    )

@@ -149,7 +149,67 @@ def projections_computed_once(layer):
             del module.forward
 
 
-def head_steps(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, causal: bool) -> dict[str, np.ndarray]:
+@dataclass(frozen=True)
+class HeadSteps:
+    """Scaled dot-product attention for one head, one step at a time."""
+
+    q: np.ndarray  # [L, d_k]
+    k: np.ndarray  # [S, d_k]
+    v: np.ndarray  # [S, d_v]
+    scores: np.ndarray  # [L, S] q kᵀ
+    scaled: np.ndarray  # [L, S] × 1/√d_k
+    masked: np.ndarray  # [L, S] with -inf where the causal mask forbids
+    weights: np.ndarray  # [L, S] after softmax
+    out: np.ndarray  # [L, d_v]
+
+
+@dataclass(frozen=True)
+class DecodeStep:
+    """The last token decoded through the real cache after a prefill of the others."""
+
+    row: np.ndarray  # [H, S] its weights, one row per computed head
+    cached_before: int  # tokens the cache held before the step
+    cache_shapes: dict[str, tuple[int, ...]]  # the cached tensors after the step
+    cache_elements_per_token: int
+
+
+@dataclass(frozen=True)
+class VariantPass:
+    """One layer's forward pass taken apart. Arrays are indexed by position in `heads`."""
+
+    weights: np.ndarray  # [H, L, S] post-softmax, of the computed heads
+    q: np.ndarray  # [H, L, d_k] after RoPE
+    k: np.ndarray  # [G, S, d_k] after RoPE, one per KV head read (MLA: one per head, up-projected)
+    v: np.ndarray  # [G, S, d_v]
+    heads: list[int]  # the query head of each row
+    kv_head: list[int]  # the KV head each row reads
+    kv_heads: list[int]  # the KV head of each row of k and v
+    scale: float  # 1 / sqrt(d_k)
+    output_rebuild_error: float  # heads' outputs side by side vs what o_proj received
+    output_scale: float  # largest |value| o_proj received
+    decode: DecodeStep
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One variant made from the MHA layer, against MHA on the same input."""
+
+    weights: np.ndarray  # [H, L, S]
+    output_distance: float  # ||out - out_mha|| / ||out_mha||
+    overlap_with_mha: np.ndarray  # [H] mean map overlap of head h with MHA's head h
+    within_group_overlap: float | None  # mean overlap between heads of one KV group (None: no such pair)
+    between_group_overlap: float | None  # and of different groups
+    group_size: int
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A variant the comparison did not compute, and why (a sentence's end)."""
+
+    reason: str
+
+
+def head_steps(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, causal: bool) -> HeadSteps:
     """Scaled dot-product attention for one head, one step at a time: q [L, d_k], k [S, d_k], v [S, d_v].
 
     The causal mask is aligned to the end (query i is position S - L + i), as in the layer.
@@ -162,36 +222,36 @@ def head_steps(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, 
         masked = scaled.masked_fill(~allowed, float("-inf"))
     weights = torch.softmax(masked, dim=-1)
     out = weights @ v  # [L, d_v]
-    return {
-        "q": q.numpy(),
-        "k": k.numpy(),
-        "v": v.numpy(),
-        "scores": scores.numpy(),
-        "scaled": scaled.numpy(),
-        "masked": masked.numpy(),
-        "weights": weights.numpy(),
-        "out": out.numpy(),
-    }
+    return HeadSteps(
+        q=q.numpy(),
+        k=k.numpy(),
+        v=v.numpy(),
+        scores=scores.numpy(),
+        scaled=scaled.numpy(),
+        masked=masked.numpy(),
+        weights=weights.numpy(),
+        out=out.numpy(),
+    )
 
 
-def steps_of_head(result: dict, head: int, causal: bool) -> dict[str, np.ndarray]:
+def steps_of_head(result: VariantPass, head: int, causal: bool) -> HeadSteps:
     """head_steps for one head of an explore_variant result: its query, and the KV head it reads."""
-    index = result["heads"].index(head)
-    kv = result["kv_heads"].index(result["kv_head"][index])
-    q, k, v = (torch.from_numpy(result[name][row]) for name, row in (("q", index), ("k", kv), ("v", kv)))
-    return head_steps(q, k, v, result["scale"], causal)
+    index = result.heads.index(head)
+    kv = result.kv_heads.index(result.kv_head[index])
+    q, k, v = (torch.from_numpy(array) for array in (result.q[index], result.k[kv], result.v[kv]))
+    return head_steps(q, k, v, result.scale, causal)
 
 
 # --- the page's pass ------------------------------------------------------------------------------------------------
 @torch.inference_mode()
 def explore_variant(
     cfg: AttentionConfig, seed: int, inputs: InputSpec, *, causal: bool, heads: range | None = None
-) -> dict:
+) -> VariantPass:
     """Run the layer built from (cfg, seed) on the inputs, asking for its weights, and take it apart.
 
     heads: the query heads to compute (all by default): the layer is built with only those and the KV heads they
     read (build_attention's heads=), whose heads are the full layer's. Arrays are indexed by position in `heads`
-    ("heads" and "kv_head" give each row's head and the KV head it reads; "kv_heads" the heads of k and v).
+    (.heads and .kv_head give each row's head and the KV head it reads; .kv_heads the heads of k and v).
 
     One build and one forward pass serve every section of the page: the post-softmax weights of every head [H, L, S];
     each head's q, k, v (for the step-by-step view), read from the projections that forward pass computed; a check
@@ -209,19 +269,19 @@ def explore_variant(
     heads_in = calls[layer.o_proj][0][0]  # what o_proj received in the forward pass: [1, L, H * d_v]
     per_head_out = torch.einsum("hls,hsd->hld", weights[0], parts.v[parts.kv_head])  # [H, L, d_v]
     side_by_side = rearrange(per_head_out, "h l d -> 1 l (h d)")
-    return {
-        "weights": weights[0].numpy(),
-        "q": parts.q.numpy(),
-        "k": parts.k.numpy(),
-        "v": parts.v.numpy(),
-        "heads": list(heads),
-        "kv_head": [kv_heads[local] for local in parts.kv_head],
-        "kv_heads": list(kv_heads),
-        "scale": parts.scale,
-        "output_rebuild_error": float((side_by_side - heads_in).abs().max()) if out.numel() else 0.0,
-        "output_scale": float(heads_in.abs().max()) if out.numel() else 0.0,
-        "decode": decode,
-    }
+    return VariantPass(
+        weights=weights[0].numpy(),
+        q=parts.q.numpy(),
+        k=parts.k.numpy(),
+        v=parts.v.numpy(),
+        heads=list(heads),
+        kv_head=[kv_heads[local] for local in parts.kv_head],
+        kv_heads=list(kv_heads),
+        scale=parts.scale,
+        output_rebuild_error=float((side_by_side - heads_in).abs().max()) if out.numel() else 0.0,
+        output_scale=float(heads_in.abs().max()) if out.numel() else 0.0,
+        decode=decode,
+    )
 
 
 def prefilled_cache(layer, x: torch.Tensor, parts: HeadTensors):
@@ -239,7 +299,7 @@ def prefilled_cache(layer, x: torch.Tensor, parts: HeadTensors):
     return cache
 
 
-def decode_last_token(layer, x: torch.Tensor, parts: HeadTensors) -> dict:
+def decode_last_token(layer, x: torch.Tensor, parts: HeadTensors) -> DecodeStep:
     """Prefill all but the last token into a fresh cache, then decode the last one asking for its weights.
 
     The decode step is the real generation path (for MLA, attention in latent space with absorbed weights).
@@ -248,12 +308,12 @@ def decode_last_token(layer, x: torch.Tensor, parts: HeadTensors) -> dict:
     held_before = cache.seq_len
     _, weights = layer(x[:, -1:], cache=cache, return_weights=True)  # [1, H, 1, S]
     shapes = cache.shapes()
-    return {
-        "row": weights[0, :, 0].numpy(),  # [H, S]
-        "cached_before": held_before,
-        "cache_shapes": {name: tuple(shape) for name, shape in shapes.items()},
-        "cache_elements_per_token": sum(math.prod(shape[3:]) * shape[1] for shape in shapes.values()),
-    }
+    return DecodeStep(
+        row=weights[0, :, 0].numpy(),  # [H, S]
+        cached_before=held_before,
+        cache_shapes={name: tuple(shape) for name, shape in shapes.items()},
+        cache_elements_per_token=sum(math.prod(shape[3:]) * shape[1] for shape in shapes.values()),
+    )
 
 
 # --- comparing variants on one input --------------------------------------------------------------------------------
@@ -372,12 +432,12 @@ def compare_from_mha(
     *,
     causal: bool,
     basis_of: Callable[[GroupedQueryAttention], torch.Tensor | np.ndarray] = joint_kv_basis,
-) -> dict:
+) -> dict[str, Comparison | Skipped]:
     """Each variant made from one MHA layer (built from the seed), run on the same input.
 
     Because every variant keeps MHA's queries and output projection, head h of each can be compared with head h of
     MHA, and the outputs with MHA's output: differences come from how keys and values are shared, not from
-    different random weights. Returns per variant its weights [H, L, S] (or a reason it was not computed) and:
+    different random weights. Returns per variant a Comparison (or Skipped, with the reason): its weights [H, L, S],
     output distance ||out - out_mha|| / ||out_mha||, mean map overlap with MHA's same head, and mean overlap between
     heads of the same KV group and of different groups. basis_of(mha) gives joint_kv_basis(mha) for the MLA
     conversion; a caller may answer it from a cache (it depends on the MHA weights only, not on the input).
@@ -387,13 +447,13 @@ def compare_from_mha(
     mha = build_attention(mha_cfg, seed=seed)
     x = make_inputs(inputs)
     mha_out, mha_weights = mha(x, return_weights=True, causal=causal)
-    results = {}
+    results: dict[str, Comparison | Skipped] = {}
     for variant, cfg in configs.items():
         if variant == "mla" and cfg.d_model > MLA_CONVERSION_MAX_D_MODEL:
-            results[variant] = {
-                "skipped": f"making MLA from MHA takes the singular vectors of a {2 * cfg.d_model:,} × "
-                f"{cfg.d_model:,} matrix, too slow here above d_model {MLA_CONVERSION_MAX_D_MODEL:,}",
-            }
+            results[variant] = Skipped(
+                f"making MLA from MHA takes the singular vectors of a {2 * cfg.d_model:,} × "
+                f"{cfg.d_model:,} matrix, too slow here above d_model {MLA_CONVERSION_MAX_D_MODEL:,}"
+            )
             continue
         if variant == "mha":
             layer = mha
@@ -406,14 +466,14 @@ def compare_from_mha(
         group = cfg.group_size if variant != "mla" else 1
         within, between = group_overlaps(weights, group)
         per_head_tv = (weights - mha_weights[0]).abs().sum(-1).mean(-1) / 2  # [H]
-        results[variant] = {
-            "weights": weights.numpy(),
-            "output_distance": float((out - mha_out).norm() / mha_out.norm()),
-            "overlap_with_mha": (1 - per_head_tv).numpy(),
-            "within_group_overlap": within,
-            "between_group_overlap": between,
-            "group_size": group,
-        }
+        results[variant] = Comparison(
+            weights=weights.numpy(),
+            output_distance=float((out - mha_out).norm() / mha_out.norm()),
+            overlap_with_mha=(1 - per_head_tv).numpy(),
+            within_group_overlap=within,
+            between_group_overlap=between,
+            group_size=group,
+        )
     return results
 
 

@@ -10,8 +10,9 @@ still side by side ([B, L, H * d_v]) and not yet mixed.
 from __future__ import annotations
 
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
+import numpy as np
 import torch
 from einops import rearrange
 
@@ -23,6 +24,71 @@ CONTEXT_TOKENS = 3  # cached tokens before the probing decode step: a few suffic
 # A head counts as reading a store when its output moves by more than this fraction of the outputs' scale. Readers
 # move by O(0.1) of it (the disturbance is as large as the stored values); non-readers by float32 round-off at most.
 READ_THRESHOLD = 1e-4
+
+
+@dataclass(frozen=True)
+class ReadMapping:
+    """Which query heads read each cached store, found by disturbing it."""
+
+    stores: list[str]  # the cached stores' names: kv0, kv1, ... or c_kv, k_rope
+    reads: np.ndarray  # [n_stores, H] bool: head h's output moved when store s was disturbed
+    change: np.ndarray  # [n_stores, H] how far it moved, relative to the outputs' largest magnitude
+
+
+@dataclass(frozen=True)
+class MorphFrame:
+    """One step of the animation (MHA, GQA, ..., MQA, MLA), and what its layer was found to read (as ReadMapping)."""
+
+    key: str  # "mha", "gqa:4", "mqa", "mla"
+    variant: str
+    n_kv_heads: int
+    stores: list[str]
+    reads: np.ndarray  # [n_stores, H] bool
+    change: np.ndarray  # [n_stores, H]
+
+
+@dataclass(frozen=True)
+class PathShape:
+    """One step along a layer: its tensor's shape for a prefill and for the decode step that follows."""
+
+    step: str
+    way: str  # "both", or for MLA "naive" or "absorbed"
+    prefill: tuple  # a shape, or a tuple of shapes where a step makes two tensors
+    decode: tuple
+    note: str
+
+
+@dataclass(frozen=True)
+class MlaWays:
+    """One token decoded after context_len cached ones, naive and absorbed (float32, batch 1)."""
+
+    max_abs_diff: float  # between the two ways' outputs
+    output_scale: float  # the outputs' largest magnitude
+    naive_ms: float  # fastest of `repeats` decode steps
+    absorbed_ms: float
+    context_len: int
+    repeats: int
+    input_width: int  # d_model of the layer timed
+
+
+@dataclass(frozen=True)
+class LayoutCheck:
+    blocks: list[tuple[str, int]]  # (projection, head) of each head_dim-wide block of rows, in order
+    max_abs_diff: float  # the fused product's blocks vs the separate projections' heads
+
+
+@dataclass(frozen=True)
+class FusedProjection:
+    """Shapes of the fused weight at full size (meta device), and the check of each layout on a real layer."""
+
+    weight: tuple[int, ...]
+    fused: tuple[int, ...]  # x · W_qkvᵀ for a prefill
+    q: tuple[int, ...]
+    k: tuple[int, ...]
+    v: tuple[int, ...]
+    layouts: dict[str, LayoutCheck]
+    output_scale: float  # the products' largest magnitude
+    input_width: int  # d_model of the layer checked
 
 
 def narrowed(cfg: AttentionConfig, input_width: int) -> AttentionConfig:
@@ -51,14 +117,13 @@ def _disturb(cache, cfg: AttentionConfig, row: int, store: int, noise: torch.Gen
         target += scale * torch.randn(target.shape, generator=noise, dtype=target.dtype)
 
 
-def read_mapping(cfg: AttentionConfig, *, seed: int) -> dict:
+def read_mapping(cfg: AttentionConfig, *, seed: int) -> ReadMapping:
     """Which query heads read each cached store of the layer built from cfg and seed.
 
     One batch row per store plus an undisturbed one: all rows see the same tokens, row 1 + s has store s disturbed
     after the prefill, and all rows decode one more token together.
 
-    Returns stores (names), reads [n_stores, n_heads] bool, and change [n_stores, n_heads]: how far each head's output
-    moved, relative to the outputs' largest magnitude.
+    Returns a ReadMapping: the stores' names, which heads read each, and how far each head's output moved.
     """
     layer = build_attention(cfg, seed=seed)
     stores = store_names(cfg)
@@ -81,7 +146,7 @@ def read_mapping(cfg: AttentionConfig, *, seed: int) -> dict:
     per_head = rearrange(head_outputs[-1][:, 0], "r (h d) -> r h d", h=cfg.n_heads)  # [rows, H, d_v]
     scale = per_head[0].abs().max().item()
     change = ((per_head[1:] - per_head[:1]).abs().amax(dim=-1) / scale).numpy()  # [n_stores, H]
-    return {"stores": stores, "reads": change > READ_THRESHOLD, "change": change}
+    return ReadMapping(stores=stores, reads=change > READ_THRESHOLD, change=change)
 
 
 def morph_configs(d_model: int, n_heads: int, kv_lora_rank: int, rope_dim: int) -> list[tuple[str, AttentionConfig]]:
@@ -103,19 +168,20 @@ def morph_configs(d_model: int, n_heads: int, kv_lora_rank: int, rope_dim: int) 
 
 def read_morph(
     d_model: int, n_heads: int, kv_lora_rank: int, rope_dim: int, *, seed: int, input_width: int | None = None
-) -> list[dict]:
+) -> list[MorphFrame]:
     """read_mapping for every animation step; input_width (if given) narrows each layer's input (see narrowed)."""
     frames = []
     for key, cfg in morph_configs(d_model, n_heads, kv_lora_rank, rope_dim):
         probe_cfg = narrowed(cfg, input_width or d_model)
+        found = read_mapping(probe_cfg, seed=seed)
         frames.append(
-            {"key": key, "variant": cfg.variant, "n_kv_heads": cfg.n_kv_heads} | read_mapping(probe_cfg, seed=seed)
+            MorphFrame(key, cfg.variant, cfg.n_kv_heads, stores=found.stores, reads=found.reads, change=found.change)
         )
     return frames
 
 
 # --- shapes along the path ------------------------------------------------------------------------------------------
-def path_shapes(cfg: AttentionConfig, *, batch: int, seq_len: int) -> list[dict]:
+def path_shapes(cfg: AttentionConfig, *, batch: int, seq_len: int) -> list[PathShape]:
     """Tensor shapes along one layer, from the real module run on the meta device (exact at any size, no memory).
 
     One row per step with its shape for a prefill of seq_len tokens and for the decode step that follows
@@ -124,7 +190,7 @@ def path_shapes(cfg: AttentionConfig, *, batch: int, seq_len: int) -> list[dict]
     layer = build_attention(cfg, device="meta")
     results = [_trace(layer, cfg, batch, seq_len, decode=False), _trace(layer, cfg, batch, seq_len, decode=True)]
     return [
-        {"step": step, "way": way, "prefill": prefill, "decode": decode, "note": note}
+        PathShape(step=step, way=way, prefill=prefill, decode=decode, note=note)
         for (step, way, prefill, note), (_, _, decode, _) in zip(*results)
     ]
 
@@ -244,7 +310,7 @@ def _refill_like(layer, cache, start: int):
 
 
 # --- MLA: the two ways ----------------------------------------------------------------------------------------------
-def compare_mla_ways(cfg: AttentionConfig, *, seed: int, context_len: int, repeats: int = 5) -> dict:
+def compare_mla_ways(cfg: AttentionConfig, *, seed: int, context_len: int, repeats: int = 5) -> MlaWays:
     """Decode one token after context_len cached tokens, naive (up-project the cache) and absorbed, in float32, batch 1.
 
     Returns the largest absolute difference between the two outputs, the outputs' largest magnitude, and the fastest
@@ -275,18 +341,19 @@ def compare_mla_ways(cfg: AttentionConfig, *, seed: int, context_len: int, repea
                 began = time.perf_counter()
                 layer(new_token, cache=cache, absorb=absorb)
                 samples[absorb].append(time.perf_counter() - began)
-    return {
-        "max_abs_diff": (outputs[True] - outputs[False]).abs().max().item(),
-        "output_scale": outputs[False].abs().max().item(),
-        "naive_ms": min(samples[False]) * 1e3,
-        "absorbed_ms": min(samples[True]) * 1e3,
-        "context_len": context_len,
-        "repeats": repeats,
-    }
+    return MlaWays(
+        max_abs_diff=(outputs[True] - outputs[False]).abs().max().item(),
+        output_scale=outputs[False].abs().max().item(),
+        naive_ms=min(samples[False]) * 1e3,
+        absorbed_ms=min(samples[True]) * 1e3,
+        context_len=context_len,
+        repeats=repeats,
+        input_width=cfg.d_model,
+    )
 
 
 # --- one fused weight for q, k and v --------------------------------------------------------------------------------
-def fused_projection(cfg: AttentionConfig, *, seed: int, batch: int, seq_len: int, input_width: int) -> dict:
+def fused_projection(cfg: AttentionConfig, *, seed: int, batch: int, seq_len: int, input_width: int) -> FusedProjection:
     """The layer's q, k and v projections as one fused weight, in each layout of attn_core.fused.
 
     Shapes come from the real layer on the meta device at full size (weight, the fused product for a prefill of
@@ -302,7 +369,8 @@ def fused_projection(cfg: AttentionConfig, *, seed: int, batch: int, seq_len: in
     )
     layer = build_attention(narrowed(cfg, input_width), seed=seed)
     x = torch.randn(1, CONTEXT_TOKENS, input_width, generator=torch.Generator().manual_seed(seed))
-    layouts, scale = {}, 0.0
+    layouts: dict[str, LayoutCheck] = {}
+    scale = 0.0
     offset = {"q": 0, "k": cfg.n_heads, "v": cfg.n_heads + cfg.n_kv_heads}  # a head's block among q, k, v side by side
     with torch.inference_mode():
         separate = torch.cat([getattr(layer, f"{name}_proj")(x) for name in "qkv"], -1).unflatten(
@@ -312,15 +380,15 @@ def fused_projection(cfg: AttentionConfig, *, seed: int, batch: int, seq_len: in
             blocks = fused_blocks(cfg, layout)
             product = torch.nn.functional.linear(x, *fuse_qkv(layer, layout=layout)).unflatten(-1, (-1, cfg.head_dim))
             expected = separate[:, :, [offset[name] + head for name, head in blocks]]  # the same blocks, in this order
-            layouts[layout] = {"blocks": blocks, "max_abs_diff": (product - expected).abs().max().item()}
+            layouts[layout] = LayoutCheck(blocks=blocks, max_abs_diff=(product - expected).abs().max().item())
             scale = max(scale, product.abs().max().item())
-    return {
-        "weight": tuple(weight.shape),
-        "fused": tuple(fused.shape),
-        "q": tuple(q.shape),
-        "k": tuple(k.shape),
-        "v": tuple(v.shape),
-        "layouts": layouts,
-        "output_scale": scale,
-        "input_width": input_width,
-    }
+    return FusedProjection(
+        weight=tuple(weight.shape),
+        fused=tuple(fused.shape),
+        q=tuple(q.shape),
+        k=tuple(k.shape),
+        v=tuple(v.shape),
+        layouts=layouts,
+        output_scale=scale,
+        input_width=input_width,
+    )

@@ -10,6 +10,8 @@ DeepSeek-V3's 163,840 tokens costs milliseconds.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from attn_core.accounting import bytes_per_element, kv_cache_bytes, repeated_kv_cache_bytes
 from attn_core.config import AttentionConfig
 from attn_core.presets import PRESETS, ModelPreset
@@ -17,6 +19,49 @@ from attn_core.presets import PRESETS, ModelPreset
 from .measured import measure_cache
 
 GIB = 2**30
+
+
+@dataclass(frozen=True)
+class ModelRow:
+    """One way of keeping a published model's cache: per token, per layer, whole model, at its context length."""
+
+    key: str  # "published", "mha", "mqa", "gqa", "mla" or "published_repeated"
+    variant: str
+    repeated_heads: bool
+    label: str
+    description: str  # what one token leaves in one layer's cache, in a few words
+    elements_per_token_layer: int  # read off the measured cache
+    elements_per_token_layer_formula: int
+    bytes_per_token_layer: int
+    bytes_per_token_model: int
+    tokens_held: int  # by one layer's cache at the model's context (its sliding window, if any)
+    layer_bytes_measured: int  # one sequence
+    layer_bytes_formula: int
+    model_bytes_measured: int  # one sequence, all layers
+    batch: int
+    model_bytes_batch_measured: int  # `batch` sequences, all layers
+    model_bytes_batch_formula: int
+    shapes: dict[str, tuple[int, ...]]  # one layer's cached tensors, one sequence
+    ratio_to_mha: float
+    gqa_equivalent_groups: float  # numbers per token / (2 d_h): the GQA group count that would cache as much
+
+
+@dataclass(frozen=True)
+class MemoryBudget:
+    """GPUs' memory, the weights in it, and what is left for the cache (negative when the weights do not fit)."""
+
+    memory: int
+    weights: int
+    left: int
+
+
+@dataclass(frozen=True)
+class Fit:
+    """What fits in a budget: how long each of a batch of sequences grows, and sequences of the full context."""
+
+    tokens_per_sequence: int
+    users_at_context: int
+    window_bound: bool  # a sliding window caps each sequence's cache below the budget
 
 
 def what_if_configs(preset: ModelPreset, *, groups: int, latent: int, rope_dim: int) -> dict[str, AttentionConfig]:
@@ -65,7 +110,7 @@ def tokens_held(preset: ModelPreset, tokens: int) -> int:
 
 def model_rows(
     preset_name: str, *, groups: int, latent: int, rope_dim: int, dtype: str, batch: int, repeated_heads: bool = False
-) -> list[dict]:
+) -> list[ModelRow]:
     """One row per way of keeping the cache: per token, per layer, whole model, at the model's context length.
 
     Measured: one layer prefilled on the meta device with one sequence of the model's context (or its sliding
@@ -88,29 +133,29 @@ def model_rows(
         many = measure_cache(cfg, batch=batch, tokens=held, dtype=dtype, repeated_heads=repeated)
         elements = one.nbytes // (held * element)  # numbers one token leaves in one layer, read off the cache
         rows.append(
-            {
-                "key": key,
-                "variant": cfg.variant,
-                "repeated_heads": repeated,
-                "label": label(key, cfg, preset),
-                "description": describe(cfg, repeated_heads=repeated),
-                "elements_per_token_layer": elements,
-                "elements_per_token_layer_formula": (
+            ModelRow(
+                key=key,
+                variant=cfg.variant,
+                repeated_heads=repeated,
+                label=label(key, cfg, preset),
+                description=describe(cfg, repeated_heads=repeated),
+                elements_per_token_layer=elements,
+                elements_per_token_layer_formula=(
                     2 * cfg.n_heads * cfg.head_dim if repeated else cfg.cache_elements_per_token
                 ),
-                "bytes_per_token_layer": elements * element,
-                "bytes_per_token_model": elements * element * preset.n_layers,
-                "tokens_held": held,
-                "layer_bytes_measured": one.nbytes,
-                "layer_bytes_formula": closed_form(cfg, 1, held, dtype),
-                "model_bytes_measured": one.nbytes * preset.n_layers,
-                "batch": batch,
-                "model_bytes_batch_measured": many.nbytes * preset.n_layers,
-                "model_bytes_batch_formula": closed_form(cfg, batch, held, dtype) * preset.n_layers,
-                "shapes": one.shapes,
-                "ratio_to_mha": elements / mha_elements,
-                "gqa_equivalent_groups": elements / (2 * d_h),
-            }
+                bytes_per_token_layer=elements * element,
+                bytes_per_token_model=elements * element * preset.n_layers,
+                tokens_held=held,
+                layer_bytes_measured=one.nbytes,
+                layer_bytes_formula=closed_form(cfg, 1, held, dtype),
+                model_bytes_measured=one.nbytes * preset.n_layers,
+                batch=batch,
+                model_bytes_batch_measured=many.nbytes * preset.n_layers,
+                model_bytes_batch_formula=closed_form(cfg, batch, held, dtype) * preset.n_layers,
+                shapes=one.shapes,
+                ratio_to_mha=elements / mha_elements,
+                gqa_equivalent_groups=elements / (2 * d_h),
+            )
         )
     return rows
 
@@ -135,11 +180,11 @@ def model_bytes(
     return preset.n_layers * closed_form(cfg, batch, tokens_held(preset, tokens), dtype)
 
 
-def memory_budget(preset: ModelPreset, *, gpu_gib: int, gpus: int, dtype) -> dict:
+def memory_budget(preset: ModelPreset, *, gpu_gib: int, gpus: int, dtype) -> MemoryBudget:
     """Memory left for the cache: the GPUs' memory minus the weights, stored in the same dtype as the cache."""
     memory = gpus * gpu_gib * GIB
     weights = int(preset.total_params * bytes_per_element(dtype))
-    return {"memory": memory, "weights": weights, "left": memory - weights}
+    return MemoryBudget(memory=memory, weights=weights, left=memory - weights)
 
 
 def sequences_that_fit(preset: ModelPreset, bytes_per_token_model: int, *, budget_left: int, tokens: int) -> int:
@@ -149,19 +194,19 @@ def sequences_that_fit(preset: ModelPreset, bytes_per_token_model: int, *, budge
     return budget_left // (bytes_per_token_model * tokens_held(preset, tokens))
 
 
-def what_fits(preset: ModelPreset, row: dict, *, budget_left: int, batch: int) -> dict:
+def what_fits(preset: ModelPreset, row: ModelRow, *, budget_left: int, batch: int) -> Fit:
     """How long `batch` sequences can grow, and how many sequences of the full context fit, in budget_left bytes.
 
     A rolling window caps what each sequence holds at W tokens per layer, so past W a sequence grows for free.
     """
-    per_token = row["bytes_per_token_model"]  # one sequence, all layers
+    per_token = row.bytes_per_token_model  # one sequence, all layers
     if budget_left <= 0:
-        return {"tokens_per_sequence": 0, "users_at_context": 0, "window_bound": False}
+        return Fit(tokens_per_sequence=0, users_at_context=0, window_bound=False)
     tokens = budget_left // (per_token * batch)
     window_bound = preset.sliding_window is not None and tokens >= preset.sliding_window
     full = preset.context_len if window_bound else min(tokens, preset.context_len)
     users = sequences_that_fit(preset, per_token, budget_left=budget_left, tokens=preset.context_len)
-    return {"tokens_per_sequence": int(full), "users_at_context": int(users), "window_bound": window_bound}
+    return Fit(tokens_per_sequence=int(full), users_at_context=int(users), window_bound=window_bound)
 
 
 def token_grid(preset: ModelPreset, points: int = 65) -> list[int]:

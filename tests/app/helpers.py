@@ -40,6 +40,7 @@ def open_page(name: str, query: dict | None = None) -> AppTest:
         at.query_params[key] = value
     at.switch_page(PAGES[name].path)  # before the first run AppTest names the page by its file name
     at.run()
+    # Private: AppTest has no public word for which page st.navigation ran (a title would not tell two pages apart).
     assert at._finished_page_script_hash == calc_hash(name), f"the link did not open page {name!r}"
     return at
 
@@ -91,8 +92,9 @@ def chart_specs(at: AppTest) -> list[dict]:
 
 
 def all_elements(at: AppTest):
-    """Every element of the last run's tree (depth first), blocks included."""
-    stack = [at._tree]
+    """Every element of the last run's main body and sidebar (depth first), blocks included. The pages send nothing
+    to the other containers (st.toast's event block, st.bottom)."""
+    stack: list = [at.sidebar, at.main]  # main first, as in the page
     while stack:
         node = stack.pop()
         yield node

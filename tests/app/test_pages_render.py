@@ -51,6 +51,7 @@ def test_app_entry_opens_the_overview_with_every_page_in_the_menu():
     assert at.title[0].value == "Attention Explorer"
     assert chart_specs(at)
     # st.navigation registered one page per PAGES entry (AppTest keeps that registry to switch pages with).
+    # Private: AppTest has no public view of the pages st.navigation registered.
     registered = {Path(info["script_path"]).resolve() for info in at._registered_pages.values()}
     assert registered == {(REPO / entry.path).resolve() for entry in PAGES.values()}
 

@@ -33,16 +33,16 @@ def reference_weights(cfg, spec, causal):
 def test_weights_are_the_layers_return_weights_and_rows_sum_to_one(variant, rope):
     cfg = replace(VARIANT_CONFIGS[variant], rope=rope)
     result = probe.explore_variant(cfg, SEED, SPEC, causal=True)
-    np.testing.assert_array_equal(result["weights"], reference_weights(cfg, SPEC, causal=True))
-    np.testing.assert_allclose(result["weights"].sum(-1), 1.0, atol=1e-6)
+    np.testing.assert_array_equal(result.weights, reference_weights(cfg, SPEC, causal=True))
+    np.testing.assert_allclose(result.weights.sum(-1), 1.0, atol=1e-6)
 
 
 @pytest.mark.parametrize("variant", list(VARIANT_CONFIGS))
 def test_causal_upper_triangle_is_zero_and_noncausal_is_not(variant):
     cfg = VARIANT_CONFIGS[variant]
     upper = np.triu(np.ones((SPEC.length, SPEC.length), dtype=bool), k=1)
-    causal = probe.explore_variant(cfg, SEED, SPEC, causal=True)["weights"]
-    full = probe.explore_variant(cfg, SEED, SPEC, causal=False)["weights"]
+    causal = probe.explore_variant(cfg, SEED, SPEC, causal=True).weights
+    full = probe.explore_variant(cfg, SEED, SPEC, causal=False).weights
     assert np.all(causal[:, upper] == 0)
     assert np.all(full[:, upper] > 0)
 
@@ -56,26 +56,26 @@ def test_steps_inside_one_head_give_the_layers_weights_and_output(variant, causa
     result = probe.explore_variant(cfg, SEED, SPEC, causal=causal)
     expected = reference_weights(cfg, SPEC, causal)
     for head in range(cfg.n_heads):
-        kv = result["kv_head"][head]
+        kv = result.kv_head[head]
         steps = probe.head_steps(
-            torch.from_numpy(result["q"][head]),
-            torch.from_numpy(result["k"][kv]),
-            torch.from_numpy(result["v"][kv]),
-            result["scale"],
+            torch.from_numpy(result.q[head]),
+            torch.from_numpy(result.k[kv]),
+            torch.from_numpy(result.v[kv]),
+            result.scale,
             causal,
         )
-        np.testing.assert_allclose(steps["scaled"], steps["scores"] / math.sqrt(result["q"].shape[-1]), rtol=1e-6)
-        np.testing.assert_allclose(steps["weights"], expected[head], atol=1e-6)
-        np.testing.assert_allclose(steps["out"], steps["weights"] @ result["v"][kv], atol=1e-5)
+        np.testing.assert_allclose(steps.scaled, steps.scores / math.sqrt(result.q.shape[-1]), rtol=1e-6)
+        np.testing.assert_allclose(steps.weights, expected[head], atol=1e-6)
+        np.testing.assert_allclose(steps.out, steps.weights @ result.v[kv], atol=1e-5)
         if causal:
-            assert np.isneginf(steps["masked"][np.triu_indices(SPEC.length, k=1)]).all()
-    assert result["output_rebuild_error"] <= 1e-5 * max(1.0, result["output_scale"])
+            assert np.isneginf(steps.masked[np.triu_indices(SPEC.length, k=1)]).all()
+    assert result.output_rebuild_error <= 1e-5 * max(1.0, result.output_scale)
 
 
 def test_grouped_heads_read_the_kv_head_of_their_group():
     result = probe.explore_variant(VARIANT_CONFIGS["gqa"], SEED, SPEC, causal=True)
-    assert result["kv_head"] == [0, 0, 1, 1]
-    assert result["k"].shape[0] == 2  # two KV heads stored, never the four copies
+    assert result.kv_head == [0, 0, 1, 1]
+    assert result.k.shape[0] == 2  # two KV heads stored, never the four copies
 
 
 def test_heads_of_one_mqa_layer_differ_only_through_their_queries():
@@ -99,10 +99,10 @@ def test_heads_of_one_mqa_layer_differ_only_through_their_queries():
 def test_decode_step_through_the_cache_gives_the_last_row_of_the_full_pass(variant):
     cfg = VARIANT_CONFIGS[variant]
     result = probe.explore_variant(cfg, SEED, SPEC, causal=True)
-    decode = result["decode"]
-    assert decode["cached_before"] == SPEC.length - 1
-    np.testing.assert_allclose(decode["row"], result["weights"][:, -1], atol=1e-6)
-    assert decode["cache_elements_per_token"] == cfg.cache_elements_per_token
+    decode = result.decode
+    assert decode.cached_before == SPEC.length - 1
+    np.testing.assert_allclose(decode.row, result.weights[:, -1], atol=1e-6)
+    assert decode.cache_elements_per_token == cfg.cache_elements_per_token
 
 
 WIDE = {  # eight heads, so a page of heads is a real part of the layer
@@ -121,13 +121,13 @@ def test_some_heads_computed_alone_are_those_heads_of_the_full_layer(variant, he
     cfg = WIDE[variant]
     expected = reference_weights(cfg, SPEC, causal=True)[heads.start : heads.stop]
     result = probe.explore_variant(cfg, SEED, SPEC, causal=True, heads=heads)
-    assert result["heads"] == list(heads)
-    assert result["kv_head"] == [h // cfg.group_size for h in heads]
-    np.testing.assert_allclose(result["weights"], expected, atol=1e-6)
-    np.testing.assert_allclose(result["decode"]["row"], expected[:, -1], atol=1e-6)
+    assert result.heads == list(heads)
+    assert result.kv_head == [h // cfg.group_size for h in heads]
+    np.testing.assert_allclose(result.weights, expected, atol=1e-6)
+    np.testing.assert_allclose(result.decode.row, expected[:, -1], atol=1e-6)
     for head, weights in zip(heads, expected):
-        np.testing.assert_allclose(probe.steps_of_head(result, head, causal=True)["weights"], weights, atol=1e-6)
-    assert result["output_rebuild_error"] <= 1e-5 * max(1.0, result["output_scale"])
+        np.testing.assert_allclose(probe.steps_of_head(result, head, causal=True).weights, weights, atol=1e-6)
+    assert result.output_rebuild_error <= 1e-5 * max(1.0, result.output_scale)
 
 
 def test_inputs_are_seeded_and_a_window_is_the_start_of_a_longer_sequence():
@@ -175,7 +175,7 @@ def test_pool_blocks_matches_a_loop_over_blocks(how):
 
 
 def test_mean_pooling_of_attention_keeps_rows_summing_to_one_per_block():
-    weights = probe.explore_variant(VARIANT_CONFIGS["gqa"], SEED, replace(SPEC, n_tokens=16), causal=True)["weights"]
+    weights = probe.explore_variant(VARIANT_CONFIGS["gqa"], SEED, replace(SPEC, n_tokens=16), causal=True).weights
     pooled = probe.pool_blocks(weights[0], 4, 4, "mean")
     # each pooled row is the mean of 4 rows of 4-key blocks: summing it and scaling back by the block width gives 1
     np.testing.assert_allclose(pooled.sum(-1) * 4, 1.0, atol=1e-6)
@@ -220,20 +220,20 @@ def test_mla_made_from_mha_rebuilds_mhas_keys_at_full_rank_up_to_the_latent_norm
 def test_comparison_measures_against_mha_and_overlap_by_definition():
     configs = {v: VARIANT_CONFIGS[v] for v in ("mha", "mqa", "gqa", "mla")}
     results = probe.compare_from_mha(configs, SEED, SPEC, causal=True)
-    assert results["mha"]["output_distance"] == 0
-    np.testing.assert_allclose(results["mha"]["overlap_with_mha"], 1.0)
-    assert results["mha"]["within_group_overlap"] is None
-    assert results["mqa"]["between_group_overlap"] is None
+    assert results["mha"].output_distance == 0
+    np.testing.assert_allclose(results["mha"].overlap_with_mha, 1.0)
+    assert results["mha"].within_group_overlap is None
+    assert results["mqa"].between_group_overlap is None
     for variant in ("mqa", "gqa", "mla"):
-        assert 0 < results[variant]["output_distance"]
+        assert 0 < results[variant].output_distance
     # within-group overlap of MQA, brute force: mean over head pairs and rows of 1 - TV(p, q)
-    weights = results["mqa"]["weights"]
+    weights = results["mqa"].weights
     pairs = [(a, b) for a in range(4) for b in range(a + 1, 4)]
     brute = np.mean([1 - 0.5 * np.abs(weights[a] - weights[b]).sum(-1).mean() for a, b in pairs])
-    assert results["mqa"]["within_group_overlap"] == pytest.approx(brute, abs=1e-5)
-    gqa = results["gqa"]["weights"]
+    assert results["mqa"].within_group_overlap == pytest.approx(brute, abs=1e-5)
+    gqa = results["gqa"].weights
     between = np.mean([1 - 0.5 * np.abs(gqa[a] - gqa[b]).sum(-1).mean() for a, b in [(0, 2), (0, 3), (1, 2), (1, 3)]])
-    assert results["gqa"]["between_group_overlap"] == pytest.approx(between, abs=1e-5)
+    assert results["gqa"].between_group_overlap == pytest.approx(between, abs=1e-5)
 
 
 def test_comparison_skips_mla_where_its_singular_vectors_would_be_too_slow():
@@ -241,7 +241,8 @@ def test_comparison_skips_mla_where_its_singular_vectors_would_be_too_slow():
     results = probe.compare_from_mha(
         {"mla": big}, SEED, probe.InputSpec(d_model=2048, seed=SEED, n_tokens=2), causal=True
     )
-    assert "skipped" in results["mla"] and "singular vectors" in results["mla"]["skipped"]
+    skipped = results["mla"]
+    assert isinstance(skipped, probe.Skipped) and "singular vectors" in skipped.reason
 
 
 @pytest.mark.parametrize("rank", [1, 8, 40, 63])
@@ -307,7 +308,7 @@ def test_comparison_reads_the_basis_from_the_callers_cache():
     own = probe.compare_from_mha(configs, SEED, SPEC, causal=True)
     via_cache = probe.compare_from_mha(configs, SEED, SPEC, causal=True, basis_of=cached_basis)
     assert asked == [64]
-    np.testing.assert_array_equal(via_cache["mla"]["weights"], own["mla"]["weights"])
+    np.testing.assert_array_equal(via_cache["mla"].weights, own["mla"].weights)
 
 
 @pytest.mark.parametrize(("heads", "group_size"), [(8, 1), (8, 2), (8, 4), (8, 8), (64, 1), (64, 16)])

@@ -9,6 +9,7 @@ from attn_core import AttentionConfig, build_attention, kv_cache_bytes, repeated
 from explorer.probes.decode import (
     MAX_TRACE_PARAMETERS,
     MAX_TRACE_WORK,
+    DecodeTrace,
     check_trace_bounds,
     decode_trace,
 )
@@ -22,7 +23,7 @@ CONFIGS = {
 PROMPT, STEPS, BATCH = 5, 20, 2
 
 
-def trace(variant: str, dtype: str = "bfloat16", repeated: bool = False) -> dict:
+def trace(variant: str, dtype: str = "bfloat16", repeated: bool = False) -> DecodeTrace:
     return decode_trace(
         CONFIGS[variant],
         prompt_len=PROMPT,
@@ -38,32 +39,32 @@ def trace(variant: str, dtype: str = "bfloat16", repeated: bool = False) -> dict
 @pytest.mark.parametrize("variant", CONFIGS)
 def test_bytes_held_equal_the_closed_form_at_every_step(variant, dtype):
     result = trace(variant, dtype)
-    assert result["tokens_held"] == list(range(PROMPT, PROMPT + STEPS + 1))
-    expected = [kv_cache_bytes(CONFIGS[variant], BATCH, held, dtype) for held in result["tokens_held"]]
-    assert result["nbytes"] == expected
-    assert result["formula_nbytes"] == expected
+    assert result.tokens_held == list(range(PROMPT, PROMPT + STEPS + 1))
+    expected = [kv_cache_bytes(CONFIGS[variant], BATCH, held, dtype) for held in result.tokens_held]
+    assert result.nbytes == expected
+    assert result.formula_nbytes == expected
 
 
 @pytest.mark.parametrize("variant", CONFIGS)
 def test_cached_decode_matches_a_full_recompute_below_1e_5(variant):
     result = trace(variant)
-    assert len(result["max_abs_diff"]) == STEPS + 1
-    assert max(result["max_abs_diff"]) < 1e-5
-    assert result["out_scale"] > 0.1  # the differences are judged against outputs of a real size
+    assert len(result.max_abs_diff) == STEPS + 1
+    assert max(result.max_abs_diff) < 1e-5
+    assert result.out_scale > 0.1  # the differences are judged against outputs of a real size
 
 
 def test_shapes_are_what_each_variant_stores():
     held = PROMPT + STEPS
-    assert trace("mha")["shapes"][-1] == {"k": (BATCH, 4, held, 16), "v": (BATCH, 4, held, 16)}
-    assert trace("mqa")["shapes"][-1] == {"k": (BATCH, 1, held, 16), "v": (BATCH, 1, held, 16)}
-    assert trace("gqa")["shapes"][3] == {"k": (BATCH, 2, PROMPT + 3, 16), "v": (BATCH, 2, PROMPT + 3, 16)}
-    assert trace("mla")["shapes"][0] == {"c_kv": (BATCH, 1, PROMPT, 24), "k_rope": (BATCH, 1, PROMPT, 8)}
+    assert trace("mha").shapes[-1] == {"k": (BATCH, 4, held, 16), "v": (BATCH, 4, held, 16)}
+    assert trace("mqa").shapes[-1] == {"k": (BATCH, 1, held, 16), "v": (BATCH, 1, held, 16)}
+    assert trace("gqa").shapes[3] == {"k": (BATCH, 2, PROMPT + 3, 16), "v": (BATCH, 2, PROMPT + 3, 16)}
+    assert trace("mla").shapes[0] == {"c_kv": (BATCH, 1, PROMPT, 24), "k_rope": (BATCH, 1, PROMPT, 8)}
 
 
 def test_preallocated_capacity_doubles_from_16_tokens_and_covers_what_is_held():
     result = trace("gqa", "float32")
     per_token = kv_cache_bytes(CONFIGS["gqa"], BATCH, 1, "float32")
-    for held, capacity in zip(result["tokens_held"], result["capacity_nbytes"]):
+    for held, capacity in zip(result.tokens_held, result.capacity_nbytes):
         tokens = 16
         while tokens < held:
             tokens *= 2
@@ -74,11 +75,11 @@ def test_preallocated_capacity_doubles_from_16_tokens_and_covers_what_is_held():
 def test_the_repeated_heads_pitfall_costs_mha_bytes_and_changes_no_output(variant):
     result = trace(variant, repeated=True)
     cfg = CONFIGS[variant]
-    mha_bytes = [kv_cache_bytes(CONFIGS["mha"], BATCH, held, "bfloat16") for held in result["tokens_held"]]
-    assert result["nbytes"] == mha_bytes
-    assert result["nbytes"] == [repeated_kv_cache_bytes(cfg, BATCH, held, "bfloat16") for held in result["tokens_held"]]
-    assert result["shapes"][-1]["k"] == (BATCH, cfg.n_heads, PROMPT + STEPS, cfg.head_dim)
-    assert max(result["max_abs_diff"]) < 1e-5
+    mha_bytes = [kv_cache_bytes(CONFIGS["mha"], BATCH, held, "bfloat16") for held in result.tokens_held]
+    assert result.nbytes == mha_bytes
+    assert result.nbytes == [repeated_kv_cache_bytes(cfg, BATCH, held, "bfloat16") for held in result.tokens_held]
+    assert result.shapes[-1]["k"] == (BATCH, cfg.n_heads, PROMPT + STEPS, cfg.head_dim)
+    assert max(result.max_abs_diff) < 1e-5
 
 
 def test_the_pitfall_does_not_apply_to_mla():
@@ -88,8 +89,8 @@ def test_the_pitfall_does_not_apply_to_mla():
 
 def test_the_storage_copy_changes_bytes_only_not_outputs():
     as_float32, as_bfloat16 = trace("gqa", "float32"), trace("gqa", "bfloat16")
-    assert as_float32["max_abs_diff"] == as_bfloat16["max_abs_diff"]
-    assert [2 * b for b in as_bfloat16["nbytes"]] == as_float32["nbytes"]
+    assert as_float32.max_abs_diff == as_bfloat16.max_abs_diff
+    assert [2 * b for b in as_bfloat16.nbytes] == as_float32.nbytes
 
 
 @torch.inference_mode()

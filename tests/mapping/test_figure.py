@@ -41,8 +41,8 @@ def test_each_frame_carries_the_per_head_mapping_the_probe_read(frames):
     fig = view.mapping_figure(frames, 0, SETTINGS, None)
     for frame, probe in zip(fig.frames, frames):
         meta = query_trace(frame.data).meta
-        assert meta["stores"] == probe["stores"]
-        expected = [[s for s in range(len(probe["stores"])) if probe["reads"][s, h]] for h in range(SETTINGS.heads)]
+        assert meta["stores"] == probe.stores
+        expected = [[s for s in range(len(probe.stores)) if probe.reads[s, h]] for h in range(SETTINGS.heads)]
         assert meta["reads"] == expected
 
 
@@ -57,9 +57,9 @@ def test_edges_join_each_query_head_to_the_stores_it_reads(frames):
                 segments.add((round(xs[i], 9), round(xs[i + 1], 9)))
         expected = {
             (round(queries.x[h], 9), round(stores.x[s], 9))
-            for s in range(len(probe["stores"]))
+            for s in range(len(probe.stores))
             for h in range(SETTINGS.heads)
-            if probe["reads"][s, h]
+            if probe.reads[s, h]
         }
         assert segments == expected, frame.name
 
@@ -129,5 +129,5 @@ def test_ranges_text_joins_consecutive_heads():
 
 def test_the_formula_check_agrees_with_every_step(frames):
     assert all(view.formula_agrees(frame) for frame in frames)
-    broken = dict(frames[1], reads=frames[1]["reads"][::-1])
+    broken = replace(frames[1], reads=frames[1].reads[::-1])
     assert not view.formula_agrees(broken)
