@@ -13,7 +13,7 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from attn_core import build_attention
-from explorer.probes.heatmaps import InputSpec, make_inputs
+from explorer.probes.heatmaps import HeadSteps, InputSpec, make_inputs
 from explorer.settings import Settings
 
 PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "heatmaps.py")
@@ -248,7 +248,7 @@ def test_a_page_of_heads_shows_those_heads_of_the_full_layer():
     expected = layer_weights(settings, "gqa", n_tokens=24)
     grid = heatmaps(charts(at)[0])
     titles = [a["text"].replace("<br>", " · ", 1) for a in charts(at)[0]["layout"]["annotations"]][:16]
-    assert titles == [f"head {h}<br>KV {h // 8}" for h in range(16, 32)]  # 8 a row: two lines, so they fit
+    assert titles == [f"head {h} · KV {h // 8}" for h in range(16, 32)]  # 8 a row: drawn on two lines, so they fit
     for z, weights in zip(grid, expected[16:32], strict=True):
         np.testing.assert_allclose(z, weights, atol=1e-6)
     assert "Measured on the layer of heads 16–31: its cache holds the 2 KV heads they read" in texts(at)
@@ -383,16 +383,7 @@ def test_inside_one_head_every_step_has_a_colour_scale_and_scaling_shares_the_sc
     masked = np.where(np.tril(np.ones((6, 6), bool)), scaled, -np.inf)
     weights = np.exp(masked - masked.max(1, keepdims=True))
     weights /= weights.sum(1, keepdims=True)
-    steps = {
-        "q": q,
-        "k": k,
-        "v": v,
-        "scores": scores,
-        "scaled": scaled,
-        "masked": masked,
-        "weights": weights,
-        "out": weights @ v,
-    }
+    steps = HeadSteps(q=q, k=k, v=v, scores=scores, scaled=scaled, masked=masked, weights=weights, out=weights @ v)
     spec, _, _ = steps_figure(steps, causal=True, pool="mean", tokens=None, d_k=8)
     layout = spec["layout"]
     axes = {trace["coloraxis"] for trace in spec["data"]}
