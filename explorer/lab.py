@@ -157,9 +157,12 @@ def pareto_frontier(rows: list[dict]) -> list[dict]:
     return frontier
 
 
-def pareto_figure(rows: list[dict], *, context_length: int, chosen: str | None = None) -> go.Figure:
-    """Perplexity (log) against KV cache per token (KiB, whole model, float32); the frontier as a line; hover gives
-    the settings and the whole-model cache at context_length tokens."""
+def pareto_figure(
+    rows: list[dict], *, context_length: int, chosen: str | None = None, dtype: str = "float32"
+) -> go.Figure:
+    """Perplexity (log) against KV cache per token (KiB, whole model, in dtype: rows' bytes are already in it); the
+    frontier as a line; hover gives the name, settings and the whole-model cache at context_length tokens (points are
+    not labelled on the chart: nine labels in one corner overlap)."""
     frontier = pareto_frontier(rows)
     fig = go.Figure()
     fig.add_trace(
@@ -182,9 +185,8 @@ def pareto_figure(rows: list[dict], *, context_length: int, chosen: str | None =
             go.Scatter(
                 x=[r["cache_bytes_per_token"] / 1024 for r in group],
                 y=[r["perplexity"] for r in group],
-                mode="markers+text",
+                mode="markers",
                 text=[r["label"] for r in group],
-                textposition="top center",
                 marker={
                     "size": [16 if r["key"] == chosen else 10 for r in group],
                     "color": colors[variant],
@@ -199,7 +201,7 @@ def pareto_figure(rows: list[dict], *, context_length: int, chosen: str | None =
             )
         )
     fig.update_layout(
-        xaxis_title="KV cache per token, whole model (KiB, float32)",
+        xaxis_title=f"KV cache per token, whole model (KiB, {dtype})",
         yaxis_title="perplexity (log scale)",
         yaxis_type="log",
         height=480,

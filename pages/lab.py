@@ -90,7 +90,7 @@ csv_rows = [
     for r in rows
 ]
 show_chart(
-    lab.pareto_figure(rows, context_length=context),
+    lab.pareto_figure(rows, context_length=context, dtype=settings.dtype),
     name="lab-pareto",
     rows=csv_rows,
     caption=" ".join(findings)
