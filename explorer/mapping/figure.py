@@ -15,6 +15,7 @@ from attn_core.accounting import bytes_per_element, kv_cache_bytes
 from explorer.charts import VARIANT_COLORS, format_bytes
 from explorer.probes.mapping import morph_configs
 from explorer.settings import Settings
+from explorer.words import count
 
 from .computed import frames_for
 from .frames import bundles, frame_label, head_span, query_label, ranges_text, readers, store_label
@@ -227,15 +228,15 @@ def _frame_content(frame: dict, cfg: AttentionConfig, settings: Settings, highli
     )
     cache_text = (
         f"cached per token: {formula} = {per_token:,} numbers = {format_bytes(per_token * element)} = <b>{ratio:.3g}× MHA</b><br>"
-        f"whole cache at batch {batch} × {tokens:,} tokens in {settings.dtype}: "
+        f"whole cache at batch {batch} × {count(tokens, 'token')} in {settings.dtype}: "
         f"<b>{format_bytes(kv_cache_bytes(cfg, batch, tokens, settings.dtype))}</b>"
     )
     if is_mla:
         title = f"MLA: all heads read one latent c_kv ({cfg.kv_lora_rank}) and one rotary key k_rope ({cfg.qk_rope_head_dim})"
     elif frame["n_kv_heads"] == heads:
-        title = f"MHA: each of the {heads} query heads reads its own K/V head"
+        title = f"MHA: {'the one query head reads' if heads == 1 else f'each of the {heads} query heads reads'} its own K/V head"
     elif frame["n_kv_heads"] == 1:
-        title = f"MQA: all {heads} query heads read one K/V head"
+        title = f"MQA: {'the one query head reads' if heads == 1 else f'all {heads} query heads read'} one K/V head"
     else:
         title = f"GQA, {frame['n_kv_heads']} groups: each K/V head serves {heads // frame['n_kv_heads']} query heads"
     sizes = (
