@@ -22,17 +22,19 @@ st.markdown(
 
 # --- the view's own controls (all in the link, so a shared link opens this exact view) ---------------------------
 top = st.columns([3, 2, 4])
+offered = tuple(v for v in VARIANTS if v in settings.variants)  # the sidebar's "Variants" choice, in the usual order
 with top[0]:
-    variant = bound(
+    variant = bound(  # GQA unless the sidebar leaves it out; a link's variant outside the choice is reported
         view.VARIANT,
         lambda key: st.radio(
             "Variant opened up",
-            VARIANTS,
+            offered,
             key=key,
             horizontal=True,
             format_func=str.upper,
-            help=" · ".join(f"{v.upper()}: {VARIANT_NAMES[v]}" for v in VARIANTS),
+            help=" · ".join(f"{v.upper()}: {VARIANT_NAMES[v]}" for v in offered),
         ),
+        offered,
     )
 with top[1]:
     input_kind = bound(
