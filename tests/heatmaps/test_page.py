@@ -421,3 +421,12 @@ def test_a_link_asking_for_a_variant_left_out_falls_back_and_says_so():
     assert at.radio(key="view_hm_variant").value == "mha"
     assert at.query_params["hm_variant"] == "mha"
     assert any("hm_variant" in w.value for w in at.warning), [w.value for w in at.warning]
+
+
+@pytest.mark.parametrize("heads", ["1", "2"])
+def test_the_decode_steps_colour_bar_keeps_a_readable_height(heads):
+    at = open_page(d_model="16", heads=heads, groups="1", seq_len="8")
+    layout = charts(at)[-1]["layout"]  # the decode step's figure comes last
+    assert layout["xaxis"]["title"]["text"].startswith("cached key position")
+    plot_px = layout["height"] - layout["margin"]["t"] - layout["margin"]["b"]
+    assert plot_px >= 120, plot_px  # the colour bar spans the plot: at least a readable scale
