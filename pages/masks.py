@@ -108,10 +108,11 @@ st.markdown(
     "are padding (·):"
 )
 st.dataframe(view.mask_table(padding.key_padding_mask), hide_index=True)
+padded_columns = f"column {short_len}" if long_len - short_len == 1 else f"columns {short_len}…{long_len - 1}"
 chart(
     "padding",
     "masks-padding",
-    f"Notice the padded key columns {short_len}…{long_len - 1}: blocked in every row, so their weight is exactly "
+    f"Notice the padded key {padded_columns}: blocked in every row, so their weight is exactly "
     f"0 (largest here: {padding.padded_key_weight_max:.1g}). Rows from {short_len} on are padded queries: "
     "computed, then thrown away.",
 )
