@@ -30,6 +30,7 @@ from explorer.probes.models import (
 from .charts import VARIANT_COLORS, count_axis, format_bytes, shape_text, unit_axis
 from .params import Choice, Flag, IntRange
 from .settings import Settings
+from .words import count
 from .work import takes_turns
 
 # --- the page's own controls, all in the link -----------------------------------------------------------------------
@@ -457,7 +458,7 @@ def scale_figure(
                 "font": {"color": "#b03030"},
             }
         )
-    sequences = f"{batch} sequence{'s' if batch > 1 else ''}"
+    sequences = count(batch, "sequence")
     layout = {
         "title": {"text": f"{preset.name}: KV cache of {sequences} × {preset.n_layers} layers ({dtype})"},
         "xaxis": {"title": {"text": "tokens per sequence"}},

@@ -11,6 +11,7 @@ from explorer.probes.overview import VariantRow, compare_variants
 
 from .charts import FLOP_UNITS, VARIANT_COLORS, format_bytes, format_flops, unit_axis
 from .settings import Settings
+from .words import count
 
 TRADE_OFFS = {
     "mha": "Every query head has its own keys and values: the most expressive, and the largest cache. The baseline.",
@@ -62,7 +63,7 @@ def flops_bar_figure(rows: list[VariantRow], seq_len: int) -> go.Figure:
         values,
         labels=[format_flops(v) for v in values],
         unit="FLOPs",
-        title=f"Work to decode one token against {seq_len:,} cached tokens",
+        title=f"Work to decode one token against {count(seq_len, 'cached token')}",
         yaxis_title="work (2 FLOP per multiply-add)",
         units=FLOP_UNITS,
     )

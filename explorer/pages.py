@@ -10,42 +10,59 @@ class PageEntry(NamedTuple):
     title: str
     icon: str
     teaser: str
+    uses: tuple[str, ...] = ()  # the sidebar settings this page reads (Settings field names); the rest do nothing here
+
+
+# The sidebar settings, in the sidebar's order.
+LAYER = ("variants", "d_model", "heads", "groups", "latent", "rope_dim")  # the layer each variant is built as
+ALL_SETTINGS = (*LAYER, "seq_len", "batch", "dtype", "seed")
 
 
 # A page's key is its URL path and equals its file's stem: a freshly started server resolves the first link it is
 # given by file name, before app.py has registered these pages (a mismatch shows "Page not found").
 # (Streamlit's pages/ folder quirk: see ARCHITECTURE.md and explorer.state._run_through_the_shell.)
 PAGES: dict[str, PageEntry] = {
-    "overview": PageEntry("pages/overview.py", "Overview", ":material/dashboard:", "The four variants side by side."),
+    "overview": PageEntry(
+        "pages/overview.py",
+        "Overview",
+        ":material/dashboard:",
+        "The four variants side by side.",
+        (*LAYER, "seq_len", "batch", "dtype"),
+    ),
     "mapping": PageEntry(
         "pages/mapping.py",
         "Head → KV mapping",
         ":material/account_tree:",
         "Which key/value store each query head reads, animated from MHA to MLA.",
+        ALL_SETTINGS,
     ),
     "kv_cache": PageEntry(
         "pages/kv_cache.py",
         "KV cache",
         ":material/memory:",
         "Decode token by token, then scale the cache to published models.",
+        (*LAYER, "batch", "dtype", "seed"),
     ),
     "heatmaps": PageEntry(
         "pages/heatmaps.py",
         "Attention heatmaps",
         ":material/grid_on:",
         "Every head's weights, grouped by shared keys; inside one head; one decode step.",
+        (*LAYER, "seq_len", "dtype", "seed"),
     ),
     "trained": PageEntry(
         "pages/trained.py",
         "Trained model",
         ":material/psychology:",
         "SmolLM2-135M's real attention on your text, and its real cache while it writes.",
+        (),
     ),
     "masks": PageEntry(
         "pages/masks.py",
         "Masks and batches",
         ":material/filter_alt:",
         "Padding in a batch, the causal mask aligned to a cache, and cross-attention.",
+        (*LAYER, "seed"),
     ),
     "lab": PageEntry(
         "pages/lab.py",

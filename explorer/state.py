@@ -7,6 +7,7 @@ widgets are, and every change is written back to the URL so the address bar is a
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -16,6 +17,7 @@ from streamlit.errors import StreamlitPageNotFoundError
 
 from attn_core import VARIANT_NAMES, VARIANTS
 
+from .pages import ALL_SETTINGS, PAGES
 from .params import Choice, IntRange
 from .settings import (
     BATCH_CHOICES,
@@ -48,6 +50,7 @@ def page_settings() -> Settings:
     alone (AppTest reruns a page file by itself after the first run).
     """
     _run_through_the_shell()
+    page = PAGES.get(Path(sys._getframe(1).f_code.co_filename).stem)  # the page file that called: its declaration
     # One torch thread per op, set in the thread that runs this page (the setting is per thread). A served app runs
     # many small ops for many sessions at once: torch's pool spinning on 2 cores against other sessions' work made a
     # decode trace 40x slower. And a result's last bits depend on the thread count: one count everywhere keeps a
@@ -107,6 +110,8 @@ def page_settings() -> Settings:
         _slider("batch", "Batch", BATCH_CHOICES)
         st.radio("Cache dtype", DTYPE_CHOICES, key=_WIDGET["dtype"], horizontal=True, on_change=_on_change)
         st.number_input("Seed", min_value=0, max_value=MAX_SEED, step=1, key=_WIDGET["seed"], on_change=_on_change)
+        if page is not None and (cue := settings_cue(page.uses)):
+            st.caption(cue)
         for note in state.pop(_ADJUSTED, []):
             st.info(note, icon="↪️")
 
@@ -158,6 +163,33 @@ def bound(param, render, options: tuple | None = None, *, say_moves: bool = True
     state[kept] = value
     _write_link({param.name: param.to_text(value)})
     return value
+
+
+# The sidebar's settings as its labels name them, for the cue under them.
+SETTING_LABELS = {
+    "variants": "Variants",
+    "d_model": "d_model",
+    "heads": "Query heads",
+    "groups": "KV groups",
+    "latent": "Latent width",
+    "rope_dim": "Rotary key width",
+    "seq_len": "Sequence length",
+    "batch": "Batch",
+    "dtype": "Cache dtype",
+    "seed": "Seed",
+}
+
+
+def settings_cue(uses: tuple[str, ...]) -> str:
+    """One line under the sidebar settings: which of them this page reads (its PAGES entry says), and which do nothing
+    here. Empty when the page reads them all."""
+    unused = [SETTING_LABELS[name] for name in ALL_SETTINGS if name not in uses]
+    if not unused:
+        return ""
+    if not any(name in uses for name in ALL_SETTINGS):
+        return "This page uses none of these settings: they shape the other pages."
+    used = [SETTING_LABELS[name] for name in ALL_SETTINGS if name in uses]
+    return f"This page uses {', '.join(used)}. Not used here: {', '.join(unused)}."
 
 
 def page_link(page_path: str, *, label: str, icon: str | None = None, query: dict[str, str] | None = None) -> None:

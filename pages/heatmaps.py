@@ -8,6 +8,7 @@ from explorer import heatmaps as view
 from explorer.charts import difference, show_chart
 from explorer.params import shown
 from explorer.state import bound, page_settings
+from explorer.words import count
 
 settings = page_settings()
 
@@ -21,17 +22,19 @@ st.markdown(
 
 # --- the view's own controls (all in the link, so a shared link opens this exact view) ---------------------------
 top = st.columns([3, 2, 4])
+offered = tuple(v for v in VARIANTS if v in settings.variants)  # the sidebar's "Variants" choice, in the usual order
 with top[0]:
-    variant = bound(
+    variant = bound(  # GQA unless the sidebar leaves it out; a link's variant outside the choice is reported
         view.VARIANT,
         lambda key: st.radio(
             "Variant opened up",
-            VARIANTS,
+            offered,
             key=key,
             horizontal=True,
             format_func=str.upper,
-            help=" · ".join(f"{v.upper()}: {VARIANT_NAMES[v]}" for v in VARIANTS),
+            help=" · ".join(f"{v.upper()}: {VARIANT_NAMES[v]}" for v in offered),
         ),
+        offered,
     )
 with top[1]:
     input_kind = bound(
@@ -114,19 +117,15 @@ tokens = spec.labels() if spec.tokens is not None else None
 length = spec.length
 cfg = view.layer_config(settings, variant, rope)
 
-window_text = (
-    f"{length:,} token{'s' if length != 1 else ''}"
-    if length == inputs.wanted
-    else f"the first {length:,} of {inputs.wanted:,} tokens"
-)
+window_text = count(length, "token") if length == inputs.wanted else f"the first {length:,} of {inputs.wanted:,} tokens"
 st.caption(
     f"Computed on {window_text}, batch 1, in float32 (the sidebar's batch and cache dtype size the cache, not the "
     f"weights). Input scale {scale}, causal mask {'on' if causal else 'off'}, RoPE {'on' if rope else 'off'}."
 )
 if length < inputs.wanted:
     st.info(
-        f"A layer of d_model {settings.d_model:,} with {settings.heads} heads is computed on a window of {length:,} "
-        f"tokens here, so the page stays interactive on this server. "
+        f"A layer of d_model {settings.d_model:,} with {count(settings.heads, 'head')} is computed on a window of "
+        f"{count(length, 'token')} here, so the page stays interactive on this server. "
         + (
             "With the causal mask on, these rows are exactly the first rows of the full pass: a query never sees a "
             "later key."
@@ -203,7 +202,7 @@ sharing = {
 st.markdown(f"**{variant.upper()}** ({VARIANT_NAMES[variant]}). {sharing}")
 
 try:
-    with st.spinner(f"Running the {variant.upper()} layer on {length:,} tokens…"):
+    with st.spinner(f"Running the {variant.upper()} layer on {count(length, 'token')}…"):
         chart = view.heads_chart(cfg, settings.seed, spec, causal, heads, pool)
 except ValueError as error:  # a configuration the core refuses, with its own sentence
     st.error(f"This layer cannot be built: {error}")
@@ -310,7 +309,7 @@ show_chart(
     + (f"Square matrices show the {chart.pooling.describe()}." if chart.pooling.pooled else ""),
 )
 st.caption(
-    f"The outputs of {'all ' + str(settings.heads) + ' heads' if len(heads) == settings.heads else view.heads_text(heads)}"
+    f"The outputs of {'all ' + count(settings.heads, 'head') if len(heads) > 1 and len(heads) == settings.heads else view.heads_text(heads)}"
     f" (each head's ⑤) side by side are what o_proj received in the layer's forward "
     f"pass, {difference(chart.facts['output_rebuild_error'])} (their largest value is "
     f"{chart.facts['output_scale']:.3g}); o_proj mixes them into the layer's output."
@@ -321,7 +320,7 @@ st.header("4 · One step of generation")
 last = f" {shown(tokens[-1])}" if tokens else ""
 chart = view.decode_chart(cfg, settings.seed, spec, causal, heads, head, pool)
 st.markdown(
-    f"Generating reads the cache: what a prefill stores for the first {chart.facts['cached_before']:,} tokens "
+    f"Generating reads the cache: what a prefill stores for the first {count(chart.facts['cached_before'], 'token')} "
     f"({'their latent c_kv and shared rotary key' if variant == 'mla' else 'their keys after RoPE and values'}) went "
     f"into a fresh cache, then the last token (position {length - 1}{last}) ran alone through the layer as one decode "
     "step, asking for its weights. Its row is what one step of generation attends to — itself and everything cached."
@@ -338,8 +337,8 @@ st.table(view.cache_table(chart.facts["cache_shapes"], cfg, settings.dtype), hid
 if variant != "mla" and len(heads) < settings.heads:
     kv_read = cfg.kv_heads_read(heads)
     st.caption(
-        f"Measured on the layer of {view.heads_text(heads)}: its cache holds the {len(kv_read)} KV "
-        f"head{'s' if len(kv_read) > 1 else ''} they read. The full layer's cache holds all {cfg.n_kv_heads} KV heads: "
+        f"Measured on the layer of {view.heads_text(heads)}: its cache holds the {count(len(kv_read), 'KV head')} "
+        f"they read. The full layer's cache holds all {count(cfg.n_kv_heads, 'KV head')}: "
         f"{cfg.cache_elements_per_token:,} numbers per token."
     )
 if variant == "mla":
@@ -349,6 +348,7 @@ if variant == "mla":
     )
 else:
     st.caption(
-        f"Each cached KV head is read by {group_size} query head{'s' if group_size > 1 else ''}: "
-        f"{cfg.n_kv_heads} key and value heads serve {settings.heads} query heads."
+        f"Each cached KV head is read by {count(group_size, 'query head')}: "
+        f"{count(cfg.n_kv_heads, 'key and value head')} serve{'s' if cfg.n_kv_heads == 1 else ''} "
+        f"{count(settings.heads, 'query head')}."
     )

@@ -7,6 +7,7 @@ from explorer import mapping as view
 from explorer.charts import show_chart
 from explorer.probes.mapping import CONTEXT_TOKENS
 from explorer.state import bound, link_query, page_link, page_settings
+from explorer.words import count
 
 settings = page_settings()
 
@@ -36,7 +37,7 @@ active = keys.index(view.frame_key(settings, variant))
 frame = frames[active]
 if variant == "gqa" and frame.key != f"gqa:{settings.groups}":
     st.info(
-        f"GQA with {settings.groups} {'group' if settings.groups == 1 else 'groups'} of {settings.heads} heads is "
+        f"GQA with {count(settings.groups, 'group')} of {count(settings.heads, 'head')} is "
         f"{frame.key.upper()}: that is the step shown."
     )
 
@@ -115,7 +116,7 @@ with right:
     st.subheader(f"Shapes along the path: {variant.upper()}")
     st.caption(
         f"From a forward pass of the real layer on PyTorch's meta device (exact shapes, no memory): batch "
-        f"{settings.batch}, a prefill of {settings.seq_len:,} tokens, then one decoded token against "
+        f"{settings.batch}, a prefill of {count(settings.seq_len, 'token')}, then one decoded token against "
         f"{settings.seq_len + 1:,} keys. Shapes read [batch, heads, tokens, width]."
     )
     rows = view.shape_rows(cfg, settings.batch, settings.seq_len)

@@ -10,6 +10,7 @@ from explorer import masks as view
 from explorer.charts import show_chart
 from explorer.probes.masks import MAX_TOKENS
 from explorer.state import bound, page_settings
+from explorer.words import count
 
 settings = page_settings()
 
@@ -102,20 +103,21 @@ def chart(section: str, name: str, caption: str) -> None:
 padding = result.padding
 st.header("1. A batch of two sequences of unequal length")
 st.markdown(
-    f"The short sequence ({short_len} tokens) is **right-padded** to {long_len} so both fit one tensor "
+    f"The short sequence ({count(short_len, 'token')}) is **right-padded** to {long_len} so both fit one tensor "
     f"[2, {long_len}, {settings.d_model}]. `key_padding_mask` [2, {long_len}] says which keys are real (✓) and which "
     "are padding (·):"
 )
 st.dataframe(view.mask_table(padding.key_padding_mask), hide_index=True)
+padded_columns = f"column {short_len}" if long_len - short_len == 1 else f"columns {short_len}…{long_len - 1}"
 chart(
     "padding",
     "masks-padding",
-    f"Notice the padded key columns {short_len}…{long_len - 1}: blocked in every row, so their weight is exactly "
+    f"Notice the padded key {padded_columns}: blocked in every row, so their weight is exactly "
     f"0 (largest here: {padding.padded_key_weight_max:.1g}). Rows from {short_len} on are padded queries: "
     "computed, then thrown away.",
 )
 st.markdown(
-    f"**Check: the short sequence's real rows equal running it alone** (without padding, {short_len} tokens):\n\n"
+    f"**Check: the short sequence's real rows equal running it alone** (without padding, {count(short_len, 'token')}):\n\n"
     f"- {view.check_line(f'head {head}: attention weights', padding.rows_weights_diff)}\n"
     f"- {view.check_line(f'head {head}: its output through o_proj', padding.rows_output_diff)}"
 )
@@ -125,7 +127,7 @@ chunk_result = result.chunk
 total = prefill + chunk
 st.header("2. The causal mask, aligned to the end")
 st.markdown(
-    f"Prefill {prefill} tokens into the KV cache, then feed a chunk of {chunk} new ones. The chunk's queries are the "
+    f"Prefill {count(prefill, 'token')} into the KV cache, then feed a chunk of {count(chunk, 'new one')}. The chunk's queries are the "
     f"**last** {chunk} of {total} positions, so its mask is {chunk} × {total}: each new token sees every cached key "
     "and the new keys up to itself — the bottom rows of the full pass's square mask."
 )
@@ -133,7 +135,7 @@ chart(
     "causal",
     "masks-causal",
     f"Notice the chunk's mask (right) is the last {chunk} rows of the square one (left): the diagonal is "
-    f"shifted right by the {prefill} cached tokens, not starting at key 0.",
+    f"shifted right by the {count(prefill, 'cached token')}, not starting at key 0.",
 )
 chart(
     "chunk",
@@ -142,7 +144,7 @@ chart(
     "how keys are stored, not what a query sees.",
 )
 st.markdown(
-    f"**Check: the chunk through the cache ({chunk_result.cached_tokens} tokens cached after it) equals the last "
+    f"**Check: the chunk through the cache ({count(chunk_result.cached_tokens, 'token')} cached after it) equals the last "
     f"{chunk} rows of one full pass**"
     + (" (MLA attends to its cache with absorbed weights, in latent space)" if variant == "mla" else "")
     + f":\n\n- {view.check_line(f'head {head}: attention weights', chunk_result.rows_weights_diff)}\n"

@@ -6,6 +6,7 @@ from explorer import overview as view
 from explorer.charts import show_chart
 from explorer.pages import PAGES
 from explorer.state import page_link, page_settings
+from explorer.words import count
 
 settings = page_settings()
 
@@ -23,7 +24,9 @@ for row in rows:
     for note in row.warnings:
         st.warning(f"{row.variant.upper()}: {note}")
 
-st.subheader(f"One layer at d_model {settings.d_model}, {settings.heads} heads, {settings.seq_len:,} tokens")
+st.subheader(
+    f"One layer at d_model {settings.d_model}, {count(settings.heads, 'head')}, {count(settings.seq_len, 'token')}"
+)
 st.dataframe(view.summary_table(rows), hide_index=True, width="stretch")
 st.caption(
     "Measured: the bytes of the cache tensors after the real layer prefilled the tokens (run on PyTorch's meta "

@@ -14,6 +14,9 @@ from .panels import Panel, Pooling, attention_panel, axis_labels, grid_pooling
 
 STEP_SIDE = 64  # cells per side of each step of "inside one head"
 DECODE_CELLS = 2**14  # cells of the decode step's figure (heads x keys)
+# px of the decode figure's row at least: with 1-2 heads its plot (and the colour bar, as tall as the plot) would
+# otherwise shrink to a sliver under the margins
+DECODE_MIN_ROW_HEIGHT = 180
 
 
 def _square_root_blues() -> list[list]:
@@ -251,7 +254,7 @@ def decode_figure(result: VariantPass, variant: str, *, pool: str, tokens: list[
         [panel],
         1,
         coloraxes={"coloraxis": weights_axis(float(np.nanmax(z)))},
-        row_height=min(520, 40 + 18 * heads),
+        row_height=min(520, max(DECODE_MIN_ROW_HEIGHT, 40 + 18 * heads)),
         x_title="cached key position (the last one is the token itself)",
     )
     # the head opened up in "inside one head", outlined (categories sit at 0, 1, ... on the y axis)

@@ -7,6 +7,7 @@ import streamlit as st
 from attn_core import AttentionConfig
 from explorer.charts import PLOTLY_TEMPLATE, difference, shape_text
 from explorer.probes.mapping import FusedProjection
+from explorer.words import count
 
 from .computed import fused_result
 from .figure import PALETTE
@@ -116,15 +117,15 @@ def fused_shape_table(result: FusedProjection, cfg: AttentionConfig) -> list[dic
         {
             "Step": "W_qkv",
             "Shape": shape_text(result.weight),
-            "Note": f"{cfg.n_heads} query + {cfg.n_kv_heads} key + "
-            f"{cfg.n_kv_heads} value heads of {cfg.head_dim} rows, by d_model",
+            "Note": f"{count(cfg.n_heads, 'query head')} + {count(cfg.n_kv_heads, 'key head')} + "
+            f"{count(cfg.n_kv_heads, 'value head')}, {cfg.head_dim} rows each, by d_model",
         },
         {"Step": "qkv = x · W_qkvᵀ", "Shape": shape_text(result.fused), "Note": "one matrix product for all three"},
         {"Step": "q", "Shape": shape_text(result.q), "Note": "its columns, cut as the layout says"},
         {
             "Step": "k",
             "Shape": shape_text(result.k),
-            "Note": f"{cfg.n_kv_heads} head(s): fusing does not repeat them",
+            "Note": f"{count(cfg.n_kv_heads, 'head')}: fusing does not repeat them",
         },
         {"Step": "v", "Shape": shape_text(result.v), "Note": "then on as in the table above"},
     ]

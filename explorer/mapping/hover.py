@@ -7,6 +7,7 @@ from attn_core.accounting import bytes_per_element, kv_cache_bytes
 from explorer.charts import format_bytes
 from explorer.probes.mapping import MorphFrame
 from explorer.settings import Settings
+from explorer.words import count
 
 from .frames import head_span, ranges_text, readers, store_label
 from .geometry import QueryBar, StoreBar
@@ -86,7 +87,7 @@ def cache_text(frame: MorphFrame, cfg: AttentionConfig, settings: Settings) -> s
     )
     return (
         f"cached per token: {formula} = {per_token:,} numbers = {format_bytes(per_token * element)} = <b>{ratio:.3g}× MHA</b><br>"
-        f"whole cache at batch {settings.batch} × {settings.seq_len:,} tokens in {settings.dtype}: "
+        f"whole cache at batch {settings.batch} × {count(settings.seq_len, 'token')} in {settings.dtype}: "
         f"<b>{format_bytes(kv_cache_bytes(cfg, settings.batch, settings.seq_len, settings.dtype))}</b>"
     )
 
@@ -95,9 +96,9 @@ def frame_title(frame: MorphFrame, cfg: AttentionConfig, heads: int) -> str:
     if frame.variant == "mla":
         return f"MLA: all heads read one latent c_kv ({cfg.kv_lora_rank}) and one rotary key k_rope ({cfg.qk_rope_head_dim})"
     if frame.n_kv_heads == heads:
-        return f"MHA: each of the {heads} query heads reads its own K/V head"
+        return f"MHA: {'the one query head reads' if heads == 1 else f'each of the {heads} query heads reads'} its own K/V head"
     if frame.n_kv_heads == 1:
-        return f"MQA: all {heads} query heads read one K/V head"
+        return f"MQA: {'the one query head reads' if heads == 1 else f'all {heads} query heads read'} one K/V head"
     return f"GQA, {frame.n_kv_heads} groups: each K/V head serves {heads // frame.n_kv_heads} query heads"
 
 

@@ -19,6 +19,7 @@ from einops import rearrange
 from attn_core.build import build_attention
 from attn_core.config import AttentionConfig, kv_head_counts
 from attn_core.fused import LAYOUTS, fuse_qkv, fused_blocks
+from explorer.words import count
 
 CONTEXT_TOKENS = 3  # cached tokens before the probing decode step: a few suffice, every head then reads every store
 # A head counts as reading a store when its output moves by more than this fraction of the outputs' scale. Readers
@@ -225,8 +226,8 @@ def _grouped_rows(layer, cfg, x, cache, concat) -> list[tuple]:
     return [
         ("x", "both", tuple(x.shape), "the tokens coming in" + (f" (after {start} cached)" if start else "")),
         ("q = x · W_q", "both", tuple(q.shape), "one query per head"),
-        ("k = x · W_k", "both", tuple(k.shape), f"{cfg.n_kv_heads} key head(s) for the new tokens"),
-        ("v = x · W_v", "both", tuple(v.shape), f"{cfg.n_kv_heads} value head(s) for the new tokens"),
+        ("k = x · W_k", "both", tuple(k.shape), f"{count(cfg.n_kv_heads, 'key head')} for the new tokens"),
+        ("v = x · W_v", "both", tuple(v.shape), f"{count(cfg.n_kv_heads, 'value head')} for the new tokens"),
         ("cache k, v", "both", cache.shapes()["k"], "what is stored: K/V heads only, never their copies"),
         (
             "k, v as each query head sees them",

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from attn_core.accounting import bytes_per_element, kv_cache_bytes, repeated_kv_cache_bytes
 from attn_core.config import AttentionConfig
 from attn_core.presets import PRESETS, ModelPreset
+from explorer.words import count
 
 from .measured import measure_cache
 
@@ -99,8 +100,7 @@ def describe(cfg: AttentionConfig, *, repeated_heads: bool = False) -> str:
         return f"c_kv {cfg.kv_lora_rank} + k_rope {cfg.qk_rope_head_dim}, shared by {cfg.n_heads} heads"
     if repeated_heads:
         return f"K, V copied out to {cfg.n_heads} heads × {cfg.head_dim}"
-    heads = "head" if cfg.n_kv_heads == 1 else "heads"
-    return f"K, V of {cfg.n_kv_heads} {heads} × {cfg.head_dim}, for {cfg.n_heads} query heads"
+    return f"K, V of {count(cfg.n_kv_heads, 'head')} × {cfg.head_dim}, for {count(cfg.n_heads, 'query head')}"
 
 
 def tokens_held(preset: ModelPreset, tokens: int) -> int:
@@ -166,7 +166,7 @@ def label(key: str, cfg: AttentionConfig, preset: ModelPreset) -> str:
     if key == "published_repeated":
         return f"{preset.name}, repeated K/V cached (pitfall)"
     if key == "gqa":
-        return f"as GQA, {cfg.n_kv_heads} groups"
+        return f"as GQA, {count(cfg.n_kv_heads, 'group')}"
     if key == "mla":
         return f"as MLA, d_c {cfg.kv_lora_rank} + d_h^R {cfg.qk_rope_head_dim}"
     return f"as {key.upper()}"

@@ -390,3 +390,34 @@ def test_inside_one_head_every_step_has_a_colour_scale_and_scaling_shares_the_sc
     assert all(layout[axis].get("showscale", True) and layout[axis]["colorbar"]["title"]["text"] for axis in axes)
     assert spec["data"][3]["coloraxis"] == spec["data"][4]["coloraxis"], "QKᵀ and ×1/√d_k on one scale"
     assert all(layout[f"xaxis{'' if i == 0 else i + 1}"]["title"]["text"] for i in range(3, 8)), "steps 1-5 axes titled"
+
+
+def test_only_the_sidebars_variants_are_offered():
+    """The sidebar's "Variants" choice limits the variant opened up; GQA, the page's default, moves quietly when left
+    out (to the first variant chosen)."""
+    at = open_page(variant="mha,mla")
+    radio = at.radio(key="view_hm_variant")
+    assert list(radio.options) == ["MHA", "MLA"]
+    assert radio.value == "mha"
+    assert not at.warning, [w.value for w in at.warning]  # the page's own default moved: nothing to report
+    assert at.query_params["hm_variant"] == "mha"
+
+    at = open_page(variant="mqa,gqa")
+    assert list(at.radio(key="view_hm_variant").options) == ["MQA", "GQA"]
+    assert at.radio(key="view_hm_variant").value == "gqa"
+
+
+def test_a_link_asking_for_a_variant_left_out_falls_back_and_says_so():
+    at = open_page(variant="mha,mqa", hm_variant="mla")
+    assert at.radio(key="view_hm_variant").value == "mha"
+    assert at.query_params["hm_variant"] == "mha"
+    assert any("hm_variant" in w.value for w in at.warning), [w.value for w in at.warning]
+
+
+@pytest.mark.parametrize("heads", ["1", "2"])
+def test_the_decode_steps_colour_bar_keeps_a_readable_height(heads):
+    at = open_page(d_model="16", heads=heads, groups="1", seq_len="8")
+    layout = charts(at)[-1]["layout"]  # the decode step's figure comes last
+    assert layout["xaxis"]["title"]["text"].startswith("cached key position")
+    plot_px = layout["height"] - layout["margin"]["t"] - layout["margin"]["b"]
+    assert plot_px >= 120, plot_px  # the colour bar spans the plot: at least a readable scale

@@ -1,0 +1,33 @@
+"""Sidebar settings that do nothing on a page are named under the sidebar, from the page's own declaration."""
+
+from __future__ import annotations
+
+import pytest
+
+from explorer.pages import ALL_SETTINGS, PAGES
+from explorer.settings import Settings
+from explorer.state import SETTING_LABELS, settings_cue
+
+from .helpers import open_page
+
+
+def test_every_page_declares_settings_the_sidebar_has():
+    assert set(ALL_SETTINGS) == set(Settings().as_dict()) == set(SETTING_LABELS)
+    for name, page in PAGES.items():
+        assert set(page.uses) <= set(ALL_SETTINGS), name
+
+
+def test_the_cue_names_what_is_used_and_what_is_not():
+    assert settings_cue(ALL_SETTINGS) == ""  # a page that reads them all needs no cue
+    assert settings_cue(()) == "This page uses none of these settings: they shape the other pages."
+    cue = settings_cue(("d_model", "seed"))
+    assert cue.startswith("This page uses d_model, Seed. Not used here: Variants, Query heads,")
+    assert cue.endswith("Batch, Cache dtype.")
+
+
+@pytest.mark.parametrize("page", ["heatmaps", "masks", "mapping"])
+def test_the_sidebar_shows_the_pages_cue(page):
+    at = open_page(page, Settings(d_model=64, heads=4, groups=2).to_link())
+    captions = [c.value for c in at.sidebar.caption]
+    cue = settings_cue(PAGES[page].uses)
+    assert (cue in captions) if cue else not any(c.startswith("This page uses") for c in captions), captions
