@@ -19,6 +19,7 @@ from typing import Any
 import plotly.graph_objects as go
 import torch
 
+from attn_core.accounting import bytes_per_element
 from attn_core.pretrained import PretrainedLM
 from attn_core.pretrained.convert import Calibration, calibrate
 from explorer.heatmaps.link import Text
@@ -124,41 +125,61 @@ def load_table(path: Path = TABLE_PATH) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def table_rows(table: dict) -> list[dict]:
-    """One row per model: key, label, settings, cache bytes per token (whole model, float32), perplexity."""
+@dataclass(frozen=True)
+class LabRow:
+    """One model of the stored table: a conversion (or the original) and what it was measured to cost."""
+
+    key: str
+    label: str
+    variant: str  # "original", "mha", "gqa" or "mla"
+    options: dict[str, Any]  # with_attention's options
+    attention: dict[str, Any]  # the converted layers' AttentionConfig fields
+    settings: str  # variant and options, as text
+    cache_bytes_per_token: int  # whole model, in the dtype table_rows was asked for
+    perplexity: float
+    seconds: dict[str, float]  # "convert" and "evaluate"
+    n_layers: int
+    kept: dict[str, float]  # share of energy each approximation kept (empty when exact)
+
+
+def table_rows(table: dict, dtype: torch.dtype | str = torch.float32) -> list[LabRow]:
+    """One row per model; cache bytes rescaled from the table's float32 to dtype."""
+    ratio = bytes_per_element(dtype) / 4
     return [
-        {
-            "key": row["key"],
-            "label": row["label"],
-            "variant": row["variant"],
-            "settings": settings_text(row),
-            "cache_bytes_per_token": row["cache_bytes_per_token"],
-            "perplexity": row["perplexity"],
-            "seconds": row["seconds"],
-            "n_layers": row["cache_bytes_per_token"] // row["cache_bytes_per_token_per_layer"],
-        }
+        LabRow(
+            key=row["key"],
+            label=row["label"],
+            variant=row["variant"],
+            options=row.get("options") or {},
+            attention=row["attention"],
+            settings=settings_text(row["variant"], row.get("options") or {}),
+            cache_bytes_per_token=round(row["cache_bytes_per_token"] * ratio),
+            perplexity=row["perplexity"],
+            seconds=row["seconds"],
+            n_layers=row["cache_bytes_per_token"] // row["cache_bytes_per_token_per_layer"],
+            kept=row.get("kept") or {},
+        )
         for row in table["rows"]
     ]
 
 
-def settings_text(row: dict) -> str:
-    options = row.get("options") or {}
+def settings_text(variant: str, options: dict[str, Any]) -> str:
     if not options:
-        return row["variant"]
-    return row["variant"] + " " + ", ".join(f"{name}={value}" for name, value in options.items())
+        return variant
+    return variant + " " + ", ".join(f"{name}={value}" for name, value in options.items())
 
 
-def pareto_frontier(rows: list[dict]) -> list[dict]:
+def pareto_frontier(rows: list[LabRow]) -> list[LabRow]:
     """The rows no other row beats on both counts (smaller cache and lower perplexity), by growing cache."""
-    frontier: list[dict] = []
-    for row in sorted(rows, key=lambda r: (r["cache_bytes_per_token"], r["perplexity"])):
-        if not frontier or row["perplexity"] < frontier[-1]["perplexity"]:
+    frontier: list[LabRow] = []
+    for row in sorted(rows, key=lambda r: (r.cache_bytes_per_token, r.perplexity)):
+        if not frontier or row.perplexity < frontier[-1].perplexity:
             frontier.append(row)
     return frontier
 
 
 def pareto_figure(
-    rows: list[dict], *, context_length: int, chosen: str | None = None, dtype: str = "float32"
+    rows: list[LabRow], *, context_length: int, chosen: str | None = None, dtype: str = "float32"
 ) -> go.Figure:
     """Perplexity (log) against KV cache per token (KiB, whole model, in dtype: rows' bytes are already in it); the
     frontier as a line; hover gives the name, settings and the whole-model cache at context_length tokens (points are
@@ -167,8 +188,8 @@ def pareto_figure(
     fig = go.Figure()
     fig.add_trace(
         go.Scatter(
-            x=[r["cache_bytes_per_token"] / 1024 for r in frontier],
-            y=[r["perplexity"] for r in frontier],
+            x=[r.cache_bytes_per_token / 1024 for r in frontier],
+            y=[r.perplexity for r in frontier],
             mode="lines",
             line={"dash": "dot", "color": "#888"},
             name="Pareto frontier",
@@ -177,22 +198,22 @@ def pareto_figure(
     )
     colors = {"original": "#4a9a6b", "mha": "#3b6ea8", "gqa": "#c4573a", "mla": "#8a5cb8"}
     for variant in ("original", "mha", "gqa", "mla"):
-        group = [r for r in rows if r["key"] == "original" or r["variant"] == variant]
-        group = [r for r in group if (r["key"] == "original") == (variant == "original")]
+        group = [r for r in rows if r.key == "original" or r.variant == variant]
+        group = [r for r in group if (r.key == "original") == (variant == "original")]
         if not group:
             continue
         fig.add_trace(
             go.Scatter(
-                x=[r["cache_bytes_per_token"] / 1024 for r in group],
-                y=[r["perplexity"] for r in group],
+                x=[r.cache_bytes_per_token / 1024 for r in group],
+                y=[r.perplexity for r in group],
                 mode="markers",
-                text=[r["label"] for r in group],
+                text=[r.label for r in group],
                 marker={
-                    "size": [16 if r["key"] == chosen else 10 for r in group],
+                    "size": [16 if r.key == chosen else 10 for r in group],
                     "color": colors[variant],
-                    "line": {"width": [3 if r["key"] == chosen else 0 for r in group], "color": "black"},
+                    "line": {"width": [3 if r.key == chosen else 0 for r in group], "color": "black"},
                 },
-                customdata=[[settings_text(r), r["cache_bytes_per_token"] * context_length / 2**20] for r in group],
+                customdata=[[r.settings, r.cache_bytes_per_token * context_length / 2**20] for r in group],
                 hovertemplate=(
                     "%{text}<br>%{customdata[0]}<br>perplexity %{y:,.2f}<br>cache %{x:.2f} KiB per token<br>"
                     f"%{{customdata[1]:,.1f}} MiB at {context_length:,} tokens<extra></extra>"

@@ -4,7 +4,6 @@
 import streamlit as st
 
 from attn_core import AttentionConfig
-from attn_core.accounting import bytes_per_element
 from attn_core.pretrained import ModelNotInstalled
 from attn_core.pretrained.convert import full_latent_rank
 from explorer import lab
@@ -14,7 +13,6 @@ from explorer.model import trained_model
 from explorer.state import bound, page_settings
 
 settings = page_settings()
-element_ratio = bytes_per_element(settings.dtype) / 4  # the table's bytes are float32; the sidebar picks the dtype
 
 st.title("Trade-off lab")
 st.markdown(
@@ -34,14 +32,12 @@ except (OSError, ValueError):
     )
     st.stop()
 
-rows = lab.table_rows(table)
-for row in rows:
-    row["cache_bytes_per_token"] = round(row["cache_bytes_per_token"] * element_ratio)
-by_key = {row["key"]: row for row in rows}
+rows = lab.table_rows(table, settings.dtype)
+by_key = {row.key: row for row in rows}
 original = by_key["original"]
 evaluation = table["evaluation"]
-source = AttentionConfig(**next(r["attention"] for r in table["rows"] if r["key"] == "original"))
-mla_rope_dims = sorted({r["options"]["qk_rope_head_dim"] for r in table["rows"] if r["variant"] == "mla"})
+source = AttentionConfig(**original.attention)
+mla_rope_dims = sorted({r.options["qk_rope_head_dim"] for r in rows if r.variant == "mla"})
 
 context = bound(
     lab.CONTEXT,
@@ -57,34 +53,34 @@ context = bound(
 # --- the Pareto chart -----------------------------------------------------------------------------------------------
 st.subheader("Perplexity against KV cache")
 frontier = lab.pareto_frontier(rows)
-worst = max(rows, key=lambda r: r["perplexity"])
-mla_rows = [r for r in rows if r["variant"] == "mla"]
-best_mla = min(mla_rows, key=lambda r: r["perplexity"]) if mla_rows else None
+worst = max(rows, key=lambda r: r.perplexity)
+mla_rows = [r for r in rows if r.variant == "mla"]
+best_mla = min(mla_rows, key=lambda r: r.perplexity) if mla_rows else None
 findings = [
     f"On the frontier (no other model has both a smaller cache and a lower perplexity): "
-    f"{', '.join(r['label'] for r in frontier)}.",
-    f"Worst: {worst['label']} at perplexity {worst['perplexity']:,.1f}, "
-    f"{worst['perplexity'] / original['perplexity']:,.1f}x the original's {original['perplexity']:.2f}.",
+    f"{', '.join(r.label for r in frontier)}.",
+    f"Worst: {worst.label} at perplexity {worst.perplexity:,.1f}, "
+    f"{worst.perplexity / original.perplexity:,.1f}x the original's {original.perplexity:.2f}.",
 ]
 if best_mla is not None:
     findings.append(
-        f"Best MLA conversion: {best_mla['label']}, perplexity {best_mla['perplexity']:.2f} with "
-        f"{best_mla['cache_bytes_per_token'] / original['cache_bytes_per_token']:.0%} of the original's cache."
+        f"Best MLA conversion: {best_mla.label}, perplexity {best_mla.perplexity:.2f} with "
+        f"{best_mla.cache_bytes_per_token / original.cache_bytes_per_token:.0%} of the original's cache."
     )
-for mqa in (r for r in rows if r["variant"] == "gqa"):
-    twin = next((r for r in mla_rows if r["cache_bytes_per_token"] == mqa["cache_bytes_per_token"]), None)
+for mqa in (r for r in rows if r.variant == "gqa"):
+    twin = next((r for r in mla_rows if r.cache_bytes_per_token == mqa.cache_bytes_per_token), None)
     if twin is not None:
         findings.append(
-            f"At the same cache ({format_bytes(mqa['cache_bytes_per_token'])} per token) {twin['label']} reaches "
-            f"{twin['perplexity']:,.2f} where {mqa['label']} reaches {mqa['perplexity']:,.2f}."
+            f"At the same cache ({format_bytes(mqa.cache_bytes_per_token)} per token) {twin.label} reaches "
+            f"{twin.perplexity:,.2f} where {mqa.label} reaches {mqa.perplexity:,.2f}."
         )
 csv_rows = [
     {
-        "model": r["label"],
-        "settings": r["settings"],
-        "perplexity": round(r["perplexity"], 4),
-        f"cache_bytes_per_token_{settings.dtype}": r["cache_bytes_per_token"],
-        f"cache_bytes_at_{context}_tokens": r["cache_bytes_per_token"] * context,
+        "model": r.label,
+        "settings": r.settings,
+        "perplexity": round(r.perplexity, 4),
+        f"cache_bytes_per_token_{settings.dtype}": r.cache_bytes_per_token,
+        f"cache_bytes_at_{context}_tokens": r.cache_bytes_per_token * context,
         "on_frontier": r in frontier,
     }
     for r in rows
@@ -95,18 +91,18 @@ show_chart(
     rows=csv_rows,
     caption=" ".join(findings)
     + f" Perplexity on {evaluation['tokens']:,} tokens of Python's own language reference (pydoc_data.topics), "
-    f"windows of {evaluation['window']}; cache in {settings.dtype}, all {original['n_layers']} layers.",
+    f"windows of {evaluation['window']}; cache in {settings.dtype}, all {original.n_layers} layers.",
 )
 st.dataframe(
     [
         {
-            "model": r["label"],
-            "settings": r["settings"],
-            "perplexity": round(r["perplexity"], 2),
-            "× original": round(r["perplexity"] / original["perplexity"], 2),
-            "cache / token": format_bytes(r["cache_bytes_per_token"]),
-            f"cache at {context:,} tokens": format_bytes(r["cache_bytes_per_token"] * context),
-            "seconds (convert + evaluate)": round(r["seconds"]["convert"] + r["seconds"]["evaluate"], 1),
+            "model": r.label,
+            "settings": r.settings,
+            "perplexity": round(r.perplexity, 2),
+            "× original": round(r.perplexity / original.perplexity, 2),
+            "cache / token": format_bytes(r.cache_bytes_per_token),
+            f"cache at {context:,} tokens": format_bytes(r.cache_bytes_per_token * context),
+            "seconds (convert + evaluate)": round(r.seconds["convert"] + r.seconds["evaluate"], 1),
         }
         for r in rows
     ],
@@ -143,9 +139,9 @@ with st.expander("How each conversion works, and what it keeps"):
         "far above the latent's scale that it is a constant."
     )
     kept_rows = [
-        {"model": r["label"], **{f"energy kept: {name}": round(value, 4) for name, value in r["kept"].items()}}
-        for r in table["rows"]
-        if r["kept"]
+        {"model": r.label, **{f"energy kept: {name}": round(value, 4) for name, value in r.kept.items()}}
+        for r in rows
+        if r.kept
     ]
     if kept_rows:
         st.dataframe(kept_rows, hide_index=True)
@@ -164,14 +160,14 @@ st.markdown(
 
 # --- one prompt, two models -----------------------------------------------------------------------------------------
 st.subheader("The same prompt, two models")
-choices = [r["key"] for r in rows if r["key"] != "original"]
+choices = [r.key for r in rows if r.key != "original"]
 key = bound(
     lab.MODEL,
     lambda widget: st.selectbox(
         "Converted model",
         choices,
         key=widget,
-        format_func=lambda k: f"{by_key[k]['label']} (perplexity {by_key[k]['perplexity']:,.2f})",
+        format_func=lambda k: f"{by_key[k].label} (perplexity {by_key[k].perplexity:,.2f})",
     ),
     tuple(choices),
 )
@@ -201,7 +197,7 @@ if bound(lab.ANSWER, lambda widget: st.toggle("Answer with both", key=widget)):
             model_problem(error)
         else:
             for column, title, reply in zip(
-                st.columns(2), ("Original (GQA)", by_key[key]["label"]), (first, second), strict=True
+                st.columns(2), ("Original (GQA)", by_key[key].label), (first, second), strict=True
             ):
                 with column:
                     st.markdown(f"**{title}**")
@@ -235,5 +231,5 @@ if bound(lab.MEASURE, lambda widget: st.toggle("Measure both", key=widget)):
         else:
             left, right = st.columns(2)
             left.metric("Original (GQA)", f"{ppl_a:,.2f}")
-            right.metric(by_key[key]["label"], f"{ppl_b:,.2f}", delta=f"{ppl_b / ppl_a:,.2f}x", delta_color="off")
+            right.metric(by_key[key].label, f"{ppl_b:,.2f}", delta=f"{ppl_b / ppl_a:,.2f}x", delta_color="off")
             st.caption(f"{n_a} tokens scored" + (f" (cut to {lab.USER_TEXT_MAX_TOKENS})." if cut else "."))

@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import pytest
 
+from explorer import lab as lab_view
 from explorer import trained as trained_view
 from explorer.heatmaps import link as heatmaps_link
 from explorer.pages import PAGES
@@ -177,7 +178,9 @@ def test_the_repaired_link_reopens_the_same_view_without_a_warning(page):
     assert dict(again.query_params) == dict(first.query_params)
 
 
-FREE_TEXT = {param.name for param in (trained_view.TEXT, trained_view.PROMPT, heatmaps_link.TEXT)}
+FREE_TEXT = {
+    param.name for param in (trained_view.TEXT, trained_view.PROMPT, heatmaps_link.TEXT, lab_view.PROMPT, lab_view.TEXT)
+}
 
 
 @pytest.mark.parametrize("page", PAGES)
