@@ -7,18 +7,21 @@ from pathlib import Path
 
 import streamlit as st
 
+from explorer.i18n import _
 from explorer.pages import PAGES
+from explorer.state import use_language
 
 # The favicon is a file served by the app itself: a ":material/...:" icon makes the browser fetch an SVG from
 # fonts.gstatic.com, which fails offline and is a request a classroom network may not allow.
 st.set_page_config(
     page_title="Attention Explorer", page_icon=Path(__file__).parent / "assets" / "favicon.png", layout="wide"
 )
+use_language()  # before the menu: its titles are in the run's language
 pages = [
     # The default page lives at the root URL; its own url_path ("home") is never shown.
     st.Page(
         page.path,
-        title=page.title,
+        title=_(page.title),
         icon=page.icon,
         url_path="home" if name == "overview" else name,
         default=(name == "overview"),
@@ -27,11 +30,12 @@ pages = [
 ]
 # /overview (a link typed by hand, or handed out before the overview moved to the root) opens the overview too,
 # instead of a "Page not found" dialog; it is not listed twice in the menu.
+overview = PAGES["overview"]
 pages.append(
     st.Page(
-        PAGES["overview"].path,
-        title=PAGES["overview"].title,
-        icon=PAGES["overview"].icon,
+        overview.path,
+        title=_(overview.title),
+        icon=overview.icon,
         url_path="overview",
         visibility="hidden",
     )

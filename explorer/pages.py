@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from .i18n import N_
+
 
 class PageEntry(NamedTuple):
     path: str
-    title: str
+    title: str  # marked for the catalog; translate where shown
     icon: str
     teaser: str
     uses: tuple[str, ...] = ()  # the sidebar settings this page reads (Settings field names); the rest do nothing here
@@ -24,50 +26,50 @@ ALL_SETTINGS = (*LAYER, "seq_len", "batch", "dtype", "seed")
 PAGES: dict[str, PageEntry] = {
     "overview": PageEntry(
         "pages/overview.py",
-        "Overview",
+        N_("Overview"),
         ":material/dashboard:",
-        "The four variants side by side.",
+        N_("The four variants side by side."),
         (*LAYER, "seq_len", "batch", "dtype"),
     ),
     "mapping": PageEntry(
         "pages/mapping.py",
-        "Head → KV mapping",
+        N_("Head → KV mapping"),
         ":material/account_tree:",
-        "Which key/value store each query head reads, animated from MHA to MLA.",
+        N_("Which key/value store each query head reads, animated from MHA to MLA."),
         ALL_SETTINGS,
     ),
     "kv_cache": PageEntry(
         "pages/kv_cache.py",
-        "KV cache",
+        N_("KV cache"),
         ":material/memory:",
-        "Decode token by token, then scale the cache to published models.",
+        N_("Decode token by token, then scale the cache to published models."),
         (*LAYER, "batch", "dtype", "seed"),
     ),
     "heatmaps": PageEntry(
         "pages/heatmaps.py",
-        "Attention heatmaps",
+        N_("Attention heatmaps"),
         ":material/grid_on:",
-        "Every head's weights, grouped by shared keys; inside one head; one decode step.",
+        N_("Every head's weights, grouped by shared keys; inside one head; one decode step."),
         (*LAYER, "seq_len", "dtype", "seed"),
     ),
     "trained": PageEntry(
         "pages/trained.py",
-        "Trained model",
+        N_("Trained model"),
         ":material/psychology:",
-        "SmolLM2-135M's real attention on your text, and its real cache while it writes.",
+        N_("SmolLM2-135M's real attention on your text, and its real cache while it writes."),
         (),
     ),
     "masks": PageEntry(
         "pages/masks.py",
-        "Masks and batches",
+        N_("Masks and batches"),
         ":material/filter_alt:",
-        "Padding in a batch, the causal mask aligned to a cache, and cross-attention.",
+        N_("Padding in a batch, the causal mask aligned to a cache, and cross-attention."),
         (*LAYER, "seed"),
     ),
     "lab": PageEntry(
         "pages/lab.py",
-        "Trade-off lab",
+        N_("Trade-off lab"),
         ":material/science:",
-        "A trained model converted to MHA, MQA and MLA: what each cache saving costs in perplexity.",
+        N_("A trained model converted to MHA, MQA and MLA: what each cache saving costs in perplexity."),
     ),
 }

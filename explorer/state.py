@@ -17,8 +17,10 @@ from streamlit.errors import StreamlitPageNotFoundError
 
 from attn_core import VARIANT_NAMES, VARIANTS
 
+from . import i18n
+from .i18n import LANGUAGES, LINK_PARAM, _
 from .pages import ALL_SETTINGS, PAGES
-from .params import Choice, IntRange
+from .params import Choice, IntRange, shown
 from .settings import (
     BATCH_CHOICES,
     D_MODEL_CHOICES,
@@ -36,6 +38,7 @@ from .settings import (
 )
 
 SETTINGS_KEY = "settings"
+LANGUAGE_KEY = "setting_lang"  # the sidebar's language switch
 _WIDGET = {name: f"setting_{name}" for name in Settings().as_dict()}  # setting name -> widget key
 _LINK_READ = "_link_read"
 _ADJUSTED = "_adjusted_notes"
@@ -50,6 +53,7 @@ def page_settings() -> Settings:
     alone (AppTest reruns a page file by itself after the first run).
     """
     _run_through_the_shell()
+    use_language()
     page = PAGES.get(Path(sys._getframe(1).f_code.co_filename).stem)  # the page file that called: its declaration
     # One torch thread per op, set in the thread that runs this page (the setting is per thread). A served app runs
     # many small ops for many sessions at once: torch's pool spinning on 2 cores against other sessions' work made a
@@ -62,6 +66,9 @@ def page_settings() -> Settings:
     if not state.get(_LINK_READ):
         params = {name: st.query_params.get_all(name) for name in st.query_params}
         settings, notes = from_link(params)
+        if (asked := st.query_params.get(LINK_PARAM)) is not None and asked not in LANGUAGES:
+            notes.append(_("lang: {value} is not a language here, so {name} is shown.", value=shown(asked),
+                           name=LANGUAGES[i18n.language()]))
         _warn_about_link(notes)
         if (note := version_note(params)) is not None:
             st.info(note, icon=":material/history:")
@@ -75,6 +82,9 @@ def page_settings() -> Settings:
         _store_in_widgets(state[SETTINGS_KEY])  # widget state is dropped for a run that did not draw it
 
     with st.sidebar:
+        st.segmented_control(
+            _("Language"), tuple(LANGUAGES), format_func=LANGUAGES.get, key=LANGUAGE_KEY, on_change=_keep_language
+        )
         st.subheader("Layer settings")
         st.pills(
             "Variants",
@@ -117,7 +127,7 @@ def page_settings() -> Settings:
 
     settings = _read_widgets()
     state[SETTINGS_KEY] = settings
-    _write_link(settings.to_link())
+    _write_link(settings.to_link() | {LINK_PARAM: i18n.language()})
     with st.sidebar:
         _share_tools(settings)
     return settings
@@ -203,8 +213,32 @@ def page_link(page_path: str, *, label: str, icon: str | None = None, query: dic
 
 
 def link_query(settings: Settings, **view) -> dict[str, str]:
-    """Query parameters for a link to another page showing these settings and the given view values."""
-    return settings.to_link() | {name: str(value) for name, value in view.items()}
+    """Query parameters for a link to another page showing these settings and the given view values, in this
+    run's language."""
+    return settings.to_link() | {LINK_PARAM: i18n.language()} | {name: str(value) for name, value in view.items()}
+
+
+def use_language() -> str:
+    """Decide this run's language and speak it: the sidebar's switch once drawn, else the link's `lang`, else the
+    browser's language, else English. app.py calls this before the menu is drawn; every page again (alone in a test)."""
+    state = st.session_state
+    lang = state.get(LANGUAGE_KEY)
+    if lang not in LANGUAGES:
+        asked = st.query_params.get(LINK_PARAM)
+        lang = asked if asked in LANGUAGES else i18n.language_from_locale(st.context.locale)
+        state[LANGUAGE_KEY] = lang
+    i18n.set_language(lang)
+    return lang
+
+
+def _session_language() -> str | None:
+    try:
+        return st.session_state.get(LANGUAGE_KEY)
+    except Exception:  # no session (a script, a test of a module): English
+        return None
+
+
+i18n.ask_session_with(_session_language)
 
 
 # --- internals ------------------------------------------------------------------------------------------------------
@@ -263,6 +297,12 @@ def _read_widgets() -> Settings:
     return Settings(**values)
 
 
+def _keep_language() -> None:
+    """The switch was clicked on the language already shown: a segmented control would then show none."""
+    if st.session_state.get(LANGUAGE_KEY) not in LANGUAGES:
+        st.session_state[LANGUAGE_KEY] = i18n.language()
+
+
 def _on_change() -> None:
     """A control moved: move any setting it made invalid to its nearest valid value, and say so."""
     settings, notes = normalize(_read_widgets())
@@ -313,4 +353,4 @@ def _share_tools(settings: Settings) -> None:
     )
 
 
-__all__ = ["SETTINGS_KEY", "bound", "link_query", "page_link", "page_settings"]
+__all__ = ["LANGUAGE_KEY", "SETTINGS_KEY", "bound", "link_query", "page_link", "page_settings", "use_language"]

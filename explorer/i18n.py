@@ -1,0 +1,126 @@
+"""The explorer's two languages: English in the source, Chinese in a gettext catalog read with Babel.
+
+    from explorer.i18n import _, n_, N_
+    st.title(_("Attention heatmaps"))
+    st.caption(_("{share} of the attention lands on token 0.", share=percent(0.42)))
+    st.write(n_("{n} head", "{n} heads", heads))          # "3 heads" / "3 个头"; n is formatted for the language
+    LABELS = {"seq_len": N_("Sequence length")}            # marked where defined, translated where shown: _(LABELS[k])
+
+Which language a run speaks: the sidebar's switch once drawn, else the link's `lang`, else the browser's
+(st.context.locale), else English. `use_language()` decides it at the start of every run and holds it for that run's
+thread, so the core and the probes never see a language. Text in a cached value would keep the language it was cached
+in: cache numbers and arrays, and translate where they are shown (or key the cache by `language()`).
+
+The catalog is `explorer/locales/zh/LC_MESSAGES/messages.po`, compiled in memory when first used (no build step, no
+stale .mo). `python -m explorer.locales` re-extracts the messages and updates it; tests/i18n fail on a message
+without its translation.
+"""
+
+from __future__ import annotations
+
+import gettext
+import io
+import re
+from contextvars import ContextVar
+from functools import cache
+from pathlib import Path
+
+from babel.messages.mofile import write_mo
+from babel.messages.pofile import read_po
+from babel.numbers import format_decimal, format_percent
+
+LANGUAGES = {"en": "English", "zh": "中文"}  # each named in itself, as a language menu does
+DEFAULT = "en"
+LOCALES = Path(__file__).parent / "locales"
+DOMAIN = "messages"
+LINK_PARAM = "lang"
+_BABEL_LOCALE = {"en": "en_US", "zh": "zh_Hans_CN"}
+_current: ContextVar[str | None] = ContextVar("language", default=None)
+_session_language = None  # set by the app: where a run that did not decide yet (a fragment's) finds its language
+
+
+@cache
+def _translations(lang: str) -> gettext.NullTranslations:
+    if lang == DEFAULT:
+        return gettext.NullTranslations()  # the source strings are English
+    with open(LOCALES / lang / "LC_MESSAGES" / f"{DOMAIN}.po", "rb") as po:
+        catalog = read_po(po, locale=_BABEL_LOCALE[lang])
+    compiled = io.BytesIO()
+    write_mo(compiled, catalog)
+    compiled.seek(0)
+    return gettext.GNUTranslations(compiled)
+
+
+def language() -> str:
+    """The language of this run: "en" or "zh"."""
+    lang = _current.get()
+    if lang is None and _session_language is not None:
+        lang = _session_language()  # a fragment rerun runs in a thread of its own, without the run's decision
+    return lang or DEFAULT
+
+
+def ask_session_with(lookup) -> None:
+    """Where language() looks when this thread has not been told: the app passes a reader of the session's choice."""
+    global _session_language
+    _session_language = lookup
+
+
+def set_language(lang: str) -> None:
+    """Speak `lang` for the rest of this thread's run (the app calls use_language(); tests and scripts call this)."""
+    _current.set(lang if lang in LANGUAGES else DEFAULT)
+
+
+def language_from_locale(locale: str | None) -> str:
+    """A browser locale ("zh-CN", "zh_TW", "en-US", None) -> the language we have for it."""
+    primary = re.split(r"[-_]", locale or "")[0].lower()
+    return primary if primary in LANGUAGES else DEFAULT
+
+
+def _(message: str, **values: object) -> str:
+    """The message in this run's language; with values, its {placeholders} filled (numbers formatted by fmt)."""
+    text = _translations(language()).gettext(message)
+    return text.format(**{name: fmt(value) for name, value in values.items()}) if values else text
+
+
+def n_(singular: str, plural: str, n: int, **values: object) -> str:
+    """A count with its noun: n_("{n} head", "{n} heads", 3) -> "3 heads". Chinese has one form for every n."""
+    text = _translations(language()).ngettext(singular, plural, n)
+    return text.format(n=fmt(n), **{name: fmt(value) for name, value in values.items()})
+
+
+def N_(message: str) -> str:
+    """Mark a message for the catalog where it is defined (a module constant); translate it with _() where shown."""
+    return message
+
+
+def fmt(value: object, digits: int | None = None) -> str:
+    """A number as this run's language writes it (ints with group separators, floats as given digits or up to 3);
+    anything else as str()."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    locale = _BABEL_LOCALE[language()]
+    if isinstance(value, int):
+        return format_decimal(value, format="#,##0", locale=locale)
+    pattern = "#,##0." + ("0" * digits if digits is not None else "###") if digits != 0 else "#,##0"
+    return format_decimal(value, format=pattern, locale=locale)
+
+
+def percent(share: float, digits: int = 0) -> str:
+    """0.423 -> "42%" in this run's language."""
+    pattern = "#,##0" + ("." + "0" * digits if digits else "") + "%"
+    return format_percent(share, format=pattern, locale=_BABEL_LOCALE[language()])
+
+
+__all__ = [
+    "DEFAULT",
+    "LANGUAGES",
+    "LINK_PARAM",
+    "N_",
+    "_",
+    "fmt",
+    "language",
+    "language_from_locale",
+    "n_",
+    "percent",
+    "set_language",
+]

@@ -1,0 +1,59 @@
+"""Which language a page speaks: the link's lang, else the browser's, else English; the sidebar switch changes it and
+keeps every other setting of the link; a link that names no language we have says so and opens in a valid one."""
+
+from __future__ import annotations
+
+from unittest import mock
+
+import pytest
+
+from explorer import i18n
+from explorer.state import LANGUAGE_KEY
+from tests.i18n.visible import CJK
+from tests.app.helpers import LINK_WARNING, open_page
+
+
+def switch(at):
+    return next(w for w in at.sidebar.button_group if w.key == LANGUAGE_KEY)
+
+
+def title(at) -> str:
+    return at.title[0].value
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_link_language_is_spoken_and_kept_in_the_link(lang):
+    at = open_page("overview", {"lang": lang, "heads": "16"})
+    assert not at.exception
+    assert switch(at).value == lang
+    assert at.query_params["lang"] == [lang]
+    assert (CJK.search(title(at)) is not None) == (lang == "zh")
+
+
+@pytest.mark.parametrize(("locale", "lang"), [("zh-CN", "zh"), ("zh-TW", "zh"), ("en-GB", "en"), ("fr-FR", "en"), (None, "en")])
+def test_without_lang_the_browser_language_decides(locale, lang):
+    with mock.patch("streamlit.runtime.context.ContextProxy.locale", new_callable=mock.PropertyMock, return_value=locale):
+        at = open_page("overview")
+    assert switch(at).value == lang
+    assert at.query_params["lang"] == [lang]
+
+
+def test_the_switch_changes_the_language_and_keeps_the_other_settings():
+    at = open_page("overview", {"lang": "en", "heads": "16", "seq_len": "512"})
+    before = {name: value for name, value in at.query_params.items() if name != "lang"}
+    switch(at).set_value("zh").run()
+    assert not at.exception
+    assert at.query_params["lang"] == ["zh"]
+    assert {name: value for name, value in at.query_params.items() if name != "lang"} == before
+    assert CJK.search(title(at))
+    at.run()  # and it stays
+    assert switch(at).value == "zh"
+
+
+@pytest.mark.parametrize("garbled", ["xx", "", "ZH-cn<script>", "zh,en"])
+def test_a_link_with_an_unknown_language_says_so_and_opens(garbled):
+    at = open_page("overview", {"lang": garbled})
+    assert not at.exception
+    assert switch(at).value in i18n.LANGUAGES
+    warnings = [w.value for w in at.warning if w.value.startswith(LINK_WARNING)]
+    assert warnings and "lang" in warnings[0]

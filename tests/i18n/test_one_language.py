@@ -1,0 +1,39 @@
+"""Every page in one language at a time: at lang=zh no English sentence is left (only symbols, variable names, the
+abbreviations MHA/MQA/GQA/MLA/KV/RoPE/... and names), at lang=en no Chinese — at default settings and with a garbled
+link. The user's own text (and the model's tokens of it) stays as typed."""
+
+from __future__ import annotations
+
+import pytest
+
+from explorer.pages import PAGES
+from tests.app.helpers import open_page
+
+from .visible import CJK, english_words, user_text, visible_texts
+
+GARBLED = {"heads": "banana", "seq_len": "-3", "groups": "7", "latent": "1e9", "v": "0", "dtype": "float99"}
+# The language switch names each language in itself, as language menus do.
+SELF_NAMED = {"English", "中文"}
+
+
+def shown(at) -> list[str]:
+    theirs = user_text(at)
+    return [text for text in visible_texts(at) if text not in SELF_NAMED and not any(text in t for t in theirs)]
+
+
+@pytest.mark.parametrize("link", [{}, GARBLED], ids=["default", "garbled"])
+@pytest.mark.parametrize("page", list(PAGES))
+def test_chinese_page_has_no_english_left(page, link):
+    at = open_page(page, {"lang": "zh"} | link)
+    assert not at.exception, [e.value for e in at.exception]
+    left = {text: words for text in shown(at) if (words := english_words(text))}
+    assert left == {}, f"{page} at lang=zh shows English: {left}"
+
+
+@pytest.mark.parametrize("link", [{}, GARBLED], ids=["default", "garbled"])
+@pytest.mark.parametrize("page", list(PAGES))
+def test_english_page_has_no_chinese(page, link):
+    at = open_page(page, {"lang": "en"} | link)
+    assert not at.exception, [e.value for e in at.exception]
+    left = [text for text in shown(at) if CJK.search(text)]
+    assert left == [], f"{page} at lang=en shows Chinese: {left}"
