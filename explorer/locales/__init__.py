@@ -2,6 +2,7 @@
 
     python -m explorer.locales          # after adding or changing a message: new ones arrive untranslated
     python -m explorer.locales --check  # what tests/i18n checks: every message translated, nothing stale
+    python -m explorer.locales --fill translations.json   # {"English message": "中文", ...} into the catalog
 
 Messages are the first argument of _() and N_(), and the first two of n_() (explorer.i18n), in app.py, pages/ and
 explorer/. A comment starting "TRANSLATORS:" on the line before a message goes into the catalog beside it.
@@ -48,16 +49,37 @@ def read_catalog() -> Catalog:
         return read_po(po, locale="zh_Hans_CN")
 
 
-def update() -> Catalog:
-    """The catalog with the source's messages: new ones empty, changed ones empty (no fuzzy guesses), gone ones gone."""
-    catalog = read_catalog() if CATALOG.exists() else Catalog(locale="zh_Hans_CN", **HEADER)
-    catalog.update(extract(), no_fuzzy_matching=True)
-    catalog.obsolete.clear()
+def write_catalog(catalog: Catalog) -> None:
     for name, value in HEADER.items():
         setattr(catalog, name, value)
     with open(CATALOG, "wb") as po:
         # Sorted by message and without source lines: a message moving in the code leaves the catalog as it is.
         write_po(po, catalog, width=120, sort_output=True, no_location=True, ignore_obsolete=True)
+
+
+def fill(translations: dict[str, str | list[str]]) -> list[str]:
+    """Put translations into the catalog (a plural message takes one string: Chinese has one form). Returns the
+    messages it did not find in the catalog (run update() first)."""
+    catalog = read_catalog()
+    unknown = []
+    for msgid, text in translations.items():
+        message = catalog.get(msgid)
+        if message is None:
+            unknown.append(msgid)
+            continue
+        forms = [text] if isinstance(text, str) else list(text)
+        message.string = tuple(forms) if message.pluralizable else forms[0]
+        message.flags.discard("fuzzy")
+    write_catalog(catalog)
+    return unknown
+
+
+def update() -> Catalog:
+    """The catalog with the source's messages: new ones empty, changed ones empty (no fuzzy guesses), gone ones gone."""
+    catalog = read_catalog() if CATALOG.exists() else Catalog(locale="zh_Hans_CN", **HEADER)
+    catalog.update(extract(), no_fuzzy_matching=True)
+    catalog.obsolete.clear()
+    write_catalog(catalog)
     return catalog
 
 
