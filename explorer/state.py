@@ -359,7 +359,7 @@ def _share_tools(settings: Settings) -> None:
     _show_link(box)
     # Everything the link carries, the page's own view settings included (they are bound after this is drawn, so
     # the dict is filled in as they write to the link, and the JSON is written when the button is clicked).
-    params = st.session_state[_SHARE_PARAMS] = settings.to_link()
+    params = st.session_state[_SHARE_PARAMS] = settings.to_link() | {LINK_PARAM: i18n.language()}
     st.download_button(
         _("Settings as JSON"),
         lambda: json.dumps(params, indent=2),
