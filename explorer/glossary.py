@@ -47,11 +47,8 @@ def variant_name(variant: str) -> str:
 
 
 def glossary_markdown() -> str:
-    """The symbol table as markdown, its maths typeset."""
-    symbol_header, meaning_header = _("Symbol"), _("Meaning")  # outside the f-string, where the catalog finds them
-    rows = [f"| {symbol_header} | {meaning_header} |", "| --- | --- |"]
-    rows += [f"| ${symbol}$ | {_(meaning)} |" for symbol, meaning in SYMBOLS]
-    return "\n".join(rows)
+    """The symbols as a markdown list, their maths typeset (a list, not a table: it fits the sidebar's width)."""
+    return "\n".join(f"- ${symbol}$ — {_(meaning)}" for symbol, meaning in SYMBOLS)
 
 
 __all__ = ["SYMBOLS", "VARIANT_NAMES", "glossary_markdown", "variant_name"]
