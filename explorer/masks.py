@@ -85,7 +85,7 @@ def heatmaps_figure(panels: list[dict], *, height: int = 360) -> dict:
     cols], x (key) and y (query) labels, kind "mask" or "weight". Laid out as a figure dict by hand (shown as it is by explorer.charts.show_chart):
     make_subplots is much slower (benchmarks/MEASUREMENTS.md), and a head change redraws three of them."""
     widths = [max(len(p["x"]), 1) for p in panels]
-    gap = 0.08
+    gap = 0.12  # room for the next panel's tick labels: at 0.08 they ran into the panel before on a phone
     usable = 1 - gap * (len(panels) - 1)
     layout = {
         "height": height,
@@ -135,7 +135,8 @@ def heatmaps_figure(panels: list[dict], *, height: int = 360) -> dict:
             "anchor": f"x{suffix}",
             "type": "category",
             "autorange": "reversed",
-            "title": {"text": _("query position")},
+            # Only the first panel names its rows: on a phone a second title ran into the first panel.
+            "title": {"text": _("query position") if index == 0 else ""},
             "tickfont": {"size": 9},
         }
         layout["annotations"].append(
@@ -157,9 +158,16 @@ def heatmaps_figure(panels: list[dict], *, height: int = 360) -> dict:
 
 
 def two_lines(title: str) -> str:
-    """A panel title on up to two lines, broken before its parenthesis or after its first comma (English or
-    Chinese punctuation): side by side on a phone, a panel is ~150 px wide and one-line titles ran together."""
-    for before, after in ((" (", "<br>("), ("（", "<br>（"), (", ", ",<br>"), ("，", "，<br>")):
+    """A panel title on up to two lines, broken before its parenthesis, else after its first comma, else after its
+    colon (English or Chinese punctuation): side by side on a phone, a panel is ~150 px wide and one-line titles ran together."""
+    for before, after in (
+        (" (", "<br>("),
+        ("（", "<br>（"),
+        (", ", ",<br>"),
+        ("，", "，<br>"),
+        (": ", ":<br>"),
+        ("：", "：<br>"),
+    ):
         if before in title:
             return title.replace(before, after, 1)
     return title
@@ -261,8 +269,20 @@ def cross_panels(result: CrossResult, head: int) -> list[dict]:
 
 
 def mask_table(key_padding_mask: np.ndarray) -> dict[str, list[str]]:
-    """key_padding_mask [2, S] as columns for st.dataframe: ✓ real key, · padding."""
-    table = {_("sequence"): [_("long"), _("short")]}
+    """key_padding_mask [2, S] as columns for st.dataframe: which keys are real and which padding as ranges first (the
+    point, seen without scrolling on a phone, where a dozen key columns do not fit), then key by key, ✓ real, · pad."""
+
+    def span(positions: np.ndarray) -> str:
+        if not len(positions):
+            return "—"
+        first, last = int(positions[0]), int(positions[-1])
+        return str(first) if first == last else f"{first}…{last}"
+
+    table = {
+        _("sequence"): [_("long"), _("short")],
+        _("real keys"): [span(np.flatnonzero(row)) for row in key_padding_mask],
+        _("padded keys"): [span(np.flatnonzero(~row)) for row in key_padding_mask],
+    }
     for j in range(key_padding_mask.shape[1]):
         table[str(j)] = ["✓" if flag else "·" for flag in key_padding_mask[:, j]]
     return table

@@ -147,11 +147,14 @@ def _variant_bars(
         "textposition": "outside",
         "hovertemplate": f"%{{x}}: %{{y:,}} {unit}<extra></extra>",
     }
+    axis = unit_axis(max(values) * 1.25, *([units] if units else []))
+    # The top tick a little below the plot's top edge: there its label sat under the title's second line.
+    axis["range"] = [axis["range"][0], axis["range"][1] * 1.12]
     layout = {
         "template": PLOTLY_TEMPLATE,
         # Seated just above the plot, below the always-visible toolbar: these charts are narrow, their titles long.
         "title": {"text": title, "yref": "paper", "y": 1, "yanchor": "bottom", "pad": {"b": 12}},
-        "yaxis": {"title": {"text": yaxis_title}} | unit_axis(max(values) * 1.25, *([units] if units else [])),
+        "yaxis": {"title": {"text": yaxis_title}} | axis,
         "margin": {"t": 80, "b": 40, "l": 60, "r": 20},
         "height": 380,
     }

@@ -34,10 +34,11 @@ st.title(_("Masks and batches"))
 st.markdown(
     _(
         "A mask decides which keys each query may attend to: blocked scores are set to $-\\infty$ before the "
-        "softmax, so they get **exactly zero** weight and the rest still sums to one:"
+        "softmax, so they get **exactly zero** weight and the rest still sums to one (below, $M_{ij}$ is $0$ where "
+        "query $i$ may attend to key $j$ and $-\\infty$ where it may not):"
     )
 )
-st.latex(r"\operatorname{softmax}\Big(\frac{QK^\top}{\sqrt{d_k}} + M\Big)V,\qquad M_{ij} \in \{0,\ -\infty\}")
+st.latex(r"\operatorname{softmax}\Big(\frac{QK^\top}{\sqrt{d_k}} + M\Big)V")
 st.markdown(
     _(
         "Three masks matter in practice: the **padding mask** of a batch whose sequences have different lengths, the "
