@@ -11,6 +11,7 @@ from explorer.probes import FLOAT32_TOLERANCE
 from explorer.probes.masks import MAX_TOKENS, ChunkResult, CrossResult, MasksResult, PaddingResult, explore_masks
 
 from .charts import PLOTLY_TEMPLATE, typed_array
+from .i18n import _, n_
 from .params import Choice, Flag, IntRange
 from .work import takes_turns
 
@@ -27,7 +28,7 @@ MEMORY = IntRange("mk_memory", 1, MAX_TOKENS, 10)
 MASK_SCALE = [[0.0, "#d9d9d9"], [1.0, "#2c7fb8"]]  # grey = blocked, blue = may attend
 
 
-@st.cache_data(max_entries=8, show_spinner="Building the layer and running the three probes…")
+@st.cache_data(max_entries=8, show_spinner=False)  # the page says what it is doing: spinner text in its language
 @takes_turns
 def masks_result(
     cfg: AttentionConfig,
@@ -58,9 +59,12 @@ def masks_result(
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def section_chart(section: str, cfg: AttentionConfig, seed: int, lengths: tuple, head: int) -> tuple[dict, list[dict]]:
+def section_chart(
+    section: str, cfg: AttentionConfig, seed: int, lengths: tuple, head: int, lang: str
+) -> tuple[dict, list[dict]]:
     """The figure and CSV rows of one section, kept ready, so a rerun that changes nothing here rebuilds nothing.
-    lengths: masks_result's arguments after head."""
+    lengths: masks_result's arguments after head. lang: the language of the words in the figure (explorer.i18n's
+    language(), passed by the page so that each language has its own cached figure)."""
     result = masks_result(cfg, seed, head, *lengths)
     long_len, short_len, causal, prefill, chunk, query_len, memory_len = lengths
     if section == "padding":
@@ -77,17 +81,17 @@ def section_chart(section: str, cfg: AttentionConfig, seed: int, lengths: tuple,
 
 
 def heatmaps_figure(panels: list[dict], *, height: int = 360) -> dict:
-    """Heatmaps side by side, each as wide as its key count. Each panel: title, z [rows, cols], x and y labels,
-    kind "mask" or "weight". Laid out as a figure dict by hand (shown as it is by explorer.charts.show_chart):
+    """Heatmaps side by side, each as wide as its key count. Each panel: title (in the page's language), z [rows,
+    cols], x (key) and y (query) labels, kind "mask" or "weight". Laid out as a figure dict by hand (shown as it is by explorer.charts.show_chart):
     make_subplots is much slower (benchmarks/MEASUREMENTS.md), and a head change redraws three of them."""
     widths = [max(len(p["x"]), 1) for p in panels]
-    gap = 0.08
+    gap = 0.12  # room for the next panel's tick labels: at 0.08 they ran into the panel before on a phone
     usable = 1 - gap * (len(panels) - 1)
     layout = {
         "height": height,
         "margin": {"t": 90, "b": 40, "l": 60, "r": 20},  # room for two-line panel titles under the toolbar
         "annotations": [],
-        "coloraxis": {"colorscale": "Viridis", "cmin": 0, "colorbar": {"title": {"text": "weight"}, "len": 0.9}},
+        "coloraxis": {"colorscale": "Viridis", "cmin": 0, "colorbar": {"title": {"text": _("weight")}, "len": 0.9}},
         "template": PLOTLY_TEMPLATE,
     }
     data = []
@@ -105,8 +109,11 @@ def heatmaps_figure(panels: list[dict], *, height: int = 360) -> dict:
             "yaxis": f"y{suffix}",
             "xgap": 1,
             "ygap": 1,
-            "hovertemplate": f"{panel['y_name']} %{{y}}<br>key %{{x}}<br>"
-            + ("%{z:.0f} (1 = may attend)" if is_mask else "weight %{z:.4g}")
+            "hovertemplate": (
+                _("query %{y}<br>key %{x}<br>%{z:.0f} (1 = may attend)")
+                if is_mask
+                else _("query %{y}<br>key %{x}<br>weight %{z:.4g}")
+            )
             + f"<extra>{panel['title']}</extra>",
         }
         # masks: fixed 0/1 grey/blue, no colour bar; weights: one colour axis shared by the figure's panels
@@ -120,7 +127,7 @@ def heatmaps_figure(panels: list[dict], *, height: int = 360) -> dict:
             "domain": [left, right],
             "anchor": f"y{suffix}",
             "type": "category",
-            "title": {"text": "key position"},
+            "title": {"text": _("key position")},
             "tickfont": {"size": 9},
         }
         layout[f"yaxis{suffix}"] = {
@@ -128,13 +135,14 @@ def heatmaps_figure(panels: list[dict], *, height: int = 360) -> dict:
             "anchor": f"x{suffix}",
             "type": "category",
             "autorange": "reversed",
-            "title": {"text": panel["y_name"] + " position"},
+            # Only the first panel names its rows: on a phone a second title ran into the first panel.
+            "title": {"text": _("query position") if index == 0 else ""},
             "tickfont": {"size": 9},
         }
         layout["annotations"].append(
             {
                 # On two lines: side by side on a phone, a panel is ~150 px wide and one-line titles ran together.
-                "text": panel["title"].replace(" (", "<br>(", 1).replace(", ", ",<br>", 1),
+                "text": two_lines(panel["title"]),
                 "x": (left + right) / 2,
                 "y": 1.0,
                 "xref": "paper",
@@ -149,14 +157,31 @@ def heatmaps_figure(panels: list[dict], *, height: int = 360) -> dict:
     return {"data": data, "layout": layout}
 
 
+def two_lines(title: str) -> str:
+    """A panel title on up to two lines, broken before its parenthesis, else after its first comma, else after its
+    colon (English or Chinese punctuation): side by side on a phone, a panel is ~150 px wide and one-line titles ran together."""
+    for before, after in (
+        (" (", "<br>("),
+        ("（", "<br>（"),
+        (", ", ",<br>"),
+        ("，", "，<br>"),
+        (": ", ":<br>"),
+        ("：", "：<br>"),
+    ):
+        if before in title:
+            return title.replace(before, after, 1)
+    return title
+
+
 def csv_rows(panels: list[dict]) -> list[dict]:
-    """Every cell of every panel: panel, row label, key label, value."""
+    """Every cell of every panel: panel, query position, key position, value (column names are the CSV's
+    identifiers, the same in both languages; the panel's title is in the page's)."""
     rows = []
     for panel in panels:
         z = np.asarray(panel["z"])
         for i, y in enumerate(panel["y"]):
             for j, x in enumerate(panel["x"]):
-                rows.append({"panel": panel["title"], panel["y_name"]: y, "key": x, "value": float(z[i, j])})
+                rows.append({"panel": panel["title"], "query": y, "key": x, "value": float(z[i, j])})
     return rows
 
 
@@ -165,20 +190,18 @@ def padding_panels(result: PaddingResult, head: int, short_len: int) -> list[dic
     positions = list(range(allowed.shape[1]))
     return [
         {
-            "title": "allowed (short sequence)",
+            "title": _("allowed (short sequence)"),
             "z": allowed,
             "x": positions,
             "y": positions,
             "kind": "mask",
-            "y_name": "query",
         },
         {
-            "title": f"head {head} weights (short sequence)",
+            "title": _("head {head} weights (short sequence)", head=head),
             "z": result.short_weights[0],
             "x": positions,
             "y": positions,
             "kind": "weight",
-            "y_name": "query",
         },
     ]
 
@@ -188,20 +211,20 @@ def chunk_mask_panels(result: ChunkResult, prefill: int) -> list[dict]:
     positions = list(range(total))
     return [
         {
-            "title": f"full pass: {total} × {total}",
+            "title": _("full pass: {total} × {total}", total=total),
             "z": result.full_mask.astype(np.float32),
             "x": positions,
             "y": positions,
             "kind": "mask",
-            "y_name": "query",
         },
         {
-            "title": f"chunk after {prefill} cached: {total - prefill} × {total}",
+            "title": _(
+                "chunk after {prefill} cached: {rows} × {total}", prefill=prefill, rows=total - prefill, total=total
+            ),
             "z": result.chunk_mask.astype(np.float32),
             "x": positions,
             "y": positions[prefill:],
             "kind": "mask",
-            "y_name": "query",
         },
     ]
 
@@ -211,20 +234,18 @@ def chunk_weight_panels(result: ChunkResult, head: int, prefill: int) -> list[di
     positions = list(range(total))
     return [
         {
-            "title": f"head {head}, full pass",
+            "title": _("head {head}, full pass", head=head),
             "z": result.full_weights[0],
             "x": positions,
             "y": positions,
             "kind": "weight",
-            "y_name": "query",
         },
         {
-            "title": f"head {head}, chunk through the cache",
+            "title": _("head {head}, chunk through the cache", head=head),
             "z": result.chunk_weights[0],
             "x": positions,
             "y": positions[prefill:],
             "kind": "weight",
-            "y_name": "query",
         },
     ]
 
@@ -233,24 +254,46 @@ def cross_panels(result: CrossResult, head: int) -> list[dict]:
     weights = result.weights[0]  # [L, S]
     return [
         {
-            "title": f"head {head}: {weights.shape[0]} queries × {weights.shape[1]} keys",
+            "title": _(
+                "head {head}: {queries} × {keys}",
+                head=head,
+                queries=n_("{n} query", "{n} queries", weights.shape[0]),
+                keys=n_("{n} key", "{n} keys", weights.shape[1]),
+            ),
             "z": weights,
             "x": list(range(weights.shape[1])),
             "y": list(range(weights.shape[0])),
             "kind": "weight",
-            "y_name": "query",
         },
     ]
 
 
 def mask_table(key_padding_mask: np.ndarray) -> dict[str, list[str]]:
-    """key_padding_mask [2, S] as columns for st.dataframe: ✓ real key, · padding."""
-    table = {"sequence": ["long", "short"]}
+    """key_padding_mask [2, S] as columns for st.dataframe: which keys are real and which padding as ranges first (the
+    point, seen without scrolling on a phone, where a dozen key columns do not fit), then key by key, ✓ real, · pad."""
+
+    def span(positions: np.ndarray) -> str:
+        if not len(positions):
+            return "—"
+        first, last = int(positions[0]), int(positions[-1])
+        return str(first) if first == last else f"{first}…{last}"
+
+    table = {
+        _("sequence"): [_("long"), _("short")],
+        _("real keys"): [span(np.flatnonzero(row)) for row in key_padding_mask],
+        _("padded keys"): [span(np.flatnonzero(~row)) for row in key_padding_mask],
+    }
     for j in range(key_padding_mask.shape[1]):
         table[str(j)] = ["✓" if flag else "·" for flag in key_padding_mask[:, j]]
     return table
 
 
 def check_line(name: str, value: float, tolerance: float = FLOAT32_TOLERANCE) -> str:
-    mark = "✓" if value <= tolerance else "✗"
-    return f"{mark} {name}: max |difference| = {value:.2e} (tolerance {tolerance:.0e}, float32)"
+    """One line of a check: ✓ or ✗, what was compared, the largest difference and the tolerance."""
+    return _(
+        "{mark} {name}: max |difference| = {value} (tolerance {tolerance}, float32)",
+        mark="✓" if value <= tolerance else "✗",
+        name=name,
+        value=f"{value:.2e}",
+        tolerance=f"{tolerance:.0e}",
+    )

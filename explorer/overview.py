@@ -4,21 +4,68 @@ from __future__ import annotations
 
 import streamlit as st
 
-from attn_core import VARIANT_NAMES, AttentionConfig
+from attn_core import AttentionConfig
 from attn_core.accounting import decode_flops_per_token
 from explorer.probes.overview import VariantRow, compare_variants
 
 from .charts import FLOP_UNITS, PLOTLY_TEMPLATE, VARIANT_COLORS, format_bytes, format_flops, unit_axis
+from .i18n import N_, _, fmt, n_
 from .settings import Settings
-from .words import count
 
+# Marked here, translated where shown: _(TRADE_OFFS[variant]).
 TRADE_OFFS = {
-    "mha": "Every query head has its own keys and values: the most expressive, and the largest cache. The baseline.",
-    "mqa": "All query heads share one key/value head: the cache shrinks by the head count, at some loss of quality.",
-    "gqa": "Query heads share keys and values in groups: between MHA and MQA, and what most open models use today.",
-    "mla": "Keys and values are rebuilt from one small latent per token, plus a shared rotary key: a cache near MQA's "
-    "with quality reported at or above MHA's, paid for with extra up-projection work (absorbed into the weights at decode).",
+    "mha": N_(
+        "Every query head has its own keys and values: the most expressive, and the largest cache. The baseline."
+    ),
+    "mqa": N_(
+        "All query heads share one key/value head: the cache shrinks by the head count, at some loss of quality."
+    ),
+    "gqa": N_("Query heads share keys and values in groups: between MHA and MQA, and what most open models use today."),
+    "mla": N_(
+        "Keys and values are rebuilt from one small latent per token, plus a shared rotary key: a cache near MQA's "
+        "with quality reported at or above MHA's, paid for with extra up-projection work (absorbed into the weights "
+        "at decode)."
+    ),
 }
+# attn_core.VARIANT_NAMES, marked for the catalog: the variants' full names, as the notes write them.
+VARIANT_TITLES = {
+    "mha": N_("Multi-head attention"),
+    "mqa": N_("Multi-query attention"),
+    "gqa": N_("Grouped-query attention"),
+    "mla": N_("Multi-head latent attention"),
+}
+
+
+def variant_title(variant: str) -> str:
+    """The variant's full name in this run's language: "Multi-query attention" / "多查询注意力"."""
+    return _(VARIANT_TITLES[variant])
+
+
+def listing(items: list[str]) -> str:
+    """Items of a list in one sentence: "MQA, GQA" / "MQA、GQA"."""
+    # TRANSLATORS: the separator between the items of a short list (Chinese uses the enumeration comma).
+    return _(", ").join(items)
+
+
+def config_warnings(settings: Settings, variant: str) -> list[str]:
+    """attn_core's AttentionConfig.warnings() for the variant at these settings, as sentences in this run's language
+    (the same two checks: a latent that compresses nothing, and an MLA cache as large as MHA's)."""
+    cfg = settings.config(variant)
+    notes = []
+    if cfg.variant == "mla":
+        uncompressed = cfg.n_heads * (cfg.qk_nope_head_dim + cfg.v_head_dim)
+        if cfg.kv_lora_rank >= uncompressed:
+            notes.append(
+                _(
+                    "$d_c$ = {latent} is not smaller than the {numbers} per-head key and value numbers it stands "
+                    "for: the latent compresses nothing.",
+                    latent=cfg.kv_lora_rank,
+                    numbers=uncompressed,
+                )
+            )
+        if cfg.cache_elements_per_token >= 2 * cfg.n_heads * cfg.head_dim:
+            notes.append(_("This MLA layer caches as much per token as MHA would."))
+    return notes
 
 
 def summary_table(rows: list[VariantRow]) -> list[dict]:
@@ -29,15 +76,20 @@ def summary_table(rows: list[VariantRow]) -> list[dict]:
         # The columns that carry the point come first, so a projector or a phone shows them without scrolling.
         table.append(
             {
-                "Variant": row.variant.upper(),
-                "Agree": "✓" if agrees else "✗",
-                "vs MHA": f"{row.cache_ratio_to_mha:.3g}×",
-                "Cache, measured": format_bytes(row.cache_bytes_measured),
-                "Cache, formula": format_bytes(row.cache_bytes_formula),
-                "FLOPs per decoded token": format_flops(row.decode_flops_per_token),
-                "Cache per token": f"{row.cache_elements_per_token:,} numbers = {format_bytes(row.cache_bytes_per_token)}",
-                "Parameters": f"{row.parameters:,}",
-                "Name": VARIANT_NAMES[row.variant],
+                _("Variant"): row.variant.upper(),
+                _("Agree"): "✓" if agrees else "✗",
+                _("vs MHA"): f"{row.cache_ratio_to_mha:.3g}×",
+                _("Cache, measured"): format_bytes(row.cache_bytes_measured),
+                _("Cache, formula"): format_bytes(row.cache_bytes_formula),
+                _("FLOPs per decoded token"): format_flops(row.decode_flops_per_token),
+                _("Cache per token"): n_(
+                    "{n} number = {size}",
+                    "{n} numbers = {size}",
+                    row.cache_elements_per_token,
+                    size=format_bytes(row.cache_bytes_per_token),
+                ),
+                _("Parameters"): fmt(row.parameters),
+                _("Name"): variant_title(row.variant),
             }
         )
     return table
@@ -49,9 +101,14 @@ def cache_bar_figure(rows: list[VariantRow], seq_len: int, batch: int, dtype: st
         rows,
         values,
         labels=[f"{format_bytes(v)}<br>{row.cache_ratio_to_mha:.3g}× MHA" for v, row in zip(values, rows)],
-        unit="bytes",
-        title=f"KV cache of one layer: {seq_len:,} tokens × batch {batch} in {dtype}",
-        yaxis_title="cache held",
+        unit=_("bytes"),
+        title=_(
+            "KV cache of one layer: {tokens} × batch {batch} in {dtype}",
+            tokens=n_("{n} token", "{n} tokens", seq_len),
+            batch=batch,
+            dtype=dtype,
+        ),
+        yaxis_title=_("cache held"),
     )
 
 
@@ -62,8 +119,12 @@ def flops_bar_figure(rows: list[VariantRow], seq_len: int) -> dict:
         values,
         labels=[format_flops(v) for v in values],
         unit="FLOPs",
-        title=f"Work to decode one token against {count(seq_len, 'cached token')}",
-        yaxis_title="work (2 FLOP per multiply-add)",
+        title=n_(
+            "Work to decode one token against {n} cached token",
+            "Work to decode one token against {n} cached tokens",
+            seq_len,
+        ),
+        yaxis_title=_("work (2 FLOP per multiply-add)"),
         units=FLOP_UNITS,
     )
 
@@ -86,11 +147,14 @@ def _variant_bars(
         "textposition": "outside",
         "hovertemplate": f"%{{x}}: %{{y:,}} {unit}<extra></extra>",
     }
+    axis = unit_axis(max(values) * 1.25, *([units] if units else []))
+    # The top tick a little below the plot's top edge: there its label sat under the title's second line.
+    axis["range"] = [axis["range"][0], axis["range"][1] * 1.12]
     layout = {
         "template": PLOTLY_TEMPLATE,
         # Seated just above the plot, below the always-visible toolbar: these charts are narrow, their titles long.
         "title": {"text": title, "yref": "paper", "y": 1, "yanchor": "bottom", "pad": {"b": 12}},
-        "yaxis": {"title": {"text": yaxis_title}} | unit_axis(max(values) * 1.25, *([units] if units else [])),
+        "yaxis": {"title": {"text": yaxis_title}} | axis,
         "margin": {"t": 80, "b": 40, "l": 60, "r": 20},
         "height": 380,
     }
@@ -124,7 +188,8 @@ def flops_caption(rows: list[VariantRow], settings: Settings) -> str:
     with more arithmetic, by how much."""
     mha = AttentionConfig("mha", d_model=settings.d_model, n_heads=settings.heads)
     mha_flops = decode_flops_per_token(mha, settings.seq_len)
-    cheaper, same, parts = [], [], [f"MHA here: {format_flops(mha_flops)} per decoded token."]
+    cheaper, same = [], []
+    parts = [_("MHA here: {flops} per decoded token.", flops=format_flops(mha_flops))]
     dearer = []
     for row in rows:
         if row.variant == "mha":
@@ -133,17 +198,37 @@ def flops_caption(rows: list[VariantRow], settings: Settings) -> str:
         name = row.variant.upper()
         if ratio > 1.005 and cache < 1:
             dearer.append(
-                f"{name} pays for its smaller cache ({cache:.3g}× MHA's) in arithmetic: {ratio:.3g}× MHA's work."
+                _(
+                    "{name} pays for its smaller cache ({cache}× MHA's) in arithmetic: {ratio}× MHA's work.",
+                    name=name,
+                    cache=f"{cache:.3g}",
+                    ratio=f"{ratio:.3g}",
+                )
             )
         elif ratio > 1.005:
-            dearer.append(f"{name} costs more on both counts here: {ratio:.3g}× MHA's work and {cache:.3g}× its cache.")
+            dearer.append(
+                _(
+                    "{name} costs more on both counts here: {ratio}× MHA's work and {cache}× its cache.",
+                    name=name,
+                    ratio=f"{ratio:.3g}",
+                    cache=f"{cache:.3g}",
+                )
+            )
         elif ratio < 0.995:
             cheaper.append(f"{name} ({ratio:.3g}×)")
         else:
             same.append(name)
     if cheaper:
-        parts.append(f"Less work per token than MHA, as well as a smaller cache: {', '.join(cheaper)}.")
+        parts.append(_("Less work per token than MHA, as well as a smaller cache: {names}.", names=listing(cheaper)))
     if same:
-        parts.append(f"The same work as MHA: {', '.join(same)}.")
+        parts.append(_("The same work as MHA: {names}.", names=listing(same)))
     parts += dearer
-    return " ".join(parts)
+    return sentences(parts)
+
+
+def sentences(parts: list[str]) -> str:
+    """Sentences one after another: a space after an English full stop, none after a Chinese one."""
+    text = ""
+    for part in parts:
+        text += part if not text or text.endswith(("。", "！", "？", "：")) else " " + part
+    return text
