@@ -126,7 +126,7 @@ def _proto_strings(message: Message, out: list[str]) -> None:
     for field, value in message.ListFields():
         if field.name in SKIPPED_FIELDS:
             continue
-        values = value if field.label == field.LABEL_REPEATED else [value]
+        values = value if field.is_repeated else [value]
         for item in values:
             if isinstance(item, Message):
                 _proto_strings(item, out)
