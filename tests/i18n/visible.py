@@ -178,19 +178,21 @@ ALLOWED_LATIN = set(
     float float16 float32 bfloat16 int8 True False None Step Play ms pt dtype seed batch lang en zh English Pareto
     MB GB KB TB k M e.g i.e vs""".split()
 )
-_SYMBOLIC = re.compile(r"\$[^$]*\$|`[^`]*`|<[^>]+>|&\w+;|%\{[^}]*\}|\{[^}]*\}|https?://\S+")
+# Maths, code, markup, placeholders, URLs, and link values echoed back in quotes ('banana').
+_SYMBOLIC = re.compile(r"'[^'\n]*'|\$[^$]*\$|`[^`]*`|<[^>]+>|&\w+;|%\{[^}]*\}|\{[^}]*\}|https?://\S+")
 _LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*[A-Za-z]|[A-Za-z]")
 
 
-def english_words(text: str) -> list[str]:
-    """Latin-letter words in text that are not symbols, variable names or allowed abbreviations."""
+def english_words(text: str, names: frozenset[str] = frozenset()) -> list[str]:
+    """Latin-letter words in text that are not symbols, variable names, allowed abbreviations or `names` (the link's
+    parameter names, which a note about the link quotes as they are written in it)."""
     text = _SYMBOLIC.sub(" ", text)
     words = []
     for token in re.split(r"[\s,.;:!?()\[\]/·=×+\-–—→←|\"“”'‘’*#…%~^<>]+", text):
-        if not token or re.search(r"[\d_\\]", token) or token in ALLOWED_LATIN:
+        if not token or re.search(r"[\d_\\]", token) or token in ALLOWED_LATIN or token in names:
             continue
         for word in _LATIN_WORD.findall(token):
-            if word not in ALLOWED_LATIN and len(word) > 1:
+            if word not in ALLOWED_LATIN and word not in names and len(word) > 1:
                 words.append(word)
     return words
 
