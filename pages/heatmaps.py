@@ -34,6 +34,12 @@ def on_off(flag: bool) -> str:
 
 settings = page_settings()
 lang = language()
+SPACE = "" if lang == "zh" else " "  # between two sentences: Chinese sets none after 。
+
+
+def sentences(*parts: str) -> str:
+    return SPACE.join(part for part in parts if part)
+
 
 st.title(_("Attention heatmaps"))
 st.markdown(
@@ -204,7 +210,7 @@ if length < inputs.wanted:
         mask_text = _(
             "With the causal mask off, a full pass would also let these queries see the keys beyond the window."
         )
-    st.info(layer_text + " " + mask_text, icon=":material/crop:")
+    st.info(sentences(layer_text, mask_text), icon=":material/crop:")
 
 # --- 1. every head -----------------------------------------------------------------------------------------------
 st.header(_("1 · Every head, grouped by shared keys"))
@@ -337,7 +343,8 @@ show_chart(
         "Darker = more attention, from query (row) to key (column); colour follows the square root of the weight so "
         "small weights stay visible."
     )
-    + f" {check} {lesson}",
+    + SPACE
+    + sentences(check, lesson),
 )
 
 # --- 2. the variants compared ------------------------------------------------------------------------------------
@@ -376,7 +383,7 @@ else:
             head=head,
         )
         if chart.pooling.pooled:
-            caption += " " + _("Cells are the {pooling}.", pooling=chart.pooling.describe())
+            caption = sentences(caption, _("Cells are the {pooling}.", pooling=chart.pooling.describe()))
         show_chart(chart.spec, name="heatmaps-compare", rows=chart.csv.csv_text, caption=caption)
     st.table(table, hide_index=True)
     st.caption(
@@ -390,7 +397,11 @@ else:
 
 # --- 3. inside one head ------------------------------------------------------------------------------------------
 st.header(_("3 · Inside head {head}", head=head))
-st.latex(r"\mathrm{Attention}(Q,K,V) = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}} + M\right)V")
+# two short lines rather than one long one: a phone's width clipped the one-line formula
+st.latex(
+    r"\begin{aligned} \mathrm{Attention}(Q,K,V) &= \mathrm{softmax}(S)\,V, \\ S &= \frac{QK^\top}{\sqrt{d_k}} + M "
+    r"\end{aligned}"
+)
 chart = view.steps_chart(cfg, settings.seed, spec, causal, heads, head, pool, lang)
 kv = chart.facts["kv_head"]
 if variant == "mla":
@@ -421,7 +432,7 @@ else:
 mask = _(
     "$M$ is 0 where a query may look and $-\\infty$ where it may not; softmax turns each row into weights that sum to 1."
 )
-st.markdown(f"{taken} {where} {mask}")
+st.markdown(sentences(taken, where, mask))
 caption = _(
     "Follow ① to ⑤. ④ equals the layer's own weights for head {head} {agreement}. Scaling by $1/\\sqrt{{d_k}}$ keeps "
     "scores from growing with the head width, which would make the softmax nearly one-hot.",
@@ -429,7 +440,7 @@ caption = _(
     agreement=agreement(chart.facts["weights_error"]),
 )
 if chart.pooling.pooled:
-    caption += " " + _("Square matrices show the {pooling}.", pooling=chart.pooling.describe())
+    caption = sentences(caption, _("Square matrices show the {pooling}.", pooling=chart.pooling.describe()))
 show_chart(chart.spec, name="heatmaps-inside-head", rows=chart.csv.csv_text, caption=caption)
 if len(heads) > 1 and len(heads) == settings.heads:
     outputs_of = _("all {n} heads", n=settings.heads)
@@ -469,7 +480,7 @@ else:
         position=length - 1,
         token=last,
     )
-st.markdown(stored + " " + _("Its row is what one step of generation attends to — itself and everything cached."))
+st.markdown(sentences(stored, _("Its row is what one step of generation attends to — itself and everything cached.")))
 caption = _(
     "One row per head shown (head {head} outlined). The step through the cache gives the last row of the full pass "
     "{agreement}: caching changes the cost, not the result.",
@@ -477,7 +488,7 @@ caption = _(
     agreement=agreement(chart.facts["decode_error"]),
 )
 if chart.pooling.pooled:
-    caption += " " + _("Cells are the {pooling}.", pooling=chart.pooling.describe())
+    caption = sentences(caption, _("Cells are the {pooling}.", pooling=chart.pooling.describe()))
 show_chart(chart.spec, name="heatmaps-decode-step", rows=chart.csv.csv_text, caption=caption)
 st.table(view.cache_table(chart.facts["cache_shapes"], cfg, settings.dtype), hide_index=True)
 if variant != "mla" and len(heads) < settings.heads:

@@ -191,7 +191,7 @@ def steps_figure(steps: HeadSteps, *, causal: bool, pool: str, tokens: list[str]
         attention_panel(steps.weights, title="④ softmax", pooling=square, tokens=tokens, csv_name="4 softmax"),
         attention_panel(
             steps.out,
-            title=f"⑤ ·V [{length}×{d_v}]",
+            title=f"⑤ ·V<br>[{length}×{d_v}]",
             pooling=tall(*steps.out.shape),
             tokens=tokens,
             value_name="value",
@@ -218,28 +218,31 @@ def steps_figure(steps: HeadSteps, *, causal: bool, pool: str, tokens: list[str]
             }
         }
 
+    # Three rows of three, three and two: five steps in one row left a phone ~25 px a panel, and their titles ran into
+    # each other. Each colour bar sits beside the row it scales.
     coloraxes = {
-        "coloraxis": weights_axis(float(np.nanmax(panels[6].z))) | bar(1.02, 0.22, _("④ weight"), 66),
+        "coloraxis": weights_axis(float(np.nanmax(panels[6].z))) | bar(1.02, 0.225, _("④ weight"), 90),
         "coloraxis2": diverging_axis(np.concatenate([q.ravel(), k.ravel(), v.ravel()]), "q, k, v")
-        | bar(1.02, 0.78, "Q, K, V"),
-        "coloraxis3": diverging_axis(steps.scores, "") | bar(1.02, 0.38, _("①②③ score"), 66),
-        "coloraxis5": diverging_axis(steps.out, "") | bar(1.02, 0.06, _("⑤ output"), 66),
+        | bar(1.02, 0.856, "Q, K, V", 180),
+        "coloraxis3": diverging_axis(steps.scores, "") | bar(1.02, 0.5, _("①②③ score"), 160),
+        "coloraxis5": diverging_axis(steps.out, "") | bar(1.02, 0.065, _("⑤ output"), 90),
     }
     fig = panels_figure(
         panels,
-        5,
+        3,
         coloraxes=coloraxes,
-        row_height=260,
-        layout_cols=[[0, 1, 2], [0, 1, 2, 3, 4]],
+        row_height=250,
+        layout_cols=[[0, 1, 2], [0, 1, 2], [0, 1]],
         share_x=False,
     )
     layout = fig["layout"]
     layout["margin"] = {**layout["margin"], "r": max(layout["margin"].get("r", 0), 110)}
     x_names = ["", "", "", _("key"), _("key"), _("key"), _("key"), _("dim")]  # Q, K, V: their titles name the dims
-    y_names = {0: _("token"), 3: _("query")}
+    y_names = {0: _("token"), 3: _("query"), 6: _("query")}
     for index, x_name in enumerate(x_names[: len(panels)]):
         suffix = "" if index == 0 else str(index + 1)
         layout[f"xaxis{suffix}"]["title"] = {"text": x_name, "font": {"size": 10}, "standoff": 4}
+        layout[f"xaxis{suffix}"]["nticks"] = 3  # a phone leaves ~60 px a panel: "0 20 40 60" ran together
         if index in y_names:
             layout[f"yaxis{suffix}"]["title"] = {"text": y_names[index], "font": {"size": 10}}
     return fig, panel_csv(panels), square
