@@ -120,8 +120,8 @@ def panels_figure(
 def _two_lines(title: str) -> str:
     """A panel title on two lines: three or more panels a row leave ~150 px each on a projector's half width or a
     phone, and one-line titles ran into each other ("MHA · head 0MQA · head 0")."""
-    if "<br>" in title:
-        return title
+    if "<br>" in title or title.partition(" ")[2].isdigit():
+        return title  # "head 3" / "头 3" is short, and a number alone on a line reads as nothing
     for separator in (" · ", " "):
         if separator in title:
             return title.replace(separator, "<br>", 1)
