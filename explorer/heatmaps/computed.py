@@ -9,6 +9,7 @@ import numpy as np
 import streamlit as st
 
 from attn_core import AttentionConfig
+from explorer.i18n import _, fmt
 from explorer.probes.heatmaps import (
     COMPARE_WORK_BUDGET,
     MAX_TEXT_TOKENS,
@@ -34,20 +35,26 @@ class Inputs:
     spec: InputSpec  # the window actually computed
     wanted: int  # tokens asked for (sequence length, or the text's tokens)
     notes: tuple[str, ...] = ()
+    split: tuple[str, ...] = ()  # the text's tokens, as split (before the cut to MAX_TEXT_TOKENS)
 
 
 def make_input_spec(settings: Settings, *, kind: str, text: str, tokens: str, scale: str) -> Inputs:
     """The window of tokens the page computes, and sentences saying what was cut."""
     base = InputSpec(d_model=settings.d_model, seed=settings.seed, scale=float(scale))
-    notes = []
+    notes, split = [], ()
     if kind == "text":
         words = tokenize(clean_text(text), tokens)
         if not words:
-            notes.append("The text is empty: showing the example sentence until you type one.")
+            notes.append(_("The text is empty: showing the example sentence until you type one."))
             words = tokenize(DEFAULT_TEXT, tokens)
+        split = tuple(words)
         if len(words) > MAX_TEXT_TOKENS:
             notes.append(
-                f"Text is limited to {MAX_TEXT_TOKENS} tokens: the first {MAX_TEXT_TOKENS} of {len(words)} are used."
+                _(
+                    "Text is limited to {limit} tokens: the first {limit} of {n} are used.",
+                    limit=MAX_TEXT_TOKENS,
+                    n=len(words),
+                )
             )
             words = words[:MAX_TEXT_TOKENS]
         spec = replace(base, tokens=tuple(words))
@@ -56,7 +63,7 @@ def make_input_spec(settings: Settings, *, kind: str, text: str, tokens: str, sc
     wanted = spec.length
     # the heads one pass computes: a page of them (the same bound for every page and variant, so the window is too)
     window = token_window(min(settings.heads, MAX_PANELS), settings.d_model, settings.head_dim, wanted)
-    return Inputs(spec.truncated(window), wanted, tuple(notes))
+    return Inputs(spec.truncated(window), wanted, tuple(notes), split)
 
 
 def layer_config(settings: Settings, variant: str, rope: bool) -> AttentionConfig:
@@ -101,13 +108,29 @@ def comparison_blocked(d_model: int, length: int) -> str | None:
         return None
     widest = max((d for d in D_MODEL_CHOICES if length * d * d <= COMPARE_WORK_BUDGET), default=D_MODEL_CHOICES[0])
     longest = COMPARE_WORK_BUDGET // (d_model * d_model)
-    advice = f"Pick d_model {widest:,} or less in the sidebar to see it on these {length:,} tokens"
     if longest >= 16:
-        advice += f", or keep d_model {d_model:,} with a sequence of at most {longest:,} tokens"
-    return (
-        f"Not computed at d_model {d_model:,} on {length:,} tokens: the comparison builds one more layer (MHA, "
-        f"{4 * d_model * d_model / 1e6:,.1f} million weights), makes the other variants from it and runs them all over "
-        f"the window. That work grows as tokens × d_model²: here {length * d_model**2 / 1e6:,.0f} million, "
-        f"{length * d_model**2 / COMPARE_WORK_BUDGET:.1f}× the {COMPARE_WORK_BUDGET / 1e6:,.0f} million this page "
-        f"allows it so that a rerun stays interactive on this server. {advice}."
+        advice = _(
+            "Pick d_model {widest} or less in the sidebar to see it on these {n} tokens, or keep d_model {d_model} "
+            "with a sequence of at most {longest} tokens.",
+            widest=widest,
+            n=length,
+            d_model=d_model,
+            longest=longest,
+        )
+    else:
+        advice = _(
+            "Pick d_model {widest} or less in the sidebar to see it on these {n} tokens.", widest=widest, n=length
+        )
+    return _(
+        "Not computed at d_model {d_model} on {n} tokens: the comparison builds one more layer (MHA, {weights} million "
+        "weights), makes the other variants from it and runs them all over the window. That work grows as tokens × "
+        "$d_{{model}}^2$: here {work} million, {times}× the {budget} million this page allows it so that a rerun stays "
+        "interactive on this server. {advice}",
+        d_model=d_model,
+        n=length,
+        weights=fmt(4 * d_model * d_model / 1e6, 1),
+        work=fmt(length * d_model**2 / 1e6, 0),
+        times=fmt(length * d_model**2 / COMPARE_WORK_BUDGET, 1),
+        budget=fmt(COMPARE_WORK_BUDGET / 1e6, 0),
+        advice=advice,
     )

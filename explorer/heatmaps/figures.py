@@ -5,12 +5,13 @@ from __future__ import annotations
 import numpy as np
 from plotly.colors import sample_colorscale
 
+from explorer.i18n import _
 from explorer.probes.heatmaps import Comparison, HeadSteps, Skipped, VariantPass, block_size, pool_blocks
 
 from .csv_export import panel_csv
 from .heads import grid_columns
 from .layout import panels_figure
-from .panels import Panel, Pooling, attention_panel, axis_labels, grid_pooling
+from .panels import HOW, Panel, Pooling, attention_panel, axis_labels, grid_pooling
 
 STEP_SIDE = 64  # cells per side of each step of "inside one head"
 DECODE_CELLS = 2**14  # cells of the decode step's figure (heads x keys)
@@ -29,7 +30,8 @@ def _square_root_blues() -> list[list]:
 WEIGHT_COLORSCALE = _square_root_blues()
 
 
-def weights_axis(vmax: float, title: str = "weight") -> dict:
+def weights_axis(vmax: float, title: str | None = None) -> dict:
+    title = _("weight") if title is None else title
     return {
         "colorscale": WEIGHT_COLORSCALE,
         "cmin": 0.0,
@@ -54,8 +56,10 @@ def diverging_axis(values: np.ndarray, title: str) -> dict:
 
 def head_label(head: int, kv_head: int, variant: str, *, two_lines: bool = False) -> str:
     if variant in ("mha", "mla"):
-        return f"head {head}"
-    return f"head {head}<br>KV {kv_head}" if two_lines else f"head {head} · KV {kv_head}"
+        return _("head {head}", head=head)
+    if two_lines:
+        return _("head {head}<br>KV {kv}", head=head, kv=kv_head)
+    return _("head {head} · KV {kv}", head=head, kv=kv_head)
 
 
 def grid_figure(result: VariantPass, variant: str, group_size: int, *, pool: str, tokens: list[str] | None):
@@ -80,8 +84,8 @@ def grid_figure(result: VariantPass, variant: str, group_size: int, *, pool: str
         ncols,
         coloraxes={"coloraxis": weights_axis(vmax)},
         row_height=240 if ncols <= 4 else 170,
-        x_title="key position" if not two_lines else "key",
-        y_title="query position",
+        x_title=_("key position") if not two_lines else _("key"),
+        y_title=_("query position"),
     )
     return fig, panel_csv(panels), pooling
 
@@ -92,7 +96,12 @@ def compare_figure(results: dict[str, Comparison | Skipped], head: int, *, pool:
     length = next(iter(shown.values())).weights.shape[1]
     pooling = grid_pooling(length, 16, pool)  # the small side: four of these sit in one row
     panels = [
-        attention_panel(r.weights[head], title=f"{v.upper()} · head {head}", pooling=pooling, tokens=tokens)
+        attention_panel(
+            r.weights[head],
+            title=_("{variant} · head {head}", variant=v.upper(), head=head),
+            pooling=pooling,
+            tokens=tokens,
+        )
         for v, r in shown.items()
     ]
     vmax = max(float(np.nanmax(p.z)) for p in panels)
@@ -101,8 +110,8 @@ def compare_figure(results: dict[str, Comparison | Skipped], head: int, *, pool:
         len(panels),
         coloraxes={"coloraxis": weights_axis(vmax)},
         row_height=300,
-        x_title="key position",
-        y_title="query position",
+        x_title=_("key position"),
+        y_title=_("query position"),
     )
     return fig, panel_csv(panels), pooling
 
@@ -159,7 +168,7 @@ def steps_figure(steps: HeadSteps, *, causal: bool, pool: str, tokens: list[str]
             tokens=tokens,
             value_name="score",
             coloraxis="coloraxis3",
-            csv_name=f"1 scores Q.K^T [{shape}]",
+            csv_name=_("1 scores Q.K^T [{shape}]", shape=shape),
         ),
         attention_panel(
             steps.scaled,
@@ -168,27 +177,27 @@ def steps_figure(steps: HeadSteps, *, causal: bool, pool: str, tokens: list[str]
             tokens=tokens,
             value_name="scaled score",
             coloraxis="coloraxis3",  # shared with ①: the scaling shows as a fade
-            csv_name=f"2 scaled x{d_k**-0.5:.4g}",
+            csv_name=_("2 scaled x{factor}", factor=f"{d_k**-0.5:.4g}"),
         ),
         attention_panel(
             masked_shown,
-            title="③ + mask" if causal else "③ no mask",
+            title=_("③ + mask") if causal else _("③ no mask"),
             pooling=square,
             tokens=tokens,
             value_name="masked score",
             coloraxis="coloraxis3",  # shared with ①: the scaling shows as a fade
-            csv_name="3 masked (empty = -inf)",
+            csv_name=_("3 masked (empty = -inf)"),
         ),
         attention_panel(steps.weights, title="④ softmax", pooling=square, tokens=tokens, csv_name="4 softmax"),
         attention_panel(
             steps.out,
-            title=f"⑤ ·V [{length}×{d_v}]",
+            title=f"⑤ ·V<br>[{length}×{d_v}]",
             pooling=tall(*steps.out.shape),
             tokens=tokens,
             value_name="value",
             coloraxis="coloraxis5",
             x_name="dim",
-            csv_name="5 output",
+            csv_name=_("5 output"),
         ),
     ]
 
@@ -209,28 +218,31 @@ def steps_figure(steps: HeadSteps, *, causal: bool, pool: str, tokens: list[str]
             }
         }
 
+    # Three rows of three, three and two: five steps in one row left a phone ~25 px a panel, and their titles ran into
+    # each other. Each colour bar sits beside the row it scales.
     coloraxes = {
-        "coloraxis": weights_axis(float(np.nanmax(panels[6].z)), "weight") | bar(1.02, 0.22, "④ weight", 66),
+        "coloraxis": weights_axis(float(np.nanmax(panels[6].z))) | bar(1.02, 0.225, _("④ weight"), 90),
         "coloraxis2": diverging_axis(np.concatenate([q.ravel(), k.ravel(), v.ravel()]), "q, k, v")
-        | bar(1.02, 0.78, "Q, K, V"),
-        "coloraxis3": diverging_axis(steps.scores, "score") | bar(1.02, 0.38, "①②③ score", 66),
-        "coloraxis5": diverging_axis(steps.out, "output") | bar(1.02, 0.06, "⑤ output", 66),
+        | bar(1.02, 0.856, "Q, K, V", 180),
+        "coloraxis3": diverging_axis(steps.scores, "") | bar(1.02, 0.5, _("①②③ score"), 160),
+        "coloraxis5": diverging_axis(steps.out, "") | bar(1.02, 0.065, _("⑤ output"), 90),
     }
     fig = panels_figure(
         panels,
-        5,
+        3,
         coloraxes=coloraxes,
-        row_height=260,
-        layout_cols=[[0, 1, 2], [0, 1, 2, 3, 4]],
+        row_height=250,
+        layout_cols=[[0, 1, 2], [0, 1, 2], [0, 1]],
         share_x=False,
     )
     layout = fig["layout"]
     layout["margin"] = {**layout["margin"], "r": max(layout["margin"].get("r", 0), 110)}
-    x_names = ["", "", "", "key", "key", "key", "key", "dim"]  # Q, K, V: their titles name the dims
-    y_names = {0: "token", 3: "query"}
+    x_names = ["", "", "", _("key"), _("key"), _("key"), _("key"), _("dim")]  # Q, K, V: their titles name the dims
+    y_names = {0: _("token"), 3: _("query"), 6: _("query")}
     for index, x_name in enumerate(x_names[: len(panels)]):
         suffix = "" if index == 0 else str(index + 1)
         layout[f"xaxis{suffix}"]["title"] = {"text": x_name, "font": {"size": 10}, "standoff": 4}
+        layout[f"xaxis{suffix}"]["nticks"] = 3  # a phone leaves ~60 px a panel: "0 20 40 60" ran together
         if index in y_names:
             layout[f"yaxis{suffix}"]["title"] = {"text": y_names[index], "font": {"size": 10}}
     return fig, panel_csv(panels), square
@@ -244,18 +256,19 @@ def decode_figure(result: VariantPass, variant: str, *, pool: str, tokens: list[
     z = pool_blocks(row, 1, pooling.cols, pool)
     x = axis_labels(keys, pooling.cols, tokens)
     y = [head_label(h, kv, variant) for h, kv in zip(result.heads, result.kv_head)]
-    hover = (
-        "%{y}<br>key %{x}<br>weight %{z:.4g}"
-        if not pooling.pooled
-        else f"%{{y}}<br>keys from %{{x}}<br>{pool} of {pooling.cols} keys: %{{z:.4g}}"
-    ) + "<extra></extra>"
-    panel = Panel("", z, x, y, hover, csv_name="decode step")
+    if pooling.pooled:
+        # TRANSLATORS: how is "mean" or "max"
+        block = _("{how} of {n} keys:", how=_(HOW[pool]), n=pooling.cols)
+        hover = f"%{{y}}<br>{_('keys from')} %{{x}}<br>{block} %{{z:.4g}}<extra></extra>"
+    else:
+        hover = f"%{{y}}<br>{_('key')} %{{x}}<br>{_('weight')} %{{z:.4g}}<extra></extra>"
+    panel = Panel("", z, x, y, hover, csv_name=_("decode step"))
     fig = panels_figure(
         [panel],
         1,
         coloraxes={"coloraxis": weights_axis(float(np.nanmax(z)))},
         row_height=min(520, max(DECODE_MIN_ROW_HEIGHT, 40 + 18 * heads)),
-        x_title="cached key position (the last one is the token itself)",
+        x_title=_("cached key position (the last one is the token itself)"),
     )
     # the head opened up in "inside one head", outlined (categories sit at 0, 1, ... on the y axis)
     at = result.heads.index(highlight)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from explorer.i18n import _
+
 MAX_PANELS = 16  # heads drawn (and computed) at once in the grid; the page picker moves through the rest
 
 
@@ -24,7 +26,9 @@ def head_pages(n_heads: int, group_size: int, group) -> list[range]:
 
 
 def heads_text(heads: range) -> str:
-    return f"head {heads.start}" if len(heads) == 1 else f"heads {heads.start}–{heads.stop - 1}"
+    if len(heads) == 1:
+        return _("head {head}", head=heads.start)
+    return _("heads {first}–{last}", first=heads.start, last=heads.stop - 1)
 
 
 def grid_columns(n_shown: int, group_size: int) -> int:

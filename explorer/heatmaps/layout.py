@@ -17,7 +17,7 @@ TOP_MARGIN, TOP_MARGIN_TITLED = 60, 85  # px above the first row: its panel titl
 FRAME_HEIGHT = 70  # px a figure adds to its rows' heights (mostly margins)
 TITLE_HEIGHT = 30  # px the figure's title adds
 TICK_FONT = 9  # px
-PANEL_TITLE_FONT, PANEL_TITLE_FONT_NARROW = 12, 10  # px; narrow: more than four panels a row
+PANEL_TITLE_FONT, PANEL_TITLE_FONT_NARROW = 12, 10  # px; narrow: four panels a row or more (a phone's ~60 px each)
 
 
 def panels_figure(
@@ -45,6 +45,10 @@ def panels_figure(
     placed = placed[: len(panels)]
     lowest = {c: max(r for r, cc in placed if cc == c) for _, c in placed}
     nrows = placed[-1][0] + 1 if placed else 1
+    # Three or more panels a row leave ~30-60 px each on a phone: one x title and tick labels per column ran into their
+    # neighbours, so with shared columns these are drawn once, under the first column (as row labels are drawn once, on
+    # the first panel of a row); the hover names every cell.
+    titled = range(ncols) if ncols < 3 or not share_x else (0,)
     gap_x, gap_y = COLUMN_GAP, ROW_GAP_SHARED / nrows + ROW_GAP_EACH
     layout: dict = {
         "annotations": [],
@@ -65,8 +69,8 @@ def panels_figure(
             "domain": [x0, x1],
             "anchor": f"y{suffix}",
             "tickfont": {"size": TICK_FONT},
-            "showticklabels": bottom,
-            "title": {"text": x_title if r == lowest[c] else ""},
+            "showticklabels": bottom and c in titled,
+            "title": {"text": x_title if r == lowest[c] and c in titled else ""},
         }
         layout[f"yaxis{suffix}"] = {
             "domain": [y0, y1],
@@ -89,7 +93,7 @@ def panels_figure(
                 "yref": "paper",
                 "showarrow": False,
                 "yanchor": "bottom",
-                "font": {"size": PANEL_TITLE_FONT if ncols <= 4 else PANEL_TITLE_FONT_NARROW},
+                "font": {"size": PANEL_TITLE_FONT if ncols <= 3 else PANEL_TITLE_FONT_NARROW},
             }
         )
         trace = {
@@ -116,8 +120,8 @@ def panels_figure(
 def _two_lines(title: str) -> str:
     """A panel title on two lines: three or more panels a row leave ~150 px each on a projector's half width or a
     phone, and one-line titles ran into each other ("MHA · head 0MQA · head 0")."""
-    if "<br>" in title:
-        return title
+    if "<br>" in title or title.partition(" ")[2].isdigit():
+        return title  # "head 3" / "头 3" is short, and a number alone on a line reads as nothing
     for separator in (" · ", " "):
         if separator in title:
             return title.replace(separator, "<br>", 1)

@@ -6,6 +6,7 @@ import unicodedata
 from dataclasses import dataclass
 
 from attn_core import VARIANTS
+from explorer.i18n import _
 from explorer.params import Choice, Flag
 from explorer.probes.heatmaps import MAX_TEXT_CHARS
 
@@ -24,8 +25,10 @@ class Text:
     def parse(self, text: str, options: tuple | None = None) -> tuple[str, str | None]:
         cleaned = clean_text(text, self.max_chars)
         if cleaned != text:
-            return cleaned, (
-                f"{self.name}: the text was cleaned (control characters removed, at most {self.max_chars} characters)."
+            return cleaned, _(
+                "{name}: the text was cleaned (control characters removed, at most {limit} characters).",
+                name=self.name,
+                limit=self.max_chars,
             )
         return cleaned, None
 

@@ -7,12 +7,25 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from explorer.i18n import N_, _
 from explorer.probes.heatmaps import block_size, pool_blocks
 
 GRID_CELLS = 2**16  # cells of the whole grid figure (float32 -> about 350 kB of base64)
 SMALL_SIDE = 64  # cells per side of one heatmap when many share a figure
 LARGE_SIDE = 128  # ... when at most four do
 SHOW_VALUES_UP_TO = 12  # write the numbers into the cells when a matrix is at most this many cells wide and high
+
+# What a heatmap's rows, columns and cells are, as the hover names them (translated where shown).
+AXIS_NAMES = {"key": N_("key"), "query": N_("query"), "dim": N_("dim"), "token": N_("token")}
+AXIS_FROM = {"key": N_("keys from"), "query": N_("queries from"), "dim": N_("dims from"), "token": N_("tokens from")}
+VALUE_NAMES = {
+    "weight": N_("weight"),
+    "value": N_("value"),
+    "score": N_("score"),
+    "scaled score": N_("scaled score"),
+    "masked score": N_("masked score"),
+}
+HOW = {"mean": N_("mean"), "max": N_("max")}
 
 
 @dataclass
@@ -42,7 +55,10 @@ class Pooling:
         return self.rows > 1 or self.cols > 1
 
     def describe(self) -> str:
-        return f"{self.how} of {self.rows}×{self.cols} blocks" if self.pooled else "every value"
+        if not self.pooled:
+            return _("every value")
+        # TRANSLATORS: how is "mean" or "max": "the mean of 4×4 blocks" of the weights
+        return _("{how} of {rows}×{cols} blocks", how=_(HOW[self.how]), rows=self.rows, cols=self.cols)
 
 
 def axis_labels(n: int, step: int, tokens: list[str] | None) -> list:
@@ -73,12 +89,16 @@ def attention_panel(
     x = axis_labels(matrix.shape[1], pooling.cols, tokens if x_name in ("key", "query") else None)
     y = axis_labels(matrix.shape[0], pooling.rows, tokens if y_name in ("key", "query") else None)
     if pooling.pooled:
+        block = _("{how} of a {rows}×{cols} block:", how=_(HOW[pooling.how]), rows=pooling.rows, cols=pooling.cols)
         hover = (
-            f"{y_name}s from %{{y}}<br>{x_name}s from %{{x}}<br>{pooling.how} of a {pooling.rows}×{pooling.cols} "
-            f"block: %{{z:.4g}}<extra>{title}</extra>"
+            f"{_(AXIS_FROM[y_name])} %{{y}}<br>{_(AXIS_FROM[x_name])} %{{x}}<br>{block} %{{z:.4g}}"
+            f"<extra>{title}</extra>"
         )
     else:
-        hover = f"{y_name} %{{y}}<br>{x_name} %{{x}}<br>{value_name} %{{z:.4g}}<extra>{title}</extra>"
+        hover = (
+            f"{_(AXIS_NAMES[y_name])} %{{y}}<br>{_(AXIS_NAMES[x_name])} %{{x}}<br>{_(VALUE_NAMES[value_name])} "
+            f"%{{z:.4g}}<extra>{title}</extra>"
+        )
     small = max(z.shape) <= SHOW_VALUES_UP_TO
     return Panel(title, z, x, y, hover, coloraxis, small, csv_name=csv_name or title)
 

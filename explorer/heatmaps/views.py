@@ -1,4 +1,7 @@
-"""Cached views: what the page draws, keyed by small hashable values (figure dicts, CSV numbers, facts)."""
+"""Cached views: what the page draws, keyed by small hashable values (figure dicts, CSV numbers, facts).
+
+The figures carry words (titles, axes, hover texts), so each view is cached per language too: `lang` is only a key
+(the words come from this run's language, which it names)."""
 
 from __future__ import annotations
 
@@ -38,7 +41,9 @@ def _tokens(spec: InputSpec) -> list[str] | None:
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def heads_chart(cfg: AttentionConfig, seed: int, spec: InputSpec, causal: bool, heads: range, pool: str) -> Chart:
+def heads_chart(
+    cfg: AttentionConfig, seed: int, spec: InputSpec, causal: bool, heads: range, pool: str, lang: str
+) -> Chart:
     result = variant_result(cfg, seed, spec, causal, heads)
     fig, rows, pooling = grid_figure(result, cfg.variant, cfg.group_size, pool=pool, tokens=_tokens(spec))
     weights = result.weights
@@ -50,7 +55,13 @@ def heads_chart(cfg: AttentionConfig, seed: int, spec: InputSpec, causal: bool, 
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def compare_chart(
-    configs: tuple[tuple[str, AttentionConfig], ...], seed: int, spec: InputSpec, causal: bool, head: int, pool: str
+    configs: tuple[tuple[str, AttentionConfig], ...],
+    seed: int,
+    spec: InputSpec,
+    causal: bool,
+    head: int,
+    pool: str,
+    lang: str,
 ) -> tuple[Chart | None, list[dict]]:
     results = comparison_result(configs, seed, spec, causal)
     table = similarity_table(results, head)
@@ -62,7 +73,7 @@ def compare_chart(
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def steps_chart(
-    cfg: AttentionConfig, seed: int, spec: InputSpec, causal: bool, heads: range, head: int, pool: str
+    cfg: AttentionConfig, seed: int, spec: InputSpec, causal: bool, heads: range, head: int, pool: str, lang: str
 ) -> Chart:
     """Head `head` (one of the page's heads) step by step."""
     result = variant_result(cfg, seed, spec, causal, heads)
@@ -80,7 +91,7 @@ def steps_chart(
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def decode_chart(
-    cfg: AttentionConfig, seed: int, spec: InputSpec, causal: bool, heads: range, head: int, pool: str
+    cfg: AttentionConfig, seed: int, spec: InputSpec, causal: bool, heads: range, head: int, pool: str, lang: str
 ) -> Chart:
     """The decode step's figure; its facts carry the cache shapes, so the cache table (which depends on the sidebar's
     dtype too) is made on the page without redrawing the figure."""

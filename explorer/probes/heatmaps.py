@@ -9,6 +9,7 @@ never sees a later key.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -64,9 +65,16 @@ class InputSpec:
         return replace(self, n_tokens=min(self.n_tokens, length))
 
 
+# Scripts written without spaces between words (Chinese, Japanese kana, their punctuation and full-width forms): with
+# no tokenizer for the seeded layers, each of their characters is a token of its own.
+UNSPACED = "\u2e80-\u2fdf\u3000-\u30ff\u3100-\u312f\u31a0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef"
+_WORDS = re.compile(f"[{UNSPACED}]|[^\\s{UNSPACED}]+")
+
+
 def tokenize(text: str, mode: str) -> list[str]:
-    """Characters ("chars") or whitespace-separated words ("words")."""
-    return list(text) if mode == "chars" else text.split()
+    """Characters ("chars") or words ("words"): whitespace-separated runs, where a character of a script written
+    without spaces (Chinese: 我爱猫 -> 我 爱 猫) is a word of its own, so mixed text splits at both."""
+    return list(text) if mode == "chars" else _WORDS.findall(text)
 
 
 def seeded_vector(key: str, d_model: int) -> torch.Tensor:
@@ -204,9 +212,12 @@ class Comparison:
 
 @dataclass(frozen=True)
 class Skipped:
-    """A variant the comparison did not compute, and why (a sentence's end)."""
+    """A variant the comparison did not compute, and why (a sentence's end, in English: the page words it from
+    d_model and limit)."""
 
     reason: str
+    d_model: int = 0
+    limit: int = 0
 
 
 def head_steps(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, causal: bool) -> HeadSteps:
@@ -452,7 +463,9 @@ def compare_from_mha(
         if variant == "mla" and cfg.d_model > MLA_CONVERSION_MAX_D_MODEL:
             results[variant] = Skipped(
                 f"making MLA from MHA takes the singular vectors of a {2 * cfg.d_model:,} × "
-                f"{cfg.d_model:,} matrix, too slow here above d_model {MLA_CONVERSION_MAX_D_MODEL:,}"
+                f"{cfg.d_model:,} matrix, too slow here above d_model {MLA_CONVERSION_MAX_D_MODEL:,}",
+                d_model=cfg.d_model,
+                limit=MLA_CONVERSION_MAX_D_MODEL,
             )
             continue
         if variant == "mha":

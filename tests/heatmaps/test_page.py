@@ -299,6 +299,12 @@ def test_text_input_puts_tokens_on_the_axes():
     assert charts(at)[0]["data"][0]["x"][1] == "1 ‹"  # markup characters cannot act on the figure
 
 
+def test_chinese_text_becomes_one_token_per_character_and_the_page_shows_the_split():
+    at = open_page(hm_input="text", hm_text="猫坐在垫子上 cat", hm_tokens="words", hm_causal="0")
+    assert charts(at)[0]["data"][0]["x"] == ["0 猫", "1 坐", "2 在", "3 垫", "4 子", "5 上", "6 cat"]
+    assert "Split into 7 tokens: `猫` `坐` `在` `垫` `子` `上` `cat`" in texts(at)
+
+
 def test_bad_link_values_give_warnings_and_fallbacks_never_a_traceback():
     at = open_page(
         hm_variant="xyz",

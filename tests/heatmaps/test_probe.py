@@ -137,6 +137,15 @@ def test_inputs_are_seeded_and_a_window_is_the_start_of_a_longer_sequence():
     assert not torch.equal(probe.make_inputs(replace(SPEC, seed=SEED + 1)), probe.make_inputs(SPEC))
 
 
+def test_chinese_text_is_split_by_characters_and_mixed_text_at_both():
+    """Issue #15 item 4: Chinese has no spaces between words, and the seeded layers no tokenizer: a Chinese character
+    is a word of its own, so typed Chinese is not one token; Latin words in the same text stay whole."""
+    assert probe.tokenize("注意力机制", "words") == ["注", "意", "力", "机", "制"]
+    assert probe.tokenize("我爱 attention 机制。", "words") == ["我", "爱", "attention", "机", "制", "。"]
+    assert probe.tokenize("KV缓存，很小", "words") == ["KV", "缓", "存", "，", "很", "小"]
+    assert probe.tokenize("注意 力", "chars") == ["注", "意", " ", "力"]
+
+
 def test_text_tokens_get_one_seeded_vector_each():
     tokens = tuple(probe.tokenize("the cat saw the dog", "words"))
     assert tokens == ("the", "cat", "saw", "the", "dog")
