@@ -137,7 +137,7 @@ def _proto_strings(message: Message, out: list[str]) -> None:
 def _chart_strings(spec, out: list[str], key: str = "") -> None:
     if isinstance(spec, dict):
         for name, item in spec.items():
-            if name not in DATA_KEYS:
+            if name not in DATA_KEYS and not name.endswith(("mode", "ref", "anchor", "position", "src")):
                 _chart_strings(item, out, name)
     elif isinstance(spec, list):
         for item in spec:
