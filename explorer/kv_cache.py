@@ -57,6 +57,12 @@ DIFF_FLOOR = 1e-10  # where an exact zero is drawn on the log axis
 PITFALL_COLOR = "#d4a017"  # whole-model rows: the published layer cached with repeated heads
 
 
+def sentences(first: str, second: str) -> str:
+    """Two sentences in a row, as the language writes them (English puts a space between them, Chinese does not)."""
+    # TRANSLATORS: two sentences one after the other; Chinese needs no space between them.
+    return _("{first} {second}", first=first, second=second)
+
+
 def trace_batch(settings: Settings) -> int:
     return min(settings.batch, MAX_TRACE_BATCH)
 
@@ -383,10 +389,12 @@ def model_columns(rows: list[ModelRow], preset_name: str) -> dict[str, dict]:
     else:
         context = n_("{n} token", "{n} tokens", held)
     layers = n_("{n} layer", "{n} layers", preset.n_layers)
+    # The columns that carry the point first (what is kept, how much, against MHA); the description last, wide.
     return {
         _("Cache kept"): {"width": "medium"},
-        _("One token leaves"): {"width": "medium", "help": _("What one token adds to one layer's cache.")},
         _("Numbers / token / layer"): {"help": _("Numbers one token leaves in one layer's cache, read off the cache.")},
+        _("vs MHA"): {"help": _("This cache ÷ MHA's.")},
+        _("As GQA groups"): {"help": _("Numbers per token ÷ $2 d_h$: the GQA group count that would cache as much.")},
         _("Per token, one layer"): {},
         _("Per token, all layers"): {"help": _("One token's cache in all {layers}.", layers=layers)},
         _("One sequence, all layers"): {
@@ -396,9 +404,8 @@ def model_columns(rows: list[ModelRow], preset_name: str) -> dict[str, dict]:
                 layers=layers,
             )
         },
-        _("vs MHA"): {"help": _("This cache ÷ MHA's.")},
-        _("As GQA groups"): {"help": _("Numbers per token ÷ $2 d_h$: the GQA group count that would cache as much.")},
         _("Measured = formula"): {"help": _("The measured bytes equal the closed form's.")},
+        _("One token leaves"): {"width": "large", "help": _("What one token adds to one layer's cache.")},
     }
 
 
@@ -411,14 +418,14 @@ def model_table(rows: list[ModelRow], preset_name: str) -> list[dict]:
         )
         cells = [
             row.label,
-            row.description,
             fmt(row.elements_per_token_layer),
+            f"{sig(row.ratio_to_mha)}×",
+            sig(row.gqa_equivalent_groups),
             format_bytes(row.bytes_per_token_layer),
             format_bytes(row.bytes_per_token_model),
             format_bytes(row.model_bytes_measured),
-            f"{sig(row.ratio_to_mha)}×",
-            sig(row.gqa_equivalent_groups),
             "✓" if agree else "✗",
+            row.description,
         ]
         table.append(dict(zip(headers, cells)))
     return table

@@ -46,37 +46,41 @@ with right:
     repeated = bound(
         view.REPEAT,
         lambda key: st.toggle(
-            _("Also cache K/V after `repeat_interleave` (the naive GQA pitfall)"),
+            _("Cache repeated K/V too (the GQA pitfall)"),
             key=key,
-            help=_("Naive GQA code repeats each KV head for every query head of its group and then caches the copies."),
+            help=_(
+                "Naive GQA code repeats each KV head for every query head of its group (`repeat_interleave`) and then "
+                "caches the copies."
+            ),
         ),
     )
 
 
 traces, skipped = view.traces_for(settings, prompt_len, steps, repeated)
 batch = view.trace_batch(settings)
+bounds = _(
+    "Real layers at the sidebar's settings, float32 weights drawn from seed {seed}, fed {tokens} fixed random "
+    "token vectors (batch {batch}). The layer computes in float32 so the comparison with a full recompute shows "
+    "round-off only; a copy of everything it caches is kept in {dtype}, and the bytes shown are that copy's. This "
+    "runs on the server's CPU at every new setting, so it is bounded: up to {prompt} prompt tokens, {steps} "
+    "generated, {sequences} sequences, layers of up to {weights} M weights, and weights × tokens × batch up to "
+    "{work} M multiply-adds a pass.",
+    seed=str(settings.seed),
+    tokens=prompt_len + steps,
+    batch=batch,
+    dtype=settings.dtype,
+    prompt=MAX_PROMPT_LEN,
+    steps=MAX_STEPS,
+    sequences=MAX_TRACE_BATCH,
+    weights=round(MAX_TRACE_PARAMETERS / 1e6),
+    work=round(MAX_TRACE_WORK / 1e6),
+)
 st.caption(
-    _(
-        "Real layers at the sidebar's settings, float32 weights drawn from seed {seed}, fed {tokens} fixed random "
-        "token vectors (batch {batch}). The layer computes in float32 so the comparison with a full recompute shows "
-        "round-off only; a copy of everything it caches is kept in {dtype}, and the bytes shown are that copy's. This "
-        "runs on the server's CPU at every new setting, so it is bounded: up to {prompt} prompt tokens, {steps} "
-        "generated, {sequences} sequences, layers of up to {weights} M weights, and weights × tokens × batch up to "
-        "{work} M multiply-adds a pass.",
-        seed=str(settings.seed),
-        tokens=prompt_len + steps,
-        batch=batch,
-        dtype=settings.dtype,
-        prompt=MAX_PROMPT_LEN,
-        steps=MAX_STEPS,
-        sequences=MAX_TRACE_BATCH,
-        weights=round(MAX_TRACE_PARAMETERS / 1e6),
-        work=round(MAX_TRACE_WORK / 1e6),
-    )
-    + (
-        " " + _("The sidebar's batch is {sidebar}; this decode runs {batch}.", sidebar=settings.batch, batch=batch)
-        if settings.batch > batch
-        else ""
+    bounds
+    if settings.batch <= batch
+    else view.sentences(
+        bounds,
+        _("The sidebar's batch is {sidebar}; this decode runs {batch}.", sidebar=settings.batch, batch=batch),
     )
 )
 if skipped:
@@ -135,7 +139,7 @@ def step_section() -> None:
         view.step_table(traces, step),
         hide_index=True,
         width="stretch",
-        column_config={_("Cache"): st.column_config.TextColumn(width="medium")},
+        column_config={_("Cache"): st.column_config.TextColumn(width=120)},  # "MQA repeated" in full
     )
     worst = max(max(trace.max_abs_diff) for trace in traces.values())
     show_chart(
@@ -250,7 +254,7 @@ st.button(
 attention = preset.attention
 st.caption(
     _(
-        "**{model}**: {layers} layers, $d_{{model}}$ {width}, {heads} query heads of {head_dim}, {context}-token "
+        "**{model}**: {layers} layers, $d_{{\\text{{model}}}}$ {width}, {heads} query heads of {head_dim}, {context}-token "
         "context, {parameters} parameters. Source: `{source}`.",
         model=model,
         layers=preset.n_layers,
@@ -374,7 +378,7 @@ show_chart(
     figure,
     name="kv-cache-whole-model",
     rows=csv_rows,
-    caption=(
+    caption=view.sentences(
         _(
             "Layers × batch ({batch}, from the sidebar) × tokens: the cache grows linearly with each, until the "
             "{window}-token window.",
@@ -385,14 +389,13 @@ show_chart(
         else _(
             "Layers × batch ({batch}, from the sidebar) × tokens: the cache grows linearly with each.",
             batch=settings.batch,
-        )
-    )
-    + " "
-    + _(
-        "The bytes are on a log scale, so that caches a hundred times apart both show: each way of caching sits a "
-        "constant ratio from the others. Where a line crosses the red budget (×), that way of caching runs out of "
-        "memory; lines leaving the top ran out long before. Lines: closed form; diamonds: measured on the meta device "
-        "at the full context."
+        ),
+        _(
+            "The bytes are on a log scale, so that caches a hundred times apart both show: each way of caching sits a "
+            "constant ratio from the others. Where a line crosses the red budget (×), that way of caching runs out of "
+            "memory; lines leaving the top ran out long before. Lines: closed form; diamonds: measured on the meta device "
+            "at the full context."
+        ),
     ),
 )
 if budget.left > 0:

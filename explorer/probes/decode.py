@@ -105,7 +105,7 @@ def check_trace_bounds(cfg: AttentionConfig, *, prompt_len: int, steps: int, bat
         raise TraceTooHeavy(
             N_(
                 "{weights} weights; the step-by-step decode runs layers of at most {most}: choose a smaller "
-                "$d_{{model}}$ (or latent width $d_c$)."
+                "$d_{{\\text{{model}}}}$ (or latent width $d_c$)."
             ),
             weights=parameters,
             most=MAX_TRACE_PARAMETERS,
@@ -115,7 +115,7 @@ def check_trace_bounds(cfg: AttentionConfig, *, prompt_len: int, steps: int, bat
         raise TraceTooHeavy(
             N_(
                 "{weights} weights × {tokens} tokens × batch {batch} = {work} M multiply-adds a pass, above the "
-                "{most} M this page runs at each new setting: use fewer tokens, a smaller batch or a smaller $d_{{model}}$."
+                "{most} M this page runs at each new setting: use fewer tokens, a smaller batch or a smaller $d_{{\\text{{model}}}}$."
             ),
             weights=parameters,
             tokens=prompt_len + steps,
