@@ -35,25 +35,21 @@ page_link(
 
 # --- 1. step by step ------------------------------------------------------------------------------------------------
 st.header(_("Decode step by step"), divider="gray")
-left, middle, right = st.columns(3)
+left, right = st.columns(2)  # the pitfall's toggle on a line of its own: a label in a third of a row was cut short
 with left:
     prompt_len = bound(
         view.PROMPT, lambda key: st.slider(_("Prompt tokens (prefilled at once)"), 1, MAX_PROMPT_LEN, key=key)
     )
-with middle:
-    steps = bound(view.STEPS, lambda key: st.slider(_("Tokens to generate (one at a time)"), 1, MAX_STEPS, key=key))
 with right:
-    repeated = bound(
-        view.REPEAT,
-        lambda key: st.toggle(
-            _("Cache repeated K/V too (the GQA pitfall)"),
-            key=key,
-            help=_(
-                "Naive GQA code repeats each KV head for every query head of its group (`repeat_interleave`) and then "
-                "caches the copies."
-            ),
-        ),
-    )
+    steps = bound(view.STEPS, lambda key: st.slider(_("Tokens to generate (one at a time)"), 1, MAX_STEPS, key=key))
+repeated = bound(
+    view.REPEAT,
+    lambda key: st.toggle(
+        _("Also cache K/V after `repeat_interleave` (the naive GQA pitfall)"),
+        key=key,
+        help=_("Naive GQA code repeats each KV head for every query head of its group and then caches the copies."),
+    ),
+)
 
 
 traces, skipped = view.traces_for(settings, prompt_len, steps, repeated)
@@ -134,7 +130,7 @@ def step_section() -> None:
             step=step,
         )
     )
-    st.code(view.step_log(traces, step), language=None)
+    st.code(view.step_log(traces, step), language=None, wrap_lines=True)  # no sideways scroll on a projector
     st.dataframe(
         view.step_table(traces, step),
         hide_index=True,
