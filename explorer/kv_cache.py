@@ -389,11 +389,12 @@ def model_columns(rows: list[ModelRow], preset_name: str) -> dict[str, dict]:
     else:
         context = n_("{n} token", "{n} tokens", held)
     layers = n_("{n} layer", "{n} layers", preset.n_layers)
-    # The columns that carry the point first (what is kept, how much, against MHA); the description last, wide.
+    # The columns that carry the point first (what is kept, how much, against MHA, ✓); the description last, wide.
     return {
         _("Cache kept"): {"width": "medium"},
         _("Numbers / token / layer"): {"help": _("Numbers one token leaves in one layer's cache, read off the cache.")},
         _("vs MHA"): {"help": _("This cache ÷ MHA's.")},
+        _("Agree"): {"help": _("The measured bytes equal the closed form's.")},
         _("As GQA groups"): {"help": _("Numbers per token ÷ $2 d_h$: the GQA group count that would cache as much.")},
         _("Per token, one layer"): {},
         _("Per token, all layers"): {"help": _("One token's cache in all {layers}.", layers=layers)},
@@ -404,7 +405,6 @@ def model_columns(rows: list[ModelRow], preset_name: str) -> dict[str, dict]:
                 layers=layers,
             )
         },
-        _("Measured = formula"): {"help": _("The measured bytes equal the closed form's.")},
         _("One token leaves"): {"width": "large", "help": _("What one token adds to one layer's cache.")},
     }
 
@@ -420,11 +420,11 @@ def model_table(rows: list[ModelRow], preset_name: str) -> list[dict]:
             row.label,
             fmt(row.elements_per_token_layer),
             f"{sig(row.ratio_to_mha)}×",
+            "✓" if agree else "✗",
             sig(row.gqa_equivalent_groups),
             format_bytes(row.bytes_per_token_layer),
             format_bytes(row.bytes_per_token_model),
             format_bytes(row.model_bytes_measured),
-            "✓" if agree else "✗",
             row.description,
         ]
         table.append(dict(zip(headers, cells)))
@@ -576,9 +576,10 @@ def scale_figure(
         "yaxis": {"title": {"text": _("KV cache, whole model (log scale)")}} | log_bytes_axis(lowest, highest),
         "shapes": shapes,
         "annotations": annotations,
-        "height": 460,
+        "height": 540,
         "margin": {"t": 60, "b": 50, "l": 80, "r": 20},
-        "legend": {"font": {"size": 11}},
+        # Below the plot: beside it, five long names took half a phone's width and ran over the budget's label.
+        "legend": {"font": {"size": 11}, "orientation": "h", "x": 0, "xanchor": "left", "y": -0.2, "yanchor": "top"},
     }
     return {"data": data, "layout": layout}, csv
 
@@ -613,9 +614,10 @@ def users_figure(
         },
         "xaxis": {"title": {"text": _("tokens per sequence")}},
         "yaxis": {"title": {"text": _("sequences served at once")}, "type": "log", "dtick": 1},
-        "height": 420,
+        "height": 500,
         "margin": {"t": 60, "b": 50, "l": 70, "r": 20},
-        "legend": {"font": {"size": 11}},
+        # Below the plot: beside it, five long names took half a phone's width and ran over the budget's label.
+        "legend": {"font": {"size": 11}, "orientation": "h", "x": 0, "xanchor": "left", "y": -0.2, "yanchor": "top"},
     }
     return {"data": data, "layout": layout}, csv
 
