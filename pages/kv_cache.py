@@ -10,6 +10,7 @@ from attn_core import PRESETS
 from attn_core.accounting import bytes_per_element
 from explorer import kv_cache as view
 from explorer.charts import format_bytes, show_chart
+from explorer.i18n import _, fmt, language
 from explorer.probes import FLOAT32_TOLERANCE
 from explorer.probes.decode import MAX_PROMPT_LEN, MAX_STEPS, MAX_TRACE_BATCH, MAX_TRACE_PARAMETERS, MAX_TRACE_WORK
 from explorer.probes.models import memory_budget
@@ -17,62 +18,81 @@ from explorer.state import bound, page_link, page_settings
 
 settings = page_settings()
 
-st.title("KV cache")
+st.title(_("KV cache"))
 st.markdown(
-    "A language model writes one token at a time. Without a cache, every new token would recompute the keys and "
-    "values of all the tokens before it; with one, each token's keys and values are computed once, stored, and read "
-    "back at every later step. The cache changes the **cost**, never the **result** — and how big it grows is where "
-    "MHA, MQA, GQA and MLA differ most."
+    _(
+        "A language model writes one token at a time. Without a cache, every new token would recompute the keys and "
+        "values of all the tokens before it; with one, each token's keys and values are computed once, stored, and "
+        "read back at every later step. The cache changes the **cost**, never the **result** — and how big it grows "
+        "is where MHA, MQA, GQA and MLA differ most."
+    )
 )
 page_link(
     "pages/trained.py",
-    label="A trained model writing, with its real cache: SmolLM2-135M (9 query heads, 3 KV heads)",
+    label=_("A trained model writing, with its real cache: SmolLM2-135M (9 query heads, 3 KV heads)"),
     icon=":material/psychology:",
 )
 
 # --- 1. step by step ------------------------------------------------------------------------------------------------
-st.header("Decode step by step", divider="gray")
-left, middle, right = st.columns(3)
+st.header(_("Decode step by step"), divider="gray")
+left, right = st.columns(2)  # the pitfall's toggle on a line of its own: a label in a third of a row was cut short
 with left:
     prompt_len = bound(
-        view.PROMPT, lambda key: st.slider("Prompt tokens (prefilled at once)", 1, MAX_PROMPT_LEN, key=key)
+        view.PROMPT, lambda key: st.slider(_("Prompt tokens (prefilled at once)"), 1, MAX_PROMPT_LEN, key=key)
     )
-with middle:
-    steps = bound(view.STEPS, lambda key: st.slider("Tokens to generate (one at a time)", 1, MAX_STEPS, key=key))
 with right:
-    repeated = bound(
-        view.REPEAT,
-        lambda key: st.toggle(
-            "Also cache K/V after repeat_interleave (the naive GQA pitfall)",
-            key=key,
-            help="Naive GQA code repeats each KV head for every query head of its group and then caches the copies.",
-        ),
-    )
+    steps = bound(view.STEPS, lambda key: st.slider(_("Tokens to generate (one at a time)"), 1, MAX_STEPS, key=key))
+repeated = bound(
+    view.REPEAT,
+    lambda key: st.toggle(
+        _("Also cache K/V after `repeat_interleave` (the naive GQA pitfall)"),
+        key=key,
+        help=_("Naive GQA code repeats each KV head for every query head of its group and then caches the copies."),
+    ),
+)
 
 
 traces, skipped = view.traces_for(settings, prompt_len, steps, repeated)
 batch = view.trace_batch(settings)
+bounds = _(
+    "Real layers at the sidebar's settings, float32 weights drawn from seed {seed}, fed {tokens} fixed random "
+    "token vectors (batch {batch}). The layer computes in float32 so the comparison with a full recompute shows "
+    "round-off only; a copy of everything it caches is kept in {dtype}, and the bytes shown are that copy's. This "
+    "runs on the server's CPU at every new setting, so it is bounded: up to {prompt} prompt tokens, {steps} "
+    "generated, {sequences} sequences, layers of up to {weights} M weights, and weights × tokens × batch up to "
+    "{work} M multiply-adds a pass.",
+    seed=str(settings.seed),
+    tokens=prompt_len + steps,
+    batch=batch,
+    dtype=settings.dtype,
+    prompt=MAX_PROMPT_LEN,
+    steps=MAX_STEPS,
+    sequences=MAX_TRACE_BATCH,
+    weights=round(MAX_TRACE_PARAMETERS / 1e6),
+    work=round(MAX_TRACE_WORK / 1e6),
+)
 st.caption(
-    f"Real layers at the sidebar's settings, float32 weights drawn from seed {settings.seed}, fed {prompt_len + steps} "
-    f"fixed random token vectors (batch {batch}). The layer computes in float32 so the comparison with a full recompute "
-    f"shows round-off only; a copy of everything it caches is kept in {settings.dtype}, and the bytes shown are that "
-    f"copy's. This runs on the server's CPU at every new setting, so it is bounded: up to {MAX_PROMPT_LEN} prompt "
-    f"tokens, {MAX_STEPS} generated, {MAX_TRACE_BATCH} sequences, layers of up to {MAX_TRACE_PARAMETERS / 1e6:g} M "
-    f"weights, and weights × tokens × batch up to {MAX_TRACE_WORK / 1e6:g} M multiply-adds a pass."
-    + (f" The sidebar's batch is {settings.batch}; this decode runs {batch}." if settings.batch > batch else "")
+    bounds
+    if settings.batch <= batch
+    else view.sentences(
+        bounds,
+        _("The sidebar's batch is {sidebar}; this decode runs {batch}.", sidebar=settings.batch, batch=batch),
+    )
 )
 if skipped:
     st.info(
-        "Not traced at these settings:\n\n"
+        _("Not traced at these settings:")
+        + "\n\n"
         + "\n".join(f"- {note}" for note in skipped)
-        + "\n\nThe whole-model sections below run at any size (on the meta device).",
+        + "\n\n"
+        + _("The whole-model sections below run at any size (on the meta device)."),
         icon=":material/speed:",
     )
 
 
 def step_slider(key: str) -> int:
     st.session_state[key] = min(max(st.session_state[key], 0), steps)  # steps may have just shrunk
-    return st.slider("Step (0 = right after the prefill)", 0, steps, key=key)
+    return st.slider(_("Step (0 = right after the prefill)"), 0, steps, key=key)
 
 
 # ▶ Play steps through the decode on the server: the step slider, the printed shapes, the table and both charts
@@ -104,75 +124,99 @@ def step_section() -> None:
             st.rerun(scope="app")
     step = bound(view.STEP, step_slider, (0, steps))
     st.markdown(
-        f"What each cache holds after step {step}, printed as a decode loop would log it "
-        "(shapes are **[batch, heads stored, tokens, width]**):"
+        _(
+            "What each cache holds after step {step}, printed as a decode loop would log it "
+            "(shapes are **[batch, heads stored, tokens, width]**):",
+            step=step,
+        )
     )
-    st.code(view.step_log(traces, step), language=None)
-    st.dataframe(view.step_table(traces, step), hide_index=True, width="stretch")
+    st.code(view.step_log(traces, step), language=None, wrap_lines=True)  # no sideways scroll on a projector
+    st.dataframe(
+        view.step_table(traces, step),
+        hide_index=True,
+        width="stretch",
+        column_config={_("Cache"): st.column_config.TextColumn(width=120)},  # "MQA repeated" in full
+    )
     worst = max(max(trace.max_abs_diff) for trace in traces.values())
     show_chart(
         view.diff_figure(traces, step),
         name="kv-cache-recompute-difference",
         rows=view.cache_size_rows(traces),
-        caption=(
-            f"Every step stays far below {FLOAT32_TOLERANCE:.0e} (largest here: {worst:.1e}, outputs up to "
-            f"{max(t.out_scale for t in traces.values()):.2g}): the cache changes the cost, not the result. The "
-            "reference is one pass over the whole sequence without a cache; with causal attention its row t is what "
-            "recomputing the prefix up to t gives. MLA decodes with absorbed weights, its reference up-projects: they "
-            f"agree too. Exact zeros are drawn at {view.DIFF_FLOOR:g}."
+        caption=_(
+            "Every step stays far below {tolerance} (largest here: {worst}, outputs up to {scale}): the cache changes "
+            "the cost, not the result. The reference is one pass over the whole sequence without a cache; with causal "
+            "attention its row $t$ is what recomputing the prefix up to $t$ gives. MLA decodes with absorbed weights, "
+            "its reference up-projects: they agree too. Exact zeros are drawn at {floor}.",
+            tolerance=f"{FLOAT32_TOLERANCE:.0e}",
+            worst=f"{worst:.1e}",
+            scale=view.sig(max(t.out_scale for t in traces.values()), 2),
+            floor=f"{view.DIFF_FLOOR:g}",
         ),
     )
 
-    st.header("Cache size as tokens arrive", divider="gray")
+    st.header(_("Cache size as tokens arrive"), divider="gray")
     show_chart(
         view.cache_size_figure(traces, step),
         name="kv-cache-bytes-per-step",
         rows=view.cache_size_rows(traces),
-        caption=(
+        caption=_(
             "Bytes held (dots, measured) grow by one token's worth per step and sit exactly on the closed form (the "
-            "wide pale line beneath): batch × tokens × (2·KV heads·head_dim, or d_c + d_h^R for MLA) × bytes per "
-            "number. The dashed step line is what is preallocated: the buffer doubles when full, so it runs ahead of "
-            "what is held. Repeated-head caches (open rings) land on MHA's line. ▶ Play moves through the steps in your "
-            "browser; click a legend entry to hide a cache."
+            "wide pale line beneath): $B \\times T \\times 2 g d_h$ numbers for $g$ KV heads of width $d_h$, or "
+            "$B \\times T \\times (d_c + d_h^R)$ for MLA, times the bytes per number. The dashed step line is what "
+            "is preallocated: the buffer doubles when full, so it runs ahead of what is held. Repeated-head caches "
+            "(open rings) land on MHA's line. ▶ Play moves through the steps; click a legend entry to hide a cache."
         ),
     )
     if repeated:
         pitfalls = {name: trace for name, trace in traces.items() if name.endswith("repeated")}
         if not pitfalls:
-            st.info("No variant shown here shares KV heads (MHA and MLA have nothing to repeat): choose GQA or MQA.")
+            st.info(_("No variant shown here shares KV heads (MHA and MLA have nothing to repeat): choose GQA or MQA."))
         for name, trace in pitfalls.items():
             honest = traces.get(name.removesuffix(" repeated"))
             if honest is None:
                 continue
             wasted = trace.nbytes[step] - honest.nbytes[step]
             st.warning(
-                f"**{name}**: at step {step} the repeated cache holds {format_bytes(trace.nbytes[step])} where "
-                f"{format_bytes(honest.nbytes[step])} is all the layer needs — {format_bytes(wasted)} wasted, "
-                f"{trace.nbytes[step] / honest.nbytes[step]:.3g}× the memory, as large as MHA's. Its outputs are "
-                f"the same (max |Δ| vs full recompute {max(trace.max_abs_diff):.1e}): the copies add nothing. "
-                "Cache the KV heads as projected and let attention share them.",
+                _(
+                    "**{name}**: at step {step} the repeated cache holds {held} where {needed} is all the layer needs "
+                    "— {wasted} wasted, {ratio}× the memory, as large as MHA's. Its outputs are the same (max |Δ| vs "
+                    "full recompute {diff}): the copies add nothing. Cache the KV heads as projected and let attention "
+                    "share them.",
+                    name=view.shown_name(name),
+                    step=step,
+                    held=format_bytes(trace.nbytes[step]),
+                    needed=format_bytes(honest.nbytes[step]),
+                    wasted=format_bytes(wasted),
+                    ratio=view.sig(trace.nbytes[step] / honest.nbytes[step]),
+                    diff=f"{max(trace.max_abs_diff):.1e}",
+                ),
                 icon=":material/content_copy:",
             )
     else:
-        st.caption("Switch on the pitfall above to see what caching the repeated heads costs, measured the same way.")
+        st.caption(
+            _("Switch on the pitfall above to see what caching the repeated heads costs, measured the same way.")
+        )
 
 
 if traces:
     playing = bool(st.session_state.get(PLAYING))
     st.button(
-        "❚❚ Pause" if playing else "▶ Play the steps",
+        _("❚❚ Pause") if playing else _("▶ Play the steps"),
         on_click=pause if playing else play,
         key="kv_play",
-        help="Steps through the decode one token at a time: the slider, the shapes, the table and the charts move together.",
+        help=_(
+            "Steps through the decode one token at a time: the slider, the shapes, the table and the charts move "
+            "together."
+        ),
     )
     st.fragment(run_every=PLAY_SECONDS if playing else None)(step_section)()
 
 
 # --- 3 and 4. whole models ------------------------------------------------------------------------------------------
-st.header("Published models, and what if they kept their cache another way", divider="gray")
+st.header(_("Published models, and what if they kept their cache another way"), divider="gray")
 cols = st.columns([2, 1, 1, 1])
 with cols[0]:
-    model = bound(view.MODEL, lambda key: st.selectbox("Model", view.MODEL.options, key=key))
+    model = bound(view.MODEL, lambda key: st.selectbox(_("Model"), view.MODEL.options, key=key))
 preset = PRESETS[model]
 group_options = view.group_options(preset.attention.n_heads)
 groups_key = f"view_{view.GROUPS.name}"
@@ -181,13 +225,13 @@ if groups_key in st.session_state and st.session_state[groups_key] not in group_
 with cols[1]:
     groups = bound(  # starts from the model's own choice (its KV heads, or the divisor of its heads nearest 8)
         replace(view.GROUPS, default=view.preferred_groups(model)),
-        lambda key: st.select_slider("What-if GQA groups", group_options, key=key),
+        lambda key: st.select_slider(_("What-if GQA groups $g$"), group_options, key=key),
         group_options,
     )
 with cols[2]:
-    latent = bound(view.LATENT, lambda key: st.select_slider("What-if MLA d_c", view.LATENT.options, key=key))
+    latent = bound(view.LATENT, lambda key: st.select_slider(_("What-if MLA $d_c$"), view.LATENT.options, key=key))
 with cols[3]:
-    rope_dim = bound(view.ROPE, lambda key: st.select_slider("What-if MLA d_h^R", view.ROPE.options, key=key))
+    rope_dim = bound(view.ROPE, lambda key: st.select_slider(_("What-if MLA $d_h^R$"), view.ROPE.options, key=key))
 
 
 def notes_example() -> None:
@@ -197,7 +241,7 @@ def notes_example() -> None:
 
 
 st.button(
-    "Try it: Llama-2-7B re-expressed as MLA with d_c 512 and d_h^R 128",
+    _("Try it: Llama-2-7B re-expressed as MLA with $d_c = 512$ and $d_h^R = 128$"),
     on_click=notes_example,
     icon=":material/school:",
     key="kv_example",
@@ -205,28 +249,55 @@ st.button(
 
 attention = preset.attention
 st.caption(
-    f"**{model}**: {preset.n_layers} layers, d_model {attention.d_model}, {attention.n_heads} query heads of "
-    f"{attention.head_dim}, {preset.context_len:,}-token context, {view.parameter_text(preset.total_params)} parameters. "
-    f"Source: {preset.source}."
+    _(
+        "**{model}**: {layers} layers, $d_{{\\text{{model}}}}$ {width}, {heads} query heads of {head_dim}, {context}-token "
+        "context, {parameters} parameters. Source: `{source}`.",
+        model=model,
+        layers=preset.n_layers,
+        width=str(attention.d_model),
+        heads=attention.n_heads,
+        head_dim=str(attention.head_dim),
+        context=preset.context_len,
+        parameters=view.parameter_text(preset.total_params),
+        source=preset.source,
+    )
 )
 if preset.sliding_window is not None:
     st.info(
-        f"{model} attends within a sliding window of {preset.sliding_window:,} tokens, so each layer keeps a rolling "
-        f"cache of the last {preset.sliding_window:,} tokens: past that, the cache stops growing. The numbers below are "
-        f"measured on a cache holding those {preset.sliding_window:,} tokens (the core's cache does not evict; a "
-        "rolling buffer of that size is what the model needs).",
+        _(
+            "{model} attends within a sliding window of {window} tokens, so each layer keeps a rolling cache of the "
+            "last {window} tokens: past that, the cache stops growing. The numbers below are measured on a cache "
+            "holding those {window} tokens (the core's cache does not evict; a rolling buffer of that size is what "
+            "the model needs).",
+            model=model,
+            window=preset.sliding_window,
+        ),
         icon=":material/swap_horiz:",
     )
 if preset.not_modelled:
-    st.caption(f"Not modelled here: {preset.not_modelled}")
+    st.caption(_("Not modelled here: {what}", what=_(preset.not_modelled)))  # the core's notes: view.PRESET_NOTES
 
-rows = view.cached_model_rows(model, groups, latent, rope_dim, settings.dtype, settings.batch, repeated)
-st.dataframe(view.model_table(rows, model), hide_index=True, width="stretch")
+with st.spinner(_("Running the model's attention layer on the meta device…")):
+    rows = view.cached_model_rows(
+        model, groups, latent, rope_dim, settings.dtype, settings.batch, repeated, lang=language()
+    )
+st.dataframe(
+    view.model_table(rows, model),
+    hide_index=True,
+    width="stretch",
+    column_config={
+        header: st.column_config.TextColumn(**config) for header, config in view.model_columns(rows, model).items()
+    },
+)
 st.caption(
-    f"Each row is one real attention layer run on PyTorch's meta device (exact shapes and bytes, no memory used) "
-    f"over the model's context in {settings.dtype}, then × {preset.n_layers} layers. What-ifs keep the width, the "
-    'heads and d_h and change only what is cached. "= GQA with … groups" is numbers per token ÷ (2·d_h): the GQA '
-    "group count that would cache as much."
+    _(
+        "Each row is one real attention layer run on PyTorch's meta device (exact shapes and bytes, no memory used) "
+        "over the model's context in {dtype}, then × {layers} layers. What-ifs keep the width, the heads and $d_h$ "
+        'and change only what is cached. "As GQA groups" is numbers per token ÷ $2 d_h$: the GQA group count that '
+        "would cache as much.",
+        dtype=settings.dtype,
+        layers=preset.n_layers,
+    )
 )
 
 by_key = {row.key: row for row in rows}
@@ -234,39 +305,68 @@ mla, mha, published = by_key["mla"], by_key["mha"], by_key["published"]
 mla_saving = mha.elements_per_token_layer / mla.elements_per_token_layer
 if attention.variant == "mla":
     st.success(
-        f"**The DeepSeek-V2 paper's claim, measured:** {model}'s MLA caches {published.elements_per_token_layer:,} "
-        f"numbers per token per layer (d_c {attention.kv_lora_rank} + d_h^R {attention.qk_rope_head_dim}) — as much as "
-        f"GQA with only {published.gqa_equivalent_groups:.3g} groups of d_h {attention.head_dim}, while MHA with its "
-        f"{attention.n_heads} heads would cache {mha.elements_per_token_layer:,}: "
-        f"{mha.elements_per_token_layer / published.elements_per_token_layer:.3g}× more.",
+        _(
+            "**The DeepSeek-V2 paper's claim, measured:** {model}'s MLA caches {numbers} numbers per token per layer "
+            "($d_c$ {latent} + $d_h^R$ {rope}) — as much as GQA with only {groups} groups of $d_h$ {head_dim}, while "
+            "MHA with its {heads} heads would cache {mha}: {ratio}× more.",
+            model=model,
+            numbers=published.elements_per_token_layer,
+            latent=str(attention.kv_lora_rank),
+            rope=str(attention.qk_rope_head_dim),
+            groups=view.sig(published.gqa_equivalent_groups),
+            head_dim=str(attention.head_dim),
+            heads=attention.n_heads,
+            mha=mha.elements_per_token_layer,
+            ratio=view.sig(mha.elements_per_token_layer / published.elements_per_token_layer),
+        ),
         icon=":material/verified:",
     )
 st.markdown(
-    f"As MHA, {model} would keep **{mha.elements_per_token_layer:,}** numbers per token per layer "
-    f"(2 × {attention.n_heads} heads × {attention.head_dim}); as MLA with d_c {latent} + d_h^R {rope_dim}, "
-    f"**{mla.elements_per_token_layer:,}**: **{mla_saving:.3g}×** fewer, the cache of GQA with "
-    f"{mla.gqa_equivalent_groups:.3g} groups."
+    _(
+        "As MHA, {model} would keep **{mha}** numbers per token per layer ($2 \\times$ {heads} heads $\\times$ "
+        "{head_dim}); as MLA with $d_c$ {latent} + $d_h^R$ {rope}, **{mla}**: **{ratio}×** fewer, the cache of GQA "
+        "with {groups} groups.",
+        model=model,
+        mha=mha.elements_per_token_layer,
+        heads=attention.n_heads,
+        head_dim=str(attention.head_dim),
+        latent=str(latent),
+        rope=str(rope_dim),
+        mla=mla.elements_per_token_layer,
+        ratio=view.sig(mla_saving),
+        groups=view.sig(mla.gqa_equivalent_groups),
+    )
 )
 
-st.subheader("Will it fit? A whole model's cache against a memory budget")
+st.subheader(_("Will it fit? A whole model's cache against a memory budget"))
 left, right = st.columns(2)
 with left:
-    gpu_gib = bound(view.GPU_GIB, lambda key: st.select_slider("Memory per GPU (GiB)", view.GPU_GIB.options, key=key))
+    gpu_gib = bound(
+        view.GPU_GIB, lambda key: st.select_slider(_("Memory per GPU (GiB)"), view.GPU_GIB.options, key=key)
+    )
 with right:
-    gpus = bound(view.GPUS, lambda key: st.select_slider("GPUs", view.GPUS.options, key=key))
+    gpus = bound(view.GPUS, lambda key: st.select_slider(_("GPUs"), view.GPUS.options, key=key))
 budget = memory_budget(preset, gpu_gib=gpu_gib, gpus=gpus, dtype=settings.dtype)
 metrics = st.columns(3)
-metrics[0].metric("Memory", format_bytes(budget.memory), help=f"{gpus} × {gpu_gib} GiB")
+metrics[0].metric(_("Memory"), format_bytes(budget.memory), help=f"{fmt(gpus)} × {fmt(gpu_gib)} GiB")
 metrics[1].metric(
-    f"Weights ({settings.dtype})",
+    _("Weights ({dtype})", dtype=settings.dtype),
     format_bytes(budget.weights),
-    help=f"{view.parameter_text(preset.total_params)} parameters × {bytes_per_element(settings.dtype)} bytes, in the cache's dtype",
+    help=_(
+        "{parameters} parameters × {size} bytes, in the cache's dtype",
+        parameters=view.parameter_text(preset.total_params),
+        size=bytes_per_element(settings.dtype),
+    ),
 )
-metrics[2].metric("Left for the KV cache", format_bytes(max(budget.left, 0)))
+metrics[2].metric(_("Left for the KV cache"), format_bytes(max(budget.left, 0)))
 if budget.left <= 0:
     st.warning(
-        f"{model}'s weights alone ({format_bytes(budget.weights)}) do not fit in {format_bytes(budget.memory)}: "
-        "add GPUs or memory to leave room for a cache.",
+        _(
+            "{model}'s weights alone ({weights}) do not fit in {memory}: add GPUs or memory to leave room for a cache.",
+            model=model,
+            weights=format_bytes(budget.weights),
+            memory=format_bytes(budget.memory),
+        ),
     )
 what_if = {"groups": groups, "latent": latent, "rope_dim": rope_dim}
 figure, csv_rows = view.scale_figure(model, rows, what_if, batch=settings.batch, dtype=settings.dtype, budget=budget)
@@ -274,11 +374,24 @@ show_chart(
     figure,
     name="kv-cache-whole-model",
     rows=csv_rows,
-    caption=(
-        f"Layers × batch ({settings.batch}, from the sidebar) × tokens: the cache grows linearly with each"
-        + (f", until the {preset.sliding_window:,}-token window" if preset.sliding_window else "")
-        + ". Where a line crosses the red budget (×), that way of caching runs out of memory; lines leaving the top "
-        "ran out long before. Lines: closed form; diamonds: measured on the meta device at the full context."
+    caption=view.sentences(
+        _(
+            "Layers × batch ({batch}, from the sidebar) × tokens: the cache grows linearly with each, until the "
+            "{window}-token window.",
+            batch=settings.batch,
+            window=preset.sliding_window,
+        )
+        if preset.sliding_window
+        else _(
+            "Layers × batch ({batch}, from the sidebar) × tokens: the cache grows linearly with each.",
+            batch=settings.batch,
+        ),
+        _(
+            "The bytes are on a log scale, so that caches a hundred times apart both show: each way of caching sits a "
+            "constant ratio from the others. Where a line crosses the red budget (×), that way of caching runs out of "
+            "memory; lines leaving the top ran out long before. Lines: closed form; diamonds: measured on the meta device "
+            "at the full context."
+        ),
     ),
 )
 if budget.left > 0:
@@ -287,15 +400,22 @@ if budget.left > 0:
         users,
         name="kv-cache-sequences-that-fit",
         rows=users_csv,
-        caption=(
+        caption=_(
             "Concurrent users: how many sequences' caches fit beside the weights, for each length (log scale). The "
             "gap between two lines is the ratio of their caches per token: the sharing of KV heads, or the latent, "
             "multiplies the users one GPU can serve."
         ),
     )
-st.dataframe(view.fit_table(model, rows, batch=settings.batch, budget=budget), hide_index=True, width="stretch")
+st.dataframe(
+    view.fit_table(model, rows, batch=settings.batch, budget=budget),
+    hide_index=True,
+    width="stretch",
+    column_config={_("Cache kept"): st.column_config.TextColumn(width="medium")},
+)
 st.caption(
-    "Answers from the measured bytes per token: how long each of the sidebar's batch of sequences can grow, and how "
-    "many users with a full context can be served at once. Activations and other runtime buffers also need room, so "
-    "real servers fit somewhat fewer."
+    _(
+        "Answers from the measured bytes per token: how long each of the sidebar's batch of sequences can grow, and "
+        "how many users with a full context can be served at once. Activations and other runtime buffers also need "
+        "room, so real servers fit somewhat fewer."
+    )
 )

@@ -20,6 +20,7 @@ from attn_core.accounting import as_dtype, kv_cache_bytes, parameter_count, repe
 from attn_core.build import build_attention
 from attn_core.cache import empty_cache
 from attn_core.config import AttentionConfig
+from explorer.i18n import N_
 
 # Bounds of the step-by-step decode: it runs real float32 layers on the server's CPU at every new setting.
 MAX_PROMPT_LEN = 64
@@ -72,26 +73,55 @@ class StoredCopy:
         return self.working.append(*tensors)
 
 
+class TraceTooHeavy(ValueError):
+    """Why a trace is not run: a message (English, marked for the catalog) and its values, so that a page can show it
+    in its reader's language (explorer.i18n._(error.message, **error.values)); str() is the English sentence."""
+
+    def __init__(self, message: str, **values: int | str):
+        self.message, self.values = message, values
+        super().__init__(message.format(**{k: f"{v:,}" if isinstance(v, int) else v for k, v in values.items()}))
+
+
 def check_trace_bounds(cfg: AttentionConfig, *, prompt_len: int, steps: int, batch: int) -> None:
-    """Raise ValueError, with a sentence, when a trace would be too heavy to run for an interactive page."""
+    """Raise TraceTooHeavy (a ValueError), with a sentence, when a trace would be too heavy for an interactive page."""
     if not 1 <= prompt_len <= MAX_PROMPT_LEN:
-        raise ValueError(f"prompt_len={prompt_len}: the step-by-step decode takes 1 to {MAX_PROMPT_LEN} prompt tokens.")
+        raise TraceTooHeavy(
+            N_("prompt_len={value}: the step-by-step decode takes 1 to {most} prompt tokens."),
+            value=str(prompt_len),
+            most=MAX_PROMPT_LEN,
+        )
     if not 1 <= steps <= MAX_STEPS:
-        raise ValueError(f"steps={steps}: the step-by-step decode generates 1 to {MAX_STEPS} tokens.")
+        raise TraceTooHeavy(
+            N_("steps={value}: the step-by-step decode generates 1 to {most} tokens."), value=str(steps), most=MAX_STEPS
+        )
     if not 1 <= batch <= MAX_TRACE_BATCH:
-        raise ValueError(f"batch={batch}: the step-by-step decode runs 1 to {MAX_TRACE_BATCH} sequences.")
+        raise TraceTooHeavy(
+            N_("batch={value}: the step-by-step decode runs 1 to {most} sequences."),
+            value=str(batch),
+            most=MAX_TRACE_BATCH,
+        )
     parameters = parameter_count(cfg)
     if parameters > MAX_TRACE_PARAMETERS:
-        raise ValueError(
-            f"{parameters:,} weights; the step-by-step decode runs layers of at most "
-            f"{MAX_TRACE_PARAMETERS:,}: choose a smaller d_model (or latent width)."
+        raise TraceTooHeavy(
+            N_(
+                "{weights} weights; the step-by-step decode runs layers of at most {most}: choose a smaller "
+                "$d_{{\\text{{model}}}}$ (or latent width $d_c$)."
+            ),
+            weights=parameters,
+            most=MAX_TRACE_PARAMETERS,
         )
     work = parameters * (prompt_len + steps) * batch
     if work > MAX_TRACE_WORK:
-        raise ValueError(
-            f"{parameters:,} weights × {prompt_len + steps} tokens × batch {batch} = {work / 1e6:,.0f} M multiply-adds "
-            f"a pass, above the {MAX_TRACE_WORK / 1e6:,.0f} M this page runs at each new setting: use fewer tokens, a "
-            "smaller batch or a smaller d_model."
+        raise TraceTooHeavy(
+            N_(
+                "{weights} weights × {tokens} tokens × batch {batch} = {work} M multiply-adds a pass, above the "
+                "{most} M this page runs at each new setting: use fewer tokens, a smaller batch or a smaller $d_{{\\text{{model}}}}$."
+            ),
+            weights=parameters,
+            tokens=prompt_len + steps,
+            batch=batch,
+            work=round(work / 1e6),
+            most=round(MAX_TRACE_WORK / 1e6),
         )
 
 

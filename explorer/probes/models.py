@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from attn_core.accounting import bytes_per_element, kv_cache_bytes, repeated_kv_cache_bytes
 from attn_core.config import AttentionConfig
 from attn_core.presets import PRESETS, ModelPreset
-from explorer.words import count
+from explorer.i18n import _, n_
 
 from .measured import measure_cache
 
@@ -29,8 +29,8 @@ class ModelRow:
     key: str  # "published", "mha", "mqa", "gqa", "mla" or "published_repeated"
     variant: str
     repeated_heads: bool
-    label: str
-    description: str  # what one token leaves in one layer's cache, in a few words
+    label: str  # in the language of the run that built it: cache rows by language
+    description: str  # what one token leaves in one layer's cache, in a few words (same)
     elements_per_token_layer: int  # read off the measured cache
     elements_per_token_layer_formula: int
     bytes_per_token_layer: int
@@ -95,12 +95,29 @@ def what_if_configs(preset: ModelPreset, *, groups: int, latent: int, rope_dim: 
 
 
 def describe(cfg: AttentionConfig, *, repeated_heads: bool = False) -> str:
-    """What one token leaves in one layer's cache, in a few words."""
+    """What one token leaves in one layer's cache, in a few words (in this run's language)."""
     if cfg.variant == "mla":
-        return f"c_kv {cfg.kv_lora_rank} + k_rope {cfg.qk_rope_head_dim}, shared by {cfg.n_heads} heads"
+        return n_(
+            "c_kv {latent} + k_rope {rope}, shared by {n} head",
+            "c_kv {latent} + k_rope {rope}, shared by {n} heads",
+            cfg.n_heads,
+            latent=str(cfg.kv_lora_rank),
+            rope=str(cfg.qk_rope_head_dim),
+        )
     if repeated_heads:
-        return f"K, V copied out to {cfg.n_heads} heads × {cfg.head_dim}"
-    return f"K, V of {count(cfg.n_kv_heads, 'head')} × {cfg.head_dim}, for {count(cfg.n_heads, 'query head')}"
+        return n_(
+            "K, V copied out to {n} head × {width}",
+            "K, V copied out to {n} heads × {width}",
+            cfg.n_heads,
+            width=str(cfg.head_dim),
+        )
+    return n_(
+        "K, V of {heads} × {width}, for {n} query head",
+        "K, V of {heads} × {width}, for {n} query heads",
+        cfg.n_heads,
+        heads=n_("{n} head", "{n} heads", cfg.n_kv_heads),
+        width=str(cfg.head_dim),
+    )
 
 
 def tokens_held(preset: ModelPreset, tokens: int) -> int:
@@ -161,15 +178,16 @@ def model_rows(
 
 
 def label(key: str, cfg: AttentionConfig, preset: ModelPreset) -> str:
+    """A row's name in tables and legends (in this run's language)."""
     if key == "published":
-        return f"{preset.name} as published ({cfg.variant.upper()})"
+        return _("{model} as published ({variant})", model=preset.name, variant=cfg.variant.upper())
     if key == "published_repeated":
-        return f"{preset.name}, repeated K/V cached (pitfall)"
+        return _("{model}, repeated K/V cached (pitfall)", model=preset.name)
     if key == "gqa":
-        return f"as GQA, {count(cfg.n_kv_heads, 'group')}"
+        return n_("as GQA, {n} group", "as GQA, {n} groups", cfg.n_kv_heads)
     if key == "mla":
-        return f"as MLA, d_c {cfg.kv_lora_rank} + d_h^R {cfg.qk_rope_head_dim}"
-    return f"as {key.upper()}"
+        return _("as MLA, d_c {latent} + d_h^R {rope}", latent=str(cfg.kv_lora_rank), rope=str(cfg.qk_rope_head_dim))
+    return _("as {variant}", variant=key.upper())
 
 
 def model_bytes(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import time
 from pathlib import Path
 
@@ -239,3 +240,44 @@ def test_play_moves_the_step_slider_the_log_the_table_and_the_chart_together():
             seen.append(shown["slider"])
     assert seen == [0, 1, 2, 3, 4]
     assert at.button(key="kv_play").label.startswith("▶"), "Play stops at the last step"
+
+
+def test_whole_model_chart_at_default_settings_shows_the_variants_apart():
+    """#14 item 13: one sequence against an 80 GiB budget lay flat at zero, every variant on top of the others. On the
+    log byte axis each line at the full context sits clearly apart (a visible share of the plot's height) from every
+    line whose bytes differ, and the budget line is inside the plot."""
+    at = open_page(Settings().to_link())
+    assert_clean(at)
+    spec = chart(at, "Llama-2-7B: KV cache of 1 sequence")
+    yaxis = spec["layout"]["yaxis"]
+    assert yaxis["type"] == "log"
+    low, high = yaxis["range"]
+
+    def height(value: float) -> float:  # 0 at the bottom of the plot, 1 at its top
+        return (math.log10(value) - low) / (high - low)
+
+    ends = {t["name"]: t["customdata"][-1] for t in spec["data"] if t["mode"] == "lines"}
+    assert len(ends) == 5
+    distinct = sorted(set(ends.values()))
+    assert all(0.05 < height(b) < 1 for b in distinct)
+    assert min(height(b) - height(a) for a, b in zip(distinct, distinct[1:])) > 0.05
+    budget = spec["layout"]["shapes"][0]["y0"]
+    assert 0 < height(budget) <= 1
+    assert all(text.endswith(("B", "KiB", "MiB", "GiB", "TiB")) for text in yaxis["ticktext"])  # never Plotly's "G"
+
+
+@pytest.mark.parametrize("model", ["Llama-2-7B", "Mistral-7B"])
+def test_whole_model_table_headers_are_short_and_their_help_says_what_they_count(model):
+    """#14 item 13: "One sequence at 4,096 tokens, whole model" was clipped at 1400 px (nine columns of short
+    numbers: a header is as wide as its cells). Headers stay short; the context and the layer count move into the
+    column help."""
+    at = open_page(Settings().to_link() | {"kv_model": model, "kv_repeat": "1"})
+    assert_clean(at)
+    preset = PRESETS[model]
+    table = next(df for df in at.dataframe if "Numbers / token / layer" in df.value.columns)
+    assert max(len(str(name)) for name in table.value.columns) <= 26, list(table.value.columns)
+    helps = {name: config.get("help", "") for name, config in json.loads(table.proto.columns).items()}
+    held = min(preset.context_len, preset.sliding_window or preset.context_len)
+    assert f"{held:,} tokens" in helps["One sequence, all layers"]
+    assert f"{preset.n_layers} layers" in helps["One sequence, all layers"]
+    assert table.value.columns[0] == "Cache kept" and table.value.columns[-1] == "One token leaves"
