@@ -49,6 +49,7 @@ SKIPPED_FIELDS = {
     "tooltip",
     "payload",
     "code_text",
+    "divider",
 }
 # Chart JSON keys whose strings are data (categories, tokens, ids), not words.
 DATA_KEYS = {
@@ -119,6 +120,7 @@ DATA_KEYS = {
     "dragmode",
     "position",
     "texttemplate_",
+    "groupclick",
 }
 
 
