@@ -56,7 +56,9 @@ store = bound(
 )
 highlight = None if store == "none" else store
 
-left, right = st.columns([3, 2], gap="medium")
+# The figure, then the shapes, one under the other: side by side, a projector's 1024 px squeezed the table's notes to
+# a word a line and clipped the figure's notes (issue #14 item 9).
+left, right = st.container(), st.container()
 with left:
     moved, unmoved = view.separation(frames)
     width = view.probe_width(settings.d_model)

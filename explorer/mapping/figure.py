@@ -92,7 +92,10 @@ def _store_trace(frame: MorphFrame, stores: list[StoreBar], hover: list[str], hi
         base=[KV_BOTTOM] * len(stores),
         width=[s.width for s in stores],
         text=[s.short for s in stores],
-        textposition="inside",
+        # MLA's rotary key is a sliver beside the latent: its name goes above it, where it fits.
+        textposition=["outside" if s.label == "k_rope" else "inside" for s in stores],
+        constraintext="inside",
+        outsidetextfont=dict(color="#22252b", size=11, shadow="0px 0px 3px #f9f9f9"),
         insidetextanchor="middle",
         textangle=0,
         hovertext=hover,

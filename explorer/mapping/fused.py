@@ -13,8 +13,8 @@ from .computed import fused_result
 from .figure import PALETTE
 
 FUSED_LAYOUT_NAMES = {
-    "stacked": N_("stacked (GPT-2 c_attn, Phi-3 qkv_proj)"),
-    "grouped": N_("grouped (Falcon, BLOOM query_key_value)"),
+    "stacked": N_("stacked<br>(GPT-2, Phi-3)"),  # two short lines: the bars keep the width on a phone
+    "grouped": N_("grouped<br>(Falcon, BLOOM)"),
 }
 PROJECTION_NAMES = {"q": "query", "k": "key", "v": "value"}  # the CSV's values (data, not translated)
 # How a block's projection is said in the hover.
@@ -77,6 +77,9 @@ def fused_figure(result: FusedProjection, cfg: AttentionConfig) -> dict:
                         for row in blocks
                     ],
                     "fgcolor": "white",
+                    # Faint enough that a block's label stays legible on it (issue #14 item 13).
+                    "fgopacity": 0.45,
+                    "solidity": 0.25,
                     "fillmode": "overlay",
                 },
                 "line": {"color": "white", "width": 1 if labelled else 0},
@@ -99,16 +102,16 @@ def fused_figure(result: FusedProjection, cfg: AttentionConfig) -> dict:
                 "text": [f"{row['projection'][0]}{row['head']}" for row in blocks],
                 "textposition": "inside",
                 "insidetextanchor": "middle",
-                "textfont": {"color": "white", "size": 11},
+                "textfont": {"color": "white", "size": 12, "weight": 700, "shadow": "0px 0px 3px #22252b"},
             }
         data.append(trace)
     layout = {
         "barmode": "overlay",
-        "height": 190,
-        "margin": {"t": 30, "b": 45, "l": 10, "r": 10},
+        "height": 220,
+        "margin": {"t": 30, "b": 65, "l": 10, "r": 10},
         "bargap": 0.35,
         "xaxis": {
-            "title": {"text": _("rows of W_qkv ({rows} = (heads + 2 · KV heads) × head_dim)", rows=result.weight[0])},
+            "title": {"text": _("rows of W_qkv<br>{rows} = (heads + 2 · KV heads) × head_dim", rows=result.weight[0])},
             "range": [0, result.weight[0]],
         },
         "yaxis": {"autorange": "reversed", "automargin": True},

@@ -101,8 +101,9 @@ def cache_text(frame: MorphFrame, cfg: AttentionConfig, settings: Settings) -> s
         else f"2·{frame.n_kv_heads}·{settings.head_dim}"
     )
     return _(
-        "cached per token: {formula} = {n} numbers = {size} = <b>{ratio}× MHA</b><br>"
-        "whole cache at batch {batch} × {tokens} in {dtype}: <b>{total}</b>",
+        # Short lines: the annotation must fit a phone's width (Plotly does not wrap it).
+        "cached per token: <b>{ratio}× MHA</b><br>{formula} = {n} numbers = {size}<br>"
+        "whole cache: <b>{total}</b><br>batch {batch} × {tokens} in {dtype}",
         formula=formula,
         n=per_token,
         size=format_bytes(per_token * element),
