@@ -1,5 +1,7 @@
 """Head → KV mapping: which key/value store each query head reads, for MHA, GQA, MQA and MLA, animated."""
 
+import math
+
 import streamlit as st
 
 from explorer import mapping as view
@@ -7,6 +9,8 @@ from explorer.charts import show_chart
 from explorer.i18n import _, language, n_
 from explorer.probes.mapping import CONTEXT_TOKENS
 from explorer.state import bound, link_query, page_link, page_settings
+
+SUPERSCRIPTS = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
 
 settings = page_settings()
 
@@ -225,9 +229,9 @@ if variant == "mla":
             "share one key/value head as in MQA:"
         )
     )
-    st.latex(
-        r"q_{t,h}\, k_{s,h}^{\top} = q_{t,h}\,\big(c^{KV}_s W^{UK}_h\big)^{\top}"
-        r" = \big(q_{t,h}\, W^{UK\top}_h\big)\, c^{KV\top}_s"
+    st.latex(  # two lines: one would run off a phone's width
+        r"\begin{aligned} q_{t,h}\, k_{s,h}^{\top} &= q_{t,h}\,\big(c^{KV}_s W^{UK}_h\big)^{\top} \\"
+        r" &= \big(q_{t,h}\, W^{UK\top}_h\big)\, c^{KV\top}_s \end{aligned}"
     )
     with st.spinner(_("Timing MLA's two ways of decoding…")):
         ways = view.mla_ways(cfg, settings.seed)
@@ -244,7 +248,7 @@ if variant == "mla":
     closing = _(
         "(shorter when the naive step would pass {budget} FLOPs). The naive way's cost grows with the cache, since it "
         "up-projects every cached token at every step; the absorbed way reads the latent as it is.",
-        budget=f"{view.NAIVE_FLOP_BUDGET:.0e}",
+        budget=f"10{str(round(math.log10(view.NAIVE_FLOP_BUDGET))).translate(SUPERSCRIPTS)}",
     )
     timing = (
         _(
@@ -266,4 +270,4 @@ if variant == "mla":
             cached=ways.context_len,
         )
     )
-    st.caption(f"{timing} {closing}")
+    st.caption(view.sentences(timing, closing))
