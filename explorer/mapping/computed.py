@@ -34,7 +34,7 @@ def probe_width(d_model: int) -> int:
     return d_model if d_model <= FULL_WIDTH_LIMIT else NARROW_WIDTH
 
 
-@st.cache_data(max_entries=32, show_spinner="Reading which store each head reads off the layers…")
+@st.cache_data(max_entries=32, show_spinner=False)  # the page shows a spinner in its language
 @takes_turns
 def morph_frames(d_model: int, heads: int, latent: int, rope_dim: int, seed: int) -> list[MorphFrame]:
     """One probe result per animation step (groups, batch, length and dtype do not change them)."""
@@ -55,7 +55,7 @@ def timed_context(cfg: AttentionConfig) -> int:
     return max(1, min(MLA_TIMED_CONTEXT, int(NAIVE_FLOP_BUDGET // naive_up_projection_flops(cfg, 1))))
 
 
-@st.cache_data(max_entries=16, show_spinner="Timing MLA's two ways of decoding…")
+@st.cache_data(max_entries=16, show_spinner=False)  # the page shows a spinner in its language
 @takes_turns
 def mla_ways(cfg: AttentionConfig, seed: int) -> MlaWays:
     probe_cfg = narrowed(cfg, probe_width(cfg.d_model))

@@ -14,6 +14,7 @@ import streamlit as st
 
 from attn_core import AttentionConfig
 from explorer.charts import VARIANT_COLORS
+from explorer.i18n import _
 from explorer.probes.mapping import MorphFrame, morph_configs
 from explorer.settings import Settings
 
@@ -91,7 +92,10 @@ def _store_trace(frame: MorphFrame, stores: list[StoreBar], hover: list[str], hi
         base=[KV_BOTTOM] * len(stores),
         width=[s.width for s in stores],
         text=[s.short for s in stores],
-        textposition="inside",
+        # MLA's rotary key is a sliver beside the latent: its name goes above it, where it fits.
+        textposition=["outside" if s.label == "k_rope" else "inside" for s in stores],
+        constraintext="inside",
+        outsidetextfont=dict(color="#22252b", size=11, shadow="0px 0px 3px #f9f9f9"),
         insidetextanchor="middle",
         textangle=0,
         hovertext=hover,
@@ -158,10 +162,10 @@ def _frame_content(frame: MorphFrame, cfg: AttentionConfig, settings: Settings, 
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
-def mapping_chart(settings: Settings, active: int, highlight: str | None) -> tuple[dict, list[dict]]:
-    """mapping_figure as the dict Streamlit sends, with its CSV rows, made once per (settings, step, highlight): at
-    128 heads building and serialising the animation is a large part of a rerun, which one that changed none of them
-    skips."""
+def mapping_chart(settings: Settings, active: int, highlight: str | None, lang: str) -> tuple[dict, list[dict]]:
+    """mapping_figure as the dict Streamlit sends, with its CSV rows, made once per (settings, step, highlight,
+    language: its words are in it): at 128 heads building and serialising the animation is a large part of a rerun,
+    which one that changed none of them skips."""
     frames = frames_for(settings)
     return mapping_figure(frames, active, settings, highlight).to_dict(), mapping_rows(frames)
 
@@ -185,7 +189,7 @@ def mapping_figure(frames: list[MorphFrame], active: int, settings: Settings, hi
                     "y": KV_BOTTOM - 0.04,
                     "xref": "x",
                     "yref": "y",
-                    "text": "dashed: MHA's cache per token",
+                    "text": _("dashed: MHA's cache per token"),
                     "showarrow": False,
                     "font": {"size": 10, "color": "#6f7a85"},
                     "xanchor": "right",
@@ -245,7 +249,7 @@ def mapping_figure(frames: list[MorphFrame], active: int, settings: Settings, hi
         yaxis=dict(
             range=[-0.66, 1.24],
             tickvals=[0, 1],
-            ticktext=["cached<br>per token", "query<br>heads"],
+            ticktext=[_("cached<br>per token"), _("query<br>heads")],
             showgrid=False,
             zeroline=False,
             fixedrange=True,
@@ -273,12 +277,12 @@ def mapping_figure(frames: list[MorphFrame], active: int, settings: Settings, hi
                 showactive=False,
                 buttons=[
                     dict(
-                        label="▶ Play",
+                        label=_("▶ Play"),
                         method="animate",
                         args=[None, animate | {"fromcurrent": True, "mode": "immediate"}],
                     ),
                     dict(
-                        label="❚❚ Pause",
+                        label=_("❚❚ Pause"),
                         method="animate",
                         args=[
                             [None],
@@ -301,7 +305,7 @@ def mapping_figure(frames: list[MorphFrame], active: int, settings: Settings, hi
                 xanchor="left",
                 yanchor="top",
                 pad=dict(t=10, b=0),
-                currentvalue=dict(prefix="Step: ", xanchor="right", font=dict(size=12)),
+                currentvalue=dict(prefix=_("Step: "), xanchor="right", font=dict(size=12)),
                 steps=[
                     dict(
                         label=frame_label(frame),

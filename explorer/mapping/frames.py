@@ -2,10 +2,23 @@
 
 from __future__ import annotations
 
+from explorer.i18n import N_, _, language
 from explorer.probes.mapping import MorphFrame, ReadMapping
 from explorer.settings import Settings
 
 MAX_DRAWN = 32  # past this many heads (or KV heads) a row is drawn in labelled bundles of consecutive heads
+# Each variant's name in the notes' words (attn_core.VARIANT_NAMES is the library's, in English only).
+VARIANT_LABELS = {
+    "mha": N_("Multi-head attention"),
+    "mqa": N_("Multi-query attention"),
+    "gqa": N_("Grouped-query attention"),
+    "mla": N_("Multi-head latent attention"),
+}
+
+
+def variant_label(variant: str) -> str:
+    """ "GQA · Grouped-query attention", in this run's language."""
+    return f"{variant.upper()} · {_(VARIANT_LABELS[variant])}"
 
 
 def frame_key(settings: Settings, variant: str) -> str:
@@ -27,12 +40,12 @@ def frame_label(frame: MorphFrame) -> str:
 
 def store_label(name: str) -> str:
     if name == "none":
-        return "no store (show all)"
+        return _("no store (show all)")
     if name == "c_kv":
-        return "c_kv: the latent"
+        return _("c_kv: the latent")
     if name == "k_rope":
-        return "k_rope: the shared rotary key"
-    return f"KV head {name.removeprefix('kv')}"
+        return _("k_rope: the shared rotary key")
+    return _("KV head {index}", index=name.removeprefix("kv"))
 
 
 def readers(frame: MorphFrame | ReadMapping, store: str) -> list[int]:
@@ -67,5 +80,17 @@ def query_label(start: int, stop: int) -> str:
     return f"h{start}" if stop - start == 1 else f"h{start}–{stop - 1}"
 
 
-def head_span(start: int, stop: int, word: str) -> str:
-    return f"{word} {start}" if stop - start == 1 else f"{word}s {start}–{stop - 1}"
+def head_span(start: int, stop: int, kind: str) -> str:
+    """ "query head 3" / "query heads 0–3" (kind "query"), "KV head 1" / "KV heads 0–3" (kind "kv")."""
+    if kind == "kv":
+        if stop - start == 1:
+            return _("KV head {index}", index=str(start))
+        return _("KV heads {first}–{last}", first=str(start), last=str(stop - 1))
+    if stop - start == 1:
+        return _("query head {index}", index=str(start))
+    return _("query heads {first}–{last}", first=str(start), last=str(stop - 1))
+
+
+def sentences(*parts: str) -> str:
+    """Whole translated sentences side by side: a space between English ones, none between Chinese ones."""
+    return ("" if language() == "zh" else " ").join(part for part in parts if part)

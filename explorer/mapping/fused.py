@@ -6,17 +6,19 @@ import streamlit as st
 
 from attn_core import AttentionConfig
 from explorer.charts import PLOTLY_TEMPLATE, difference, shape_text
+from explorer.i18n import N_, _, n_
 from explorer.probes.mapping import FusedProjection
-from explorer.words import count
 
 from .computed import fused_result
 from .figure import PALETTE
 
 FUSED_LAYOUT_NAMES = {
-    "stacked": "stacked (GPT-2 c_attn, Phi-3 qkv_proj)",
-    "grouped": "grouped (Falcon, BLOOM query_key_value)",
+    "stacked": N_("stacked<br>(GPT-2, Phi-3)"),  # two short lines: the bars keep the width on a phone
+    "grouped": N_("grouped<br>(Falcon, BLOOM)"),
 }
-PROJECTION_NAMES = {"q": "query", "k": "key", "v": "value"}
+PROJECTION_NAMES = {"q": "query", "k": "key", "v": "value"}  # the CSV's values (data, not translated)
+# How a block's projection is said in the hover.
+PROJECTION_WORDS = {"query": N_("query head {head}"), "key": N_("key head {head}"), "value": N_("value head {head}")}
 FUSED_LABELS_UP_TO = 40  # blocks labelled inside the bar up to this many per layout
 
 
@@ -40,10 +42,16 @@ def fused_block_rows(result: FusedProjection, cfg: AttentionConfig) -> list[dict
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
-def fused_chart(cfg: AttentionConfig, seed: int, batch: int, seq_len: int) -> tuple[dict, list[dict]]:
-    """fused_figure with its CSV rows, made once per setting."""
+def fused_chart(cfg: AttentionConfig, seed: int, batch: int, seq_len: int, lang: str) -> tuple[dict, list[dict]]:
+    """fused_figure with its CSV rows, made once per setting and language (its words are in the figure)."""
     result = fused_result(cfg, seed, batch, seq_len)
     return fused_figure(result, cfg), fused_block_rows(result, cfg)
+
+
+def _head_word(row: dict) -> str:
+    """ "key head 3" for a block's hover, in this run's language."""
+    message = PROJECTION_WORDS[row["projection"]]
+    return _(message, head=str(row["head"]))
 
 
 def fused_figure(result: FusedProjection, cfg: AttentionConfig) -> dict:
@@ -58,7 +66,7 @@ def fused_figure(result: FusedProjection, cfg: AttentionConfig) -> dict:
         trace = {
             "type": "bar",
             "orientation": "h",
-            "y": [name] * len(blocks),
+            "y": [_(name)] * len(blocks),
             "x": [cfg.head_dim] * len(blocks),
             "base": [row["first_row"] for row in blocks],
             "marker": {
@@ -69,15 +77,24 @@ def fused_figure(result: FusedProjection, cfg: AttentionConfig) -> dict:
                         for row in blocks
                     ],
                     "fgcolor": "white",
+                    # Faint enough that a block's label stays legible on it (issue #14 item 13).
+                    "fgopacity": 0.45,
+                    "solidity": 0.25,
                     "fillmode": "overlay",
                 },
                 "line": {"color": "white", "width": 1 if labelled else 0},
             },
             "customdata": [
-                [row["first_row"], row["last_row"], row["projection"], row["head"], row["kv_group"]] for row in blocks
+                [
+                    row["first_row"],
+                    row["last_row"],
+                    _head_word(row),
+                    row["kv_group"],
+                ]
+                for row in blocks
             ],
-            "hovertemplate": "rows %{customdata[0]}–%{customdata[1]}: %{customdata[2]} head %{customdata[3]}"
-            " · KV group %{customdata[4]}<extra></extra>",
+            "hovertemplate": _("rows %{customdata[0]}–%{customdata[1]}: %{customdata[2]} · KV group %{customdata[3]}")
+            + "<extra></extra>",
             "showlegend": False,
         }
         if labelled:
@@ -85,16 +102,16 @@ def fused_figure(result: FusedProjection, cfg: AttentionConfig) -> dict:
                 "text": [f"{row['projection'][0]}{row['head']}" for row in blocks],
                 "textposition": "inside",
                 "insidetextanchor": "middle",
-                "textfont": {"color": "white", "size": 11},
+                "textfont": {"color": "white", "size": 12, "weight": 700, "shadow": "0px 0px 3px #22252b"},
             }
         data.append(trace)
     layout = {
         "barmode": "overlay",
-        "height": 190,
-        "margin": {"t": 30, "b": 45, "l": 10, "r": 10},
+        "height": 220,
+        "margin": {"t": 30, "b": 65, "l": 10, "r": 10},
         "bargap": 0.35,
         "xaxis": {
-            "title": {"text": f"rows of W_qkv ({result.weight[0]:,} = (heads + 2 · KV heads) × head_dim)"},
+            "title": {"text": _("rows of W_qkv<br>{rows} = (heads + 2 · KV heads) × head_dim", rows=result.weight[0])},
             "range": [0, result.weight[0]],
         },
         "yaxis": {"autorange": "reversed", "automargin": True},
@@ -108,24 +125,36 @@ def fused_agreement(result: FusedProjection) -> str:
     """How closely each layout's fused product matched the separate projections, for the caption."""
     said = {layout: difference(found.max_abs_diff) for layout, found in result.layouts.items()}
     if len(set(said.values())) == 1:
-        return f"in both layouts {next(iter(said.values()))}"
-    return " and ".join(f"{layout} {text}" for layout, text in said.items())
+        return _("in both layouts {agreement}", agreement=next(iter(said.values())))
+    return _(
+        "stacked {stacked} and grouped {grouped}", stacked=said.get("stacked", ""), grouped=said.get("grouped", "")
+    )
 
 
 def fused_shape_table(result: FusedProjection, cfg: AttentionConfig) -> list[dict]:
+    step, shape, note = _("Step"), _("Shape"), _("Note")
     return [
         {
-            "Step": "W_qkv",
-            "Shape": shape_text(result.weight),
-            "Note": f"{count(cfg.n_heads, 'query head')} + {count(cfg.n_kv_heads, 'key head')} + "
-            f"{count(cfg.n_kv_heads, 'value head')}, {cfg.head_dim} rows each, by d_model",
+            step: "W_qkv",
+            shape: shape_text(result.weight),
+            note: _(
+                "{queries} + {keys} + {values}, {rows} rows each, by d_model",
+                queries=n_("{n} query head", "{n} query heads", cfg.n_heads),
+                keys=n_("{n} key head", "{n} key heads", cfg.n_kv_heads),
+                values=n_("{n} value head", "{n} value heads", cfg.n_kv_heads),
+                rows=cfg.head_dim,
+            ),
         },
-        {"Step": "qkv = x · W_qkvᵀ", "Shape": shape_text(result.fused), "Note": "one matrix product for all three"},
-        {"Step": "q", "Shape": shape_text(result.q), "Note": "its columns, cut as the layout says"},
         {
-            "Step": "k",
-            "Shape": shape_text(result.k),
-            "Note": f"{count(cfg.n_kv_heads, 'head')}: fusing does not repeat them",
+            step: "[q ; k ; v] = x · W_qkvᵀ",
+            shape: shape_text(result.fused),
+            note: _("one matrix product for all three"),
         },
-        {"Step": "v", "Shape": shape_text(result.v), "Note": "then on as in the table above"},
+        {step: "q", shape: shape_text(result.q), note: _("its columns, cut as the layout says")},
+        {
+            step: "k",
+            shape: shape_text(result.k),
+            note: n_("{n} head: fusing does not repeat them", "{n} heads: fusing does not repeat them", cfg.n_kv_heads),
+        },
+        {step: "v", shape: shape_text(result.v), note: _("then on as in the table above")},
     ]

@@ -48,7 +48,7 @@ def store_bars(frame: MorphFrame, cfg: AttentionConfig, settings: Settings) -> l
     else:
         groups = [
             (
-                head_span(a, b, "KV head"),
+                head_span(a, b, "kv"),
                 f"kv{a}" if b - a == 1 else f"kv{a}–{b - 1}",
                 list(range(a, b)),
                 (b - a) * 2 * cfg.head_dim,

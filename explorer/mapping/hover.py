@@ -5,9 +5,9 @@ from __future__ import annotations
 from attn_core import AttentionConfig
 from attn_core.accounting import bytes_per_element, kv_cache_bytes
 from explorer.charts import format_bytes
+from explorer.i18n import _, n_
 from explorer.probes.mapping import MorphFrame
 from explorer.settings import Settings
-from explorer.words import count
 
 from .frames import head_span, ranges_text, readers, store_label
 from .geometry import QueryBar, StoreBar
@@ -25,18 +25,23 @@ def read_text(frame: MorphFrame, cfg: AttentionConfig, settings: Settings) -> st
     if frame.variant == "mla":
         dc, dr = cfg.kv_lora_rank, cfg.qk_rope_head_dim
         per_head_bytes = batch * tokens * (dc + dr) * element
-        return (
-            f"per head: c_kv {dims}{dc}] and k_rope {dims}{dr}], the same for every head<br>"
-            f"its own K, V are rebuilt from them: K_h {dims}{cfg.qk_nope_head_dim + dr}], V_h {dims}{cfg.v_head_dim}]<br>"
-            f"cache bytes read per head and decode step: {format_bytes(per_head_bytes)}"
+        return _(
+            "per head: c_kv {c_kv} and k_rope {k_rope}, the same for every head<br>"
+            "its own K, V are rebuilt from them: K_h {k}, V_h {v}<br>"
+            "cache bytes read per head and decode step: {size}",
+            c_kv=f"{dims}{dc}]",
+            k_rope=f"{dims}{dr}]",
+            k=f"{dims}{cfg.qk_nope_head_dim + dr}]",
+            v=f"{dims}{cfg.v_head_dim}]",
+            size=format_bytes(per_head_bytes),
         )
     group = settings.heads // frame.n_kv_heads
     per_head_bytes = 2 * batch * tokens * cfg.head_dim * element
-    return (
-        f"per head: K and V of its KV head, {dims}{cfg.head_dim}] each<br>"
-        f"cache bytes read per head and decode step: {format_bytes(per_head_bytes)}"
-        + (f"<br>(the same bytes serve all {group} heads of a group)" if group > 1 else "")
-    )
+    return _(
+        "per head: K and V of its KV head, {shape} each<br>cache bytes read per head and decode step: {size}",
+        shape=f"{dims}{cfg.head_dim}]",
+        size=format_bytes(per_head_bytes),
+    ) + ("<br>" + _("(the same bytes serve all {n} heads of a group)", n=group) if group > 1 else "")
 
 
 def query_hover(frame: MorphFrame, bars: list[QueryBar], read: str) -> list[str]:
@@ -44,13 +49,17 @@ def query_hover(frame: MorphFrame, bars: list[QueryBar], read: str) -> list[str]
     hover = []
     for bar in bars:
         names = [frame.stores[s] for s in bar.stores]
-        source = (
-            ", ".join(store_label(n) for n in names)
-            if frame.variant == "mla"
-            else f"KV head{'s' if len(names) > 1 else ''} {ranges_text([int(n[2:]) for n in names])}"
-        )
-        drawn = "" if bar.stop - bar.start == 1 else f" ({bar.stop - bar.start} heads drawn as one)"
-        hover.append(f"<b>{head_span(bar.start, bar.stop, 'query head')}</b>{drawn}<br>reads {source}<br>{read}")
+        if frame.variant == "mla":
+            source = _("reads {stores}", stores=_(", ").join(store_label(n) for n in names))
+        else:
+            source = n_(
+                "reads KV head {heads}",
+                "reads KV heads {heads}",
+                len(names),
+                heads=ranges_text([int(n[2:]) for n in names]),
+            )
+        drawn = "" if bar.stop - bar.start == 1 else " " + _("({n} heads drawn as one)", n=bar.stop - bar.start)
+        hover.append(f"<b>{head_span(bar.start, bar.stop, 'query')}</b>{drawn}<br>{source}<br>{read}")
     return hover
 
 
@@ -66,11 +75,17 @@ def store_hover(frame: MorphFrame, cfg: AttentionConfig, settings: Settings, sto
             width = cfg.kv_lora_rank if store.label == "c_kv" else cfg.qk_rope_head_dim
             what = f"{store_label(store.label)}: {dims}{width}]"
             nbytes = batch * tokens * width * element
-        else:
-            what = f"K and V: {dims}{cfg.head_dim}] each" + (f", × {len(members)} KV heads" if len(members) > 1 else "")
+        elif len(members) > 1:
+            what = _("K and V: {shape} each, × {n} KV heads", shape=f"{dims}{cfg.head_dim}]", n=len(members))
             nbytes = 2 * batch * tokens * cfg.head_dim * element * len(members)
+        else:
+            what = _("K and V: {shape} each", shape=f"{dims}{cfg.head_dim}]")
+            nbytes = 2 * batch * tokens * cfg.head_dim * element
         hover.append(
-            f"<b>{store.label}</b><br>{what}<br>cached: {format_bytes(nbytes)}<br>read by query heads {ranges_text(who)}"
+            f"<b>{store.label}</b><br>{what}<br>"
+            + _("cached: {size}", size=format_bytes(nbytes))
+            + "<br>"
+            + _("read by query heads {heads}", heads=ranges_text(who))
         )
     return hover
 
@@ -85,26 +100,46 @@ def cache_text(frame: MorphFrame, cfg: AttentionConfig, settings: Settings) -> s
         if frame.variant == "mla"
         else f"2·{frame.n_kv_heads}·{settings.head_dim}"
     )
-    return (
-        f"cached per token: {formula} = {per_token:,} numbers = {format_bytes(per_token * element)} = <b>{ratio:.3g}× MHA</b><br>"
-        f"whole cache at batch {settings.batch} × {count(settings.seq_len, 'token')} in {settings.dtype}: "
-        f"<b>{format_bytes(kv_cache_bytes(cfg, settings.batch, settings.seq_len, settings.dtype))}</b>"
+    return _(
+        # Short lines: the annotation must fit a phone's width (Plotly does not wrap it).
+        "cached per token: <b>{ratio}× MHA</b><br>{formula} = {n} numbers = {size}<br>"
+        "whole cache: <b>{total}</b><br>batch {batch} × {tokens} in {dtype}",
+        formula=formula,
+        n=per_token,
+        size=format_bytes(per_token * element),
+        ratio=f"{ratio:.3g}",
+        batch=settings.batch,
+        tokens=n_("{n} token", "{n} tokens", settings.seq_len),
+        dtype=settings.dtype,
+        total=format_bytes(kv_cache_bytes(cfg, settings.batch, settings.seq_len, settings.dtype)),
     )
 
 
 def frame_title(frame: MorphFrame, cfg: AttentionConfig, heads: int) -> str:
     if frame.variant == "mla":
-        return f"MLA: all heads read one latent c_kv ({cfg.kv_lora_rank}) and one rotary key k_rope ({cfg.qk_rope_head_dim})"
+        return _(
+            "MLA: all heads read one latent c_kv ({latent}) and one rotary key k_rope ({rope})",
+            latent=cfg.kv_lora_rank,
+            rope=cfg.qk_rope_head_dim,
+        )
     if frame.n_kv_heads == heads:
-        return f"MHA: {'the one query head reads' if heads == 1 else f'each of the {heads} query heads reads'} its own K/V head"
+        if heads == 1:
+            return _("MHA: the one query head reads its own K/V head")
+        return _("MHA: each of the {n} query heads reads its own K/V head", n=heads)
     if frame.n_kv_heads == 1:
-        return f"MQA: {'the one query head reads' if heads == 1 else f'all {heads} query heads read'} one K/V head"
-    return f"GQA, {frame.n_kv_heads} groups: each K/V head serves {heads // frame.n_kv_heads} query heads"
+        if heads == 1:
+            return _("MQA: the one query head reads one K/V head")
+        return _("MQA: all {n} query heads read one K/V head", n=heads)
+    return _(
+        "GQA, {groups} groups: each K/V head serves {size} query heads",
+        groups=frame.n_kv_heads,
+        size=heads // frame.n_kv_heads,
+    )
 
 
 def bundle_note(frame: MorphFrame, stores: list[StoreBar], bars: list[QueryBar], heads: int) -> str:
     """How many heads a bar stands for, where bars are bundles."""
-    sizes = [f"query bars: {bars[0].stop - bars[0].start} heads each"] if len(bars) < heads else []
+    sizes = [_("query bars: {n} heads each", n=bars[0].stop - bars[0].start)] if len(bars) < heads else []
     if frame.variant != "mla" and len(stores) < len(frame.stores):
-        sizes.append(f"KV bars: {len(stores[0].members)} KV heads each")
+        sizes.append(_("KV bars: {n} KV heads each", n=len(stores[0].members)))
     return " · ".join(sizes)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from attn_core import AttentionConfig
 from attn_core.accounting import decode_flops_per_token
 from explorer.charts import shape_text
+from explorer.i18n import N_, _, fmt
 from explorer.probes.mapping import MlaWays, MorphFrame, PathShape, narrowed
 
 from .frames import readers
@@ -15,16 +16,26 @@ def mla_cost_rows(cfg: AttentionConfig, ways: MlaWays, seq_len: int) -> list[dic
     the measured time of each way's decode step."""
     timed_cfg, timed = narrowed(cfg, ways.input_width), ways.context_len
     rows = []
-    for name, absorbed in (("naive: up-project the cache", False), ("absorbed weights", True)):
+    for name, absorbed in ((N_("naive: up-project the cache"), False), (N_("absorbed weights"), True)):
         rows.append(
             {
-                "Way": name,
-                f"FLOPs per token, your layer at {seq_len:,} cached": f"{decode_flops_per_token(cfg, seq_len, absorbed=absorbed) / 1e6:,.2f} MFLOP",
-                f"FLOPs per token, timed layer at {timed:,} cached": f"{decode_flops_per_token(timed_cfg, timed, absorbed=absorbed) / 1e6:,.2f} MFLOP",
-                f"Measured decode step at {timed:,} cached": f"{ways.absorbed_ms if absorbed else ways.naive_ms:.2f} ms",
+                _("Way"): _(name),
+                _("FLOPs per token, your layer at {n} cached", n=seq_len): _mflop(
+                    decode_flops_per_token(cfg, seq_len, absorbed=absorbed)
+                ),
+                _("FLOPs per token, timed layer at {n} cached", n=timed): _mflop(
+                    decode_flops_per_token(timed_cfg, timed, absorbed=absorbed)
+                ),
+                _(
+                    "Measured decode step at {n} cached", n=timed
+                ): f"{fmt(ways.absorbed_ms if absorbed else ways.naive_ms, 2)} ms",
             }
         )
     return rows
+
+
+def _mflop(flops: float) -> str:
+    return f"{fmt(flops / 1e6, 2)} MFLOP"
 
 
 def mapping_rows(frames: list[MorphFrame]) -> list[dict]:
@@ -68,10 +79,10 @@ def shape_table(rows: list[PathShape], way: str) -> list[dict]:
     """Display rows for one way ("both" rows appear in either); shapes as text with thousands separators."""
     return [
         {
-            "Step": row.step,
-            "Prefill": shape_text(row.prefill),
-            "Decode 1 token": shape_text(row.decode),
-            "Note": row.note,
+            _("Step"): _(row.step),
+            _("Prefill"): shape_text(row.prefill),
+            _("Decode 1 token"): shape_text(row.decode),
+            _("Note"): _(row.note, **row.note_values),
         }
         for row in rows
         if row.way in ("both", way)

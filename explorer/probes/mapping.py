@@ -10,7 +10,7 @@ still side by side ([B, L, H * d_v]) and not yet mixed.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import torch
@@ -19,7 +19,7 @@ from einops import rearrange
 from attn_core.build import build_attention
 from attn_core.config import AttentionConfig, kv_head_counts
 from attn_core.fused import LAYOUTS, fuse_qkv, fused_blocks
-from explorer.words import count
+from explorer.i18n import N_
 
 CONTEXT_TOKENS = 3  # cached tokens before the probing decode step: a few suffice, every head then reads every store
 # A head counts as reading a store when its output moves by more than this fraction of the outputs' scale. Readers
@@ -56,7 +56,8 @@ class PathShape:
     way: str  # "both", or for MLA "naive" or "absorbed"
     prefill: tuple  # a shape, or a tuple of shapes where a step makes two tensors
     decode: tuple
-    note: str
+    note: str  # an English message with {placeholders} (marked N_: the probes speak no language), see note_values
+    note_values: dict = field(default_factory=dict)  # what fills the note's placeholders: _(note, **note_values)
 
 
 @dataclass(frozen=True)
@@ -191,13 +192,17 @@ def path_shapes(cfg: AttentionConfig, *, batch: int, seq_len: int) -> list[PathS
     layer = build_attention(cfg, device="meta")
     results = [_trace(layer, cfg, batch, seq_len, decode=False), _trace(layer, cfg, batch, seq_len, decode=True)]
     return [
-        PathShape(step=step, way=way, prefill=prefill, decode=decode, note=note)
+        PathShape(step=step, way=way, prefill=prefill, decode=decode, note=note[0], note_values=note[1])
+        if isinstance(note, tuple)
+        else PathShape(step=step, way=way, prefill=prefill, decode=decode, note=note)
         for (step, way, prefill, note), (_, _, decode, _) in zip(*results)
     ]
 
 
 def _trace(layer, cfg: AttentionConfig, batch: int, seq_len: int, *, decode: bool) -> list[tuple]:
-    """(step, way, shape, note) rows of one forward on meta: a prefill of seq_len tokens, or one decoded token."""
+    """(step, way, shape, note) rows of one forward on meta: a prefill of seq_len tokens, or one decoded token. Steps
+    and notes are English messages marked for the catalog (N_), translated where shown; a note with values is a
+    (message, values) pair."""
     meta = torch.device("meta")
     concat: list[torch.Size] = []
     hook = layer.o_proj.register_forward_pre_hook(lambda _module, args: concat.append(args[0].shape))
@@ -224,21 +229,30 @@ def _grouped_rows(layer, cfg, x, cache, concat) -> list[tuple]:
     group = cfg.group_size
     seen = (cache.k.shape[0], cfg.n_heads, cache.k.shape[2], cache.k.shape[3])
     return [
-        ("x", "both", tuple(x.shape), "the tokens coming in" + (f" (after {start} cached)" if start else "")),
-        ("q = x · W_q", "both", tuple(q.shape), "one query per head"),
-        ("k = x · W_k", "both", tuple(k.shape), f"{count(cfg.n_kv_heads, 'key head')} for the new tokens"),
-        ("v = x · W_v", "both", tuple(v.shape), f"{count(cfg.n_kv_heads, 'value head')} for the new tokens"),
-        ("cache k, v", "both", cache.shapes()["k"], "what is stored: K/V heads only, never their copies"),
+        ("x", "both", tuple(x.shape), _coming_in(start)),
+        ("q = x · W_q", "both", tuple(q.shape), N_("one query per head")),
+        ("k = x · W_k", "both", tuple(k.shape), N_("the new tokens' keys, one per KV head")),
+        ("v = x · W_v", "both", tuple(v.shape), N_("the new tokens' values, one per KV head")),
+        (N_("cache k, v"), "both", cache.shapes()["k"], N_("what is stored: K/V heads only, never their copies")),
         (
-            "k, v as each query head sees them",
+            N_("k, v as each query head sees them"),
             "both",
             seen,
-            "no copy: head i reads KV head i // " + str(group) if group > 1 else "each head has its own",
+            (N_("no copy: head i reads KV head i // {group}"), {"group": group})
+            if group > 1
+            else N_("each head has its own"),
         ),
-        ("scores = softmax(q kᵀ / √d)", "both", tuple(weights.shape), "one row of weights per query and head"),
-        ("heads' outputs, side by side", "both", tuple(concat[-1]), "weights · v per head, concatenated"),
-        ("out = · W_o", "both", tuple(out.shape), "back to the model width"),
+        (N_("scores = softmax(q kᵀ / √d)"), "both", tuple(weights.shape), N_("one row of weights per query and head")),
+        (N_("heads' outputs, side by side"), "both", tuple(concat[-1]), N_("weights · v per head, concatenated")),
+        (N_("out = · W_o"), "both", tuple(out.shape), N_("back to the model width")),
     ]
+
+
+def _coming_in(start: int):
+    """The note of the x row: the tokens coming in, after the cached ones if any."""
+    if not start:
+        return N_("the tokens coming in")
+    return (N_("the tokens coming in (after {start} cached)"), {"start": start})
 
 
 def _latent_rows(layer, cfg, x, cache, concat) -> list[tuple]:
@@ -252,52 +266,52 @@ def _latent_rows(layer, cfg, x, cache, concat) -> list[tuple]:
     q_latent = torch.einsum("bhln,hnc->bhlc", q_nope, w_uk)
     stored = cache.shapes()
     rows = [
-        ("x", "both", tuple(x.shape), "the tokens coming in" + (f" (after {start} cached)" if start else "")),
+        ("x", "both", tuple(x.shape), _coming_in(start)),
         (
             "q_nope, q_rope = x · W_q",
             "both",
             (tuple(q_nope.shape), tuple(q_rope.shape)),
-            "per head: a content part and a rotary part",
+            N_("per head: a content part and a rotary part"),
         ),
         (
             "c_kv, k_rope = x · W_dkv",
             "both",
             (tuple(c_kv_new.shape), tuple(k_rope_new.shape)),
-            "one latent and one rotary key per token, for all heads",
+            N_("one latent and one rotary key per token, for all heads"),
         ),
-        ("cache c_kv, k_rope", "both", (stored["c_kv"], stored["k_rope"]), "what is stored"),
+        (N_("cache c_kv, k_rope"), "both", (stored["c_kv"], stored["k_rope"]), N_("what is stored")),
         (
             "k = [c_kv · W_uk ; k_rope], v = c_kv · W_uv",
             "naive",
             (tuple(keys.shape), tuple(values.shape)),
-            "every cached token up-projected, every step",
+            N_("every cached token up-projected, every step"),
         ),
-        ("scores = softmax(q kᵀ / √d)", "naive", tuple(weights.shape), "as MHA"),
-        ("heads' outputs, side by side", "naive", tuple(naive_concat), "weights · v per head"),
+        (N_("scores = softmax(q kᵀ / √d)"), "naive", tuple(weights.shape), N_("as MHA")),
+        (N_("heads' outputs, side by side"), "naive", tuple(naive_concat), N_("weights · v per head")),
         (
-            "W_uk, W_uv (slices of kv_b_proj)",
+            N_("W_uk, W_uv (slices of kv_b_proj)"),
             "absorbed",
             (tuple(w_uk.shape), tuple(w_uv.shape)),
-            "folded into the query and the output",
+            N_("folded into the query and the output"),
         ),
         (
-            "q_nope · W_uk, then [ · ; q_rope]",
+            N_("q_nope · W_uk, then [ · ; q_rope]"),
             "absorbed",
             tuple(torch.cat((q_latent, q_rope), dim=-1).shape),
-            "queries moved into latent space",
+            N_("queries moved into latent space"),
         ),
         (
-            "keys = cached [c_kv ; k_rope]",
+            N_("keys = cached [c_kv ; k_rope]"),
             "absorbed",
             tuple(cache.latent.shape),
-            "one shared key head, read as stored: MQA in latent space",
+            N_("one shared key head, read as stored: MQA in latent space"),
         ),
     ]
     out, weights = layer(x, cache=_refill_like(layer, cache, start), return_weights=True, absorb=True)
     rows += [
-        ("scores = softmax(q kᵀ / √d)", "absorbed", tuple(weights.shape), "the same scores as the naive way"),
-        ("heads' outputs, side by side", "absorbed", tuple(concat[-1]), "(weights · c_kv) · W_uv per head"),
-        ("out = · W_o", "both", tuple(out.shape), "back to the model width"),
+        (N_("scores = softmax(q kᵀ / √d)"), "absorbed", tuple(weights.shape), N_("the same scores as the naive way")),
+        (N_("heads' outputs, side by side"), "absorbed", tuple(concat[-1]), N_("(weights · c_kv) · W_uv per head")),
+        (N_("out = · W_o"), "both", tuple(out.shape), N_("back to the model width")),
     ]
     return rows
 

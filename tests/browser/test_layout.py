@@ -20,9 +20,7 @@ SIZES = {"projector": (1024, 768), "phone": (400, 800)}
 LOCAL_HOSTS = {"127.0.0.1", "localhost"}
 # Columns that carry a page's point: each must be in view wherever its table is drawn.
 POINT_COLUMNS = {"overview": ("Agree", "vs MHA"), "kv_cache": ("Agree",)}
-# Pages whose layout pass is still open work (issue #14 item 12: the mapping page is being split by the refactor of
-# issue #11 and is laid out again on top of it).
-PENDING = {"mapping"}
+PENDING: set[str] = set()  # pages whose layout pass is still open work: none
 
 BOXES = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map((plot, index) => {
     const box = e => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };

@@ -131,3 +131,15 @@ def test_the_formula_check_agrees_with_every_step(frames):
     assert all(view.formula_agrees(frame) for frame in frames)
     broken = replace(frames[1], reads=frames[1].reads[::-1])
     assert not view.formula_agrees(broken)
+
+
+def test_mlas_rotary_key_is_labelled_beside_its_sliver_and_every_other_store_inside(frames):
+    """k_rope is a sliver next to the latent (issue #14 item 13): its name is drawn above it, unshrunk; the other
+    stores' names stay inside their bars."""
+    fig = view.mapping_figure(frames, 0, SETTINGS, None)
+    for frame in fig.frames:
+        stores = kv_trace(frame.data)
+        assert stores.constraintext == "inside", "an outside label is not shrunk to the sliver's width"
+        expected = ["outside" if name == "k_rope" else "inside" for name in stores.text]
+        assert list(stores.textposition) == expected
+    assert "k_rope" in kv_trace(fig.frames[-1].data).text

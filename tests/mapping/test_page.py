@@ -199,3 +199,24 @@ def test_every_part_of_a_play_frame_lands_together_and_the_page_names_what_it_sh
     assert all(frame["layout"]["title"]["text"] for frame in spec["frames"]), "each frame carries its own title"
     assert any(h.value == "Shapes along the path: GQA" for h in at.subheader)
     assert any("stays on **GQA**" in c.value for c in at.caption)
+
+
+@pytest.mark.parametrize("variant", ["gqa", "mla"])
+def test_the_figures_speak_the_language_of_the_run_that_shows_them(variant):
+    """The figures are cached: one made for a Chinese run is not handed to an English one, nor the other way."""
+    link = Settings().to_link() | {"map_variant": variant}
+    for lang, other in (("zh", "en"), ("en", "zh"), ("zh", "en")):
+        at = open_mapping(link | {"lang": lang})
+        assert_clean(at)
+        for index in range(len(at.get("plotly_chart"))):
+            spec = mapping_spec(at, index)
+            words = json.dumps(
+                [
+                    spec["layout"].get("xaxis", {}).get("title"),
+                    spec["layout"].get("title"),
+                    [trace.get("hovertemplate") for trace in spec["data"]],
+                ],
+                ensure_ascii=False,
+            )
+            has_chinese = any("\u4e00" <= ch <= "\u9fff" for ch in words)
+            assert has_chinese == (lang == "zh"), (lang, index, words[:200])
