@@ -7,10 +7,10 @@ from .i18n import N_, _
 
 # The variants as the notes name them (Chinese: 多头注意力 …), with the abbreviation beside where shown.
 VARIANT_NAMES = {
-    "mha": N_("multi-head attention"),
-    "mqa": N_("multi-query attention"),
-    "gqa": N_("grouped-query attention"),
-    "mla": N_("multi-head latent attention"),
+    "mha": N_("Multi-head attention"),
+    "mqa": N_("Multi-query attention"),
+    "gqa": N_("Grouped-query attention"),
+    "mla": N_("Multi-head latent attention"),
 }
 
 # (symbol in LaTeX, what it is). In the order a reader meets them: the layer's sizes, then the projections, then
@@ -42,7 +42,7 @@ SYMBOLS = (
 
 
 def variant_name(variant: str) -> str:
-    """'gqa' -> 'grouped-query attention' (or 分组查询注意力) in this run's language."""
+    """'gqa' -> 'Grouped-query attention' (or 分组查询注意力) in this run's language."""
     return _(VARIANT_NAMES[variant])
 
 

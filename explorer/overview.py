@@ -9,6 +9,7 @@ from attn_core.accounting import decode_flops_per_token
 from explorer.probes.overview import VariantRow, compare_variants
 
 from .charts import FLOP_UNITS, PLOTLY_TEMPLATE, VARIANT_COLORS, format_bytes, format_flops, unit_axis
+from .glossary import variant_name
 from .i18n import N_, _, fmt, n_
 from .settings import Settings
 
@@ -27,18 +28,6 @@ TRADE_OFFS = {
         "at decode)."
     ),
 }
-# attn_core.VARIANT_NAMES, marked for the catalog: the variants' full names, as the notes write them.
-VARIANT_TITLES = {
-    "mha": N_("Multi-head attention"),
-    "mqa": N_("Multi-query attention"),
-    "gqa": N_("Grouped-query attention"),
-    "mla": N_("Multi-head latent attention"),
-}
-
-
-def variant_title(variant: str) -> str:
-    """The variant's full name in this run's language: "Multi-query attention" / "多查询注意力"."""
-    return _(VARIANT_TITLES[variant])
 
 
 def listing(items: list[str]) -> str:
@@ -89,7 +78,7 @@ def summary_table(rows: list[VariantRow]) -> list[dict]:
                     size=format_bytes(row.cache_bytes_per_token),
                 ),
                 _("Parameters"): fmt(row.parameters),
-                _("Name"): variant_title(row.variant),
+                _("Name"): variant_name(row.variant),
             }
         )
     return table

@@ -6,17 +6,12 @@ import streamlit as st
 from attn_core import VARIANTS
 from explorer import heatmaps as view
 from explorer.charts import show_chart
+from explorer.glossary import variant_name
 from explorer.i18n import N_, _, language, n_
 from explorer.params import shown
 from explorer.state import bound, page_settings
 
 # The variants' names in the notes' terms (translated where shown).
-VARIANT_TITLES = {
-    "mha": N_("Multi-head attention"),
-    "mqa": N_("Multi-query attention"),
-    "gqa": N_("Grouped-query attention"),
-    "mla": N_("Multi-head latent attention"),
-}
 INPUT_KINDS = {"random": N_("Random vectors"), "text": N_("Your text")}
 TOKEN_MODES = {"words": N_("Words"), "chars": N_("Characters")}
 POOLS = {"mean": N_("mean"), "max": N_("max")}
@@ -63,7 +58,7 @@ with top[0]:
             key=key,
             horizontal=True,
             format_func=str.upper,
-            help=" · ".join(_("{abbr}: {name}", abbr=v.upper(), name=_(VARIANT_TITLES[v])) for v in offered),
+            help=" · ".join(_("{abbr}: {name}", abbr=v.upper(), name=variant_name(v)) for v in offered),
         ),
         offered,
     )
@@ -289,7 +284,7 @@ sharing = {
     ),
 }[variant]()
 # TRANSLATORS: the variant's abbreviation and name on first mention, then a sentence on how its heads share keys
-st.markdown(_("**{abbr}** ({name}). {sharing}", abbr=variant.upper(), name=_(VARIANT_TITLES[variant]), sharing=sharing))
+st.markdown(_("**{abbr}** ({name}). {sharing}", abbr=variant.upper(), name=variant_name(variant), sharing=sharing))
 
 try:
     with st.spinner(

@@ -7,8 +7,8 @@ import streamlit as st
 
 from explorer import masks as view
 from explorer.charts import show_chart
+from explorer.glossary import variant_name
 from explorer.i18n import _, language, n_
-from explorer.overview import variant_title
 from explorer.probes.masks import MAX_TOKENS
 from explorer.state import bound, page_settings
 
@@ -60,7 +60,7 @@ with top[0]:
             _("Variant"),
             settings.variants,
             key=key,
-            format_func=lambda v: _("{variant}: {name}", variant=v.upper(), name=variant_title(v)),
+            format_func=lambda v: _("{variant}: {name}", variant=v.upper(), name=variant_name(v)),
         ),
         settings.variants,
     )

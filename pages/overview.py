@@ -4,6 +4,7 @@ import streamlit as st
 
 from explorer import overview as view
 from explorer.charts import show_chart
+from explorer.glossary import variant_name
 from explorer.i18n import _, n_
 from explorer.pages import PAGES
 from explorer.state import page_link, page_settings
@@ -67,7 +68,7 @@ for row in rows:
         _(
             "**{variant}** ({name}) — {trade_off}",
             variant=row.variant.upper(),
-            name=view.variant_title(row.variant),
+            name=variant_name(row.variant),
             trade_off=_(view.TRADE_OFFS[row.variant]),
         )
     )

@@ -2,23 +2,17 @@
 
 from __future__ import annotations
 
-from explorer.i18n import N_, _, language
+from explorer.glossary import variant_name
+from explorer.i18n import _, language
 from explorer.probes.mapping import MorphFrame, ReadMapping
 from explorer.settings import Settings
 
 MAX_DRAWN = 32  # past this many heads (or KV heads) a row is drawn in labelled bundles of consecutive heads
-# Each variant's name in the notes' words (attn_core.VARIANT_NAMES is the library's, in English only).
-VARIANT_LABELS = {
-    "mha": N_("Multi-head attention"),
-    "mqa": N_("Multi-query attention"),
-    "gqa": N_("Grouped-query attention"),
-    "mla": N_("Multi-head latent attention"),
-}
 
 
 def variant_label(variant: str) -> str:
     """ "GQA · Grouped-query attention", in this run's language."""
-    return f"{variant.upper()} · {_(VARIANT_LABELS[variant])}"
+    return f"{variant.upper()} · {variant_name(variant)}"
 
 
 def frame_key(settings: Settings, variant: str) -> str:
