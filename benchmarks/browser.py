@@ -45,7 +45,7 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-SLIDER = "Sequence length (tokens)"
+SLIDER = "Sequence length $L$ (tokens)"
 BUDGET_RATIO = 1.5  # issue 16: key press -> chart redrawn, every page at default settings, vs the bare app
 LARGEST = Settings(
     d_model=8192, heads=128, groups=2, latent=4096, rope_dim=64, seq_len=6144, batch=128, dtype="float32"

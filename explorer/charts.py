@@ -7,11 +7,14 @@ import base64
 import csv
 import functools
 import io
+import unicodedata
 from collections.abc import Callable, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
+
+from .i18n import _
 
 PLOTLY_CONFIG = {
     "displayModeBar": True,  # always shown, not only on hover: the camera icon saves a PNG
@@ -95,7 +98,7 @@ def show_chart(fig: go.Figure | dict, *, name: str, rows: Sequence[dict] | Calla
         mime="text/csv",
         key=f"csv_{name}",
         on_click="ignore",
-        help="The numbers this chart plots",
+        help=_("The numbers this chart plots"),
         width="stretch",
     )
 
@@ -108,19 +111,27 @@ def title_below_toolbar(layout: dict) -> dict:
         return layout
     title = dict(title) if isinstance(title, dict) else {"text": title}
     text = title.get("text") or ""
-    if (
-        len(text) > 48 and "<br>" not in text
-    ):  # Plotly does not wrap: two lines fit a projector's half width and a phone
-        middle = len(text) // 2
-        spaces = [i for i, ch in enumerate(text) if ch == " "]
-        cut = min(spaces, key=lambda i: abs(i - middle)) if spaces else None
-        if cut is not None:
-            title["text"] = text[:cut] + "<br>" + text[cut + 1 :]
+    if _width(text) > 48 and "<br>" not in text:  # Plotly does not wrap: two lines fit half a projector and a phone
+        middle = _width(text) / 2
+        # A line may break at a space, or between two Chinese characters (Chinese puts no spaces between words).
+        cuts = [i for i, ch in enumerate(text) if ch == " " or (i and _is_wide(text[i - 1]) and _is_wide(ch))]
+        if cuts:
+            cut = min(cuts, key=lambda i: abs(_width(text[:i]) - middle))
+            title["text"] = text[:cut] + "<br>" + text[cut:].removeprefix(" ")
     title.update(yref="paper", y=1, yanchor="bottom")
     title.setdefault("pad", {"b": 12})
     margin = dict(layout.get("margin") or {})
     margin["t"] = max(margin.get("t", 100), 100 if "<br>" in title["text"] else 80)
     return {**layout, "title": title, "margin": margin}
+
+
+def _is_wide(ch: str) -> bool:
+    return unicodedata.east_asian_width(ch) in ("W", "F")
+
+
+def _width(text: str) -> int:
+    """Display width in Latin letters: a Chinese character takes two."""
+    return sum(2 if _is_wide(ch) else 1 for ch in text)
 
 
 # One colour per variant, on every page.
@@ -129,7 +140,7 @@ VARIANT_COLORS = {"mha": "#3b6ea8", "mqa": "#c4573a", "gqa": "#4a9a6b", "mla": "
 
 def difference(value: float) -> str:
     """How closely two computations agree, for a caption: exactly equal is worth saying as such."""
-    return "exactly (bit for bit)" if value == 0 else f"to within {value:.1e}"
+    return _("exactly (bit for bit)") if value == 0 else _("to within {value}", value=f"{value:.1e}")
 
 
 def format_bytes(n: float) -> str:
@@ -190,5 +201,5 @@ def count_axis(highest: int, *, ticks: int = 8) -> dict:
 def shape_text(shape: tuple[int, ...] | tuple[tuple[int, ...], ...]) -> str:
     """A tensor shape as [2, 8, 16, 64]; several shapes joined with "and"."""
     if shape and isinstance(shape[0], tuple):
-        return " and ".join(shape_text(s) for s in shape)
+        return _(" and ").join(shape_text(s) for s in shape)
     return "[" + ", ".join(str(n) for n in shape) + "]"

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .i18n import _
+
 
 @dataclass(frozen=True)
 class Choice:
@@ -23,7 +25,12 @@ class Choice:
             if str(option) == text.strip():
                 return option, None
         fallback = self.default if self.default in options else options[0]
-        return fallback, f"{self.name}: {shown(text)} is not one of the choices here, so {fallback} is used."
+        return fallback, _(
+            "{name}: {value} is not one of the choices here, so {fallback} is used.",
+            name=self.name,
+            value=shown(text),
+            fallback=str(fallback),
+        )
 
     def to_text(self, value) -> str:
         return str(value)
@@ -40,7 +47,9 @@ class Flag:
             return True, None
         if lowered in ("0", "false", "off", "no"):
             return False, None
-        return self.default, f"{self.name}: {shown(text)} is not on/off, so {'on' if self.default else 'off'} is used."
+        if self.default:
+            return True, _("{name}: {value} is not on/off, so on is used.", name=self.name, value=shown(text))
+        return False, _("{name}: {value} is not on/off, so off is used.", name=self.name, value=shown(text))
 
     def to_text(self, value) -> str:
         return "1" if value else "0"
@@ -59,10 +68,22 @@ class IntRange:
             value = int(text.strip())
         except ValueError:
             fallback = min(max(self.default, low), high)
-            return fallback, f"{self.name}: {shown(text)} is not a whole number, so {fallback} is used."
+            return fallback, _(
+                "{name}: {value} is not a whole number, so {fallback} is used.",
+                name=self.name,
+                value=shown(text),
+                fallback=str(fallback),
+            )
         if value < low or value > high:
             clamped = min(max(value, low), high)
-            return clamped, f"{self.name}: {value} is outside {low}…{high}, so {clamped} is used."
+            return clamped, _(
+                "{name}: {value} is outside {low}…{high}, so {clamped} is used.",
+                name=self.name,
+                value=str(value),
+                low=str(low),
+                high=str(high),
+                clamped=str(clamped),
+            )
         return value, None
 
     def to_text(self, value) -> str:

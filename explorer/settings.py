@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from attn_core import DTYPES, VARIANTS, AttentionConfig
 from attn_core.config import kv_head_counts
 
+from .i18n import _
 from .params import shown
 
 D_MODEL_CHOICES = (16, 32, 64, 128, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 5120, 6144, 7168, 8192)
@@ -132,36 +133,61 @@ def normalize(settings: Settings) -> tuple[Settings, list[str]]:
         value = getattr(settings, name)
         if value not in choices:
             fixed = nearest(value, choices)
-            notes.append(f"{name} {value} → {fixed}: {reason}.")
+            notes.append(
+                _("{name} {value} → {fixed}: {reason}.", name=name, value=str(value), fixed=str(fixed), reason=reason)
+            )
             settings = replace(settings, **{name: fixed})
 
     variants = tuple(v for v in VARIANTS if v in settings.variants)
     if not variants:
-        notes.append("No variant chosen: showing all four.")
+        notes.append(_("No variant chosen: showing all four."))
     settings = replace(settings, variants=variants or VARIANTS)
     snap(
-        "d_model", D_MODEL_CHOICES, f"d_model is one of {D_MODEL_CHOICES[0]}…{D_MODEL_CHOICES[-1]} in the offered steps"
+        "d_model",
+        D_MODEL_CHOICES,
+        _(
+            "d_model is one of {low}…{high} in the offered steps",
+            low=str(D_MODEL_CHOICES[0]),
+            high=str(D_MODEL_CHOICES[-1]),
+        ),
     )
     snap(
         "heads",
         heads_choices(settings.d_model),
-        f"heads must divide d_model={settings.d_model} into an even head width (at most {MAX_HEADS} heads)",
+        _(
+            "heads must divide d_model={d_model} into an even head width (at most {most} heads)",
+            d_model=str(settings.d_model),
+            most=str(MAX_HEADS),
+        ),
     )
-    snap("groups", groups_choices(settings.heads), f"KV groups must divide heads={settings.heads}")
+    snap("groups", groups_choices(settings.heads), _("KV groups must divide heads={heads}", heads=str(settings.heads)))
     snap(
         "rope_dim",
         rope_dim_choices(settings.head_dim),
-        f"the rotary width is even and at most head_dim={settings.head_dim}",
+        _("the rotary width is even and at most head_dim={head_dim}", head_dim=str(settings.head_dim)),
     )
-    snap("latent", LATENT_CHOICES, "the latent width is one of the offered steps")
-    snap("seq_len", SEQ_LEN_CHOICES, "sequence lengths are offered in steps")
-    snap("batch", BATCH_CHOICES, "batch sizes are offered in steps")
+    snap("latent", LATENT_CHOICES, _("the latent width is one of the offered steps"))
+    snap("seq_len", SEQ_LEN_CHOICES, _("sequence lengths are offered in steps"))
+    snap("batch", BATCH_CHOICES, _("batch sizes are offered in steps"))
     if settings.dtype not in DTYPE_CHOICES:
-        notes.append(f"dtype {shown(settings.dtype)} → bfloat16: choose one of {', '.join(DTYPE_CHOICES)}.")
+        notes.append(
+            _(
+                "dtype {value} → bfloat16: choose one of {choices}.",
+                value=shown(settings.dtype),
+                choices=", ".join(DTYPE_CHOICES),
+            )
+        )
         settings = replace(settings, dtype="bfloat16")
     if not 0 <= settings.seed <= MAX_SEED:
         fixed = min(max(settings.seed, 0), MAX_SEED)
-        notes.append(f"seed {settings.seed} → {fixed}: seeds run from 0 to {MAX_SEED}.")
+        notes.append(
+            _(
+                "seed {value} → {fixed}: seeds run from 0 to {most}.",
+                value=str(settings.seed),
+                fixed=str(fixed),
+                most=str(MAX_SEED),
+            )
+        )
         settings = replace(settings, seed=fixed)
     return settings, notes
 
@@ -180,7 +206,13 @@ def from_link(params: Mapping[str, str | list[str]]) -> tuple[Settings, list[str
         raw = params[name]
         if isinstance(raw, (list, tuple)):
             if len(raw) > 1:  # a link edited by hand, or two links pasted together: say which value won
-                notes.append(f"{name} appears {len(raw)} times in the link, so its last value is the one read.")
+                notes.append(
+                    _(
+                        "{name} appears {times} times in the link, so its last value is the one read.",
+                        name=name,
+                        times=len(raw),
+                    )
+                )
             raw = raw[-1] if raw else ""
         text = str(raw).strip()
         if name == "variant":
@@ -188,7 +220,11 @@ def from_link(params: Mapping[str, str | list[str]]) -> tuple[Settings, list[str
             unknown = [part for part in chosen if part not in VARIANTS]
             if unknown:
                 notes.append(
-                    f"variant: ignored {', '.join(shown(u) for u in unknown)} (choose among {', '.join(VARIANTS)})."
+                    _(
+                        "variant: ignored {unknown} (choose among {choices}).",
+                        unknown=", ".join(shown(u) for u in unknown),
+                        choices=", ".join(VARIANTS),
+                    )
                 )
             values["variants"] = tuple(v for v in VARIANTS if v in chosen)
         elif name == "dtype":
@@ -197,7 +233,14 @@ def from_link(params: Mapping[str, str | list[str]]) -> tuple[Settings, list[str
             try:
                 values[name] = int(text)
             except ValueError:
-                notes.append(f"{name}: {shown(text)} is not a whole number, so the default {values[name]} is used.")
+                notes.append(
+                    _(
+                        "{name}: {value} is not a whole number, so the default {default} is used.",
+                        name=name,
+                        value=shown(text),
+                        default=str(values[name]),
+                    )
+                )
     settings, fixes = normalize(Settings(**values))
     return settings, notes + fixes
 
@@ -215,11 +258,23 @@ def version_note(params: Mapping[str, str | list[str]]) -> str | None:
     try:
         version = int(str(raw).strip())
     except ValueError:
-        return f"{VERSION_NAME}: {shown(str(raw))} is not a link version, so the link is read as made by this version."
+        return _(
+            "{name}: {value} is not a link version, so the link is read as made by this version.",
+            name=VERSION_NAME,
+            value=shown(str(raw)),
+        )
     if version == LINK_VERSION:
         return None
-    return (
-        f"This link was made by {'an earlier' if version < LINK_VERSION else 'a newer'} version of the explorer (link "
-        f"version {version}; this is {LINK_VERSION}), which draws the seeded weights differently: the settings are as "
-        "linked, but the numbers are not the ones its sender saw."
-    )
+    if version < LINK_VERSION:
+        message = _(
+            "This link was made by an earlier version of the explorer (link version {version}; this is {current}), "
+            "which draws the seeded weights differently: the settings are as linked, but the numbers are not the "
+            "ones its sender saw."
+        )
+    else:
+        message = _(
+            "This link was made by a newer version of the explorer (link version {version}; this is {current}), "
+            "which draws the seeded weights differently: the settings are as linked, but the numbers are not the "
+            "ones its sender saw."
+        )
+    return message.format(version=version, current=LINK_VERSION)

@@ -15,10 +15,11 @@ import streamlit as st
 import torch
 from streamlit.errors import StreamlitPageNotFoundError
 
-from attn_core import VARIANT_NAMES, VARIANTS
+from attn_core import VARIANTS
 
 from . import i18n
-from .i18n import LANGUAGES, LINK_PARAM, _
+from .glossary import glossary_markdown, variant_name
+from .i18n import LANGUAGES, LINK_PARAM, N_, _
 from .pages import ALL_SETTINGS, PAGES
 from .params import Choice, IntRange, shown
 from .settings import (
@@ -67,8 +68,13 @@ def page_settings() -> Settings:
         params = {name: st.query_params.get_all(name) for name in st.query_params}
         settings, notes = from_link(params)
         if (asked := st.query_params.get(LINK_PARAM)) is not None and asked not in LANGUAGES:
-            notes.append(_("lang: {value} is not a language here, so {name} is shown.", value=shown(asked),
-                           name=LANGUAGES[i18n.language()]))
+            notes.append(
+                _(
+                    "lang: {value} is not a language here, so {name} is shown.",
+                    value=shown(asked),
+                    name=LANGUAGES[i18n.language()],
+                )
+            )
         _warn_about_link(notes)
         if (note := version_note(params)) is not None:
             st.info(note, icon=":material/history:")
@@ -85,41 +91,41 @@ def page_settings() -> Settings:
         st.segmented_control(
             _("Language"), tuple(LANGUAGES), format_func=LANGUAGES.get, key=LANGUAGE_KEY, on_change=_keep_language
         )
-        st.subheader("Layer settings")
+        st.subheader(_("Layer settings"))
         st.pills(
-            "Variants",
+            _("Variants"),
             VARIANTS,
             selection_mode="multi",
             key=_WIDGET["variants"],
             on_change=_on_change,
             format_func=str.upper,
-            help=" · ".join(f"{v.upper()}: {VARIANT_NAMES[v]}" for v in VARIANTS),
+            help=" · ".join(f"{v.upper()}: {variant_name(v)}" for v in VARIANTS),
         )
-        _slider("d_model", "d_model (model width)", D_MODEL_CHOICES)
-        _slider("heads", "Query heads", heads_choices(state[_WIDGET["d_model"]]))
+        _slider("d_model", _("$d_{model}$ (model width)"), D_MODEL_CHOICES)
+        _slider("heads", _("Query heads $h$"), heads_choices(state[_WIDGET["d_model"]]))
         _slider(
             "groups",
-            "KV groups (GQA)",
+            _("KV groups $g$ (GQA)"),
             groups_choices(state[_WIDGET["heads"]]),
-            help="KV heads shared by the query heads; MHA uses one per head, MQA one in all.",
+            help=_("KV heads shared by the query heads; MHA uses one per head, MQA one in all."),
         )
         _slider(
             "latent",
-            "Latent width d_c (MLA)",
+            _("Latent width $d_c$ (MLA)"),
             LATENT_CHOICES,
-            help="kv_lora_rank: the width of the compressed KV vector MLA caches per token.",
+            help=_("kv_lora_rank: the width of the compressed KV vector MLA caches per token."),
         )
         head_dim = state[_WIDGET["d_model"]] // state[_WIDGET["heads"]]
         _slider(
             "rope_dim",
-            "Rotary key width d_h^R (MLA)",
+            _("Rotary key width $d_h^R$ (MLA)"),
             rope_dim_choices(head_dim),
-            help="qk_rope_head_dim: the position-carrying key shared by all heads.",
+            help=_("qk_rope_head_dim: the position-carrying key shared by all heads."),
         )
-        _slider("seq_len", "Sequence length (tokens)", SEQ_LEN_CHOICES)
-        _slider("batch", "Batch", BATCH_CHOICES)
-        st.radio("Cache dtype", DTYPE_CHOICES, key=_WIDGET["dtype"], horizontal=True, on_change=_on_change)
-        st.number_input("Seed", min_value=0, max_value=MAX_SEED, step=1, key=_WIDGET["seed"], on_change=_on_change)
+        _slider("seq_len", _("Sequence length $L$ (tokens)"), SEQ_LEN_CHOICES)
+        _slider("batch", _("Batch"), BATCH_CHOICES)
+        st.radio(_("Cache dtype"), DTYPE_CHOICES, key=_WIDGET["dtype"], horizontal=True, on_change=_on_change)
+        st.number_input(_("Seed"), min_value=0, max_value=MAX_SEED, step=1, key=_WIDGET["seed"], on_change=_on_change)
         if page is not None and (cue := settings_cue(page.uses)):
             st.caption(cue)
         for note in state.pop(_ADJUSTED, []):
@@ -130,6 +136,8 @@ def page_settings() -> Settings:
     _write_link(settings.to_link() | {LINK_PARAM: i18n.language()})
     with st.sidebar:
         _share_tools(settings)
+        with st.expander(_("Symbols: what each letter means"), icon=":material/menu_book:"):
+            st.markdown(glossary_markdown())
     return settings
 
 
@@ -177,29 +185,29 @@ def bound(param, render, options: tuple | None = None, *, say_moves: bool = True
 
 # The sidebar's settings as its labels name them, for the cue under them.
 SETTING_LABELS = {
-    "variants": "Variants",
+    "variants": N_("Variants"),
     "d_model": "d_model",
-    "heads": "Query heads",
-    "groups": "KV groups",
-    "latent": "Latent width",
-    "rope_dim": "Rotary key width",
-    "seq_len": "Sequence length",
-    "batch": "Batch",
-    "dtype": "Cache dtype",
-    "seed": "Seed",
+    "heads": N_("Query heads"),
+    "groups": N_("KV groups"),
+    "latent": N_("Latent width"),
+    "rope_dim": N_("Rotary key width"),
+    "seq_len": N_("Sequence length"),
+    "batch": N_("Batch"),
+    "dtype": N_("Cache dtype"),
+    "seed": N_("Seed"),
 }
 
 
 def settings_cue(uses: tuple[str, ...]) -> str:
     """One line under the sidebar settings: which of them this page reads (its PAGES entry says), and which do nothing
     here. Empty when the page reads them all."""
-    unused = [SETTING_LABELS[name] for name in ALL_SETTINGS if name not in uses]
+    unused = [_(SETTING_LABELS[name]) for name in ALL_SETTINGS if name not in uses]
     if not unused:
         return ""
     if not any(name in uses for name in ALL_SETTINGS):
-        return "This page uses none of these settings: they shape the other pages."
-    used = [SETTING_LABELS[name] for name in ALL_SETTINGS if name in uses]
-    return f"This page uses {', '.join(used)}. Not used here: {', '.join(unused)}."
+        return _("This page uses none of these settings: they shape the other pages.")
+    used = [_(SETTING_LABELS[name]) for name in ALL_SETTINGS if name in uses]
+    return _("This page uses {used}. Not used here: {unused}.", used=_(", ").join(used), unused=_(", ").join(unused))
 
 
 def page_link(page_path: str, *, label: str, icon: str | None = None, query: dict[str, str] | None = None) -> None:
@@ -279,7 +287,15 @@ def _move_into(param, key: str, options: tuple, say: bool) -> None:
         return
     st.session_state[key] = fixed
     if say:
-        st.info(f"{param.name}: {current} is not available at these settings, so {fixed} is shown.", icon="↪️")
+        st.info(
+            _(
+                "{name}: {value} is not available at these settings, so {fixed} is shown.",
+                name=param.name,
+                value=str(current),
+                fixed=str(fixed),
+            ),
+            icon="↪️",
+        )
 
 
 def _slider(name: str, label: str, options, help: str | None = None) -> None:
@@ -330,26 +346,28 @@ def _show_link(box) -> None:
 def _warn_about_link(notes: list[str]) -> None:
     if notes:
         st.warning(
-            "This link had settings that could not be used as they were:\n\n" + "\n".join(f"- {n}" for n in notes)
+            _("This link had settings that could not be used as they were:")
+            + "\n\n"
+            + "\n".join(f"- {n}" for n in notes)
         )
 
 
 def _share_tools(settings: Settings) -> None:
-    st.subheader("Share")
-    st.caption("This link opens exactly this view (same weights, inputs and numbers). Copy it with the icon.")
+    st.subheader(_("Share"))
+    st.caption(_("This link opens exactly this view (same weights, inputs and numbers). Copy it with the icon."))
     st.session_state[_SHARE_BOX] = box = st.empty()  # redrawn as the page's own controls write to the link
     _show_link(box)
     # Everything the link carries, the page's own view settings included (they are bound after this is drawn, so
     # the dict is filled in as they write to the link, and the JSON is written when the button is clicked).
-    params = st.session_state[_SHARE_PARAMS] = settings.to_link()
+    params = st.session_state[_SHARE_PARAMS] = settings.to_link() | {LINK_PARAM: i18n.language()}
     st.download_button(
-        "Settings as JSON",
+        _("Settings as JSON"),
         lambda: json.dumps(params, indent=2),
         file_name="attention-explorer-settings.json",
         mime="application/json",
         on_click="ignore",
         width="stretch",
-        help="The settings and this page's own choices: what the link reproduces.",
+        help=_("The settings and this page's own choices: what the link reproduces."),
     )
 
 

@@ -10,7 +10,7 @@ explorer/. A comment starting "TRANSLATORS:" on the line before a message goes i
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from babel.messages.catalog import Catalog
@@ -26,8 +26,8 @@ HEADER = dict(
     copyright_holder="the Attention Explorer authors",
     last_translator="the Attention Explorer authors",
     language_team="中文",
-    creation_date=datetime(2026, 11, 23, tzinfo=timezone.utc),
-    revision_date=datetime(2026, 11, 23, tzinfo=timezone.utc),
+    creation_date=datetime(2026, 11, 23, tzinfo=UTC),
+    revision_date=datetime(2026, 11, 23, tzinfo=UTC),
     fuzzy=False,
 )
 KEYWORDS = {"_": None, "n_": (1, 2), "N_": None}

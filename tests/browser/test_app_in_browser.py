@@ -21,7 +21,7 @@ from .conftest import (
     wait_until_idle,
 )
 
-SEQ_LEN_LABEL = "Sequence length (tokens)"
+SEQ_LEN_LABEL = "Sequence length $L$ (tokens)"
 START = Settings(d_model=1024, heads=16, groups=4, latent=256, rope_dim=32, seq_len=128, batch=2)
 
 
@@ -45,11 +45,11 @@ def shown_settings(page) -> dict[str, str]:
     """The shared settings as the page shows them: sidebar slider values, keyed like the link."""
     sliders = sidebar_sliders(page)
     labels = {
-        "d_model": "d_model (model width)",
-        "heads": "Query heads",
-        "groups": "KV groups (GQA)",
-        "latent": "Latent width d_c (MLA)",
-        "rope_dim": "Rotary key width d_h^R (MLA)",
+        "d_model": "$d_{model}$ (model width)",
+        "heads": "Query heads $h$",
+        "groups": "KV groups $g$ (GQA)",
+        "latent": "Latent width $d_c$ (MLA)",
+        "rope_dim": "Rotary key width $d_h^R$ (MLA)",
         "seq_len": SEQ_LEN_LABEL,
         "batch": "Batch",
     }
