@@ -19,11 +19,12 @@ test: browser
 	$(PYTHON) -m mypy attn_core
 	$(PYTHON) -m pytest -q
 
-# Debian's chromium for the end-to-end tests (Playwright must not download a browser of its own).
+# Debian's chromium for the end-to-end tests (Playwright must not download a browser of its own), and Debian's CJK
+# fonts so that the Chinese pages draw real glyphs rather than empty boxes.
 browser:
-	@command -v chromium >/dev/null 2>&1 || { \
+	@{ command -v chromium >/dev/null 2>&1 && fc-list 2>/dev/null | grep -qi "Noto Sans CJK"; } || { \
 		SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
-		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium; }
+		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium fonts-noto-cjk; }
 
 benchmark:
 	$(PYTHON) -m pip install -q -r requirements-dev.txt
