@@ -217,6 +217,13 @@ def pareto_frontier(rows: list[LabRow]) -> list[LabRow]:
     return frontier
 
 
+def _legend_name(variant: str, group: list[LabRow]) -> str:
+    """The variant's abbreviation; GQA with one KV head is MQA (the lab's "gqa" rows all have n_kv_heads=1)."""
+    if variant == "gqa" and all(r.options.get("n_kv_heads") == 1 for r in group):
+        return "MQA"
+    return variant.upper()
+
+
 def pareto_figure(
     rows: list[LabRow], *, context_length: int, chosen: str | None = None, dtype: str = "float32"
 ) -> go.Figure:
@@ -259,7 +266,7 @@ def pareto_figure(
                     context=context_length,
                 )
                 + "<extra></extra>",
-                name=_("original") if variant == "original" else variant.upper(),
+                name=_("original") if variant == "original" else _legend_name(variant, group),
             )
         )
     fig.update_layout(

@@ -284,8 +284,8 @@ def shares_figure(result: TrainedAttention) -> dict:
         ],
         "layout": {
             "template": PLOTLY_TEMPLATE,
-            "height": 520,
-            "margin": {"l": 60, "r": 20, "t": 60, "b": 40},
+            "height": 550,
+            "margin": {"l": 60, "r": 20, "t": 90, "b": 40},  # the two-line column titles below the chart's toolbar
             "xaxis": head_ticks | {"domain": [0, 0.44]},
             "xaxis2": head_ticks | {"domain": [0.52, 0.96]},
             "yaxis": {"title": {"text": _("layer")}, "autorange": "reversed"},
@@ -356,11 +356,12 @@ def cache_growth_figure(trace: WritingTrace, step: int) -> dict:
                 ),
                 "x": 0,
             },
-            "height": 380,
-            "margin": {"l": 70, "r": 20, "t": 60, "b": 50},
+            "height": 420,
+            "margin": {"l": 70, "r": 20, "t": 60, "b": 110},
             "xaxis": {"title": {"text": _("tokens in the cache")}},
             "yaxis": {"title": {"text": _("cache size (MiB)")}, "rangemode": "tozero"},
-            "legend": {"orientation": "h", "y": -0.2},
+            # below the axis title, with room for two rows of legend on a narrow screen
+            "legend": {"orientation": "h", "y": -0.3, "yanchor": "top"},
         },
     }
 

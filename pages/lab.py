@@ -71,7 +71,9 @@ label = lab.label_shown
 findings = [
     _(
         "On the frontier (no other model has both a smaller cache and a lower perplexity): {models}.",
-        models=("、" if language() == "zh" else ", ").join(label(r) for r in frontier),
+        models="、".join(f"「{label(r)}」" for r in frontier)  # Chinese lists, labels with commas of their own
+        if language() == "zh"
+        else ", ".join(label(r) for r in frontier),
     ),
     _(
         "Worst: {model} at perplexity {perplexity}, {ratio}x the original's {original}.",
@@ -119,7 +121,7 @@ show_chart(
     lab.pareto_figure(rows, context_length=context, dtype=settings.dtype),
     name="lab-pareto",
     rows=csv_rows,
-    caption=" ".join(
+    caption=("" if language() == "zh" else " ").join(  # Chinese sentences end in 。 and take no space
         [
             *findings,
             _(
@@ -253,7 +255,7 @@ if language() == "zh":
         _(
             "The prompt and the text below are in English by default: SmolLM2 was trained mostly on English, and a "
             "conversion's loss shows only where the original model is good. Chinese works too: the model's split of "
-            "it is shown beside the answers."
+            "it is shown above the answers."
         )
     )
 
@@ -302,14 +304,10 @@ if bound(lab.ANSWER, lambda widget: st.toggle(_("Answer with both"), key=widget)
             shared = lab.shared_prefix(first.tokens, second.tokens)
             ratio = second.cache_bytes / first.cache_bytes if first.cache_bytes else float("nan")
             st.caption(
-                n_(
-                    "The answers share their first {n} token; the converted model's cache is {ratio}x the original's "
-                    "for its answer.",
-                    "The answers share their first {n} tokens; the converted model's cache is {ratio}x the "
-                    "original's for its answer.",
-                    shared,
-                    ratio=f"{ratio:.2f}",
-                )
+                # two sentences: a count with its noun, then the ratio
+                n_("The answers share their first {n} token.", "The answers share their first {n} tokens.", shared)
+                + ("" if language() == "zh" else " ")
+                + _("The converted model's cache is {ratio}x the original's for its answer.", ratio=f"{ratio:.2f}")
             )
 
 # --- your own text --------------------------------------------------------------------------------------------------
