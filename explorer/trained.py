@@ -416,8 +416,9 @@ def findings(result: TrainedAttention) -> list[str]:
     return lines
 
 
-def token_chips(labels: list[str]) -> str:
-    """The tokens as HTML chips (escaped), one element per token."""
+def token_chips(labels: list[str], of: str = "text") -> str:
+    """The tokens as HTML chips (escaped), one element per token; `of` names what was split (data-of="text",
+    "prompt", ...), so that a page showing several splits tells them apart."""
     from html import escape
 
     chips = "".join(
@@ -426,7 +427,7 @@ def token_chips(labels: list[str]) -> str:
         f"{escape(label)}</span>"
         for i, label in enumerate(labels)
     )
-    return f'<div class="token-chips">{chips}</div>'
+    return f'<div class="token-chips" data-of="{escape(of)}">{chips}</div>'
 
 
 # --- the numbers each chart plots, as CSV (written when its button is clicked) --------------------------------------

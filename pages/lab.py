@@ -267,11 +267,11 @@ def model_problem(error: Exception) -> None:
         st.warning(_(str(error)))  # explorer.lab's messages are in the catalog (N_)
 
 
-def show_split(text: str) -> None:
+def show_split(text: str, of: str) -> None:
     """What the model reads: the text split by its own tokenizer."""
     tokens = token_labels(text)
     st.markdown(n_("The model reads it as **{n} token**:", "The model reads it as **{n} tokens**:", len(tokens)))
-    st.html(token_chips(tokens))
+    st.html(token_chips(tokens, of))
 
 
 # A toggle, not a button: it lives in the link, so a shared link shows the answers its sender saw (cached, so a
@@ -280,7 +280,7 @@ if bound(lab.ANSWER, lambda widget: st.toggle(_("Answer with both"), key=widget)
     if not prompt.strip():
         st.warning(_("Write a prompt first."))
     elif trained_model() is not None:  # None: it has said why the model is absent and how to install it
-        show_split(prompt.strip())
+        show_split(prompt.strip(), "prompt")
         try:
             with st.spinner(_("Answering with both models…")):
                 first, second = cached.answers(key, prompt.strip())
@@ -293,7 +293,7 @@ if bound(lab.ANSWER, lambda widget: st.toggle(_("Answer with both"), key=widget)
                 with column:
                     st.markdown(f"**{title}**")
                     st.text(reply.text or _("(nothing but the end token)"))
-                    st.html(token_chips(reply.tokens))
+                    st.html(token_chips(reply.tokens, "answer"))
                     st.caption(
                         _(
                             "Cache after answering: {cache} for {n} tokens (float32).",
@@ -324,7 +324,7 @@ if bound(lab.MEASURE, lambda widget: st.toggle(_("Measure both"), key=widget)):
     if not user_text.strip():
         st.warning(_("Write some text first."))
     elif trained_model() is not None:
-        show_split(user_text)
+        show_split(user_text, "text")
         try:
             with st.spinner(_("Measuring perplexity with both models…")):
                 (ppl_a, n_a, cut), (ppl_b, _n, _cut) = cached.user_perplexities(key, user_text)

@@ -177,7 +177,7 @@ if not prompt.strip():
     prompt = view.default_prompt()
 message_tokens = view.token_labels(prompt)
 st.markdown(_("Your message is **{n} tokens** as the model splits them:", n=len(message_tokens)))
-st.html(view.token_chips(message_tokens))
+st.html(view.token_chips(message_tokens, of="prompt"))
 if language() == "zh":
     # TRANSLATORS: shown on the Chinese page only, under the Chinese default question.
     st.caption(
