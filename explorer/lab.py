@@ -1,6 +1,7 @@
 """The trade-off lab's probes and figures: the trained model converted to other attention variants, what each one's
 cache costs and what it does to perplexity. Torch and plotly only (no streamlit): the page caches these, the table
-script (benchmarks/lab_table.py) and the tests call them directly.
+script (benchmarks/lab_table.py) and the tests call them directly. Words shown on the page go through explorer.i18n
+(labels and figures in the run's language; the stored table and the CSV keep English).
 
 Texts: the evaluation text and the calibration text are two disjoint stretches of one text every Python carries,
 pydoc_data.topics (the language reference behind help()), pinned by its hash since it changes between Python
@@ -23,6 +24,7 @@ from attn_core.accounting import bytes_per_element
 from attn_core.pretrained import PretrainedLM
 from attn_core.pretrained.convert import Calibration, calibrate
 from explorer.heatmaps.link import Text
+from explorer.i18n import N_, _
 from explorer.params import Choice, Flag
 
 TABLE_PATH = Path(__file__).resolve().parents[1] / "assets" / "lab_table.json"
@@ -72,15 +74,15 @@ class LabPoint:
         return self.variant == "mla" or self.options.get("method") == "pca"
 
 
-ORIGINAL = LabPoint("original", "original GQA (3 KV heads)", "original")
+ORIGINAL = LabPoint("original", N_("original GQA (3 KV heads)"), "original")
 # MLA points: (d_c, d_h^R). At d_h^R 32 a full-rank latent is 3 x (32 + 64) = 288 wide, so (288, 32) is exact in its
 # latent and loses only rotation (see attn_core.pretrained.convert); the others trade latent width for cache.
 MLA_POINTS = ((288, 32), (256, 32), (192, 32), (128, 32), (96, 32))
 LAB_POINTS: tuple[LabPoint, ...] = (
     ORIGINAL,
-    LabPoint("mha", "MHA (KV heads repeated)", "mha"),
-    LabPoint("mqa-mean", "MQA, mean-pooled KV heads", "gqa", {"n_kv_heads": 1, "method": "mean"}),
-    LabPoint("mqa-pca", "MQA, fitted to activations", "gqa", {"n_kv_heads": 1, "method": "pca"}),
+    LabPoint("mha", N_("MHA (KV heads repeated)"), "mha"),
+    LabPoint("mqa-mean", N_("MQA, mean-pooled KV heads"), "gqa", {"n_kv_heads": 1, "method": "mean"}),
+    LabPoint("mqa-pca", N_("MQA, fitted to activations"), "gqa", {"n_kv_heads": 1, "method": "pca"}),
     *(
         LabPoint(f"mla-{dc}-{dr}", f"MLA d_c {dc} + d_h^R {dr}", "mla", {"kv_lora_rank": dc, "qk_rope_head_dim": dr})
         for dc, dr in MLA_POINTS
@@ -112,7 +114,7 @@ def window_nll_sums(model: PretrainedLM, ids: list[int], window: int = WINDOW) -
 
 
 def perplexity_of(window_sums: list[tuple[float, int]]) -> float:
-    return math.exp(sum(s for s, _ in window_sums) / sum(n for _, n in window_sums))
+    return math.exp(sum(s for s, _n in window_sums) / sum(n for _s, n in window_sums))
 
 
 def cache_bytes_per_token(model: PretrainedLM, dtype: torch.dtype | str = torch.float32) -> int:
@@ -169,6 +171,43 @@ def settings_text(variant: str, options: dict[str, Any]) -> str:
     return variant + " " + ", ".join(f"{name}={value}" for name, value in options.items())
 
 
+# The page's words for what the table stores in English: option values and the names of what each reduction kept.
+METHOD_SHOWN = {"mean": N_("method=mean"), "pca": N_("method=pca")}
+KEPT_SHOWN = {
+    "shared key": N_("shared key"),
+    "shared value": N_("shared value"),
+    "rotary key": N_("rotary key"),
+    "latent": N_("latent"),
+}
+
+
+def label_shown(row: LabRow) -> str:
+    """The row's label in this run's language (the table stores it in English)."""
+    if row.variant == "mla":
+        return _(
+            "MLA d_c {d_c} + d_h^R {d_r}",
+            d_c=str(row.options["kv_lora_rank"]),
+            d_r=str(row.options["qk_rope_head_dim"]),
+        )
+    point = POINTS_BY_KEY.get(row.key)
+    return _(point.label) if point is not None else row.label
+
+
+def settings_shown(row: LabRow) -> str:
+    """settings_text in this run's language: option names are symbols, a method's name is a word."""
+    if not row.options:
+        return _("original") if row.variant == "original" else row.variant
+    parts = [
+        _(METHOD_SHOWN[value]) if name == "method" and value in METHOD_SHOWN else f"{name}={value}"
+        for name, value in row.options.items()
+    ]
+    return row.variant + " " + ", ".join(parts)
+
+
+def kept_shown(name: str) -> str:
+    return _(KEPT_SHOWN[name]) if name in KEPT_SHOWN else name
+
+
 def pareto_frontier(rows: list[LabRow]) -> list[LabRow]:
     """The rows no other row beats on both counts (smaller cache and lower perplexity), by growing cache."""
     frontier: list[LabRow] = []
@@ -176,6 +215,13 @@ def pareto_frontier(rows: list[LabRow]) -> list[LabRow]:
         if not frontier or row.perplexity < frontier[-1].perplexity:
             frontier.append(row)
     return frontier
+
+
+def _legend_name(variant: str, group: list[LabRow]) -> str:
+    """The variant's abbreviation; GQA with one KV head is MQA (the lab's "gqa" rows all have n_kv_heads=1)."""
+    if variant == "gqa" and all(r.options.get("n_kv_heads") == 1 for r in group):
+        return "MQA"
+    return variant.upper()
 
 
 def pareto_figure(
@@ -192,7 +238,7 @@ def pareto_figure(
             y=[r.perplexity for r in frontier],
             mode="lines",
             line={"dash": "dot", "color": "#888"},
-            name="Pareto frontier",
+            name=_("Pareto frontier"),
             hoverinfo="skip",
         )
     )
@@ -207,23 +253,25 @@ def pareto_figure(
                 x=[r.cache_bytes_per_token / 1024 for r in group],
                 y=[r.perplexity for r in group],
                 mode="markers",
-                text=[r.label for r in group],
+                text=[label_shown(r) for r in group],
                 marker={
                     "size": [16 if r.key == chosen else 10 for r in group],
                     "color": colors[variant],
                     "line": {"width": [3 if r.key == chosen else 0 for r in group], "color": "black"},
                 },
-                customdata=[[r.settings, r.cache_bytes_per_token * context_length / 2**20] for r in group],
-                hovertemplate=(
-                    "%{text}<br>%{customdata[0]}<br>perplexity %{y:,.2f}<br>cache %{x:.2f} KiB per token<br>"
-                    f"%{{customdata[1]:,.1f}} MiB at {context_length:,} tokens<extra></extra>"
-                ),
-                name="original" if variant == "original" else variant.upper(),
+                customdata=[[settings_shown(r), r.cache_bytes_per_token * context_length / 2**20] for r in group],
+                hovertemplate=_(
+                    "%{{text}}<br>%{{customdata[0]}}<br>perplexity %{{y:,.2f}}<br>cache %{{x:.2f}} KiB per token<br>"
+                    "%{{customdata[1]:,.1f}} MiB at {context} tokens",
+                    context=context_length,
+                )
+                + "<extra></extra>",
+                name=_("original") if variant == "original" else _legend_name(variant, group),
             )
         )
     fig.update_layout(
-        xaxis_title=f"KV cache per token, whole model (KiB, {dtype})",
-        yaxis_title="perplexity (log scale)",
+        xaxis_title=_("KV cache per token, whole model (KiB, {dtype})", dtype=dtype),
+        yaxis_title=_("perplexity (log scale)"),
         yaxis_type="log",
         height=480,
         margin={"t": 30},
@@ -257,11 +305,14 @@ def shared_prefix(first: list[str], second: list[str]) -> int:
     return min(len(first), len(second))
 
 
+TOO_SHORT = N_("Write at least two tokens (a few words) to measure a perplexity.")
+
+
 def user_text_perplexity(model: PretrainedLM, text: str) -> tuple[float, int, bool]:
     """(perplexity, tokens scored, whether the text was cut to USER_TEXT_MAX_TOKENS)."""
     ids = model.encode(text)
     if len(ids) < 2:
-        raise ValueError("Write at least two tokens (a few words) to measure a perplexity.")
+        raise ValueError(TOO_SHORT)  # the page shows it through _()
     cut = len(ids) > USER_TEXT_MAX_TOKENS
     ids = ids[:USER_TEXT_MAX_TOKENS]
     losses = model.token_nll(ids, USER_TEXT_MAX_TOKENS)

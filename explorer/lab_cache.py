@@ -17,31 +17,31 @@ def model() -> PretrainedLM:
     """The trained model; the page has checked explorer.model.trained_model() (which says why it is absent)."""
     lm = trained_model()
     if lm is None:
-        raise ModelNotInstalled("The trained model is not installed.")
+        raise ModelNotInstalled("The trained model is not installed.")  # the page says so in its language
     return lm
 
 
-@st.cache_resource(show_spinner="Calibrating on the lab's calibration text (once per server)…")
+@st.cache_resource(show_spinner=False)  # spinners: the page says what runs, in its language
 @takes_turns
 def calibration() -> Calibration:
     lm = model()
     return lab.lab_calibration(lm, lab.split_tokens(lm)[1])
 
 
-@st.cache_resource(show_spinner="Converting the model (once per server and conversion)…", max_entries=2)
+@st.cache_resource(show_spinner=False, max_entries=2)
 @takes_turns
 def converted(key: str) -> PretrainedLM:
     point = lab.POINTS_BY_KEY[key]
     return lab.convert_point(model(), point, calibration() if point.needs_calibration else None)
 
 
-@st.cache_data(show_spinner="Answering with both models…", max_entries=64)
+@st.cache_data(show_spinner=False, max_entries=64)
 @takes_turns
 def answers(key: str, prompt: str) -> tuple[lab.Answer, lab.Answer]:
     return lab.answer(model(), prompt), lab.answer(converted(key), prompt)
 
 
-@st.cache_data(show_spinner="Measuring perplexity with both models…", max_entries=64)
+@st.cache_data(show_spinner=False, max_entries=64)
 @takes_turns
 def user_perplexities(key: str, text: str) -> tuple[tuple[float, int, bool], tuple[float, int, bool]]:
     return lab.user_text_perplexity(model(), text), lab.user_text_perplexity(converted(key), text)

@@ -5,9 +5,12 @@ from __future__ import annotations
 import streamlit as st
 
 from attn_core.pretrained import ModelNotInstalled, PretrainedLM, load_pretrained
+from attn_core.pretrained.checkpoint import GGUF_NAME, INSTALL_COMMAND, PACKAGE
+
+from .i18n import _
 
 
-@st.cache_resource(show_spinner="Loading SmolLM2-135M (the first time: converting its GGUF file, ~10 s)…")
+@st.cache_resource(show_spinner=False)  # the spinner is trained_model()'s, in the run's language
 def _load() -> PretrainedLM:
     return load_pretrained()
 
@@ -16,7 +19,24 @@ def trained_model() -> PretrainedLM | None:
     """The model, or None after telling the user why it is absent and how to install it (the page then stops, and
     the rest of the app keeps working)."""
     try:
-        return _load()
+        # st.spinner shows only after half a second: a model already loaded passes without a flicker.
+        with st.spinner(_("Loading SmolLM2-135M (the first time: converting its GGUF file, ~10 s)…")):
+            return _load()
     except ModelNotInstalled as missing:
-        st.warning(f"{missing} Every other page works without it.", icon=":material/download:")
+        if "is not installed" in str(missing):
+            message = _(
+                "The trained model is not installed: run `{command}`. Every other page works without it.",
+                command=INSTALL_COMMAND,
+            )
+        elif "is missing" in str(missing):
+            message = _(
+                "{package} is installed but its file {file} is missing: reinstall with `{command}`. Every other page "
+                "works without it.",
+                package=PACKAGE,
+                file=GGUF_NAME,
+                command=INSTALL_COMMAND,
+            )
+        else:  # unforeseen: attn_core's own words
+            message = _("{reason} Every other page works without it.", reason=missing)
+        st.warning(message, icon=":material/download:")
         return None

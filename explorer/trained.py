@@ -22,6 +22,7 @@ from explorer.probes.trained import (
 )
 
 from .charts import PLOTLY_TEMPLATE, VARIANT_COLORS, csv_text, typed_array
+from .i18n import _, language
 from .model import trained_model
 from .work import takes_turns
 
@@ -30,24 +31,53 @@ MAX_TOKENS = 128  # tokens run through the model: 270 maps of 128 x 128 stay che
 OVERVIEW_SIDE = 16  # cells per side of each head's small map in the overview
 MAX_NEW_TOKENS = 48
 
-DEFAULT_TEXT = (
-    "The cat sat on the mat because the mat was warm. Later the dog came in, saw the cat on the mat, and lay down "
-    "beside it. 注意力让每个词元都能看到它前面的词元。"
-)
-DEFAULT_PROMPT = "In two sentences, what does a KV cache store?"
+# The defaults are in the page's language, so that their tokens read in it. English teaches the attention lesson
+# best (the model was trained mostly on English: one token per word), and the Chinese page says so and offers the
+# English sentence at a click; its Chinese default shows how the model splits Chinese (mostly into UTF-8 bytes).
+DEFAULT_TEXTS = {
+    "en": "The cat sat on the mat because the mat was warm. Later the dog came in, saw the cat on the mat, and lay "
+    "down beside it.",
+    "zh": "猫坐在垫子上，因为垫子很暖和。后来狗走了进来，看见猫在垫子上，就在它旁边躺下了。",
+}
+DEFAULT_PROMPTS = {
+    "en": "In two sentences, what does a KV cache store?",
+    "zh": "用两句话说明：KV 缓存存的是什么？",
+}
+DEFAULT_TEXT = DEFAULT_TEXTS["en"]
+DEFAULT_PROMPT = DEFAULT_PROMPTS["en"]
+PROMPT_CHARS = 300
 
 TEXT = Text("tm_text", DEFAULT_TEXT, MAX_TEXT_CHARS)
 LAYER = IntRange("tm_layer", 0, 29, 3)
 HEAD = IntRange("tm_head", 0, 8, 0)
 QUERY = IntRange("tm_query", 0, MAX_TOKENS - 1, 12)
-PROMPT = Text("tm_prompt", DEFAULT_PROMPT, 300)
+PROMPT = Text("tm_prompt", DEFAULT_PROMPT, PROMPT_CHARS)
+
+
+def default_text() -> str:
+    return DEFAULT_TEXTS[language()]
+
+
+def default_prompt() -> str:
+    return DEFAULT_PROMPTS[language()]
+
+
+def text_param() -> Text:
+    """TEXT with this run's language's default."""
+    return Text(TEXT.name, default_text(), MAX_TEXT_CHARS)
+
+
+def prompt_param() -> Text:
+    return Text(PROMPT.name, default_prompt(), PROMPT_CHARS)
+
+
 STEP = IntRange("tm_step", 1, MAX_NEW_TOKENS, MAX_NEW_TOKENS)
 
 _STEPS = np.linspace(0.0, 1.0, 9)
 LINEAR_BLUES = [[float(s), c] for s, c in zip(_STEPS, sample_colorscale("Blues", _STEPS.tolist()), strict=True)]
 
 
-@st.cache_data(max_entries=8, show_spinner="Running SmolLM2-135M on the text…")
+@st.cache_data(max_entries=8, show_spinner=False)  # the page says what runs, in its language
 @takes_turns
 def attention_on(text: str) -> TrainedAttention:
     lm = trained_model()
@@ -55,12 +85,20 @@ def attention_on(text: str) -> TrainedAttention:
     return trained_attention(lm, text, MAX_TOKENS)
 
 
-@st.cache_data(max_entries=8, show_spinner="SmolLM2-135M is writing, one token at a time…")
+@st.cache_data(max_entries=8, show_spinner=False)
 @takes_turns
 def writing_of(prompt: str) -> WritingTrace:
     lm = trained_model()
     assert lm is not None
     return writing_trace(lm, [{"role": "user", "content": prompt}], MAX_NEW_TOKENS)
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def token_labels(text: str) -> list[str]:
+    """The text's tokens as the model's own tokenizer splits it, one readable label each."""
+    lm = trained_model()
+    assert lm is not None
+    return lm.token_strings(lm.encode(text))
 
 
 # --- figures -----------------------------------------------------------------------------------------------------
@@ -70,7 +108,7 @@ def overview_figure(result: TrainedAttention) -> dict:
     """All layers x heads as small maps in one heatmap: a row per layer, heads side by side, a wider gap between the
     heads of different KV groups (each run of group_size heads shares one KV head)."""
     pooled = pooled_maps(result.maps, OVERVIEW_SIDE)  # [layers, H, s, s]
-    layers, heads, side, _ = pooled.shape
+    layers, heads, side = pooled.shape[:3]
     group = result.group_size
     gap = 1
     column_starts = [h * (side + gap) + (h // group) * 2 * gap for h in range(heads)]
@@ -104,8 +142,8 @@ def overview_figure(result: TrainedAttention) -> dict:
                 "colorscale": WEIGHT_COLORSCALE,
                 "zmin": 0,
                 "zmax": 1,
-                "colorbar": {"title": {"text": "weight"}, "thickness": 12},
-                "hovertemplate": "weight %{z:.2f}<extra></extra>",
+                "colorbar": {"title": {"text": _("weight")}, "thickness": 12},
+                "hovertemplate": _("weight %{z:.2f}") + "<extra></extra>",
             }
         ],
         "layout": {
@@ -114,13 +152,13 @@ def overview_figure(result: TrainedAttention) -> dict:
             "margin": {"l": 60, "r": 10, "t": 34, "b": 50},
             "xaxis": {
                 "tickvals": centers_x,
-                "ticktext": [f"h{h}<br>KV {h // group}" for h in range(heads)],
+                "ticktext": [f"h{h}<br>KV {h // group}" for h in range(heads)],  # symbols: head h, KV head
                 "showgrid": False,
                 "zeroline": False,
             },
             "yaxis": {
                 "tickvals": centers_y,
-                "ticktext": [f"layer {layer}" for layer in range(layers)],
+                "ticktext": [_("layer {layer}", layer=layer) for layer in range(layers)],
                 "autorange": "reversed",
                 "showgrid": False,
                 "zeroline": False,
@@ -153,17 +191,20 @@ def head_figure(result: TrainedAttention, layer: int, head: int) -> dict:
                 "colorscale": WEIGHT_COLORSCALE,
                 "zmin": 0,
                 "zmax": 1,
-                "colorbar": {"title": {"text": "weight"}, "thickness": 12},
-                "hovertemplate": "query %{y} → key %{x}<br>weight %{z:.3f}<extra></extra>",
+                "colorbar": {"title": {"text": _("weight")}, "thickness": 12},
+                "hovertemplate": _("query %{y} → key %{x}<br>weight %{z:.3f}") + "<extra></extra>",
             }
         ],
         "layout": {
             "template": PLOTLY_TEMPLATE,
-            "title": {"text": f"Layer {layer}, head {head}<br>(reads KV head {kv})", "x": 0.0},
+            "title": {
+                "text": _("Layer {layer}, head {head}<br>(reads KV head {kv})", layer=layer, head=head, kv=kv),
+                "x": 0.0,
+            },
             "height": 560,
             "margin": {"l": 90, "r": 20, "t": 80, "b": 90},
-            "xaxis": axis | {"title": {"text": "key (attended to)"}, "tickangle": -60},
-            "yaxis": axis | {"title": {"text": "query (attending)"}, "autorange": "reversed"},
+            "xaxis": axis | {"title": {"text": _("key (attended to)")}, "tickangle": -60},
+            "yaxis": axis | {"title": {"text": _("query (attending)")}, "autorange": "reversed"},
         },
     }
 
@@ -178,11 +219,11 @@ def group_rows_figure(result: TrainedAttention, layer: int, head: int, query: in
     traces = [
         {
             "type": "bar",
-            "name": f"head {h}",
+            "name": _("head {h}", h=h),
             "x": keys,
             "y": typed_array(result.maps[layer, h, query, : query + 1].astype(np.float32)),
             "marker": {"color": palette[i % len(palette)]},
-            "hovertemplate": f"head {h}<br>key %{{x}}: %{{y:.3f}}<extra></extra>",
+            "hovertemplate": _("head {h}<br>key %{{x}}: %{{y:.3f}}", h=h) + "<extra></extra>",
         }
         for i, h in enumerate(members)
     ]
@@ -192,7 +233,14 @@ def group_rows_figure(result: TrainedAttention, layer: int, head: int, query: in
         "layout": {
             "template": PLOTLY_TEMPLATE,
             "title": {
-                "text": f"Query {query} ({result.labels[query]}), layer {layer}:<br>the {group} heads of KV head {kv}",
+                "text": _(
+                    "Query {query} ({token}), layer {layer}:<br>the {group} heads of KV head {kv}",
+                    query=query,
+                    token=result.labels[query],
+                    layer=layer,
+                    group=group,
+                    kv=kv,
+                ),
                 "x": 0.0,
             },
             "barmode": "group",
@@ -202,9 +250,9 @@ def group_rows_figure(result: TrainedAttention, layer: int, head: int, query: in
                 "tickvals": keys[::step],
                 "ticktext": result.labels[: query + 1 : step],
                 "tickangle": -60,
-                "title": {"text": "key"},
+                "title": {"text": _("key")},
             },
-            "yaxis": {"title": {"text": "weight"}, "range": [0, 1]},
+            "yaxis": {"title": {"text": _("weight")}, "range": [0, 1]},
             "legend": {"orientation": "h", "y": 1.02, "x": 1, "xanchor": "right", "yanchor": "bottom"},
         },
     }
@@ -222,8 +270,8 @@ def shares_figure(result: TrainedAttention) -> dict:
                 "z": typed_array(result.first_token_share),
                 "xaxis": "x",
                 "yaxis": "y",
-                "colorbar": {"title": {"text": "share"}, "thickness": 12},
-                "hovertemplate": "layer %{y}, head %{x}: %{z:.2f} on the first token<extra></extra>",
+                "colorbar": {"title": {"text": _("share")}, "thickness": 12},
+                "hovertemplate": _("layer %{y}, head %{x}: %{z:.2f} on the first token") + "<extra></extra>",
             },
             common
             | {
@@ -231,20 +279,20 @@ def shares_figure(result: TrainedAttention) -> dict:
                 "xaxis": "x2",
                 "yaxis": "y2",
                 "showscale": False,
-                "hovertemplate": "layer %{y}, head %{x}: %{z:.2f} on the previous token<extra></extra>",
+                "hovertemplate": _("layer %{y}, head %{x}: %{z:.2f} on the previous token") + "<extra></extra>",
             },
         ],
         "layout": {
             "template": PLOTLY_TEMPLATE,
-            "height": 520,
-            "margin": {"l": 60, "r": 20, "t": 60, "b": 40},
+            "height": 550,
+            "margin": {"l": 60, "r": 20, "t": 90, "b": 40},  # the two-line column titles below the chart's toolbar
             "xaxis": head_ticks | {"domain": [0, 0.44]},
             "xaxis2": head_ticks | {"domain": [0.52, 0.96]},
-            "yaxis": {"title": {"text": "layer"}, "autorange": "reversed"},
+            "yaxis": {"title": {"text": _("layer")}, "autorange": "reversed"},
             "yaxis2": {"anchor": "x2", "autorange": "reversed", "showticklabels": False},
             "annotations": [
-                {"text": "first<br>token", "x": 0.22, **_title_spot()},
-                {"text": "previous<br>token", "x": 0.74, **_title_spot()},
+                {"text": _("first<br>token"), "x": 0.22, **_title_spot()},
+                {"text": _("previous<br>token"), "x": 0.74, **_title_spot()},
             ],
         },
     }
@@ -262,14 +310,18 @@ def cache_growth_figure(trace: WritingTrace, step: int) -> dict:
         {
             "type": "scatter",
             "mode": "lines+markers",
-            "name": "GQA, 3 KV heads (measured)",
+            "name": _("GQA, {n} KV heads (measured)", n=trace.n_kv_heads),
             "x": tokens,
             "y": [s.cache_bytes / mib for s in trace.steps],
             "line": {"color": VARIANT_COLORS["gqa"]},
-            "hovertemplate": "%{x} tokens: %{y:,.2f} MiB<extra>measured</extra>",
+            "hovertemplate": _("%{x} tokens: %{y:,.2f} MiB") + "<extra>" + _("measured") + "</extra>",
         }
     ]
-    for variant, name in (("mha", "MHA, 9 KV heads (formula)"), ("mqa", "MQA, 1 KV head (formula)")):
+    names = {
+        "mha": _("MHA, {n} KV heads (formula)", n=trace.n_heads),
+        "mqa": _("MQA, 1 KV head (formula)"),
+    }
+    for variant, name in names.items():
         per_token = trace.per_token_bytes[variant]
         lines.append(
             {
@@ -279,7 +331,7 @@ def cache_growth_figure(trace: WritingTrace, step: int) -> dict:
                 "x": tokens,
                 "y": [per_token * t / mib for t in tokens],
                 "line": {"color": VARIANT_COLORS[variant], "dash": "dot"},
-                "hovertemplate": "%{x} tokens: %{y:,.2f} MiB<extra>" + variant.upper() + "</extra>",
+                "hovertemplate": _("%{x} tokens: %{y:,.2f} MiB") + "<extra>" + variant.upper() + "</extra>",
             }
         )
     now = trace.steps[step - 1]
@@ -287,7 +339,7 @@ def cache_growth_figure(trace: WritingTrace, step: int) -> dict:
         {
             "type": "scatter",
             "mode": "markers",
-            "name": f"step {step}",
+            "name": _("step {step}", step=step),
             "x": [now.cached_tokens],
             "y": [now.cache_bytes / mib],
             "marker": {"size": 13, "color": "#222", "symbol": "circle-open", "line": {"width": 2}},
@@ -299,14 +351,17 @@ def cache_growth_figure(trace: WritingTrace, step: int) -> dict:
         "layout": {
             "template": PLOTLY_TEMPLATE,
             "title": {
-                "text": f"Whole-model KV cache<br>({trace.n_layers} layers, float32) as the model writes",
+                "text": _(
+                    "Whole-model KV cache<br>({layers} layers, float32) as the model writes", layers=trace.n_layers
+                ),
                 "x": 0,
             },
-            "height": 380,
-            "margin": {"l": 70, "r": 20, "t": 60, "b": 50},
-            "xaxis": {"title": {"text": "tokens in the cache"}},
-            "yaxis": {"title": {"text": "cache size (MiB)"}, "rangemode": "tozero"},
-            "legend": {"orientation": "h", "y": -0.2},
+            "height": 420,
+            "margin": {"l": 70, "r": 20, "t": 60, "b": 110},
+            "xaxis": {"title": {"text": _("tokens in the cache")}},
+            "yaxis": {"title": {"text": _("cache size (MiB)")}, "rangemode": "tozero"},
+            # below the axis title, with room for two rows of legend on a narrow screen
+            "legend": {"orientation": "h", "y": -0.3, "yanchor": "top"},
         },
     }
 
@@ -317,33 +372,53 @@ def cache_growth_figure(trace: WritingTrace, step: int) -> dict:
 def findings(result: TrainedAttention) -> list[str]:
     heads = result.first_token_share.size
     if len(result.ids) < 3:
-        return ["Give at least three tokens to measure where heads look."]
+        return [_("Give at least three tokens to measure where heads look.")]
     sinks = int((result.first_token_share > SINK_MAJORITY).sum())
     previous = int((result.previous_token_share > SINK_MAJORITY).sum())
     best = np.unravel_index(np.nanargmax(result.previous_token_share), result.previous_token_share.shape)
     lines = [
-        f"**{sinks} of {heads} heads** put over half of their attention on the first token (the *attention sink*: "
-        "a place to park attention when nothing else matters).",
-        f"**{previous} of {heads} heads** put over half on the token just before (previous-token heads); the "
-        f"strongest is layer {best[0]}, head {best[1]} at {result.previous_token_share[best]:.2f}.",
+        _(
+            "**{sinks} of {n} heads** put over half of their attention on the first token (the *attention sink*: "
+            "a place to park attention when nothing else matters).",
+            sinks=sinks,
+            n=heads,
+        ),
+        _(
+            "**{previous} of {n} heads** put over half on the token just before (previous-token heads); the "
+            "strongest is layer {layer}, head {head} at {share}.",
+            previous=previous,
+            n=heads,
+            layer=int(best[0]),
+            head=int(best[1]),
+            share=f"{result.previous_token_share[best]:.2f}",
+        ),
     ]
     within, across = result.js_within_group, result.js_across_groups
     if within < across:
-        comparison = "attend more alike than heads that do not"
+        sentence = _(
+            "Heads that share a KV head attend more alike than heads that do not: mean Jensen-Shannon distance "
+            "between their rows {within}, against {across} across KV heads (0 = identical, 1 = disjoint). They read "
+            "the same keys, so they can differ only through their queries."
+        )
     elif within > across:
-        comparison = "attend less alike than heads that do not"
+        sentence = _(
+            "Heads that share a KV head attend less alike than heads that do not: mean Jensen-Shannon distance "
+            "between their rows {within}, against {across} across KV heads (0 = identical, 1 = disjoint). They read "
+            "the same keys, so they can differ only through their queries."
+        )
     else:
-        comparison = "attend as alike as heads that do not"
-    lines.append(
-        f"Heads that share a KV head {comparison}: mean Jensen-Shannon distance between their rows {within:.3f}, "
-        f"against {across:.3f} across KV heads (0 = identical, 1 = disjoint). They read the same keys, so they can "
-        "differ only through their queries."
-    )
+        sentence = _(
+            "Heads that share a KV head attend as alike as heads that do not: mean Jensen-Shannon distance between "
+            "their rows {within}, against {across} across KV heads (0 = identical, 1 = disjoint). They read the "
+            "same keys, so they can differ only through their queries."
+        )
+    lines.append(sentence.format(within=f"{within:.3f}", across=f"{across:.3f}"))  # _() left the {slots} in
     return lines
 
 
-def token_chips(labels: list[str]) -> str:
-    """The tokens as HTML chips (escaped), one element per token."""
+def token_chips(labels: list[str], of: str = "text") -> str:
+    """The tokens as HTML chips (escaped), one element per token; `of` names what was split (data-of="text",
+    "prompt", ...), so that a page showing several splits tells them apart."""
     from html import escape
 
     chips = "".join(
@@ -352,7 +427,7 @@ def token_chips(labels: list[str]) -> str:
         f"{escape(label)}</span>"
         for i, label in enumerate(labels)
     )
-    return f'<div class="token-chips">{chips}</div>'
+    return f'<div class="token-chips" data-of="{escape(of)}">{chips}</div>'
 
 
 # --- the numbers each chart plots, as CSV (written when its button is clicked) --------------------------------------
@@ -360,7 +435,7 @@ def token_chips(labels: list[str]) -> str:
 
 def overview_csv(result: TrainedAttention) -> str:
     pooled = pooled_maps(result.maps, OVERVIEW_SIDE)
-    layers, heads, side, _ = pooled.shape
+    layers, heads, side = pooled.shape[:3]
     return csv_text(
         [
             {"layer": layer, "head": head, "kv_head": head // result.group_size, "query_block": q, "key_block": k}

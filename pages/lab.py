@@ -9,26 +9,33 @@ from attn_core.pretrained.convert import full_latent_rank
 from explorer import lab
 from explorer import lab_cache as cached
 from explorer.charts import format_bytes, show_chart
+from explorer.i18n import _, fmt, language, n_, percent
 from explorer.model import trained_model
 from explorer.state import bound, page_settings
+from explorer.trained import token_chips, token_labels
 
 settings = page_settings()
 
-st.title("Trade-off lab")
+st.title(_("Trade-off lab"))
 st.markdown(
-    "A real trained model, **SmolLM2-135M-Instruct** (30 layers, 9 query heads sharing 3 KV heads of 64), with its "
-    "attention converted — without any training — to other variants: **MHA** (each KV head repeated), **MQA** (one "
-    "KV head, by mean-pooling as the GQA paper did, or fitted to activations) and **MLA** (DeepSeek's latent "
-    "attention, with its absorbed decode and its `[c_kv | k_rope]` cache). Every converted model runs through the "
-    "same `attn_core` modules as the rest of the explorer. What does each cache saving cost?"
+    _(
+        "A real trained model, **SmolLM2-135M-Instruct** (30 layers, 9 query heads sharing 3 KV heads of "
+        "$d_h = 64$), with its attention converted — without any training — to other variants: **MHA** (each KV "
+        "head repeated), **MQA** (one KV head, by mean-pooling as the GQA paper did, or fitted to activations) and "
+        "**MLA** (DeepSeek's latent attention, with its absorbed decode and its $[c^{KV} \\mid k^R]$ cache). Every "
+        "converted model runs through the same `attn_core` modules as the rest of the explorer. What does each cache "
+        "saving cost?"
+    )
 )
 
 try:
     table = lab.load_table()
 except (OSError, ValueError):
     st.warning(
-        f"The lab's table ({lab.TABLE_PATH.name}) is missing or unreadable: run `python benchmarks/lab_table.py` to "
-        "measure it."
+        _(
+            "The lab's table ({file}) is missing or unreadable: run `python benchmarks/lab_table.py` to measure it.",
+            file=lab.TABLE_PATH.name,
+        )
     )
     st.stop()
 
@@ -42,37 +49,62 @@ mla_rope_dims = sorted({r.options["qk_rope_head_dim"] for r in rows if r.variant
 context = bound(
     lab.CONTEXT,
     lambda key: st.select_slider(
-        "Context length for the whole-model cache (tokens)",
+        _("Context length for the whole-model cache (tokens)"),
         options=lab.CONTEXT.options,
+        format_func=fmt,
         key=key,
-        help="The model's context is 8,192 tokens. Cache sizes use the sidebar's dtype; perplexity was measured in "
-        "float32.",
+        help=_(
+            "The model's context is {n} tokens. Cache sizes use the sidebar's dtype; perplexity was measured in "
+            "float32.",
+            n=8192,
+        ),
     ),
 )
 
 # --- the Pareto chart -----------------------------------------------------------------------------------------------
-st.subheader("Perplexity against KV cache")
+st.subheader(_("Perplexity against KV cache"))
 frontier = lab.pareto_frontier(rows)
 worst = max(rows, key=lambda r: r.perplexity)
 mla_rows = [r for r in rows if r.variant == "mla"]
 best_mla = min(mla_rows, key=lambda r: r.perplexity) if mla_rows else None
+label = lab.label_shown
 findings = [
-    f"On the frontier (no other model has both a smaller cache and a lower perplexity): "
-    f"{', '.join(r.label for r in frontier)}.",
-    f"Worst: {worst.label} at perplexity {worst.perplexity:,.1f}, "
-    f"{worst.perplexity / original.perplexity:,.1f}x the original's {original.perplexity:.2f}.",
+    _(
+        "On the frontier (no other model has both a smaller cache and a lower perplexity): {models}.",
+        models="、".join(f"「{label(r)}」" for r in frontier)  # Chinese lists, labels with commas of their own
+        if language() == "zh"
+        else ", ".join(label(r) for r in frontier),
+    ),
+    _(
+        "Worst: {model} at perplexity {perplexity}, {ratio}x the original's {original}.",
+        model=label(worst),
+        perplexity=f"{worst.perplexity:,.1f}",
+        ratio=f"{worst.perplexity / original.perplexity:,.1f}",
+        original=f"{original.perplexity:.2f}",
+    ),
 ]
 if best_mla is not None:
     findings.append(
-        f"Best MLA conversion: {best_mla.label}, perplexity {best_mla.perplexity:.2f} with "
-        f"{best_mla.cache_bytes_per_token / original.cache_bytes_per_token:.0%} of the original's cache."
+        _(
+            "Best MLA conversion: {model}, perplexity {perplexity} with {share} of the original's cache.",
+            model=label(best_mla),
+            perplexity=f"{best_mla.perplexity:.2f}",
+            share=percent(best_mla.cache_bytes_per_token / original.cache_bytes_per_token),
+        )
     )
 for mqa in (r for r in rows if r.variant == "gqa"):
     twin = next((r for r in mla_rows if r.cache_bytes_per_token == mqa.cache_bytes_per_token), None)
     if twin is not None:
         findings.append(
-            f"At the same cache ({format_bytes(mqa.cache_bytes_per_token)} per token) {twin.label} reaches "
-            f"{twin.perplexity:,.2f} where {mqa.label} reaches {mqa.perplexity:,.2f}."
+            _(
+                "At the same cache ({cache} per token) {mla} reaches {mla_perplexity} where {mqa} reaches "
+                "{mqa_perplexity}.",
+                cache=format_bytes(mqa.cache_bytes_per_token),
+                mla=label(twin),
+                mla_perplexity=f"{twin.perplexity:,.2f}",
+                mqa=label(mqa),
+                mqa_perplexity=f"{mqa.perplexity:,.2f}",
+            )
         )
 csv_rows = [
     {
@@ -89,147 +121,220 @@ show_chart(
     lab.pareto_figure(rows, context_length=context, dtype=settings.dtype),
     name="lab-pareto",
     rows=csv_rows,
-    caption=" ".join(findings)
-    + f" Perplexity on {evaluation['tokens']:,} tokens of Python's own language reference (pydoc_data.topics), "
-    f"windows of {evaluation['window']}; cache in {settings.dtype}, all {original.n_layers} layers.",
+    caption=("" if language() == "zh" else " ").join(  # Chinese sentences end in 。 and take no space
+        [
+            *findings,
+            _(
+                "Perplexity on {tokens} tokens of Python's own language reference (`pydoc_data.topics`), windows of "
+                "{window}; cache in {dtype}, all {layers} layers.",
+                tokens=evaluation["tokens"],
+                window=evaluation["window"],
+                dtype=settings.dtype,
+                layers=original.n_layers,
+            ),
+        ]
+    ),
 )
 st.dataframe(
     [
         {
-            "model": r.label,
-            "settings": r.settings,
-            "perplexity": round(r.perplexity, 2),
-            "× original": round(r.perplexity / original.perplexity, 2),
-            "cache / token": format_bytes(r.cache_bytes_per_token),
-            f"cache at {context:,} tokens": format_bytes(r.cache_bytes_per_token * context),
-            "seconds (convert + evaluate)": round(r.seconds["convert"] + r.seconds["evaluate"], 1),
+            _("model"): label(r),
+            _("settings"): lab.settings_shown(r),
+            _("perplexity"): round(r.perplexity, 2),
+            _("× original"): round(r.perplexity / original.perplexity, 2),
+            _("cache / token"): format_bytes(r.cache_bytes_per_token),
+            _("cache at {n} tokens", n=context): format_bytes(r.cache_bytes_per_token * context),
+            _("seconds (convert + evaluate)"): round(r.seconds["convert"] + r.seconds["evaluate"], 1),
         }
         for r in rows
     ],
     hide_index=True,
 )
 st.caption(
-    f"Measured by `benchmarks/lab_table.py` on {table['date']} ({table['machine']}), float32. Evaluation: the "
-    f"{evaluation['which']} of pydoc_data.topics (sha256 {evaluation['text_sha256'][:12]}…; it changes between "
-    f"Python versions, so it is pinned by hash); calibration: the {table['calibration']['which']}. "
-    "The page reads the stored table: evaluating every conversion takes minutes."
+    _(
+        "Measured by `benchmarks/lab_table.py` on {date} (`{machine}`), float32. Evaluation: the first {eval_tokens} "
+        "tokens of `pydoc_data.topics` (sha256 `{sha}…`; it changes between Python versions, so it is pinned by "
+        "hash); calibration: the last {calibration_tokens} tokens of the same text (disjoint from evaluation). The "
+        "page reads the stored table: evaluating every conversion takes minutes.",
+        date=table["date"],
+        machine=table["machine"],
+        eval_tokens=evaluation["tokens"],
+        sha=evaluation["text_sha256"][:12],
+        calibration_tokens=table["calibration"]["tokens"],
+    )
 )
 
-with st.expander("How each conversion works, and what it keeps"):
+with st.expander(_("How each conversion works, and what it keeps")):
     st.markdown(
-        "- **MHA**: every KV head copied for each query head that reads it: the same numbers, 3x the cache.\n"
-        "- **MQA, mean-pooled**: the three KV heads' weights averaged (the GQA paper's conversion, which it followed "
-        "with uptraining). Without it the heads' keys cancel and the model breaks.\n"
-        "- **MQA, fitted**: RoPE turns each pair of key dims into a complex number multiplied by a rotation, so "
-        "per frequency the shared key can be the leading complex principal direction of the three heads' keys "
-        "(on calibration activations, weighted by the queries that read them), each query head absorbing its "
-        "coefficient: positions stay exact. Values: principal components, with the output projection absorbing "
-        "the map back.\n"
-        "- **MLA**: DeepSeek's layer caches a latent `c_kv` (d_c numbers) and one rotary key `k_rope` (d_h^R "
-        "numbers) shared by all heads. Here the fastest d_h^R/2 RoPE frequencies keep their rotation in `k_rope` "
-        "(one complex direction per frequency for all three KV heads: what one shared key can hold); the slower "
-        "frequencies **lose their rotation** and join the values in the joint latent (principal components of "
-        "balanced keys and values, as TransMLA's BKV-PCA). "
-        + " ".join(
-            f"At d_h^R {dr} a latent of {full_latent_rank(source, dr)} holds those keys and values exactly, so the "
-            "loss at that width is the shared rotary key and the unrotated slow frequencies alone."
+        _(
+            "- **MHA**: every KV head copied for each query head that reads it: the same numbers, 3x the cache.\n"
+            "- **MQA, mean-pooled**: the three KV heads' weights averaged (the GQA paper's conversion, which it "
+            "followed with uptraining). Without it the heads' keys cancel and the model breaks.\n"
+            "- **MQA, fitted**: RoPE turns each pair of key dimensions into a complex number multiplied by a rotation, "
+            "so per frequency the shared key can be the leading complex principal direction of the three heads' keys "
+            "(on calibration activations, weighted by the queries that read them), each query head absorbing its "
+            "coefficient: positions stay exact. Values: principal components, with the output projection absorbing "
+            "the map back.\n"
+            "- **MLA**: DeepSeek's layer caches a latent $c^{KV}$ ($d_c$ numbers) and one rotary key $k^R$ "
+            "($d_h^R$ numbers) shared by all heads. Here the fastest $d_h^R/2$ RoPE frequencies keep their rotation "
+            "in $k^R$ (one complex direction per frequency for all three KV heads: what one shared key can hold); "
+            "the slower frequencies **lose their rotation** and join the values in the joint latent (principal "
+            "components of balanced keys and values, as TransMLA's BKV-PCA)."
+        )
+        + "".join(
+            " "
+            + _(
+                "At $d_h^R = {d_r}$ a latent of $d_c = {d_c}$ holds those keys and values exactly, so the loss at "
+                "that width is the shared rotary key and the unrotated slow frequencies alone.",
+                d_r=dr,
+                d_c=full_latent_rank(source, dr),
+            )
             for dr in mla_rope_dims
         )
-        + " DeepSeek's latent RMSNorm would rescale each token's keys and values; the conversion sets its epsilon so "
-        "far above the latent's scale that it is a constant."
+        + " "
+        + _(
+            "DeepSeek's latent RMSNorm would rescale each token's keys and values; the conversion sets its epsilon "
+            "$\\epsilon$ so far above the latent's scale that it is a constant."
+        )
     )
+    # Each reduction keeps its own quantities (MQA: shared key and value; MLA: rotary key and latent): a dash where a
+    # model has none, rather than an empty cell.
+    kept_names = list(dict.fromkeys(name for r in rows for name in r.kept))
     kept_rows = [
-        {"model": r.label, **{f"energy kept: {name}": round(value, 4) for name, value in r.kept.items()}}
+        {_("model"): label(r)}
+        | {
+            _("energy kept: {name}", name=lab.kept_shown(name)): percent(r.kept[name], 2) if name in r.kept else "—"
+            for name in kept_names
+        }
         for r in rows
         if r.kept
     ]
     if kept_rows:
         st.dataframe(kept_rows, hide_index=True)
-        st.caption("Fraction of the calibration activations' energy each reduction kept, averaged over layers.")
+        st.caption(_("Fraction of the calibration activations' energy each reduction kept, averaged over layers."))
 
-st.subheader("What the papers did that this lab does not")
+st.subheader(_("What the papers did that this lab does not"))
 st.markdown(
-    "Every conversion here is **training-free**. The methods it follows all recovered quality by training afterwards: "
-    "the GQA paper (Ainslie et al., 2023) *uptrained* mean-pooled checkpoints with 5 % of the original pre-training "
-    "compute; MHA2MLA (Ji et al., 2025) fine-tuned its partial-RoPE, low-rank models on a small fraction of the "
-    "pre-training data; TransMLA (Meng et al., 2025) fine-tuned its converted models on billions of tokens. The "
-    "figures above are the starting points those fine-tunes begin from, not what they end at. And DeepSeek-V2's "
-    "claim that MLA matches or beats MHA is about **MLA trained from scratch**: converting a trained GQA model does "
-    "not test it."
+    _(
+        "Every conversion here is **training-free**. The methods it follows all recovered quality by training "
+        "afterwards: the GQA paper (Ainslie et al., 2023) *uptrained* mean-pooled checkpoints with 5 % of the "
+        "original pre-training compute; MHA2MLA (Ji et al., 2025) fine-tuned its partial-RoPE, low-rank models on a "
+        "small fraction of the pre-training data; TransMLA (Meng et al., 2025) fine-tuned its converted models on "
+        "billions of tokens. The figures above are the starting points those fine-tunes begin from, not what they "
+        "end at. And DeepSeek-V2's claim that MLA matches or beats MHA is about **MLA trained from scratch**: "
+        "converting a trained GQA model does not test it."
+    )
 )
 
 # --- one prompt, two models -----------------------------------------------------------------------------------------
-st.subheader("The same prompt, two models")
+st.subheader(_("The same prompt, two models"))
 choices = [r.key for r in rows if r.key != "original"]
 key = bound(
     lab.MODEL,
     lambda widget: st.selectbox(
-        "Converted model",
+        _("Converted model"),
         choices,
         key=widget,
-        format_func=lambda k: f"{by_key[k].label} (perplexity {by_key[k].perplexity:,.2f})",
+        format_func=lambda k: _(
+            "{model} (perplexity {perplexity})", model=label(by_key[k]), perplexity=f"{by_key[k].perplexity:,.2f}"
+        ),
     ),
     tuple(choices),
 )
-prompt = bound(lab.PROMPT, lambda widget: st.text_input("Prompt", max_chars=300, key=widget))
+prompt = bound(lab.PROMPT, lambda widget: st.text_input(_("Prompt"), max_chars=300, key=widget))
 st.caption(
-    f"Greedy decoding, {lab.ANSWER_TOKENS} new tokens, through each model's own cache. The first answer loads the "
-    "model, calibrates and converts (up to a few minutes on a busy 2-core machine); later ones are quick."
+    _(
+        "Greedy decoding, {n} new tokens, through each model's own cache. The first answer loads the model, "
+        "calibrates and converts (up to a few minutes on a busy 2-core machine); later ones are quick.",
+        n=lab.ANSWER_TOKENS,
+    )
 )
+if language() == "zh":
+    # TRANSLATORS: shown on the Chinese page only, under the English default prompt.
+    st.caption(
+        _(
+            "The prompt and the text below are in English by default: SmolLM2 was trained mostly on English, and a "
+            "conversion's loss shows only where the original model is good. Chinese works too: the model's split of "
+            "it is shown above the answers."
+        )
+    )
 
 
 def model_problem(error: Exception) -> None:
     if isinstance(error, ModelNotInstalled):
-        st.warning(f"{error} The stored table above does not need it.")
+        st.warning(_("The trained model is not installed. The stored table above does not need it."))
     else:
-        st.warning(str(error))
+        st.warning(_(str(error)))  # explorer.lab's messages are in the catalog (N_)
+
+
+def show_split(text: str, of: str) -> None:
+    """What the model reads: the text split by its own tokenizer."""
+    tokens = token_labels(text)
+    st.markdown(n_("The model reads it as **{n} token**:", "The model reads it as **{n} tokens**:", len(tokens)))
+    st.html(token_chips(tokens, of))
 
 
 # A toggle, not a button: it lives in the link, so a shared link shows the answers its sender saw (cached, so a
 # rerun costs nothing).
-if bound(lab.ANSWER, lambda widget: st.toggle("Answer with both", key=widget)):
+if bound(lab.ANSWER, lambda widget: st.toggle(_("Answer with both"), key=widget)):
     if not prompt.strip():
-        st.warning("Write a prompt first.")
+        st.warning(_("Write a prompt first."))
     elif trained_model() is not None:  # None: it has said why the model is absent and how to install it
+        show_split(prompt.strip(), "prompt")
         try:
-            first, second = cached.answers(key, prompt.strip())
+            with st.spinner(_("Answering with both models…")):
+                first, second = cached.answers(key, prompt.strip())
         except (ModelNotInstalled, ValueError) as error:
             model_problem(error)
         else:
             for column, title, reply in zip(
-                st.columns(2), ("Original (GQA)", by_key[key].label), (first, second), strict=True
+                st.columns(2), (_("Original (GQA)"), label(by_key[key])), (first, second), strict=True
             ):
                 with column:
                     st.markdown(f"**{title}**")
-                    st.text(reply.text or "(nothing but the end token)")
+                    st.text(reply.text or _("(nothing but the end token)"))
+                    st.html(token_chips(reply.tokens, "answer"))
                     st.caption(
-                        f"Tokens: {' | '.join(repr(t) for t in reply.tokens)}. Cache after answering: "
-                        f"{format_bytes(reply.cache_bytes)} for {reply.cache_tokens} tokens (float32)."
+                        _(
+                            "Cache after answering: {cache} for {n} tokens (float32).",
+                            cache=format_bytes(reply.cache_bytes),
+                            n=reply.cache_tokens,
+                        )
                     )
             shared = lab.shared_prefix(first.tokens, second.tokens)
             ratio = second.cache_bytes / first.cache_bytes if first.cache_bytes else float("nan")
             st.caption(
-                f"The answers share their first {shared} token(s); the converted model's cache is {ratio:.2f}x the "
-                "original's for its answer."
+                # two sentences: a count with its noun, then the ratio
+                n_("The answers share their first {n} token.", "The answers share their first {n} tokens.", shared)
+                + ("" if language() == "zh" else " ")
+                + _("The converted model's cache is {ratio}x the original's for its answer.", ratio=f"{ratio:.2f}")
             )
 
 # --- your own text --------------------------------------------------------------------------------------------------
-st.subheader("Perplexity on your own text")
-user_text = bound(lab.TEXT, lambda widget: st.text_area("Text", max_chars=4000, key=widget))
+st.subheader(_("Perplexity on your own text"))
+user_text = bound(lab.TEXT, lambda widget: st.text_area(_("Text"), max_chars=4000, key=widget))
 st.caption(
-    f"Scored live on at most {lab.USER_TEXT_MAX_TOKENS} tokens (longer text is cut): a short text gives a noisy "
-    "perplexity, so compare the two models on the same text rather than against the table."
+    _(
+        "Scored live on at most {n} tokens (longer text is cut): a short text gives a noisy perplexity, so compare "
+        "the two models on the same text rather than against the table.",
+        n=lab.USER_TEXT_MAX_TOKENS,
+    )
 )
-if bound(lab.MEASURE, lambda widget: st.toggle("Measure both", key=widget)):
+if bound(lab.MEASURE, lambda widget: st.toggle(_("Measure both"), key=widget)):
     if not user_text.strip():
-        st.warning("Write some text first.")
+        st.warning(_("Write some text first."))
     elif trained_model() is not None:
+        show_split(user_text, "text")
         try:
-            (ppl_a, n_a, cut), (ppl_b, _, _) = cached.user_perplexities(key, user_text)
+            with st.spinner(_("Measuring perplexity with both models…")):
+                (ppl_a, n_a, cut), (ppl_b, _n, _cut) = cached.user_perplexities(key, user_text)
         except (ModelNotInstalled, ValueError) as error:
             model_problem(error)
         else:
             left, right = st.columns(2)
-            left.metric("Original (GQA)", f"{ppl_a:,.2f}")
-            right.metric(by_key[key].label, f"{ppl_b:,.2f}", delta=f"{ppl_b / ppl_a:,.2f}x", delta_color="off")
-            st.caption(f"{n_a} tokens scored" + (f" (cut to {lab.USER_TEXT_MAX_TOKENS})." if cut else "."))
+            left.metric(_("Original (GQA)"), f"{ppl_a:,.2f}")
+            right.metric(label(by_key[key]), f"{ppl_b:,.2f}", delta=f"{ppl_b / ppl_a:,.2f}x", delta_color="off")
+            if cut:
+                st.caption(_("{n} tokens scored (cut to {cap}).", n=n_a, cap=lab.USER_TEXT_MAX_TOKENS))
+            else:
+                st.caption(n_("{n} token scored.", "{n} tokens scored.", n_a))

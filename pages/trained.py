@@ -4,60 +4,121 @@ import streamlit as st
 
 from explorer import trained as view
 from explorer.charts import format_bytes, shape_text, show_chart
+from explorer.i18n import _, language
 from explorer.model import trained_model
 from explorer.state import bound, page_settings
 
 page_settings()
 
-st.title("A trained model: SmolLM2-135M")
+st.title(_("A trained model: SmolLM2-135M"))
 lm = trained_model()
 if lm is None:
     st.stop()
 cfg = lm.config
 st.markdown(
-    f"Seeded layers show only the causal triangle. This is a trained language model, **SmolLM2-135M-Instruct**, "
-    f"running through this explorer's own attention layers: {cfg.n_layers} layers, d_model {cfg.d_model}, "
-    f"**{cfg.n_heads} query heads sharing {cfg.n_kv_heads} KV heads** of {cfg.head_dim} (grouped-query attention, "
-    f"{cfg.n_heads // cfg.n_kv_heads} query heads per KV head), RoPE θ = {cfg.rope_theta:,.0f}, a vocabulary of "
-    f"{cfg.vocab_size:,} byte-level tokens. Its layers' outputs equal HF transformers' to 1e-4 (tested)."
+    _(
+        "Seeded layers show only the causal triangle. This is a trained language model, **SmolLM2-135M-Instruct**, "
+        "running through this explorer's own attention layers: {layers} layers, $d_\\text{{model}} = {d_model}$, "
+        "**{heads} query heads sharing {kv_heads} KV heads** of head dimension $d_h = {head_dim}$ (grouped-query "
+        "attention, GQA: {per_kv} query heads per KV head), RoPE θ = {theta}, a vocabulary of {vocab} byte-level "
+        "tokens. Its layers' outputs equal HF transformers' to $10^{{-4}}$ (tested).",
+        layers=cfg.n_layers,
+        d_model=cfg.d_model,
+        heads=cfg.n_heads,
+        kv_heads=cfg.n_kv_heads,
+        head_dim=cfg.head_dim,
+        per_kv=cfg.n_heads // cfg.n_kv_heads,
+        theta=int(cfg.rope_theta),
+        vocab=cfg.vocab_size,
+    )
 )
 st.caption(
-    "The sidebar's layer settings shape the seeded layers of the other pages; this page runs the model as trained."
+    _("The sidebar's layer settings shape the seeded layers of the other pages; this page runs the model as trained.")
 )
 
-st.header("1 · Its attention on your text")
+st.header(_("1 · Its attention on your text"))
+OTHER = {"en": "zh", "zh": "en"}
+
+
+def _use_other_example() -> None:
+    st.session_state[f"view_{view.TEXT.name}"] = view.DEFAULT_TEXTS[OTHER[language()]]
+
+
 text = bound(
-    view.TEXT,
+    view.text_param(),
     lambda key: st.text_area(
-        f"Text (English or Chinese; at most {view.MAX_TEXT_CHARS:,} characters)",
+        _("Text (English or Chinese; at most {n} characters)", n=view.MAX_TEXT_CHARS),
         key=key,
         max_chars=view.MAX_TEXT_CHARS,
         height=90,
     ),
 )
+columns = st.columns([5, 2], vertical_alignment="center")
+if language() == "zh":
+    columns[0].caption(
+        _(
+            "Why a Chinese sentence by default? To show how this model splits Chinese. SmolLM2 was trained mostly on "
+            "English: most Chinese characters become two or three byte tokens, so the maps below are drawn between "
+            "pieces of characters, and the model understands Chinese far less well. An English word is mostly one "
+            "token, so the maps of an English sentence read word by word: compare with the English example."
+        )
+    )
+    columns[1].button(_("Try the English sentence"), on_click=_use_other_example, width="stretch")
+else:
+    columns[0].caption(
+        _(
+            "SmolLM2 was trained mostly on English: an English word is mostly one token, so the maps below read word "
+            "by word. Chinese works too, but most Chinese characters become two or three byte tokens, and the model "
+            "understands Chinese far less well."
+        )
+    )
+    columns[1].button(_("Try a Chinese sentence"), on_click=_use_other_example, width="stretch")
 if not text.strip():
-    st.info("The text is empty, so the default sentence is shown.")
-    text = view.DEFAULT_TEXT
-result = view.attention_on(text)
+    st.info(_("The text is empty, so the default sentence is shown."))
+    text = view.default_text()
+with st.spinner(_("Running SmolLM2-135M on the text…")):
+    result = view.attention_on(text)
 length = len(result.ids)
-cut = f" — the first {length} of {result.total_tokens} are run" if result.total_tokens > length else ""
-st.markdown(f"**{result.total_tokens} tokens** as the model splits them{cut}:")
+if result.total_tokens > length:
+    st.markdown(
+        _(
+            "**{total} tokens** as the model splits them — the first {shown} of {total} are run:",
+            total=result.total_tokens,
+            shown=length,
+        )
+    )
+else:
+    st.markdown(_("**{total} tokens** as the model splits them:", total=result.total_tokens))
 st.html(view.token_chips(result.labels))
 st.caption(
-    "Byte-level BPE: a character the vocabulary lacks is split into its UTF-8 bytes, shown as 好[1-2/3] and 好[3/3] "
-    "(bytes 1–2 and 3 of a 3-byte character). ␣ is a space, ↵ a new line; every digit is a token of its own."
+    _(
+        "Byte-level BPE: a character the vocabulary lacks is split into its UTF-8 bytes, each token labelled with "
+        "the character and the bytes it holds: [1-2/3] is bytes 1–2 of a 3-byte character. ␣ is a space, ↵ a new "
+        "line; every digit is a token of its own."
+    )
 )
 
-st.subheader(f"All {cfg.n_layers * cfg.n_heads} heads at once")
+st.subheader(_("All {n} heads at once", n=cfg.n_layers * cfg.n_heads))
+if length > view.OVERVIEW_SIDE:
+    overview_caption = _(
+        "Each small square is one head's {length}×{length} map (queries down, keys across, averaged to "
+        "{side}×{side}); colour grows with √weight. Each frame holds the {group} heads that read one KV head.",
+        length=length,
+        side=view.OVERVIEW_SIDE,
+        group=result.group_size,
+    )
+else:
+    overview_caption = _(
+        "Each small square is one head's {length}×{length} map (queries down, keys across); colour grows with "
+        "√weight. Each frame holds the {group} heads that read one KV head.",
+        length=length,
+        group=result.group_size,
+    )
 show_chart(
     view.overview_figure(result),
     name="trained-all-heads",
     rows=lambda: view.overview_csv(result),
-    caption=(
-        f"Each small square is one head's {length}×{length} map (queries down, keys across"
-        + (f", averaged to {view.OVERVIEW_SIDE}×{view.OVERVIEW_SIDE}" if length > view.OVERVIEW_SIDE else "")
-        + f"); colour grows with √weight. Each frame holds the {result.group_size} heads that read one KV head."
-    ),
+    caption=overview_caption,
 )
 for line in view.findings(result):
     st.markdown(f"- {line}")
@@ -65,28 +126,33 @@ show_chart(
     view.shares_figure(result),
     name="trained-shares",
     rows=lambda: view.shares_csv(result),
-    caption="Per head, the mean weight a query gives the first token (left) and the token just before it (right).",
+    caption=_("Per head, the mean weight a query gives the first token (left) and the token just before it (right)."),
 )
 
-st.subheader("One head up close")
+st.subheader(_("One head up close"))
 columns = st.columns(2)
 with columns[0]:
-    layer = bound(view.LAYER, lambda key: st.slider("Layer", 0, cfg.n_layers - 1, key=key), (0, cfg.n_layers - 1))
+    layer = bound(view.LAYER, lambda key: st.slider(_("Layer"), 0, cfg.n_layers - 1, key=key), (0, cfg.n_layers - 1))
 with columns[1]:
-    head = bound(view.HEAD, lambda key: st.slider("Head", 0, cfg.n_heads - 1, key=key), (0, cfg.n_heads - 1))
+    head = bound(view.HEAD, lambda key: st.slider(_("Head"), 0, cfg.n_heads - 1, key=key), (0, cfg.n_heads - 1))
 show_chart(
     view.head_figure(result, layer, head),
     name="trained-head",
     rows=lambda: view.head_csv(result, layer, head),
-    caption=(
-        f"Layer {layer}, head {head}: first-token share {result.first_token_share[layer, head]:.2f}, previous-token "
-        f"share {result.previous_token_share[layer, head]:.2f}."
-        " Colour grows with the square root of the weight, so small weights show beside the sink."
+    caption=_(
+        "Layer {layer}, head {head}: first-token share {first}, previous-token share {previous}. Colour grows with "
+        "the square root of the weight, so small weights show beside the sink.",
+        layer=layer,
+        head=head,
+        first=f"{result.first_token_share[layer, head]:.2f}",
+        previous=f"{result.previous_token_share[layer, head]:.2f}",
     ),
 )
 query = bound(
     view.QUERY,
-    lambda key: st.slider("Query token", 0, length - 1, key=key, help="The token whose attention is drawn below."),
+    lambda key: st.slider(
+        _("Query token"), 0, length - 1, key=key, help=_("The token whose attention is drawn below.")
+    ),
     (0, length - 1),
     say_moves=False,
 )
@@ -94,43 +160,87 @@ show_chart(
     view.group_rows_figure(result, layer, head, query),
     name="trained-group-rows",
     rows=lambda: view.group_rows_csv(result, layer, head, query),
-    caption=(
-        f"The heads that share KV head {head // result.group_size} score the same keys with different queries: "
-        "compare where each puts its weight."
+    caption=_(
+        "The heads that share KV head {kv} score the same keys with different queries: compare where each puts its "
+        "weight.",
+        kv=head // result.group_size,
     ),
 )
 
-st.header("2 · The model writing, with its real KV cache")
-prompt = bound(view.PROMPT, lambda key: st.text_input("Your message to the model", key=key, max_chars=300))
+st.header(_("2 · The model writing, with its real KV cache"))
+prompt = bound(
+    view.prompt_param(),
+    lambda key: st.text_input(_("Your message to the model"), key=key, max_chars=view.PROMPT_CHARS),
+)
 if not prompt.strip():
-    st.info("The message is empty, so the default question is asked.")
-    prompt = view.DEFAULT_PROMPT
-trace = view.writing_of(prompt)
+    st.info(_("The message is empty, so the default question is asked."))
+    prompt = view.default_prompt()
+message_tokens = view.token_labels(prompt)
+st.markdown(_("Your message is **{n} tokens** as the model splits them:", n=len(message_tokens)))
+st.html(view.token_chips(message_tokens, of="prompt"))
+if language() == "zh":
+    # TRANSLATORS: shown on the Chinese page only, under the Chinese default question.
+    st.caption(
+        _(
+            "SmolLM2-135M is small and was trained mostly on English: its Chinese answers are often garbled. The "
+            "cache does not care: its size depends only on how many tokens it holds. Try the question in English."
+        )
+    )
+with st.spinner(_("SmolLM2-135M is writing, one token at a time…")):
+    trace = view.writing_of(prompt)
 generated = len(trace.steps)
 step = bound(
     view.STEP,
-    lambda key: st.slider("Step (tokens written)", 1, generated, key=key) if generated > 1 else 1,
+    lambda key: st.slider(_("Step (tokens written)"), 1, generated, key=key) if generated > 1 else 1,
     (1, generated),
     say_moves=False,
 )
 now = trace.steps[step - 1]
-st.markdown(
-    f"Prompt: {len(trace.prompt_ids)} tokens through the model's chat template. After step {step} (the model has "
-    f"chosen {step} tokens; the last one enters the cache at the next step), every one of the "
-    f"{trace.n_layers} layers holds K and V of shape **{shape_text(now.layer_k_shape)}** each: "
-    f"{format_bytes(now.cache_bytes)} measured from the cache tensors, {format_bytes(now.formula_bytes)} by the "
-    f"formula (layers × 2 × KV heads × head_dim × tokens × 4 bytes) — "
-    + ("they agree ✓." if now.cache_bytes == now.formula_bytes else "**they differ**.")
+cache_sentence = dict(
+    prompt_tokens=len(trace.prompt_ids),
+    step=step,
+    layers=trace.n_layers,
+    shape=shape_text(now.layer_k_shape),
+    measured=format_bytes(now.cache_bytes),
+    formula=format_bytes(now.formula_bytes),
+    kv_heads=trace.n_kv_heads,
+    head_dim=cfg.head_dim,
+    tokens=now.cached_tokens,
 )
+if now.cache_bytes == now.formula_bytes:
+    st.markdown(
+        _(
+            "Prompt: {prompt_tokens} tokens through the model's chat template. After step {step} (the model has "
+            "chosen {step} tokens; the last one enters the cache at the next step), every one of the {layers} layers "
+            "holds K and V of shape **{shape}** each: {measured} measured from the cache tensors, {formula} by the "
+            "formula $2 \\times L \\times g \\times d_h \\times T \\times 4 = 2 \\times {layers} \\times {kv_heads} "
+            "\\times {head_dim} \\times {tokens} \\times 4$ bytes (K and V, $L$ layers, $g$ KV heads, head dimension "
+            "$d_h$, $T$ tokens, 4 bytes a float32) — they agree ✓.",
+            **cache_sentence,
+        )
+    )
+else:
+    st.markdown(
+        _(
+            "Prompt: {prompt_tokens} tokens through the model's chat template. After step {step} (the model has "
+            "chosen {step} tokens; the last one enters the cache at the next step), every one of the {layers} layers "
+            "holds K and V of shape **{shape}** each: {measured} measured from the cache tensors, {formula} by the "
+            "formula $2 \\times L \\times g \\times d_h \\times T \\times 4 = 2 \\times {layers} \\times {kv_heads} "
+            "\\times {head_dim} \\times {tokens} \\times 4$ bytes (K and V, $L$ layers, $g$ KV heads, head dimension "
+            "$d_h$, $T$ tokens, 4 bytes a float32) — **they differ**.",
+            **cache_sentence,
+        )
+    )
 st.code(now.text or " ", language=None, wrap_lines=True)
 show_chart(
     view.cache_growth_figure(trace, step),
     name="trained-cache-growth",
     rows=lambda: view.writing_csv(trace),
-    caption=(
-        f"Per token the trained model keeps {format_bytes(trace.per_token_bytes['gqa'])}; as MHA it would keep "
-        f"{trace.per_token_bytes['mha'] / trace.per_token_bytes['gqa']:.0f}× that, as MQA "
-        f"{trace.per_token_bytes['gqa'] / trace.per_token_bytes['mqa']:.0f}× less. What converting the model costs in "
-        "quality: the Trade-off lab."
+    caption=_(
+        "Per token the trained model keeps {per_token}; as MHA it would keep {mha}× that, as MQA {mqa}× less. What "
+        "converting the model costs in quality: the Trade-off lab.",
+        per_token=format_bytes(trace.per_token_bytes["gqa"]),
+        mha=f"{trace.per_token_bytes['mha'] / trace.per_token_bytes['gqa']:.0f}",
+        mqa=f"{trace.per_token_bytes['gqa'] / trace.per_token_bytes['mqa']:.0f}",
     ),
 )

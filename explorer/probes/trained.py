@@ -34,7 +34,7 @@ def trained_attention(lm: PretrainedLM, text: str, max_tokens: int) -> TrainedAt
     all_ids = lm.encode(text)
     ids = all_ids[:max_tokens]
     if not ids:
-        raise ValueError("The text has no tokens.")
+        raise ValueError("The text has no tokens.")  # the page never sends an empty text
     with torch.inference_mode():
         _, maps = lm(torch.tensor([ids]), return_attention=True)
     weights = torch.stack([layer[0] for layer in maps]).float()  # [layers, H, L, L]
@@ -119,6 +119,8 @@ class WritingTrace:
     prompt_labels: list[str]
     steps: list[WritingStep]
     n_layers: int
+    n_heads: int  # query heads per layer
+    n_kv_heads: int  # KV heads per layer, as trained
     per_token_bytes: dict[str, int]  # the whole model's cache per token: "gqa" (as trained), "mha", "mqa"
 
 
@@ -151,6 +153,8 @@ def writing_trace(lm: PretrainedLM, messages: list[dict[str, str]], max_new_toke
         prompt_labels=lm.token_strings(prompt),
         steps=steps,
         n_layers=cfg.n_layers,
+        n_heads=cfg.n_heads,
+        n_kv_heads=cfg.n_kv_heads,
         per_token_bytes=per_token,
     )
 

@@ -18,15 +18,16 @@ def test_typed_chinese_text_shows_one_label_per_model_token(server, page):
     expected = lm.token_strings(lm.encode(text))
     page.set_default_timeout(MODEL_SECONDS * 1000)
     page.goto(f"{server.url}/trained")
-    page.wait_for_selector(".token-chip", timeout=MODEL_SECONDS * 1000)
+    page.wait_for_selector('.token-chips[data-of="text"] .token-chip', timeout=MODEL_SECONDS * 1000)
     box = page.get_by_label("Text (English or Chinese", exact=False)
     box.fill(text)
     box.press("Control+Enter")  # a text area applies its value on Ctrl+Enter (or on leaving it)
+    chips = '.token-chips[data-of="text"] .token-chip'  # the text's split (the message's has its own)
     page.wait_for_function(
-        "n => document.querySelectorAll('.token-chip').length === n",
-        arg=len(expected),
+        "([chips, n]) => document.querySelectorAll(chips).length === n",
+        arg=[chips, len(expected)],
         timeout=MODEL_SECONDS * 1000,
     )
-    labels = page.locator(".token-chip").all_inner_texts()
+    labels = page.locator(chips).all_inner_texts()
     assert labels == expected
     assert url_params(page)["tm_text"] == text
