@@ -7,6 +7,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from explorer.heap import freeze_imports
 from explorer.pages import PAGES
 
 # The favicon is a file served by the app itself: a ":material/...:" icon makes the browser fetch an SVG from
@@ -36,4 +37,7 @@ pages.append(
         visibility="hidden",
     )
 )
-st.navigation(pages).run()
+try:
+    st.navigation(pages).run()
+finally:
+    freeze_imports()  # the modules this run imported, out of the garbage collector's walks (explorer/heap.py)
