@@ -7,6 +7,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from explorer.heap import freeze_imports
 from explorer.i18n import _
 from explorer.pages import PAGES
 from explorer.state import use_language
@@ -40,4 +41,7 @@ pages.append(
         visibility="hidden",
     )
 )
-st.navigation(pages).run()
+try:
+    st.navigation(pages).run()
+finally:
+    freeze_imports()  # the modules this run imported, out of the garbage collector's walks (explorer/heap.py)

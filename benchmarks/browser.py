@@ -1,4 +1,6 @@
 """What a learner waits for: a key press on the sidebar's sequence-length slider -> a chart redrawn with the new data.
+(A page that does not read the sequence length gets its batch or d_model slider pressed instead; one that reads no
+sidebar slider, the trained model and the lab, is listed as not timed.)
 
     python benchmarks/browser.py            # every page at default settings (10 presses), then at the largest
     python benchmarks/browser.py --quick    # CI's short mode: 3 presses on two pages; fails only on a crash
@@ -34,7 +36,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from explorer.pages import PAGES  # noqa: E402
-from explorer.settings import SEQ_LEN_CHOICES, Settings  # noqa: E402
+from explorer.settings import BATCH_CHOICES, D_MODEL_CHOICES, SEQ_LEN_CHOICES, Settings  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -46,6 +48,14 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 SLIDER = "Sequence length $L$ (tokens)"
+# The sidebar slider pressed on each page: the sequence length where the page reads it, else the first of these the
+# page reads (its PAGES entry says), so the press changes what its first chart shows. A page that reads none of them
+# (the trained model, the lab) has no sidebar slider whose press redraws anything: it is listed, not timed.
+SLIDERS = {
+    "seq_len": (SLIDER, SEQ_LEN_CHOICES),
+    "batch": ("Batch", BATCH_CHOICES),
+    "d_model": ("$d_{model}$ (model width)", D_MODEL_CHOICES),
+}
 BUDGET_RATIO = 1.5  # issue 16: key press -> chart redrawn, every page at default settings, vs the bare app
 LARGEST = Settings(
     d_model=8192, heads=128, groups=2, latent=4096, rope_dim=64, seq_len=6144, batch=128, dtype="float32"
@@ -263,8 +273,19 @@ class Presses:
     phases: list[tuple[float, float, float]] = field(default_factory=list)  # press->request->run->chart data, ms
 
 
-def measure(browser, url: str, presses: int, charts: int, fresh_seed: int | None, start_index: int) -> Presses:
-    """Open url, then press ArrowRight/ArrowLeft alternately on the slider (from start_index, so it stays near)."""
+def page_slider(page: str) -> str | None:
+    """The setting whose sidebar slider is pressed on page, or None when the page reads none of SLIDERS."""
+    return next((name for name in SLIDERS if name in PAGES[page].uses), None)
+
+
+def measure(
+    browser, url: str, presses: int, charts: int, fresh_seed: int | None, settings: Settings, setting: str = "seq_len"
+) -> Presses:
+    """Open url, then press ArrowRight/ArrowLeft alternately on the setting's slider, from its value in settings
+    (ArrowLeft first at the last option), so it moves between two neighbouring values."""
+    label, choices = SLIDERS[setting]
+    start_index = choices.index(getattr(settings, setting))
+    first = "ArrowLeft" if start_index == len(choices) - 1 else "ArrowRight"
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     try:
         tab = context.new_page()
@@ -275,13 +296,13 @@ def measure(browser, url: str, presses: int, charts: int, fresh_seed: int | None
         tab.wait_for_function(CHARTS_READY, arg=charts, polling=100)
         settle(tab, wire)
         tab.evaluate(WATCHER)
-        thumb = tab.locator(f'[data-testid="stSidebar"] input[type="range"][aria-label="{SLIDER}"]')
+        thumb = tab.locator(f'[data-testid="stSidebar"] input[type="range"][aria-label="{label}"]')
         result = Presses()
         index = start_index
         for press in range(presses):
             if fresh_seed is not None:
                 set_seed(tab, wire, fresh_seed + press)
-            key = "ArrowRight" if index == start_index else "ArrowLeft"
+            key = first if index == start_index else {"ArrowLeft": "ArrowRight", "ArrowRight": "ArrowLeft"}[first]
             index += 1 if key == "ArrowRight" else -1
             thumb.focus()
             tab.evaluate("limit => { window.__lat.done = window.__lat.arm(limit); }", LIMIT_S * 1000)
@@ -296,11 +317,9 @@ def measure(browser, url: str, presses: int, charts: int, fresh_seed: int | None
                 raise RuntimeError(
                     f"the page shows an exception: {tab.locator('[data-testid=stException]').first.inner_text()[:300]}"
                 )
-            shown = tab.locator(f'[data-testid="stSidebar"] input[type="range"][aria-label="{SLIDER}"]').get_attribute(
-                "aria-valuetext"
-            )
-            if shown != str(SEQ_LEN_CHOICES[index]):
-                raise RuntimeError(f"the slider shows {shown}, expected {SEQ_LEN_CHOICES[index]}")
+            shown = thumb.get_attribute("aria-valuetext")
+            if shown != str(choices[index]):
+                raise RuntimeError(f"the slider shows {shown}, expected {choices[index]}")
             result.drawn_ms.append(drawn)
             result.idle_ms.append((last - sent) * 1000)
             result.runs.append(wire.runs)
@@ -381,22 +400,33 @@ def main() -> int:
         app.wait_ready()
         bare.wait_ready()
         print(
-            f"Key press on '{SLIDER}' -> first chart redrawn with new data: median (range) of {presses} presses, "
+            f"Key press on '{SLIDER}' (on a page that does not read it: the first sidebar slider it reads) -> first "
+            f"chart redrawn with new data: median (range) of {presses} presses, "
             f"chromium headless on {os.cpu_count()} cores (load average {os.getloadavg()[0]:.1f})."
         )
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
             try:
-                default_index = SEQ_LEN_CHOICES.index(Settings().seq_len)
-                measure(browser, link(app.url, "overview", Settings()), 1, 1, None, default_index)  # warm-up: imports
+                measure(browser, link(app.url, "overview", Settings()), 1, 1, None, Settings())  # warm-up: imports
                 print(f"== default settings (budget: <= {BUDGET_RATIO}x the bare app, measured alongside) ==")
                 for seed_base, name in enumerate(pages):
+                    if (setting := page_slider(name)) is None:
+                        print(f"{name:<9} not timed: it reads no sidebar slider (a press redraws nothing here)")
+                        continue
                     try:
-                        bare_run = measure(browser, bare.url, presses, 2, None, default_index)
+                        bare_run = measure(browser, bare.url, presses, 2, None, Settings())
                         ours = measure(
-                            browser, link(app.url, name, Settings()), presses, 1, 1000 * (seed_base + 1), default_index
+                            browser,
+                            link(app.url, name, Settings()),
+                            presses,
+                            1,
+                            1000 * (seed_base + 1),
+                            Settings(),
+                            setting,
                         )
-                        print(line(name, ours, bare_run), flush=True)
+                        print(
+                            line(name + ("" if setting == "seq_len" else f" ({setting})"), ours, bare_run), flush=True
+                        )
                     except Exception as error:
                         failed = True
                         print(
@@ -413,11 +443,15 @@ def main() -> int:
                         f"{start.batch}, {start.dtype}; no ratio budget) =="
                     )
                     for seed_base, name in enumerate(pages):
+                        if (setting := page_slider(name)) is None:
+                            continue
                         try:
                             ours = measure(
-                                browser, link(app.url, name, start), presses, 1, 5000 + 1000 * seed_base, index
+                                browser, link(app.url, name, start), presses, 1, 5000 + 1000 * seed_base, start, setting
                             )
-                            print(line(name, ours, None), flush=True)
+                            print(
+                                line(name + ("" if setting == "seq_len" else f" ({setting})"), ours, None), flush=True
+                            )
                         except Exception as error:
                             failed = True
                             print(

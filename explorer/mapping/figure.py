@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from attn_core import AttentionConfig
-from explorer.charts import VARIANT_COLORS
+from explorer.charts import PLOTLY_TEMPLATE, VARIANT_COLORS
 from explorer.i18n import _
 from explorer.probes.mapping import MorphFrame, morph_configs
 from explorer.settings import Settings
@@ -167,11 +167,19 @@ def mapping_chart(settings: Settings, active: int, highlight: str | None, lang: 
     language: its words are in it): at 128 heads building and serialising the animation is a large part of a rerun,
     which one that changed none of them skips."""
     frames = frames_for(settings)
-    return mapping_figure(frames, active, settings, highlight).to_dict(), mapping_rows(frames)
+    spec = mapping_spec(frames, active, settings, highlight)
+    return spec | {"layout": {"template": PLOTLY_TEMPLATE} | spec["layout"]}, mapping_rows(frames)
 
 
 def mapping_figure(frames: list[MorphFrame], active: int, settings: Settings, highlight: str | None) -> go.Figure:
     """The animated figure: frame `active` is shown first (with the highlight); play runs through all frames."""
+    return go.Figure(**mapping_spec(frames, active, settings, highlight), _validate=False)
+
+
+def mapping_spec(frames: list[MorphFrame], active: int, settings: Settings, highlight: str | None) -> dict:
+    """mapping_figure's data, layout and frames as plain dicts (without the template). Streamlit gets these as they
+    are: a go.Figure validates every frame even with _validate=False, and copies it whole in to_dict (0.1-0.2 s of
+    a rerun that changed the length, batch, dtype or seed, before the chart could leave the server)."""
     cfgs = dict(morph_configs(settings.d_model, settings.heads, settings.latent, settings.rope_dim))
     contents = [
         _frame_content(frame, cfgs[frame.key], settings, highlight if index == active else None)
@@ -324,14 +332,12 @@ def mapping_figure(frames: list[MorphFrame], active: int, settings: Settings, hi
             )
         ],
     )
-    # Built from plain dicts and not validated trace by trace (a third of the rerun's time otherwise); the tests
-    # check the figure's content instead.
-    return go.Figure(
-        data=shown.traces,
-        layout=layout,
-        frames=[
+    # Plain dicts, not validated trace by trace (a third of the rerun's time otherwise); the tests check the figure.
+    return {
+        "data": shown.traces,
+        "layout": layout,
+        "frames": [
             {"name": frame.key, "data": content.traces, "layout": layout_of(content)}
             for frame, content in zip(frames, contents)
         ],
-        _validate=False,
-    )
+    }
