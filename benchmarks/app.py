@@ -71,7 +71,7 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-SLIDER_LABEL = {"seq_len": "Sequence length (tokens)"}
+SLIDER_LABEL = {"seq_len": "Sequence length $L$ (tokens)"}
 TICKS = os.sysconf("SC_CLK_TCK")
 CPU: dict = {}  # the classroom's CPU accounting: server pid, server and browser seconds
 
@@ -453,8 +453,8 @@ def leaks(result: dict) -> list[str]:
             found.append(f"URL {name}={result['url'].get(name)!r}, expected {value!r}")
     sidebar = result["sidebar"]
     for label, value in (
-        ("d_model (model width)", expected.d_model),
-        ("Query heads", expected.heads),
+        ("$d_{model}$ (model width)", expected.d_model),
+        ("Query heads $h$", expected.heads),
         (SLIDER_LABEL["seq_len"], expected.seq_len),
         ("Batch", expected.batch),
     ):

@@ -103,6 +103,9 @@ def show_chart(fig: go.Figure | dict, *, name: str, rows: Sequence[dict] | Calla
     )
 
 
+TOOLBAR_PX = 30  # the height of Plotly's always-visible toolbar row at the top right of a chart
+
+
 def title_below_toolbar(layout: dict) -> dict:
     """The layout with its title seated just above the plot, so the always-visible toolbar (top right of the chart)
     never covers it on a narrow screen, and a top margin that leaves room for both. A copy: figures are cached."""
@@ -118,10 +121,16 @@ def title_below_toolbar(layout: dict) -> dict:
         if cuts:
             cut = min(cuts, key=lambda i: abs(_width(text[:i]) - middle))
             title["text"] = text[:cut] + "<br>" + text[cut:].removeprefix(" ")
-    title.update(yref="paper", y=1, yanchor="bottom")
-    title.setdefault("pad", {"b": 12})
+    # Hung from the top of the chart below the toolbar's row, and the plot pushed down by the title's lines: a title
+    # stood on the plot's top edge instead (yanchor bottom) lets Plotly's second line fall onto the plot.
+    height = layout.get("height") or 450  # Streamlit's default height for a chart that sets none
+    # Plotly hangs a title by its first line's middle rather than its top: half a line more keeps it off the toolbar.
+    title.update(yref="container", y=1 - (TOOLBAR_PX + 14) / height, yanchor="top")
+    title.pop("pad", None)
+    size = (title.get("font") or {}).get("size", 17)
+    lines = title["text"].count("<br>") + 1
     margin = dict(layout.get("margin") or {})
-    margin["t"] = max(margin.get("t", 100), 100 if "<br>" in title["text"] else 80)
+    margin["t"] = max(margin.get("t", 0), TOOLBAR_PX + 14 + round(lines * size * 1.3) + 12)
     return {**layout, "title": title, "margin": margin}
 
 

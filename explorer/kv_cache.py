@@ -517,8 +517,9 @@ def scale_figure(
     lowest = min(min(trace["y"]) for trace in data)
     highest = max(max(trace["y"]) for trace in data)
     if budget.left > 0:
-        # The budget line always inside the plot (its label sits under it); lines leaving the top ran out long before.
-        highest = min(max(highest, budget.left), 8 * budget.left)
+        # The budget line always inside the plot, with room above it so that neither it nor its label (under it)
+        # meets the title; lines leaving the top ran out long before.
+        highest = min(max(highest, 4 * budget.left), 8 * budget.left)
         for row in rows:
             fit = what_fits(preset, row, budget_left=budget.left, batch=batch)
             if fit.tokens_per_sequence < preset.context_len and not fit.window_bound:

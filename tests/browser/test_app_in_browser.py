@@ -41,6 +41,11 @@ def expected_cache_bars(settings: Settings) -> dict[str, int]:
     }
 
 
+def shown_link(settings: Settings) -> dict[str, str]:
+    """The link the address bar holds for these settings, in English (the test browser's language)."""
+    return settings.to_link() | {"lang": "en"}
+
+
 def shown_settings(page) -> dict[str, str]:
     """The shared settings as the page shows them: sidebar slider values, keyed like the link."""
     sliders = sidebar_sliders(page)
@@ -61,7 +66,7 @@ def test_the_app_loads_and_shows_the_overview_chart(server, page):
     wait_for_app(page, chart_count=2)
     assert page.get_by_role("heading", name="Attention Explorer").is_visible()
     assert cache_bars(page) == expected_cache_bars(Settings())
-    assert url_params(page) == Settings().to_link(), "the address bar holds a link to the view"
+    assert url_params(page) == shown_link(Settings()), "the address bar holds a link to the view"
 
 
 def test_a_slider_moved_with_the_keyboard_updates_the_chart_and_the_url(server, page):
@@ -77,7 +82,7 @@ def test_a_slider_moved_with_the_keyboard_updates_the_chart_and_the_url(server, 
                  .some(g => (g._fullLayout.title.text || '').replace(/<br>/g, ' ').includes('{moved.seq_len:,} tokens'))"""
     )
     wait_until_idle(page)
-    assert url_params(page) == moved.to_link()
+    assert url_params(page) == shown_link(moved)
     assert shown_settings(page)["seq_len"] == str(moved.seq_len)
     assert cache_bars(page) == expected_cache_bars(moved)
 
@@ -116,7 +121,7 @@ def test_a_garbled_link_shows_the_warning_and_a_valid_view(server, page):
     assert alert.count() == 1 and alert.is_visible()
     assert "<script" not in alert.inner_html()
     assert not dialogs, "nothing in the link ran as script"
-    assert url_params(page) == Settings().to_link(), "the URL is repaired to the view shown"
+    assert url_params(page) == shown_link(Settings()), "the URL is repaired to the view shown"
     assert cache_bars(page) == expected_cache_bars(Settings())
 
 
