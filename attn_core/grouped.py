@@ -5,12 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 from einops import rearrange
 from torch import nn
 
 from .attend import allowed_positions, attend
 from .cache import GroupedKVCache
 from .config import AttentionConfig
+from .packed import PackedRows
 from .rope import apply_rope, rope_cos_sin
 
 
@@ -29,6 +31,7 @@ class GroupedQueryAttention(nn.Module):
         self.k_proj = nn.Linear(cfg.d_model, cfg.n_kv_heads * cfg.head_dim, **kw)
         self.v_proj = nn.Linear(cfg.d_model, cfg.n_kv_heads * cfg.head_dim, **kw)
         self.o_proj = nn.Linear(cfg.n_heads * cfg.head_dim, cfg.d_model, **(kw | {"bias": cfg.o_bias}))
+        self._packed_weight, self._packed_bias = PackedRows(), PackedRows()
 
     def new_cache(self, batch_size: int = 1) -> GroupedKVCache:
         weight = self.k_proj.weight
@@ -52,6 +55,27 @@ class GroupedQueryAttention(nn.Module):
         """x [B, L, d_model] -> k (rotated), v [B, G, L, D]: what the forward pass caches for these tokens."""
         k, v = self.project_kv(x)
         return self._rotated(k, start), v
+
+    def packed_qkv(self) -> tuple[torch.Tensor, torch.Tensor | None] | None:
+        """q_proj, k_proj and v_proj's weights [(H + 2G) * D, d_model] (and biases) as one, a view, when they lie end to
+        end in memory (attn_core.packed; the trained model's are); None otherwise."""
+        weight = self._packed_weight(self.q_proj.weight, self.k_proj.weight, self.v_proj.weight)
+        if weight is None:
+            return None
+        if not self.cfg.bias:
+            return weight, None
+        bias = self._packed_bias(self.q_proj.bias, self.k_proj.bias, self.v_proj.bias)
+        return None if bias is None else (weight, bias)
+
+    def project_qkv(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """x [B, L, d_model] -> q [B, L, H*D], k and v [B, L, G*D], before RoPE: one matrix product when the weights
+        are packed, else three."""
+        packed = self.packed_qkv()
+        if packed is None:
+            return self.q_proj(x), self.k_proj(x), self.v_proj(x)
+        q_width, kv_width = self.cfg.n_heads * self.cfg.head_dim, self.cfg.n_kv_heads * self.cfg.head_dim
+        q, k, v = F.linear(x, *packed).split([q_width, kv_width, kv_width], dim=-1)
+        return q, k, v
 
     def project_kv(self, source: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """source [B, S, d_model] -> k, v [B, G, S, D] (before RoPE)."""
@@ -82,8 +106,12 @@ class GroupedQueryAttention(nn.Module):
             causal = False
         else:
             start = cache.seq_len if cache is not None else 0
-            q = self.queries(x, start)
-            k, v = self.keys_values(x, start)
+            if cache is not None and x.shape[1] == 1 and key_padding_mask is None and not return_weights:
+                return self._decode_step(x, cache, start), None
+            q, k, v = self.project_qkv(x)
+            q = self._rotated(rearrange(q, "b l (h d) -> b h l d", h=cfg.n_heads), start)
+            k = self._rotated(rearrange(k, "b l (g d) -> b g l d", g=cfg.n_kv_heads), start)
+            v = rearrange(v, "b l (g d) -> b g l d", g=cfg.n_kv_heads)
             if cache is not None:
                 k, v = cache.append(k, v)
         mask = allowed_positions(
@@ -91,3 +119,28 @@ class GroupedQueryAttention(nn.Module):
         )
         out, weights = attend(q, k, v, scale=cfg.head_dim**-0.5, mask=mask, return_weights=return_weights)
         return self.o_proj(rearrange(out, "b h l d -> b l (h d)")), weights
+
+    def _decode_step(self, x: torch.Tensor, cache: GroupedKVCache, start: int) -> torch.Tensor:
+        """x [B, 1, d_model], one new token at position start -> out [B, 1, d_model]: forward()'s numbers with less
+        work per token. The newest position may see every key, so no mask is drawn; with one query row per head,
+        "b l (h d) -> b h l d" is a plain view; each KV head's R query heads are one block of R query rows, so one
+        product per group reads the cached keys as they are, never repeated."""
+        cfg = self.cfg
+        batch, heads, kv_heads, width = x.shape[0], cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
+        packed = self.packed_qkv()
+        if packed is not None:
+            qkv = F.linear(x, *packed)  # [B, 1, (H + 2G) * D]
+            # queries and keys sit side by side at one position: one rotation for both
+            qk = self._rotated(qkv[..., : (heads + kv_heads) * width].view(batch, heads + kv_heads, 1, width), start)
+            q, k = qk[:, :heads], qk[:, heads:]  # [B, H, 1, D], [B, G, 1, D]
+            v = qkv[..., (heads + kv_heads) * width :]
+        else:
+            q, k, v = self.project_qkv(x)  # [B, 1, H*D], [B, 1, G*D], [B, 1, G*D]
+            q = self._rotated(q.view(batch, heads, 1, width), start)
+            k = self._rotated(k.view(batch, kv_heads, 1, width), start)
+        keys, values = cache.append(k, v.view(batch, kv_heads, 1, width))  # [B, G, S, D]
+        groups = keys.shape[1]  # G, or H for a cache that repeats heads
+        out = F.scaled_dot_product_attention(
+            q.reshape(batch, groups, heads // groups, width), keys, values, scale=width**-0.5
+        )  # [B, G, R, D]: row r of group g is query head g * R + r, the order of o_proj's columns
+        return self.o_proj(out.reshape(batch, 1, heads * width))

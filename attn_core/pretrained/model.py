@@ -20,6 +20,7 @@ from ..build import build_attention
 from ..cache import GroupedKVCache, LatentKVCache
 from ..config import AttentionConfig
 from ..latent import RMSNorm
+from ..packed import PackedRows
 from .checkpoint import DecoderConfig
 from .tokenizer import ModelTokenizer
 
@@ -33,9 +34,15 @@ class SwiGLU(nn.Module):
         self.gate_proj = nn.Linear(d_model, ffn_dim, bias=False, device=device)
         self.up_proj = nn.Linear(d_model, ffn_dim, bias=False, device=device)
         self.down_proj = nn.Linear(ffn_dim, d_model, bias=False, device=device)
+        self._packed = PackedRows()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+        packed = self._packed(self.gate_proj.weight, self.up_proj.weight)  # one product for both, when side by side
+        if packed is None:
+            gate, up = self.gate_proj(x), self.up_proj(x)
+        else:
+            gate, up = F.linear(x, packed).chunk(2, dim=-1)
+        return self.down_proj(F.silu(gate) * up)
 
 
 class DecoderLayer(nn.Module):

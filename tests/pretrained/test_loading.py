@@ -33,6 +33,14 @@ def test_converted_weights_are_the_dequantised_gguf_tensors(lm):
     assert (lm.layers[4].self_attn.q_proj.weight[32].numpy() == permuted[1]).all()
 
 
+def test_each_layers_qkv_and_gate_up_weights_are_packed_so_decoding_runs_one_product_for_each(lm):
+    from attn_core.packed import packed_rows
+
+    for layer in lm.decoder_layers:
+        assert layer.self_attn.packed_qkv() is not None
+        assert packed_rows(layer.mlp.gate_proj.weight, layer.mlp.up_proj.weight) is not None
+
+
 def test_the_cache_folder_depends_on_the_file(tmp_path, monkeypatch):
     monkeypatch.setenv(checkpoint.CACHE_ENV, str(tmp_path))
     folder = checkpoint.converted_dir(checkpoint.gguf_path())

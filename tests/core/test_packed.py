@@ -1,0 +1,93 @@
+"""Packed projections (q, k, v end to end in one storage): the same numbers with one matrix product, and never a view
+that outlives the parameters it was found over."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from attn_core import RepeatedHeadsCache, build_attention
+from attn_core.packed import pack_rows, packed_rows
+
+from .examples import EXAMPLES, GROUPED, randn
+
+
+def max_diff(a: torch.Tensor, b: torch.Tensor) -> float:
+    return (a.double() - b.double()).abs().max().item()
+
+
+def packed_copy(name: str):
+    """The seeded layer, and a copy whose q, k and v weights (and biases) are packed."""
+    plain = build_attention(EXAMPLES[name], seed=0).eval()
+    packed = build_attention(EXAMPLES[name], seed=0).eval()
+    for kind in ("weight", "bias"):
+        parts = [getattr(getattr(packed, f"{p}_proj"), kind) for p in "qkv"]
+        if parts[0] is None:
+            continue
+        for p, view in zip("qkv", pack_rows(*parts), strict=True):
+            setattr(getattr(packed, f"{p}_proj"), kind, nn.Parameter(view, requires_grad=False))
+    return plain, packed
+
+
+@pytest.mark.parametrize("name", GROUPED)
+def test_packed_layer_gives_the_plain_layers_output_in_prefill_and_decode(name):
+    plain, packed = packed_copy(name)
+    assert packed.packed_qkv() is not None and plain.packed_qkv() is None
+    x = randn(2, 7, EXAMPLES[name].d_model)
+    with torch.no_grad():
+        assert max_diff(packed(x)[0], plain(x)[0]) <= 1e-6
+        caches = plain.new_cache(2), packed.new_cache(2)
+        for layer, cache in zip((plain, packed), caches, strict=True):
+            layer(x[:, :5], cache=cache)
+        for step in (5, 6):  # single-token decode steps
+            token = x[:, step : step + 1]
+            assert max_diff(packed(token, cache=caches[1])[0], plain(token, cache=caches[0])[0]) <= 1e-6
+
+
+@pytest.mark.parametrize("name", GROUPED)
+def test_decode_step_with_a_repeated_heads_cache_gives_the_grouped_caches_output(name):
+    cfg = EXAMPLES[name]
+    layer = build_attention(cfg, seed=0).eval()
+    grouped = layer.new_cache(1)
+    repeated = RepeatedHeadsCache(1, cfg.n_heads, cfg.head_dim, cfg.group_size, dtype=torch.float32, device="cpu")
+    x = randn(1, 6, cfg.d_model)
+    with torch.no_grad():
+        for cache in (grouped, repeated):
+            layer(x[:, :5], cache=cache)
+        assert max_diff(layer(x[:, 5:], cache=repeated)[0], layer(x[:, 5:], cache=grouped)[0]) <= 1e-6
+
+
+def test_replacing_a_packed_parameter_unpacks_the_layer():
+    _, packed = packed_copy("gqa")
+    packed.k_proj.weight = nn.Parameter(packed.k_proj.weight.clone(), requires_grad=False)
+    assert packed.packed_qkv() is None
+
+
+def test_a_packed_layer_converted_to_another_dtype_computes_with_the_converted_weights():
+    plain, packed = packed_copy("gqa")
+    x = randn(1, 4, EXAMPLES["gqa"].d_model, dtype=torch.float64)
+    with torch.no_grad():
+        packed(x.float())  # the packed view is found and remembered
+        assert max_diff(packed.double()(x)[0], plain.double()(x)[0]) == 0.0
+
+
+def test_packed_rows_are_views_that_see_edits_in_place():
+    parts = pack_rows(torch.zeros(2, 3), torch.zeros(1, 3))
+    whole = packed_rows(*parts)
+    assert whole is not None and whole.shape == (3, 3)
+    parts[1].fill_(1.0)
+    assert whole[2].eq(1.0).all()
+
+
+def test_rows_in_separate_storages_or_out_of_order_are_not_packed():
+    a, b = pack_rows(torch.zeros(2, 3), torch.zeros(1, 3))
+    assert packed_rows(b, a) is None
+    assert packed_rows(torch.zeros(2, 3), torch.zeros(1, 3)) is None
+
+
+def test_parameters_autograd_tracks_are_not_packed():
+    parts = [nn.Parameter(view) for view in pack_rows(torch.zeros(2, 3), torch.zeros(1, 3))]
+    assert packed_rows(*parts) is None  # a gradient through the view would not reach the parameters
+    with torch.no_grad():
+        assert packed_rows(*parts) is not None
