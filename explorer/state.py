@@ -7,7 +7,6 @@ widgets are, and every change is written back to the URL so the address bar is a
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -47,7 +46,7 @@ _SHARE_BOX = "_share_box"  # this run's placeholder for the link; dropped at the
 _SHARE_PARAMS = "_share_params"  # this run's link parameters (shared and the page's own), for the JSON download
 
 
-def page_settings() -> Settings:
+def page_settings(page_key: str) -> Settings:
     """Draw the shared settings in the sidebar and return them. Every page calls this first.
 
     Pages, not app.py, draw the sidebar, so that a page behaves the same whether it runs under st.navigation or
@@ -55,7 +54,7 @@ def page_settings() -> Settings:
     """
     _run_through_the_shell()
     use_language()
-    page = PAGES.get(Path(sys._getframe(1).f_code.co_filename).stem)  # the page file that called: its declaration
+    page = PAGES.get(page_key)  # its declaration: which settings it uses (None for a page not in the menu, a test's)
     # One torch thread per op, set in the thread that runs this page (the setting is per thread). A served app runs
     # many small ops for many sessions at once: torch's pool spinning on 2 cores against other sessions' work made a
     # decode trace 40x slower. And a result's last bits depend on the thread count: one count everywhere keeps a

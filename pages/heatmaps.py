@@ -27,7 +27,7 @@ def on_off(flag: bool) -> str:
     return _("on") if flag else _("off")
 
 
-settings = page_settings()
+settings = page_settings("heatmaps")
 lang = language()
 SPACE = "" if lang == "zh" else " "  # between two sentences: Chinese sets none after 。
 
@@ -323,12 +323,12 @@ if pooling.pooled:
 if causal:
     check = _(
         "Rows sum to 1 within {error}; above the diagonal every weight is {upper}.",
-        error=f"{chart.facts['row_sum_error']:.1e}",
-        upper=f"{chart.facts['upper_max']:g}",
+        error=f"{chart.facts.row_sum_error:.1e}",
+        upper=f"{chart.facts.upper_max:g}",
     )
     lesson = _("Notice the first row: with the causal mask the first token can only attend to itself.")
 else:
-    check = _("Rows sum to 1 within {error}.", error=f"{chart.facts['row_sum_error']:.1e}")
+    check = _("Rows sum to 1 within {error}.", error=f"{chart.facts.row_sum_error:.1e}")
     lesson = _("Without the mask every query sees every key, the future included.")
 show_chart(
     chart.spec,
@@ -398,7 +398,7 @@ st.latex(
     r"\end{aligned}"
 )
 chart = view.steps_chart(cfg, settings.seed, spec, causal, heads, head, pool, lang)
-kv = chart.facts["kv_head"]
+kv = chart.facts.kv_head
 if variant == "mla":
     where = _(
         "$Q = [q^C; q^R]$ of head {head}; $K = [k^C; k^R]$: $k^C$ up-projected from the latent vector $c^{{KV}}$ for "
@@ -432,7 +432,7 @@ caption = _(
     "Follow ① to ⑤. ④ equals the layer's own weights for head {head} {agreement}. Scaling by $1/\\sqrt{{d_k}}$ keeps "
     "scores from growing with the head width, which would make the softmax nearly one-hot.",
     head=head,
-    agreement=agreement(chart.facts["weights_error"]),
+    agreement=agreement(chart.facts.weights_error),
 )
 if chart.pooling.pooled:
     caption = sentences(caption, _("Square matrices show the {pooling}.", pooling=chart.pooling.describe()))
@@ -447,8 +447,8 @@ st.caption(
         "layer's forward pass, {agreement} (their largest value is {largest}); $W^O$ mixes them into the layer's "
         "output.",
         heads=outputs_of,
-        agreement=agreement(chart.facts["output_rebuild_error"]),
-        largest=f"{chart.facts['output_scale']:.3g}",
+        agreement=agreement(chart.facts.output_rebuild_error),
+        largest=f"{chart.facts.output_scale:.3g}",
     )
 )
 
@@ -456,7 +456,7 @@ st.caption(
 st.header(_("4 · One step of generation"))
 last = f" {shown(tokens[-1])}" if tokens else ""
 chart = view.decode_chart(cfg, settings.seed, spec, causal, heads, head, pool, lang)
-cached = n_("{n} token", "{n} tokens", chart.facts["cached_before"])
+cached = n_("{n} token", "{n} tokens", chart.facts.cached_before)
 if variant == "mla":
     stored = _(
         "Generating reads the cache: what a prefill stores for the first {cached} (their latent vectors $c^{{KV}}$ and "
@@ -480,12 +480,12 @@ caption = _(
     "One row per head shown (head {head} outlined). The step through the cache gives the last row of the full pass "
     "{agreement}: caching changes the cost, not the result.",
     head=head,
-    agreement=agreement(chart.facts["decode_error"]),
+    agreement=agreement(chart.facts.decode_error),
 )
 if chart.pooling.pooled:
     caption = sentences(caption, _("Cells are the {pooling}.", pooling=chart.pooling.describe()))
 show_chart(chart.spec, name="heatmaps-decode-step", rows=chart.csv.csv_text, caption=caption)
-st.table(view.cache_table(chart.facts["cache_shapes"], cfg, settings.dtype), hide_index=True)
+st.table(view.cache_table(chart.facts.cache_shapes, cfg, settings.dtype), hide_index=True)
 if variant != "mla" and len(heads) < settings.heads:
     kv_read = cfg.kv_heads_read(heads)
     st.caption(

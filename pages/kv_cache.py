@@ -16,7 +16,7 @@ from explorer.probes.decode import MAX_PROMPT_LEN, MAX_STEPS, MAX_TRACE_BATCH, M
 from explorer.probes.models import memory_budget
 from explorer.state import bound, page_link, page_settings
 
-settings = page_settings()
+settings = page_settings("kv_cache")
 
 st.title(_("KV cache"))
 st.markdown(

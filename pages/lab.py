@@ -14,7 +14,7 @@ from explorer.model import trained_model
 from explorer.state import bound, page_settings
 from explorer.trained import token_chips, token_labels
 
-settings = page_settings()
+settings = page_settings("lab")
 
 st.title(_("Trade-off lab"))
 st.markdown(

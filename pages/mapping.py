@@ -12,7 +12,7 @@ from explorer.state import bound, link_query, page_link, page_settings
 
 SUPERSCRIPTS = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
 
-settings = page_settings()
+settings = page_settings("mapping")
 
 st.title(_("Head → KV mapping"))
 st.markdown(

@@ -12,7 +12,7 @@ from explorer.i18n import _, language, n_
 from explorer.probes.masks import MAX_TOKENS
 from explorer.state import bound, page_settings
 
-settings = page_settings()
+settings = page_settings("masks")
 
 
 def slider(label: str, low: int, high: int, help: str | None = None):

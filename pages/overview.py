@@ -9,7 +9,7 @@ from explorer.i18n import _, n_
 from explorer.pages import PAGES
 from explorer.state import page_link, page_settings
 
-settings = page_settings()
+settings = page_settings("overview")
 
 st.title(_("Attention Explorer"))
 st.markdown(

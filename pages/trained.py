@@ -8,7 +8,7 @@ from explorer.i18n import _, language
 from explorer.model import trained_model
 from explorer.state import bound, page_settings
 
-page_settings()
+page_settings("trained")
 
 st.title(_("A trained model: SmolLM2-135M"))
 lm = trained_model()

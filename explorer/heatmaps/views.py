@@ -5,7 +5,7 @@ The figures carry words (titles, axes, hover texts), so each view is cached per 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import streamlit as st
@@ -25,15 +25,42 @@ def upper_triangle(length: int) -> np.ndarray:
     return np.triu(np.ones((length, length), dtype=np.float32), k=1)
 
 
+@dataclass(frozen=True)
+class HeadsFacts:
+    """What the all-heads caption states: rows sum to 1, and (causal) nothing above the diagonal."""
+
+    row_sum_error: float
+    upper_max: float | None  # None without the causal mask
+
+
+@dataclass(frozen=True)
+class StepFacts:
+    """What the inside-one-head captions state."""
+
+    kv_head: int  # the KV head the layer gave this head to read
+    weights_error: float  # the steps' weights vs the layer's own
+    output_rebuild_error: float
+    output_scale: float
+
+
+@dataclass(frozen=True)
+class DecodeFacts:
+    """What the decode step's caption and cache table state."""
+
+    decode_error: float  # the decode step's row vs the full pass's last row
+    cached_before: int
+    cache_shapes: tuple
+
+
 @dataclass
 class Chart:
-    """A figure ready to draw (its dict, arrays encoded), the numbers it plots, how it was pooled, and facts for its
-    caption."""
+    """A figure ready to draw (its dict, arrays encoded), the numbers it plots, how it was pooled, and the facts its
+    caption states."""
 
     spec: dict
     csv: PanelNumbers
     pooling: Pooling
-    facts: dict = field(default_factory=dict)
+    facts: HeadsFacts | StepFacts | DecodeFacts | None = None
 
 
 def _tokens(spec: InputSpec) -> list[str] | None:
@@ -47,9 +74,10 @@ def heads_chart(
     result = variant_result(cfg, seed, spec, causal, heads)
     fig, rows, pooling = grid_figure(result, cfg.variant, cfg.group_size, pool=pool, tokens=_tokens(spec))
     weights = result.weights
-    facts = {"row_sum_error": float(np.abs(weights.sum(-1) - 1).max())}
-    if causal:
-        facts["upper_max"] = float(np.abs(weights * upper_triangle(weights.shape[1])).max())
+    facts = HeadsFacts(
+        row_sum_error=float(np.abs(weights.sum(-1) - 1).max()),
+        upper_max=float(np.abs(weights * upper_triangle(weights.shape[1])).max()) if causal else None,
+    )
     return Chart(fig, rows, pooling, facts)
 
 
@@ -80,12 +108,12 @@ def steps_chart(
     steps = steps_of_head(result, head, causal)
     fig, rows, pooling = steps_figure(steps, causal=causal, pool=pool, tokens=_tokens(spec), d_k=steps.q.shape[1])
     index = result.heads.index(head)
-    facts = {
-        "kv_head": result.kv_head[index],  # the KV head the layer gave this head to read
-        "weights_error": float(np.abs(steps.weights - result.weights[index]).max()),
-        "output_rebuild_error": result.output_rebuild_error,
-        "output_scale": result.output_scale,
-    }
+    facts = StepFacts(
+        kv_head=result.kv_head[index],
+        weights_error=float(np.abs(steps.weights - result.weights[index]).max()),
+        output_rebuild_error=result.output_rebuild_error,
+        output_scale=result.output_scale,
+    )
     return Chart(fig, rows, pooling, facts)
 
 
@@ -98,9 +126,9 @@ def decode_chart(
     result = variant_result(cfg, seed, spec, causal, heads)
     decode = result.decode
     fig, rows, pooling = decode_figure(result, cfg.variant, pool=pool, tokens=_tokens(spec), highlight=head)
-    facts = {
-        "decode_error": float(np.abs(decode.row - result.weights[:, -1]).max()),
-        "cached_before": decode.cached_before,
-        "cache_shapes": decode.cache_shapes,
-    }
+    facts = DecodeFacts(
+        decode_error=float(np.abs(decode.row - result.weights[:, -1]).max()),
+        cached_before=decode.cached_before,
+        cache_shapes=decode.cache_shapes,
+    )
     return Chart(fig, rows, pooling, facts)

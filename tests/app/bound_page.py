@@ -14,7 +14,7 @@ VARIANT = Choice("t_variant", ("mha", "mqa", "gqa", "mla"), "gqa")  # narrowed t
 SHOW_MASK = Flag("t_mask", True)
 HEAD = IntRange("t_head", 0, 127, 0)  # narrowed to the current head count below
 
-settings = page_settings()
+settings = page_settings("bound_page")
 st.title("bound() test page")
 
 mode = bound(MODE, lambda key: st.radio("Mode", MODE.options, key=key, horizontal=True))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from explorer.pages import ALL_SETTINGS, PAGES
@@ -31,3 +33,9 @@ def test_the_sidebar_shows_the_pages_cue(page):
     captions = [c.value for c in at.sidebar.caption]
     cue = settings_cue(PAGES[page].uses)
     assert (cue in captions) if cue else not any(c.startswith("This page uses") for c in captions), captions
+
+
+def test_each_page_names_itself_to_the_sidebar():
+    """A page's cue comes from its PAGES entry, found by the key the page passes: each passes its own."""
+    for name, page in PAGES.items():
+        assert f'page_settings("{name}")' in (Path(__file__).resolve().parents[2] / page.path).read_text(), name
