@@ -42,6 +42,7 @@ from streamlit.util import calc_hash  # noqa: E402
 
 from explorer.pages import PAGES  # noqa: E402
 from explorer.settings import SEQ_LEN_CHOICES, Settings  # noqa: E402
+from explorer.state import SLIDER_LABELS  # noqa: E402
 
 # ARCHITECTURE.md, Budgets
 BUDGET_RERUN_DEFAULT_MS = 150  # median
@@ -71,7 +72,6 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-SLIDER_LABEL = {"seq_len": "Sequence length $L$ (tokens)"}
 TICKS = os.sysconf("SC_CLK_TCK")
 CPU: dict = {}  # the classroom's CPU accounting: server pid, server and browser seconds
 
@@ -406,7 +406,7 @@ async def one_student(browser, base: str, index: int, moves: int, limit: float, 
         if opened and received:
             result["phases"] = (opened[0], received[0] - opened[0], result["first_chart"] - received[0])
         await tab.wait_for_function(WAIT_IDLE, polling=100)
-        thumb = tab.locator(f'[data-testid="stSidebar"] input[type="range"][aria-label="{SLIDER_LABEL["seq_len"]}"]')
+        thumb = tab.locator(f'[data-testid="stSidebar"] input[type="range"][aria-label="{SLIDER_LABELS["seq_len"]}"]')
         for step in range(1, moves + 1):
             target = SEQ_LEN_CHOICES[seq_index + step]
             began = time.perf_counter()
@@ -453,10 +453,10 @@ def leaks(result: dict) -> list[str]:
             found.append(f"URL {name}={result['url'].get(name)!r}, expected {value!r}")
     sidebar = result["sidebar"]
     for label, value in (
-        ("$d_{model}$ (model width)", expected.d_model),
-        ("Query heads $h$", expected.heads),
-        (SLIDER_LABEL["seq_len"], expected.seq_len),
-        ("Batch", expected.batch),
+        (SLIDER_LABELS["d_model"], expected.d_model),
+        (SLIDER_LABELS["heads"], expected.heads),
+        (SLIDER_LABELS["seq_len"], expected.seq_len),
+        (SLIDER_LABELS["batch"], expected.batch),
     ):
         if sidebar.get(label) != str(value):
             found.append(f"sidebar {label}={sidebar.get(label)!r}, expected {value}")

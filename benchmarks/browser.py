@@ -37,6 +37,7 @@ sys.path.insert(0, str(REPO))
 
 from explorer.pages import PAGES  # noqa: E402
 from explorer.settings import BATCH_CHOICES, D_MODEL_CHOICES, SEQ_LEN_CHOICES, Settings  # noqa: E402
+from explorer.state import SLIDER_LABELS  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -47,14 +48,14 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-SLIDER = "Sequence length $L$ (tokens)"
+SLIDER = SLIDER_LABELS["seq_len"]
 # The sidebar slider pressed on each page: the sequence length where the page reads it, else the first of these the
 # page reads (its PAGES entry says), so the press changes what its first chart shows. A page that reads none of them
 # (the trained model, the lab) has no sidebar slider whose press redraws anything: it is listed, not timed.
 SLIDERS = {
     "seq_len": (SLIDER, SEQ_LEN_CHOICES),
-    "batch": ("Batch", BATCH_CHOICES),
-    "d_model": ("$d_{model}$ (model width)", D_MODEL_CHOICES),
+    "batch": (SLIDER_LABELS["batch"], BATCH_CHOICES),
+    "d_model": (SLIDER_LABELS["d_model"], D_MODEL_CHOICES),
 }
 BUDGET_RATIO = 1.5  # issue 16: key press -> chart redrawn, every page at default settings, vs the bare app
 LARGEST = Settings(

@@ -79,13 +79,16 @@ def language_from_locale(locale: str | None) -> str:
 def _(message: str, **values: object) -> str:
     """The message in this run's language; with values, its {placeholders} filled (numbers formatted by fmt)."""
     text = _translations(language()).gettext(message)
-    return text.format(**{name: fmt(value) for name, value in values.items()}) if values else text
+    return _filled(text, values) if values else text
 
 
 def n_(singular: str, plural: str, n: int, **values: object) -> str:
     """A count with its noun: n_("{n} head", "{n} heads", 3) -> "3 heads". Chinese has one form for every n."""
-    text = _translations(language()).ngettext(singular, plural, n)
-    return text.format(n=fmt(n), **{name: fmt(value) for name, value in values.items()})
+    return _filled(_translations(language()).ngettext(singular, plural, n), {"n": n, **values})
+
+
+def _filled(text: str, values: dict[str, object]) -> str:
+    return text.format(**{name: fmt(value) for name, value in values.items()})
 
 
 def N_(message: str) -> str:

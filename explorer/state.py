@@ -100,29 +100,26 @@ def page_settings(page_key: str) -> Settings:
             format_func=str.upper,
             help=" · ".join(f"{v.upper()}: {variant_name(v)}" for v in VARIANTS),
         )
-        _slider("d_model", _("$d_{model}$ (model width)"), D_MODEL_CHOICES)
-        _slider("heads", _("Query heads $h$"), heads_choices(state[_WIDGET["d_model"]]))
+        _slider("d_model", D_MODEL_CHOICES)
+        _slider("heads", heads_choices(state[_WIDGET["d_model"]]))
         _slider(
             "groups",
-            _("KV groups $g$ (GQA)"),
             groups_choices(state[_WIDGET["heads"]]),
             help=_("KV heads shared by the query heads; MHA uses one per head, MQA one in all."),
         )
         _slider(
             "latent",
-            _("Latent width $d_c$ (MLA)"),
             LATENT_CHOICES,
             help=_("kv_lora_rank: the width of the compressed KV vector MLA caches per token."),
         )
         head_dim = state[_WIDGET["d_model"]] // state[_WIDGET["heads"]]
         _slider(
             "rope_dim",
-            _("Rotary key width $d_h^R$ (MLA)"),
             rope_dim_choices(head_dim),
             help=_("qk_rope_head_dim: the position-carrying key shared by all heads."),
         )
-        _slider("seq_len", _("Sequence length $L$ (tokens)"), SEQ_LEN_CHOICES)
-        _slider("batch", _("Batch"), BATCH_CHOICES)
+        _slider("seq_len", SEQ_LEN_CHOICES)
+        _slider("batch", BATCH_CHOICES)
         st.radio(_("Cache dtype"), DTYPE_CHOICES, key=_WIDGET["dtype"], horizontal=True, on_change=_on_change)
         st.number_input(_("Seed"), min_value=0, max_value=MAX_SEED, step=1, key=_WIDGET["seed"], on_change=_on_change)
         if page is not None and (cue := settings_cue(page.uses)):
@@ -182,7 +179,17 @@ def bound(param, render, options: tuple | None = None, *, say_moves: bool = True
     return value
 
 
-# The sidebar's settings as its labels name them, for the cue under them.
+# The sidebar's sliders, labelled (in English: the browser tests and benchmarks find a slider by its label).
+SLIDER_LABELS = {
+    "d_model": N_("$d_{model}$ (model width)"),
+    "heads": N_("Query heads $h$"),
+    "groups": N_("KV groups $g$ (GQA)"),
+    "latent": N_("Latent width $d_c$ (MLA)"),
+    "rope_dim": N_("Rotary key width $d_h^R$ (MLA)"),
+    "seq_len": N_("Sequence length $L$ (tokens)"),
+    "batch": N_("Batch"),
+}
+# The sidebar's settings as the cue under them names them.
 SETTING_LABELS = {
     "variants": N_("Variants"),
     "d_model": "d_model",
@@ -297,8 +304,8 @@ def _move_into(param, key: str, options: tuple, say: bool) -> None:
         )
 
 
-def _slider(name: str, label: str, options, help: str | None = None) -> None:
-    st.select_slider(label, options=list(options), key=_WIDGET[name], on_change=_on_change, help=help)
+def _slider(name: str, options, help: str | None = None) -> None:
+    st.select_slider(_(SLIDER_LABELS[name]), options=list(options), key=_WIDGET[name], on_change=_on_change, help=help)
 
 
 def _store_in_widgets(settings: Settings) -> None:
@@ -370,4 +377,13 @@ def _share_tools(settings: Settings) -> None:
     )
 
 
-__all__ = ["LANGUAGE_KEY", "SETTINGS_KEY", "bound", "link_query", "page_link", "page_settings", "use_language"]
+__all__ = [
+    "LANGUAGE_KEY",
+    "SETTINGS_KEY",
+    "SLIDER_LABELS",
+    "bound",
+    "link_query",
+    "page_link",
+    "page_settings",
+    "use_language",
+]

@@ -9,6 +9,7 @@ import pytest
 from attn_core import kv_cache_bytes
 from explorer.pages import PAGES
 from explorer.settings import SEQ_LEN_CHOICES, Settings
+from explorer.state import SLIDER_LABELS
 
 from .conftest import (
     COLD_START_SECONDS,
@@ -21,7 +22,7 @@ from .conftest import (
     wait_until_idle,
 )
 
-SEQ_LEN_LABEL = "Sequence length $L$ (tokens)"
+SEQ_LEN_LABEL = SLIDER_LABELS["seq_len"]
 START = Settings(d_model=1024, heads=16, groups=4, latent=256, rope_dim=32, seq_len=128, batch=2)
 
 
@@ -49,16 +50,7 @@ def shown_link(settings: Settings) -> dict[str, str]:
 def shown_settings(page) -> dict[str, str]:
     """The shared settings as the page shows them: sidebar slider values, keyed like the link."""
     sliders = sidebar_sliders(page)
-    labels = {
-        "d_model": "$d_{model}$ (model width)",
-        "heads": "Query heads $h$",
-        "groups": "KV groups $g$ (GQA)",
-        "latent": "Latent width $d_c$ (MLA)",
-        "rope_dim": "Rotary key width $d_h^R$ (MLA)",
-        "seq_len": SEQ_LEN_LABEL,
-        "batch": "Batch",
-    }
-    return {name: sliders[label] for name, label in labels.items()}
+    return {name: sliders[label] for name, label in SLIDER_LABELS.items()}
 
 
 def test_the_app_loads_and_shows_the_overview_chart(server, page):
@@ -91,7 +83,7 @@ def test_reloading_that_url_restores_the_same_view(server, browser, page):
     page.goto(link(server, START))
     wait_for_app(page, chart_count=2)
     for _ in range(2):
-        press_on_slider(page, "Batch", "ArrowRight")
+        press_on_slider(page, SLIDER_LABELS["batch"], "ArrowRight")
         wait_until_idle(page)
     page.wait_for_function("() => new URLSearchParams(location.search).get('batch') === '8'")
     wait_until_idle(page)
