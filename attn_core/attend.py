@@ -91,13 +91,13 @@ def attend(
         folded_q = rearrange(q, "b (g r) l d -> b g (r l) d", g=n_kv_heads)  # [B, G, R*L, D]
         out = F.scaled_dot_product_attention(folded_q, k, v, attn_mask=allowed, scale=scale)
         return rearrange(out, "b g (r l) d -> b (g r) l d", r=group), None
-    grouped_q = rearrange(q, "b (g r) l d -> b g r l d", g=n_kv_heads)
-    scores = torch.einsum("bgrld,bgsd->bgrls", grouped_q, k) * scale
-    scores = rearrange(scores, "b g r l s -> b (g r) l s")  # [B, H, L, S]
-    allowed = causal_allowed(q.shape[2], k.shape[2], q.device) if mask.plain_causal else mask.allowed
+    # Each KV head's query heads as one block of rows ([B, G, R*L, D]): one batched product per group reads k as it is.
+    batch, q_len, k_len = q.shape[0], q.shape[2], k.shape[2]
+    grouped_q = q.reshape(batch, n_kv_heads, -1, q.shape[3])
+    scores = torch.matmul(grouped_q, k.transpose(-1, -2)).view(batch, n_heads, q_len, k_len).mul_(scale)
+    allowed = causal_allowed(q_len, k_len, q.device) if mask.plain_causal else mask.allowed
     if allowed is not None:
-        scores = scores.masked_fill(~allowed, float("-inf"))
-    weights = torch.softmax(scores.float(), dim=-1).to(q.dtype)
-    grouped_w = rearrange(weights, "b (g r) l s -> b g r l s", g=n_kv_heads)
-    out = rearrange(torch.einsum("bgrls,bgsd->bgrld", grouped_w, v), "b g r l d -> b (g r) l d")
+        scores.masked_fill_(~allowed, float("-inf"))  # in place: the scores are this call's own tensor
+    weights = torch.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
+    out = torch.matmul(weights.view(batch, n_kv_heads, -1, k_len), v).view(batch, n_heads, q_len, v.shape[3])
     return out, weights if return_weights else None

@@ -1,4 +1,4 @@
-"""Projections whose weights lie end to end in one storage, so that one matrix product computes them all: a decoder's
+"""Projections whose weights are row blocks of one matrix in one storage, so that one matrix product computes them all: a decoder's
 q, k and v (or an MLP's gate and up) read the same input, and one call over the stacked rows costs the same arithmetic
 as three, with one call's overhead (token-by-token decoding is many small products).
 
@@ -12,37 +12,56 @@ from __future__ import annotations
 import torch
 
 
-def pack_rows(*parts: torch.Tensor) -> list[torch.Tensor]:
-    """Copies of parts ([rows_i, ...] each, same trailing shape) in one new storage, end to end in order: views of
-    one [sum rows_i, ...] tensor, which packed_rows then finds."""
-    packed = torch.cat([part.detach() for part in parts])
+def pack_rows(*parts: torch.Tensor, column_major: bool = False) -> list[torch.Tensor]:
+    """Copies of parts ([rows_i, cols] each, same cols) in one new storage, end to end in order: views of one
+    [sum rows_i, cols] tensor, which packed_rows then finds. Row-major by default; column_major stores that tensor
+    column by column (a one-token product with a matrix of more rows than columns streams faster so, see
+    attn_core.pretrained.checkpoint.decode_layout)."""
+    if column_major:
+        packed = torch.cat([part.detach().t() for part in parts], dim=1).contiguous().t()
+    else:
+        packed = torch.cat([part.detach() for part in parts])
     return list(packed.split([part.shape[0] for part in parts]))
 
 
 def packed_rows(*parts: torch.Tensor | None) -> torch.Tensor | None:
-    """parts ([rows_i, ...] each) as one [sum rows_i, ...] tensor, a view with no copy, when they lie end to end in
-    one storage; None when they do not (or a part is None, or autograd tracks them: a view past a parameter's own
-    rows has no gradient to give back)."""
-    first = parts[0]
-    if first is None:
+    """parts ([rows_i, ...] each) as one [sum rows_i, ...] tensor, a view with no copy, when they are consecutive row
+    blocks of one row-major tensor (any dims) or one column-major matrix, in one storage; None when they are not (or a
+    part is None, or autograd tracks them: a view past a parameter's own rows has no gradient to give back)."""
+    present = [part for part in parts if part is not None]
+    if not present or len(present) != len(parts):
+        return None
+    if torch.is_grad_enabled() and any(part.requires_grad for part in present):
+        return None
+    first, rows = present[0], sum(part.shape[0] for part in present)
+    rest = first.shape[1:]
+    if first.is_contiguous():
+        stride = _row_major_strides((rows, *rest))  # part i starts where part i-1's rows end
+    elif first.dim() == 2 and first.stride() == (1, rows):
+        stride = (1, rows)  # column-major: each column holds every part's rows, part after part
+    else:
         return None
     offset = first.storage_offset()
     storage = first.untyped_storage().data_ptr()
-    for part in parts:
+    for part in present:
         if (
-            part is None
-            or part.untyped_storage().data_ptr() != storage
+            part.untyped_storage().data_ptr() != storage
             or part.storage_offset() != offset
             or part.dtype != first.dtype
-            or part.shape[1:] != first.shape[1:]
-            or not part.is_contiguous()
+            or part.shape[1:] != rest
+            or any(size > 1 and step != want for size, step, want in zip(part.shape, part.stride(), stride))
         ):
             return None
-        offset += part.numel()
-    if torch.is_grad_enabled() and any(part is not None and part.requires_grad for part in parts):
-        return None
-    rows = sum(part.shape[0] for part in parts if part is not None)
-    return first.as_strided((rows, *first.shape[1:]), first.stride())
+        offset += part.shape[0] * stride[0]
+    return first.as_strided((rows, *rest), stride)
+
+
+def _row_major_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= size
+    return tuple(reversed(strides))
 
 
 class PackedRows:

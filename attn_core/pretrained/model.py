@@ -94,7 +94,12 @@ class PretrainedLM(nn.Module):
         self.attention = attention
         self.tokenizer = tokenizer
         self.conversion: ConversionReport | None = None  # set on models made by with_attention: what was kept
-        self.embed_tokens = nn.Embedding(config.vocab_size, config.d_model, device=device)
+        # Initialised only off the meta device (a model about to be loaded): nn.Embedding's normal_ on meta tensors
+        # imports torch._dynamo, 2 of the 2.6 s a load took.
+        embedding = torch.empty(config.vocab_size, config.d_model, device=device)
+        self.embed_tokens = nn.Embedding(config.vocab_size, config.d_model, _weight=embedding)
+        if not embedding.is_meta:
+            nn.init.normal_(self.embed_tokens.weight)  # nn.Embedding's own initialisation
         self.layers = nn.ModuleList(DecoderLayer(config, attention, device=device) for _ in range(config.n_layers))
         self.norm = RMSNorm(config.d_model, config.norm_eps, device=device)
         if not config.tie_embeddings:

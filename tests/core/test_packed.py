@@ -17,7 +17,7 @@ def max_diff(a: torch.Tensor, b: torch.Tensor) -> float:
     return (a.double() - b.double()).abs().max().item()
 
 
-def packed_copy(name: str):
+def packed_copy(name: str, column_major: bool = False):
     """The seeded layer, and a copy whose q, k and v weights (and biases) are packed."""
     plain = build_attention(EXAMPLES[name], seed=0).eval()
     packed = build_attention(EXAMPLES[name], seed=0).eval()
@@ -25,14 +25,19 @@ def packed_copy(name: str):
         parts = [getattr(getattr(packed, f"{p}_proj"), kind) for p in "qkv"]
         if parts[0] is None:
             continue
-        for p, view in zip("qkv", pack_rows(*parts), strict=True):
+        layout = column_major and kind == "weight"
+        for p, view in zip("qkv", pack_rows(*parts, column_major=layout), strict=True):
             setattr(getattr(packed, f"{p}_proj"), kind, nn.Parameter(view, requires_grad=False))
     return plain, packed
 
 
+@pytest.mark.parametrize("column_major", [False, True], ids=["row-major", "column-major"])
 @pytest.mark.parametrize("name", GROUPED)
-def test_packed_layer_gives_the_plain_layers_output_in_prefill_and_decode(name):
-    plain, packed = packed_copy(name)
+def test_packed_layer_gives_the_plain_layers_output_in_prefill_and_decode(name, column_major):
+    plain, packed = packed_copy(name, column_major)
+    if column_major:  # each column of the stacked [(H + 2G) * D, d_model] weight is contiguous
+        stacked = packed.packed_qkv()
+        assert stacked is not None and stacked[0].stride() == (1, stacked[0].shape[0])
     assert packed.packed_qkv() is not None and plain.packed_qkv() is None
     x = randn(2, 7, EXAMPLES[name].d_model)
     with torch.no_grad():
@@ -72,17 +77,21 @@ def test_a_packed_layer_converted_to_another_dtype_computes_with_the_converted_w
         assert max_diff(packed.double()(x)[0], plain.double()(x)[0]) == 0.0
 
 
-def test_packed_rows_are_views_that_see_edits_in_place():
-    parts = pack_rows(torch.zeros(2, 3), torch.zeros(1, 3))
+@pytest.mark.parametrize("column_major", [False, True], ids=["row-major", "column-major"])
+def test_packed_rows_are_views_that_see_edits_in_place(column_major):
+    parts = pack_rows(torch.zeros(2, 3), torch.arange(3.0).view(1, 3), column_major=column_major)
     whole = packed_rows(*parts)
     assert whole is not None and whole.shape == (3, 3)
-    parts[1].fill_(1.0)
-    assert whole[2].eq(1.0).all()
+    assert whole[2].tolist() == [0.0, 1.0, 2.0]
+    parts[0][1].fill_(1.0)
+    assert whole[1].eq(1.0).all()
 
 
-def test_rows_in_separate_storages_or_out_of_order_are_not_packed():
-    a, b = pack_rows(torch.zeros(2, 3), torch.zeros(1, 3))
+@pytest.mark.parametrize("column_major", [False, True], ids=["row-major", "column-major"])
+def test_rows_in_separate_storages_or_out_of_order_are_not_packed(column_major):
+    a, b = pack_rows(torch.zeros(2, 3), torch.zeros(1, 3), column_major=column_major)
     assert packed_rows(b, a) is None
+    assert packed_rows(a) is None if column_major else packed_rows(a) is not None  # a's columns hold b's rows too
     assert packed_rows(torch.zeros(2, 3), torch.zeros(1, 3)) is None
 
 

@@ -41,6 +41,22 @@ def test_each_layers_qkv_and_gate_up_weights_are_packed_so_decoding_runs_one_pro
         assert packed_rows(layer.mlp.gate_proj.weight, layer.mlp.up_proj.weight) is not None
 
 
+def test_matrices_with_more_outputs_than_inputs_are_stored_column_major_with_the_gguf_values(lm):
+    # one-token products stream such matrices faster column by column (checkpoint.column_major_is_faster)
+    weight = lm.embed_tokens.weight
+    assert weight.shape == (lm.config.vocab_size, lm.config.d_model)
+    assert weight.t().is_contiguous() and not weight.is_contiguous()
+    layer = lm.decoder_layers[0]
+    qkv = layer.self_attn.packed_qkv()
+    assert qkv is not None and qkv[0].t().is_contiguous()  # [960, 576]
+    assert layer.mlp.down_proj.weight.is_contiguous()  # [576, 1536]: rows stream faster
+    assert layer.self_attn.o_proj.weight.is_contiguous()  # square
+    gguf = pytest.importorskip("gguf")
+    embedding = next(t for t in gguf.GGUFReader(str(checkpoint.gguf_path())).tensors if t.name == "token_embd.weight")
+    values = gguf.quants.dequantize(embedding.data, embedding.tensor_type)
+    assert (weight[1234].numpy() == values[1234]).all()
+
+
 def test_the_cache_folder_depends_on_the_file(tmp_path, monkeypatch):
     monkeypatch.setenv(checkpoint.CACHE_ENV, str(tmp_path))
     folder = checkpoint.converted_dir(checkpoint.gguf_path())
