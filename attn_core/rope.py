@@ -20,10 +20,10 @@ def rope_cos_sin(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """cos and sin for positions start..start+length-1, each [length, dim] laid out as cat(freqs, freqs).
 
-    Short spans are memoised (small tensors; a long prompt's are computed once per layer): callers must not modify the
-    result.
+    Short spans are memoised (small tensors; a long prompt's are computed once per layer), and any span on the meta
+    device (no memory; shape-only passes there cost milliseconds per op): callers must not modify the result.
     """
-    if length <= MEMOISED_LENGTH:
+    if length <= MEMOISED_LENGTH or (device is not None and torch.device(device).type == "meta"):
         return _memoised_cos_sin(start, length, dim, theta, device, dtype)
     return _cos_sin(start, length, dim, theta, device, dtype)
 

@@ -80,13 +80,11 @@ def show_chart(fig: go.Figure | dict, *, name: str, rows: Sequence[dict] | Calla
     caption and a CSV download of rows (the numbers it plots), or of a callable giving their CSV text. The CSV is
     written when the button is clicked, not on every rerun. name keys the widgets."""
     if isinstance(fig, dict):
-        fig = PreparedFigure({**fig, "layout": title_below_toolbar(fig.get("layout", {}))})
+        fig = PreparedFigure({**fig, "layout": laid_out_once(title_below_toolbar(fig.get("layout", {})))})
     else:
-        fig.update_layout(
-            title_below_toolbar(
-                {"title": fig.layout.title.to_plotly_json(), "margin": fig.layout.margin.to_plotly_json()}
-            )
-        )
+        layout = fig.layout.to_plotly_json()
+        shown = laid_out_once(title_below_toolbar(layout))
+        fig.update_layout({key: value for key, value in shown.items() if layout.get(key) != value})
     to_image = dict(PLOTLY_CONFIG["toImageButtonOptions"], filename=name)
     st.plotly_chart(fig, config=PLOTLY_CONFIG | {"toImageButtonOptions": to_image}, key=f"chart_{name}")
     left, right = st.columns([6, 1], vertical_alignment="center")
@@ -104,6 +102,25 @@ def show_chart(fig: go.Figure | dict, *, name: str, rows: Sequence[dict] | Calla
 
 
 TOOLBAR_PX = 30  # the height of Plotly's always-visible toolbar row at the top right of a chart
+
+
+def laid_out_once(layout: dict) -> dict:
+    """The layout with every axis's margin fixed (automargin off, unless the chart asks for it) and its tick labels
+    never measured for overflow, so that a redraw lays the chart out in one pass.
+
+    Plotly's defaults (and Streamlit's theme) measure every tick label in the page (getBoundingClientRect) and redraw
+    the whole chart when the labels push a margin: on the heatmaps page that was half of the browser's time per key
+    press (Plotly's share of a rerun 1.55 -> 0.75 s). The charts' own margins leave room for their labels instead;
+    tests/browser/test_layout.py checks that no text of any chart falls outside it. A copy: figures are cached.
+    """
+    axes = {name for name in layout if name.startswith(("xaxis", "yaxis"))} | {"xaxis", "yaxis"}
+    fixed = {}
+    for name in axes:
+        axis = dict(layout.get(name) or {})
+        axis.setdefault("automargin", False)
+        axis.setdefault("ticklabeloverflow", "allow")
+        fixed[name] = axis
+    return {**layout, **fixed}
 
 
 def title_below_toolbar(layout: dict) -> dict:

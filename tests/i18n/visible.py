@@ -118,6 +118,7 @@ DATA_KEYS = {
     "template",
     "hovermode",
     "dragmode",
+    "ticklabeloverflow",
     "position",
     "texttemplate_",
     "groupclick",
