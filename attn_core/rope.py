@@ -7,6 +7,9 @@ from functools import lru_cache
 import torch
 
 MEMOISED_LENGTH = 16  # decode steps: every layer of a model asks for the same few positions at each step
+# A prompt's table is asked for by every layer of a forward pass (twice: queries and keys), so the last few are kept
+# too, up to this many numbers each (4096 positions of 64 dims: 1 MB of float32 for cos, 1 MB for sin).
+MEMOISED_PROMPT_ELEMENTS = 1 << 18
 
 
 def rope_cos_sin(
@@ -20,20 +23,26 @@ def rope_cos_sin(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """cos and sin for positions start..start+length-1, each [length, dim] laid out as cat(freqs, freqs).
 
-    Short spans are memoised (small tensors; a long prompt's are computed once per layer), and any span on the meta
-    device (no memory; shape-only passes there cost milliseconds per op): callers must not modify the result.
+    Memoised: short spans (decode steps), the last few prompts' spans up to MEMOISED_PROMPT_ELEMENTS numbers, and any
+    span on the meta device (no memory; shape-only passes there cost milliseconds per op): callers must not modify
+    the result.
     """
     if length <= MEMOISED_LENGTH or (device is not None and torch.device(device).type == "meta"):
         return _memoised_cos_sin(start, length, dim, theta, device, dtype)
+    if length * dim <= MEMOISED_PROMPT_ELEMENTS:
+        return _memoised_prompt_cos_sin(start, length, dim, theta, device, dtype)
     return _cos_sin(start, length, dim, theta, device, dtype)
 
 
-@lru_cache(maxsize=128)
-def _memoised_cos_sin(
+def _normal_cos_sin(
     start: int, length: int, dim: int, theta: float, device: torch.device | str | None, dtype: torch.dtype
 ) -> tuple[torch.Tensor, torch.Tensor]:
     with torch.inference_mode(False):  # normal tensors, usable later where autograd records (fine-tuning)
         return _cos_sin(start, length, dim, theta, device, dtype)
+
+
+_memoised_cos_sin = lru_cache(maxsize=128)(_normal_cos_sin)
+_memoised_prompt_cos_sin = lru_cache(maxsize=4)(_normal_cos_sin)
 
 
 def _cos_sin(
