@@ -2,9 +2,10 @@
 browser (in Chinese too, at the widest and the narrowest).
 
 For each page and width: nothing is requested from outside the machine (fonts, icons), no "Page not found" dialog,
-no two chart titles or axis titles overlap (nor a title the always-visible toolbar covers), no text of a chart falls
-outside it (its margins are fixed, not grown by Plotly: explorer.charts.laid_out_once), and the table columns that
-carry the page's point (the ✓ and the ratios) are drawn, not scrolled out of view.
+no two chart titles or axis titles overlap (nor a title the always-visible toolbar covers, nor an axis title its
+tick labels), no text of a chart falls outside it (tick labels are not hidden at the edge by Plotly:
+explorer.charts.laid_out_once), and the table columns that carry the page's point (the ✓ and the ratios) are drawn,
+not scrolled out of view.
 """
 
 from __future__ import annotations
@@ -31,13 +32,16 @@ BOXES = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map((p
         '.infolayer text[class$="title"], .annotation-text'))
         .filter(e => (e.textContent || '').trim() && e.getBoundingClientRect().width > 0)
         .map(e => ({text: e.textContent.trim().slice(0, 60), kind: e.getAttribute('class'), box: box(e)}));
+    const ticks = Array.from(plot.querySelectorAll('.xtick text, .ytick text'))
+        .filter(e => (e.textContent || '').trim() && e.getBoundingClientRect().width > 0)
+        .map(e => ({text: e.textContent.trim().slice(0, 60), box: box(e)}));
     const bar = plot.querySelector('.modebar');
-    return {index, texts, modebar: bar ? box(bar) : null};
+    return {index, texts, ticks, modebar: bar ? box(bar) : null};
 })"""
 
 
 # Every drawn text of every chart (ticks, titles, legends, colour bars, annotations) that reaches past the chart's own
-# box: cut off, since the margins are fixed.
+# box: cut off.
 OUTSIDE = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).flatMap((plot, index) => {
     const frame = plot.getBoundingClientRect();
     return Array.from(plot.querySelectorAll('svg text'))
@@ -102,6 +106,12 @@ def test_each_page_reads_cleanly_at_laptop_projector_and_phone_widths(server, br
                         problems.append(f"chart {chart['index']}: {first['text']!r} overlaps {second['text']!r}")
                 if chart["modebar"] and "gtitle" in (first["kind"] or "") and overlap(first["box"], chart["modebar"]):
                     problems.append(f"chart {chart['index']}: the toolbar covers the title {first['text']!r}")
+                if (first["kind"] or "").endswith("title") and "gtitle" not in first["kind"]:  # an axis title
+                    problems += [
+                        f"chart {chart['index']}: the axis title {first['text']!r} overlaps the tick {tick['text']!r}"
+                        for tick in chart["ticks"]
+                        if overlap(first["box"], tick["box"])
+                    ]
         problems += [f"cut off at the chart's edge: {text}" for text in tab.evaluate(OUTSIDE)]
         assert not problems, problems
         # The grid draws (and lists for screen readers) only the columns in view: one scrolled away is not listed.
