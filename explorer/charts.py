@@ -80,10 +80,10 @@ def show_chart(fig: go.Figure | dict, *, name: str, rows: Sequence[dict] | Calla
     caption and a CSV download of rows (the numbers it plots), or of a callable giving their CSV text. The CSV is
     written when the button is clicked, not on every rerun. name keys the widgets."""
     if isinstance(fig, dict):
-        fig = PreparedFigure({**fig, "layout": laid_out_once(title_below_toolbar(fig.get("layout", {})))})
+        fig = PreparedFigure({**fig, "layout": with_unmeasured_tick_labels(title_below_toolbar(fig.get("layout", {})))})
     else:
         layout = fig.layout.to_plotly_json()
-        shown = laid_out_once(title_below_toolbar(layout))
+        shown = with_unmeasured_tick_labels(title_below_toolbar(layout))
         fig.update_layout({key: value for key, value in shown.items() if layout.get(key) != value})
     to_image = dict(PLOTLY_CONFIG["toImageButtonOptions"], filename=name)
     st.plotly_chart(fig, config=PLOTLY_CONFIG | {"toImageButtonOptions": to_image}, key=f"chart_{name}")
@@ -104,7 +104,7 @@ def show_chart(fig: go.Figure | dict, *, name: str, rows: Sequence[dict] | Calla
 TOOLBAR_PX = 30  # the height of Plotly's always-visible toolbar row at the top right of a chart
 
 
-def laid_out_once(layout: dict) -> dict:
+def with_unmeasured_tick_labels(layout: dict) -> dict:
     """The layout with every axis's tick labels never measured for overflow (unless the chart says otherwise).
 
     Plotly's default (ticklabeloverflow "hide past div") measures every tick label in the page with

@@ -274,7 +274,7 @@ def pareto_figure(
         yaxis_title=_("perplexity (log scale)"),
         yaxis_type="log",
         height=480,
-        margin={"t": 30, "l": 70, "r": 20, "b": 60},  # fixed (explorer.charts.laid_out_once): room for the ticks
+        margin={"t": 30},
         legend={"orientation": "h", "y": -0.2},
     )
     return fig

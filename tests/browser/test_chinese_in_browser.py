@@ -51,15 +51,10 @@ def test_a_chinese_link_opens_in_chinese_with_real_glyphs(server, page, path):
 def test_the_language_switch_keeps_the_link_settings(server, page):
     page.goto(f"{server.url}/?{urlencode(SETTINGS | {'lang': 'zh'})}")
     wait_for_app(page)
-    page.locator('[data-testid="stSidebar"]').get_by_role("radio", name="English", exact=True).click()
-    page.wait_for_function("() => new URLSearchParams(location.search).get('lang') === 'en'")
-    wait_until_idle(page)
-    assert page.locator(SIDEBAR_HEADING).first.inner_text() == "Layer settings"
-    params = url_params(page)
-    assert {name: params.get(name) for name in SETTINGS} == SETTINGS
-    page.locator('[data-testid="stSidebar"]').get_by_role("radio", name="中文", exact=True).click()
-    page.wait_for_function("() => new URLSearchParams(location.search).get('lang') === 'zh'")
-    wait_until_idle(page)
-    assert page.locator(SIDEBAR_HEADING).first.inner_text() == "层设置"
-    params = url_params(page)
-    assert {name: params.get(name) for name in SETTINGS} == SETTINGS
+    for switch, lang, heading in (("English", "en", "Layer settings"), ("中文", "zh", "层设置")):
+        page.locator('[data-testid="stSidebar"]').get_by_role("radio", name=switch, exact=True).click()
+        page.wait_for_function(f"() => new URLSearchParams(location.search).get('lang') === '{lang}'")
+        wait_until_idle(page)
+        assert page.locator(SIDEBAR_HEADING).first.inner_text() == heading
+        params = url_params(page)
+        assert {name: params.get(name) for name in SETTINGS} == SETTINGS

@@ -4,8 +4,8 @@ browser (in Chinese too, at the widest and the narrowest).
 For each page and width: nothing is requested from outside the machine (fonts, icons), no "Page not found" dialog,
 no two chart titles or axis titles overlap (nor a title the always-visible toolbar covers, nor an axis title its
 tick labels), no text of a chart falls outside it (tick labels are not hidden at the edge by Plotly:
-explorer.charts.laid_out_once), and the table columns that carry the page's point (the ✓ and the ratios) are drawn,
-not scrolled out of view.
+explorer.charts.with_unmeasured_tick_labels), and the table columns that carry the page's point (the ✓ and the
+ratios) are drawn, not scrolled out of view.
 """
 
 from __future__ import annotations
