@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import torch
 import torch.nn.functional as F
@@ -24,6 +25,28 @@ class KeyMask:
 def causal_allowed(q_len: int, k_len: int, device: torch.device | str | None) -> torch.Tensor:
     """[1, 1, L, S]: query i, at position S - L + i, may attend to keys 0 .. S - L + i."""
     return torch.ones(q_len, k_len, dtype=torch.bool, device=device).tril(diagonal=k_len - q_len)[None, None]
+
+
+# A forward pass asks for the same square causal bias in every layer: kept for the last few lengths up to this many
+# numbers (512 x 512 positions, 1 MB of float32).
+MEMOISED_BIAS_ELEMENTS = 1 << 18
+
+
+def causal_bias(length: int, device: torch.device | str | None, dtype: torch.dtype) -> torch.Tensor:
+    """[length, length]: 0 where query i may attend to key j (j <= i), -inf above the diagonal; added to scores, it
+    masks them as masked_fill would, in one pass over them and with no boolean tensor drawn per call. Memoised up to
+    MEMOISED_BIAS_ELEMENTS: callers must not modify the result."""
+    if length * length <= MEMOISED_BIAS_ELEMENTS:
+        return _memoised_causal_bias(length, device, dtype)
+    return _causal_bias(length, device, dtype)
+
+
+def _causal_bias(length: int, device: torch.device | str | None, dtype: torch.dtype) -> torch.Tensor:
+    with torch.inference_mode(False):  # a normal tensor, usable where autograd records
+        return torch.full((length, length), float("-inf"), device=device, dtype=dtype).triu_(diagonal=1)
+
+
+_memoised_causal_bias = lru_cache(maxsize=4)(_causal_bias)
 
 
 def allowed_positions(
@@ -95,9 +118,11 @@ def attend(
     batch, q_len, k_len = q.shape[0], q.shape[2], k.shape[2]
     grouped_q = q.reshape(batch, n_kv_heads, -1, q.shape[3])
     scores = torch.matmul(grouped_q, k.transpose(-1, -2)).view(batch, n_heads, q_len, k_len).mul_(scale)
-    allowed = causal_allowed(q_len, k_len, q.device) if mask.plain_causal else mask.allowed
-    if allowed is not None:
-        scores.masked_fill_(~allowed, float("-inf"))  # in place: the scores are this call's own tensor
+    # in place: the scores are this call's own tensor (adding 0 leaves a score as it is, adding -inf masks it)
+    if mask.plain_causal:
+        scores.add_(causal_bias(q_len, q.device, scores.dtype))
+    elif mask.allowed is not None:
+        scores.masked_fill_(~mask.allowed, float("-inf"))
     weights = torch.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
     out = torch.matmul(weights.view(batch, n_kv_heads, -1, k_len), v).view(batch, n_heads, q_len, v.shape[3])
     return out, weights if return_weights else None

@@ -12,7 +12,7 @@ from torch import nn
 from .attend import allowed_positions, attend
 from .cache import GroupedKVCache
 from .config import AttentionConfig
-from .packed import PackedRows
+from .packed import PackedRows, linear
 from .rope import apply_rope, rope_cos_sin
 
 
@@ -67,15 +67,19 @@ class GroupedQueryAttention(nn.Module):
         bias = self._packed_bias(self.q_proj.bias, self.k_proj.bias, self.v_proj.bias)
         return None if bias is None else (weight, bias)
 
-    def project_qkv(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """x [B, L, d_model] -> q [B, L, H*D], k and v [B, L, G*D], before RoPE: one matrix product when the weights
-        are packed, else three."""
+    def rotated_qkv(self, x: torch.Tensor, start: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """x [B, L, d_model] at positions start.. -> q [B, H, L, D], k and v [B, G, L, D], q and k rotated: what
+        a self-attention step computes before its scores. With packed weights, one matrix product for all three, and
+        one rotation for queries and keys, which lie side by side in its output."""
+        cfg = self.cfg
         packed = self.packed_qkv()
         if packed is None:
-            return self.q_proj(x), self.k_proj(x), self.v_proj(x)
-        q_width, kv_width = self.cfg.n_heads * self.cfg.head_dim, self.cfg.n_kv_heads * self.cfg.head_dim
-        q, k, v = F.linear(x, *packed).split([q_width, kv_width, kv_width], dim=-1)
-        return q, k, v
+            q = self.queries(x, start)
+            k, v = self.keys_values(x, start)
+            return q, k, v
+        qkv = rearrange(linear(x, *packed), "b l (h d) -> b h l d", d=cfg.head_dim)  # [B, H + 2G, L, D], a view
+        qk = self._rotated(qkv[:, : cfg.n_heads + cfg.n_kv_heads], start)
+        return qk[:, : cfg.n_heads], qk[:, cfg.n_heads :], qkv[:, cfg.n_heads + cfg.n_kv_heads :]
 
     def project_kv(self, source: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """source [B, S, d_model] -> k, v [B, G, S, D] (before RoPE)."""
@@ -108,10 +112,7 @@ class GroupedQueryAttention(nn.Module):
             start = cache.seq_len if cache is not None else 0
             if cache is not None and x.shape[1] == 1 and key_padding_mask is None and not return_weights:
                 return self._decode_step(x, cache, start), None
-            q, k, v = self.project_qkv(x)
-            q = self._rotated(rearrange(q, "b l (h d) -> b h l d", h=cfg.n_heads), start)
-            k = self._rotated(rearrange(k, "b l (g d) -> b g l d", g=cfg.n_kv_heads), start)
-            v = rearrange(v, "b l (g d) -> b g l d", g=cfg.n_kv_heads)
+            q, k, v = self.rotated_qkv(x, start)
             if cache is not None:
                 k, v = cache.append(k, v)
         mask = allowed_positions(
@@ -125,20 +126,9 @@ class GroupedQueryAttention(nn.Module):
         work per token. The newest position may see every key, so no mask is drawn; with one query row per head,
         "b l (h d) -> b h l d" is a plain view; each KV head's R query heads are one block of R query rows, so one
         product per group reads the cached keys as they are, never repeated."""
-        cfg = self.cfg
-        batch, heads, kv_heads, width = x.shape[0], cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
-        packed = self.packed_qkv()
-        if packed is not None:
-            qkv = F.linear(x, *packed)  # [B, 1, (H + 2G) * D]
-            # queries and keys sit side by side at one position: one rotation for both
-            qk = self._rotated(qkv[..., : (heads + kv_heads) * width].view(batch, heads + kv_heads, 1, width), start)
-            q, k = qk[:, :heads], qk[:, heads:]  # [B, H, 1, D], [B, G, 1, D]
-            v = qkv[..., (heads + kv_heads) * width :]
-        else:
-            q, k, v = self.project_qkv(x)  # [B, 1, H*D], [B, 1, G*D], [B, 1, G*D]
-            q = self._rotated(q.view(batch, heads, 1, width), start)
-            k = self._rotated(k.view(batch, kv_heads, 1, width), start)
-        keys, values = cache.append(k, v.view(batch, kv_heads, 1, width))  # [B, G, S, D]
+        batch, heads, width = x.shape[0], self.cfg.n_heads, self.cfg.head_dim
+        q, k, v = self.rotated_qkv(x, start)  # [B, H, 1, D], [B, G, 1, D], [B, G, 1, D]
+        keys, values = cache.append(k, v)  # [B, G, S, D]
         groups = keys.shape[1]  # G, or H for a cache that repeats heads
         out = F.scaled_dot_product_attention(
             q.reshape(batch, groups, heads // groups, width), keys, values, scale=width**-0.5

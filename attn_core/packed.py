@@ -10,6 +10,7 @@ copy that could go stale.
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 
 
 def pack_rows(*parts: torch.Tensor, column_major: bool = False) -> list[torch.Tensor]:
@@ -54,6 +55,34 @@ def packed_rows(*parts: torch.Tensor | None) -> torch.Tensor | None:
             return None
         offset += part.shape[0] * stride[0]
     return first.as_strided((rows, *rest), stride)
+
+
+# Output columns per panel when a column-major weight meets many input rows (see linear): measured here (MKL, one
+# thread, 128 rows x 576 in) the [49152, 576] vocabulary product took 107 ms whole, 100 ms in panels of 1024-4096
+# (the row-major layout's 103 ms), with the same numbers.
+PANEL_COLUMNS = 2048
+
+
+def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """F.linear(x, weight, bias), the same numbers, faster for a column-major weight (stored so for one-token
+    products, attn_core.pretrained.checkpoint) with more than PANEL_COLUMNS outputs and several input rows: the
+    product is written in panels of outputs, each small enough to stay in cache while it is computed."""
+    rows = x.numel() // x.shape[-1]
+    outputs = weight.shape[0]
+    tracked = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (x, weight, bias))
+    if rows == 1 or outputs <= PANEL_COLUMNS or weight.stride() != (1, outputs) or tracked:  # out= has no autograd
+        return F.linear(x, weight, bias)
+    out = x.new_empty(*x.shape[:-1], outputs)
+    flat_x, flat_out, columns = x.reshape(rows, x.shape[-1]), out.view(rows, outputs), weight.t()
+    panels = -(-outputs // PANEL_COLUMNS)
+    width = -(-outputs // panels)  # even panels: 3072 outputs as 2 x 1536, not 2048 + 1024
+    for start in range(0, outputs, width):
+        stop = min(start + width, outputs)
+        if bias is None:
+            torch.mm(flat_x, columns[:, start:stop], out=flat_out[:, start:stop])
+        else:
+            torch.addmm(bias[start:stop], flat_x, columns[:, start:stop], out=flat_out[:, start:stop])
+    return out
 
 
 def _row_major_strides(shape: tuple[int, ...]) -> tuple[int, ...]:

@@ -20,7 +20,7 @@ from ..build import build_attention
 from ..cache import GroupedKVCache, LatentKVCache
 from ..config import AttentionConfig
 from ..latent import RMSNorm
-from ..packed import PackedRows
+from ..packed import PackedRows, linear
 from .checkpoint import DecoderConfig
 from .tokenizer import ModelTokenizer
 
@@ -41,8 +41,8 @@ class SwiGLU(nn.Module):
         if packed is None:
             gate, up = self.gate_proj(x), self.up_proj(x)
         else:
-            gate, up = F.linear(x, packed).chunk(2, dim=-1)
-        return self.down_proj(F.silu(gate) * up)
+            gate, up = linear(x, packed).chunk(2, dim=-1)
+        return self.down_proj(F.silu(gate).mul_(up))  # in place: silu's output is a new tensor
 
 
 class DecoderLayer(nn.Module):
@@ -57,8 +57,9 @@ class DecoderLayer(nn.Module):
         self, x: torch.Tensor, cache: GroupedKVCache | LatentKVCache | None, return_weights: bool
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         attended, weights = self.self_attn(self.input_layernorm(x), cache=cache, return_weights=return_weights)
-        x = x + attended
-        return x + self.mlp(self.post_attention_layernorm(x)), weights
+        # the residual adds in place, into the sublayers' own new outputs (their backward does not need them)
+        x = attended.add_(x)
+        return self.mlp(self.post_attention_layernorm(x)).add_(x), weights
 
 
 @dataclass
@@ -147,7 +148,7 @@ class PretrainedLM(nn.Module):
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         weight = self.embed_tokens.weight if self.config.tie_embeddings else self.lm_head.weight
-        return F.linear(hidden, weight)
+        return linear(hidden, weight)
 
     def forward(
         self, ids: torch.Tensor, cache: ModelCache | None = None, return_attention: bool = False

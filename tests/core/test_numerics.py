@@ -283,3 +283,12 @@ def test_mla_prefill_without_a_cache_up_projects_once(name):
     layer.kv_b_proj.register_forward_hook(lambda module, args, out: calls.append(tuple(args[0].shape)))
     layer(randn(1, 5, cfg.d_model))
     assert calls == [(1, 5, cfg.kv_lora_rank)]
+
+
+@pytest.mark.parametrize("length", [1, 7, 600], ids=["one", "memoised", "past-the-memo"])
+def test_causal_bias_is_zero_where_allowed_and_minus_infinity_elsewhere(length):
+    from attn_core.attend import causal_bias
+
+    allowed = end_aligned_causal(length, length)
+    expected = torch.zeros(length, length).masked_fill(~allowed, float("-inf"))
+    assert torch.equal(causal_bias(length, "cpu", torch.float32), expected)

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import pytest
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from attn_core import RepeatedHeadsCache, build_attention
-from attn_core.packed import pack_rows, packed_rows
+from attn_core.packed import PANEL_COLUMNS, linear, pack_rows, packed_rows
 
 from .examples import EXAMPLES, GROUPED, randn
 
@@ -100,3 +101,25 @@ def test_parameters_autograd_tracks_are_not_packed():
     assert packed_rows(*parts) is None  # a gradient through the view would not reach the parameters
     with torch.no_grad():
         assert packed_rows(*parts) is not None
+
+
+@pytest.mark.parametrize("with_bias", [False, True], ids=["no-bias", "bias"])
+@pytest.mark.parametrize("outputs", [PANEL_COLUMNS * 2 + 5, 3 * PANEL_COLUMNS // 2], ids=["odd", "even"])
+def test_linear_in_panels_gives_f_linear_numbers_for_a_column_major_weight(outputs, with_bias):
+    weight = randn(outputs, 48).t().contiguous().t()  # column-major, more outputs than PANEL_COLUMNS
+    bias = randn(outputs) if with_bias else None
+    x = randn(2, 9, 48)
+    expected = F.linear(x, weight, bias)
+    assert torch.equal(linear(x, weight, bias), expected)
+    one_row = x[:1, :1]  # one token: F.linear itself (a one-row product, streamed column by column)
+    assert torch.equal(linear(one_row, weight, bias), F.linear(one_row, weight, bias))
+
+
+def test_linear_keeps_autograd_where_weights_are_trained():
+    weight = nn.Parameter(randn(PANEL_COLUMNS + 1, 8).t().contiguous().t())
+    x = randn(3, 8)
+    linear(x, weight).square().sum().backward()
+    expected = weight.grad.clone()
+    weight.grad = None
+    F.linear(x, weight).square().sum().backward()
+    assert torch.equal(weight.grad, expected)
