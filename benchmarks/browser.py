@@ -10,8 +10,9 @@ Starts `streamlit run app.py` and a bare Streamlit app (one select slider, two s
 floor) on free 127.0.0.1 ports and drives Debian's chromium with Playwright. Per press it times, in the page, from the
 keydown event to the first frame after a Plotly chart holds figure data that differs from what it held before (a
 MutationObserver and a frame loop watch the charts; nothing sleeps). The bare app is measured in the same run, so the
-ratio holds on a shared machine. Before each timed press the app gets a fresh seed (untimed), so every press computes
-at settings the server has not seen: no cache hit flatters it. Also counted per press, from the websocket: script runs
+ratio holds on a shared machine: its presses alternate with the page's, one by one. Before each timed press the app gets a fresh seed (untimed), so every press computes
+at settings the server has not seen: no cache hit flatters it; and every press starts from an idle page (no script
+running, and the browser done drawing what the last run sent). Also counted per press, from the websocket: script runs
 (ForwardMsg new_session), bytes received, and when the last run finished (the page idle, no running indicator).
 Exit status: 0 unless a page or server crashed or a press never redrew a chart. Timings are reported, never fatal.
 """
@@ -124,6 +125,10 @@ WATCHER = r"""() => {
 CHARTS_READY = """n => document.querySelectorAll('.js-plotly-plot').length >= n &&
     Array.from(document.querySelectorAll('.js-plotly-plot')).every(g => g._fullData && g._fullData.length)"""
 IDLE = """() => !document.querySelector('[data-testid="stStatusWidget"]')"""
+# The browser's main thread idle too: a run's last message can leave seconds of drawing behind it (the heatmaps page's
+# charts ~1 s of CPU here), and a press made meanwhile would be timed behind that drawing. Resolves when the browser
+# has had two idle periods in a row.
+BROWSER_IDLE = """() => new Promise(resolve => requestIdleCallback(() => requestIdleCallback(() => resolve(true))))"""
 
 
 # --- servers --------------------------------------------------------------------------------------------------------
@@ -256,6 +261,7 @@ def settle(tab, wire: Wire, quiet: float = 0.4) -> float:
         tab.wait_for_function(IDLE, polling=50, timeout=LIMIT_S * 1000)
         last = wire.finished[-1] if wire.finished else 0.0
         if wire.runs and len(wire.finished) >= wire.runs and time.perf_counter() - last >= quiet:
+            tab.evaluate(BROWSER_IDLE)
             return last
         tab.wait_for_timeout(50)
     raise TimeoutError("the page did not go idle")
@@ -284,64 +290,87 @@ def page_slider(page: str) -> str | None:
     return next((name for name in SLIDERS if name in PAGES[page].uses), None)
 
 
-def measure(
-    browser, url: str, presses: int, charts: int, fresh_seed: int | None, settings: Settings, setting: str = "seq_len"
-) -> Presses:
-    """Open url, then press ArrowRight/ArrowLeft alternately on the setting's slider, from its value in settings
-    (ArrowLeft first at the last option), so it moves between two neighbouring values."""
-    label, choices = SLIDERS[setting]
-    start_index = choices.index(getattr(settings, setting))
-    first = "ArrowLeft" if start_index == len(choices) - 1 else "ArrowRight"
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+class Slider:
+    """One open tab of url whose setting's slider is pressed, ArrowRight/ArrowLeft alternately from its value in
+    settings (ArrowLeft first at the last option), so it moves between two neighbouring values."""
+
+    def __init__(
+        self, browser, url: str, charts: int, fresh_seed: int | None, settings: Settings, setting: str = "seq_len"
+    ) -> None:
+        self.label, self.choices = SLIDERS[setting]
+        self.start_index = self.index = self.choices.index(getattr(settings, setting))
+        self.first = "ArrowLeft" if self.start_index == len(self.choices) - 1 else "ArrowRight"
+        self.fresh_seed = fresh_seed
+        self.presses = 0
+        self.result = Presses()
+        self.context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        try:
+            self.tab = self.context.new_page()
+            self.tab.set_default_timeout(LIMIT_S * 1000)
+            self.wire = Wire()
+            watch_wire(self.tab, self.wire)
+            self.tab.goto(url)
+            self.tab.wait_for_function(CHARTS_READY, arg=charts, polling=100)
+            settle(self.tab, self.wire)
+            self.tab.evaluate(WATCHER)
+        except Exception:
+            self.context.close()
+            raise
+        self.thumb = self.tab.locator(f'[data-testid="stSidebar"] input[type="range"][aria-label="{self.label}"]')
+
+    def press(self) -> None:
+        """One timed press (after an untimed fresh seed, if asked for), added to self.result."""
+        tab, wire, result = self.tab, self.wire, self.result
+        if self.fresh_seed is not None:
+            set_seed(tab, wire, self.fresh_seed + self.presses)
+        self.presses += 1
+        opposite = {"ArrowLeft": "ArrowRight", "ArrowRight": "ArrowLeft"}[self.first]
+        key = self.first if self.index == self.start_index else opposite
+        self.index += 1 if key == "ArrowRight" else -1
+        self.thumb.focus()
+        tab.evaluate("limit => { window.__lat.done = window.__lat.arm(limit); }", LIMIT_S * 1000)
+        wire.reset()
+        sent = time.perf_counter()
+        tab.keyboard.press(key)
+        drawn = tab.evaluate("() => window.__lat.done")
+        if drawn is None:
+            raise TimeoutError(f"no chart showed new data within {LIMIT_S} s of the press")
+        last = settle(tab, wire)
+        if tab.locator('[data-testid="stException"]').count():
+            raise RuntimeError(
+                f"the page shows an exception: {tab.locator('[data-testid=stException]').first.inner_text()[:300]}"
+            )
+        shown = self.thumb.get_attribute("aria-valuetext")
+        if shown != str(self.choices[self.index]):
+            raise RuntimeError(f"the slider shows {shown}, expected {self.choices[self.index]}")
+        result.drawn_ms.append(drawn)
+        result.idle_ms.append((last - sent) * 1000)
+        result.runs.append(wire.runs)
+        result.rerun_requests.append(wire.rerun_requests)
+        result.bytes.append(wire.bytes)
+        if wire.requested and wire.started and wire.chart:
+            result.phases.append(
+                (
+                    (wire.requested - sent) * 1000,
+                    (wire.started - wire.requested) * 1000,
+                    (wire.chart - wire.started) * 1000,
+                )
+            )
+
+    def close(self) -> None:
+        self.context.close()
+
+
+def measure(*sliders: Slider, presses: int) -> None:
+    """presses timed presses on each slider, taken in turn (bare app, page, bare app, ...), so that a busy spell of
+    the shared machine falls on both alike; then the tabs are closed."""
     try:
-        tab = context.new_page()
-        tab.set_default_timeout(LIMIT_S * 1000)
-        wire = Wire()
-        watch_wire(tab, wire)
-        tab.goto(url)
-        tab.wait_for_function(CHARTS_READY, arg=charts, polling=100)
-        settle(tab, wire)
-        tab.evaluate(WATCHER)
-        thumb = tab.locator(f'[data-testid="stSidebar"] input[type="range"][aria-label="{label}"]')
-        result = Presses()
-        index = start_index
-        for press in range(presses):
-            if fresh_seed is not None:
-                set_seed(tab, wire, fresh_seed + press)
-            key = first if index == start_index else {"ArrowLeft": "ArrowRight", "ArrowRight": "ArrowLeft"}[first]
-            index += 1 if key == "ArrowRight" else -1
-            thumb.focus()
-            tab.evaluate("limit => { window.__lat.done = window.__lat.arm(limit); }", LIMIT_S * 1000)
-            wire.reset()
-            sent = time.perf_counter()
-            tab.keyboard.press(key)
-            drawn = tab.evaluate("() => window.__lat.done")
-            if drawn is None:
-                raise TimeoutError(f"no chart showed new data within {LIMIT_S} s of the press")
-            last = settle(tab, wire)
-            if tab.locator('[data-testid="stException"]').count():
-                raise RuntimeError(
-                    f"the page shows an exception: {tab.locator('[data-testid=stException]').first.inner_text()[:300]}"
-                )
-            shown = thumb.get_attribute("aria-valuetext")
-            if shown != str(choices[index]):
-                raise RuntimeError(f"the slider shows {shown}, expected {choices[index]}")
-            result.drawn_ms.append(drawn)
-            result.idle_ms.append((last - sent) * 1000)
-            result.runs.append(wire.runs)
-            result.rerun_requests.append(wire.rerun_requests)
-            result.bytes.append(wire.bytes)
-            if wire.requested and wire.started and wire.chart:
-                result.phases.append(
-                    (
-                        (wire.requested - sent) * 1000,
-                        (wire.started - wire.requested) * 1000,
-                        (wire.chart - wire.started) * 1000,
-                    )
-                )
-        return result
+        for _ in range(presses):
+            for slider in sliders:
+                slider.press()
     finally:
-        context.close()
+        for slider in sliders:
+            slider.close()
 
 
 # --- report ----------------------------------------------------------------------------------------------------------
@@ -413,25 +442,27 @@ def main() -> int:
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
             try:
-                measure(browser, link(app.url, "overview", Settings()), 1, 1, None, Settings())  # warm-up: imports
+                measure(
+                    Slider(browser, link(app.url, "overview", Settings()), 1, None, Settings()), presses=1
+                )  # imports
                 print(f"== default settings (budget: <= {BUDGET_RATIO}x the bare app, measured alongside) ==")
                 for seed_base, name in enumerate(pages):
                     if (setting := page_slider(name)) is None:
                         print(f"{name:<9} not timed: it reads no sidebar slider (a press redraws nothing here)")
                         continue
                     try:
-                        bare_run = measure(browser, bare.url, presses, 2, None, Settings())
-                        ours = measure(
-                            browser,
-                            link(app.url, name, Settings()),
-                            presses,
-                            1,
-                            1000 * (seed_base + 1),
-                            Settings(),
-                            setting,
+                        bare_tab = Slider(browser, bare.url, 2, None, Settings())
+                        page_tab = Slider(
+                            browser, link(app.url, name, Settings()), 1, 1000 * (seed_base + 1), Settings(), setting
                         )
+                        measure(bare_tab, page_tab, presses=presses)
                         print(
-                            line(name + ("" if setting == "seq_len" else f" ({setting})"), ours, bare_run), flush=True
+                            line(
+                                name + ("" if setting == "seq_len" else f" ({setting})"),
+                                page_tab.result,
+                                bare_tab.result,
+                            ),
+                            flush=True,
                         )
                     except Exception as error:
                         failed = True
@@ -452,11 +483,13 @@ def main() -> int:
                         if (setting := LARGEST_SLIDER.get(name, page_slider(name))) is None:
                             continue
                         try:
-                            ours = measure(
-                                browser, link(app.url, name, start), presses, 1, 5000 + 1000 * seed_base, start, setting
+                            page_tab = Slider(
+                                browser, link(app.url, name, start), 1, 5000 + 1000 * seed_base, start, setting
                             )
+                            measure(page_tab, presses=presses)
                             print(
-                                line(name + ("" if setting == "seq_len" else f" ({setting})"), ours, None), flush=True
+                                line(name + ("" if setting == "seq_len" else f" ({setting})"), page_tab.result, None),
+                                flush=True,
                             )
                         except Exception as error:
                             failed = True

@@ -16,3 +16,17 @@ def test_every_axis_gets_unmeasured_tick_labels_unless_the_chart_says_otherwise(
     assert shown["xaxis"]["ticklabeloverflow"] == shown["yaxis"]["ticklabeloverflow"] == "allow"
     assert shown["yaxis3"]["ticklabeloverflow"] == "hide past domain"  # a chart's own choice stays
     assert shown["xaxis"]["title"] == {"text": "x"} and shown["height"] == 300
+
+
+def test_the_chart_template_is_valid_plotly_in_the_apps_theme_colours():
+    import tomllib
+    from pathlib import Path
+
+    import plotly.graph_objects as go
+
+    from explorer.charts import PLOTLY_TEMPLATE
+
+    theme = tomllib.loads((Path(__file__).parents[2] / ".streamlit" / "config.toml").read_text())["theme"]
+    template = go.layout.Template(PLOTLY_TEMPLATE)  # raises on anything Plotly does not know
+    assert template.layout.paper_bgcolor == template.layout.plot_bgcolor == theme["backgroundColor"]
+    assert template.layout.title.font.color == theme["textColor"]
