@@ -57,9 +57,9 @@ def packed_rows(*parts: torch.Tensor | None) -> torch.Tensor | None:
     return first.as_strided((rows, *rest), stride)
 
 
-# Output columns per panel when a column-major weight meets many input rows (see linear): measured here (MKL, one
-# thread, 128 rows x 576 in) the [49152, 576] vocabulary product took 107 ms whole, 100 ms in panels of 1024-4096
-# (the row-major layout's 103 ms), with the same numbers.
+# Output columns per panel when a column-major weight meets many input rows (see linear): MKL's product over the
+# whole width is slower there than the row-major layout's, and as fast in panels of 1024-4096 columns
+# (benchmarks/MEASUREMENTS.md).
 PANEL_COLUMNS = 2048
 
 

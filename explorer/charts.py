@@ -35,8 +35,8 @@ def typed_array(values: np.ndarray) -> dict:
 
 def _chart_template() -> dict:
     """The look Streamlit's chart theme gives a Plotly chart in this app's theme (.streamlit/config.toml), as a
-    template every figure carries, so charts are drawn with theme=None: Streamlit's theming ran in the browser at
-    every redraw, 80-100 ms a chart per key press here (heatmaps page: first chart drawn 370-410 -> 280-290 ms)."""
+    template every figure carries, so charts are drawn with theme=None: Streamlit's theming runs in the browser at
+    every redraw of every chart, and a key press redraws them all (benchmarks/MEASUREMENTS.md)."""
     background = st.get_option("theme.backgroundColor") or "#ffffff"
     text = st.get_option("theme.textColor") or "#31333f"
     font = '"Source Sans", sans-serif'  # Streamlit's sans-serif body font
