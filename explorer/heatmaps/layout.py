@@ -17,6 +17,7 @@ TOP_MARGIN, TOP_MARGIN_TITLED = 60, 85  # px above the first row: its panel titl
 FRAME_HEIGHT = 70  # px a figure adds to its rows' heights (mostly margins)
 TITLE_HEIGHT = 30  # px the figure's title adds
 TICK_FONT = 9  # px
+NARROW_X_TICKS = 3  # x tick labels at most under a narrow panel of a few positions
 PANEL_TITLE_FONT, PANEL_TITLE_FONT_NARROW = 12, 10  # px; narrow: four panels a row or more (a phone's ~60 px each)
 
 
@@ -82,8 +83,10 @@ def panels_figure(
         }
         for axis, labels in ((f"xaxis{suffix}", panel.x), (f"yaxis{suffix}", panel.y)):
             if 0 < len(labels) <= SHOW_VALUES_UP_TO and isinstance(labels[0], int):
-                # a tick on every position: Plotly's own would put -0.4 … 0.4 around a single token
-                layout[axis]["dtick"] = labels[1] - labels[0] if len(labels) > 1 else 1
+                # a tick on every position (Plotly's own would put -0.4 … 0.4 around a single token); across narrow
+                # panels (three or more a row: ~30 px each on a phone) every few positions, or the labels run together
+                every = math.ceil(len(labels) / NARROW_X_TICKS) if axis.startswith("x") and ncols >= 3 else 1
+                layout[axis]["dtick"] = (labels[1] - labels[0] if len(labels) > 1 else 1) * every
         layout["annotations"].append(
             {
                 "text": _two_lines(panel.title) if ncols >= 3 else panel.title,
@@ -108,8 +111,9 @@ def panels_figure(
             "hoverongaps": False,
         }
         if panel.show_values:
+            # No font size: Plotly fits the numbers to the cells (12 px at most), so on a phone's narrow panels they
+            # shrink instead of running into each other
             trace["texttemplate"] = "%{z:.2f}"
-            trace["textfont"] = {"size": TICK_FONT}
         data.append(trace)
     for name, axis in coloraxes.items():
         layout[name] = axis

@@ -138,3 +138,32 @@ def test_the_overview_has_a_link_of_its_own_that_opens_cleanly(server, browser):
         assert not tab.get_by_text("version of the explorer").count(), "no v in a typed link: no version note"
     finally:
         context.close()
+
+
+# Pairs of tick labels of one axis that overlap: labels run together.
+TICKS_TOGETHER = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).flatMap((plot, index) =>
+    Array.from(plot.querySelectorAll('.xaxislayer-above, .yaxislayer-above')).flatMap(axis => {
+        const boxes = Array.from(axis.querySelectorAll('text'))
+            .filter(e => (e.textContent || '').trim() && e.getBoundingClientRect().width > 0)
+            .map(e => [e.textContent.trim(), e.getBoundingClientRect()]);
+        const pairs = [];
+        boxes.forEach(([a, p], i) => boxes.slice(i + 1).forEach(([b, q]) => {
+            if (p.left < q.right - 1 && q.left < p.right - 1 && p.top < q.bottom - 1 && q.top < p.bottom - 1)
+                pairs.push(`chart ${index}: ${a} and ${b}`);
+        }));
+        return pairs;
+    }))"""
+
+
+def test_a_short_sequence_keeps_its_tick_labels_apart_on_a_phone(server, browser):
+    """Eight tokens: numbers in the cells and a tick on every position. Across four panels a row at 400 px (~30 px
+    each) a label per position ran together: narrow panels get a few, and the cells' numbers are fitted by Plotly."""
+    context = browser.new_context(viewport={"width": 400, "height": 800})
+    try:
+        tab = context.new_page()
+        link = Settings(seq_len=8).to_link() | {"lang": "en"}
+        tab.goto(f"{server.url}/heatmaps?{'&'.join(f'{k}={v}' for k, v in link.items())}")
+        wait_for_app(tab, seconds=COLD_START_SECONDS)
+        assert not tab.evaluate(TICKS_TOGETHER)
+    finally:
+        context.close()
