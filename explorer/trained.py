@@ -30,6 +30,9 @@ MAX_TEXT_CHARS = 2000  # what the text box and a link take
 MAX_TOKENS = 128  # tokens run through the model: 270 maps of 128 x 128 stay cheap to compute and to send
 OVERVIEW_SIDE = 16  # cells per side of each head's small map in the overview
 MAX_NEW_TOKENS = 48
+# Token labels an axis shows at most (every few tokens past that; the hover names each): along a slanted axis a
+# phone's ~190-px plot holds ~16 before they run together, an upright one of ~400 px 32.
+SLANTED_TOKEN_LABELS, UPRIGHT_TOKEN_LABELS = 16, 32
 
 # The defaults are in the page's language, so that their tokens read in it. English teaches the attention lesson
 # best (the model was trained mostly on English: one token per word), and the Chinese page says so and offers the
@@ -169,19 +172,17 @@ def overview_figure(result: TrainedAttention) -> dict:
     }
 
 
+def token_ticks(labels: list[str], most: int) -> dict:
+    """Tick positions and texts for tokens 0..len(labels)-1 on a numeric axis (tokens repeat, so not a category
+    axis): every token, or every few so that at most `most` are shown."""
+    step = math.ceil(len(labels) / most)
+    return {"tickvals": list(range(0, len(labels), step)), "ticktext": labels[::step]}
+
+
 def head_figure(result: TrainedAttention, layer: int, head: int) -> dict:
     """One head's full map with token labels (numeric axes with labels as tick text: tokens repeat)."""
     weights = result.maps[layer, head].astype(np.float32)
-    length = weights.shape[0]
-    ticks = list(range(length))
-    step = math.ceil(length / 32)  # at most 32 labels an axis, so they never overlap
-    axis = {
-        "tickvals": ticks[::step],
-        "ticktext": result.labels[::step],
-        "tickfont": {"size": 10},
-        "showgrid": False,
-        "zeroline": False,
-    }
+    axis = {"tickfont": {"size": 10}, "showgrid": False, "zeroline": False}
     kv = head // result.group_size
     return {
         "data": [
@@ -203,8 +204,12 @@ def head_figure(result: TrainedAttention, layer: int, head: int) -> dict:
             },
             "height": 560,
             "margin": {"l": 90, "r": 20, "t": 80, "b": 90},
-            "xaxis": axis | {"title": {"text": _("key (attended to)")}, "tickangle": -60},
-            "yaxis": axis | {"title": {"text": _("query (attending)")}, "autorange": "reversed"},
+            "xaxis": axis
+            | token_ticks(result.labels, SLANTED_TOKEN_LABELS)
+            | {"title": {"text": _("key (attended to)")}, "tickangle": -60},
+            "yaxis": axis
+            | token_ticks(result.labels, UPRIGHT_TOKEN_LABELS)
+            | {"title": {"text": _("query (attending)")}, "autorange": "reversed"},
         },
     }
 
@@ -227,7 +232,6 @@ def group_rows_figure(result: TrainedAttention, layer: int, head: int, query: in
         }
         for i, h in enumerate(members)
     ]
-    step = max(1, len(keys) // 30)
     return {
         "data": traces,
         "layout": {
@@ -246,12 +250,8 @@ def group_rows_figure(result: TrainedAttention, layer: int, head: int, query: in
             "barmode": "group",
             "height": 360,
             "margin": {"l": 60, "r": 20, "t": 80, "b": 90},
-            "xaxis": {
-                "tickvals": keys[::step],
-                "ticktext": result.labels[: query + 1 : step],
-                "tickangle": -60,
-                "title": {"text": _("key")},
-            },
+            "xaxis": token_ticks(result.labels[: query + 1], SLANTED_TOKEN_LABELS)
+            | {"tickangle": -60, "title": {"text": _("key")}},
             "yaxis": {"title": {"text": _("weight")}, "range": [0, 1]},
             "legend": {"orientation": "h", "y": 1.02, "x": 1, "xanchor": "right", "yanchor": "bottom"},
         },
