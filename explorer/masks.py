@@ -10,7 +10,7 @@ from attn_core import VARIANTS, AttentionConfig
 from explorer.probes import FLOAT32_TOLERANCE
 from explorer.probes.masks import MAX_TOKENS, ChunkResult, CrossResult, MasksResult, PaddingResult, explore_masks
 
-from .charts import PLOTLY_TEMPLATE, typed_array
+from .charts import typed_array
 from .i18n import _, n_
 from .params import Choice, Flag, IntRange
 from .work import takes_turns
@@ -92,7 +92,6 @@ def heatmaps_figure(panels: list[dict], *, height: int = 360) -> dict:
         "margin": {"t": 90, "b": 40, "l": 60, "r": 20},  # room for two-line panel titles under the toolbar
         "annotations": [],
         "coloraxis": {"colorscale": "Viridis", "cmin": 0, "colorbar": {"title": {"text": _("weight")}, "len": 0.9}},
-        "template": PLOTLY_TEMPLATE,
     }
     data = []
     left = 0.0

@@ -8,7 +8,7 @@ from attn_core import AttentionConfig
 from attn_core.accounting import decode_flops_per_token
 from explorer.probes.overview import VariantRow, compare_variants
 
-from .charts import FLOP_UNITS, PLOTLY_TEMPLATE, VARIANT_COLORS, format_bytes, format_flops, unit_axis
+from .charts import FLOP_UNITS, VARIANT_COLORS, format_bytes, format_flops, unit_axis
 from .glossary import variant_name
 from .i18n import N_, _, fmt, n_
 from .settings import Settings
@@ -140,7 +140,6 @@ def _variant_bars(
     # The top tick a little below the plot's top edge: there its label sat under the title's second line.
     axis["range"] = [axis["range"][0], axis["range"][1] * 1.12]
     layout = {
-        "template": PLOTLY_TEMPLATE,
         # Seated just above the plot, below the always-visible toolbar: these charts are narrow, their titles long.
         "title": {"text": title, "yref": "paper", "y": 1, "yanchor": "bottom", "pad": {"b": 12}},
         "yaxis": {"title": {"text": yaxis_title}} | axis,

@@ -21,7 +21,7 @@ from explorer.probes.trained import (
     writing_trace,
 )
 
-from .charts import PLOTLY_TEMPLATE, VARIANT_COLORS, csv_text, typed_array
+from .charts import VARIANT_COLORS, csv_text, typed_array
 from .i18n import _, language
 from .model import trained_model
 from .work import takes_turns
@@ -150,7 +150,6 @@ def overview_figure(result: TrainedAttention) -> dict:
             }
         ],
         "layout": {
-            "template": PLOTLY_TEMPLATE,
             "height": 60 + layers * 26,
             "margin": {"l": 60, "r": 10, "t": 34, "b": 50},
             "xaxis": {
@@ -197,7 +196,6 @@ def head_figure(result: TrainedAttention, layer: int, head: int) -> dict:
             }
         ],
         "layout": {
-            "template": PLOTLY_TEMPLATE,
             "title": {
                 "text": _("Layer {layer}, head {head}<br>(reads KV head {kv})", layer=layer, head=head, kv=kv),
                 "x": 0.0,
@@ -235,7 +233,6 @@ def group_rows_figure(result: TrainedAttention, layer: int, head: int, query: in
     return {
         "data": traces,
         "layout": {
-            "template": PLOTLY_TEMPLATE,
             "title": {
                 "text": _(
                     "Query {query} ({token}), layer {layer}:<br>the {group} heads of KV head {kv}",
@@ -283,7 +280,6 @@ def shares_figure(result: TrainedAttention) -> dict:
             },
         ],
         "layout": {
-            "template": PLOTLY_TEMPLATE,
             "height": 550,
             "margin": {"l": 60, "r": 20, "t": 90, "b": 40},  # the two-line column titles below the chart's toolbar
             "xaxis": head_ticks | {"domain": [0, 0.44]},
@@ -349,7 +345,6 @@ def cache_growth_figure(trace: WritingTrace, step: int) -> dict:
     return {
         "data": lines,
         "layout": {
-            "template": PLOTLY_TEMPLATE,
             "title": {
                 "text": _(
                     "Whole-model KV cache<br>({layers} layers, float32) as the model writes", layers=trace.n_layers

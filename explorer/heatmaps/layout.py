@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from explorer.charts import PLOTLY_TEMPLATE, typed_array
+from explorer.charts import typed_array
 
 from .panels import SHOW_VALUES_UP_TO, Panel
 
@@ -117,7 +117,6 @@ def panels_figure(
         data.append(trace)
     for name, axis in coloraxes.items():
         layout[name] = axis
-    layout["template"] = PLOTLY_TEMPLATE
     return {"data": data, "layout": layout}
 
 

@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from attn_core import AttentionConfig
-from explorer.charts import PLOTLY_TEMPLATE, VARIANT_COLORS
+from explorer.charts import VARIANT_COLORS
 from explorer.i18n import _
 from explorer.probes.mapping import MorphFrame, morph_configs
 from explorer.settings import Settings
@@ -168,7 +168,7 @@ def mapping_chart(settings: Settings, active: int, highlight: str | None, lang: 
     which one that changed none of them skips."""
     frames = frames_for(settings)
     spec = mapping_spec(frames, active, settings, highlight)
-    return spec | {"layout": {"template": PLOTLY_TEMPLATE} | spec["layout"]}, mapping_rows(frames)
+    return spec, mapping_rows(frames)
 
 
 def mapping_figure(frames: list[MorphFrame], active: int, settings: Settings, highlight: str | None) -> go.Figure:

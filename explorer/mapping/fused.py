@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from attn_core import AttentionConfig
-from explorer.charts import PLOTLY_TEMPLATE, difference, shape_text
+from explorer.charts import difference, shape_text
 from explorer.i18n import N_, _, n_
 from explorer.probes.mapping import FusedProjection
 
@@ -116,7 +116,6 @@ def fused_figure(result: FusedProjection, cfg: AttentionConfig) -> dict:
         },
         "yaxis": {"autorange": "reversed", "automargin": True},
         "plot_bgcolor": "rgba(0,0,0,0)",
-        "template": PLOTLY_TEMPLATE,
     }
     return {"data": data, "layout": layout}
 

@@ -1,5 +1,6 @@
-"""Chart layouts the browser draws without measuring every tick label (explorer.charts.with_unmeasured_tick_labels);
-the browser side of it, that no text falls outside a chart, is tests/browser/test_layout.py."""
+"""Chart layouts: the template every chart is drawn in (explorer.charts.PLOTLY_TEMPLATE), and tick labels the browser
+draws without measuring them (with_unmeasured_tick_labels); the browser side, that no text falls outside a chart, is
+tests/browser/test_layout.py."""
 
 from __future__ import annotations
 
