@@ -9,11 +9,12 @@ not timed.)
 Starts `streamlit run app.py` and a bare Streamlit app (one select slider, two small Plotly charts: Streamlit's own
 floor) on free 127.0.0.1 ports and drives Debian's chromium with Playwright. Per press it times, in the page, from the
 keydown event to the first frame after a Plotly chart holds figure data that differs from what it held before (a
-MutationObserver and a frame loop watch the charts; nothing sleeps). The bare app is measured in the same run, so the
-ratio holds on a shared machine: its presses alternate with the page's, one by one. Before each timed press the app gets a fresh seed (untimed), so every press computes
-at settings the server has not seen: no cache hit flatters it; and every press starts from an idle page (no script
-running, and the browser done drawing what the last run sent). Also counted per press, from the websocket: script runs
-(ForwardMsg new_session), bytes received, and when the last run finished (the page idle, no running indicator).
+MutationObserver and a frame loop watch the charts; nothing sleeps). The bare app is measured in the same run, its
+presses alternating with the page's one by one, so the ratio holds on a shared machine. Before each timed press the
+app gets a fresh seed (untimed), so every press computes at settings the server has not seen: no cache hit flatters
+it; and every press starts from an idle page (no script running, and the browser done drawing what the last run
+sent). Also counted per press, from the websocket: script runs (ForwardMsg new_session), bytes received, and when the
+last run finished (the page idle, no running indicator).
 Exit status: 0 unless a page or server crashed or a press never redrew a chart. Timings are reported, never fatal.
 """
 

@@ -65,7 +65,7 @@ def overlap(a, b, slack: float = 1.0) -> bool:
     return a[0] < b[2] - slack and b[0] < a[2] - slack and a[1] < b[3] - slack and b[1] < a[3] - slack
 
 
-def open_at(browser, server, name: str, size: tuple[int, int], lang: str = "en"):
+def open_at(browser, server, name: str, size: tuple[int, int], lang: str = "en", settings: Settings | None = None):
     context = browser.new_context(viewport={"width": size[0], "height": size[1]})
     tab = context.new_page()
     outside: list[str] = []
@@ -79,7 +79,7 @@ def open_at(browser, server, name: str, size: tuple[int, int], lang: str = "en")
         ),
     )
     path = "" if name == "overview" else name
-    link = Settings().to_link() | {"lang": lang}
+    link = (settings or Settings()).to_link() | {"lang": lang}
     tab.goto(f"{server.url}/{path}?{'&'.join(f'{k}={v}' for k, v in link.items())}")
     wait_for_app(tab, seconds=COLD_START_SECONDS)  # the session's server may be fresh: a cold start
     return context, tab, outside
@@ -140,30 +140,27 @@ def test_the_overview_has_a_link_of_its_own_that_opens_cleanly(server, browser):
         context.close()
 
 
-# Pairs of tick labels of one axis that overlap: labels run together.
-TICKS_TOGETHER = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).flatMap((plot, index) =>
-    Array.from(plot.querySelectorAll('.xaxislayer-above, .yaxislayer-above')).flatMap(axis => {
-        const boxes = Array.from(axis.querySelectorAll('text'))
+# Each axis's drawn tick labels, with their boxes.
+AXIS_TICKS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).flatMap((plot, index) =>
+    Array.from(plot.querySelectorAll('.xaxislayer-above, .yaxislayer-above')).map(axis =>
+        Array.from(axis.querySelectorAll('text'))
             .filter(e => (e.textContent || '').trim() && e.getBoundingClientRect().width > 0)
-            .map(e => [e.textContent.trim(), e.getBoundingClientRect()]);
-        const pairs = [];
-        boxes.forEach(([a, p], i) => boxes.slice(i + 1).forEach(([b, q]) => {
-            if (p.left < q.right - 1 && q.left < p.right - 1 && p.top < q.bottom - 1 && q.top < p.bottom - 1)
-                pairs.push(`chart ${index}: ${a} and ${b}`);
-        }));
-        return pairs;
-    }))"""
+            .map(e => { const r = e.getBoundingClientRect();
+                return {chart: index, text: e.textContent.trim(), box: [r.left, r.top, r.right, r.bottom]}; })))"""
 
 
 def test_a_short_sequence_keeps_its_tick_labels_apart_on_a_phone(server, browser):
     """Eight tokens: numbers in the cells and a tick on every position. Across four panels a row at 400 px (~30 px
     each) a label per position ran together: narrow panels get a few, and the cells' numbers are fitted by Plotly."""
-    context = browser.new_context(viewport={"width": 400, "height": 800})
+    context, tab, _ = open_at(browser, server, "heatmaps", SIZES["phone"], settings=Settings(seq_len=8))
     try:
-        tab = context.new_page()
-        link = Settings(seq_len=8).to_link() | {"lang": "en"}
-        tab.goto(f"{server.url}/heatmaps?{'&'.join(f'{k}={v}' for k, v in link.items())}")
-        wait_for_app(tab, seconds=COLD_START_SECONDS)
-        assert not tab.evaluate(TICKS_TOGETHER)
+        together = [
+            f"chart {a['chart']}: {a['text']} and {b['text']}"
+            for ticks in tab.evaluate(AXIS_TICKS)
+            for i, a in enumerate(ticks)
+            for b in ticks[i + 1 :]
+            if overlap(a["box"], b["box"])
+        ]
+        assert not together, together
     finally:
         context.close()
