@@ -43,6 +43,7 @@ from streamlit.util import calc_hash  # noqa: E402
 from explorer.pages import PAGES  # noqa: E402
 from explorer.settings import SEQ_LEN_CHOICES, Settings  # noqa: E402
 from explorer.state import SLIDER_LABELS  # noqa: E402
+from tests.app.helpers import chart_bytes, chart_payload, charts  # noqa: E402
 
 # ARCHITECTURE.md, Budgets
 BUDGET_RERUN_DEFAULT_MS = 150  # median
@@ -112,10 +113,9 @@ def all_elements(at: AppTest):
 
 
 def payload(at: AppTest) -> tuple[int, int]:
-    """(plotly specs' JSON bytes, every element's protobuf bytes) of the last run: what the browser receives."""
-    charts = sum(len(chart.proto.spec.encode()) for chart in at.get("plotly_chart"))
+    """(the charts' payload bytes, every element's protobuf bytes) of the last run: what the browser receives."""
     elements = sum(node.proto.ByteSize() for node in all_elements(at) if getattr(node, "proto", None) is not None)
-    return charts, elements
+    return chart_bytes(at), elements
 
 
 def errors_of(at: AppTest) -> list[str]:
@@ -223,9 +223,10 @@ def profile_page(name: str, timeout: float) -> None:
     stats.print_stats(r"(attn_core|explorer|pages/|plotly|json|numpy|torch|streamlit/elements)", 30)
     print(f"== Profile: {name}, reruns at the largest settings (cumulative seconds) ==")
     print(out.getvalue())
-    sizes = sorted(((len(c.proto.spec), i) for i, c in enumerate(at.get("plotly_chart"))), reverse=True)
+    shown = charts(at)
+    sizes = sorted(((len(chart.proto.bytes), i) for i, chart in enumerate(shown)), reverse=True)
     for size, index in sizes:
-        spec = json.loads(at.get("plotly_chart")[index].proto.spec)
+        spec = chart_payload(shown[index])["figure"]
         traces = ", ".join(f"{t.get('type', 'scatter')}:{len(json.dumps(t)):,} B" for t in spec.get("data", []))[:300]
         print(f"chart {index}: {size:,} B JSON; frames {len(json.dumps(spec.get('frames', []))):,} B; traces {traces}")
 

@@ -237,7 +237,7 @@ def watch_wire(tab, wire: Wire) -> None:
             wire.runs += 1
             wire.started = wire.started or time.perf_counter()
         elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element" and wire.chart is None:
-            if msg.delta.new_element.WhichOneof("type") == "plotly_chart":
+            if msg.delta.new_element.WhichOneof("type") in ("plotly_chart", "bidi_component"):
                 wire.chart = time.perf_counter()
         elif kind == "script_finished":
             wire.finished.append(time.perf_counter())

@@ -7,12 +7,17 @@ import base64
 import csv
 import functools
 import io
+import json
 import unicodedata
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import numpy as np
+import plotly
 import plotly.graph_objects as go
+import plotly.io
 import streamlit as st
+import streamlit.components.v1 as components_v1
 
 from .i18n import _
 
@@ -21,6 +26,25 @@ PLOTLY_CONFIG = {
     "displaylogo": False,
     "toImageButtonOptions": {"format": "png", "scale": 2},
 }
+
+
+# plotly.js as the installed plotly package ships it (the version its figures are validated against), served by
+# Streamlit from that package's folder: no copy in the repository, nothing fetched from elsewhere. Declared as a
+# component only for the files it serves; never mounted.
+PLOTLY_JS_FILES = components_v1.declare_component("plotly_js", path=str(Path(plotly.__file__).parent / "package_data"))
+# A chart that is updated in place when its figure changes, drawn one chart per frame (see live_chart.js).
+LIVE_CHART_NAME = "attention_explorer.live_chart"
+LIVE_CHART = st.components.v2.component(
+    LIVE_CHART_NAME,
+    js=(Path(__file__).parent / "live_chart.js").read_text(encoding="utf-8"),
+    isolate_styles=False,  # in the page's own DOM: Plotly's hover and toolbar styles are global
+)
+
+
+def plotly_js_url() -> str:
+    """The path the browser loads plotly.min.js from, under the server's base URL path."""
+    base = (st.get_option("server.baseUrlPath") or "").strip("/")
+    return f"{'/' + base if base else ''}/component/{PLOTLY_JS_FILES.name}/plotly.min.js"
 
 
 def typed_array(values: np.ndarray) -> dict:
@@ -148,9 +172,11 @@ def show_chart(fig: go.Figure | dict, *, name: str, rows: Sequence[dict] | Calla
     layout = {**spec.get("layout", {}), "template": PLOTLY_TEMPLATE}
     prepared = PreparedFigure({**spec, "layout": with_unmeasured_tick_labels(title_below_toolbar(layout))})
     to_image = dict(PLOTLY_CONFIG["toImageButtonOptions"], filename=name)
-    st.plotly_chart(
-        prepared, config=PLOTLY_CONFIG | {"toImageButtonOptions": to_image}, key=f"chart_{name}", theme=None
-    )
+    config = PLOTLY_CONFIG | {"toImageButtonOptions": to_image}
+    # Plotly's own JSON writer for the figure (numpy arrays, NaN), as Streamlit's chart element uses
+    figure = plotly.io.to_json(prepared, validate=False)
+    payload = f'{{"plotly": {json.dumps(plotly_js_url())}, "config": {json.dumps(config)}, "figure": {figure}}}'
+    LIVE_CHART(key=f"chart_{name}", data=payload.encode("utf-8"))
     left, right = st.columns([6, 1], vertical_alignment="center")
     left.caption(caption)
     right.download_button(

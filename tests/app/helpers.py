@@ -11,6 +11,7 @@ import numpy as np
 from streamlit.testing.v1 import AppTest
 from streamlit.util import calc_hash
 
+from explorer.charts import LIVE_CHART_NAME
 from explorer.pages import PAGES
 from explorer.settings import Settings, normalize
 
@@ -86,9 +87,24 @@ def decode(value):
     return value
 
 
+def charts(at: AppTest) -> list:
+    """The page's charts (explorer.charts.LIVE_CHART elements), in page order."""
+    return [node for node in at.get("bidi_component") if node.proto.component_name == LIVE_CHART_NAME]
+
+
+def chart_payload(chart) -> dict:
+    """What show_chart sent the browser for one chart: {"plotly": url, "config": {...}, "figure": {...}}."""
+    return json.loads(chart.proto.bytes)
+
+
 def chart_specs(at: AppTest) -> list[dict]:
     """Every plotly figure on the page, as the JSON sent to the browser, arrays decoded."""
-    return [decode(json.loads(chart.proto.spec)) for chart in at.get("plotly_chart")]
+    return [decode(chart_payload(chart)["figure"]) for chart in charts(at)]
+
+
+def chart_bytes(at: AppTest) -> int:
+    """The bytes the page's charts send to the browser."""
+    return sum(len(chart.proto.bytes) for chart in charts(at))
 
 
 def all_elements(at: AppTest):
@@ -104,9 +120,8 @@ def all_elements(at: AppTest):
 
 
 def payload_bytes(at: AppTest) -> tuple[int, int]:
-    """(plotly spec JSON bytes, all element protobuf bytes) that this run sends to the browser."""
-    charts = sum(len(chart.proto.spec.encode()) for chart in at.get("plotly_chart"))
+    """(chart payload bytes, all element protobuf bytes) that this run sends to the browser."""
     elements = sum(
         node.proto.ByteSize() for node in all_elements(at) if hasattr(node, "proto") and node.proto is not None
     )
-    return charts, elements
+    return chart_bytes(at), elements

@@ -14,7 +14,7 @@ from attn_core import kv_cache_bytes
 from explorer.pages import PAGES
 from explorer.settings import Settings
 
-from .helpers import all_elements, chart_specs, open_page
+from .helpers import all_elements, chart_payload, chart_specs, charts, open_page
 
 LINKED = Settings(
     variants=("mha", "gqa", "mla"),
@@ -68,9 +68,9 @@ def test_every_chart_has_a_csv_download_right_after_it(page, media):
     order = [
         (node.type, element_key(node), node)
         for node in all_elements(at)
-        if getattr(node, "type", None) in ("plotly_chart", "download_button")
+        if getattr(node, "type", None) in ("bidi_component", "download_button")
     ]
-    charts = [(index, key) for index, (kind, key, _) in enumerate(order) if kind == "plotly_chart"]
+    charts = [(index, key) for index, (kind, key, _) in enumerate(order) if kind == "bidi_component"]
     assert charts, "the page draws charts"
     for position, (index, key) in enumerate(charts):
         assert key and key.startswith("chart_"), f"chart drawn outside show_chart: {key}"
@@ -100,8 +100,8 @@ def test_the_overview_csv_holds_the_plotted_cache_bytes(media):
 @pytest.mark.parametrize("page", PAGES)
 def test_every_chart_keeps_the_png_toolbar(page):
     at = open_page(page, LINKED.to_link())
-    for chart in at.get("plotly_chart"):
-        config = json.loads(chart.proto.config)
+    for chart in charts(at):
+        config = chart_payload(chart)["config"]
         assert config["displayModeBar"] is True
         assert config["toImageButtonOptions"]["format"] == "png"
 

@@ -2,7 +2,6 @@
 smallest and largest settings, within the payload budget, and a link reproduces the view."""
 
 import base64
-import json
 import statistics
 import time
 from pathlib import Path
@@ -15,6 +14,8 @@ from streamlit.testing.v1 import AppTest
 from attn_core import build_attention
 from explorer.probes.heatmaps import HeadSteps, InputSpec, make_inputs
 from explorer.settings import Settings
+from tests.app.helpers import chart_bytes, chart_payload
+from tests.app.helpers import charts as chart_elements
 
 PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "heatmaps.py")
 PAYLOAD_BUDGET = 1_000_000  # bytes of chart data per page (ARCHITECTURE.md, Budgets)
@@ -42,11 +43,8 @@ def open_page(**params) -> AppTest:
 
 
 def charts(at: AppTest) -> list[dict]:
-    return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
-
-
-def payload(at: AppTest) -> int:
-    return sum(len(chart.proto.spec) for chart in at.get("plotly_chart"))
+    """The page's figures as sent (arrays still encoded)."""
+    return [chart_payload(chart)["figure"] for chart in chart_elements(at)]
 
 
 def decode(array) -> np.ndarray:
@@ -107,7 +105,7 @@ def test_default_view_sends_the_real_layers_weights():
     assert np.isnan(steps[5][np.triu_indices(64, k=1)]).all()  # ③ masked: −∞ sent as gaps
     decode_rows = heatmaps(specs[3])[0]
     np.testing.assert_allclose(decode_rows, expected[:, -1], atol=1e-6)
-    assert payload(at) <= PAYLOAD_BUDGET
+    assert chart_bytes(at) <= PAYLOAD_BUDGET
 
 
 def test_every_figure_sent_is_valid_plotly():
@@ -123,7 +121,7 @@ def test_moving_the_sequence_length_within_the_same_window_recomputes_nothing(mo
 
     at = open_page(d_model="64", heads="32", groups="4", latent="16", rope_dim="2", seq_len="384")
     assert "the first 362 of 384 tokens" in texts(at)
-    before = [chart.proto.spec for chart in at.get("plotly_chart")]
+    before = [chart.proto.bytes for chart in chart_elements(at)]
     calls = []
     for module, name in (
         (computed, "explore_variant"),
@@ -139,7 +137,7 @@ def test_moving_the_sequence_length_within_the_same_window_recomputes_nothing(mo
     at.select_slider(key="setting_batch").set_value(4).run()
     assert not at.exception and "the first 362 of 512 tokens" in texts(at)
     assert calls == []  # the window is still 362 tokens: every pass and figure is read back, none recomputed
-    assert [chart.proto.spec for chart in at.get("plotly_chart")] == before
+    assert [chart.proto.bytes for chart in chart_elements(at)] == before
     table = at.table[-1].value  # the cache table follows the dtype without redrawing the decode figure
     assert "Bytes read per step in float32" in table.columns
 
@@ -180,7 +178,7 @@ def test_rerun_after_a_view_change_at_default_settings(capsys):
         print(
             f"\n[heatmaps] default settings: rerun after a head change median {1000 * statistics.median(times):.0f} ms "
             f"(min {1000 * min(times):.0f}); plain rerun median {1000 * statistics.median(unchanged):.0f} ms; "
-            f"chart payload {payload(at):,} bytes"
+            f"chart payload {chart_bytes(at):,} bytes"
         )
 
 
@@ -191,14 +189,14 @@ def test_smallest_settings():
     grid = heatmaps(specs[0])
     assert [z.shape for z in grid] == [(1, 1)]
     assert grid[0][0, 0] == pytest.approx(1.0)  # one token attends to itself with all its weight
-    assert payload(at) <= PAYLOAD_BUDGET
+    assert chart_bytes(at) <= PAYLOAD_BUDGET
 
 
 def test_largest_settings_stay_within_the_payload_budget(capsys):
     start = time.perf_counter()
     at = open_page(**LARGEST)
     cold = time.perf_counter() - start
-    size = payload(at)
+    size = chart_bytes(at)
     assert size <= PAYLOAD_BUDGET
     notes = texts(at)
     assert "the first 128 of 8,192 tokens" in notes
@@ -233,7 +231,7 @@ def test_largest_settings_stay_within_the_payload_budget(capsys):
     at.run()
     timings["KV groups 128 -> 8"] = time.perf_counter() - start
     assert not at.exception
-    assert payload(at) <= PAYLOAD_BUDGET
+    assert chart_bytes(at) <= PAYLOAD_BUDGET
     with capsys.disabled():
         print(
             f"\n[heatmaps] largest settings: first run {cold:.1f} s (builds the d_model 8192 layers); chart payload "
@@ -272,7 +270,7 @@ def test_long_sequences_are_pooled_by_blocks_and_say_so(how):
         np.testing.assert_allclose(z, reference[head], rtol=1e-5, atol=1e-7)
     trace = charts(at)[0]["data"][0]
     assert f"{how} of a 4×4 block" in trace["hovertemplate"]
-    assert payload(at) <= PAYLOAD_BUDGET
+    assert chart_bytes(at) <= PAYLOAD_BUDGET
 
 
 # --- links ----------------------------------------------------------------------------------------------------------
@@ -332,8 +330,8 @@ def test_any_text_is_usable(text):
 
 def test_same_link_same_pictures():
     params = {"hm_input": "text", "hm_text": "to be or not to be", "hm_variant": "mla", "hm_head": "3", "seed": "7"}
-    first = [chart.proto.spec for chart in open_page(**params).get("plotly_chart")]
-    second = [chart.proto.spec for chart in open_page(**params).get("plotly_chart")]
+    first = [chart.proto.bytes for chart in chart_elements(open_page(**params))]
+    second = [chart.proto.bytes for chart in chart_elements(open_page(**params))]
     assert first == second
 
 
@@ -363,7 +361,7 @@ def test_same_link_same_pictures():
 )
 def test_heavy_views_stay_within_the_payload_budget(params, capsys):
     at = open_page(**params)
-    size = payload(at)
+    size = chart_bytes(at)
     with capsys.disabled():
         print(f"\n[heatmaps] {params.get('d_model')}/{params.get('heads')} heads: chart payload {size:,} bytes")
     assert size <= PAYLOAD_BUDGET

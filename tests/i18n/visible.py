@@ -161,7 +161,7 @@ def visible_texts(at) -> list[str]:
     out: list[str] = []
     for node in all_elements(at):
         proto = getattr(node, "proto", None)
-        if proto is not None and node.type not in ("plotly_chart", "arrow_data_frame", "arrow_table"):
+        if proto is not None and node.type not in ("bidi_component", "arrow_data_frame", "arrow_table"):
             _proto_strings(proto, out)
     for frame in [*at.dataframe, *at.table]:
         table = frame.value

@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 from attn_core import PRESETS, VARIANTS, kv_cache_bytes
 from attn_core.accounting import bytes_per_element
 from explorer.settings import Settings
-from tests.app.helpers import decode
+from tests.app.helpers import chart_bytes, chart_specs
 
 REPO = Path(__file__).resolve().parents[2]
 PAGE_FILE = str(REPO / "pages" / "kv_cache.py")
@@ -29,14 +29,6 @@ def open_page(query: dict[str, str]) -> AppTest:
     for key, value in query.items():
         at.query_params[key] = value
     return at.run()
-
-
-def chart_specs(at) -> list[dict]:
-    return [decode(json.loads(chart.proto.spec)) for chart in at.get("plotly_chart")]
-
-
-def chart_bytes(at) -> int:
-    return sum(len(chart.proto.spec.encode()) for chart in at.get("plotly_chart"))
 
 
 def link_value(at, name: str) -> str:

