@@ -59,8 +59,8 @@ def typed_array(values: np.ndarray) -> dict:
 
 def _chart_template() -> dict:
     """The look Streamlit's chart theme gives a Plotly chart in this app's theme (.streamlit/config.toml), as a
-    template every figure carries, so charts are drawn with theme=None: Streamlit's theming runs in the browser at
-    every redraw of every chart, and a key press redraws them all (benchmarks/MEASUREMENTS.md)."""
+    template every figure carries: the charts are drawn by plotly.js itself (LIVE_CHART), which Streamlit's theming
+    never reaches, and that theming ran in the browser at every redraw of every chart (benchmarks/MEASUREMENTS.md)."""
     background = st.get_option("theme.backgroundColor") or "#ffffff"
     text = st.get_option("theme.textColor") or "#31333f"
     font = '"Source Sans", sans-serif'  # Streamlit's sans-serif body font
@@ -128,28 +128,6 @@ def _chart_template() -> dict:
 PLOTLY_TEMPLATE = _chart_template()
 
 
-class PreparedFigure(go.Figure):
-    """A figure kept as the dict Figure.to_dict() would give (arrays already base64-encoded).
-
-    Streamlit sends a Figure as its to_dict(), and a plain dict only after validating it into a new Figure. Rebuilding
-    Plotly's object tree for figures of up to 16 heatmaps costs milliseconds a chart, every rerun; this hands over the dict
-    built once (and cached) as it is. The figure dicts are validated by Plotly in the tests instead. Only for handing
-    to show_chart: Figure methods that change a figure (update_layout, ...) do not reach the prepared dict.
-    """
-
-    def __init__(self, spec: dict):
-        super().__init__(
-            layout={"template": {}}, _validate=False
-        )  # empty: an order of magnitude cheaper than the default template
-        self._prepared = spec
-
-    def to_dict(self) -> dict:
-        return self._prepared
-
-    def to_plotly_json(self) -> dict:
-        return self._prepared
-
-
 def csv_text(rows: Sequence[dict]) -> str:
     """rows (dicts with the same keys) as CSV text."""
     if not rows:
@@ -162,20 +140,28 @@ def csv_text(rows: Sequence[dict]) -> str:
 
 
 def show_chart(fig: go.Figure | dict, *, name: str, rows: Sequence[dict] | Callable[[], str], caption: str) -> None:
-    """Draw fig (a Figure, or a figure dict built by hand and handed over as it is: see PreparedFigure) with its
-    caption and a CSV download of rows (the numbers it plots), or of a callable giving their CSV text. The CSV is
-    written when the button is clicked, not on every rerun. name keys the widgets. Every chart is drawn in
-    PLOTLY_TEMPLATE, set here (with theme=None: Streamlit's own theming is what the template replaces)."""
+    """Draw fig (a Figure, or a figure dict built by hand, sent as it is: the tests validate those with Plotly) with
+    its caption and a CSV download of rows (the numbers it plots), or of a callable giving their CSV text. The CSV is
+    written when the button is clicked, not on every rerun. name keys the widgets and the chart, which is updated in
+    place when its figure changes (LIVE_CHART). Every chart is drawn in PLOTLY_TEMPLATE, set here."""
     # A Figure goes as its dict too (~1 ms): setting the template dict on it with update_layout validated the whole
     # template, ~0.1 s a rerun
     spec = fig if isinstance(fig, dict) else fig.to_dict()
     layout = {**spec.get("layout", {}), "template": PLOTLY_TEMPLATE}
-    prepared = PreparedFigure({**spec, "layout": with_unmeasured_tick_labels(title_below_toolbar(layout))})
+    shown = {**spec, "layout": with_unmeasured_tick_labels(title_below_toolbar(layout))}
     to_image = dict(PLOTLY_CONFIG["toImageButtonOptions"], filename=name)
     config = PLOTLY_CONFIG | {"toImageButtonOptions": to_image}
-    # Plotly's own JSON writer for the figure (numpy arrays, NaN), as Streamlit's chart element uses
-    figure = plotly.io.to_json(prepared, validate=False)
-    payload = f'{{"plotly": {json.dumps(plotly_js_url())}, "config": {json.dumps(config)}, "figure": {figure}}}'
+    # Plotly's own JSON writer (numpy arrays, NaN), without building Plotly's object tree for a dict: that costs
+    # milliseconds a chart for figures of many heatmaps, every rerun
+    figure = plotly.io.to_json(shown, validate=False)
+    said = {
+        "unloaded": _("The chart library (plotly.js) did not load: reload the page."),
+        "failed": _("This chart could not be drawn ({error})."),
+    }
+    payload = (
+        f'{{"plotly": {json.dumps(plotly_js_url())}, "said": {json.dumps(said, ensure_ascii=False)}, '
+        f'"config": {json.dumps(config)}, "figure": {figure}}}'
+    )
     LIVE_CHART(key=f"chart_{name}", data=payload.encode("utf-8"))
     left, right = st.columns([6, 1], vertical_alignment="center")
     left.caption(caption)

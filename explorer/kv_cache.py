@@ -199,8 +199,8 @@ def cache_size_figure(traces: dict[str, DecodeTrace], step: int) -> dict:
     capacity (step line), and markers at the chosen step (the page's ▶ Play moves the step, and with it the log and
     the table: no browser-side animation that would move the markers alone).
 
-    A plain dict, as every figure here: st.plotly_chart validates it once, where a go.Figure would be validated
-    when built and again when sent (with one frame per step, that alone was most of a rerun).
+    A plain dict, as every figure here: a go.Figure would be validated when built and again when sent (with one frame
+    per step, that alone was most of a rerun).
     """
     data = []
     for name, trace in traces.items():

@@ -5,7 +5,8 @@
 // only when the last was drawn. Here each chart keeps its plot, and charts waiting to be drawn are drawn in page
 // order, one per frame, so the first shows while the others are still being drawn.
 //
-// data: the UTF-8 bytes of {"plotly": url of plotly.min.js, "config": {...}, "figure": {"data": [...], "layout": {...}}}.
+// data: the UTF-8 bytes of {"plotly": url of plotly.min.js, "said": {"unloaded", "failed"}: messages in the reader's
+// language, "config": {...}, "figure": {"data": [...], "layout": {...}, "frames": [...]}}.
 
 const state = (window.__attentionExplorerCharts ??= {
   plotly: null, // the promise of plotly.js, loaded once per page
@@ -19,7 +20,7 @@ function plotly(url) {
     const script = document.createElement("script");
     script.src = url;
     script.onload = () => resolve(window.Plotly);
-    script.onerror = () => reject(new Error(`plotly.js did not load from ${url}`));
+    script.onerror = () => reject(new Error(url));
     document.head.appendChild(script);
   });
   return state.plotly;
@@ -37,7 +38,7 @@ function drawNext(Plotly) {
     try {
       Plotly.react(div, { ...spec.figure, config: spec.config }); // frames too: the animated charts
     } catch (error) {
-      div.textContent = `This chart could not be drawn: ${error.message}`; // and the charts after it still are
+      div.textContent = spec.said.failed.replace("{error}", error.message); // and the charts after it still are
     }
   }
   // After this frame is painted: the chart just drawn shows before the next one is started.
@@ -75,8 +76,8 @@ export default function (component) {
         drawNext(Plotly);
       }
     },
-    (error) => {
-      div.textContent = error.message;
+    () => {
+      div.textContent = spec.said.unloaded;
     },
   );
 }

@@ -163,7 +163,7 @@ def _frame_content(frame: MorphFrame, cfg: AttentionConfig, settings: Settings, 
 
 @st.cache_data(max_entries=32, show_spinner=False)
 def mapping_chart(settings: Settings, active: int, highlight: str | None, lang: str) -> tuple[dict, list[dict]]:
-    """mapping_figure as the dict Streamlit sends, with its CSV rows, made once per (settings, step, highlight,
+    """mapping_figure as the dict sent to the browser, with its CSV rows, made once per (settings, step, highlight,
     language: its words are in it): at 128 heads building and serialising the animation is a large part of a rerun,
     which one that changed none of them skips."""
     frames = frames_for(settings)

@@ -204,3 +204,16 @@ def test_a_chart_csv_is_written_when_its_button_is_clicked(server, page):
         row.split(",")[0].upper(): int(row.split(",")[header.index("cache_bytes_measured")]) for row in lines[1:]
     }
     assert measured == expected_cache_bars(Settings())
+
+
+def test_when_plotly_js_cannot_load_each_chart_says_so_and_the_rest_of_the_page_stays(server, page):
+    page.route("**/plotly.min.js", lambda route: route.abort())
+    page.goto(server.url)
+    charts = page.locator("div.live-chart")
+    charts.filter(has_text="did not load").nth(1).wait_for(timeout=VIEW_SECONDS * 1000)
+    wait_until_idle(page)
+    assert charts.count() == 2
+    assert all("reload the page" in text for text in charts.all_inner_texts())
+    assert not page.locator('[data-testid="stException"]').count()
+    assert page.get_by_role("heading", name="Attention Explorer").is_visible()
+    assert page.get_by_role("button", name="CSV").count() >= 2  # each chart's numbers can still be taken away
