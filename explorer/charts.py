@@ -25,6 +25,9 @@ PLOTLY_CONFIG = {
     "displayModeBar": True,  # always shown, not only on hover: the camera icon saves a PNG
     "displaylogo": False,
     "toImageButtonOptions": {"format": "png", "scale": 2},
+    "showSendToCloud": False,  # plotly.js would offer to upload the chart to Plotly's cloud: nothing leaves the app
+    # No selection is read back from a chart; without these the toolbar fits a chart in a narrow column in one row
+    "modeBarButtonsToRemove": ["select2d", "lasso2d"],
 }
 
 
@@ -157,6 +160,7 @@ def show_chart(fig: go.Figure | dict, *, name: str, rows: Sequence[dict] | Calla
     said = {
         "unloaded": _("The chart library (plotly.js) did not load: reload the page."),
         "failed": _("This chart could not be drawn ({error})."),
+        "fullscreen": _("Full screen"),
     }
     payload = (
         f'{{"plotly": {json.dumps(plotly_js_url())}, "said": {json.dumps(said, ensure_ascii=False)}, '

@@ -5,7 +5,7 @@
 // only when the last was drawn. Here each chart keeps its plot, and charts waiting to be drawn are drawn in page
 // order, one per frame, so the first shows while the others are still being drawn.
 //
-// data: the UTF-8 bytes of {"plotly": url of plotly.min.js, "said": {"unloaded", "failed"}: messages in the reader's
+// data: the UTF-8 bytes of {"plotly": url of plotly.min.js, "said": {"unloaded", "failed", "fullscreen"}: words in the reader's
 // language, "config": {...}, "figure": {"data": [...], "layout": {...}, "frames": [...]}}.
 
 const state = (window.__attentionExplorerCharts ??= {
@@ -13,7 +13,43 @@ const state = (window.__attentionExplorerCharts ??= {
   waiting: new Map(), // plot div -> figure to draw
   drawing: false,
   shown: new WeakMap(), // plot div -> the text of the figure it was last given
+  enlarged: null, // the plot shown full screen, if any
+  sizes: new WeakMap(), // plot div -> {width, height} its figure asks for (null: its column's width, Plotly's height)
 });
+
+// Full screen for a projector, as Streamlit's own chart offered: the plot takes the whole screen, and gets its own
+// width and height back when it leaves.
+const FULL_SCREEN_ICON = {
+  width: 24,
+  height: 24,
+  path: "M7 14H5v5h5v-2H7v-3zm-2-4h2V7h3V5H5v5zm12 7h-3v2h5v-5h-2v3zM14 5v2h3v3h2V5h-5z",
+};
+
+function fullScreenButton(title) {
+  return {
+    name: "fullscreen",
+    title,
+    icon: FULL_SCREEN_ICON,
+    click: (plot) => (document.fullscreenElement ? document.exitFullscreen() : plot.requestFullscreen()),
+  };
+}
+
+function screenSize() {
+  return { width: window.innerWidth, height: window.innerHeight };
+}
+
+function onFullScreenChange() {
+  const Plotly = window.Plotly;
+  const left = state.enlarged;
+  state.enlarged = document.fullscreenElement?.classList.contains("live-chart") ? document.fullscreenElement : null;
+  if (left && left !== state.enlarged && left.data) Plotly.relayout(left, state.sizes.get(left));
+  if (state.enlarged?.data) Plotly.relayout(state.enlarged, screenSize());
+}
+
+if (!state.watchesFullScreen) {
+  state.watchesFullScreen = true; // once per page, however often this module is evaluated
+  document.addEventListener("fullscreenchange", onFullScreenChange);
+}
 
 function plotly(url) {
   state.plotly ??= new Promise((resolve, reject) => {
@@ -36,7 +72,11 @@ function drawNext(Plotly) {
   state.waiting.delete(div);
   if (div.isConnected) {
     try {
-      Plotly.react(div, { ...spec.figure, config: spec.config }); // frames too: the animated charts
+      const config = { ...spec.config, modeBarButtonsToAdd: [fullScreenButton(spec.said.fullscreen)] };
+      const own = spec.figure.layout ?? {};
+      state.sizes.set(div, { width: own.width ?? null, height: own.height ?? null });
+      const layout = div === state.enlarged ? { ...own, ...screenSize() } : own; // new data while full screen
+      Plotly.react(div, { ...spec.figure, layout, config }); // frames too: the animated charts
     } catch (error) {
       div.textContent = spec.said.failed.replace("{error}", error.message); // and the charts after it still are
     }

@@ -104,6 +104,7 @@ def test_every_chart_keeps_the_png_toolbar(page):
         config = chart_payload(chart)["config"]
         assert config["displayModeBar"] is True
         assert config["toImageButtonOptions"]["format"] == "png"
+        assert config["showSendToCloud"] is False  # plotly.js's default would offer an upload to Plotly's cloud
 
 
 def test_the_share_box_link_includes_the_page_s_own_view_settings():

@@ -217,3 +217,23 @@ def test_when_plotly_js_cannot_load_each_chart_says_so_and_the_rest_of_the_page_
     assert not page.locator('[data-testid="stException"]').count()
     assert page.get_by_role("heading", name="Attention Explorer").is_visible()
     assert page.get_by_role("button", name="CSV").count() >= 2  # each chart's numbers can still be taken away
+
+
+def test_a_chart_goes_full_screen_for_a_projector_and_comes_back_to_its_own_size(server, page):
+    page.goto(link(server, Settings()))
+    wait_for_app(page, chart_count=2)
+    plot = page.locator(".js-plotly-plot").first
+    size = "g => [g._fullLayout.width, g._fullLayout.height]"
+    own = plot.evaluate(size)
+    button = plot.locator('.modebar-btn[data-title="Full screen"]')
+    button.click()
+    page.wait_for_function(
+        """() => { const g = document.fullscreenElement;
+                   return g && g._fullLayout.width === window.innerWidth && g._fullLayout.height === window.innerHeight; }"""
+    )
+    assert own != plot.evaluate(size)
+    button.click()
+    page.wait_for_function(
+        "([g, own]) => !document.fullscreenElement && g._fullLayout.height === own[1]", arg=[plot.element_handle(), own]
+    )
+    assert plot.evaluate(size) == own
