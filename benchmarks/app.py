@@ -22,14 +22,11 @@ import io
 import json
 import os
 import pstats
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.request
 from dataclasses import replace
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit
@@ -44,6 +41,7 @@ from explorer.pages import PAGES  # noqa: E402
 from explorer.settings import SEQ_LEN_CHOICES, Settings  # noqa: E402
 from explorer.state import SLIDER_LABELS  # noqa: E402
 from tests.app.helpers import chart_bytes, chart_payload, charts  # noqa: E402
+from tests.served import CHROMIUM, CHROMIUM_ARGS, StreamlitServer  # noqa: E402
 
 # ARCHITECTURE.md, Budgets
 BUDGET_RERUN_DEFAULT_MS = 150  # median
@@ -64,15 +62,6 @@ VIEW_CHANGES = {
     "masks": [("slider", "view_mk_long", n) for n in (13, 14, 15)]
     + [("selectbox", "view_mk_head", h) for h in (5, 6, 7)],
 }
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 TICKS = os.sysconf("SC_CLK_TCK")
 CPU: dict = {}  # the classroom's CPU accounting: server pid, server and browser seconds
 
@@ -232,61 +221,6 @@ def profile_page(name: str, timeout: float) -> None:
 
 
 # --- part 2: the classroom ------------------------------------------------------------------------------------------
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def start_server(port: int, log_path: Path, timeout: float = 90) -> subprocess.Popen:
-    log = open(log_path, "wb")
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "streamlit",
-            "run",
-            "app.py",
-            "--server.port",
-            str(port),
-            "--server.address",
-            "127.0.0.1",
-            "--server.headless",
-            "true",
-            "--browser.gatherUsageStats",
-            "false",
-        ],
-        cwd=REPO,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-    )
-    log.close()
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"streamlit exited with {process.returncode}; log: {log_path}")
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as answer:
-                if answer.read().strip() == b"ok":
-                    return process
-        except OSError:
-            pass
-        time.sleep(0.3)
-    stop_server(process)
-    raise RuntimeError(f"streamlit did not answer within {timeout} s; log: {log_path}")
-
-
-def stop_server(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=15)
-
-
 def cpu_seconds(pid: int) -> float:
     """User + system CPU time a live process has used, from /proc/<pid>/stat."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -520,9 +454,9 @@ def run_part_two(sessions: int, moves: int, limit: float, total_limit: float, ki
         }[kind]
         + " =="
     )
-    port = free_port()
-    log_path = Path(tempfile.mkdtemp(prefix="explorer-bench-")) / "streamlit.log"
-    process = start_server(port, log_path)
+    server = StreamlitServer(Path(tempfile.mkdtemp(prefix="explorer-bench-")))
+    server.start()
+    process = server.process
     sampler = RssSampler(process.pid)
     idle_rss = rss_of(process.pid)[0]
     sampler.start()
@@ -530,9 +464,7 @@ def run_part_two(sessions: int, moves: int, limit: float, total_limit: float, ki
     load_before = os.getloadavg()[0]
     began = time.perf_counter()
     try:
-        results = asyncio.run(
-            asyncio.wait_for(classroom(f"http://127.0.0.1:{port}", sessions, moves, limit, kind), total_limit)
-        )
+        results = asyncio.run(asyncio.wait_for(classroom(server.url, sessions, moves, limit, kind), total_limit))
         died = process.poll() is not None
     except TimeoutError:
         print(f"!! the classroom did not finish within {total_limit:.0f} s")
@@ -543,7 +475,7 @@ def run_part_two(sessions: int, moves: int, limit: float, total_limit: float, ki
         peak = sampler.peak()
         server_cpu = cpu_seconds(process.pid) - CPU["server_start"] if process.poll() is None else None
         load_after = os.getloadavg()[0]
-        stop_server(process)
+        server.stop()
 
     ok = bool(results) and not died
     for result in results:
@@ -599,7 +531,7 @@ def run_part_two(sessions: int, moves: int, limit: float, total_limit: float, ki
         f"seed box); wall {wall:.0f} s"
     )
     if died:
-        print(f"!! the server died; log: {log_path}")
+        print(f"!! the server died; its log ends:\n{server.log_text()[-2000:]}")
     return ok
 
 

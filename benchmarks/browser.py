@@ -24,13 +24,10 @@ import argparse
 import os
 import shutil
 import signal
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from urllib.parse import urlencode
@@ -41,16 +38,8 @@ sys.path.insert(0, str(REPO))
 from explorer.pages import PAGES  # noqa: E402
 from explorer.settings import BATCH_CHOICES, D_MODEL_CHOICES, SEQ_LEN_CHOICES, Settings  # noqa: E402
 from explorer.state import SLIDER_LABELS  # noqa: E402
+from tests.served import CHROMIUM, CHROMIUM_ARGS, StreamlitServer  # noqa: E402
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 SLIDER = SLIDER_LABELS["seq_len"]
 # The sidebar slider pressed on each page: the sequence length where the page reads it, else the first of these the
 # page reads (its PAGES entry says), so the press changes what its first chart shows. A page that reads none of them
@@ -130,76 +119,6 @@ IDLE = """() => !document.querySelector('[data-testid="stStatusWidget"]')"""
 # charts ~1 s of CPU here), and a press made meanwhile would be timed behind that drawing. Resolves when the browser
 # has had two idle periods in a row.
 BROWSER_IDLE = """() => new Promise(resolve => requestIdleCallback(() => requestIdleCallback(() => resolve(true))))"""
-
-
-# --- servers --------------------------------------------------------------------------------------------------------
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-class Server:
-    """`streamlit run script` on a free loopback port, in a process group of its own (stopped whole)."""
-
-    def __init__(self, script: Path, cwd: Path, log: Path) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log = log
-        with open(log, "wb") as out:
-            self.process = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "streamlit",
-                    "run",
-                    str(script),
-                    "--server.port",
-                    str(self.port),
-                    "--server.address",
-                    "127.0.0.1",
-                    "--server.headless",
-                    "true",
-                    "--browser.gatherUsageStats",
-                    "false",
-                    "--server.fileWatcherType",
-                    "none",
-                ],
-                cwd=cwd,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-
-    def wait_ready(self, timeout: float = 120) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"streamlit exited with {self.process.returncode}: {self.log.read_text()[-2000:]}")
-            try:
-                with urllib.request.urlopen(f"{self.url}/_stcore/health", timeout=2) as answer:
-                    if answer.read().strip() == b"ok":
-                        return
-            except OSError:
-                pass
-            time.sleep(0.3)
-        raise RuntimeError(f"streamlit did not answer on {self.url} within {timeout:.0f} s")
-
-    def alive(self) -> bool:
-        return self.process.poll() is None
-
-    def stop(self) -> None:
-        for sig, wait in ((signal.SIGTERM, 10), (signal.SIGKILL, 10)):
-            try:
-                os.killpg(self.process.pid, sig)
-            except ProcessLookupError:
-                return
-            try:
-                self.process.wait(timeout=wait)
-                return
-            except subprocess.TimeoutExpired:
-                continue
 
 
 # --- one tab ---------------------------------------------------------------------------------------------------------
@@ -423,18 +342,18 @@ def main() -> int:
     signal.signal(signal.SIGTERM, interrupted)
 
     work = Path(tempfile.mkdtemp(prefix="explorer-browser-bench-"))
-    servers: list[Server] = []
+    servers: list[StreamlitServer] = []
     failed = False
     try:
         (work / "bare").mkdir()
         (work / "bare" / "bare_app.py").write_text(BARE_APP)
         shutil.copytree(REPO / ".streamlit", work / "bare" / ".streamlit")  # same theme and server settings
-        app = Server(REPO / "app.py", REPO, work / "app.log")
+        app = StreamlitServer(work)
         servers.append(app)
-        bare = Server(work / "bare" / "bare_app.py", work / "bare", work / "bare.log")
+        bare = StreamlitServer(work, script=work / "bare" / "bare_app.py")
         servers.append(bare)
-        app.wait_ready()
-        bare.wait_ready()
+        app.start(LIMIT_S)
+        bare.start(LIMIT_S)
         print(
             f"Key press on '{SLIDER}' (on a page that does not read it: the first sidebar slider it reads) -> first "
             f"chart redrawn with new data: median (range) of {presses} presses, "
@@ -471,7 +390,7 @@ def main() -> int:
                             f"{name:<9} FAILED: {type(error).__name__}: {str(error).splitlines()[0][:300]}", flush=True
                         )
                     if not app.alive():
-                        raise RuntimeError(f"the app's server died: {app.log.read_text()[-2000:]}")
+                        raise RuntimeError(f"the app's server died: {app.log_text()[-2000:]}")
                 if largest:
                     start = replace(LARGEST)
                     index = SEQ_LEN_CHOICES.index(start.seq_len)
@@ -499,7 +418,7 @@ def main() -> int:
                                 flush=True,
                             )
                         if not app.alive():
-                            raise RuntimeError(f"the app's server died: {app.log.read_text()[-2000:]}")
+                            raise RuntimeError(f"the app's server died: {app.log_text()[-2000:]}")
             finally:
                 browser.close()
     except (Exception, KeyboardInterrupt) as error:

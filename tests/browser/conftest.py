@@ -9,116 +9,20 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
-import subprocess
-import sys
 import tempfile
-import time
-import urllib.request
 from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.served import CHROMIUM, CHROMIUM_ARGS, StreamlitServer
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 STARTUP_SECONDS = 90  # until the server answers its health check (streamlit alone: torch is imported by a page's run)
 VIEW_SECONDS = 90  # first chart of a page, and a rerun after a control moved (generous: the machine is shared)
 # A page's first run on a fresh server imports torch and builds its layers in the session's thread: ~22 s at a load
 # of 4 on 2 cores, so several times that when the whole suite and other work share the machine. Waits after a
 # (re)start are on conditions, with this much room, and fail with the server's log.
 COLD_START_SECONDS = 360
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-class StreamlitServer:
-    """`streamlit run app.py` on one localhost port; can be restarted on the same port."""
-
-    def __init__(self, port: int, log_dir: Path) -> None:
-        self.port = port
-        self.url = f"http://127.0.0.1:{port}"
-        self.log_dir = log_dir
-        self.process: subprocess.Popen | None = None
-        self.starts = 0
-
-    def start(self) -> None:
-        self.starts += 1
-        log = open(self.log_dir / f"streamlit-{self.port}-{self.starts}.log", "wb")
-        self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "streamlit",
-                "run",
-                "app.py",
-                "--server.port",
-                str(self.port),
-                "--server.address",
-                "127.0.0.1",
-                "--server.headless",
-                "true",
-                "--browser.gatherUsageStats",
-                "false",
-            ],
-            cwd=REPO,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-        )
-        log.close()
-        deadline = time.monotonic() + STARTUP_SECONDS
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"streamlit exited with {self.process.returncode}: {self.log_text()[-2000:]}")
-            try:
-                with urllib.request.urlopen(f"{self.url}/_stcore/health", timeout=2) as answer:
-                    if answer.read().strip() == b"ok":
-                        return
-            except OSError:
-                pass
-            time.sleep(0.3)
-        self.stop()
-        raise RuntimeError(f"streamlit did not answer on port {self.port} within {STARTUP_SECONDS} s")
-
-    def stop(self) -> None:
-        if self.process is None or self.process.poll() is not None:
-            return
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=15)
-
-    def restart(self) -> None:
-        self.stop()
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:  # the port is free again once the old process is gone
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
-                    time.sleep(0.2)
-            except OSError:
-                break
-        self.start()
-
-    def log_text(self) -> str:
-        return "\n".join(
-            path.read_text(errors="replace") for path in sorted(self.log_dir.glob(f"streamlit-{self.port}-*.log"))
-        )
 
 
 @pytest.fixture(scope="session")
@@ -137,8 +41,8 @@ def log_dir():
 
 @pytest.fixture(scope="session")
 def server(log_dir):
-    running = StreamlitServer(free_port(), log_dir)
-    running.start()
+    running = StreamlitServer(log_dir)
+    running.start(STARTUP_SECONDS)
     yield running
     running.stop()
 
@@ -146,8 +50,8 @@ def server(log_dir):
 @pytest.fixture
 def own_server(log_dir):
     """A server of the test's own, for tests that restart it (the shared one stays up for the others)."""
-    running = StreamlitServer(free_port(), log_dir)
-    running.start()
+    running = StreamlitServer(log_dir)
+    running.start(STARTUP_SECONDS)
     yield running
     running.stop()
 
