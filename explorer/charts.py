@@ -19,7 +19,7 @@ import plotly.io
 import streamlit as st
 import streamlit.components.v1 as components_v1
 
-from .i18n import _
+from .i18n import N_, _, language
 
 PLOTLY_CONFIG = {
     "displayModeBar": True,  # always shown, not only on hover: the camera icon saves a PNG
@@ -29,6 +29,32 @@ PLOTLY_CONFIG = {
     # No selection is read back from a chart; without these the toolbar fits a chart in a narrow column in one row
     "modeBarButtonsToRemove": ["select2d", "lasso2d"],
 }
+
+
+# plotly.js's own words a reader meets (its toolbar's tooltips, its notices), translated like ours: plotly.js looks
+# each up by its English text in the config's locale dictionary.
+PLOTLY_WORDS = (
+    N_("Download plot as a PNG"),
+    N_("Zoom"),
+    N_("Pan"),
+    N_("Zoom in"),
+    N_("Zoom out"),
+    N_("Autoscale"),
+    N_("Reset axes"),
+    N_("Preparing image - this may take a few seconds"),
+    N_("Image download succeeded"),
+    N_("Sorry, there was a problem downloading your image!"),
+    N_("Double-click to zoom back out"),
+    N_("Double-click on legend to isolate one trace"),
+)
+
+
+def plotly_locale() -> dict:
+    """Plotly's config for this run's language: its own words translated (nothing to add in English)."""
+    lang = language()
+    if lang == "en":
+        return {}
+    return {"locale": lang, "locales": {lang: {"dictionary": {word: _(word) for word in PLOTLY_WORDS}}}}
 
 
 # plotly.js as the installed plotly package ships it (the version its figures are validated against), served by
@@ -153,7 +179,7 @@ def show_chart(fig: go.Figure | dict, *, name: str, rows: Sequence[dict] | Calla
     layout = {**spec.get("layout", {}), "template": PLOTLY_TEMPLATE}
     shown = {**spec, "layout": with_unmeasured_tick_labels(title_below_toolbar(layout))}
     to_image = dict(PLOTLY_CONFIG["toImageButtonOptions"], filename=name)
-    config = PLOTLY_CONFIG | {"toImageButtonOptions": to_image}
+    config = PLOTLY_CONFIG | {"toImageButtonOptions": to_image} | plotly_locale()
     # Plotly's own JSON writer (numpy arrays, NaN), without building Plotly's object tree for a dict: that costs
     # milliseconds a chart for figures of many heatmaps, every rerun
     figure = plotly.io.to_json(shown, validate=False)

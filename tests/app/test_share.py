@@ -5,12 +5,14 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 import pytest
 
 from attn_core import kv_cache_bytes
+from explorer.charts import PLOTLY_WORDS
 from explorer.pages import PAGES
 from explorer.settings import Settings
 
@@ -117,3 +119,16 @@ def test_the_share_box_link_includes_the_page_s_own_view_settings():
 def test_every_page_s_url_path_is_its_file_name():
     # A freshly started server resolves the first link it is given by file name, before app.py registers pages.
     assert all(Path(page.path).stem == name for name, page in PAGES.items())
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_plotly_s_own_words_on_a_chart_are_in_the_reader_s_language(lang):
+    at = open_page("overview", LINKED.to_link() | {"lang": lang})
+    for chart in charts(at):
+        config = chart_payload(chart)["config"]
+        if lang == "en":
+            assert "locale" not in config  # plotly.js's own English
+            continue
+        dictionary = config["locales"][config["locale"]]["dictionary"]
+        assert set(dictionary) == set(PLOTLY_WORDS)
+        assert all(re.search("[\u4e00-\u9fff]", said) for said in dictionary.values()), dictionary

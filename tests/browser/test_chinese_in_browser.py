@@ -4,6 +4,7 @@ language while the link keeps every other setting."""
 
 from __future__ import annotations
 
+import re
 from urllib.parse import urlencode
 
 import pytest
@@ -45,6 +46,8 @@ def test_a_chinese_link_opens_in_chinese_with_real_glyphs(server, page, path):
     found = page.evaluate(DISTINCT_GLYPHS, [chinese, font])
     assert len(found["chars"]) >= 2, f"no Chinese in the chart titles: {titles}"
     assert found["distinct"] == len(found["chars"]), f"{found['chars']} drawn as empty boxes in {font}"
+    toolbar = page.locator(".js-plotly-plot .modebar-btn").first.get_attribute("data-title")
+    assert re.search("[\u4e00-\u9fff]", toolbar), f"the chart's toolbar speaks English: {toolbar}"
     page.screenshot(path=str(server.log_dir / f"zh-{path or 'overview'}.png"))
 
 
