@@ -40,7 +40,7 @@ from streamlit.util import calc_hash  # noqa: E402
 from explorer.pages import PAGES  # noqa: E402
 from explorer.settings import SEQ_LEN_CHOICES, Settings  # noqa: E402
 from explorer.state import SLIDER_LABELS  # noqa: E402
-from tests.app.helpers import chart_bytes, chart_payload, charts  # noqa: E402
+from tests.app.helpers import chart_payload, charts, payload_bytes  # noqa: E402
 from tests.served import CHROMIUM, CHROMIUM_ARGS, StreamlitServer  # noqa: E402
 
 # ARCHITECTURE.md, Budgets
@@ -93,20 +93,6 @@ def open_page(name: str, settings: Settings, timeout: float) -> AppTest:
     return at.run()
 
 
-def all_elements(at: AppTest):
-    stack = [at._tree]
-    while stack:
-        node = stack.pop()
-        yield node
-        stack.extend(getattr(node, "children", {}).values())
-
-
-def payload(at: AppTest) -> tuple[int, int]:
-    """(the charts' payload bytes, every element's protobuf bytes) of the last run: what the browser receives."""
-    elements = sum(node.proto.ByteSize() for node in all_elements(at) if getattr(node, "proto", None) is not None)
-    return chart_bytes(at), elements
-
-
 def errors_of(at: AppTest) -> list[str]:
     return [e.value for e in at.exception] + [e.value for e in at.error]
 
@@ -117,14 +103,14 @@ def measure_page(name: str, start: Settings, changes: list[tuple[str, str, objec
     at = open_page(name, start, timeout)
     open_ms = (time.perf_counter() - began) * 1000
     problems = errors_of(at)
-    chart_bytes, element_bytes = payload(at)
+    chart_bytes, element_bytes = payload_bytes(at)
     times = []
     for kind, key, value in changes:
         began = time.perf_counter()
         getattr(at, kind)(key=key).set_value(value).run()
         times.append((time.perf_counter() - began) * 1000)
         problems += errors_of(at)
-        charts, elements = payload(at)
+        charts, elements = payload_bytes(at)
         chart_bytes, element_bytes = max(chart_bytes, charts), max(element_bytes, elements)
     return {
         "open_ms": open_ms,
