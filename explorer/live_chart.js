@@ -5,8 +5,8 @@
 // only when the last was drawn. Here each chart keeps its plot, and charts waiting to be drawn are drawn in page
 // order, one per frame, so the first shows while the others are still being drawn.
 //
-// data: the UTF-8 bytes of {"plotly": url of plotly.min.js, "said": {"unloaded", "failed", "fullscreen"}: words in the reader's
-// language, "config": {...}, "figure": {"data": [...], "layout": {...}, "frames": [...]}}.
+// data: the UTF-8 bytes of {"plotly": url of plotly.min.js, "said": {"unloaded", "failed", "fullscreen"} (words in
+// the reader's language), "config": {...}, "figure": {"data": [...], "layout": {...}, "frames": [...]}}.
 
 const state = (window.__attentionExplorerCharts ??= {
   plotly: null, // the promise of plotly.js, loaded once per page
