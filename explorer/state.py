@@ -38,6 +38,7 @@ from .settings import (
 )
 
 SETTINGS_KEY = "settings"
+APP_CSS = (Path(__file__).resolve().parents[1] / "assets" / "app.css").read_text(encoding="utf-8")
 LANGUAGE_KEY = "setting_lang"  # the sidebar's language switch
 _WIDGET = {name: f"setting_{name}" for name in Settings().as_dict()}  # setting name -> widget key
 _LINK_READ = "_link_read"
@@ -60,6 +61,7 @@ def page_settings(page_key: str) -> Settings:
     # decode trace 40x slower. And a result's last bits depend on the thread count: one count everywhere keeps a
     # link's numbers identical to the sender's.
     torch.set_num_threads(1)
+    st.html(f"<style>{APP_CSS}</style>")  # style only: Streamlit puts it where it takes no room on the page
     state = st.session_state
     state.pop(_SHARE_BOX, None)  # last run's placeholder is no longer on the page
     state.pop(_SHARE_PARAMS, None)

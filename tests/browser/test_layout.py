@@ -52,6 +52,11 @@ OUTSIDE = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).flat
         .map(e => `chart ${index}: ${e.getAttribute('class')} ${JSON.stringify(e.textContent.trim().slice(0, 40))}`);
 })"""
 
+# Links to other pages whose label does not fit its box (Streamlit's own style cuts it with an ellipsis).
+CUT_LINKS = """() => Array.from(document.querySelectorAll('[data-testid="stPageLink-NavLink"] p'))
+    .filter(p => p.scrollWidth > p.clientWidth + 1 || p.parentElement.scrollWidth > p.parentElement.clientWidth + 1)
+    .map(p => p.textContent.trim().slice(0, 60))"""
+
 
 def in_language(message: str, lang: str) -> str:
     i18n.set_language(lang)
@@ -113,6 +118,7 @@ def test_each_page_reads_cleanly_at_laptop_projector_and_phone_widths(server, br
                         if overlap(first["box"], tick["box"])
                     ]
         problems += [f"cut off at the chart's edge: {text}" for text in tab.evaluate(OUTSIDE)]
+        problems += [f"a page link's label cut short: {text!r}" for text in tab.evaluate(CUT_LINKS)]
         assert not problems, problems
         # The grid draws (and lists for screen readers) only the columns in view: one scrolled away is not listed.
         shown = tab.evaluate("""() => Array.from(document.querySelectorAll('[data-testid="stDataFrame"]')).map(d =>
