@@ -322,7 +322,13 @@ def diff_figure(traces: dict[str, DecodeTrace], step: int) -> dict:
         "title": {"text": _("Largest difference from a full recompute without cache (float32)")},
         "xaxis": {"title": {"text": _("tokens generated (0 = the prefilled prompt)")}}
         | count_axis(max(len(t.max_abs_diff) for t in traces.values()) - 1),
-        "yaxis": {"title": {"text": _("max |cached − full|")}, "type": "log", "range": [-10.5, -3.5]},
+        # Powers of ten (10⁻⁶), as the tolerance reads: Plotly's SI prefixes (1µ, 100n) read as units
+        "yaxis": {
+            "title": {"text": _("max |cached − full|")},
+            "type": "log",
+            "range": [-10.5, -3.5],
+            "exponentformat": "power",
+        },
         "shapes": [
             {
                 "type": "line",

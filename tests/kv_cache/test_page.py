@@ -129,8 +129,10 @@ def test_each_variant_decodes_with_bytes_on_the_formula_and_outputs_on_the_full_
     expected = [kv_cache_bytes(cfg, 2, 7 + step, "float16") for step in range(10)]
     assert measured["y"] == expected and formula["y"] == expected
     assert "frames" not in spec  # Play is the page's: it moves the step, the log and the table together
-    diffs = chart(at, "Largest difference")["data"][0]["customdata"]
+    difference = chart(at, "Largest difference")
+    diffs = difference["data"][0]["customdata"]
     assert len(diffs) == 10 and max(diffs) < 1e-5
+    assert difference["layout"]["yaxis"]["exponentformat"] == "power"  # 10⁻⁶, not Plotly's SI "1µ"
     shown = at.dataframe[0].value
     assert float(shown.iloc[0]["max |Δ| vs full recompute"]) < 1e-5
     assert shown.iloc[0]["Tokens held"] == 11
