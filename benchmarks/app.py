@@ -41,7 +41,7 @@ from explorer.pages import PAGES  # noqa: E402
 from explorer.settings import SEQ_LEN_CHOICES, Settings  # noqa: E402
 from explorer.state import SLIDER_LABELS  # noqa: E402
 from tests.app.helpers import chart_payload, charts, payload_bytes  # noqa: E402
-from tests.served import CHROMIUM, CHROMIUM_ARGS, StreamlitServer  # noqa: E402
+from tests.served import CHARTS_READY, CHROMIUM, CHROMIUM_ARGS, SCRIPT_IDLE, StreamlitServer  # noqa: E402
 
 # ARCHITECTURE.md, Budgets
 BUDGET_RERUN_DEFAULT_MS = 150  # median
@@ -291,9 +291,7 @@ def student_link(index: int, kind: str = "mixed") -> tuple[str, Settings, int, d
     return page, settings, SEQ_LEN_CHOICES.index(settings.seq_len), view
 
 
-WAIT_IDLE = """() => !document.querySelector('[data-testid="stStatusWidget"]')"""
 CHART_MARKER = b"displayModeBar"  # in the config of every chart explorer.charts.show_chart sends
-CHART_READY = """() => { const g = document.querySelector('.js-plotly-plot'); return !!(g && g._fullData && g._fullData.length); }"""
 
 
 async def one_student(browser, base: str, index: int, moves: int, limit: float, kind: str) -> dict:
@@ -322,11 +320,11 @@ async def one_student(browser, base: str, index: int, moves: int, limit: float, 
         tab.on("websocket", watch)
         began = time.perf_counter()
         await tab.goto(url)
-        await tab.wait_for_function(CHART_READY, polling=100)
+        await tab.wait_for_function(CHARTS_READY, arg=1, polling=100)
         result["first_chart"] = time.perf_counter() - began
         if opened and received:
             result["phases"] = (opened[0], received[0] - opened[0], result["first_chart"] - received[0])
-        await tab.wait_for_function(WAIT_IDLE, polling=100)
+        await tab.wait_for_function(SCRIPT_IDLE, polling=100)
         thumb = tab.locator(f'[data-testid="stSidebar"] input[type="range"][aria-label="{SLIDER_LABELS["seq_len"]}"]')
         for step in range(1, moves + 1):
             target = SEQ_LEN_CHOICES[seq_index + step]
@@ -336,7 +334,7 @@ async def one_student(browser, base: str, index: int, moves: int, limit: float, 
             await tab.wait_for_function(
                 f"() => new URLSearchParams(location.search).get('seq_len') === '{target}'", polling=50
             )
-            await tab.wait_for_function(WAIT_IDLE, polling=50)
+            await tab.wait_for_function(SCRIPT_IDLE, polling=50)
             result["moves"].append(time.perf_counter() - began)
         result["expected"] = replace(settings, seq_len=SEQ_LEN_CHOICES[seq_index + moves])
         result["tab"] = tab  # stays open: the sessions are read back once all of them are done
@@ -350,7 +348,7 @@ async def read_back(result: dict) -> None:
     """What a session shows now: its URL, sidebar sliders, seed box, and any exception box."""
     tab = result["tab"]
     try:
-        await tab.wait_for_function(WAIT_IDLE, polling=100)
+        await tab.wait_for_function(SCRIPT_IDLE, polling=100)
         result["url"] = dict(parse_qsl(urlsplit(tab.url).query))
         result["sidebar"] = dict(
             await tab.locator('[data-testid="stSidebar"] input[type="range"]').evaluate_all(
@@ -394,7 +392,7 @@ async def warm_up(browser, base: str, limit: float) -> float:
         tab.set_default_timeout(limit * 1000)
         began = time.perf_counter()
         await tab.goto(base)
-        await tab.wait_for_function(CHART_READY, polling=100)
+        await tab.wait_for_function(CHARTS_READY, arg=1, polling=100)
         return time.perf_counter() - began
     finally:
         await context.close()

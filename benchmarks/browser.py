@@ -38,7 +38,7 @@ sys.path.insert(0, str(REPO))
 from explorer.pages import PAGES  # noqa: E402
 from explorer.settings import BATCH_CHOICES, D_MODEL_CHOICES, SEQ_LEN_CHOICES, Settings  # noqa: E402
 from explorer.state import SLIDER_LABELS  # noqa: E402
-from tests.served import CHROMIUM, CHROMIUM_ARGS, StreamlitServer  # noqa: E402
+from tests.served import CHARTS_READY, CHROMIUM, CHROMIUM_ARGS, SCRIPT_IDLE, StreamlitServer  # noqa: E402
 
 SLIDER = SLIDER_LABELS["seq_len"]
 # The sidebar slider pressed on each page: the sequence length where the page reads it, else the first of these the
@@ -112,9 +112,6 @@ WATCHER = r"""() => {
   const loop = () => { check(); requestAnimationFrame(loop); };
   requestAnimationFrame(loop);
 }"""
-CHARTS_READY = """n => document.querySelectorAll('.js-plotly-plot').length >= n &&
-    Array.from(document.querySelectorAll('.js-plotly-plot')).every(g => g._fullData && g._fullData.length)"""
-IDLE = """() => !document.querySelector('[data-testid="stStatusWidget"]')"""
 # The browser's main thread idle too: a run's last message can leave seconds of drawing behind it (the heatmaps page's
 # charts ~1 s of CPU here), and a press made meanwhile would be timed behind that drawing. Resolves when the browser
 # has had two idle periods in a row.
@@ -178,7 +175,7 @@ def settle(tab, wire: Wire, quiet: float = 0.4) -> float:
     """Wait until no script runs (no running indicator, and nothing finished for `quiet` s); the last finish time."""
     deadline = time.perf_counter() + LIMIT_S
     while time.perf_counter() < deadline:
-        tab.wait_for_function(IDLE, polling=50, timeout=LIMIT_S * 1000)
+        tab.wait_for_function(SCRIPT_IDLE, polling=50, timeout=LIMIT_S * 1000)
         last = wire.finished[-1] if wire.finished else 0.0
         if wire.runs and len(wire.finished) >= wire.runs and time.perf_counter() - last >= quiet:
             tab.evaluate(BROWSER_IDLE)
@@ -294,6 +291,11 @@ def measure(*sliders: Slider, presses: int) -> None:
 
 
 # --- report ----------------------------------------------------------------------------------------------------------
+def row_name(page: str, setting: str) -> str:
+    """The page's row in the printout, naming the slider pressed when it is not the sequence length."""
+    return page + ("" if setting == "seq_len" else f" ({setting})")
+
+
 def spread(values: list[float]) -> str:
     return f"{statistics.median(values):6,.0f} ms ({min(values):,.0f}-{max(values):,.0f})"
 
@@ -378,7 +380,7 @@ def main() -> int:
                         measure(bare_tab, page_tab, presses=presses)
                         print(
                             line(
-                                name + ("" if setting == "seq_len" else f" ({setting})"),
+                                row_name(name, setting),
                                 page_tab.result,
                                 bare_tab.result,
                             ),
@@ -408,7 +410,7 @@ def main() -> int:
                             )
                             measure(page_tab, presses=presses)
                             print(
-                                line(name + ("" if setting == "seq_len" else f" ({setting})"), page_tab.result, None),
+                                line(row_name(name, setting), page_tab.result, None),
                                 flush=True,
                             )
                         except Exception as error:

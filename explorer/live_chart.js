@@ -12,9 +12,8 @@ const state = (window.__attentionExplorerCharts ??= {
   plotly: null, // the promise of plotly.js, loaded once per page
   waiting: new Map(), // plot div -> figure to draw
   drawing: false,
-  shown: new WeakMap(), // plot div -> the text of the figure it was last given
+  shown: new WeakMap(), // plot div -> {text, size} of the figure it was last given (size: as it asks, see ownSize)
   enlarged: null, // the plot shown full screen, if any
-  sizes: new WeakMap(), // plot div -> {width, height} its figure asks for (null: its column's width, Plotly's height)
 });
 
 // Full screen for a projector, as Streamlit's own chart offered: the plot takes the whole screen, and gets its own
@@ -38,11 +37,16 @@ function screenSize() {
   return { width: window.innerWidth, height: window.innerHeight };
 }
 
+// Taken when the figure is given: Plotly keeps the layout object it draws and changes it when relaid out.
+function ownSize(layout) {
+  return { width: layout.width ?? null, height: layout.height ?? null }; // null: its column's width, Plotly's height
+}
+
 function onFullScreenChange() {
   const Plotly = window.Plotly;
   const left = state.enlarged;
   state.enlarged = document.fullscreenElement?.classList.contains("live-chart") ? document.fullscreenElement : null;
-  if (left && left !== state.enlarged && left.data) Plotly.relayout(left, state.sizes.get(left));
+  if (left && left !== state.enlarged && left.data) Plotly.relayout(left, state.shown.get(left).size);
   if (state.enlarged?.data) Plotly.relayout(state.enlarged, screenSize());
 }
 
@@ -73,8 +77,7 @@ function drawNext(Plotly) {
   if (div.isConnected) {
     try {
       const config = { ...spec.config, modeBarButtonsToAdd: [fullScreenButton(spec.said.fullscreen)] };
-      const own = spec.figure.layout ?? {};
-      state.sizes.set(div, { width: own.width ?? null, height: own.height ?? null });
+      const own = spec.figure.layout;
       const layout = div === state.enlarged ? { ...own, ...screenSize() } : own; // new data while full screen
       Plotly.react(div, { ...spec.figure, layout, config }); // frames too: the animated charts
     } catch (error) {
@@ -89,7 +92,7 @@ export default function (component) {
   const { data, parentElement } = component;
   const text = new TextDecoder().decode(data);
   let div = parentElement.querySelector(":scope > div.live-chart");
-  if (div && state.shown.get(div) === text) return; // the same figure again: nothing to draw
+  if (div && state.shown.get(div)?.text === text) return; // the same figure again: nothing to draw
   if (!div) {
     div = document.createElement("div");
     div.className = "live-chart";
@@ -103,10 +106,10 @@ export default function (component) {
       width = now;
     }).observe(div);
   }
-  state.shown.set(div, text);
   const spec = JSON.parse(text);
+  state.shown.set(div, { text, size: ownSize(spec.figure.layout) });
   // The chart's height is taken at once: what follows it does not jump while it waits its turn to be drawn.
-  div.style.minHeight = `${spec.figure.layout?.height ?? 450}px`;
+  div.style.minHeight = `${spec.figure.layout.height ?? 450}px`;
   state.waiting.delete(div); // re-inserted at the end: charts are drawn in the order their figures came
   state.waiting.set(div, spec);
   plotly(spec.plotly).then(

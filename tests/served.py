@@ -24,6 +24,13 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 
+# Page conditions a browser waits on (with Playwright's wait_for_function).
+# At least n charts on the page, and every chart drawn holds its data (n: the argument).
+CHARTS_READY = """n => document.querySelectorAll('.js-plotly-plot').length >= n &&
+    Array.from(document.querySelectorAll('.js-plotly-plot')).every(g => g._fullData && g._fullData.length)"""
+# No script running: Streamlit's status widget is gone.
+SCRIPT_IDLE = """() => !document.querySelector('[data-testid="stStatusWidget"]')"""
+
 
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
@@ -36,9 +43,9 @@ class StreamlitServer:
     process group of its own so that stop() ends it whole; restartable on the same port. Each start logs to a file
     of its own in log_dir."""
 
-    def __init__(self, log_dir: Path, *, script: Path = REPO / "app.py", port: int | None = None) -> None:
+    def __init__(self, log_dir: Path, *, script: Path = REPO / "app.py") -> None:
         self.script = script
-        self.port = port or free_port()
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_dir = log_dir
         self.process: subprocess.Popen | None = None

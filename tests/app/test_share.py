@@ -72,12 +72,12 @@ def test_every_chart_has_a_csv_download_right_after_it(page, media):
         for node in all_elements(at)
         if getattr(node, "type", None) in ("bidi_component", "download_button")
     ]
-    charts = [(index, key) for index, (kind, key, _) in enumerate(order) if kind == "bidi_component"]
-    assert charts, "the page draws charts"
-    for position, (index, key) in enumerate(charts):
+    placed = [(index, key) for index, (kind, key, _) in enumerate(order) if kind == "bidi_component"]
+    assert placed, "the page draws charts"
+    for position, (index, key) in enumerate(placed):
         assert key and key.startswith("chart_"), f"chart drawn outside show_chart: {key}"
         name = key.removeprefix("chart_")
-        end = charts[position + 1][0] if position + 1 < len(charts) else len(order)
+        end = placed[position + 1][0] if position + 1 < len(placed) else len(order)
         following = [(k, node) for kind, k, node in order[index + 1 : end] if kind == "download_button"]
         assert following and following[0][0] == f"csv_{name}", f"no CSV beside chart {name}"
         button = following[0][1]

@@ -15,7 +15,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
-from tests.served import CHROMIUM, CHROMIUM_ARGS, StreamlitServer
+from tests.served import CHARTS_READY, CHROMIUM, CHROMIUM_ARGS, SCRIPT_IDLE, StreamlitServer
 
 STARTUP_SECONDS = 90  # until the server answers its health check (streamlit alone: torch is imported by a page's run)
 VIEW_SECONDS = 90  # first chart of a page, and a rerun after a control moved (generous: the machine is shared)
@@ -78,25 +78,20 @@ def page(browser):
 # --- reading the page back ------------------------------------------------------------------------------------------
 def wait_for_app(page, chart_count: int = 1, *, seconds: float = VIEW_SECONDS) -> None:
     """Until the script finished (no running indicator) and chart_count plotly charts hold data."""
-    page.wait_for_function(
-        """n => document.querySelectorAll('.js-plotly-plot').length >= n &&
-               Array.from(document.querySelectorAll('.js-plotly-plot')).every(g => g._fullData && g._fullData.length)""",
-        arg=chart_count,
-        timeout=seconds * 1000,
-    )
+    page.wait_for_function(CHARTS_READY, arg=chart_count, timeout=seconds * 1000)
     wait_until_idle(page, seconds=seconds)
 
 
 def wait_until_idle(page, *, seconds: float = VIEW_SECONDS) -> None:
     """Until Streamlit shows no running script (its status widget is gone) for a moment."""
     page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')",
+        SCRIPT_IDLE,
         timeout=seconds * 1000,
         polling=200,
     )
     page.wait_for_timeout(300)
     page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')",
+        SCRIPT_IDLE,
         timeout=seconds * 1000,
         polling=200,
     )

@@ -14,8 +14,7 @@ from streamlit.testing.v1 import AppTest
 from attn_core import build_attention
 from explorer.probes.heatmaps import HeadSteps, InputSpec, make_inputs
 from explorer.settings import Settings
-from tests.app.helpers import chart_bytes, chart_payload
-from tests.app.helpers import charts as chart_elements
+from tests.app.helpers import chart_bytes, chart_payload, charts
 
 PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "heatmaps.py")
 PAYLOAD_BUDGET = 1_000_000  # bytes of chart data per page (ARCHITECTURE.md, Budgets)
@@ -42,9 +41,9 @@ def open_page(**params) -> AppTest:
     return at
 
 
-def charts(at: AppTest) -> list[dict]:
+def figures(at: AppTest) -> list[dict]:
     """The page's figures as sent (arrays still encoded)."""
-    return [chart_payload(chart)["figure"] for chart in chart_elements(at)]
+    return [chart_payload(chart)["figure"] for chart in charts(at)]
 
 
 def decode(array) -> np.ndarray:
@@ -91,7 +90,7 @@ def texts(at: AppTest) -> str:
 # --- default settings -----------------------------------------------------------------------------------------------
 def test_default_view_sends_the_real_layers_weights():
     at = open_page()
-    specs = charts(at)
+    specs = figures(at)
     assert len(specs) == 4  # every head, the comparison, inside one head, the decode step
     expected = layer_weights(Settings(), "gqa", n_tokens=64)
     grid = heatmaps(specs[0])
@@ -112,7 +111,7 @@ def test_every_figure_sent_is_valid_plotly():
     """The figures are built as plain dicts and handed over without Plotly's per-rerun validation: validate them here."""
     import plotly.graph_objects as go
 
-    for spec in charts(open_page(hm_input="text", hm_variant="mla")):
+    for spec in figures(open_page(hm_input="text", hm_variant="mla")):
         go.Figure(spec)  # raises on any property Plotly does not know
 
 
@@ -121,7 +120,7 @@ def test_moving_the_sequence_length_within_the_same_window_recomputes_nothing(mo
 
     at = open_page(d_model="64", heads="32", groups="4", latent="16", rope_dim="2", seq_len="384")
     assert "the first 362 of 384 tokens" in texts(at)
-    before = [chart.proto.bytes for chart in chart_elements(at)]
+    before = [chart.proto.bytes for chart in charts(at)]
     calls = []
     for module, name in (
         (computed, "explore_variant"),
@@ -137,14 +136,14 @@ def test_moving_the_sequence_length_within_the_same_window_recomputes_nothing(mo
     at.select_slider(key="setting_batch").set_value(4).run()
     assert not at.exception and "the first 362 of 512 tokens" in texts(at)
     assert calls == []  # the window is still 362 tokens: every pass and figure is read back, none recomputed
-    assert [chart.proto.bytes for chart in chart_elements(at)] == before
+    assert [chart.proto.bytes for chart in charts(at)] == before
     table = at.table[-1].value  # the cache table follows the dtype without redrawing the decode figure
     assert "Bytes read per step in float32" in table.columns
 
 
 def test_heads_are_laid_out_one_kv_group_per_row():
     at = open_page()
-    layout = charts(at)[0]["layout"]
+    layout = figures(at)[0]["layout"]
     titles = [a["text"].replace("<br>", " · ", 1) for a in layout["annotations"]]
     assert titles[:4] == [f"head {h} · KV 0" for h in range(4)] and titles[4] == "head 4 · KV 1"
     top_row = layout["yaxis"]["domain"]
@@ -155,7 +154,7 @@ def test_heads_are_laid_out_one_kv_group_per_row():
 def test_causal_off_and_rope_off_are_the_layers_weights_too():
     at = open_page(hm_causal="0", hm_rope="0", hm_variant="mla", hm_scale="4")
     expected = layer_weights(Settings(), "mla", n_tokens=64, scale=4.0, causal=False, rope=False)
-    for head, z in enumerate(heatmaps(charts(at)[0])):
+    for head, z in enumerate(heatmaps(figures(at)[0])):
         np.testing.assert_array_equal(z, expected[head])
         assert np.all(z > 0)  # every query sees every key
 
@@ -185,7 +184,7 @@ def test_rerun_after_a_view_change_at_default_settings(capsys):
 # --- smallest and largest settings ----------------------------------------------------------------------------------
 def test_smallest_settings():
     at = open_page(**SMALLEST)
-    specs = charts(at)
+    specs = figures(at)
     grid = heatmaps(specs[0])
     assert [z.shape for z in grid] == [(1, 1)]
     assert grid[0][0, 0] == pytest.approx(1.0)  # one token attends to itself with all its weight
@@ -203,8 +202,8 @@ def test_largest_settings_stay_within_the_payload_budget(capsys):
     assert "Showing heads 0–15 of 128" in notes and "Only the shown heads are computed" in notes
     # no MHA of 4 x 8192^2 weights is built for section 2: the page says why and which width shows it
     assert "Not computed at d_model 8,192 on 128 tokens" in notes and "Pick d_model 1,024 or less" in notes
-    assert len(charts(at)) == 3
-    grid = heatmaps(charts(at)[0])
+    assert len(figures(at)) == 3
+    grid = heatmaps(figures(at)[0])
     assert len(grid) == 16
     assert "mean of 2×2 blocks" in notes  # 128 × 128 weights per head, 64 × 64 cells sent
     np.testing.assert_allclose(np.stack(grid).sum(-1) * 2, 1.0, atol=1e-5)  # a block row: the mean of 2 rows' 2 keys
@@ -244,8 +243,8 @@ def test_a_page_of_heads_shows_those_heads_of_the_full_layer():
     settings = Settings(d_model=256, heads=32, groups=4, latent=16, rope_dim=8, seq_len=24)
     at = open_page(d_model="256", heads="32", groups="4", latent="16", rope_dim="8", seq_len="24", hm_from="16")
     expected = layer_weights(settings, "gqa", n_tokens=24)
-    grid = heatmaps(charts(at)[0])
-    titles = [a["text"].replace("<br>", " · ", 1) for a in charts(at)[0]["layout"]["annotations"]][:16]
+    grid = heatmaps(figures(at)[0])
+    titles = [a["text"].replace("<br>", " · ", 1) for a in figures(at)[0]["layout"]["annotations"]][:16]
     assert titles == [f"head {h} · KV {h // 8}" for h in range(16, 32)]  # 8 a row: drawn on two lines, so they fit
     for z, weights in zip(grid, expected[16:32], strict=True):
         np.testing.assert_allclose(z, weights, atol=1e-6)
@@ -264,11 +263,11 @@ def test_long_sequences_are_pooled_by_blocks_and_say_so(how):
     np.testing.assert_allclose(expected.sum(-1), 1.0, atol=1e-5)  # the un-pooled rows sum to 1
     blocks = expected.reshape(2, 128, 4, 128, 4)
     reference = blocks.mean(axis=(2, 4)) if how == "mean" else blocks.max(axis=(2, 4))
-    grid = heatmaps(charts(at)[0])
+    grid = heatmaps(figures(at)[0])
     for head, z in enumerate(grid):
         assert z.shape == (128, 128)
         np.testing.assert_allclose(z, reference[head], rtol=1e-5, atol=1e-7)
-    trace = charts(at)[0]["data"][0]
+    trace = figures(at)[0]["data"][0]
     assert f"{how} of a 4×4 block" in trace["hovertemplate"]
     assert chart_bytes(at) <= PAYLOAD_BUDGET
 
@@ -276,17 +275,17 @@ def test_long_sequences_are_pooled_by_blocks_and_say_so(how):
 # --- links ----------------------------------------------------------------------------------------------------------
 def test_the_link_sent_by_another_page_opens_that_variant_and_group():
     at = open_page(hm_variant="gqa", hm_group="1")
-    titles = [a["text"].replace("<br>", " · ", 1) for a in charts(at)[0]["layout"]["annotations"]]
+    titles = [a["text"].replace("<br>", " · ", 1) for a in figures(at)[0]["layout"]["annotations"]]
     assert titles == [f"head {h} · KV 1" for h in range(4, 8)]
     at = open_page(hm_variant="mqa", hm_group="all")
-    assert len(heatmaps(charts(at)[0])) == 8
+    assert len(heatmaps(figures(at)[0])) == 8
     assert at.query_params["hm_variant"] == "mqa" and at.query_params["hm_group"] == "all"
 
 
 def test_text_input_puts_tokens_on_the_axes():
     text = "the cat saw the cat"
     at = open_page(hm_input="text", hm_text=text, hm_tokens="words", hm_rope="0", hm_causal="0")
-    spec = charts(at)[0]
+    spec = figures(at)[0]
     assert spec["data"][0]["x"] == ["0 the", "1 cat", "2 saw", "3 the", "4 cat"]
     expected = layer_weights(Settings(), "gqa", n_tokens=0, rope=False, causal=False, tokens=tuple(text.split()))
     z = heatmaps(spec)[0]
@@ -294,12 +293,12 @@ def test_text_input_puts_tokens_on_the_axes():
     # without RoPE or a mask, a repeated token is the same key: every query weighs both copies equally
     np.testing.assert_allclose(z[:, 0], z[:, 3], rtol=1e-6)
     at = open_page(hm_input="text", hm_text="a<b> c&d", hm_tokens="chars")
-    assert charts(at)[0]["data"][0]["x"][1] == "1 ‹"  # markup characters cannot act on the figure
+    assert figures(at)[0]["data"][0]["x"][1] == "1 ‹"  # markup characters cannot act on the figure
 
 
 def test_chinese_text_becomes_one_token_per_character_and_the_page_shows_the_split():
     at = open_page(hm_input="text", hm_text="猫坐在垫子上 cat", hm_tokens="words", hm_causal="0")
-    assert charts(at)[0]["data"][0]["x"] == ["0 猫", "1 坐", "2 在", "3 垫", "4 子", "5 上", "6 cat"]
+    assert figures(at)[0]["data"][0]["x"] == ["0 猫", "1 坐", "2 在", "3 垫", "4 子", "5 上", "6 cat"]
     assert "Split into 7 tokens: `猫` `坐` `在` `垫` `子` `上` `cat`" in texts(at)
 
 
@@ -317,21 +316,21 @@ def test_bad_link_values_give_warnings_and_fallbacks_never_a_traceback():
     warnings = " ".join(w.value for w in at.warning)
     for name in ("hm_variant", "hm_group", "hm_head", "hm_scale", "hm_causal", "hm_pool", "hm_input"):
         assert name in warnings
-    assert len(charts(at)) == 4
+    assert len(figures(at)) == 4
 
 
 @pytest.mark.parametrize("text", ["\x00\x07 ctrl\tchars", "x" * 500, "", "   "])
 def test_any_text_is_usable(text):
     at = open_page(hm_input="text", hm_text=text)
-    assert len(charts(at)) == 4
+    assert len(figures(at)) == 4
     if len(text) > 200:
         assert len(at.text_input(key="view_hm_text").value) == 200
 
 
 def test_same_link_same_pictures():
     params = {"hm_input": "text", "hm_text": "to be or not to be", "hm_variant": "mla", "hm_head": "3", "seed": "7"}
-    first = [chart.proto.bytes for chart in chart_elements(open_page(**params))]
-    second = [chart.proto.bytes for chart in chart_elements(open_page(**params))]
+    first = [chart.proto.bytes for chart in charts(open_page(**params))]
+    second = [chart.proto.bytes for chart in charts(open_page(**params))]
     assert first == second
 
 
@@ -365,14 +364,14 @@ def test_heavy_views_stay_within_the_payload_budget(params, capsys):
     with capsys.disabled():
         print(f"\n[heatmaps] {params.get('d_model')}/{params.get('heads')} heads: chart payload {size:,} bytes")
     assert size <= PAYLOAD_BUDGET
-    grid = heatmaps(charts(at)[0])
+    grid = heatmaps(figures(at)[0])
     assert all(z.shape[0] <= 128 for z in grid) and len(grid) <= 16
 
 
 def test_text_longer_than_the_token_limit_is_cut_and_the_page_says_so():
     at = open_page(hm_input="text", hm_tokens="chars", hm_text="abcdefghij" * 15)
     assert "the first 128 of 150 are used" in texts(at)
-    x = charts(at)[0]["data"][0]["x"]
+    x = figures(at)[0]["data"][0]["x"]
     assert "mean of 2×2 blocks" in texts(at) and x == list(range(0, 128, 2))  # 128 tokens, pooled for 8 panels
 
 
@@ -421,7 +420,7 @@ def test_a_link_asking_for_a_variant_left_out_falls_back_and_says_so():
 @pytest.mark.parametrize("heads", ["1", "2"])
 def test_the_decode_steps_colour_bar_keeps_a_readable_height(heads):
     at = open_page(d_model="16", heads=heads, groups="1", seq_len="8")
-    layout = charts(at)[-1]["layout"]  # the decode step's figure comes last
+    layout = figures(at)[-1]["layout"]  # the decode step's figure comes last
     assert layout["xaxis"]["title"]["text"].startswith("cached key position")
     plot_px = layout["height"] - layout["margin"]["t"] - layout["margin"]["b"]
     assert plot_px >= 120, plot_px  # the colour bar spans the plot: at least a readable scale
