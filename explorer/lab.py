@@ -273,6 +273,7 @@ def pareto_figure(
         xaxis_title=_("KV cache per token, whole model (KiB, {dtype})", dtype=dtype),
         yaxis_title=_("perplexity (log scale)"),
         yaxis_type="log",
+        yaxis_dtick=1,  # a label at each power of ten (10, 100, 1000): Plotly's own puts bare 2s and 5s between
         height=480,
         margin={"t": 30},
         legend={"orientation": "h", "y": -0.2},

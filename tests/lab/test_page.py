@@ -46,6 +46,7 @@ def test_the_chart_plots_the_stored_table_with_its_frontier():
     line = spec["data"][0]
     assert sorted(zip(line["x"], line["y"], strict=True)) == pytest.approx(frontier)
     assert spec["layout"]["yaxis"]["type"] == "log"
+    assert spec["layout"]["yaxis"]["dtick"] == 1  # labelled at powers of ten only
 
 
 def test_mha_answers_exactly_as_the_original_with_three_times_the_cache():
