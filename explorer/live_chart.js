@@ -14,6 +14,7 @@ const state = (window.__attentionExplorerCharts ??= {
   drawing: false,
   shown: new WeakMap(), // plot div -> {text, size} of the figure it was last given (size: as it asks, see ownSize)
   enlarged: null, // the plot shown full screen, if any
+  margins: new WeakMap(), // plot div -> {key, margins} of its last drawing (see labelsKey)
 });
 
 // Full screen for a projector, as Streamlit's own chart offered: the plot takes the whole screen, and gets its own
@@ -66,6 +67,37 @@ function plotly(url) {
   return state.plotly;
 }
 
+// Plotly grows a chart's margins to fit its tick labels, titles and colour bars (automargin) and lays the chart out
+// again when they grow: from the figure's own margins, at every update. A chart updated with labels like those of its
+// last drawing, at the same width, starts from that drawing's margins instead (benchmarks/MEASUREMENTS.md); Plotly
+// still grows them if the new labels need more, and other labels start from the figure's own margins again.
+function labelsKey(figure, width) {
+  const { data = [], layout = {} } = figure;
+  const text = (title) => (title && typeof title === "object" ? title.text : title) ?? null;
+  // strings as they are; numbers (positions, counts) by their widest count of digits
+  const labels = (values) => {
+    if (!Array.isArray(values) || !values.length) return null;
+    if (typeof values[0] === "string") return values;
+    return values.reduce((widest, v) => Math.max(widest, String(v).length), 0);
+  };
+  const axes = Object.keys(layout)
+    .filter((name) => /^([xy]axis|coloraxis|legend)/.test(name))
+    .sort()
+    .map((name) => {
+      const axis = layout[name] ?? {};
+      return [name, axis.ticktext, text(axis.title), axis.showticklabels, axis.tickangle, text(axis.colorbar?.title)];
+    });
+  const traces = data.map((t) => [t.type, t.name, t.showlegend, labels(t.x), labels(t.y), text(t.colorbar?.title)]);
+  return JSON.stringify([width, text(layout.title), layout.showlegend, axes, traces]);
+}
+
+function withMarginsOf(drawing, layout) {
+  const own = layout.margin ?? {};
+  const margin = { ...own };
+  for (const side of ["l", "r", "t", "b"]) margin[side] = Math.max(own[side] ?? 0, drawing[side]);
+  return { ...layout, margin };
+}
+
 function drawNext(Plotly) {
   const next = state.waiting.entries().next();
   if (next.done) {
@@ -78,8 +110,14 @@ function drawNext(Plotly) {
     try {
       const config = { ...spec.config, modeBarButtonsToAdd: [fullScreenButton(spec.said.fullscreen)] };
       const own = spec.figure.layout;
-      const layout = div === state.enlarged ? { ...own, ...screenSize() } : own; // new data while full screen
-      Plotly.react(div, { ...spec.figure, layout, config }); // frames too: the animated charts
+      let layout = div === state.enlarged ? { ...own, ...screenSize() } : own; // new data while full screen
+      const key = labelsKey(spec.figure, div.clientWidth);
+      const last = state.margins.get(div);
+      if (last?.key === key) layout = withMarginsOf(last.margins, layout);
+      Plotly.react(div, { ...spec.figure, layout, config }).then(() => { // frames too: the animated charts
+        const { l, r, t, b } = div._fullLayout._size;
+        state.margins.set(div, { key, margins: { l, r, t, b } });
+      });
     } catch (error) {
       div.textContent = spec.said.failed.replace("{error}", error.message); // and the charts after it still are
     }

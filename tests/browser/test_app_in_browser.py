@@ -21,6 +21,7 @@ from .conftest import (
     wait_for_app,
     wait_until_idle,
 )
+from .test_layout import OUTSIDE
 
 SEQ_LEN_LABEL = SLIDER_LABELS["seq_len"]
 START = Settings(d_model=1024, heads=16, groups=4, latent=256, rope_dim=32, seq_len=128, batch=2)
@@ -237,3 +238,39 @@ def test_a_chart_goes_full_screen_for_a_projector_and_comes_back_to_its_own_size
         "([g, own]) => !document.fullscreenElement && g._fullLayout.height === own[1]", arg=[plot.element_handle(), own]
     )
     assert plot.evaluate(size) == own
+
+
+LONG_WORDS = "internationalization characteristically incomprehensibilities"
+MARGINS = "g => ({given: g.layout.margin, drawn: g._fullLayout._size})"
+
+
+def test_an_updated_chart_starts_from_its_last_margins_and_they_still_fit_its_labels(server, page):
+    """A chart updated with labels like those of its last drawing is given that drawing's margins (explorer/live_chart.js:
+    Plotly then need not draw it a second time to grow them, the benchmark's gain); other labels get margins of their
+    own, wider or narrower."""
+    page.goto(link(server, Settings(), "heatmaps"))
+    wait_for_app(page, chart_count=4)
+    plot = page.locator(".js-plotly-plot").first
+    drawn = plot.evaluate(MARGINS)["drawn"]
+    assert drawn["r"] > plot.evaluate(MARGINS)["given"]["r"]  # Plotly grew the figure's own margins (colour bar)
+    positions = plot.evaluate("g => g._fullData[0].y.length")
+    press_on_slider(page, SEQ_LEN_LABEL, "ArrowRight")
+    page.wait_for_function("([g, n]) => g._fullData[0].y.length !== n", arg=[plot.element_handle(), positions])
+    wait_until_idle(page)
+    given = plot.evaluate(MARGINS)["given"]
+    assert {side: given[side] for side in "lrtb"} == {side: drawn[side] for side in "lrtb"}
+    numbers = plot.evaluate(MARGINS)["drawn"]["l"]
+
+    page.get_by_text("Your text", exact=True).click()
+    box = page.get_by_label("Text (at most", exact=False)
+    box.fill(LONG_WORDS)
+    box.press("Enter")
+    page.wait_for_function("g => String(g._fullData[0].y[0]).startsWith('0 international')", arg=plot.element_handle())
+    wait_until_idle(page)
+    assert plot.evaluate(MARGINS)["drawn"]["l"] > numbers + 40  # room for the long words on the y axis
+    assert not page.evaluate(OUTSIDE)
+
+    page.get_by_text("Random vectors", exact=True).click()
+    page.wait_for_function("g => g._fullData[0].y[0] === 0", arg=plot.element_handle())
+    wait_until_idle(page)
+    assert abs(plot.evaluate(MARGINS)["drawn"]["l"] - numbers) <= 1  # narrower again: the words' room is not kept
