@@ -136,10 +136,12 @@ export default function (component) {
     div.className = "live-chart";
     parentElement.appendChild(div);
     // The plot follows its column's width (a sidebar opened or closed, a window resized); its own height changing
-    // when it is drawn is no reason to lay it out again.
+    // when it is drawn is no reason to lay it out again, nor is being hidden for a moment (width 0: Streamlit hides a
+    // keyed element while a rerun has not yet placed it) and shown again at the width it was drawn at.
     let width = null;
     new ResizeObserver(([entry]) => {
       const now = Math.round(entry.contentRect.width);
+      if (now === 0) return;
       if (width !== null && now !== width && div.data) window.Plotly.Plots.resize(div);
       width = now;
     }).observe(div);

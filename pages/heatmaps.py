@@ -5,7 +5,7 @@ import streamlit as st
 
 from attn_core import VARIANTS
 from explorer import heatmaps as view
-from explorer.charts import show_chart
+from explorer.charts import fixed_place, show_chart
 from explorer.glossary import variant_name
 from explorer.i18n import N_, _, language, n_
 from explorer.params import shown
@@ -161,14 +161,15 @@ with controls[3]:
     )
 
 inputs = view.make_input_spec(settings, kind=input_kind, text=text, tokens=token_mode, scale=scale)
-for note in inputs.notes:
-    st.info(note, icon=":material/content_cut:")
 spec = inputs.spec
 tokens = spec.labels() if spec.tokens is not None else None
 length = spec.length
 cfg = view.layer_config(settings, variant, rope)
+computed_on = fixed_place()
+for note in inputs.notes:
+    computed_on.info(note, icon=":material/content_cut:")
 if input_kind == "text":  # the split, as the layer reads it (a token in code spans: nothing in it acts as markdown)
-    st.caption(
+    computed_on.caption(
         n_("Split into {n} token:", "Split into {n} tokens:", len(inputs.split))
         + " "
         + " ".join(f"`{token.replace('`', 'ˋ')}`" if token.strip() else "`␣`" for token in inputs.split)
@@ -178,7 +179,7 @@ if length == inputs.wanted:
     window_text = n_("{n} token", "{n} tokens", length)
 else:
     window_text = _("the first {n} of {wanted} tokens", n=length, wanted=inputs.wanted)
-st.caption(
+computed_on.caption(
     _(
         "Computed on {window}, batch 1, in float32 (the sidebar's batch and cache dtype size the cache, not the "
         "weights). Input scale {scale}, causal mask {causal}, RoPE {rope}.",
@@ -205,7 +206,7 @@ if length < inputs.wanted:
         mask_text = _(
             "With the causal mask off, a full pass would also let these queries see the keys beyond the window."
         )
-    st.info(sentences(layer_text, mask_text), icon=":material/crop:")
+    computed_on.info(sentences(layer_text, mask_text), icon=":material/crop:")
 
 # --- 1. every head -----------------------------------------------------------------------------------------------
 st.header(_("1 · Every head, grouped by shared keys"))
@@ -299,8 +300,9 @@ except ValueError as error:  # a configuration the core refuses, with its own se
     st.error(_("This layer cannot be built: {error}", error=error))
     st.stop()
 pooling = chart.pooling
+shown_notes = fixed_place()
 if len(heads) < settings.heads:
-    st.caption(
+    shown_notes.caption(
         _(
             "Showing {shown} of {total} ({limit} at most at once, whole KV groups where they fit): pick a group or a "
             "page above to see the others. Only the shown heads are computed: the layer is built with just them and "
@@ -311,7 +313,7 @@ if len(heads) < settings.heads:
         )
     )
 if pooling.pooled:
-    st.info(
+    shown_notes.info(
         _(
             "{n} × {n} weights per head are more cells than the page sends: each cell shows the **{pooling}** of the "
             "real weights (the hover says so). The weights are computed in full; their rows sum to 1 before pooling.",
@@ -358,37 +360,38 @@ st.markdown(
     )
 )
 blocked = view.comparison_blocked(settings.d_model, length)
-if blocked:
-    st.info(blocked, icon=":material/speed:")
-else:
-    configs = tuple((v, view.layer_config(settings, v, rope)) for v in settings.variants)
-    with st.spinner(_("Making the variants from one MHA layer…")):
-        chart, table = view.compare_chart(configs, settings.seed, spec, causal, head, pool, lang)
-    if rope and "mla" in settings.variants:
+with fixed_place():  # blocked, or a chart and its table
+    if blocked:
+        st.info(blocked, icon=":material/speed:")
+    else:
+        configs = tuple((v, view.layer_config(settings, v, rope)) for v in settings.variants)
+        with st.spinner(_("Making the variants from one MHA layer…")):
+            chart, table = view.compare_chart(configs, settings.seed, spec, causal, head, pool, lang)
+        if rope and "mla" in settings.variants:
+            st.caption(
+                _(
+                    "RoPE is on: MHA's keys carry position in every dimension, but MLA's decoupled rotary key $k^R$ is "
+                    "shared by all heads and cannot be filled from MHA's per-head keys, so the converted MLA attends "
+                    "without position — part of its distance is that."
+                )
+            )
+        if chart is not None:
+            caption = _(
+                "Head {head} with the same query weights in each variant: what changes is only the keys it reads.",
+                head=head,
+            )
+            if chart.pooling.pooled:
+                caption = sentences(caption, _("Cells are the {pooling}.", pooling=chart.pooling.describe()))
+            show_chart(chart.spec, name="heatmaps-compare", rows=chart.csv.csv_text, caption=caption)
+        st.table(table, hide_index=True)
         st.caption(
             _(
-                "RoPE is on: MHA's keys carry position in every dimension, but MLA's decoupled rotary key $k^R$ is "
-                "shared by all heads and cannot be filled from MHA's per-head keys, so the converted MLA attends "
-                "without position — part of its distance is that."
+                "Output distance: $\\lVert o - o_{\\mathrm{MHA}} \\rVert \\,/\\, \\lVert o_{\\mathrm{MHA}} \\rVert$ over "
+                "the window. Map overlap: 1 − total-variation distance between two attention rows, averaged over rows "
+                "(100 % = identical maps, the share of attention placed on the same keys). Heads of one group read the "
+                "same keys, so only their queries can make their maps differ."
             )
         )
-    if chart is not None:
-        caption = _(
-            "Head {head} with the same query weights in each variant: what changes is only the keys it reads.",
-            head=head,
-        )
-        if chart.pooling.pooled:
-            caption = sentences(caption, _("Cells are the {pooling}.", pooling=chart.pooling.describe()))
-        show_chart(chart.spec, name="heatmaps-compare", rows=chart.csv.csv_text, caption=caption)
-    st.table(table, hide_index=True)
-    st.caption(
-        _(
-            "Output distance: $\\lVert o - o_{\\mathrm{MHA}} \\rVert \\,/\\, \\lVert o_{\\mathrm{MHA}} \\rVert$ over "
-            "the window. Map overlap: 1 − total-variation distance between two attention rows, averaged over rows "
-            "(100 % = identical maps, the share of attention placed on the same keys). Heads of one group read the "
-            "same keys, so only their queries can make their maps differ."
-        )
-    )
 
 # --- 3. inside one head ------------------------------------------------------------------------------------------
 st.header(_("3 · Inside head {head}", head=head))
