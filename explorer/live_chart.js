@@ -74,6 +74,9 @@ function plotly(url) {
 function labelsKey(figure, width) {
   const { data = [], layout = {} } = figure;
   const text = (title) => (title && typeof title === "object" ? title.text : title) ?? null;
+  // A chart's and an axis's title take their lines' height from the margins, whatever they say (a title naming the
+  // sequence length changes at every press of its slider)
+  const lines = (title) => (text(title) ? String(text(title)).split("<br>").length : 0);
   // strings as they are; numbers (positions, counts) by their widest count of digits
   const labels = (values) => {
     if (!Array.isArray(values) || !values.length) return null;
@@ -85,10 +88,10 @@ function labelsKey(figure, width) {
     .sort()
     .map((name) => {
       const axis = layout[name] ?? {};
-      return [name, axis.ticktext, text(axis.title), axis.showticklabels, axis.tickangle, text(axis.colorbar?.title)];
+      return [name, axis.ticktext, lines(axis.title), axis.showticklabels, axis.tickangle, text(axis.colorbar?.title)];
     });
   const traces = data.map((t) => [t.type, t.name, t.showlegend, labels(t.x), labels(t.y), text(t.colorbar?.title)]);
-  return JSON.stringify([width, text(layout.title), layout.showlegend, axes, traces]);
+  return JSON.stringify([width, lines(layout.title), layout.showlegend, axes, traces]);
 }
 
 function withMarginsOf(drawing, layout) {
