@@ -210,9 +210,8 @@ def show_chart(fig: go.Figure | dict, *, name: str, rows: Sequence[dict] | Calla
 def fixed_place():
     """A place for what a run may or may not show (a note on a capped input or pooled cells, a section that can be
     blocked): one element of the page whatever it holds, so the charts and controls after it keep their places from
-    run to run. Streamlit hides
-    a keyed element (a chart, a control) that a rerun has moved until the rerun reaches it: a chart would vanish for a
-    moment, the page jump, and the chart be laid out anew."""
+    run to run. Streamlit hides a keyed element (a chart, a control) that a rerun has moved until the rerun reaches
+    it: a chart would vanish for a moment, the page jump, and the chart be laid out anew."""
     return st.container()
 
 

@@ -246,8 +246,8 @@ MARGINS = "g => ({given: g.layout.margin, drawn: g._fullLayout._size})"
 
 def test_an_updated_chart_starts_from_its_last_margins_and_they_still_fit_its_labels(server, page):
     """A chart updated with labels like those of its last drawing is given that drawing's margins (explorer/live_chart.js:
-    Plotly then need not draw it a second time to grow them, the benchmark's gain); other labels get margins of their
-    own, wider or narrower."""
+    Plotly then need not lay it out again to grow them, the benchmark's gain); other labels get margins of their own,
+    wider or narrower."""
     page.goto(link(server, Settings(), "heatmaps"))
     wait_for_app(page, chart_count=4)
     plot = page.locator(".js-plotly-plot").first
