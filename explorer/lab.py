@@ -20,12 +20,10 @@ from typing import Any
 import plotly.graph_objects as go
 import torch
 
-from attn_core.accounting import bytes_per_element
 from attn_core.pretrained import PretrainedLM
 from attn_core.pretrained.convert import Calibration, calibrate
-from explorer.heatmaps.link import Text
 from explorer.i18n import N_, _
-from explorer.params import Choice, Flag
+from explorer.params import Choice, Flag, Text
 
 TABLE_PATH = Path(__file__).resolve().parents[1] / "assets" / "lab_table.json"
 # sha256 of reference_text() under CPython 3.11's pydoc_data (the text the stored table was measured on)
@@ -137,16 +135,16 @@ class LabRow:
     options: dict[str, Any]  # with_attention's options
     attention: dict[str, Any]  # the converted layers' AttentionConfig fields
     settings: str  # variant and options, as text
-    cache_bytes_per_token: int  # whole model, in the dtype table_rows was asked for
+    cache_bytes_per_token: int  # whole model, float32: the model's own cache as it runs
     perplexity: float
     seconds: dict[str, float]  # "convert" and "evaluate"
     n_layers: int
     kept: dict[str, float]  # share of energy each approximation kept (empty when exact)
 
 
-def table_rows(table: dict, dtype: torch.dtype | str = torch.float32) -> list[LabRow]:
-    """One row per model; cache bytes rescaled from the table's float32 to dtype."""
-    ratio = bytes_per_element(dtype) / 4
+def table_rows(table: dict) -> list[LabRow]:
+    """One row per model, cache bytes in float32 as the table stores them (the dtype the model runs and caches in:
+    the same bytes the trained page measures)."""
     return [
         LabRow(
             key=row["key"],
@@ -155,7 +153,7 @@ def table_rows(table: dict, dtype: torch.dtype | str = torch.float32) -> list[La
             options=row.get("options") or {},
             attention=row["attention"],
             settings=settings_text(row["variant"], row.get("options") or {}),
-            cache_bytes_per_token=round(row["cache_bytes_per_token"] * ratio),
+            cache_bytes_per_token=row["cache_bytes_per_token"],
             perplexity=row["perplexity"],
             seconds=row["seconds"],
             n_layers=row["cache_bytes_per_token"] // row["cache_bytes_per_token_per_layer"],
@@ -185,12 +183,27 @@ def label_shown(row: LabRow) -> str:
     """The row's label in this run's language (the table stores it in English)."""
     if row.variant == "mla":
         return _(
-            "MLA d_c {d_c} + d_h^R {d_r}",
+            "MLA, latent {d_c} + rotary key {d_r}",
             d_c=str(row.options["kv_lora_rank"]),
             d_r=str(row.options["qk_rope_head_dim"]),
         )
     point = POINTS_BY_KEY.get(row.key)
     return _(point.label) if point is not None else row.label
+
+
+# Short names drawn beside the chart's points (a projector has no hover).
+POINT_NAMES = {
+    "original": N_("GQA (original)"),
+    "mha": "MHA",
+    "mqa-mean": N_("MQA mean-pooled"),
+    "mqa-pca": N_("MQA fitted"),
+}
+
+
+def point_name(row: LabRow) -> str:
+    if row.variant == "mla":
+        return f"MLA {row.options['kv_lora_rank']}+{row.options['qk_rope_head_dim']}"
+    return _(POINT_NAMES[row.key]) if row.key in POINT_NAMES else row.label
 
 
 def settings_shown(row: LabRow) -> str:
@@ -209,7 +222,8 @@ def kept_shown(name: str) -> str:
 
 
 def pareto_frontier(rows: list[LabRow]) -> list[LabRow]:
-    """The rows no other row beats on both counts (smaller cache and lower perplexity), by growing cache."""
+    """The rows for which no other row has a cache as small or smaller and a lower perplexity, by growing cache
+    (of two rows with the same cache, only the lower perplexity is on it)."""
     frontier: list[LabRow] = []
     for row in sorted(rows, key=lambda r: (r.cache_bytes_per_token, r.perplexity)):
         if not frontier or row.perplexity < frontier[-1].perplexity:
@@ -224,13 +238,24 @@ def _legend_name(variant: str, group: list[LabRow]) -> str:
     return variant.upper()
 
 
-def pareto_figure(
-    rows: list[LabRow], *, context_length: int, chosen: str | None = None, dtype: str = "float32"
-) -> go.Figure:
-    """Perplexity (log) against KV cache per token (KiB, whole model, in dtype: rows' bytes are already in it); the
-    frontier as a line; hover gives the name, settings and the whole-model cache at context_length tokens (points are
-    not labelled on the chart: nine labels in one corner overlap)."""
+def label_positions(rows: list[LabRow]) -> dict[str, str]:
+    """Where each point's name goes: MLA points, close together along the frontier, alternate above and below; the
+    rest sit to the right (the rightmost to the left, inside the chart)."""
+    positions = {}
+    mla = sorted((r for r in rows if r.variant == "mla"), key=lambda r: r.cache_bytes_per_token)
+    for index, row in enumerate(mla):
+        positions[row.key] = "bottom center" if index % 2 else "top center"
+    rightmost = max(rows, key=lambda r: r.cache_bytes_per_token).key
+    for row in rows:
+        positions.setdefault(row.key, "middle left" if row.key == rightmost else "middle right")
+    return positions
+
+
+def pareto_figure(rows: list[LabRow], *, context_length: int, chosen: str | None = None) -> go.Figure:
+    """Perplexity (log) against KV cache per token (KiB, whole model, float32), every point named beside it; the
+    frontier as a line; hover adds the settings and the whole-model cache at context_length tokens."""
     frontier = pareto_frontier(rows)
+    positions = label_positions(rows)
     fig = go.Figure()
     fig.add_trace(
         go.Scatter(
@@ -244,25 +269,28 @@ def pareto_figure(
     )
     colors = {"original": "#4a9a6b", "mha": "#3b6ea8", "gqa": "#c4573a", "mla": "#8a5cb8"}
     for variant in ("original", "mha", "gqa", "mla"):
-        group = [r for r in rows if r.key == "original" or r.variant == variant]
-        group = [r for r in group if (r.key == "original") == (variant == "original")]
+        group = [r for r in rows if r.variant == variant]
         if not group:
             continue
         fig.add_trace(
             go.Scatter(
                 x=[r.cache_bytes_per_token / 1024 for r in group],
                 y=[r.perplexity for r in group],
-                mode="markers",
-                text=[label_shown(r) for r in group],
+                mode="markers+text",
+                text=[point_name(r) for r in group],
+                textposition=[positions[r.key] for r in group],
+                textfont={"color": colors[variant]},
                 marker={
                     "size": [16 if r.key == chosen else 10 for r in group],
                     "color": colors[variant],
                     "line": {"width": [3 if r.key == chosen else 0 for r in group], "color": "black"},
                 },
-                customdata=[[settings_shown(r), r.cache_bytes_per_token * context_length / 2**20] for r in group],
+                customdata=[
+                    [label_shown(r), settings_shown(r), r.cache_bytes_per_token * context_length / 2**20] for r in group
+                ],
                 hovertemplate=_(
-                    "%{{text}}<br>%{{customdata[0]}}<br>perplexity %{{y:,.2f}}<br>cache %{{x:.2f}} KiB per token<br>"
-                    "%{{customdata[1]:,.1f}} MiB at {context} tokens",
+                    "%{{customdata[0]}}<br>%{{customdata[1]}}<br>perplexity %{{y:,.2f}}<br>cache %{{x:.2f}} KiB per "
+                    "token<br>%{{customdata[2]:,.1f}} MiB at {context} tokens",
                     context=context_length,
                 )
                 + "<extra></extra>",
@@ -270,8 +298,9 @@ def pareto_figure(
             )
         )
     fig.update_layout(
-        xaxis_title=_("KV cache per token, whole model (KiB, {dtype})", dtype=dtype),
-        yaxis_title=_("perplexity (log scale)"),
+        xaxis_title=_("KV cache per token, whole model (KiB, float32)"),
+        xaxis_rangemode="tozero",
+        yaxis_title=_("perplexity (log scale; lower is better)"),
         yaxis_type="log",
         yaxis_dtick=1,  # a label at each power of ten (10, 100, 1000): Plotly's own puts bare 2s and 5s between
         height=480,

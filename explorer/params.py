@@ -6,6 +6,7 @@ sentence saying what. Pages bind them to widgets with ``explorer.state.bound``.
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
 
 from .i18n import _
@@ -88,6 +89,48 @@ class IntRange:
 
     def to_text(self, value) -> str:
         return str(value)
+
+
+@dataclass(frozen=True)
+class Text:
+    """Free text in the link: control characters dropped and the length capped, so any link value is usable."""
+
+    name: str
+    default: str
+    max_chars: int
+
+    def parse(self, text: str, options: tuple | None = None) -> tuple[str, str | None]:
+        cleaned = clean_text(text, self.max_chars)
+        if cleaned != text:
+            return cleaned, _(
+                "{name}: the text was cleaned (control characters removed, at most {limit} characters).",
+                name=self.name,
+                limit=self.max_chars,
+            )
+        return cleaned, None
+
+    def to_text(self, value) -> str:
+        return value
+
+    def typed_note(self, typed: str, kept: str) -> str | None:
+        """What the page says when what a reader typed or pasted is not what is kept: where a long text was cut,
+        or that line breaks became spaces. None when nothing changed."""
+        if kept == typed:
+            return None
+        if len(clean_text(typed, len(typed))) > self.max_chars:
+            return _(
+                "Your text had {typed} characters; the first {limit} are used, up to “…{end}”.",
+                typed=len(typed),
+                limit=self.max_chars,
+                end=kept[-24:],
+            )
+        return _("Line breaks and control characters in your text became spaces or were removed.")
+
+
+def clean_text(text: str, max_chars: int) -> str:
+    """text without control or format characters (newlines become spaces), at most max_chars long."""
+    text = text.replace("\n", " ").replace("\t", " ")
+    return "".join(ch for ch in text if not unicodedata.category(ch).startswith("C"))[:max_chars]
 
 
 def shown(text: str, limit: int = 24) -> str:

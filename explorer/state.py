@@ -20,7 +20,7 @@ from . import i18n
 from .glossary import glossary_markdown, variant_name
 from .i18n import LANGUAGES, LINK_PARAM, N_, _
 from .pages import ALL_SETTINGS, PAGES
-from .params import Choice, IntRange, shown
+from .params import Choice, IntRange, Text, shown
 from .settings import (
     BATCH_CHOICES,
     D_MODEL_CHOICES,
@@ -92,40 +92,14 @@ def page_settings(page_key: str) -> Settings:
         st.segmented_control(
             _("Language"), tuple(LANGUAGES), format_func=LANGUAGES.get, key=LANGUAGE_KEY, on_change=_keep_language
         )
-        st.subheader(_("Layer settings"))
-        st.pills(
-            _("Variants"),
-            VARIANTS,
-            selection_mode="multi",
-            key=_WIDGET["variants"],
-            on_change=_on_change,
-            format_func=str.upper,
-            help=" · ".join(f"{v.upper()}: {variant_name(v)}" for v in VARIANTS),
-        )
-        _slider("d_model", D_MODEL_CHOICES)
-        _slider("heads", heads_choices(state[_WIDGET["d_model"]]))
-        _slider(
-            "groups",
-            groups_choices(state[_WIDGET["heads"]]),
-            help=_("KV heads shared by the query heads; MHA uses one per head, MQA one in all."),
-        )
-        _slider(
-            "latent",
-            LATENT_CHOICES,
-            help=_("kv_lora_rank: the width of the compressed KV vector MLA caches per token."),
-        )
-        head_dim = state[_WIDGET["d_model"]] // state[_WIDGET["heads"]]
-        _slider(
-            "rope_dim",
-            rope_dim_choices(head_dim),
-            help=_("qk_rope_head_dim: the position-carrying key shared by all heads."),
-        )
-        _slider("seq_len", SEQ_LEN_CHOICES)
-        _slider("batch", BATCH_CHOICES)
-        st.radio(_("Cache dtype"), DTYPE_CHOICES, key=_WIDGET["dtype"], horizontal=True, on_change=_on_change)
-        st.number_input(_("Seed"), min_value=0, max_value=MAX_SEED, step=1, key=_WIDGET["seed"], on_change=_on_change)
-        if page is not None and (cue := settings_cue(page.uses)):
-            st.caption(cue)
+        if page is not None and not page.uses:
+            # A page that reads none of them shows none: seven sliders that do nothing there would only mislead.
+            # Their values stay in the session and the link for the other pages.
+            st.caption(_("This page runs the trained model as it is: the layer settings are on the other pages."))
+        else:
+            _layer_controls()
+            if page is not None and (cue := settings_cue(page.uses)):
+                st.caption(cue)
         for note in state.pop(_ADJUSTED, []):
             st.info(note, icon="↪️")
 
@@ -179,6 +153,36 @@ def bound(param, render, options: tuple | None = None, *, say_moves: bool = True
     state[kept] = value
     _write_link({param.name: param.to_text(value)})
     return value
+
+
+def text_box(param: Text, draw, label: str, **options) -> str:
+    """A free-text widget bound to the link that takes any paste. draw is st.text_area or st.text_input.
+
+    No max_chars on the widget: the browser would drop a longer paste whole, with no word. What was typed is cleaned
+    and cut when it is sent, the box shows what is kept, and the page says what changed and where it was cut.
+    """
+    key, note_key = f"view_{param.name}", f"_typed_note_{param.name}"
+
+    def keep_what_fits() -> None:
+        typed = st.session_state[key]
+        kept, _note = param.parse(typed)
+        st.session_state[key] = kept
+        st.session_state[note_key] = param.typed_note(typed, kept)
+
+    value = bound(param, lambda widget: draw(label, key=widget, on_change=keep_what_fits, **options))
+    if note := st.session_state.pop(note_key, None):
+        st.info(note, icon="✂️")
+    return value
+
+
+def follow(param, source: object, value: object) -> None:
+    """Set param's widget to value when source differs from the last run's (a new answer opens at its last step);
+    the link's own value stands on the run that opens it."""
+    key, last_key = f"view_{param.name}", f"_followed_{param.name}"
+    state = st.session_state
+    if last_key in state and state[last_key] != source:
+        state[key] = value
+    state[last_key] = source
 
 
 # The sidebar's sliders, labelled (in English: the browser tests and benchmarks find a slider by its label).
@@ -306,6 +310,43 @@ def _move_into(param, key: str, options: tuple, say: bool) -> None:
         )
 
 
+def _layer_controls() -> None:
+    """The sidebar's layer settings, each a widget keyed by its setting's name."""
+    state = st.session_state
+    st.subheader(_("Layer settings"))
+    st.pills(
+        _("Variants"),
+        VARIANTS,
+        selection_mode="multi",
+        key=_WIDGET["variants"],
+        on_change=_on_change,
+        format_func=str.upper,
+        help=" · ".join(f"{v.upper()}: {variant_name(v)}" for v in VARIANTS),
+    )
+    _slider("d_model", D_MODEL_CHOICES)
+    _slider("heads", heads_choices(state[_WIDGET["d_model"]]))
+    _slider(
+        "groups",
+        groups_choices(state[_WIDGET["heads"]]),
+        help=_("KV heads shared by the query heads; MHA uses one per head, MQA one in all."),
+    )
+    _slider(
+        "latent",
+        LATENT_CHOICES,
+        help=_("kv_lora_rank: the width of the compressed KV vector MLA caches per token."),
+    )
+    head_dim = state[_WIDGET["d_model"]] // state[_WIDGET["heads"]]
+    _slider(
+        "rope_dim",
+        rope_dim_choices(head_dim),
+        help=_("qk_rope_head_dim: the position-carrying key shared by all heads."),
+    )
+    _slider("seq_len", SEQ_LEN_CHOICES)
+    _slider("batch", BATCH_CHOICES)
+    st.radio(_("Cache dtype"), DTYPE_CHOICES, key=_WIDGET["dtype"], horizontal=True, on_change=_on_change)
+    st.number_input(_("Seed"), min_value=0, max_value=MAX_SEED, step=1, key=_WIDGET["seed"], on_change=_on_change)
+
+
 def _slider(name: str, options, help: str | None = None) -> None:
     st.select_slider(_(SLIDER_LABELS[name]), options=list(options), key=_WIDGET[name], on_change=_on_change, help=help)
 
@@ -384,8 +425,10 @@ __all__ = [
     "SETTINGS_KEY",
     "SLIDER_LABELS",
     "bound",
+    "follow",
     "link_query",
     "page_link",
     "page_settings",
+    "text_box",
     "use_language",
 ]

@@ -10,8 +10,7 @@ import streamlit as st
 from plotly.colors import sample_colorscale
 
 from explorer.heatmaps.figures import WEIGHT_COLORSCALE
-from explorer.heatmaps.link import Text
-from explorer.params import IntRange
+from explorer.params import IntRange, Text
 from explorer.probes.trained import (
     SINK_MAJORITY,
     TrainedAttention,
@@ -43,7 +42,8 @@ DEFAULT_TEXTS = {
     "zh": "猫坐在垫子上，因为垫子很暖和。后来狗走了进来，看见猫在垫子上，就在它旁边躺下了。",
 }
 DEFAULT_PROMPTS = {
-    "en": "In two sentences, what does a KV cache store?",
+    # Answered correctly and at length (~30 tokens) by the 135M model; its answer about KV caches was wrong.
+    "en": "In one sentence, what is a neural network?",
     "zh": "用两句话说明：KV 缓存存的是什么？",
 }
 DEFAULT_TEXT = DEFAULT_TEXTS["en"]

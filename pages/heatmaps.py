@@ -9,7 +9,7 @@ from explorer.charts import fixed_place, show_chart
 from explorer.glossary import variant_name
 from explorer.i18n import N_, _, language, n_
 from explorer.params import shown
-from explorer.state import bound, page_settings
+from explorer.state import bound, page_settings, text_box
 
 # The variants' names in the notes' terms (translated where shown).
 INPUT_KINDS = {"random": N_("Random vectors"), "text": N_("Your text")}
@@ -78,16 +78,13 @@ with top[2]:
     if input_kind == "text":
         text_col, mode_col = st.columns([3, 1])
         with text_col:
-            text = bound(
+            text = text_box(
                 view.TEXT,
-                lambda key: st.text_input(
-                    _(
-                        "Text (at most {chars} characters, {tokens} tokens)",
-                        chars=view.MAX_TEXT_CHARS,
-                        tokens=view.MAX_TEXT_TOKENS,
-                    ),
-                    key=key,
-                    max_chars=view.MAX_TEXT_CHARS,
+                st.text_input,
+                _(
+                    "Text (at most {chars} characters, {tokens} tokens)",
+                    chars=view.MAX_TEXT_CHARS,
+                    tokens=view.MAX_TEXT_TOKENS,
                 ),
             )
         with mode_col:

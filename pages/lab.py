@@ -11,10 +11,10 @@ from explorer import lab_cache as cached
 from explorer.charts import format_bytes, show_chart
 from explorer.i18n import _, fmt, language, n_, percent
 from explorer.model import trained_model
-from explorer.state import bound, page_settings
+from explorer.state import bound, page_settings, text_box
 from explorer.trained import token_chips, token_labels
 
-settings = page_settings("lab")
+page_settings("lab")
 
 st.title(_("Trade-off lab"))
 st.markdown(
@@ -39,7 +39,7 @@ except (OSError, ValueError):
     )
     st.stop()
 
-rows = lab.table_rows(table, settings.dtype)
+rows = lab.table_rows(table)
 by_key = {row.key: row for row in rows}
 original = by_key["original"]
 evaluation = table["evaluation"]
@@ -53,33 +53,38 @@ context = bound(
         options=lab.CONTEXT.options,
         format_func=fmt,
         key=key,
-        help=_(
-            "The model's context is {n} tokens. Cache sizes use the sidebar's dtype; perplexity was measured in "
-            "float32.",
-            n=8192,
-        ),
+        help=_("The model's context is {n} tokens.", n=8192),
     ),
 )
 
 # --- the Pareto chart -----------------------------------------------------------------------------------------------
 st.subheader(_("Perplexity against KV cache"))
+st.markdown(
+    _(
+        "**Perplexity** is $e$ to the mean negative log-likelihood of each next token: roughly how many equally "
+        "likely tokens the model hesitates between at each step. **Lower is better**; the original model's is the "
+        "floor a conversion aims at. **Cache sizes** are the trained model's own cache as it runs, in float32, all "
+        "{layers} layers (a bfloat16 cache would be half): the same bytes the Trained model page measures. The "
+        "sidebar's dtype shapes the seeded layers of the other pages.",
+        layers=original.n_layers,
+    )
+)
 frontier = lab.pareto_frontier(rows)
 worst = max(rows, key=lambda r: r.perplexity)
 mla_rows = [r for r in rows if r.variant == "mla"]
 best_mla = min(mla_rows, key=lambda r: r.perplexity) if mla_rows else None
 label = lab.label_shown
+named = lab.point_name  # the names drawn beside the chart's points: the sentences under it use them too
 findings = [
     _(
-        "On the frontier (no other model has both a smaller cache and a lower perplexity): {models}.",
-        models="、".join(f"「{label(r)}」" for r in frontier)  # Chinese lists, labels with commas of their own
-        if language() == "zh"
-        else ", ".join(label(r) for r in frontier),
+        "On the frontier (no other model has a cache as small or smaller and a lower perplexity): {models}.",
+        models=_(", ").join(named(r) for r in frontier),
     ),
     _(
         "Worst: {model} at perplexity {perplexity}, {ratio}x the original's {original}.",
-        model=label(worst),
-        perplexity=f"{worst.perplexity:,.1f}",
-        ratio=f"{worst.perplexity / original.perplexity:,.1f}",
+        model=named(worst),
+        perplexity=f"{worst.perplexity:,.2f}",
+        ratio=f"{worst.perplexity / original.perplexity:,.2f}",
         original=f"{original.perplexity:.2f}",
     ),
 ]
@@ -87,23 +92,22 @@ if best_mla is not None:
     findings.append(
         _(
             "Best MLA conversion: {model}, perplexity {perplexity} with {share} of the original's cache.",
-            model=label(best_mla),
+            model=named(best_mla),
             perplexity=f"{best_mla.perplexity:.2f}",
             share=percent(best_mla.cache_bytes_per_token / original.cache_bytes_per_token),
         )
     )
-for mqa in (r for r in rows if r.variant == "gqa"):
-    twin = next((r for r in mla_rows if r.cache_bytes_per_token == mqa.cache_bytes_per_token), None)
-    if twin is not None:
+# Models that share one cache size, compared in one sentence, best first.
+for size in sorted({r.cache_bytes_per_token for r in rows}):
+    same = sorted((r for r in rows if r.cache_bytes_per_token == size), key=lambda r: r.perplexity)
+    if len(same) > 1:
         findings.append(
             _(
-                "At the same cache ({cache} per token) {mla} reaches {mla_perplexity} where {mqa} reaches "
-                "{mqa_perplexity}.",
-                cache=format_bytes(mqa.cache_bytes_per_token),
-                mla=label(twin),
-                mla_perplexity=f"{twin.perplexity:,.2f}",
-                mqa=label(mqa),
-                mqa_perplexity=f"{mqa.perplexity:,.2f}",
+                "At the same cache ({cache} per token): {models}.",
+                cache=format_bytes(size),
+                models=_(", ").join(
+                    _("{model} {perplexity}", model=named(r), perplexity=f"{r.perplexity:,.2f}") for r in same
+                ),
             )
         )
 csv_rows = [
@@ -111,14 +115,14 @@ csv_rows = [
         "model": r.label,
         "settings": r.settings,
         "perplexity": round(r.perplexity, 4),
-        f"cache_bytes_per_token_{settings.dtype}": r.cache_bytes_per_token,
+        "cache_bytes_per_token_float32": r.cache_bytes_per_token,
         f"cache_bytes_at_{context}_tokens": r.cache_bytes_per_token * context,
         "on_frontier": r in frontier,
     }
     for r in rows
 ]
 show_chart(
-    lab.pareto_figure(rows, context_length=context, dtype=settings.dtype),
+    lab.pareto_figure(rows, context_length=context),
     name="lab-pareto",
     rows=csv_rows,
     caption=("" if language() == "zh" else " ").join(  # Chinese sentences end in 。 and take no space
@@ -126,11 +130,9 @@ show_chart(
             *findings,
             _(
                 "Perplexity on {tokens} tokens of Python's own language reference (`pydoc_data.topics`), windows of "
-                "{window}; cache in {dtype}, all {layers} layers.",
+                "{window}.",
                 tokens=evaluation["tokens"],
                 window=evaluation["window"],
-                dtype=settings.dtype,
-                layers=original.n_layers,
             ),
         ]
     ),
@@ -140,11 +142,11 @@ st.dataframe(
         {
             _("model"): label(r),
             _("settings"): lab.settings_shown(r),
-            _("perplexity"): round(r.perplexity, 2),
-            _("× original"): round(r.perplexity / original.perplexity, 2),
+            _("perplexity"): f"{r.perplexity:,.2f}",
+            _("× original"): f"{r.perplexity / original.perplexity:,.2f}",
             _("cache / token"): format_bytes(r.cache_bytes_per_token),
             _("cache at {n} tokens", n=context): format_bytes(r.cache_bytes_per_token * context),
-            _("seconds (convert + evaluate)"): round(r.seconds["convert"] + r.seconds["evaluate"], 1),
+            _("seconds (convert + evaluate)"): f"{r.seconds['convert'] + r.seconds['evaluate']:,.1f}",
         }
         for r in rows
     ],
@@ -241,7 +243,7 @@ key = bound(
     ),
     tuple(choices),
 )
-prompt = bound(lab.PROMPT, lambda widget: st.text_input(_("Prompt"), max_chars=300, key=widget))
+prompt = text_box(lab.PROMPT, st.text_input, _("Prompt"))
 st.caption(
     _(
         "Greedy decoding, {n} new tokens, through each model's own cache. The first answer loads the model, "
@@ -302,17 +304,23 @@ if bound(lab.ANSWER, lambda widget: st.toggle(_("Answer with both"), key=widget)
                         )
                     )
             shared = lab.shared_prefix(first.tokens, second.tokens)
-            ratio = second.cache_bytes / first.cache_bytes if first.cache_bytes else float("nan")
+            # Per token: the two answers may differ in length, and the cache grows with it.
+            per_token = [reply.cache_bytes / reply.cache_tokens for reply in (first, second)]
             st.caption(
                 # two sentences: a count with its noun, then the ratio
                 n_("The answers share their first {n} token.", "The answers share their first {n} tokens.", shared)
                 + ("" if language() == "zh" else " ")
-                + _("The converted model's cache is {ratio}x the original's for its answer.", ratio=f"{ratio:.2f}")
+                + _(
+                    "Per cached token the converted model keeps {converted}, the original {original}: {ratio}x.",
+                    converted=format_bytes(per_token[1]),
+                    original=format_bytes(per_token[0]),
+                    ratio=f"{per_token[1] / per_token[0]:.2f}",
+                )
             )
 
 # --- your own text --------------------------------------------------------------------------------------------------
 st.subheader(_("Perplexity on your own text"))
-user_text = bound(lab.TEXT, lambda widget: st.text_area(_("Text"), max_chars=4000, key=widget))
+user_text = text_box(lab.TEXT, st.text_area, _("Text"))
 st.caption(
     _(
         "Scored live on at most {n} tokens (longer text is cut): a short text gives a noisy perplexity, so compare "

@@ -6,7 +6,7 @@ from explorer import trained as view
 from explorer.charts import format_bytes, shape_text, show_chart
 from explorer.i18n import _, language
 from explorer.model import trained_model
-from explorer.state import bound, page_settings
+from explorer.state import bound, follow, page_settings, text_box
 
 page_settings("trained")
 
@@ -44,14 +44,11 @@ def _use_other_example() -> None:
     st.session_state[f"view_{view.TEXT.name}"] = view.DEFAULT_TEXTS[OTHER[language()]]
 
 
-text = bound(
+text = text_box(
     view.text_param(),
-    lambda key: st.text_area(
-        _("Text (English or Chinese; at most {n} characters)", n=view.MAX_TEXT_CHARS),
-        key=key,
-        max_chars=view.MAX_TEXT_CHARS,
-        height=90,
-    ),
+    st.text_area,
+    _("Text (English or Chinese; at most {n} characters)", n=view.MAX_TEXT_CHARS),
+    height=90,
 )
 columns = st.columns([5, 2], vertical_alignment="center")
 if language() == "zh":
@@ -168,17 +165,22 @@ show_chart(
 )
 
 st.header(_("2 · The model writing, with its real KV cache"))
-prompt = bound(
-    view.prompt_param(),
-    lambda key: st.text_input(_("Your message to the model"), key=key, max_chars=view.PROMPT_CHARS),
-)
+prompt = text_box(view.prompt_param(), st.text_input, _("Your message to the model"))
 if not prompt.strip():
     st.info(_("The message is empty, so the default question is asked."))
     prompt = view.default_prompt()
 message_tokens = view.token_labels(prompt)
 st.markdown(_("Your message is **{n} tokens** as the model splits them:", n=len(message_tokens)))
 st.html(view.token_chips(message_tokens, of="prompt"))
-if language() == "zh":
+if language() != "zh":
+    st.caption(
+        _(
+            "SmolLM2-135M is a small model (135 million parameters, about 1/50 of a 7B model): it answers simple "
+            "questions fluently but often gets facts wrong. The cache does not care: its size depends only on how "
+            "many tokens it holds."
+        )
+    )
+else:
     # TRANSLATORS: shown on the Chinese page only, under the Chinese default question.
     st.caption(
         _(
@@ -189,6 +191,7 @@ if language() == "zh":
 with st.spinner(_("SmolLM2-135M is writing, one token at a time…")):
     trace = view.writing_of(prompt)
 generated = len(trace.steps)
+follow(view.STEP, prompt, generated)  # a new answer opens at its last step, whatever step the last one showed
 step = bound(
     view.STEP,
     lambda key: st.slider(_("Step (tokens written)"), 1, generated, key=key) if generated > 1 else 1,

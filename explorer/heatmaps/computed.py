@@ -10,8 +10,10 @@ import streamlit as st
 
 from attn_core import AttentionConfig
 from explorer.i18n import _, fmt
+from explorer.params import clean_text
 from explorer.probes.heatmaps import (
     COMPARE_WORK_BUDGET,
+    MAX_TEXT_CHARS,
     MAX_TEXT_TOKENS,
     Comparison,
     InputSpec,
@@ -27,7 +29,7 @@ from explorer.settings import D_MODEL_CHOICES, Settings
 from explorer.work import takes_turns
 
 from .heads import MAX_PANELS
-from .link import DEFAULT_TEXT, clean_text
+from .link import DEFAULT_TEXT
 
 
 @dataclass(frozen=True)
@@ -43,7 +45,7 @@ def make_input_spec(settings: Settings, *, kind: str, text: str, tokens: str, sc
     base = InputSpec(d_model=settings.d_model, seed=settings.seed, scale=float(scale))
     notes, split = [], ()
     if kind == "text":
-        words = tokenize(clean_text(text), tokens)
+        words = tokenize(clean_text(text, MAX_TEXT_CHARS), tokens)
         if not words:
             notes.append(_("The text is empty: showing the example sentence until you type one."))
             words = tokenize(DEFAULT_TEXT, tokens)

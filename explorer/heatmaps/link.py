@@ -2,44 +2,12 @@
 
 from __future__ import annotations
 
-import unicodedata
-from dataclasses import dataclass
-
 from attn_core import VARIANTS
-from explorer.i18n import _
-from explorer.params import Choice, Flag
+from explorer.params import Choice, Flag, Text
 from explorer.probes.heatmaps import MAX_TEXT_CHARS
 
 DEFAULT_TEXT = "the cat sat on the mat and the dog sat on the log"
 SCALES = ("0.5", "1", "2", "4")
-
-
-@dataclass(frozen=True)
-class Text:
-    """Free text in the link: control characters dropped and the length capped, so any link value is usable."""
-
-    name: str
-    default: str
-    max_chars: int
-
-    def parse(self, text: str, options: tuple | None = None) -> tuple[str, str | None]:
-        cleaned = clean_text(text, self.max_chars)
-        if cleaned != text:
-            return cleaned, _(
-                "{name}: the text was cleaned (control characters removed, at most {limit} characters).",
-                name=self.name,
-                limit=self.max_chars,
-            )
-        return cleaned, None
-
-    def to_text(self, value: str) -> str:
-        return value
-
-
-def clean_text(text: str, max_chars: int = MAX_TEXT_CHARS) -> str:
-    """text without control or format characters (newlines become spaces), at most max_chars long."""
-    text = text.replace("\n", " ").replace("\t", " ")
-    return "".join(ch for ch in text if not unicodedata.category(ch).startswith("C"))[:max_chars]
 
 
 VARIANT = Choice("hm_variant", VARIANTS, "gqa")

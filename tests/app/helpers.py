@@ -14,6 +14,7 @@ from streamlit.util import calc_hash
 from explorer.charts import LIVE_CHART_NAME
 from explorer.pages import PAGES
 from explorer.settings import Settings, normalize
+from explorer.state import SETTINGS_KEY
 
 REPO = Path(__file__).resolve().parents[2]
 TIMEOUT = 180  # seconds for one run; generous because the machine is shared (a run normally takes well under 1 s)
@@ -54,7 +55,12 @@ def open_script(path: Path, query: dict | None = None) -> AppTest:
 
 
 def sidebar_settings(at: AppTest) -> Settings:
-    """The settings the sidebar widgets show (read from the widgets themselves, not from session state)."""
+    """The settings the sidebar widgets show (read from the widgets themselves, not from session state). A page that
+    reads no setting draws no widget for them: there, the settings the session keeps for the other pages."""
+    if not at.sidebar.select_slider:
+        kept = at.session_state[SETTINGS_KEY]
+        assert isinstance(kept, Settings)
+        return kept
     sliders = {w.key.removeprefix("setting_"): w.value for w in at.sidebar.select_slider}
     variants = next(w for w in at.sidebar.button_group if w.key == "setting_variants").value
     dtype = next(w for w in at.sidebar.radio if w.key == "setting_dtype").value

@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 
 import explorer.model
-from attn_core.accounting import bytes_per_element
 from attn_core.pretrained import ModelNotInstalled
 from explorer import lab
 from explorer.settings import Settings
@@ -33,12 +32,12 @@ def test_the_chart_plots_the_stored_table_with_its_frontier():
     assert at.title[0].value == "Trade-off lab"
     (spec,) = chart_specs(at)
     table = lab.load_table()
-    ratio = bytes_per_element(Settings().dtype) / 4  # the sidebar's default dtype
-    expected = {row["label"]: (row["cache_bytes_per_token"] * ratio / 1024, row["perplexity"]) for row in table["rows"]}
+    names = {row.key: lab.point_name(row) for row in lab.table_rows(table)}
+    expected = {names[row["key"]]: (row["cache_bytes_per_token"] / 1024, row["perplexity"]) for row in table["rows"]}
     plotted = {}
     for trace in spec["data"][1:]:
         plotted.update(zip(trace["text"], zip(trace["x"], trace["y"], strict=True), strict=True))
-    assert plotted.keys() == expected.keys()
+    assert plotted.keys() == expected.keys()  # every point named on the chart, each name once
     for label, (x, y) in plotted.items():
         assert x == pytest.approx(expected[label][0]) and y == pytest.approx(expected[label][1])
     rows = [{"cache_bytes_per_token": x, "perplexity": y} for x, y in expected.values()]
@@ -47,6 +46,36 @@ def test_the_chart_plots_the_stored_table_with_its_frontier():
     assert sorted(zip(line["x"], line["y"], strict=True)) == pytest.approx(frontier)
     assert spec["layout"]["yaxis"]["type"] == "log"
     assert spec["layout"]["yaxis"]["dtick"] == 1  # labelled at powers of ten only
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
+def test_the_labs_cache_figures_are_the_models_float32_whatever_the_sidebar_says(dtype):
+    at = open_page("lab", Settings(dtype=dtype).to_link())
+    no_exception(at)
+    (spec,) = chart_specs(at)
+    original = next(row for row in lab.load_table()["rows"] if row["key"] == "original")
+    x = dict(zip(spec["data"][1]["text"], spec["data"][1]["x"], strict=True))
+    assert x[lab.point_name(lab.table_rows(lab.load_table())[0])] == original["cache_bytes_per_token"] / 1024
+    assert "float32" in spec["layout"]["xaxis"]["title"]["text"]
+    assert not at.sidebar.select_slider and not at.sidebar.radio  # the page reads no layer setting: none is drawn
+
+
+def test_the_frontier_sentence_lists_exactly_the_models_its_definition_admits():
+    at = open_page("lab")
+    rows = lab.table_rows(lab.load_table())
+    as_dicts = [{"cache_bytes_per_token": r.cache_bytes_per_token, "perplexity": r.perplexity} for r in rows]
+    caption = next(c.value for c in at.caption if "On the frontier" in c.value)
+    listed = caption.split("lower perplexity): ", 1)[1].split(". ", 1)[0]
+    assert sorted(listed.split(", ")) == sorted(
+        lab.point_name(row) for row, as_dict in zip(rows, as_dicts, strict=True) if not dominated(as_dict, as_dicts)
+    )
+    assert caption.count("At the same cache") == len(
+        [
+            size
+            for size in {r.cache_bytes_per_token for r in rows}
+            if sum(r.cache_bytes_per_token == size for r in rows) > 1
+        ]
+    )
 
 
 def test_mha_answers_exactly_as_the_original_with_three_times_the_cache():
