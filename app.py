@@ -42,6 +42,9 @@ pages.append(
     )
 )
 try:
-    st.navigation(pages).run()
+    current = st.navigation(pages)
+    # The tab names the page, in the run's language: a class with several tabs open tells them apart.
+    st.set_page_config(page_title=f"{current.title} · Attention Explorer")
+    current.run()
 finally:
     freeze_imports()  # the modules this run imported, out of the garbage collector's walks (explorer/heap.py)

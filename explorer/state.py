@@ -6,6 +6,7 @@ widgets are, and every change is written back to the URL so the address bar is a
 
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 from urllib.parse import urlencode
@@ -16,7 +17,7 @@ from streamlit.errors import StreamlitPageNotFoundError
 
 from attn_core import VARIANTS
 
-from . import i18n
+from . import i18n, share
 from .glossary import glossary_markdown, variant_name
 from .i18n import LANGUAGES, LINK_PARAM, N_, _
 from .pages import ALL_SETTINGS, PAGES
@@ -44,6 +45,7 @@ _WIDGET = {name: f"setting_{name}" for name in Settings().as_dict()}  # setting 
 _LINK_READ = "_link_read"
 _ADJUSTED = "_adjusted_notes"
 _SHARE_BOX = "_share_box"  # this run's placeholder for the link; dropped at the start of every run
+_SHOW_QR = "_show_qr"  # set by the share box's QR button, for the run it starts
 _SHARE_PARAMS = "_share_params"  # this run's link parameters (shared and the page's own), for the JSON download
 
 
@@ -62,6 +64,7 @@ def page_settings(page_key: str) -> Settings:
     # link's numbers identical to the sender's.
     torch.set_num_threads(1)
     st.html(f"<style>{APP_CSS}</style>")  # style only: Streamlit puts it where it takes no room on the page
+    _phone_language_switch()
     state = st.session_state
     state.pop(_SHARE_BOX, None)  # last run's placeholder is no longer on the page
     state.pop(_SHARE_PARAMS, None)
@@ -89,6 +92,7 @@ def page_settings(page_key: str) -> Settings:
         _store_in_widgets(state[SETTINGS_KEY])  # widget state is dropped for a run that did not draw it
 
     with st.sidebar:
+        _declare_language()
         st.segmented_control(
             _("Language"), tuple(LANGUAGES), format_func=LANGUAGES.get, key=LANGUAGE_KEY, on_change=_keep_language
         )
@@ -185,14 +189,15 @@ def follow(param, source: object, value: object) -> None:
     state[last_key] = source
 
 
-# The sidebar's sliders, labelled (in English: the browser tests and benchmarks find a slider by its label).
+# The sidebar's sliders, labelled (in English: the browser tests and benchmarks find a slider by its label). Plain
+# text, not LaTeX: a label is also the slider's accessible name, which a screen reader reads out as it is.
 SLIDER_LABELS = {
-    "d_model": N_("$d_{model}$ (model width)"),
-    "heads": N_("Query heads $h$"),
-    "groups": N_("KV groups $g$ (GQA)"),
-    "latent": N_("Latent width $d_c$ (MLA)"),
-    "rope_dim": N_("Rotary key width $d_h^R$ (MLA)"),
-    "seq_len": N_("Sequence length $L$ (tokens)"),
+    "d_model": N_("Model width (d_model)"),
+    "heads": N_("Query heads (h)"),
+    "groups": N_("KV groups (g, GQA)"),
+    "latent": N_("Latent width (d_c, MLA)"),
+    "rope_dim": N_("Rotary key width (dₕᴿ, MLA)"),
+    "seq_len": N_("Sequence length (L, tokens)"),
     "batch": N_("Batch"),
 }
 # The sidebar's settings as the cue under them names them.
@@ -362,6 +367,42 @@ def _read_widgets() -> Settings:
     return Settings(**values)
 
 
+HTML_LANG = {"en": "en", "zh": "zh-Hans"}
+
+
+def _declare_language() -> None:
+    """The page's language on <html lang>: screen readers pick their voice by it, browsers their fonts and
+    hyphenation. Streamlit's document says "en" whatever the content."""
+    lang = json.dumps(HTML_LANG[i18n.language()])
+    st.html(
+        f'<script>document.documentElement.lang = {lang};</script><span class="html-lang" data-lang={lang}></span>',
+        unsafe_allow_javascript=True,
+    )
+
+
+PHONE_LANGUAGE_KEY = "setting_lang_phone"
+
+
+def _phone_language_switch() -> None:
+    """The language switch again, at the top of the page, shown on narrow screens only (assets/app.css): a phone
+    keeps the sidebar, and the sidebar's switch, folded away."""
+    st.session_state[PHONE_LANGUAGE_KEY] = st.session_state[LANGUAGE_KEY]
+    with st.container(key="phone-language"):
+        st.segmented_control(
+            _("Language"),
+            tuple(LANGUAGES),
+            format_func=LANGUAGES.get,
+            key=PHONE_LANGUAGE_KEY,
+            on_change=_language_from_phone,
+            label_visibility="collapsed",
+        )
+
+
+def _language_from_phone() -> None:
+    chosen = st.session_state.get(PHONE_LANGUAGE_KEY)
+    st.session_state[LANGUAGE_KEY] = chosen if chosen in LANGUAGES else i18n.language()
+
+
 def _keep_language() -> None:
     """The switch was clicked on the language already shown: a segmented control would then show none."""
     if st.session_state.get(LANGUAGE_KEY) not in LANGUAGES:
@@ -387,9 +428,36 @@ def _write_link(params: dict[str, str]) -> None:
         _show_link(st.session_state[_SHARE_BOX])  # the page's own view settings join the link shown
 
 
-def _show_link(box) -> None:
+def _current_link() -> str:
     base = (st.context.url or "").split("?")[0]
-    box.code(f"{base}?{urlencode(st.query_params.to_dict())}", language=None, wrap_lines=True)
+    return f"{base}?{urlencode(st.query_params.to_dict())}"
+
+
+def _show_link(box) -> None:
+    link = _current_link()
+    with box.container():
+        st.code(link, language=None, wrap_lines=True)
+        if share.points_at_this_machine(link):
+            st.warning(_(LOCAL_LINK_NOTE), icon=":material/computer:")
+
+
+LOCAL_LINK_NOTE = N_(
+    "This link points at this computer (localhost): students' devices cannot open it. Share the hosted copy's "
+    "address, or this computer's address on the network."
+)
+
+
+def _qr_code() -> None:
+    """The link as a QR code, large enough to scan from a projector's screen across a room."""
+    link = _current_link()
+    if (image := share.qr_data_uri(link)) is None:
+        st.info(_("This link is too long for a QR code ({n} characters): shorten the page's text.", n=len(link)))
+    else:
+        alt = html.escape(_("QR code of the link: {link}", link=link))
+        st.html(f'<img class="share-qr" src="{image}" alt="{alt}">')
+    if share.points_at_this_machine(link):
+        st.warning(_(LOCAL_LINK_NOTE), icon=":material/computer:")
+    st.code(link, language=None, wrap_lines=True)
 
 
 def _warn_about_link(notes: list[str]) -> None:
@@ -406,6 +474,16 @@ def _share_tools(settings: Settings) -> None:
     st.caption(_("This link opens exactly this view (same weights, inputs and numbers). Copy it with the icon."))
     st.session_state[_SHARE_BOX] = box = st.empty()  # redrawn as the page's own controls write to the link
     _show_link(box)
+    # A dialog drawn on demand: a QR code costs ~40 ms to make, too much for every press of every slider.
+    # on_click, not the button's return value: a run that reruns itself (the pages/ folder fix) loses the latter.
+    st.button(
+        _("QR code for the class"),
+        icon=":material/qr_code_2:",
+        width="stretch",
+        on_click=lambda: st.session_state.update({_SHOW_QR: True}),
+    )
+    if st.session_state.pop(_SHOW_QR, False):
+        st.dialog(_("Scan to open this view"), width="large")(_qr_code)()  # titled in this run's language
     # Everything the link carries, the page's own view settings included (they are bound after this is drawn, so
     # the dict is filled in as they write to the link, and the JSON is written when the button is clicked).
     params = st.session_state[_SHARE_PARAMS] = settings.to_link() | {LINK_PARAM: i18n.language()}

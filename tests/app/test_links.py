@@ -248,3 +248,14 @@ def test_version_notes_need_settings_in_the_link_and_survive_garbage():
     assert version_note({"hm_head": ["3"]}) is None
     assert version_note({"heads": ["16"]}) is None  # typed by hand: no version, no note
     assert "is not a link version" in version_note({"seed": ["1"], VERSION_NAME: ["<b>x"]})
+
+
+def test_the_switch_at_the_top_of_the_page_changes_the_language_too():
+    """Phones see this one (the sidebar starts folded there); it and the sidebar's always agree."""
+    at = open_page("overview", {"lang": "en"})
+    at.button_group(key="setting_lang_phone").set_value("zh").run()
+    assert not at.exception
+    assert at.query_params["lang"] == "zh"
+    assert at.title[0].value != "Overview"
+    assert at.sidebar.button_group(key="setting_lang").value == "zh"
+    assert at.button_group(key="setting_lang_phone").value == "zh"

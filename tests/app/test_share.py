@@ -132,3 +132,45 @@ def test_plotly_s_own_words_on_a_chart_are_in_the_reader_s_language(lang):
         dictionary = config["locales"][config["locale"]]["dictionary"]
         assert set(dictionary) == set(PLOTLY_WORDS)
         assert all(re.search("[\u4e00-\u9fff]", said) for said in dictionary.values()), dictionary
+
+
+def qr_text(at) -> str:
+    """The share dialog's QR code, decoded by zxing-cpp (an independent reader) from the PNG the page sent."""
+    import base64
+
+    import zxingcpp
+    from PIL import Image
+
+    body = next(h.proto.body for h in at.get("html") if 'class="share-qr"' in h.proto.body)
+    png = base64.b64decode(re.search(r'src="data:image/png;base64,([^"]+)"', body).group(1))
+    (code,) = zxingcpp.read_barcodes(Image.open(io.BytesIO(png)))
+    return code.text
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_qr_code_opens_the_link_shown(lang):
+    at = open_page("trained", LINKED.to_link() | {"lang": lang, "tm_text": "注意力 " * 100})
+    assert not [h for h in at.get("html") if 'class="share-qr"' in h.proto.body]  # made only when asked for
+    next(b for b in at.sidebar.button if "qr_code" in (b.proto.icon or "")).click().run()
+    assert not at.exception
+    shown = at.sidebar.code[0].value
+    assert qr_text(at) == shown
+    query = parse_qs(urlparse(shown).query)
+    assert query["lang"] == [lang] and query["d_model"] == ["256"]
+
+
+@pytest.mark.parametrize(
+    ("link", "local"),
+    [
+        ("http://localhost:8501/?a=1", True),
+        ("http://127.0.0.1:8501/", True),
+        ("http://127.3.2.1/", True),
+        ("http://[::1]:8501/", True),
+        ("https://attention.example.org/?lang=zh", False),
+        ("http://192.168.1.20:8501/", False),
+    ],
+)
+def test_a_link_to_this_computer_is_told_apart(link, local):
+    from explorer.share import points_at_this_machine
+
+    assert points_at_this_machine(link) is local

@@ -184,8 +184,8 @@ ALLOWED_LATIN = set(
     float float16 float32 bfloat16 int8 True False None Step Play ms pt dtype seed batch lang en zh English Pareto
     MB GB KB TB k M e.g i.e vs""".split()
 )
-# Maths, code, markup, placeholders, URLs, and link values echoed back in quotes ('banana').
-_SYMBOLIC = re.compile(r"'[^'\n]*'|\$[^$]*\$|`[^`]*`|<[^>]+>|&\w+;|%\{[^}]*\}|\{[^}]*\}|https?://\S+")
+# Scripts (never shown), maths, code, markup, placeholders, URLs, and link values echoed back in quotes ('banana').
+_SYMBOLIC = re.compile(r"(?s:<script\b.*?</script>)|'[^'\n]*'|\$[^$]*\$|`[^`]*`|<[^>]+>|&\w+;|%\{[^}]*\}|\{[^}]*\}|https?://\S+")
 _LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*[A-Za-z]|[A-Za-z]")
 
 

@@ -162,3 +162,17 @@ def test_a_paste_longer_than_the_box_takes_is_cut_with_a_note_saying_where(lm):
     prompt.input("why " * 200).run()
     assert at.text_input(key=f"view_{view.PROMPT.name}").value == ("why " * 200)[: view.PROMPT_CHARS]
     assert any(f"the first {view.PROMPT_CHARS} are used" in i.value for i in at.info)
+
+
+def test_a_long_text_travels_compressed_and_reopens_the_same_view():
+    from urllib.parse import urlencode
+
+    text = ("猫坐在垫子上，因为垫子很暖和。" * 200)[: view.MAX_TEXT_CHARS]
+    plain = open_page("trained", {"tm_text": text})  # a link as written before compression: still opens
+    assert not plain.exception and not plain.warning
+    carried = plain.query_params["tm_text"]
+    assert len(urlencode({"tm_text": carried})) < len(urlencode({"tm_text": text})) / 10
+    again = open_page("trained", {"tm_text": carried})
+    assert not again.warning
+    assert again.text_area(key=f"view_{view.TEXT.name}").value == text
+    assert chips(again) == chips(plain)

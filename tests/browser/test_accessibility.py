@@ -1,0 +1,31 @@
+"""What assistive technology reads: the page's language on <html>, a tab title per page and language, and plain-text
+names for the sidebar's sliders (not the LaTeX their labels were once written in)."""
+
+from __future__ import annotations
+
+import pytest
+
+from explorer.i18n import _, set_language
+from explorer.state import SLIDER_LABELS
+
+from .conftest import wait_for_app
+
+
+@pytest.mark.parametrize(
+    ("lang", "html_lang", "title"), [("zh", "zh-Hans", "注意力热力图"), ("en", "en", "Attention heatmaps")]
+)
+def test_the_document_says_its_language_and_names_the_page(server, page, lang, html_lang, title):
+    page.goto(f"{server.url}/heatmaps?lang={lang}")
+    wait_for_app(page)
+    page.wait_for_function(f"() => document.documentElement.lang === '{html_lang}'")
+    assert page.title() == f"{title} · Attention Explorer"
+    names = page.eval_on_selector_all(
+        '[data-testid="stSidebar"] input[type="range"]', "inputs => inputs.map(i => i.getAttribute('aria-label'))"
+    )
+    set_language(lang)
+    try:
+        expected = [_(label) for label in SLIDER_LABELS.values()]
+    finally:
+        set_language("en")
+    assert names == expected
+    assert not any("$" in name or "\\" in name for name in names)
