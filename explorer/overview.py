@@ -9,7 +9,6 @@ from attn_core.accounting import decode_flops_per_token
 from explorer.probes.overview import VariantRow, compare_variants
 
 from .charts import FLOP_UNITS, VARIANT_COLORS, format_bytes, format_flops, unit_axis
-from .glossary import variant_name
 from .i18n import N_, _, fmt, n_
 from .settings import Settings
 
@@ -62,7 +61,8 @@ def summary_table(rows: list[VariantRow]) -> list[dict]:
     table = []
     for row in rows:
         agrees = row.cache_bytes_measured == row.cache_bytes_formula
-        # The columns that carry the point come first, so a projector or a phone shows them without scrolling.
+        # The columns that carry the point come first, so a projector or a phone shows them without scrolling. No
+        # name column: the names are under "What each variant trades", and the table fits a projector's width.
         table.append(
             {
                 _("Variant"): row.variant.upper(),
@@ -78,7 +78,6 @@ def summary_table(rows: list[VariantRow]) -> list[dict]:
                     size=format_bytes(row.cache_bytes_per_token),
                 ),
                 _("Parameters"): fmt(row.parameters),
-                _("Name"): variant_name(row.variant),
             }
         )
     return table

@@ -135,7 +135,10 @@ def step_section() -> None:
         view.step_table(traces, step),
         hide_index=True,
         width="stretch",
-        column_config={_("Cache"): st.column_config.TextColumn(width=120)},  # "MQA repeated" in full
+        column_config={
+            _("Cache"): st.column_config.TextColumn(width=120),  # "MQA repeated" in full
+            _("max |Δ|"): st.column_config.TextColumn(help=_("Largest difference from a full recompute without cache.")),
+        },
     )
     worst = max(max(trace.max_abs_diff) for trace in traces.values())
     show_chart(

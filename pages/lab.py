@@ -140,13 +140,14 @@ show_chart(
 st.dataframe(
     [
         {
-            _("model"): label(r),
-            _("settings"): lab.settings_shown(r),
+            _("model"): named(r),  # the chart's names: the table fits a projector's width
+            # what a reader came for first, so a phone shows it without scrolling; the recipe last
             _("perplexity"): f"{r.perplexity:,.2f}",
             _("× original"): f"{r.perplexity / original.perplexity:,.2f}",
             _("cache / token"): format_bytes(r.cache_bytes_per_token),
             _("cache at {n} tokens", n=context): format_bytes(r.cache_bytes_per_token * context),
-            _("seconds (convert + evaluate)"): f"{r.seconds['convert'] + r.seconds['evaluate']:,.1f}",
+            _("s to convert + evaluate"): f"{r.seconds['convert'] + r.seconds['evaluate']:,.1f}",
+            _("settings"): lab.settings_shown(r),
         }
         for r in rows
     ],

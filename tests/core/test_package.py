@@ -33,7 +33,6 @@ print(attn_core.__file__)
 
 def test_the_wheel_installs_and_imports_without_the_apps_packages(tmp_path):
     wheels = tmp_path / "wheels"
-    build = tmp_path / "build"  # setuptools' scratch space, out of the repository
     env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(wheels), str(REPO)],

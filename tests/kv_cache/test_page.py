@@ -134,7 +134,7 @@ def test_each_variant_decodes_with_bytes_on_the_formula_and_outputs_on_the_full_
     assert len(diffs) == 10 and max(diffs) < 1e-5
     assert difference["layout"]["yaxis"]["exponentformat"] == "power"  # 10⁻⁶, not Plotly's SI "1µ"
     shown = at.dataframe[0].value
-    assert float(shown.iloc[0]["max |Δ| vs full recompute"]) < 1e-5
+    assert float(shown.iloc[0]["max |Δ|"]) < 1e-5
     assert shown.iloc[0]["Tokens held"] == 11
     assert "Step 4:" in at.code[0].value
 
