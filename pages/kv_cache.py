@@ -137,7 +137,9 @@ def step_section() -> None:
         width="stretch",
         column_config={
             _("Cache"): st.column_config.TextColumn(width=120),  # "MQA repeated" in full
-            _("max |Δ|"): st.column_config.TextColumn(help=_("Largest difference from a full recompute without cache.")),
+            _("max |Δ|"): st.column_config.TextColumn(
+                help=_("Largest difference from a full recompute without cache.")
+            ),
         },
     )
     worst = max(max(trace.max_abs_diff) for trace in traces.values())

@@ -185,7 +185,9 @@ ALLOWED_LATIN = set(
     MB GB KB TB k M e.g i.e vs""".split()
 )
 # Scripts (never shown), maths, code, markup, placeholders, URLs, and link values echoed back in quotes ('banana').
-_SYMBOLIC = re.compile(r"(?s:<script\b.*?</script>)|'[^'\n]*'|\$[^$]*\$|`[^`]*`|<[^>]+>|&\w+;|%\{[^}]*\}|\{[^}]*\}|https?://\S+")
+_SYMBOLIC = re.compile(
+    r"(?s:<script\b.*?</script>)|'[^'\n]*'|\$[^$]*\$|`[^`]*`|<[^>]+>|&\w+;|%\{[^}]*\}|\{[^}]*\}|https?://\S+"
+)
 _LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*[A-Za-z]|[A-Za-z]")
 
 
