@@ -11,6 +11,7 @@ from explorer import lab
 
 SHORT_EVAL_TOKENS = 256  # a slice of the lab's evaluation text: enough to order the ranks, quick on 2 cores
 SHORT_CALIBRATION_TOKENS = 512
+SHORT_TRAINING_TOKENS = 256  # healing tests: a few small windows, enough for a loss to fall
 
 
 @pytest.fixture(scope="session")
@@ -25,6 +26,23 @@ def lm():
 @pytest.fixture(scope="session")
 def lab_ids(lm):
     return lab.split_tokens(lm)
+
+
+@pytest.fixture(scope="session")
+def lm64():
+    """A float64 copy of the trained model (its own weights: .double() on the shared one would change it)."""
+    try:
+        return load_pretrained().double()
+    except ModelNotInstalled as missing:
+        pytest.skip(str(missing))
+
+
+@pytest.fixture(scope="session")
+def train_text(lm):
+    """Training text for healing: tokens right after the lab's evaluation tokens (disjoint from evaluation, and from
+    calibration, which is the text's end)."""
+    ids = lm.encode(lab.reference_text())
+    return lm.decode(ids[lab.EVAL_TOKENS : lab.EVAL_TOKENS + SHORT_TRAINING_TOKENS])
 
 
 @pytest.fixture(scope="session")

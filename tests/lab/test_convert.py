@@ -10,7 +10,6 @@ import torch
 
 from attn_core.accounting import bytes_per_element
 from attn_core.latent import MultiHeadLatentAttention
-from attn_core.pretrained import load_pretrained
 from attn_core.pretrained.convert import LATENT_NORM_EPS, full_latent_rank
 from explorer import lab
 
@@ -73,12 +72,6 @@ def test_perplexity_does_not_increase_with_latent_width(lm, calibration, short_e
         mla = lm.with_attention("mla", kv_lora_rank=rank, qk_rope_head_dim=32, calibration=calibration)
         perplexities.append(lab.perplexity_of(lab.window_nll_sums(mla, short_eval_ids)))
     assert perplexities == sorted(perplexities, reverse=True), perplexities
-
-
-@pytest.fixture(scope="session")
-def lm64():
-    """A float64 copy of the trained model (its own weights: .double() on the shared one would change it)."""
-    return load_pretrained().double()
 
 
 @pytest.mark.parametrize("which", ["mla", "mqa"])

@@ -1,0 +1,267 @@
+"""Heal a converted model: train what the conversion produced (its attention projections) to reproduce the model it
+was converted from, layer by layer, on the teacher's own activations.
+
+    from attn_core.pretrained import heal, load_pretrained
+    lm = load_pretrained()
+    mla = lm.with_attention("mla", kv_lora_rank=128, qk_rope_head_dim=32, calibration=cal)
+    report = heal(mla, lm, train_text, seconds=120, seed=0)      # or steps=N; on_step=callback(step, losses)
+    report.steps, report.tokens, report.seconds, report.losses   # losses: per step, one per layer
+
+Each converted attention layer learns, independently of the others, to give the teacher layer's attention output on
+the teacher layer's attention input (after its RMSNorm): both are recorded once from the teacher running over the
+training text, in windows, and a step feeds every layer the same window and takes one Adam step on the sum of the
+layers' relative squared errors (|out - target|² / |target|²; the layers share no weights, so each one's gradient is
+its own loss's). Only the student's attention projections learn; its embeddings, norms and MLPs are the teacher's,
+shared and frozen. The teacher is never written to: a projection the student shares with it (MLA's o_proj is the
+teacher's own tensor after conversion, and the teacher's weights are a memory-mapped file) is cloned first, and so is
+every trained projection, so the healed model owns what it learnt.
+
+A layer that already reproduces its teacher to float32 rounding (relative squared error below EXACT_LOSS, e.g. every
+layer of the MHA conversion) is left as it is: Adam divides each step by the gradient's own scale, so rounding noise
+alone would move its weights by about lr per step.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+
+from ..grouped import GroupedQueryAttention
+from ..latent import MultiHeadLatentAttention
+from .model import PretrainedLM
+
+# Relative squared error under which a layer counts as exact already (float32 rounding leaves ~1e-13 on an exact
+# conversion; the lossy conversions start at 1e-3 and above).
+EXACT_LOSS = 1.0e-10
+SCHEDULES = ("cosine", "constant")
+# What learns in each kind of converted layer: its projections (MLA's latent norm is a constant scale, kept so).
+TRAINED = {
+    GroupedQueryAttention: ("q_proj", "k_proj", "v_proj", "o_proj"),
+    MultiHeadLatentAttention: ("q_proj", "q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj", "o_proj"),
+}
+
+
+@dataclass
+class HealReport:
+    """What one heal() did. losses[i][l]: layer l's relative squared error on step i's window, before that step's
+    update (a layer left exact repeats its first loss)."""
+
+    steps: int
+    tokens: int  # tokens fed to the layers over all steps (a token seen in two epochs counts twice)
+    text_tokens: int  # distinct training tokens (after max_tokens)
+    seconds: float  # training only
+    capture_seconds: float  # the teacher's pass over the text that records every layer's input and output
+    losses: list[list[float]]
+    initial_losses: list[float]  # per layer, on the first window, before any update
+    frozen_layers: list[int]  # layers already exact, left untrained
+    recipe: dict[str, Any] = field(default_factory=dict)  # lr, schedule, window, seed, steps or seconds asked for
+
+    @property
+    def mean_losses(self) -> list[float]:
+        """The mean over layers, per step."""
+        return [sum(step) / len(step) for step in self.losses]
+
+
+def heal(
+    student: PretrainedLM,
+    teacher: PretrainedLM,
+    text: str,
+    *,
+    steps: int | None = None,
+    seconds: float | None = None,
+    lr: float = 3.0e-4,
+    schedule: str = "cosine",
+    window: int = 512,
+    max_tokens: int | None = None,
+    seed: int = 0,
+    on_step: Callable[[int, list[float]], None] | None = None,
+) -> HealReport:
+    """Train student's converted attention layers on text, in place, to reproduce teacher's attention layer by layer.
+
+    steps: optimizer steps (one window of `window` tokens each, windows shuffled per epoch by `seed`); the same seed
+    and steps give the same weights. seconds: a time budget for training (the teacher's recording pass not counted),
+    stopping after the step that reaches it; with both, whichever comes first. schedule "cosine" decays lr to 0
+    over the steps asked for (or over the seconds, when only they are given); "constant" keeps it.
+    on_step(step, losses) is called after every step with that step's per-layer losses (step counts from 1)."""
+    _check(student, teacher, steps, seconds, lr, schedule, window)
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, not {type(text).__name__}.")
+    ids = teacher.encode(text)
+    if max_tokens is not None:
+        ids = ids[:max_tokens]
+    if len(ids) < 2:
+        raise ValueError("healing needs a training text of at least two tokens.")
+
+    started = time.perf_counter()
+    inputs, targets = _record(teacher, ids, window)
+    capture_seconds = time.perf_counter() - started
+
+    layers: list[nn.Module] = [layer.self_attn for layer in student.decoder_layers]
+    initial = _losses(layers, inputs[0], targets[0], grad=False)
+    frozen = [index for index, loss in enumerate(initial) if loss < EXACT_LOSS]
+    trained = [index for index in range(len(layers)) if index not in frozen]
+    parameters = [p for index in trained for p in _own_trainable(layers[index], teacher)]
+    generator = torch.Generator().manual_seed(seed)
+    order: list[int] = []
+    report = HealReport(
+        steps=0,
+        tokens=0,
+        text_tokens=len(ids),
+        seconds=0.0,
+        capture_seconds=capture_seconds,
+        losses=[],
+        initial_losses=initial,
+        frozen_layers=frozen,
+        recipe={"lr": lr, "schedule": schedule, "window": window, "seed": seed, "steps": steps, "seconds": seconds},
+    )
+    optimizer = torch.optim.Adam(parameters, lr=lr) if parameters else None
+    started = time.perf_counter()
+    try:
+        while True:
+            elapsed = time.perf_counter() - started
+            if (steps is not None and report.steps >= steps) or (seconds is not None and elapsed >= seconds):
+                break
+            if not order:
+                order = torch.randperm(len(inputs), generator=generator).tolist()
+            chunk = order.pop(0)
+            progress = report.steps / steps if steps is not None else elapsed / (seconds or 1.0)
+            step_lr = lr * (0.5 * (1.0 + math.cos(math.pi * min(progress, 1.0))) if schedule == "cosine" else 1.0)
+            losses = _train_step(layers, trained, inputs[chunk], targets[chunk], optimizer, step_lr)
+            for index in frozen:
+                losses[index] = initial[index]
+            report.steps += 1
+            report.tokens += inputs[chunk].shape[1]
+            report.losses.append(losses)
+            if on_step is not None:
+                on_step(report.steps, losses)
+    finally:
+        for parameter in parameters:
+            parameter.requires_grad_(False)
+        report.seconds = time.perf_counter() - started
+    return report
+
+
+def _check(
+    student: Any, teacher: Any, steps: int | None, seconds: float | None, lr: float, schedule: str, window: int
+) -> None:
+    for name, model in (("student", student), ("teacher", teacher)):
+        if not isinstance(model, PretrainedLM):
+            raise TypeError(f"{name} must be a PretrainedLM, not {type(model).__name__}.")
+    if student is teacher or student.conversion is None:
+        raise ValueError("the student must be a conversion of the teacher (teacher.with_attention(...)).")
+    shared = student.embed_tokens is teacher.embed_tokens and all(
+        mine.mlp is theirs.mlp and mine.input_layernorm is theirs.input_layernorm
+        for mine, theirs in zip(student.decoder_layers, teacher.decoder_layers, strict=False)
+    )
+    if not shared or len(student.decoder_layers) != len(teacher.decoder_layers):
+        raise ValueError(
+            "the student is not a conversion of this teacher: its embeddings, norms and MLPs must be the teacher's "
+            "(teacher.with_attention(...) shares them)."
+        )
+    for layer in student.decoder_layers:
+        if type(layer.self_attn) not in TRAINED:
+            raise TypeError(f"cannot heal attention layers of type {type(layer.self_attn).__name__}.")
+    if steps is None and seconds is None:
+        raise ValueError("give a budget: steps=N optimizer steps, or seconds=S of training.")
+    if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int)):
+        raise TypeError(f"steps must be an int, not {type(steps).__name__}.")
+    if steps is not None and steps < 1:
+        raise ValueError(f"steps={steps}: at least 1.")
+    if seconds is not None and not seconds > 0:
+        raise ValueError(f"seconds={seconds}: a positive budget.")
+    if not lr > 0:
+        raise ValueError(f"lr={lr}: a positive learning rate.")
+    if schedule not in SCHEDULES:
+        raise ValueError(f"schedule={schedule!r}: choose one of {', '.join(SCHEDULES)}.")
+    if window < 2:
+        raise ValueError(f"window={window}: at least 2 tokens.")
+
+
+@torch.inference_mode()
+def _record(teacher: PretrainedLM, ids: list[int], window: int) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """Per window of ids: every layer's attention input (after its RMSNorm) and output, stacked [n_layers, L, d]."""
+    inputs: list[list[torch.Tensor]] = []
+    outputs: list[list[torch.Tensor]] = []
+    handles = []
+    for layer in teacher.decoder_layers:
+
+        def keep(_module: nn.Module, args: tuple[Any, ...], result: tuple[torch.Tensor, Any]) -> None:
+            inputs[-1].append(args[0][0].clone())
+            outputs[-1].append(result[0][0].clone())  # clone: the decoder adds the residual into it in place
+
+        handles.append(layer.self_attn.register_forward_hook(keep))
+    try:
+        for start in range(0, len(ids), window):
+            chunk = ids[start : start + window]
+            if len(chunk) < 2:
+                continue
+            inputs.append([])
+            outputs.append([])
+            teacher.hidden_states(torch.tensor([chunk]))
+    finally:
+        for handle in handles:
+            handle.remove()
+    # clone() of an inference tensor outside inference mode gives a normal tensor, usable as a training input
+    with torch.inference_mode(False):
+        return [torch.stack(x).clone() for x in inputs], [torch.stack(y).clone() for y in outputs]
+
+
+def _own_trainable(layer: nn.Module, teacher: PretrainedLM) -> list[nn.Parameter]:
+    """The layer's projection weights (and biases), each replaced by a copy the student alone holds, set to learn."""
+    taken = {p.untyped_storage().data_ptr() for p in teacher.parameters()}
+    parameters = []
+    for name in TRAINED[type(layer)]:
+        module = getattr(layer, name, None)
+        if not isinstance(module, nn.Linear):
+            continue
+        for attribute in ("weight", "bias"):
+            value = getattr(module, attribute)
+            if value is None:
+                continue
+            assert not value.is_meta
+            with torch.inference_mode(False):
+                own = nn.Parameter(value.detach().clone(), requires_grad=True)
+            assert own.untyped_storage().data_ptr() not in taken
+            setattr(module, attribute, own)
+            parameters.append(own)
+    return parameters
+
+
+def _relative_error(out: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    return (out - target).pow(2).sum() / target.pow(2).sum().clamp(min=1e-30)
+
+
+def _losses(layers: list[nn.Module], x: torch.Tensor, y: torch.Tensor, *, grad: bool) -> list[float]:
+    with torch.set_grad_enabled(grad), torch.inference_mode(False):
+        return [float(_relative_error(layer(x[index][None])[0][0], y[index])) for index, layer in enumerate(layers)]
+
+
+def _train_step(
+    layers: list[nn.Module],
+    trained: list[int],
+    x: torch.Tensor,
+    y: torch.Tensor,
+    optimizer: torch.optim.Optimizer | None,
+    lr: float,
+) -> list[float]:
+    """One window through every trained layer, one Adam step on the sum of their losses; the per-layer losses (before
+    the step; 0.0 for layers not trained, filled in by the caller)."""
+    losses = [0.0] * len(layers)
+    if optimizer is None:
+        return losses
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    optimizer.zero_grad(set_to_none=True)
+    with torch.enable_grad():
+        for index in trained:
+            loss = _relative_error(layers[index](x[index][None])[0][0], y[index])
+            loss.backward()  # layer by layer: each graph is freed before the next one is built
+            losses[index] = float(loss.detach())
+    optimizer.step()
+    return losses
