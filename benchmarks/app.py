@@ -62,6 +62,12 @@ VIEW_CHANGES = {
     "masks": [("slider", "view_mk_long", n) for n in (13, 14, 15)]
     + [("selectbox", "view_mk_head", h) for h in (5, 6, 7)],
 }
+# Pages that read no sidebar setting draw none: their own first control is moved instead (the sidebar's regimes
+# would find nothing to move there).
+OWN_CHANGES = {
+    "trained": [("slider", "view_tm_layer", n) for n in (4, 5, 6, 7, 8, 9, 10, 11)],
+    "lab": [("select_slider", "view_lab_context", n) for n in (4096, 2048, 1024, 512, 1024, 2048, 4096, 8192)],
+}
 TICKS = os.sysconf("SC_CLK_TCK")
 CPU: dict = {}  # the classroom's CPU accounting: server pid, server and browser seconds
 
@@ -152,6 +158,8 @@ def run_part_one(quick: bool, timeout: float, pages: list[str]) -> bool:
     ok = True
     for name in pages:
         page_regimes = regimes + ([("view", LARGEST, VIEW_CHANGES[name])] if not quick and name in VIEW_CHANGES else [])
+        if name in OWN_CHANGES:
+            page_regimes = [("default", Settings(), OWN_CHANGES[name][:3] if quick else OWN_CHANGES[name])]
         for regime, start, changes in page_regimes:
             result = measure_page(name, start, changes, timeout)
             budget = BUDGET_RERUN_DEFAULT_MS if regime == "default" else BUDGET_RERUN_LARGEST_MS
@@ -189,7 +197,7 @@ def profile_page(name: str, timeout: float) -> None:
 
     script_runner.exec_func_with_error_handling = profiled
     try:
-        for kind, key, value in LARGEST_CHANGES[:3] + VIEW_CHANGES.get(name, [])[:3]:
+        for kind, key, value in OWN_CHANGES.get(name, LARGEST_CHANGES[:3] + VIEW_CHANGES.get(name, [])[:3])[:6]:
             getattr(at, kind)(key=key).set_value(value).run()
     finally:
         script_runner.exec_func_with_error_handling = run_script

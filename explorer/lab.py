@@ -310,6 +310,38 @@ def pareto_figure(rows: list[LabRow], *, context_length: int, chosen: str | None
     return fig
 
 
+def heal_loss_figure(step_losses: list[float], first_loss: float | None, seconds: float) -> go.Figure:
+    """The live heal's loss, per step (log): how far the converted layers' outputs are from the original's."""
+    steps = list(range(1, len(step_losses) + 1))
+    fig = go.Figure(
+        go.Scatter(
+            x=steps,
+            y=step_losses,
+            mode="lines+markers",
+            line={"color": "#8a5cb8"},
+            marker={"size": 4},
+            name=_("mean over layers"),
+            hovertemplate=_("step %{{x}}: %{{y:.4f}}") + "<extra></extra>",
+        )
+    )
+    if first_loss is not None:
+        fig.add_hline(
+            y=first_loss,
+            line={"dash": "dot", "color": "#888"},
+            annotation_text=_("before healing"),
+            annotation_position="top right",
+        )
+    fig.update_layout(
+        title=_("Healing: error of the converted layers, {seconds} s of training", seconds=f"{seconds:.0f}"),
+        xaxis_title=_("training step (one window of {window} tokens)", window=WINDOW),
+        yaxis_title=_("|out − original|² / |original|² (log)"),
+        yaxis_type="log",
+        height=360,
+        showlegend=False,
+    )
+    return fig
+
+
 # --- the same prompt, two models --------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Answer:

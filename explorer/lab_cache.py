@@ -4,12 +4,16 @@ are shared, read-only), answers and perplexities per input (cache_data). Each co
 
 from __future__ import annotations
 
+import threading
+
 import streamlit as st
 
 from attn_core.pretrained import ModelNotInstalled, PretrainedLM
 from attn_core.pretrained.convert import Calibration
 from explorer import lab
 from explorer.model import trained_model
+from explorer.probes import healing
+from explorer.probes.healing import HealProgress
 from explorer.work import takes_turns
 
 
@@ -45,3 +49,54 @@ def answers(key: str, prompt: str) -> tuple[lab.Answer, lab.Answer]:
 @takes_turns
 def user_perplexities(key: str, text: str) -> tuple[tuple[float, int, bool], tuple[float, int, bool]]:
     return lab.user_text_perplexity(model(), text), lab.user_text_perplexity(converted(key), text)
+
+
+# --- healing, live: one at a time for the whole server, in a thread of its own, kept for every session -------------
+_heals: dict[str, HealProgress] = {}  # by lab point: every session sees the same progress
+_healed: dict[str, PretrainedLM] = {}
+_heals_lock = threading.Lock()
+_one_heal = threading.Lock()  # a second heal waits for the first: each holds a core for a minute
+
+
+def heal_progress(key: str) -> HealProgress | None:
+    return _heals.get(key)
+
+
+def healed(key: str) -> PretrainedLM | None:
+    return _healed.get(key)
+
+
+def start_heal(key: str, seconds: float | None = None) -> HealProgress:
+    """Start healing the lab point `key` unless it is running or done already (a failed one starts again)."""
+    with _heals_lock:
+        progress = _heals.get(key)
+        if progress is not None and progress.phase != "failed":
+            return progress
+        lm = model()
+        point = lab.POINTS_BY_KEY[key]
+        calibration_ = calibration() if point.needs_calibration else None
+        progress = _heals[key] = HealProgress(key)
+        budget = healing.LIVE_SECONDS if seconds is None else seconds
+        threading.Thread(
+            target=_heal_in_turn, args=(lm, point, calibration_, progress, budget), name=f"heal-{key}", daemon=True
+        ).start()
+        return progress
+
+
+def _heal_in_turn(lm: PretrainedLM, point: lab.LabPoint, calibration_, progress: HealProgress, seconds: float) -> None:
+    try:
+        with _one_heal:
+            _healed[point.key] = takes_turns(healing.heal_live)(lm, point, calibration_, progress, seconds=seconds)
+    except Exception as error:  # shown on the page, and a press starts it again
+        progress.error = f"{type(error).__name__}: {error}"
+        progress.phase = "failed"
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+@takes_turns
+def healed_answer(key: str, prompt: str) -> lab.Answer:
+    """The healed model's answer; call only once healed(key) is there (a cache entry never holds a missing model)."""
+    student = healed(key)
+    if student is None:
+        raise ValueError(f"{key} is not healed on this server yet.")
+    return lab.answer(student, prompt)

@@ -9,8 +9,9 @@ from attn_core.pretrained.convert import full_latent_rank
 from explorer import lab
 from explorer import lab_cache as cached
 from explorer.charts import format_bytes, show_chart
-from explorer.i18n import _, fmt, language, n_, percent
+from explorer.i18n import N_, _, fmt, language, n_, percent
 from explorer.model import trained_model
+from explorer.probes import healing
 from explorer.state import bound, page_settings, text_box
 from explorer.trained import token_chips, token_labels
 
@@ -229,8 +230,111 @@ st.markdown(
     )
 )
 
+# --- healing, live ---------------------------------------------------------------------------------------------------
+HEAL_PHASES = {
+    "waiting": N_("Waiting for another heal on this server to finish (one at a time)…"),
+    "converting": N_("Converting, and scoring the conversion before healing…"),
+    "recording": N_("Recording the original model's attention on the training text…"),
+    "measuring": N_("Scoring the healed model…"),
+}
+
+
+def heal_section(key: str, model_name: str) -> None:
+    """Heal the chosen conversion: a button, then its progress and loss curve, live, for every session."""
+    st.markdown("**" + _("Heal it live") + "**")
+    st.markdown(
+        _(
+            "Every conversion above is untrained. Healing trains **only its attention projections** — embeddings, "
+            "norms and MLPs stay the original's, frozen — so that each converted layer reproduces the original "
+            "layer's attention output on the original's own activations (each layer on its own, Adam, relative "
+            "squared error). Live here: {seconds} s of training on {tokens} tokens of the same reference text, "
+            "disjoint from evaluation and calibration. The papers trained far more: the GQA paper 5 % of "
+            "pre-training, MHA2MLA about 0.3 % of it, TransMLA billions of tokens, end to end; this is a minute on "
+            "one core, layer by layer, with no fine-tuning of the whole model.",
+            seconds=f"{healing.LIVE_SECONDS:.0f}",
+            tokens=healing.LIVE_TRAIN_TOKENS,
+        )
+    )
+    progress = cached.heal_progress(key)
+    if progress is not None and progress.phase == "failed":
+        st.warning(_("The last heal of this conversion stopped: {error}", error=progress.error or ""))
+    if progress is None or progress.phase == "failed":
+        if trained_model() is not None:
+            st.button(
+                _("Heal {model} (about {seconds} s)", model=model_name, seconds=f"{healing.LIVE_SECONDS:.0f}"),
+                icon=":material/healing:",
+                on_click=cached.start_heal,
+                args=(key,),
+            )
+        return
+    # Redrawn every second while it runs (a fragment: the rest of the page is not rerun); once done, once more.
+    st.fragment(run_every=1.0 if progress.running else None)(heal_view)(key)
+
+
+def heal_view(key: str) -> None:
+    progress = cached.heal_progress(key)
+    assert progress is not None
+    watching = f"_watching_heal_{key}"
+    if progress.phase in HEAL_PHASES:
+        st.info(_(HEAL_PHASES[progress.phase]), icon=":material/hourglass_top:")
+    elif progress.phase == "training":
+        st.progress(
+            min(progress.seconds / progress.budget_seconds, 1.0),
+            text=_(
+                "Training: step {step}, {seconds} of {budget} s; error {loss}",
+                step=len(progress.step_losses),
+                seconds=f"{progress.seconds:.0f}",
+                budget=f"{progress.budget_seconds:.0f}",
+                loss=f"{progress.step_losses[-1]:.4f}",
+            ),
+        )
+    if progress.step_losses:
+        show_chart(
+            lab.heal_loss_figure(progress.step_losses, progress.first_loss, progress.seconds),
+            name="lab-heal-loss",
+            rows=[{"step": n, "mean_relative_error": loss} for n, loss in enumerate(progress.step_losses, 1)],
+            caption=_(
+                "Each point is one step: the converted layers' output error against the original's, averaged over "
+                "the {layers} layers. Falling means the layers are learning what the conversion lost.",
+                layers=original.n_layers,
+            ),
+        )
+    if progress.running:
+        st.session_state[watching] = True
+        return
+    if st.session_state.pop(watching, False):
+        st.rerun(scope="app")  # it just finished: the answers below can use the healed model now
+    shown = dict(
+        before=f"{progress.perplexity_before:,.2f}",
+        after=f"{progress.perplexity_after:,.2f}",
+        original=f"{progress.perplexity_original:,.2f}",
+        n=progress.eval_tokens,
+        seconds=f"{progress.seconds:.0f}",
+        tokens=progress.tokens,
+    )
+    gap = progress.gap_closed
+    st.success(
+        _(
+            "Perplexity on the first {n} evaluation tokens: **{before} converted → {after} healed** (the original: "
+            "{original}), after {seconds} s of training on {tokens} tokens.",
+            **shown,
+        )
+        + (
+            ""
+            if gap is None
+            else ("" if language() == "zh" else " ") + _("{share} of the gap closed.", share=percent(gap))
+        )
+        + (
+            ("" if language() == "zh" else " ") + _("Healed before on this server: kept on disk.")
+            if progress.from_disk
+            else ""
+        ),
+        icon=":material/healing:",
+    )
+
+
 # --- one prompt, two models -----------------------------------------------------------------------------------------
-st.subheader(_("The same prompt, two models"))
+st.subheader(_("One conversion: heal it, then ask it"))
 choices = [r.key for r in rows if r.key != "original"]
 key = bound(
     lab.MODEL,
@@ -244,6 +348,9 @@ key = bound(
     ),
     tuple(choices),
 )
+heal_section(key, label(by_key[key]))
+
+st.markdown("**" + _("The same prompt, answered by each") + "**")
 prompt = text_box(lab.PROMPT, st.text_input, _("Prompt"))
 st.caption(
     _(
@@ -290,9 +397,11 @@ if bound(lab.ANSWER, lambda widget: st.toggle(_("Answer with both"), key=widget)
         except (ModelNotInstalled, ValueError) as error:
             model_problem(error)
         else:
-            for column, title, reply in zip(
-                st.columns(2), (_("Original (GQA)"), label(by_key[key])), (first, second), strict=True
-            ):
+            titles, replies = [_("Original (GQA)"), label(by_key[key])], [first, second]
+            if cached.healed(key) is not None:  # healed on this server: its answer beside the two
+                titles.append(_("{model}, healed", model=named(by_key[key])))
+                replies.append(cached.healed_answer(key, prompt.strip()))
+            for column, title, reply in zip(st.columns(len(replies)), titles, replies, strict=True):
                 with column:
                     st.markdown(f"**{title}**")
                     st.text(reply.text or _("(nothing but the end token)"))

@@ -1,0 +1,140 @@
+"""The lab's live heal: convert, record, train for about a minute, measure, and keep the result on disk.
+
+No Streamlit here: explorer.lab_cache runs heal_live in a thread of its own, one heal at a time for the whole server,
+and the page reads the HealProgress it fills in as it goes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+
+from attn_core.pretrained import PretrainedLM, cache_root, heal
+from attn_core.pretrained.convert import Calibration
+from explorer import lab
+
+LIVE_SECONDS = 60.0  # of training: a class waits a minute
+LIVE_TRAIN_TOKENS = 2048  # right after the evaluation tokens, disjoint from them and from calibration
+LIVE_EVAL_TOKENS = lab.WINDOW  # the first evaluation window: scored before and after in seconds, not minutes
+LIVE_LR = 3.0e-4
+LIVE_SEED = 0
+PHASES = ("waiting", "converting", "recording", "training", "measuring", "done", "failed")
+
+
+@dataclass
+class HealProgress:
+    """A live heal as it goes, written by its thread and read by any session's page (append-only lists)."""
+
+    key: str
+    phase: str = "waiting"
+    step_losses: list[float] = field(default_factory=list)  # mean relative error over layers, per step
+    first_loss: float | None = None  # before any step
+    seconds: float = 0.0  # of training so far
+    budget_seconds: float = LIVE_SECONDS
+    tokens: int = 0
+    train_tokens: int = LIVE_TRAIN_TOKENS
+    eval_tokens: int = LIVE_EVAL_TOKENS
+    perplexity_original: float | None = None
+    perplexity_before: float | None = None
+    perplexity_after: float | None = None
+    from_disk: bool = False
+    error: str | None = None
+
+    @property
+    def running(self) -> bool:
+        return self.phase not in ("done", "failed")
+
+    @property
+    def gap_closed(self) -> float | None:
+        """The share of the log-perplexity gap to the original that healing closed."""
+        before, after, original = self.perplexity_before, self.perplexity_after, self.perplexity_original
+        if before is None or after is None or original is None or before <= original:
+            return None
+        return (math.log(before) - math.log(after)) / (math.log(before) - math.log(original))
+
+
+def recipe(point: lab.LabPoint, seconds: float) -> dict:
+    """What a stored heal was made with: a different recipe is a different file."""
+    return {
+        "point": point.key,
+        "options": point.options,
+        "seconds": seconds,
+        "train_tokens": LIVE_TRAIN_TOKENS,
+        "eval_tokens": LIVE_EVAL_TOKENS,
+        "lr": LIVE_LR,
+        "seed": LIVE_SEED,
+        "text_sha256": lab.REFERENCE_TEXT_SHA256,
+    }
+
+
+def stored_path(point: lab.LabPoint, seconds: float, root: Path | None = None) -> Path:
+    digest = hashlib.sha256(json.dumps(recipe(point, seconds), sort_keys=True).encode()).hexdigest()[:16]
+    return (root or cache_root()) / "healed" / f"{point.key}-{digest}.pt"
+
+
+def heal_live(
+    lm: PretrainedLM,
+    point: lab.LabPoint,
+    calibration: Calibration | None,
+    progress: HealProgress,
+    *,
+    seconds: float = LIVE_SECONDS,
+    root: Path | None = None,
+) -> PretrainedLM:
+    """The conversion of lm at point, healed for `seconds` (or read back from disk when that recipe was run before),
+    with progress filled in as it goes."""
+    torch.set_num_threads(1)  # as every session's thread: the result's last bits do not depend on the machine
+    progress.budget_seconds = seconds
+    ids = lm.encode(lab.reference_text())
+    eval_ids = ids[:LIVE_EVAL_TOKENS]
+    train_ids = ids[lab.EVAL_TOKENS : lab.EVAL_TOKENS + LIVE_TRAIN_TOKENS]
+    progress.phase = "converting"
+    student = lab.convert_point(lm, point, calibration)
+    path = stored_path(point, seconds, root)
+    if path.exists():
+        stored = torch.load(path, weights_only=True)
+        for layer, state in zip(student.decoder_layers, stored["layers"], strict=True):
+            # assign: the loaded tensors become the layer's own; copying into them would write into any tensor the
+            # conversion shares with the original model (its memory-mapped weights)
+            layer.self_attn.load_state_dict(state, assign=True)
+        for name, value in stored["progress"].items():
+            setattr(progress, name, value)
+        progress.from_disk = True
+        progress.phase = "done"
+        return student
+    progress.perplexity_original = _perplexity(lm, eval_ids)
+    progress.perplexity_before = _perplexity(student, eval_ids)
+    progress.phase = "recording"
+
+    def record(step: int, losses: list[float]) -> None:
+        if progress.phase != "training":
+            progress.phase = "training"
+        progress.step_losses.append(sum(losses) / len(losses))
+        progress.seconds = time.perf_counter() - started
+
+    started = time.perf_counter()
+    report = heal(student, lm, lm.decode(train_ids), seconds=seconds, lr=LIVE_LR, seed=LIVE_SEED, on_step=record)
+    progress.first_loss = sum(report.initial_losses) / len(report.initial_losses)
+    progress.seconds, progress.tokens = report.seconds, report.tokens
+    progress.phase = "measuring"
+    progress.perplexity_after = _perplexity(student, eval_ids)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    saved = {name: value for name, value in asdict(progress).items() if name not in ("phase", "key", "error")}
+    partial = path.with_suffix(".partial")
+    torch.save(
+        {"layers": [layer.self_attn.state_dict() for layer in student.decoder_layers], "progress": saved}, partial
+    )
+    partial.replace(path)  # whole or absent: a second server never reads half a file
+    progress.phase = "done"
+    return student
+
+
+@torch.inference_mode()
+def _perplexity(model: PretrainedLM, ids: list[int]) -> float:
+    return lab.perplexity_of(lab.window_nll_sums(model, ids))

@@ -1,0 +1,85 @@
+"""Heal it live, on the lab page: a press starts one heal for the whole server, its progress and loss curve appear,
+the perplexities it reports are the healed model's own (recomputed here), the original model is untouched, and a
+second server (or a restart) reads the result back from disk instead of training again."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import torch
+
+from explorer import lab
+from explorer import lab_cache as cached
+from explorer.probes import healing
+from tests.app.helpers import chart_specs, open_page
+
+KEY = "mqa-mean"  # needs no calibration: the quickest conversion to set up
+SECONDS = 8.0  # of training: a few steps even on a loaded machine
+
+
+@pytest.fixture
+def fresh_heals(monkeypatch, tmp_path):
+    monkeypatch.setattr(healing, "LIVE_SECONDS", SECONDS)
+    monkeypatch.setattr(healing, "cache_root", lambda: tmp_path)
+    cached._heals.clear()
+    cached._healed.clear()
+    yield tmp_path
+    cached._heals.clear()
+    cached._healed.clear()
+
+
+def wait_until_done(key: str, limit: float = 600) -> healing.HealProgress:
+    deadline = time.monotonic() + limit
+    while (progress := cached.heal_progress(key)) is None or progress.running:
+        assert time.monotonic() < deadline, f"the heal of {key} is still {progress and progress.phase}"
+        time.sleep(0.5)
+    assert progress.phase == "done", progress.error
+    return progress
+
+
+def teacher_fingerprint(lm) -> list[float]:
+    return [float(p.double().sum()) for p in lm.parameters()]
+
+
+def test_a_press_heals_the_conversion_live_and_reports_its_own_numbers(lm, fresh_heals):
+    before = teacher_fingerprint(lm)
+    at = open_page("lab", {"lab_model": KEY})
+    button = next(b for b in at.button if "healing" in (b.proto.icon or ""))
+    button.click().run()
+    assert not at.exception
+    assert cached.heal_progress(KEY) is not None
+    progress = wait_until_done(KEY)
+    at.run()
+    assert not at.exception
+    assert len(progress.step_losses) >= 2 and progress.step_losses[-1] < progress.first_loss  # the loss fell
+    (curve,) = [s for s in chart_specs(at) if s["layout"].get("title", {}).get("text", "").startswith("Healing")]
+    assert curve["data"][0]["y"] == pytest.approx(progress.step_losses)
+    successes = " ".join(s.value for s in at.success)
+    assert f"{progress.perplexity_before:,.2f} converted → {progress.perplexity_after:,.2f} healed" in successes
+    # the reported perplexities, recomputed independently of the heal's own bookkeeping
+    eval_ids = lm.encode(lab.reference_text())[: healing.LIVE_EVAL_TOKENS]
+    healed_model = cached.healed(KEY)
+    assert lab.perplexity_of(lab.window_nll_sums(healed_model, eval_ids)) == pytest.approx(progress.perplexity_after)
+    assert lab.perplexity_of(lab.window_nll_sums(lm, eval_ids)) == pytest.approx(progress.perplexity_original)
+    assert progress.perplexity_after < progress.perplexity_before
+    assert teacher_fingerprint(lm) == before  # the original model is untouched
+
+    at.toggle(key="view_lab_answer").set_value(True).run()
+    assert not at.exception
+    assert len(at.text) == 3  # original, converted, healed
+
+
+def test_a_heal_done_before_is_read_back_from_disk(lm, fresh_heals):
+    first = cached.start_heal(KEY)
+    wait_until_done(KEY)
+    weights = [p.detach().clone() for p in cached.healed(KEY).decoder_layers[0].self_attn.parameters()]
+    cached._heals.clear()
+    cached._healed.clear()  # as a restarted server, or another one sharing the cache folder
+    again = cached.start_heal(KEY)
+    progress = wait_until_done(KEY)
+    assert progress.from_disk and progress.perplexity_after == first.perplexity_after
+    assert progress.step_losses == first.step_losses
+    reloaded = list(cached.healed(KEY).decoder_layers[0].self_attn.parameters())
+    assert all(torch.equal(a, b) for a, b in zip(weights, reloaded, strict=True))
+    assert again is not first
