@@ -173,8 +173,8 @@ def show_chart(fig: go.Figure | dict, *, name: str, rows: Sequence[dict] | Calla
     its caption and a CSV download of rows (the numbers it plots), or of a callable giving their CSV text. The CSV is
     written when the button is clicked, not on every rerun. name keys the widgets and the chart, which is updated in
     place when its figure changes (LIVE_CHART). Every chart is drawn in PLOTLY_TEMPLATE, set here."""
-    # A Figure goes as its dict too (~1 ms): setting the template dict on it with update_layout validated the whole
-    # template, ~0.1 s a rerun
+    # A Figure goes as its dict too: setting the template dict on it with update_layout validated the whole
+    # template in every rerun
     spec = fig if isinstance(fig, dict) else fig.to_dict()
     layout = {**spec.get("layout", {}), "template": PLOTLY_TEMPLATE}
     shown = {**spec, "layout": with_unmeasured_tick_labels(title_below_toolbar(layout))}
@@ -223,7 +223,7 @@ def with_unmeasured_tick_labels(layout: dict) -> dict:
 
     Plotly's default (ticklabeloverflow "hide past div") measures every tick label in the page with
     getBoundingClientRect at every redraw, to hide those past the chart's edge: on the heatmaps page a fifth of the
-    browser's time per key press (Plotly's share 1.55 -> 1.25 s). Margins stay Plotly's to grow (automargin): fixed
+    browser's time per key press. Margins stay Plotly's to grow (automargin): fixed
     margins saved as much again but put axis titles on wide tick labels (tests/browser/test_layout.py checks both).
     A copy: figures are cached.
     """

@@ -2,8 +2,7 @@
 
 Streamlit runs a full collection after every script run (runner.postScriptGC), and Python runs one now and then on
 its own. Each walks every object the process tracks: with torch, plotly and pandas imported that is some 250,000
-objects, 0.5 s on this 2-core machine (1.5 s when it is busy), holding the GIL the whole time, so the server sends
-nothing meanwhile: the rest of a page, its "finished" and the next key press all waited behind it. Imported modules
+objects, holding the GIL the whole time (benchmarks/MEASUREMENTS.md), so the server sends nothing meanwhile: the rest of a page, its "finished" and the next key press all waited behind it. Imported modules
 live as long as the process, so they are moved out of the collector's sight (gc.freeze) once a run has imported
 new ones; what a session creates afterwards is collected as before.
 """

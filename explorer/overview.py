@@ -124,7 +124,7 @@ def _variant_bars(
     in one unit of `units` (bytes in KiB/MiB/GiB by default), never with Plotly's SI letters.
 
     Built as the dict go.Figure(...).to_dict() gives (show_chart sends it as it is): validating two bar figures into
-    Plotly's object tree cost 30-90 ms of every rerun, before the first chart could leave the server.
+    Plotly's object tree cost a share of every rerun, before the first chart could leave the server.
     """
     bar = {
         "type": "bar",

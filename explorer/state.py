@@ -59,8 +59,8 @@ def page_settings(page_key: str) -> Settings:
     use_language()
     page = PAGES.get(page_key)  # its declaration: which settings it uses (None for a page not in the menu, a test's)
     # One torch thread per op, set in the thread that runs this page (the setting is per thread). A served app runs
-    # many small ops for many sessions at once: torch's pool spinning on 2 cores against other sessions' work made a
-    # decode trace 40x slower. And a result's last bits depend on the thread count: one count everywhere keeps a
+    # many small ops for many sessions at once: torch's pool spinning against other sessions' work slowed a decode
+    # trace many times over. And a result's last bits depend on the thread count: one count everywhere keeps a
     # link's numbers identical to the sender's.
     torch.set_num_threads(1)
     st.html(f"<style>{APP_CSS}</style>")  # style only: Streamlit puts it where it takes no room on the page
@@ -474,7 +474,7 @@ def _share_tools(settings: Settings) -> None:
     st.caption(_("This link opens exactly this view (same weights, inputs and numbers). Copy it with the icon."))
     st.session_state[_SHARE_BOX] = box = st.empty()  # redrawn as the page's own controls write to the link
     _show_link(box)
-    # A dialog drawn on demand: a QR code costs ~40 ms to make, too much for every press of every slider.
+    # A dialog drawn on demand: a QR code takes too long to make for every press of every slider.
     # on_click, not the button's return value: a run that reruns itself (the pages/ folder fix) loses the latter.
     st.button(
         _("QR code for the class"),

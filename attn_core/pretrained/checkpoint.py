@@ -185,10 +185,8 @@ PACKED_GROUPS = (("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"), (
 def column_major_is_faster(rows: int, cols: int) -> bool:
     """Whether a one-token product with a [rows, cols] weight (cols in, rows out) streams faster column by column.
 
-    Decoding reads every weight once per token from memory. Measured here (MKL, one thread, 60 cold copies each):
-    [960, 576] 327 -> 239 us column-major, [3072, 576] 777 -> 485 us, [49152, 576] 16.8 -> 8.8 ms; [576, 576] the
-    same; [576, 1536] 285 -> 469 us, slower. Longer outputs than inputs favour columns. Prefill of 128 tokens is
-    within a few percent either way.
+    Decoding reads every weight once per token from memory: with MKL, longer outputs than inputs stream faster column
+    by column, square ones the same, wider inputs slower (benchmarks/MEASUREMENTS.md). Prefill is about even.
     """
     return rows > cols
 

@@ -96,7 +96,7 @@ class PretrainedLM(nn.Module):
         self.tokenizer = tokenizer
         self.conversion: ConversionReport | None = None  # set on models made by with_attention: what was kept
         # Initialised only off the meta device (a model about to be loaded): nn.Embedding's normal_ on meta tensors
-        # imports torch._dynamo, 2 of the 2.6 s a load took.
+        # imports torch._dynamo, most of a load's time.
         embedding = torch.empty(config.vocab_size, config.d_model, device=device)
         self.embed_tokens = nn.Embedding(config.vocab_size, config.d_model, _weight=embedding)
         if not embedding.is_meta:

@@ -178,8 +178,8 @@ def mapping_figure(frames: list[MorphFrame], active: int, settings: Settings, hi
 
 def mapping_spec(frames: list[MorphFrame], active: int, settings: Settings, highlight: str | None) -> dict:
     """mapping_figure's data, layout and frames as plain dicts (without the template). Streamlit gets these as they
-    are: a go.Figure validates every frame even with _validate=False, and copies it whole in to_dict (0.1-0.2 s of
-    a rerun that changed the length, batch, dtype or seed, before the chart could leave the server)."""
+    are: a go.Figure validates every frame even with _validate=False, and copies it whole in to_dict, in every rerun
+    that changed the length, batch, dtype or seed, before the chart could leave the server."""
     cfgs = dict(morph_configs(settings.d_model, settings.heads, settings.latent, settings.rope_dim))
     contents = [
         _frame_content(frame, cfgs[frame.key], settings, highlight if index == active else None)
