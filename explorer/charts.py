@@ -193,9 +193,11 @@ def show_chart(fig: go.Figure | dict, *, name: str, rows: Sequence[dict] | Calla
         f'"config": {json.dumps(config)}, "figure": {figure}}}'
     )
     LIVE_CHART(key=f"chart_{name}", data=payload.encode("utf-8"))
-    left, right = st.columns([6, 1], vertical_alignment="center")
-    left.caption(caption)
-    right.download_button(
+    # A row that does not wrap: the caption takes what the button leaves, and the button keeps its label whole (as a
+    # column of a fixed share it shrank to "C" in a chart's half of a projector's width).
+    row = st.container(horizontal=True, wrap=False, vertical_alignment="center")
+    row.caption(caption)
+    row.download_button(
         "CSV",
         rows if callable(rows) else functools.partial(csv_text, rows),
         file_name=f"{name}.csv",
@@ -203,7 +205,7 @@ def show_chart(fig: go.Figure | dict, *, name: str, rows: Sequence[dict] | Calla
         key=f"csv_{name}",
         on_click="ignore",
         help=_("The numbers this chart plots"),
-        width="stretch",
+        width="content",
     )
 
 
