@@ -22,10 +22,11 @@ import torch
 
 from attn_core.pretrained import PretrainedLM
 from attn_core.pretrained.convert import Calibration, calibrate
-from explorer.i18n import N_, _
+from explorer.i18n import N_, _, percent
 from explorer.params import Choice, Flag, Text
 
 TABLE_PATH = Path(__file__).resolve().parents[1] / "assets" / "lab_table.json"
+HEAL_TABLE_PATH = TABLE_PATH.with_name("heal_table.json")  # written by benchmarks/heal.py
 # sha256 of reference_text() under CPython 3.11's pydoc_data (the text the stored table was measured on)
 REFERENCE_TEXT_SHA256 = "71f2ff5d99bdc1f9c48c5c2353ad138201c5ca1c377e0226857ef8fa89b8bcee"
 EVAL_TOKENS = 4096
@@ -163,6 +164,48 @@ def table_rows(table: dict) -> list[LabRow]:
     ]
 
 
+@dataclass(frozen=True)
+class HealedRow:
+    """A lab point after benchmarks/heal.py healed it: the same cache, a new perplexity, and what healing cost."""
+
+    key: str
+    cache_bytes_per_token: int
+    perplexity_before: float
+    perplexity: float
+    gap_closed: float  # share of the log-perplexity gap to the original
+    steps: int
+    tokens: int  # tokens fed over all steps
+    text_tokens: int  # distinct training tokens
+    train_seconds: float
+
+
+def load_heal_table(path: Path = HEAL_TABLE_PATH) -> dict | None:
+    """The stored healing table, or None where it was never measured."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+
+
+def healed_rows(table: dict | None) -> dict[str, HealedRow]:
+    if not table:
+        return {}
+    return {
+        row["key"]: HealedRow(
+            key=row["key"],
+            cache_bytes_per_token=row["cache_bytes_per_token"],
+            perplexity_before=row["perplexity_before"],
+            perplexity=row["perplexity_after"],
+            gap_closed=row["gap_closed"],
+            steps=row["recipe"]["steps_taken"],
+            tokens=row["recipe"]["tokens_seen"],
+            text_tokens=row["recipe"]["text_tokens"],
+            train_seconds=row["seconds"]["train"],
+        )
+        for row in table["rows"]
+    }
+
+
 def settings_text(variant: str, options: dict[str, Any]) -> str:
     if not options:
         return variant
@@ -238,6 +281,50 @@ def _legend_name(variant: str, group: list[LabRow]) -> str:
     return variant.upper()
 
 
+def _add_healed(fig: go.Figure, rows: list[LabRow], healed: dict[str, HealedRow]) -> None:
+    """Each healed point as a star, with an arrow from the conversion it was healed from (same cache, lower
+    perplexity: straight down)."""
+    twins = [(row, healed[row.key]) for row in rows if row.key in healed]
+    if not twins:
+        return
+    fig.add_trace(
+        go.Scatter(
+            x=[twin.cache_bytes_per_token / 1024 for _row, twin in twins],
+            y=[twin.perplexity for _row, twin in twins],
+            mode="markers",
+            marker={"symbol": "star", "size": 14, "color": "#2f8f5b", "line": {"width": 1, "color": "white"}},
+            name=_("healed"),
+            customdata=[
+                [
+                    _("{model}, healed", model=point_name(row)),
+                    _("{share} of the gap closed.", share=percent(twin.gap_closed)),
+                ]
+                for row, twin in twins
+            ],
+            hovertemplate="%{customdata[0]}<br>%{y:,.2f}<br>%{customdata[1]}" + "<extra></extra>",
+        )
+    )
+    for row, twin in twins:
+        fig.add_annotation(
+            x=twin.cache_bytes_per_token / 1024,
+            y=math.log10(twin.perplexity),  # annotations on a log axis are placed by the log of the value
+            ax=row.cache_bytes_per_token / 1024,
+            ay=math.log10(row.perplexity),
+            xref="x",
+            yref="y",
+            axref="x",
+            ayref="y",
+            showarrow=True,
+            arrowhead=2,
+            arrowsize=1.2,
+            arrowwidth=1.5,
+            arrowcolor="#2f8f5b",
+            standoff=7,
+            startstandoff=6,
+            text="",
+        )
+
+
 def label_positions(rows: list[LabRow]) -> dict[str, str]:
     """Where each point's name goes: MLA points, close together along the frontier, alternate above and below; the
     rest sit to the right (the rightmost to the left, inside the chart)."""
@@ -251,7 +338,9 @@ def label_positions(rows: list[LabRow]) -> dict[str, str]:
     return positions
 
 
-def pareto_figure(rows: list[LabRow], *, context_length: int, chosen: str | None = None) -> go.Figure:
+def pareto_figure(
+    rows: list[LabRow], *, context_length: int, chosen: str | None = None, healed: dict[str, HealedRow] | None = None
+) -> go.Figure:
     """Perplexity (log) against KV cache per token (KiB, whole model, float32), every point named beside it; the
     frontier as a line; hover adds the settings and the whole-model cache at context_length tokens."""
     frontier = pareto_frontier(rows)
@@ -297,6 +386,7 @@ def pareto_figure(rows: list[LabRow], *, context_length: int, chosen: str | None
                 name=_("original") if variant == "original" else _legend_name(variant, group),
             )
         )
+    _add_healed(fig, rows, healed or {})
     fig.update_layout(
         xaxis_title=_("KV cache per token, whole model (KiB, float32)"),
         xaxis_rangemode="tozero",

@@ -41,6 +41,7 @@ except (OSError, ValueError):
     st.stop()
 
 rows = lab.table_rows(table)
+healed = lab.healed_rows(lab.load_heal_table())  # {} until benchmarks/heal.py has run
 by_key = {row.key: row for row in rows}
 original = by_key["original"]
 evaluation = table["evaluation"]
@@ -98,6 +99,19 @@ if best_mla is not None:
             share=percent(best_mla.cache_bytes_per_token / original.cache_bytes_per_token),
         )
     )
+if healed:
+    closed = sorted(healed.values(), key=lambda twin: twin.gap_closed)
+    findings.append(
+        _(
+            "Healed (★, arrows): {count} conversions trained back for {least}–{most} s each; they closed {low} to "
+            "{high} of the gap to the original's perplexity.",
+            count=len(closed),
+            least=f"{min(t.train_seconds for t in closed):.0f}",
+            most=f"{max(t.train_seconds for t in closed):.0f}",
+            low=percent(closed[0].gap_closed),
+            high=percent(closed[-1].gap_closed),
+        )
+    )
 # Models that share one cache size, compared in one sentence, best first.
 for size in sorted({r.cache_bytes_per_token for r in rows}):
     same = sorted((r for r in rows if r.cache_bytes_per_token == size), key=lambda r: r.perplexity)
@@ -123,7 +137,7 @@ csv_rows = [
     for r in rows
 ]
 show_chart(
-    lab.pareto_figure(rows, context_length=context),
+    lab.pareto_figure(rows, context_length=context, healed=healed),
     name="lab-pareto",
     rows=csv_rows,
     caption=("" if language() == "zh" else " ").join(  # Chinese sentences end in 。 and take no space
@@ -147,10 +161,30 @@ st.dataframe(
             _("× original"): f"{r.perplexity / original.perplexity:,.2f}",
             _("cache / token"): format_bytes(r.cache_bytes_per_token),
             _("cache at {n} tokens", n=context): format_bytes(r.cache_bytes_per_token * context),
-            _("s to convert + evaluate"): f"{r.seconds['convert'] + r.seconds['evaluate']:,.1f}",
+            _("time"): _(
+                "{seconds} s to convert and evaluate", seconds=f"{r.seconds['convert'] + r.seconds['evaluate']:,.0f}"
+            ),
             _("settings"): lab.settings_shown(r),
         }
         for r in rows
+    ]
+    + [
+        {
+            _("model"): _("{model}, healed", model=named(by_key[key])),
+            _("perplexity"): f"{twin.perplexity:,.2f}",
+            _("× original"): f"{twin.perplexity / original.perplexity:,.2f}",
+            _("cache / token"): format_bytes(twin.cache_bytes_per_token),
+            _("cache at {n} tokens", n=context): format_bytes(twin.cache_bytes_per_token * context),
+            _("time"): _("{seconds} s of healing", seconds=f"{twin.train_seconds:,.0f}"),
+            _("settings"): _(
+                "healed: {steps} steps, {tokens} tokens ({distinct} distinct)",
+                steps=twin.steps,
+                tokens=twin.tokens,
+                distinct=twin.text_tokens,
+            ),
+        }
+        for key, twin in healed.items()
+        if key in by_key
     ],
     hide_index=True,
 )
