@@ -10,7 +10,7 @@ import streamlit as st
 from explorer.heap import freeze_imports
 from explorer.i18n import _
 from explorer.pages import PAGES
-from explorer.state import use_language
+from explorer.state import page_not_found, requested_page, use_language
 
 # The favicon is a file served by the app itself: a ":material/...:" icon makes the browser fetch an SVG from
 # fonts.gstatic.com, which fails offline and is a request a classroom network may not allow.
@@ -41,6 +41,10 @@ pages.append(
         visibility="hidden",
     )
 )
+# A link to a page that does not exist (a typo, an old address) opens a page of ours saying so in the link's language,
+# not Streamlit's English "Page not found" dialog over the overview.
+if (asked := requested_page()) and asked not in {page.url_path for page in pages}:
+    pages.append(st.Page(page_not_found, title=_("Page not found"), url_path=asked, visibility="hidden"))
 try:
     current = st.navigation(pages)
     # The tab names the page, in the run's language: a class with several tabs open tells them apart.

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -241,6 +242,34 @@ def link_query(settings: Settings, **view) -> dict[str, str]:
     """Query parameters for a link to another page showing these settings and the given view values, in this
     run's language."""
     return settings.to_link() | {LINK_PARAM: i18n.language()} | {name: str(value) for name, value in view.items()}
+
+
+def requested_page() -> str | None:
+    """The URL path the browser asked for ("" for the root), when it is one a page could have."""
+    try:
+        from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+        asked = get_script_run_ctx().pages_manager.intended_page_name  # not public: None where it is missing
+    except AttributeError:
+        return None
+    return asked if asked and re.fullmatch(r"[A-Za-z0-9_-]{1,64}", asked) else None
+
+
+def page_not_found() -> None:
+    """What a link to a page that does not exist opens: the sidebar, a sentence in the link's language, and the way
+    to every page."""
+    page_settings("not_found")
+    st.title(_("Page not found"))
+    st.info(
+        _(
+            "This link asks for a page called “{name}”, which the explorer does not have (a typo, or an old "
+            "address). Its settings are kept: every page below opens with them.",
+            name=requested_page() or "",
+        ),
+        icon=":material/explore_off:",
+    )
+    for entry in PAGES.values():
+        page_link(entry.path, label=f"{_(entry.title)}: {_(entry.teaser)}", icon=entry.icon)
 
 
 def use_language() -> str:
@@ -506,7 +535,9 @@ __all__ = [
     "follow",
     "link_query",
     "page_link",
+    "page_not_found",
     "page_settings",
+    "requested_page",
     "text_box",
     "use_language",
 ]

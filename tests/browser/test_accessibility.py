@@ -8,7 +8,7 @@ import pytest
 from explorer.i18n import _, set_language
 from explorer.state import SLIDER_LABELS
 
-from .conftest import wait_for_app
+from .conftest import wait_for_app, wait_until_idle
 
 
 @pytest.mark.parametrize(
@@ -29,3 +29,15 @@ def test_the_document_says_its_language_and_names_the_page(server, page, lang, h
         set_language("en")
     assert names == expected
     assert not any("$" in name or "\\" in name for name in names)
+
+
+@pytest.mark.parametrize(("lang", "title"), [("zh", "找不到页面"), ("en", "Page not found")])
+def test_a_link_to_a_missing_page_says_so_in_its_language(server, page, lang, title):
+    page.goto(server.url)  # a server's very first link runs in Streamlit's pages/ folder mode, which has its own dialog
+    wait_for_app(page)
+    page.goto(f"{server.url}/nonexistent?lang={lang}&heads=4&groups=2")
+    wait_until_idle(page)
+    assert page.locator("h1").first.inner_text().strip() == title
+    assert not page.get_by_role("dialog").count()  # not Streamlit's English dialog
+    assert "nonexistent" in page.locator('[data-testid="stMain"] [data-testid="stAlert"]').first.inner_text()
+    assert page.locator('[data-testid="stPageLink-NavLink"]').count() >= 7
