@@ -20,6 +20,7 @@ import streamlit as st
 import streamlit.components.v1 as components_v1
 
 from .i18n import N_, _, language
+from .present import for_projector, presenting
 
 PLOTLY_CONFIG = {
     "displayModeBar": True,  # always shown, not only on hover: the camera icon saves a PNG
@@ -176,7 +177,10 @@ def show_chart(fig: go.Figure | dict, *, name: str, rows: Sequence[dict] | Calla
     # A Figure goes as its dict too (~1 ms): setting the template dict on it with update_layout validated the whole
     # template, ~0.1 s a rerun
     spec = fig if isinstance(fig, dict) else fig.to_dict()
-    layout = {**spec.get("layout", {}), "template": PLOTLY_TEMPLATE}
+    spec = {**spec, "layout": {**spec.get("layout", {}), "template": PLOTLY_TEMPLATE}}
+    if presenting():  # present=1: fonts about twice their size for a projector
+        spec = for_projector(spec)
+    layout = spec["layout"]
     shown = {**spec, "layout": with_unmeasured_tick_labels(title_below_toolbar(layout))}
     to_image = dict(PLOTLY_CONFIG["toImageButtonOptions"], filename=name)
     config = PLOTLY_CONFIG | {"toImageButtonOptions": to_image} | plotly_locale()
