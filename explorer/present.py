@@ -55,7 +55,18 @@ def for_projector(spec: dict, scale: float = FONT_SCALE) -> dict:
     copy, since figures are cached."""
     scaled = _scaled(spec, scale)
     layout = dict(scaled.get("layout") or {})
-    layout["height"] = round((layout.get("height") or 450) * HEIGHT_SCALE)
+    panels = sum(1 for name in layout if name.startswith("xaxis"))
+    # A grid of panels keeps its gaps as shares of its height: doubled labels need it doubled to stay apart.
+    layout["height"] = round((layout.get("height") or 450) * (scale if panels > 1 else HEIGHT_SCALE))
+    # Margins hold labels: the top one titles (the chart's, subplots' above the top row), scaled as they are; the
+    # others tick labels, which Plotly's automargin widens as needed, so they grow by half as much and leave the plot
+    # its room
+    margin = layout.get("margin")
+    if isinstance(margin, dict):
+        grow = {"t": scale, "b": (1 + scale) / 2, "l": (1 + scale) / 2, "r": (1 + scale) / 2}
+        layout["margin"] = {
+            side: _times(value, grow[side]) if side in grow else value for side, value in margin.items()
+        }
     title = layout.get("title")
     title = {"text": title} if isinstance(title, str) else title
     if isinstance(title, dict) and title.get("text") and not (title.get("font") or {}).get("size"):

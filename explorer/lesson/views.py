@@ -30,12 +30,12 @@ SCALE = "2"  # heatmaps' input scale: sharp enough that the softmax visibly pick
 POOL = "mean"
 
 # The steps' settings: small layers that draw at once and read on a projector.
-ONE_HEAD = Settings(variants=("mha",), d_model=64, heads=4, groups=4, latent=16, rope_dim=8, seq_len=6, seed=0)
-MANY_HEADS = Settings(variants=("mha",), d_model=128, heads=8, groups=8, latent=32, rope_dim=8, seq_len=6, seed=0)
+ONE_HEAD = Settings(variants=("mha",), d_model=64, heads=4, groups=4, latent=16, rope_dim=8, seq_len=8, seed=0)
+MANY_HEADS = Settings(variants=("mha",), d_model=128, heads=8, groups=8, latent=32, rope_dim=8, seq_len=8, seed=0)
 DECODE = Settings(variants=("mha",), d_model=256, heads=8, groups=8, latent=64, rope_dim=16, batch=1, dtype="float16")
 SHARING = Settings(d_model=512, heads=8, groups=2, latent=128, rope_dim=32, seq_len=64, dtype="float16")
 PITFALL = replace(DECODE, variants=("mha", "gqa"), groups=2)
-LATENT_HEAD = Settings(variants=("mla",), d_model=128, heads=4, groups=4, latent=32, rope_dim=8, seq_len=6, seed=0)
+LATENT_HEAD = Settings(variants=("mla",), d_model=128, heads=4, groups=4, latent=32, rope_dim=8, seq_len=8, seed=0)
 PROMPT_TOKENS, DECODED_TOKENS = 8, 24  # the decode steps' trace: a short prompt, then one token at a time
 NOTES_MODEL, NOTES_LATENT, NOTES_ROPE = "Llama-2-7B", 512, 128  # the course notes' example: 8192 vs 640 numbers
 GPU_GIB, GPUS = 80, 1
