@@ -15,6 +15,7 @@ from .params import Flag
 
 PRESENT = Flag("present", False)
 FONT_SCALE = 2.0  # chart fonts, as the body text (assets/present.css)
+MIN_HEIGHT = 400  # a short chart (one decode step's few rows) leaves its colour bar no room for doubled tick labels
 TITLE_SIZE = 16  # a chart title's size in explorer.charts.PLOTLY_TEMPLATE
 HEIGHT_SCALE = 1.35  # a chart's height: doubled fonts need room, and a 768-px screen must still show the chart whole
 PRESENT_CSS = (Path(__file__).resolve().parents[1] / "assets" / "present.css").read_text(encoding="utf-8")
@@ -57,7 +58,8 @@ def for_projector(spec: dict, scale: float = FONT_SCALE) -> dict:
     layout = dict(scaled.get("layout") or {})
     panels = sum(1 for name in layout if name.startswith("xaxis"))
     # A grid of panels keeps its gaps as shares of its height: doubled labels need it doubled to stay apart.
-    layout["height"] = round((layout.get("height") or 450) * (scale if panels > 1 else HEIGHT_SCALE))
+    height = round((layout.get("height") or 450) * (scale if panels > 1 else HEIGHT_SCALE))
+    layout["height"] = max(height, MIN_HEIGHT)
     # Margins hold labels: the top one titles (the chart's, subplots' above the top row), scaled as they are; the
     # others tick labels, which Plotly's automargin widens as needed, so they grow by half as much and leave the plot
     # its room

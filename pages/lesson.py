@@ -30,7 +30,8 @@ def go(by: int) -> None:
 
 
 st.title(_("Lesson: from attention to MLA"))
-back, menu, forward = st.columns([2, 5, 2], vertical_alignment="center")
+# On a projector the arrows alone: the step's title needs the row's width at twice the size.
+back, menu, forward = st.columns([1, 8, 1] if presenting() else [2, 5, 2], vertical_alignment="center")
 with menu:
     number = bound(
         view.STEP,
@@ -43,8 +44,24 @@ with menu:
         ),
         (1, last),
     )
-back.button(_("← Previous"), on_click=go, args=(-1,), disabled=number <= 1, width="stretch", key="lesson_previous")
-forward.button(_("Next →"), on_click=go, args=(1,), disabled=number >= last, width="stretch", key="lesson_next")
+back.button(
+    "←" if presenting() else _("← Previous"),
+    on_click=go,
+    args=(-1,),
+    disabled=number <= 1,
+    width="stretch",
+    key="lesson_previous",
+    help=_("Previous step (← key)"),
+)
+forward.button(
+    "→" if presenting() else _("Next →"),
+    on_click=go,
+    args=(1,),
+    disabled=number >= last,
+    width="stretch",
+    key="lesson_next",
+    help=_("Next step (→ key)"),
+)
 if not presenting():
     st.caption(_("The arrow keys ← → move between steps too. Add `present=1` to the link for a projector."))
 

@@ -245,12 +245,11 @@ def one_kv_head(lang: str) -> StepView:
 
 def groups_of_heads(lang: str, groups: int) -> StepView:
     settings = replace(SHARING, groups=groups)
-    variant = {1: "mqa", settings.heads: "mha"}.get(groups, "gqa")
-    highlight = None if variant == "mha" else "kv0"
+    variant = {1: "mqa", settings.heads: "mha"}.get(groups, "gqa")  # what GQA is at this count
     return _morph_view(
         settings,
         "gqa",
-        highlight if variant == "gqa" else None,
+        "kv0" if variant == "gqa" else None,  # the heads of one group
         lang,
         _(
             "GQA with {g} of {h} heads: each K/V head serves {r} query heads, and the cache is {g}/{h} of MHA's. "
@@ -269,9 +268,9 @@ def groups_of_heads(lang: str, groups: int) -> StepView:
     )
 
 
-def latent_store(lang: str) -> StepView:
+def shared_rotary_key(lang: str) -> StepView:
     settings = SHARING
-    view = _morph_view(
+    return _morph_view(
         settings,
         "mla",
         "k_rope",
@@ -284,7 +283,6 @@ def latent_store(lang: str) -> StepView:
             per_head=settings.heads * settings.rope_dim,
         ),
     )
-    return view
 
 
 def real_model(lang: str) -> StepView | None:
@@ -436,7 +434,7 @@ STEP_VIEWS: dict[str, Callable[..., StepView | None]] = {
     "trained": real_model,
     "pitfall": repeated_heads,
     "mla": joint_compression,
-    "rope": latent_store,
+    "rope": shared_rotary_key,
     "absorb": absorbed_decode,
     "choose": choosing,
 }

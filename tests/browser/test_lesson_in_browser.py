@@ -20,12 +20,27 @@ from .test_layout import BOXES, OUTSIDE, overlap
 
 PROJECTOR = (1024, 768)
 
-# Words or labels drawn cut short (Streamlit ends a label too long for its box with an ellipsis), anywhere in the
-# page's main part.
+# Words or labels drawn cut short (Streamlit ends a label too long for its box with an ellipsis, a menu's value is
+# clipped), anywhere in the page's main part.
 CUT_TEXT = """() => Array.from(document.querySelectorAll('[data-testid="stMain"] *'))
     .filter(e => e.children.length === 0 && (e.textContent || '').trim() && e.getBoundingClientRect().width > 0)
-    .filter(e => getComputedStyle(e).textOverflow === 'ellipsis' && e.scrollWidth > e.clientWidth + 1)
+    .filter(e => { const style = getComputedStyle(e);
+        return (style.textOverflow === 'ellipsis' || ['hidden', 'clip'].includes(style.overflowX))
+            && e.scrollWidth > e.clientWidth + 1; })
     .map(e => e.textContent.trim().slice(0, 60))"""
+# A text box or menu whose value runs past the box that shows it (an input's own width may reach beyond it).
+CUT_VALUES = """() => { const ruler = document.createElement('canvas').getContext('2d');
+    return Array.from(document.querySelectorAll('[data-testid="stMain"] input'))
+        .filter(e => e.value && ['text', 'search', 'number'].includes(e.type) && e.getBoundingClientRect().width > 0)
+        .filter(e => { const s = getComputedStyle(e);
+            ruler.font = `${s.fontWeight} ${s.fontSize} ${s.fontFamily}`;
+            const end = e.getBoundingClientRect().left + parseFloat(s.paddingLeft) + ruler.measureText(e.value).width;
+            let edge = Infinity;
+            for (let a = e.parentElement; a && a !== document.body; a = a.parentElement)
+                if (['hidden', 'clip'].includes(getComputedStyle(a).overflowX))
+                    edge = Math.min(edge, a.getBoundingClientRect().right);
+            return end > edge + 1; })
+        .map(e => e.value.slice(0, 60)); }"""
 # What presenter mode promises, read off the page.
 PRESENTER = """() => {
     const main = document.querySelector('[data-testid="stMainBlockContainer"]');
@@ -138,6 +153,7 @@ def presenter_problems(tab) -> list[str]:
                 problems.append(f"chart {chart['index']}: the toolbar covers the title {first['text']!r}")
     problems += [f"cut off at the chart's edge: {text}" for text in tab.evaluate(OUTSIDE)]
     problems += [f"label cut short: {text!r}" for text in tab.evaluate(CUT_TEXT)]
+    problems += [f"value cut short: {text!r}" for text in tab.evaluate(CUT_VALUES)]
     return problems
 
 
