@@ -20,6 +20,7 @@ import streamlit as st
 import streamlit.components.v1 as components_v1
 
 from .i18n import N_, _, language
+from .present import for_projector, presenting
 
 PLOTLY_CONFIG = {
     "displayModeBar": True,  # always shown, not only on hover: the camera icon saves a PNG
@@ -29,6 +30,10 @@ PLOTLY_CONFIG = {
     # No selection is read back from a chart; without these the toolbar fits a chart in a narrow column in one row
     "modeBarButtonsToRemove": ["select2d", "lasso2d"],
 }
+
+
+# Tools left out in presenter mode (present=1): the camera, zoom, reset and full screen stay.
+PRESENTER_REMOVES = ["zoomIn2d", "zoomOut2d", "autoScale2d", "pan2d"]
 
 
 # plotly.js's own words a reader meets (its toolbar's tooltips, its notices), translated like ours: plotly.js looks
@@ -176,10 +181,15 @@ def show_chart(fig: go.Figure | dict, *, name: str, rows: Sequence[dict] | Calla
     # A Figure goes as its dict too: setting the template dict on it with update_layout validated the whole
     # template in every rerun
     spec = fig if isinstance(fig, dict) else fig.to_dict()
-    layout = {**spec.get("layout", {}), "template": PLOTLY_TEMPLATE}
+    spec = {**spec, "layout": {**spec.get("layout", {}), "template": PLOTLY_TEMPLATE}}
+    if presenting():  # present=1: fonts about twice their size for a projector
+        spec = for_projector(spec)
+    layout = spec["layout"]
     shown = {**spec, "layout": with_unmeasured_tick_labels(title_below_toolbar(layout))}
     to_image = dict(PLOTLY_CONFIG["toImageButtonOptions"], filename=name)
     config = PLOTLY_CONFIG | {"toImageButtonOptions": to_image} | plotly_locale()
+    if presenting():  # one row of tools, clear of the larger title, on a projector's half-width column
+        config["modeBarButtonsToRemove"] = [*PLOTLY_CONFIG["modeBarButtonsToRemove"], *PRESENTER_REMOVES]
     # Plotly's own JSON writer (numpy arrays, NaN), without building Plotly's object tree for a dict: that costs
     # milliseconds a chart for figures of many heatmaps, every rerun
     figure = plotly.io.to_json(shown, validate=False)
@@ -251,13 +261,15 @@ def title_below_toolbar(layout: dict) -> dict:
     # Hung from the top of the chart below the toolbar's row, and the plot pushed down by the title's lines: a title
     # stood on the plot's top edge instead (yanchor bottom) lets Plotly's second line fall onto the plot.
     height = layout.get("height") or 450  # Streamlit's default height for a chart that sets none
-    # Plotly hangs a title by its first line's middle rather than its top: half a line more keeps it off the toolbar.
-    title.update(yref="container", y=1 - (TOOLBAR_PX + 14) / height, yanchor="top")
-    title.pop("pad", None)
     size = (title.get("font") or {}).get("size", 17)
+    # Plotly hangs a title by its first line's middle rather than its top: half a line more keeps it off the toolbar
+    # (more for a larger title: presenter mode's doubled fonts).
+    below = TOOLBAR_PX + max(14, round(size * 0.8))
+    title.update(yref="container", y=1 - below / height, yanchor="top")
+    title.pop("pad", None)
     lines = title["text"].count("<br>") + 1
     margin = dict(layout.get("margin") or {})
-    margin["t"] = max(margin.get("t", 0), TOOLBAR_PX + 14 + round(lines * size * 1.3) + 12)
+    margin["t"] = max(margin.get("t", 0), below + round(lines * size * 1.3) + 12)
     return {**layout, "title": title, "margin": margin}
 
 

@@ -66,6 +66,12 @@ PAGES: dict[str, PageEntry] = {
         N_("Padding in a batch, the causal mask aligned to a cache, and cross-attention."),
         (*LAYER, "seed"),
     ),
+    "lesson": PageEntry(
+        "pages/lesson.py",
+        N_("Lesson"),
+        ":material/school:",
+        N_("The course notes' path from attention to MLA, a step at a time, for a class."),
+    ),
     "lab": PageEntry(
         "pages/lab.py",
         N_("Trade-off lab"),

@@ -23,6 +23,7 @@ from .glossary import glossary_markdown, variant_name
 from .i18n import LANGUAGES, LINK_PARAM, N_, _
 from .pages import ALL_SETTINGS, PAGES
 from .params import Choice, IntRange, Text, shown
+from .present import present_query, use_presenter
 from .settings import (
     BATCH_CHOICES,
     D_MODEL_CHOICES,
@@ -58,6 +59,7 @@ def page_settings(page_key: str) -> Settings:
     """
     _run_through_the_shell()
     use_language()
+    use_presenter()  # present=1: a projector's view (explorer/present.py)
     page = PAGES.get(page_key)  # its declaration: which settings it uses (None for a page not in the menu, a test's)
     # One torch thread per op, set in the thread that runs this page (the setting is per thread). A served app runs
     # many small ops for many sessions at once: torch's pool spinning against other sessions' work slowed a decode
@@ -240,8 +242,13 @@ def page_link(page_path: str, *, label: str, icon: str | None = None, query: dic
 
 def link_query(settings: Settings, **view) -> dict[str, str]:
     """Query parameters for a link to another page showing these settings and the given view values, in this
-    run's language."""
-    return settings.to_link() | {LINK_PARAM: i18n.language()} | {name: str(value) for name, value in view.items()}
+    run's language (and presenter mode, when on)."""
+    return (
+        settings.to_link()
+        | {LINK_PARAM: i18n.language()}
+        | present_query()
+        | {name: str(value) for name, value in view.items()}
+    )
 
 
 def requested_page() -> str | None:

@@ -16,6 +16,7 @@ MARGINS = {"b": 45, "l": 60, "r": 20}  # px
 TOP_MARGIN, TOP_MARGIN_TITLED = 60, 85  # px above the first row: its panel titles, and the figure's title if any
 FRAME_HEIGHT = 70  # px a figure adds to its rows' heights (mostly margins)
 TITLE_HEIGHT = 30  # px the figure's title adds
+X_TITLE_ROOM = 20  # px more between rows whose panels each carry an x title
 TICK_FONT = 9  # px
 NARROW_X_TICKS = 3  # x tick labels at most under a narrow panel of a few positions
 PANEL_TITLE_FONT, PANEL_TITLE_FONT_NARROW = 12, 10  # px; narrow: four panels a row or more (a phone's ~60 px each)
@@ -50,10 +51,14 @@ def panels_figure(
     # neighbours, so with shared columns these are drawn once, under the first column (as row labels are drawn once, on
     # the first panel of a row); the hover names every cell.
     titled = range(ncols) if ncols < 3 or not share_x else (0,)
-    gap_x, gap_y = COLUMN_GAP, ROW_GAP_SHARED / nrows + ROW_GAP_EACH
+    # Rows that each carry their own x titles (not share_x) need that much more room under them, in pixels: a title
+    # under one row ran into the next row's panel titles at a projector's width
+    own_titles = 0 if share_x else X_TITLE_ROOM * (nrows - 1)
+    height = row_height * nrows + FRAME_HEIGHT + (TITLE_HEIGHT if title else 0) + own_titles
+    gap_x, gap_y = COLUMN_GAP, ROW_GAP_SHARED / nrows + ROW_GAP_EACH + (0 if share_x else X_TITLE_ROOM / height)
     layout: dict = {
         "annotations": [],
-        "height": row_height * nrows + FRAME_HEIGHT + (TITLE_HEIGHT if title else 0),
+        "height": height,
         "margin": {"t": TOP_MARGIN_TITLED if title else TOP_MARGIN, **MARGINS},
     }
     if title:

@@ -1,0 +1,13 @@
+"""The lesson page's side of the app: the course notes' path through the explorer, one step at a time.
+
+steps   what each step says, asks and answers (marked for the catalog), and the step's link parameter
+views   each step's one chart, from the pages' own cached probes and figure builders, and its "explore this" link
+slides  animated GIFs of the head -> KV morph and the cache growing, drawn on the server without a browser
+keys    the arrow keys, as a small component
+"""
+
+from .keys import arrow_key
+from .steps import STEP, STEPS, Step
+from .views import GROUPS, STEP_VIEWS, StepView
+
+__all__ = ["GROUPS", "STEP", "STEPS", "STEP_VIEWS", "Step", "StepView", "arrow_key"]

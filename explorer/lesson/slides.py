@@ -1,0 +1,229 @@
+"""Animations for slides: animated GIFs drawn on the server, without a browser, from the numbers the charts show.
+
+Pillow draws them (it comes with Streamlit, so nothing is added to install). Plotly's own image export (kaleido)
+drives a headless Chrome, which a hosted server without a browser does not have; matplotlib would be a second
+plotting library to install for two drawings. So the frames are drawn here from the same computed values the live
+charts use: the head -> KV morph from the mapping page's probe (explorer.mapping: which store each head was found
+reading, the bars' geometry, each step's title and cache text), the cache growing from the KV cache page's decode
+traces (explorer.kv_cache: the shapes and bytes measured at every step). One GIF frame per animation frame.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import shutil
+import subprocess
+from functools import cache
+from pathlib import Path
+
+from PIL import Image, ImageDraw, ImageFont
+
+from explorer.charts import VARIANT_COLORS, format_bytes, shape_text
+from explorer.i18n import _
+from explorer.kv_cache import cache_names, color_of, shown_name
+from explorer.mapping.figure import EDGE_SLOTS, PALETTE, ROPE_COLOR
+from explorer.mapping.frames import query_label
+from explorer.mapping.geometry import KV_BOTTOM, KV_TOP, Q_BOTTOM, Q_TOP, query_bars, store_bars
+from explorer.mapping.hover import cache_text, frame_title
+from explorer.probes.decode import DecodeTrace
+from explorer.probes.mapping import MorphFrame, morph_configs
+from explorer.settings import Settings
+
+SIZE = (1024, 768)  # a projector's screen, in pixels
+MORPH_MS = 1100  # per step, as the mapping page's ▶ Play
+CACHE_MS = 350  # per decoded token
+INK, FADED, PAPER = "#22252b", "#6f7a85", "#ffffff"
+# Fonts that hold Chinese too (Debian's fonts-noto-cjk, which `make browser` installs; packages.txt asks a hosted
+# server for it), then a Latin one; Pillow's own font last.
+FONT_FILES = (
+    "/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc",
+    "/usr/share/fonts/opentype/noto/NotoSansCJK-Bold.ttc",
+    "/usr/share/fonts/truetype/noto/NotoSansCJK-Regular.ttc",
+    "/usr/share/fonts/truetype/wqy/wqy-microhei.ttc",
+    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+)
+
+
+@cache
+def font_file() -> str | None:
+    for path in FONT_FILES:
+        if Path(path).is_file():
+            return path
+    if shutil.which("fc-match"):
+        found = subprocess.run(
+            ["fc-match", "-f", "%{file}", "sans:lang=zh-cn"], capture_output=True, text=True, check=False
+        ).stdout
+        if found and Path(found).is_file():
+            return found
+    return None
+
+
+@cache
+def font(size: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
+    path = font_file()
+    return ImageFont.truetype(path, size) if path else ImageFont.load_default(size)
+
+
+def plain_lines(html: str) -> list[str]:
+    """A Plotly label's lines without its markup: <br> splits, <b>…</b> is dropped."""
+    return [re.sub(r"<[^>]+>", "", line) for line in html.split("<br>")]
+
+
+def gif_bytes(frames: list[Image.Image], duration_ms: int) -> bytes:
+    out = io.BytesIO()
+    first, *rest = [frame.convert("P", palette=Image.Palette.ADAPTIVE, colors=128) for frame in frames]
+    first.save(out, format="GIF", save_all=True, append_images=rest, duration=duration_ms, loop=0, optimize=False)
+    return out.getvalue()
+
+
+def _text(draw: ImageDraw.ImageDraw, xy, text: str, size: int, fill: str = INK, anchor: str = "la") -> None:
+    draw.text(xy, text, font=font(size), fill=fill, anchor=anchor)
+
+
+def _fit(draw: ImageDraw.ImageDraw, text: str, size: int, width: int) -> int:
+    """The largest font size up to `size` at which text fits `width` pixels."""
+    while size > 10 and draw.textlength(text, font=font(size)) > width:
+        size -= 1
+    return size
+
+
+# --- the head -> KV morph -------------------------------------------------------------------------------------------
+def morph_images(frames: list[MorphFrame], settings: Settings) -> list[Image.Image]:
+    """One image per animation step of the mapping page's figure: query heads on top, what is cached per token
+    below (as wide as its share of MHA's cache, the dashed box), a line from each head to each store it reads."""
+    cfgs = dict(morph_configs(settings.d_model, settings.heads, settings.latent, settings.rope_dim))
+    geometry = []
+    for frame in frames:
+        stores = store_bars(frame, cfgs[frame.key], settings)
+        geometry.append((frame, stores, query_bars(frame, stores, settings.heads, None)))
+    widest = max(1.0, *(sum(s.width for s in stores) for _f, stores, _q in geometry))
+    left, right = 70, SIZE[0] - 40
+    x0 = 0.5 - widest / 2 - 0.02
+    span = widest + 0.04
+
+    def px(x: float) -> float:
+        return left + (x - x0) / span * (right - left)
+
+    top, bottom = 150, 520  # y = Q_TOP ... KV_BOTTOM
+
+    def py(y: float) -> float:
+        return top + (Q_TOP - y) / (Q_TOP - KV_BOTTOM) * (bottom - top)
+
+    images = []
+    for index, (frame, stores, bars) in enumerate(geometry):
+        cfg = cfgs[frame.key]
+        image = Image.new("RGB", SIZE, PAPER)
+        draw = ImageDraw.Draw(image)
+        title = frame_title(frame, cfg, settings.heads)
+        _text(draw, (40, 40), title, _fit(draw, title, 34, SIZE[0] - 80))
+        step = _("Step {i} of {n}", i=index + 1, n=len(geometry))
+        _text(draw, (40, 92), step, 24, FADED)
+        is_mla = frame.variant == "mla"
+        # MHA's cache per token: the dashed box every step is measured against
+        box = (px(0), py(KV_TOP + 0.03), px(1), py(KV_BOTTOM - 0.03))
+        for x in range(int(box[0]), int(box[2]), 12):
+            draw.line([(x, box[1]), (min(x + 6, box[2]), box[1])], fill=FADED, width=2)
+            draw.line([(x, box[3]), (min(x + 6, box[2]), box[3])], fill=FADED, width=2)
+        for y in range(int(box[1]), int(box[3]), 12):
+            draw.line([(box[0], y), (box[0], min(y + 6, box[3]))], fill=FADED, width=2)
+            draw.line([(box[2], y), (box[2], min(y + 6, box[3]))], fill=FADED, width=2)
+        for bar in bars:  # edges first, under the bars
+            for s_index in bar.store_bars:
+                store = stores[s_index]
+                rope = is_mla and store.label == "k_rope"
+                color = ROPE_COLOR if rope else (VARIANT_COLORS["mla"] if is_mla else PALETTE[s_index % EDGE_SLOTS])
+                draw.line([(px(bar.x), py(Q_BOTTOM)), (px(store.x), py(KV_TOP))], fill=color, width=3)
+        for store in stores:
+            rope = store.label == "k_rope"
+            color = (ROPE_COLOR if rope else VARIANT_COLORS["mla"]) if is_mla else PALETTE[store.index % EDGE_SLOTS]
+            a, b = px(store.x - store.width / 2), px(store.x + store.width / 2)
+            draw.rectangle([a, py(KV_TOP), max(b, a + 2), py(KV_BOTTOM)], fill=color, outline=INK)
+            size = _fit(draw, store.short, 22, max(int(b - a) - 6, 1))
+            if draw.textlength(store.short, font=font(size)) <= b - a - 4:
+                _text(draw, ((a + b) / 2, py(0)), store.short, size, PAPER, "mm")
+            elif rope:
+                _text(draw, ((a + b) / 2, py(KV_TOP) - 8), store.short, 20, INK, "md")
+        for bar in bars:
+            color = VARIANT_COLORS["mla"] if is_mla else PALETTE[(bar.store_bars or [0])[0] % EDGE_SLOTS]
+            a, b = px(bar.x - bar.width * 0.45), px(bar.x + bar.width * 0.45)
+            draw.rectangle([a, py(Q_TOP), b, py(Q_BOTTOM)], fill=color, outline=INK)
+            label = query_label(bar.start, bar.stop)
+            if draw.textlength(label, font=font(18)) <= b - a - 4:
+                _text(draw, ((a + b) / 2, py(1.0)), label, 18, PAPER, "mm")
+        _text(draw, (left - 10, py(1.0)), "Q", 26, FADED, "rm")
+        _text(draw, (left - 10, py(0.0)), "KV", 26, FADED, "rm")
+        for line_no, line in enumerate(plain_lines(cache_text(frame, cfg, settings))):
+            size = _fit(draw, line, 26, SIZE[0] - 80)
+            _text(draw, (SIZE[0] / 2, 560 + line_no * 44), line, size, INK, "ma")
+        images.append(image)
+    return images
+
+
+def morph_gif(frames: list[MorphFrame], settings: Settings) -> bytes:
+    return gif_bytes(morph_images(frames, settings), MORPH_MS)
+
+
+# --- the KV cache growing token by token -----------------------------------------------------------------------------
+def cache_images(traces: dict[str, DecodeTrace]) -> list[Image.Image]:
+    """One image per decode step (0 = after the prefill): for each cache, its tensors as a block one column per token
+    held and as tall as its numbers per token, with the shapes and bytes measured at that step."""
+    names = list(traces)
+    any_trace = traces[names[0]]
+    steps = len(any_trace.nbytes)
+    most_tokens = max(max(t.tokens_held) for t in traces.values())
+    per_token = {name: t.nbytes[-1] / max(t.tokens_held[-1], 1) for name, t in traces.items()}
+    tallest = max(per_token.values()) or 1.0
+    left, right = 40, SIZE[0] - 40
+    band = (SIZE[1] - 200) / len(names)
+    images = []
+    for step in range(steps):
+        image = Image.new("RGB", SIZE, PAPER)
+        draw = ImageDraw.Draw(image)
+        title = _(
+            "KV cache after step {step}: {tokens} tokens held (batch {batch}, {dtype})",
+            step=step,
+            tokens=any_trace.tokens_held[step],
+            batch=any_trace.batch,
+            dtype=any_trace.storage_dtype,
+        )
+        _text(draw, (40, 40), title, _fit(draw, title, 32, SIZE[0] - 80))
+        note = _("prompt {prompt} tokens, then one token at a time", prompt=any_trace.prompt_len)
+        _text(draw, (40, 90), note, 22, FADED)
+        for row, name in enumerate(names):
+            trace = traces[name]
+            y = 140 + row * band
+            first, second = cache_names(trace)
+            shapes = trace.shapes[step]
+            label = _(
+                "{name}: {first} {first_shape} · {second} {second_shape} = {bytes}",
+                name=shown_name(name),
+                first=first,
+                first_shape=shape_text(shapes[first]),
+                second=second,
+                second_shape=shape_text(shapes[second]),
+                bytes=format_bytes(trace.nbytes[step]),
+            )
+            _text(draw, (left, y), label, _fit(draw, label, 24, right - left))
+            height = max(6.0, (band - 60) * per_token[name] / tallest)
+            held = trace.tokens_held[step]
+            column = (right - left) / most_tokens
+            draw.rectangle([left, y + 40, right, y + 40 + height], outline="#d5dae5", width=1)
+            if held:
+                draw.rectangle([left, y + 40, left + held * column, y + 40 + height], fill=color_of(name))
+                if column >= 4:
+                    for t in range(1, held):
+                        x = left + t * column
+                        draw.line([(x, y + 40), (x, y + 40 + height)], fill=PAPER, width=1)
+                if step:  # the token this step added
+                    draw.rectangle(
+                        [left + (held - 1) * column, y + 40, left + held * column, y + 40 + height],
+                        outline=INK,
+                        width=3,
+                    )
+        images.append(image)
+    return images
+
+
+def cache_gif(traces: dict[str, DecodeTrace]) -> bytes:
+    return gif_bytes(cache_images(traces), CACHE_MS)

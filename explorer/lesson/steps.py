@@ -1,0 +1,196 @@
+"""The lesson's steps, in the order of the course notes' argument: what each says, asks and shows.
+
+Words are marked for the catalog here and translated where shown (pages/lesson.py). Each step names the view in
+explorer.lesson.views that draws its one chart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from explorer.i18n import N_
+from explorer.params import IntRange
+
+
+@dataclass(frozen=True)
+class Step:
+    key: str  # names its view in explorer.lesson.views (STEP_VIEWS)
+    title: str
+    text: str  # a few sentences, markdown
+    question: str  # for the class
+    answer: str  # folded away
+
+
+STEPS: tuple[Step, ...] = (
+    Step(
+        "sdpa",
+        N_("Scaled dot-product attention, on real numbers"),
+        N_(
+            "Each token asks a **query** $q$, offers a **key** $k$ and carries a **value** $v$. Attention scores every "
+            "query against every key, $QK^\\top$, divides by $\\sqrt{d_k}$, masks the future (a causal mask), turns "
+            "each row into weights with softmax and mixes the values: "
+            "$\\mathrm{softmax}(QK^\\top/\\sqrt{d_k} + M)\\,V$. Below, one head of a real layer does exactly that on "
+            "a six-token sentence."
+        ),
+        N_("Why divide the scores by $\\sqrt{d_k}$?"),
+        N_(
+            "A dot product of two random $d_k$-wide vectors grows like $\\sqrt{d_k}$. Without the scaling, wider heads "
+            "give larger scores and the softmax becomes nearly one-hot: one key takes all the weight and the "
+            "gradients vanish."
+        ),
+    ),
+    Step(
+        "heads",
+        N_("Many heads"),
+        N_(
+            "Multi-head attention (MHA) splits $d_{model}$ into $h$ heads of width $d_h = d_{model}/h$. Each head has "
+            "its own $W^Q$, $W^K$, $W^V$ and attends on its own; the heads' outputs are concatenated and mixed by "
+            "$W^O$. Same sentence, same layer width: eight ways of looking at it."
+        ),
+        N_("The heads together cost about as much as one head of full width. Why?"),
+        N_(
+            "Each head works in $d_h = d_{model}/h$ dimensions: $h$ heads of width $d_{model}/h$ do the same number of "
+            "multiply-adds in the projections as one head of width $d_{model}$. What grows with $h$ is only the number "
+            "of attention maps."
+        ),
+    ),
+    Step(
+        "cache",
+        N_("Why decoding needs a cache, and what it weighs"),
+        N_(
+            "A model writes one token at a time, and each new token attends to all the tokens before it. Their keys "
+            "and values do not change, so they are computed once and kept: the **KV cache**. It changes the cost, "
+            "never the result. MHA keeps $2 \\cdot h \\cdot d_h$ numbers per token per layer, and the cache grows "
+            "with every token, every sequence in the batch and every layer."
+        ),
+        N_("Without a cache, how much work does generating the $n$-th token take, and with one?"),
+        N_(
+            "Without: the keys and values of all $n$ tokens are recomputed, so the projections cost grows with $n$ "
+            "at every step ($n^2$ over a whole answer). With a cache: only the new token is projected; reading the "
+            "cache still grows with $n$, and that reading, from memory, is what limits decoding speed."
+        ),
+    ),
+    Step(
+        "mqa",
+        N_("Multi-query attention (MQA)"),
+        N_(
+            "If memory is the limit, share it: in MQA all query heads read **one** key head and **one** value head. "
+            "The queries stay per head, so heads still look at different things, but the cache per token falls from "
+            "$2 \\cdot h \\cdot d_h$ to $2 \\cdot d_h$: $h$ times smaller. The chart is read off a real layer: a line "
+            "joins each query head to the store it was found reading."
+        ),
+        N_("MQA makes the cache $h$ times smaller. What does it give up?"),
+        N_(
+            "All heads now score the same keys and mix the same values: they can differ only through their queries. "
+            "That costs quality (models converted to MQA need further training), and training can be less stable."
+        ),
+    ),
+    Step(
+        "gqa",
+        N_("Grouped-query attention (GQA) and its groups"),
+        N_(
+            "GQA is the middle road: $h$ query heads in $g$ **groups**, each group sharing one K/V head; head $i$ "
+            "reads group $\\lfloor i / (h/g) \\rfloor$. The cache per token is $2 \\cdot g \\cdot d_h$. With $g = h$ "
+            "it is MHA, with $g = 1$ MQA. Move the groups."
+        ),
+        N_("With 8 query heads, which group counts are possible, and which head reads KV head 1 when $g = 2$?"),
+        N_(
+            "$g$ must divide $h$: 1, 2, 4 or 8. With $g = 2$ each group has 4 heads, so heads 4–7 read KV head 1 "
+            "($\\lfloor i/4 \\rfloor = 1$)."
+        ),
+    ),
+    Step(
+        "trained",
+        N_("A real model: SmolLM2-135M"),
+        N_(
+            "Real models choose GQA (Llama 2 70B, Llama 3, Mistral, Qwen). SmolLM2-135M, a trained model running "
+            "through this explorer's own layers, has 9 query heads sharing 3 KV heads in each of its 30 layers. Here "
+            "it answers a question token by token, and its cache is measured as it writes."
+        ),
+        N_("How much larger would its cache be as MHA, and how much smaller as MQA?"),
+        N_(
+            "MHA would keep 9 K/V heads instead of 3: three times the cache. MQA would keep 1: a third of it. The "
+            "ratio is the number of KV heads, whatever the text."
+        ),
+    ),
+    Step(
+        "pitfall",
+        N_("The pitfall: caching repeated heads"),
+        N_(
+            "A common GQA implementation repeats each K/V head for every query head of its group "
+            "(`repeat_interleave`) and then caches the copies. The outputs are right, but the cache is as large as "
+            "MHA's: the saving is thrown away. Cache the $g$ heads as projected, and repeat (or better, fold the "
+            "queries) only inside attention."
+        ),
+        N_("The repeated cache gives the same outputs. How would you notice the bug?"),
+        N_(
+            "Only by measuring memory: compare the cache's bytes with $2 \\cdot g \\cdot d_h$ per token. Here the "
+            "repeated cache lands exactly on MHA's line, $h/g$ times what GQA needs."
+        ),
+    ),
+    Step(
+        "mla",
+        N_("MLA: low-rank joint KV compression"),
+        N_(
+            "Multi-head latent attention (MLA, DeepSeek-V2/V3) caches neither keys nor values. Each token is "
+            "compressed by a down-projection into one **latent vector** $c^{KV}$ of width $d_c$, and every head "
+            "rebuilds its own keys and values from it by up-projections $W^{UK}$, $W^{UV}$. The notes' example: a "
+            "LLaMA-7B-sized model keeps 8192 numbers per token per layer as MHA, 640 as MLA."
+        ),
+        N_("Where does the 640 come from?"),
+        N_(
+            "$d_c + d_h^R = 512 + 128$: the latent vector and the decoupled rotary key. MHA keeps $2 \\cdot 32 "
+            "\\cdot 128 = 8192$, so MLA's cache is 12.8× smaller, about the cache of GQA with 2.5 groups, while every "
+            "head keeps keys and values of its own."
+        ),
+    ),
+    Step(
+        "rope",
+        N_("Decoupled RoPE, and why it is needed"),
+        N_(
+            "RoPE rotates each key by its position. If the keys rebuilt from $c^{KV}$ were rotated, the rotation would "
+            "sit between $W^{UK}$ and the query and change with every position, so $W^{UK}$ could no longer be "
+            "absorbed (next step). MLA keeps its content keys unrotated and adds one small **rotary key** $k^R$ "
+            "(width $d_h^R$), shared by all heads and cached beside the latent vector."
+        ),
+        N_("Why share one rotary key across heads instead of one per head?"),
+        N_(
+            "It is cached: a rotary key per head would add $h \\cdot d_h^R$ numbers per token, a shared one adds "
+            "$d_h^R$. Position needs only a few dimensions; the content lives in the latent vector."
+        ),
+    ),
+    Step(
+        "absorb",
+        N_("Weight absorption"),
+        N_(
+            "Rebuilding every cached token's keys at every step would cost more than MHA. But "
+            "$q_h \\, (c^{KV} W^{UK}_h)^\\top = (q_h W^{UK\\top}_h)\\, c^{KV\\top}$: fold $W^{UK}$ into the query and "
+            "$W^{UV}$ into the output, and attention runs directly on the cached latent vectors, like MQA with one "
+            "wide KV head. Below, one decode step computed that way against the full, up-projected pass."
+        ),
+        N_("The naive and the absorbed decode give the same numbers. What differs?"),
+        N_(
+            "The cost: the naive way up-projects the whole cache at every step, so its work grows with $h \\cdot d_h "
+            "\\cdot d_c$ per cached token; the absorbed way reads each latent vector once. The rotary key is why RoPE "
+            "had to be decoupled: a rotation between $q$ and $W^{UK}$ would not fold."
+        ),
+    ),
+    Step(
+        "choose",
+        N_("Choosing, with measured costs"),
+        N_(
+            "Which to choose? The trade is cache against quality. The lab converted a trained model (SmolLM2-135M) "
+            "to MHA, MQA and MLA without any training and measured each one's perplexity against its cache: "
+            "MLA keeps more quality per byte than MQA, and GQA is the model's own balance. New large models choose "
+            "GQA or MLA; MQA where memory matters most."
+        ),
+        N_("At the same cache per token, which conversion keeps more quality, and why?"),
+        N_(
+            "MLA: find the two points at the same cache per token. MLA's latent vector is a mix of all KV heads, "
+            "fitted to keep as much of them as its width allows, from which each head still rebuilds keys of its "
+            "own; MQA forces every head onto one shared key."
+        ),
+    ),
+)
+
+STEP = IntRange("step", 1, len(STEPS), 1)

@@ -1,0 +1,440 @@
+"""Each lesson step's one chart, built by the same cached probes and figure builders as the page it comes from, at
+the settings chosen for that step, with the link that opens that page at exactly those settings.
+
+No math here: heatmaps, mapping, kv_cache, trained and lab compute; this module picks their settings and arguments.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+
+import streamlit as st
+
+from attn_core import PRESETS
+from explorer import heatmaps, kv_cache, lab, mapping
+from explorer import trained as trained_view
+from explorer.charts import format_bytes
+from explorer.i18n import _, language, set_language
+from explorer.model import trained_model
+from explorer.params import Choice
+from explorer.probes.models import memory_budget
+from explorer.settings import Settings
+
+from . import slides
+
+# The sentence the heatmap steps attend over, in the page's language (a Chinese character is a token of its own).
+SENTENCES = {"en": "the cat sat on the mat", "zh": "猫坐在垫子上"}
+SCALE = "2"  # heatmaps' input scale: sharp enough that the softmax visibly picks
+POOL = "mean"
+
+# The steps' settings: small layers that draw at once and read on a projector.
+ONE_HEAD = Settings(variants=("mha",), d_model=64, heads=4, groups=4, latent=16, rope_dim=8, seq_len=8, seed=0)
+MANY_HEADS = Settings(variants=("mha",), d_model=128, heads=8, groups=8, latent=32, rope_dim=8, seq_len=8, seed=0)
+DECODE = Settings(variants=("mha",), d_model=256, heads=8, groups=8, latent=64, rope_dim=16, batch=1, dtype="float16")
+SHARING = Settings(d_model=512, heads=8, groups=2, latent=128, rope_dim=32, seq_len=64, dtype="float16")
+PITFALL = replace(DECODE, variants=("mha", "gqa"), groups=2)
+LATENT_HEAD = Settings(variants=("mla",), d_model=128, heads=4, groups=4, latent=32, rope_dim=8, seq_len=8, seed=0)
+PROMPT_TOKENS, DECODED_TOKENS = 8, 24  # the decode steps' trace: a short prompt, then one token at a time
+NOTES_MODEL, NOTES_LATENT, NOTES_ROPE = "Llama-2-7B", 512, 128  # the course notes' example: 8192 vs 640 numbers
+GPU_GIB, GPUS = 80, 1
+
+# A step's own control, in the link: GQA's group count over the step's 8 heads.
+GROUPS = Choice("ls_groups", (1, 2, 4, 8), 2)
+
+
+@dataclass
+class Animation:
+    """A GIF of the step's animation, drawn on demand (a download's click) in the language it was asked in."""
+
+    file_name: str
+    make: Callable[[], bytes]
+    frames: int  # how many frames the animation has
+
+
+@dataclass
+class StepView:
+    """One step's chart and where to explore it: the page's key and the link's query."""
+
+    spec: dict | None  # None: the chart could not be made here (a message says why)
+    rows: Sequence[dict] | Callable[[], str]
+    caption: str
+    page: str
+    query: dict[str, str]  # the page's own view values; the settings go into the link too
+    settings: Settings = field(default_factory=Settings)  # the sidebar settings the chart was made at
+    animation: Animation | None = None
+
+
+def sentence() -> str:
+    return SENTENCES[language()]
+
+
+def _in_language(lang: str, make: Callable[[], bytes]) -> Callable[[], bytes]:
+    """make, run in lang: a download's data is made when clicked, outside the run that knew the language."""
+
+    def run() -> bytes:
+        def inside() -> bytes:
+            set_language(lang)
+            return make()
+
+        return contextvars.copy_context().run(inside)
+
+    return run
+
+
+def _text_input(settings: Settings):
+    return heatmaps.make_input_spec(settings, kind="text", text=sentence(), tokens="words", scale=SCALE).spec
+
+
+def _heatmaps_query(settings: Settings, variant: str, **view) -> dict[str, str]:
+    return {
+        "hm_variant": variant,
+        "hm_input": "text",
+        "hm_text": sentence(),
+        "hm_tokens": "words",
+        "hm_scale": SCALE,
+        "hm_causal": "1",
+        "hm_rope": "1",
+        "hm_pool": POOL,
+        **{name: str(value) for name, value in view.items()},
+    }
+
+
+def _first_heads(settings: Settings, variant: str) -> range:
+    cfg = heatmaps.layer_config(settings, variant, True)
+    return heatmaps.head_pages(settings.heads, cfg.group_size, "all")[0]
+
+
+# --- the steps' charts ----------------------------------------------------------------------------------------------
+def inside_one_head(lang: str) -> StepView:
+    settings, variant, head = ONE_HEAD, "mha", 0
+    cfg = heatmaps.layer_config(settings, variant, True)
+    chart = heatmaps.steps_chart(
+        cfg, settings.seed, _text_input(settings), True, _first_heads(settings, variant), head, POOL, lang
+    )
+    return StepView(
+        chart.spec,
+        chart.csv.csv_text,
+        _(
+            "Follow ① to ⑤ for head {head}: its scores, scaled by $1/\\sqrt{{d_k}}$ with $d_k = {d_k}$, masked, "
+            "turned into weights, and the weighted sum of the values. ④ equals the layer's own weights to within "
+            "{error}.",
+            head=head,
+            d_k=cfg.head_dim,
+            error=f"{chart.facts.weights_error:.1e}",
+        ),
+        "heatmaps",
+        _heatmaps_query(settings, variant, hm_head=head),
+        settings,
+    )
+
+
+def every_head(lang: str) -> StepView:
+    settings, variant = MANY_HEADS, "mha"
+    cfg = heatmaps.layer_config(settings, variant, True)
+    chart = heatmaps.heads_chart(
+        cfg, settings.seed, _text_input(settings), True, _first_heads(settings, variant), POOL, lang
+    )
+    return StepView(
+        chart.spec,
+        chart.csv.csv_text,
+        _(
+            "{n} heads of one layer on the same sentence, each with its own queries, keys and values: rows sum to 1 "
+            "within {error}, and every head spreads its attention differently.",
+            n=settings.heads,
+            error=f"{chart.facts.row_sum_error:.1e}",
+        ),
+        "heatmaps",
+        _heatmaps_query(settings, variant),
+        settings,
+    )
+
+
+def _traces(settings: Settings, repeated: bool):
+    traces, _skipped = kv_cache.traces_for(settings, PROMPT_TOKENS, DECODED_TOKENS, repeated)
+    return traces
+
+
+def _cache_animation(settings: Settings, repeated: bool, lang: str, name: str) -> Animation:
+    traces = _traces(settings, repeated)
+    return Animation(
+        f"{name}-{lang}.gif",
+        _in_language(lang, lambda: cache_gif(settings, repeated, lang)),
+        frames=len(next(iter(traces.values())).nbytes),
+    )
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def cache_gif(settings: Settings, repeated: bool, lang: str) -> bytes:
+    """The cache growing token by token, as a GIF (lang: its words are in it)."""
+    return slides.cache_gif(_traces(settings, repeated))
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def morph_gif(settings: Settings, lang: str) -> bytes:
+    """The head -> KV morph, as a GIF (lang: its words are in it)."""
+    return slides.morph_gif(mapping.frames_for(settings), settings)
+
+
+def _kv_query(**view) -> dict[str, str]:
+    return {
+        "kv_prompt": str(PROMPT_TOKENS),
+        "kv_steps": str(DECODED_TOKENS),
+        "kv_step": str(DECODED_TOKENS),
+        **{name: str(value) for name, value in view.items()},
+    }
+
+
+def cache_grows(lang: str) -> StepView:
+    settings = DECODE
+    traces = _traces(settings, False)
+    trace = traces["MHA"]
+    return StepView(
+        kv_cache.cache_size_figure(traces, DECODED_TOKENS),
+        kv_cache.cache_size_rows(traces),
+        _(
+            "Measured from the real cache: each decoded token adds {per_token} to this one layer's cache ($2 \\cdot h "
+            "\\cdot d_h$ = 2 × {heads} × {head_dim} numbers in {dtype}); after {tokens} tokens it holds {total}. The "
+            "outputs equal a full recompute to within {diff}.",
+            per_token=format_bytes(trace.nbytes[-1] // trace.tokens_held[-1]),
+            heads=settings.heads,
+            head_dim=settings.head_dim,
+            dtype=settings.dtype,
+            tokens=trace.tokens_held[-1],
+            total=format_bytes(trace.nbytes[-1]),
+            diff=f"{max(trace.max_abs_diff):.1e}",
+        ),
+        "kv_cache",
+        _kv_query(),
+        settings,
+        _cache_animation(settings, False, lang, "kv-cache-growing"),
+    )
+
+
+def _morph_view(settings: Settings, variant: str, highlight: str | None, lang: str, caption: str) -> StepView:
+    frames = mapping.frames_for(settings)
+    keys = [frame.key for frame in frames]
+    active = keys.index(mapping.frame_key(settings, variant))
+    spec, rows = mapping.mapping_chart(settings, active, highlight, lang)
+    query = {"map_variant": variant} | ({"map_store": highlight} if highlight else {})
+    return StepView(
+        spec,
+        rows,
+        caption,
+        "mapping",
+        query,
+        settings,
+        Animation(f"head-kv-morph-{lang}.gif", _in_language(lang, lambda: morph_gif(settings, lang)), len(frames)),
+    )
+
+
+def one_kv_head(lang: str) -> StepView:
+    return _morph_view(
+        SHARING,
+        "mqa",
+        None,
+        lang,
+        _(
+            "All {n} query heads read the one K/V head: the cache row is 1/{n} of MHA's dashed box. ▶ Play runs the "
+            "whole path from MHA to MLA.",
+            n=SHARING.heads,
+        ),
+    )
+
+
+def groups_of_heads(lang: str, groups: int) -> StepView:
+    settings = replace(SHARING, groups=groups)
+    variant = {1: "mqa", settings.heads: "mha"}.get(groups, "gqa")  # what GQA is at this count
+    return _morph_view(
+        settings,
+        "gqa",
+        "kv0" if variant == "gqa" else None,  # the heads of one group
+        lang,
+        _(
+            "GQA with {g} of {h} heads: each K/V head serves {r} query heads, and the cache is {g}/{h} of MHA's. "
+            "The highlight shows the heads that read KV head 0.",
+            g=groups,
+            h=settings.heads,
+            r=settings.heads // groups,
+        )
+        if variant == "gqa"
+        else _(
+            "With {g} of {h} groups GQA is {variant}: move the groups to see the steps between.",
+            g=groups,
+            h=settings.heads,
+            variant=variant.upper(),
+        ),
+    )
+
+
+def shared_rotary_key(lang: str) -> StepView:
+    settings = SHARING
+    return _morph_view(
+        settings,
+        "mla",
+        "k_rope",
+        lang,
+        _(
+            "Every head reads the one rotary key $k^R$ ({rope} numbers per token) beside the latent $c^{{KV}}$ "
+            "({latent}): per-head rotary keys would cost {per_head} numbers per token instead.",
+            rope=settings.rope_dim,
+            latent=settings.latent,
+            per_head=settings.heads * settings.rope_dim,
+        ),
+    )
+
+
+def real_model(lang: str) -> StepView | None:
+    lm = trained_model()  # None after saying how to install it
+    if lm is None:
+        return None
+    prompt = trained_view.DEFAULT_PROMPTS["en"]  # the model writes English best; the chart shows no words of it
+    trace = trained_view.writing_of(prompt)
+    step = len(trace.steps)
+    return StepView(
+        trained_view.cache_growth_figure(trace, step),
+        lambda: trained_view.writing_csv(trace),
+        _(
+            "{layers} layers, {heads} query heads sharing {kv} KV heads: after {tokens} tokens the model's cache "
+            "holds {measured} (measured), {ratio}× less than MHA would.",
+            layers=trace.n_layers,
+            heads=trace.n_heads,
+            kv=trace.n_kv_heads,
+            tokens=trace.steps[-1].cached_tokens,
+            measured=format_bytes(trace.steps[-1].cache_bytes),
+            ratio=f"{trace.per_token_bytes['mha'] / trace.per_token_bytes['gqa']:.0f}",
+        ),
+        "trained",
+        {"tm_prompt": prompt, "tm_step": str(step)},
+    )
+
+
+def repeated_heads(lang: str) -> StepView:
+    settings = PITFALL
+    traces = _traces(settings, True)
+    honest, copies = traces["GQA"], traces["GQA repeated"]
+    return StepView(
+        kv_cache.cache_size_figure(traces, DECODED_TOKENS),
+        kv_cache.cache_size_rows(traces),
+        _(
+            "GQA with {g} KV heads needs {needed}; caching the heads after `repeat_interleave` holds {held}, MHA's "
+            "size (the open rings on MHA's line), for the same outputs.",
+            g=settings.groups,
+            needed=format_bytes(honest.nbytes[-1]),
+            held=format_bytes(copies.nbytes[-1]),
+        ),
+        "kv_cache",
+        _kv_query(kv_repeat="1"),
+        settings,
+        _cache_animation(settings, True, lang, "kv-cache-repeated-heads"),
+    )
+
+
+def joint_compression(lang: str) -> StepView:
+    model, dtype, batch = NOTES_MODEL, "float16", 1
+    preset = PRESETS[model]
+    groups = kv_cache.preferred_groups(model)
+    rows = kv_cache.cached_model_rows(model, groups, NOTES_LATENT, NOTES_ROPE, dtype, batch, False, lang=lang)
+    budget = memory_budget(preset, gpu_gib=GPU_GIB, gpus=GPUS, dtype=dtype)
+    what_if = {"groups": groups, "latent": NOTES_LATENT, "rope_dim": NOTES_ROPE}
+    figure, csv_rows = kv_cache.scale_figure(model, rows, what_if, batch=batch, dtype=dtype, budget=budget)
+    by_key = {row.key: row for row in rows}
+    mha, mla = by_key["mha"], by_key["mla"]
+    settings = replace(Settings(), dtype=dtype, batch=batch)
+    return StepView(
+        figure,
+        csv_rows,
+        _(
+            "{model} as MHA keeps {mha} numbers per token per layer; as MLA with $d_c$ = {latent} and $d_h^R$ = "
+            "{rope}, {mla}: {ratio}× fewer (log scale).",
+            model=model,
+            mha=mha.elements_per_token_layer,
+            latent=NOTES_LATENT,
+            rope=NOTES_ROPE,
+            mla=mla.elements_per_token_layer,
+            ratio=kv_cache.sig(mha.elements_per_token_layer / mla.elements_per_token_layer),
+        ),
+        "kv_cache",
+        {
+            "kv_model": model,
+            "kv_groups": str(groups),
+            "kv_latent": str(NOTES_LATENT),
+            "kv_rope": str(NOTES_ROPE),
+            "kv_gpu_gib": str(GPU_GIB),
+            "kv_gpus": str(GPUS),
+        },
+        settings,
+    )
+
+
+def absorbed_decode(lang: str) -> StepView:
+    settings, variant, head = LATENT_HEAD, "mla", 0
+    cfg = heatmaps.layer_config(settings, variant, True)
+    chart = heatmaps.decode_chart(
+        cfg, settings.seed, _text_input(settings), True, _first_heads(settings, variant), head, POOL, lang
+    )
+    return StepView(
+        chart.spec,
+        chart.csv.csv_text,
+        _(
+            "The last token decoded alone with absorbed weights, against the cache of $c^{{KV}}$ and $k^R$, gives the "
+            "weights of the full up-projected pass to within {error}.",
+            error=f"{chart.facts.decode_error:.1e}",
+        ),
+        "heatmaps",
+        _heatmaps_query(settings, variant, hm_head=head),
+        settings,
+    )
+
+
+def choosing(lang: str, context: int, dtype: str = "float32") -> StepView | None:
+    try:
+        table = lab.load_table()
+    except (OSError, ValueError):
+        st.warning(
+            _(
+                "The lab's table ({file}) is missing or unreadable: run `python benchmarks/lab_table.py` to measure "
+                "it.",
+                file=lab.TABLE_PATH.name,
+            )
+        )
+        return None
+    rows = lab.table_rows(table, dtype)
+    frontier = lab.pareto_frontier(rows)
+    return StepView(
+        lab.pareto_figure(rows, context_length=context, dtype=dtype),
+        [
+            {
+                "model": r.label,
+                "settings": r.settings,
+                "perplexity": round(r.perplexity, 4),
+                f"cache_bytes_per_token_{dtype}": r.cache_bytes_per_token,
+                "on_frontier": r in frontier,
+            }
+            for r in rows
+        ],
+        _(
+            "Measured on SmolLM2-135M converted without training: on the frontier, {models}.",
+            models=_(", ").join(lab.label_shown(r) for r in frontier),
+        ),
+        "lab",
+        {"lab_context": str(context)},
+        replace(Settings(), dtype=dtype),
+    )
+
+
+# Each step's view by its key (explorer.lesson.steps): called with the language, and the step's control if it has one.
+STEP_VIEWS: dict[str, Callable[..., StepView | None]] = {
+    "sdpa": inside_one_head,
+    "heads": every_head,
+    "cache": cache_grows,
+    "mqa": one_kv_head,
+    "gqa": groups_of_heads,
+    "trained": real_model,
+    "pitfall": repeated_heads,
+    "mla": joint_compression,
+    "rope": shared_rotary_key,
+    "absorb": absorbed_decode,
+    "choose": choosing,
+}

@@ -1,0 +1,99 @@
+"""Presenter mode: `present=1` in any link shows the page for a 1024x768 projector.
+
+One place for it: explorer.state.page_settings calls use_presenter() on every page, and explorer.charts.show_chart
+passes every figure through for_projector(). Body text and chart fonts are about twice their size, the sidebar starts
+collapsed, Streamlit's toolbar and footer are hidden (assets/present.css), and `present=1` stays in the link.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from .params import Flag
+
+PRESENT = Flag("present", False)
+FONT_SCALE = 2.0  # chart fonts, as the body text (assets/present.css)
+MIN_HEIGHT = 400  # a short chart (one decode step's few rows) leaves its colour bar no room for doubled tick labels
+TITLE_SIZE = 16  # a chart title's size in explorer.charts.PLOTLY_TEMPLATE
+HEIGHT_SCALE = 1.35  # a chart's height: doubled fonts need room, and a 768-px screen must still show the chart whole
+PRESENT_CSS = (Path(__file__).resolve().parents[1] / "assets" / "present.css").read_text(encoding="utf-8")
+_STATE = "_presenting"
+
+
+def use_presenter() -> bool:
+    """Read `present` from the link once per session, keep it in the link, and style the page for a projector when
+    on. A garbled value reads as off (a link without it is the usual page)."""
+    state = st.session_state
+    if _STATE not in state:
+        raw = st.query_params.get(PRESENT.name)
+        state[_STATE] = PRESENT.parse(raw)[0] if raw is not None else False
+    on = bool(state[_STATE])
+    if on:
+        st.set_page_config(initial_sidebar_state="collapsed")
+        st.html(f"<style>{PRESENT_CSS}</style>")
+        if st.query_params.get(PRESENT.name) != "1":
+            st.query_params[PRESENT.name] = "1"
+    return on
+
+
+def presenting() -> bool:
+    """Whether this session shows pages for a projector (False outside a session: a script, a module's test)."""
+    try:
+        return bool(st.session_state.get(_STATE, False))
+    except Exception:
+        return False
+
+
+def present_query() -> dict[str, str]:
+    """What a link to another view adds to keep presenter mode: {"present": "1"} when on, else nothing."""
+    return {PRESENT.name: "1"} if presenting() else {}
+
+
+def for_projector(spec: dict, scale: float = FONT_SCALE) -> dict:
+    """A figure dict with every font size (layout, traces, frames, template) times scale and its height raised: a
+    copy, since figures are cached."""
+    scaled = _scaled(spec, scale)
+    layout = dict(scaled.get("layout") or {})
+    panels = sum(1 for name in layout if name.startswith("xaxis"))
+    # A grid of panels keeps its gaps as shares of its height: doubled labels need it doubled to stay apart.
+    height = round((layout.get("height") or 450) * (scale if panels > 1 else HEIGHT_SCALE))
+    layout["height"] = max(height, MIN_HEIGHT)
+    # Margins hold labels: the top one titles (the chart's, subplots' above the top row), scaled as they are; the
+    # others tick labels, which Plotly's automargin widens as needed, so they grow by half as much and leave the plot
+    # its room
+    margin = layout.get("margin")
+    if isinstance(margin, dict):
+        grow = {"t": scale, "b": (1 + scale) / 2, "l": (1 + scale) / 2, "r": (1 + scale) / 2}
+        layout["margin"] = {
+            side: _times(value, grow[side]) if side in grow else value for side, value in margin.items()
+        }
+    title = layout.get("title")
+    title = {"text": title} if isinstance(title, str) else title
+    if isinstance(title, dict) and title.get("text") and not (title.get("font") or {}).get("size"):
+        # sized by the template otherwise, which the top margin (charts.title_below_toolbar) would not see
+        layout["title"] = {**title, "font": {**(title.get("font") or {}), "size": round(TITLE_SIZE * scale)}}
+    return {**scaled, "layout": layout}
+
+
+def _scaled(value, scale: float, font: bool = False):
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            if font and key == "size":
+                out[key] = _times(item, scale)
+            else:
+                out[key] = _scaled(item, scale, font=key.endswith("font") and isinstance(item, dict))
+        return out
+    if isinstance(value, list):
+        return [_scaled(item, scale) for item in value]
+    return value
+
+
+def _times(size, scale: float):
+    if isinstance(size, (int, float)) and not isinstance(size, bool):
+        return round(size * scale, 1)
+    if isinstance(size, list):
+        return [_times(s, scale) for s in size]
+    return size

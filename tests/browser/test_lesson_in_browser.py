@@ -1,0 +1,195 @@
+"""The lesson in a real browser: the arrow keys move between steps, presenter mode reads cleanly on a 1024x768
+projector at every step (in English and Chinese), and the slides' GIF downloads and decodes."""
+
+from __future__ import annotations
+
+import io
+from urllib.parse import urlencode
+
+import pytest
+from PIL import Image, ImageChops
+
+from explorer import i18n, lesson
+from explorer.lesson import slides, views
+from explorer.pages import PAGES
+from explorer.probes.mapping import morph_configs
+from explorer.settings import Settings
+
+from .conftest import COLD_START_SECONDS, url_params, wait_for_app
+from .test_layout import BOXES, OUTSIDE, overlap
+
+PROJECTOR = (1024, 768)
+
+# Words or labels drawn cut short (Streamlit ends a label too long for its box with an ellipsis, a menu's value is
+# clipped), anywhere in the page's main part.
+CUT_TEXT = """() => Array.from(document.querySelectorAll('[data-testid="stMain"] *'))
+    .filter(e => e.children.length === 0 && (e.textContent || '').trim() && e.getBoundingClientRect().width > 0)
+    .filter(e => { const style = getComputedStyle(e);
+        return (style.textOverflow === 'ellipsis' || ['hidden', 'clip'].includes(style.overflowX))
+            && e.scrollWidth > e.clientWidth + 1; })
+    .map(e => e.textContent.trim().slice(0, 60))"""
+# A text box or menu whose value runs past the box that shows it (an input's own width may reach beyond it).
+CUT_VALUES = """() => { const ruler = document.createElement('canvas').getContext('2d');
+    return Array.from(document.querySelectorAll('[data-testid="stMain"] input'))
+        .filter(e => e.value && ['text', 'search', 'number'].includes(e.type) && e.getBoundingClientRect().width > 0)
+        .filter(e => { const s = getComputedStyle(e);
+            ruler.font = `${s.fontWeight} ${s.fontSize} ${s.fontFamily}`;
+            const end = e.getBoundingClientRect().left + parseFloat(s.paddingLeft) + ruler.measureText(e.value).width;
+            let edge = Infinity;
+            for (let a = e.parentElement; a && a !== document.body; a = a.parentElement)
+                if (['hidden', 'clip'].includes(getComputedStyle(a).overflowX))
+                    edge = Math.min(edge, a.getBoundingClientRect().right);
+            return end > edge + 1; })
+        .map(e => e.value.slice(0, 60)); }"""
+# What presenter mode promises, read off the page.
+PRESENTER = """() => {
+    const main = document.querySelector('[data-testid="stMainBlockContainer"]');
+    const sidebar = document.querySelector('[data-testid="stSidebar"]');
+    const shown = sel => Array.from(document.querySelectorAll(sel)).some(e => e.getBoundingClientRect().width > 0);
+    const text = document.querySelector('[data-testid="stMain"] [data-testid="stMarkdownContainer"] p');
+    return {
+        overflow: main.scrollWidth - main.clientWidth,
+        pageOverflow: document.documentElement.scrollWidth - window.innerWidth,
+        sidebarWidth: sidebar ? sidebar.getBoundingClientRect().width : 0,
+        toolbar: shown('[data-testid="stToolbarActions"]') || shown('[data-testid="stMainMenu"]'),
+        footer: shown('footer'),
+        bodyText: text ? parseFloat(getComputedStyle(text).fontSize) : 0,
+    };
+}"""
+
+
+def open_lesson(browser, server, query: dict[str, str], size=PROJECTOR):
+    context = browser.new_context(viewport={"width": size[0], "height": size[1]}, accept_downloads=True)
+    tab = context.new_page()
+    tab.goto(f"{server.url}/lesson?{urlencode(query)}")
+    wait_for_app(tab, seconds=COLD_START_SECONDS)
+    return context, tab
+
+
+def heading(tab) -> str:
+    return tab.locator('[data-testid="stMain"] h2').first.inner_text().strip()
+
+
+def title(number: int, lang: str) -> str:
+    i18n.set_language(lang)
+    try:
+        return i18n._(lesson.STEPS[number - 1].title)
+    finally:
+        i18n.set_language("en")
+
+
+def wait_for_step(tab, number: int) -> None:
+    tab.wait_for_function(f"() => new URLSearchParams(location.search).get('step') === '{number}'")
+    wait_for_app(tab)
+
+
+def test_the_arrow_keys_move_between_steps(server, browser):
+    context, tab = open_lesson(browser, server, {"step": "2", "lang": "en"}, size=(1400, 900))
+    try:
+        assert heading(tab) == title(2, "en")
+        tab.evaluate("() => document.activeElement && document.activeElement.blur()")
+        tab.keyboard.press("ArrowRight")
+        wait_for_step(tab, 3)
+        assert heading(tab) == title(3, "en")
+        tab.keyboard.press("ArrowRight")
+        wait_for_step(tab, 4)
+        tab.keyboard.press("ArrowLeft")
+        wait_for_step(tab, 3)
+        assert heading(tab) == title(3, "en")
+        assert url_params(tab)["lang"] == "en"
+    finally:
+        context.close()
+
+
+def test_the_arrow_keys_stop_at_the_first_step(server, browser):
+    context, tab = open_lesson(browser, server, {"step": "1", "lang": "zh"}, size=(1400, 900))
+    try:
+        tab.keyboard.press("ArrowLeft")
+        tab.wait_for_timeout(1500)
+        wait_for_app(tab)
+        assert url_params(tab)["step"] == "1"
+        assert heading(tab) == title(1, "zh")
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_presenter_mode_reads_cleanly_on_a_projector_at_every_step(server, browser, lang):
+    context, tab = open_lesson(browser, server, {"step": "1", "lang": lang, "present": "1"})
+    try:
+        for number in range(1, len(lesson.STEPS) + 1):
+            if number > 1:
+                tab.evaluate("() => document.activeElement && document.activeElement.blur()")
+                tab.keyboard.press("ArrowRight")
+                wait_for_step(tab, number)
+            assert heading(tab) == title(number, lang)
+            problems = presenter_problems(tab)
+            assert not problems, f"step {number} ({lang}): {problems}"
+    finally:
+        context.close()
+
+
+def presenter_problems(tab) -> list[str]:
+    """What keeps a page in presenter mode from reading cleanly on a projector."""
+    problems = []
+    if url_params(tab).get("present") != "1":
+        problems.append("presenter mode left the link")
+    facts = tab.evaluate(PRESENTER)
+    if facts["overflow"] > 1 or facts["pageOverflow"] > 1:
+        problems.append(f"wider than the screen: {facts}")
+    if facts["sidebarWidth"] > 1:
+        problems.append("the sidebar is open")
+    if facts["toolbar"] or facts["footer"]:
+        problems.append("Streamlit's toolbar or footer is shown")
+    if facts["bodyText"] < 28:
+        problems.append(f"body text of {facts['bodyText']} px: not about twice Streamlit's 16 px")
+    for chart in tab.evaluate(BOXES):
+        texts = chart["texts"]
+        for i, first in enumerate(texts):
+            for second in texts[i + 1 :]:
+                if overlap(first["box"], second["box"]):
+                    problems.append(f"chart {chart['index']}: {first['text']!r} overlaps {second['text']!r}")
+            if chart["modebar"] and "gtitle" in (first["kind"] or "") and overlap(first["box"], chart["modebar"]):
+                problems.append(f"chart {chart['index']}: the toolbar covers the title {first['text']!r}")
+    problems += [f"cut off at the chart's edge: {text}" for text in tab.evaluate(OUTSIDE)]
+    problems += [f"label cut short: {text!r}" for text in tab.evaluate(CUT_TEXT)]
+    problems += [f"value cut short: {text!r}" for text in tab.evaluate(CUT_VALUES)]
+    return problems
+
+
+@pytest.mark.parametrize("name", [name for name in PAGES if name != "lesson"])
+def test_presenter_mode_reads_cleanly_on_a_projector_on_every_page(server, browser, name):
+    context = browser.new_context(viewport={"width": PROJECTOR[0], "height": PROJECTOR[1]})
+    tab = context.new_page()
+    try:
+        path = "" if name == "overview" else name
+        tab.goto(f"{server.url}/{path}?{urlencode(Settings().to_link() | {'present': '1'})}")
+        wait_for_app(tab, seconds=COLD_START_SECONDS)
+        problems = presenter_problems(tab)
+        assert not problems, f"{name}: {problems}"
+    finally:
+        context.close()
+
+
+def test_the_slides_gif_downloads_and_decodes(server, browser):
+    context, tab = open_lesson(browser, server, {"step": "4", "lang": "zh", "present": "1"})
+    try:
+        i18n.set_language("zh")
+        label = i18n._("GIF for slides")
+        i18n.set_language("en")
+        with tab.expect_download() as download:
+            tab.get_by_role("button", name=label).click()
+        data = open(download.value.path(), "rb").read()
+        assert download.value.suggested_filename.endswith(".gif")
+        image = Image.open(io.BytesIO(data))
+        settings = views.SHARING
+        assert image.n_frames == len(
+            morph_configs(settings.d_model, settings.heads, settings.latent, settings.rope_dim)
+        )
+        assert image.size == slides.SIZE
+        image.seek(0)
+        first = image.convert("RGB")
+        image.seek(image.n_frames - 1)
+        assert ImageChops.difference(first, image.convert("RGB")).getbbox() is not None
+    finally:
+        context.close()

@@ -1,0 +1,190 @@
+"""The lesson through AppTest: every step opens from its link in both languages with its one chart, "explore this"
+opens the full page at the step's own settings, a garbled step falls back with a note, the buttons move the step
+and the link, and the slides' GIFs decode to the animation's frames."""
+
+from __future__ import annotations
+
+import io
+from urllib.parse import parse_qsl, urlsplit
+
+import pytest
+from PIL import Image, ImageChops
+
+from explorer import lesson
+from explorer.lesson import slides
+from explorer.settings import LINK_NAMES, Settings
+from tests.app.conftest import media  # noqa: F401  (the fixture: what a download button serves)
+from tests.app.helpers import chart_payload, chart_specs, charts, link_warnings, open_page, sidebar_settings
+
+STEPS = range(1, len(lesson.STEPS) + 1)
+NEEDS_MODEL = {"trained"}  # the trained model may be absent: the step then says how to install it
+
+
+def model_installed() -> bool:
+    from attn_core.pretrained import ModelNotInstalled, load_pretrained
+
+    try:
+        load_pretrained()
+    except ModelNotInstalled:
+        return False
+    return True
+
+
+def explore_link(at) -> tuple[str, dict[str, str]]:
+    """The "explore this" button's target: the page's URL path and the link's query."""
+    (button,) = at.get("link_button")
+    url = urlsplit(button.proto.url)
+    return url.path, dict(parse_qsl(url.query))
+
+
+def step_key(number: int) -> str:
+    return lesson.STEPS[number - 1].key
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("number", STEPS)
+def test_every_step_opens_from_its_link_with_its_chart(number, lang):
+    at = open_page("lesson", {"step": str(number), "lang": lang})
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    assert at.query_params["step"] == str(number)
+    assert at.query_params["lang"] == lang
+    assert at.selectbox(key="view_step").value == number
+    if step_key(number) in NEEDS_MODEL and not model_installed():
+        assert any("not installed" in w.value or "未安装" in w.value for w in at.warning)
+        return
+    drawn = charts(at)
+    assert len(drawn) == 1, "one live chart a step"
+    assert drawn[0].proto.id and "lesson-" in drawn[0].proto.id
+    assert chart_specs(at)[0]["data"], "the chart holds data"
+    assert chart_payload(drawn[0])["config"]["toImageButtonOptions"]["scale"] == 2, "its toolbar saves a 2x PNG"
+    assert at.expander, "the answer is folded away"
+
+
+@pytest.mark.parametrize("number", STEPS)
+def test_explore_this_opens_the_page_at_the_steps_own_settings(number):
+    if step_key(number) in NEEDS_MODEL and not model_installed():
+        pytest.skip("the trained model is not installed")
+    at = open_page("lesson", {"step": str(number), "lang": "zh"})
+    path, query = explore_link(at)
+    shown = lesson.STEP_VIEWS[step_key(number)]
+    assert query["lang"] == "zh"
+    opened = open_page(path, query)
+    assert not opened.exception, [e.value for e in opened.exception]
+    assert link_warnings(opened) == [], "the step's settings are valid as they are"
+    expected = Settings(
+        **{
+            name: type(getattr(Settings(), name))(query[name])
+            for name in ("d_model", "heads", "groups", "latent", "rope_dim", "seq_len", "batch", "seed")
+        },
+        variants=tuple(query["variant"].split(",")),
+        dtype=query["dtype"],
+    )
+    assert sidebar_settings(opened) == expected
+    # every view value the link carries is what the opened page shows, and stays in its link
+    for name, value in query.items():
+        if name not in (*LINK_NAMES, "v"):
+            assert opened.query_params[name] == value, (name, value, opened.query_params[name])
+    assert callable(shown)
+
+
+def test_the_steps_own_settings_reach_the_explore_link():
+    at = open_page("lesson", {"step": "5", "ls_groups": "4"})
+    path, query = explore_link(at)
+    assert path == "mapping"
+    assert (query["groups"], query["heads"], query["map_variant"]) == ("4", "8", "gqa")
+    assert at.query_params["ls_groups"] == "4", "the step's control is in the lesson's link"
+
+
+@pytest.mark.parametrize("garbled", ["banana", "", "4.5", "-1e9"])
+def test_a_garbled_step_falls_back_to_step_one_with_a_note(garbled):
+    at = open_page("lesson", {"step": garbled})
+    assert not at.exception
+    assert at.selectbox(key="view_step").value == 1
+    assert at.query_params["step"] == "1"
+    assert any(w.value.startswith("step:") for w in at.warning), [w.value for w in at.warning]
+
+
+def test_a_step_past_the_end_opens_the_last_with_a_note():
+    at = open_page("lesson", {"step": "99"})
+    assert at.selectbox(key="view_step").value == len(lesson.STEPS)
+    assert any(w.value.startswith("step:") for w in at.warning)
+
+
+def test_next_and_previous_move_the_step_and_the_link():
+    at = open_page("lesson", {"step": "1"})
+    assert at.button(key="lesson_previous").disabled
+    at.button(key="lesson_next").click().run()
+    assert at.selectbox(key="view_step").value == 2
+    assert at.query_params["step"] == "2"
+    at.button(key="lesson_previous").click().run()
+    assert at.query_params["step"] == "1"
+    last = open_page("lesson", {"step": str(len(lesson.STEPS))})
+    assert last.button(key="lesson_next").disabled
+
+
+@pytest.mark.parametrize(("number", "lang"), [(4, "en"), (3, "zh"), (7, "en")])
+def test_the_slides_gif_decodes_to_the_animations_frames(number, lang, media):  # noqa: F811
+    at = open_page("lesson", {"step": str(number), "lang": lang})
+    (button,) = [b for b in at.get("download_button") if b.proto.id and "gif_" in b.proto.id]
+    shown = lesson.STEP_VIEWS[step_key(number)]
+    frames = shown(lang).animation.frames
+    image = Image.open(io.BytesIO(media.content(button)))
+    assert image.format == "GIF"
+    assert image.n_frames == frames
+    assert image.size == slides.SIZE
+    image.seek(0)
+    first = image.convert("RGB")
+    image.seek(image.n_frames - 1)
+    last = image.convert("RGB")
+    assert ImageChops.difference(first, last).getbbox() is not None, "the first and last frames differ"
+
+
+def test_presenter_mode_doubles_chart_fonts_and_stays_in_the_link():
+    plain = open_page("lesson", {"step": "4"})
+    present = open_page("lesson", {"step": "4", "present": "1"})
+    assert not present.exception
+    assert present.query_params["present"] == "1"
+    base = chart_payload(charts(plain)[0])["figure"]["layout"]
+    big = chart_payload(charts(present)[0])["figure"]["layout"]
+    assert big["template"]["layout"]["font"]["size"] == 2 * base["template"]["layout"]["font"]["size"]
+    assert big["height"] > base["height"]
+    _path, query = explore_link(present)
+    assert query["present"] == "1", "explore this keeps presenter mode"
+
+
+def test_presenter_mode_works_on_every_page():
+    for page in ("overview", "mapping", "heatmaps", "kv_cache", "masks"):
+        at = open_page(page, {"present": "1"} | Settings(seq_len=16).to_link())
+        assert not at.exception, (page, [e.value for e in at.exception])
+        assert at.query_params["present"] == "1", page
+        layout = chart_payload(charts(at)[0])["figure"]["layout"]
+        assert layout["template"]["layout"]["font"]["size"] == 24, page
+
+
+@pytest.mark.parametrize("number", STEPS)
+def test_every_steps_settings_are_valid_as_they_are(number):
+    from explorer.i18n import set_language
+    from explorer.settings import from_link
+
+    if step_key(number) in NEEDS_MODEL and not model_installed():
+        pytest.skip("the trained model is not installed")
+    set_language("en")
+    control = {"gqa": (lesson.GROUPS.default,), "choose": (8192,)}.get(step_key(number), ())
+    shown = lesson.STEP_VIEWS[step_key(number)]("en", *control)
+    link = {name: [value] for name, value in shown.settings.to_link().items()}
+    assert from_link(link) == (shown.settings, []), "a link to the step's settings opens them unchanged"
+
+
+@pytest.mark.parametrize("number", STEPS)
+def test_every_step_speaks_one_language(number):
+    """tests/i18n opens the lesson at its first step; every step's words are checked here, in both languages."""
+    from tests.i18n.test_one_language import shown
+    from tests.i18n.visible import CJK, english_words
+
+    chinese = open_page("lesson", {"step": str(number), "lang": "zh"})
+    names = frozenset(LINK_NAMES) | frozenset(chinese.query_params)
+    left = {text: words for text in shown(chinese) if (words := english_words(text, names))}
+    assert left == {}, f"step {number} at lang=zh shows English: {left}"
+    english = open_page("lesson", {"step": str(number), "lang": "en"})
+    assert [text for text in shown(english) if CJK.search(text)] == []
