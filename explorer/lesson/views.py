@@ -16,7 +16,7 @@ from attn_core import PRESETS
 from explorer import heatmaps, kv_cache, lab, mapping
 from explorer import trained as trained_view
 from explorer.charts import format_bytes
-from explorer.i18n import _, language, set_language
+from explorer.i18n import _, language, percent, set_language
 from explorer.model import trained_model
 from explorer.params import Choice
 from explorer.probes.models import memory_budget
@@ -388,7 +388,7 @@ def absorbed_decode(lang: str) -> StepView:
     )
 
 
-def choosing(lang: str, context: int, dtype: str = "float32") -> StepView | None:
+def choosing(lang: str, context: int) -> StepView | None:
     try:
         table = lab.load_table()
     except (OSError, ValueError):
@@ -400,27 +400,37 @@ def choosing(lang: str, context: int, dtype: str = "float32") -> StepView | None
             )
         )
         return None
-    rows = lab.table_rows(table, dtype)
+    rows = lab.table_rows(table)
+    healed = lab.healed_rows(lab.load_heal_table())
     frontier = lab.pareto_frontier(rows)
+    caption = _(
+        "Measured on SmolLM2-135M converted without training: on the frontier, {models}.",
+        models=_(", ").join(lab.point_name(r) for r in frontier),
+    )
+    if healed:
+        best = max(healed.values(), key=lambda twin: twin.gap_closed)
+        caption += ("" if lang == "zh" else " ") + _(
+            "Healed (★): trained back for minutes, {model} closes {share} of its gap to the original.",
+            model=lab.point_name(next(r for r in rows if r.key == best.key)),
+            share=percent(best.gap_closed),
+        )
     return StepView(
-        lab.pareto_figure(rows, context_length=context, dtype=dtype),
+        lab.pareto_figure(rows, context_length=context, healed=healed),
         [
             {
                 "model": r.label,
                 "settings": r.settings,
                 "perplexity": round(r.perplexity, 4),
-                f"cache_bytes_per_token_{dtype}": r.cache_bytes_per_token,
+                "cache_bytes_per_token_float32": r.cache_bytes_per_token,
                 "on_frontier": r in frontier,
+                "healed_perplexity": round(healed[r.key].perplexity, 4) if r.key in healed else None,
             }
             for r in rows
         ],
-        _(
-            "Measured on SmolLM2-135M converted without training: on the frontier, {models}.",
-            models=_(", ").join(lab.label_shown(r) for r in frontier),
-        ),
+        caption,
         "lab",
         {"lab_context": str(context)},
-        replace(Settings(), dtype=dtype),
+        replace(Settings(), dtype="float32"),
     )
 
 
