@@ -41,7 +41,10 @@ pages.append(
         visibility="hidden",
     )
 )
+# After the page, at its foot: a tab whose replica died reruns on the one it reconnected to (deploy/serve.py).
+RERUN_ON_RECONNECT = f"<script>{(Path(__file__).parent / 'assets' / 'rerun_on_reconnect.js').read_text()}</script>"
 try:
     st.navigation(pages).run()
+    st.html(RERUN_ON_RECONNECT, unsafe_allow_javascript=True)
 finally:
     freeze_imports()  # the modules this run imported, out of the garbage collector's walks (explorer/heap.py)
