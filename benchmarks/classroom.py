@@ -14,10 +14,10 @@ and the query string the app last wrote. Latency is from that send to the script
 that does not finish successfully within the time-out, an exception element, a link that does not carry the new
 value, or a websocket that closes.
 
-Printed for each number of students and replicas: presses completed per second (offered: students / 10 s), p50 / p95
-/ max latency, errors, and per replica its CPU (percent of one core over the measured window), RSS, PSS and USS
-(/proc/PID/smaps_rollup: PSS shares pages among the processes that map them, USS is a process's own), beside
-HAProxy's and Locust's CPU. Every run starts its replicas fresh; everything listens on 127.0.0.1 and stops at the end.
+Printed for each number of students and replicas: presses finished per second in the measured window (offered:
+students / 10 s), p50 / p95 / max latency of those presses, errors, and per replica its CPU (percent of one core over
+the measured window), RSS, PSS and USS (/proc/PID/smaps_rollup: PSS shares pages among the processes that map them,
+USS is a process's own), beside HAProxy's and Locust's CPU. Every run starts its replicas fresh; everything listens on 127.0.0.1 and stops at the end.
 """
 
 from __future__ import annotations
@@ -284,7 +284,8 @@ def run(replicas: int, users: int, seconds: float, spawn_rate: float, path: str,
             cpu = {name: 100 * (sum(p.cpu_times()[:2]) - before[name]) / (end - start) for name, p in processes.items()}
             memory = {name: (m.rss / 2**20, m.pss / 2**20, m.uss / 2**20) for name, m in classroom.memory().items()}
             runner.quit()
-            presses = [latency for sent, latency in RECORD.presses if start <= sent and sent + latency <= end]
+            # presses finished in the window (throughput), with their latencies (from the press, maybe before it)
+            presses = [latency for sent, latency in RECORD.presses if start <= sent + latency <= end]
             errors = RECORD.errors[:]
     finally:
         shutil.rmtree(log_dir, ignore_errors=True)
