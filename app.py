@@ -41,7 +41,8 @@ pages.append(
         visibility="hidden",
     )
 )
-# After the page, at its foot: a tab whose replica died reruns on the one it reconnected to (deploy/serve.py).
+# After the page, at its foot: a tab whose replica died loads its link again on the one it reconnected to
+# (deploy/serve.py; assets/rerun_on_reconnect.js).
 RERUN_ON_RECONNECT = f"<script>{(Path(__file__).parent / 'assets' / 'rerun_on_reconnect.js').read_text()}</script>"
 try:
     st.navigation(pages).run()

@@ -112,8 +112,8 @@ def test_a_killed_replica_loses_no_view(classroom, students):
 
     os.killpg(classroom.replicas[dead].process.pid, signal.SIGKILL)  # no goodbye: the websocket just drops
     # The tab reconnects by itself through the balancer, which sends it to the live replica (the dead one refuses
-    # connections), and asks for a rerun there (assets/rerun_on_reconnect.js): the survivor runs the page from the
-    # tab's link and widget values. The survivor is warm: it serves the other student.
+    # connections), and loads its link again there (assets/rerun_on_reconnect.js): the survivor runs the page from the
+    # tab's link, which holds the view. The survivor is warm: it serves the other student.
     try:
         until(lambda: frames and replica_of(tab) == survivor, tab, "a new websocket answered by the survivor")
         wait_for_app(tab, chart_count=len(before[2]), seconds=COLD_START_SECONDS)
