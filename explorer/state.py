@@ -411,7 +411,7 @@ def _declare_language() -> None:
     hyphenation. Streamlit's document says "en" whatever the content."""
     lang = json.dumps(HTML_LANG[i18n.language()])
     st.html(
-        f'<script>document.documentElement.lang = {lang};</script><span class="html-lang" data-lang={lang}></span>',
+        f'<script>document.documentElement.lang = {lang};</script><span class="no-room" data-lang={lang}></span>',
         unsafe_allow_javascript=True,
     )
 

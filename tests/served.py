@@ -38,14 +38,27 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+def die_with_parent() -> None:
+    """In a child between fork and exec (Popen's preexec_fn): ask Linux for SIGTERM when the parent dies, so a
+    parent killed outright (SIGKILL, no clean-up) leaves no server behind."""
+    import ctypes
+
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
 class StreamlitServer:
     """`streamlit run script` from the script's folder (its .streamlit/config.toml applies) on a loopback port, in a
     process group of its own so that stop() ends it whole; restartable on the same port. Each start logs to a file
     of its own in log_dir."""
 
-    def __init__(self, log_dir: Path, *, script: Path = REPO / "app.py") -> None:
+    def __init__(
+        self, log_dir: Path, *, script: Path = REPO / "app.py", port: int | None = None, env: dict | None = None
+    ) -> None:
         self.script = script
-        self.port = free_port()
+        self.port = port or free_port()
+        self.env = env  # added to this process's environment (e.g. a cookie secret shared by replicas)
+        self.die_with_parent = False  # True: the server gets SIGTERM when the process that started it dies
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_dir = log_dir
         self.process: subprocess.Popen | None = None
@@ -54,6 +67,11 @@ class StreamlitServer:
     def start(self, timeout: float = 90) -> None:
         """Start it, and return once it answers its health check (a page's first run, which imports torch, comes
         later: wait for that on the page)."""
+        self.launch()
+        self.wait_until_healthy(timeout)
+
+    def launch(self) -> None:
+        """Start the process and return at once (several servers start side by side, then each is waited for)."""
         self.starts += 1
         with open(self.log_dir / f"streamlit-{self.port}-{self.starts}.log", "wb") as log:
             self.process = subprocess.Popen(
@@ -79,7 +97,11 @@ class StreamlitServer:
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
+                env=None if self.env is None else os.environ | self.env,
+                preexec_fn=die_with_parent if self.die_with_parent else None,
             )
+
+    def wait_until_healthy(self, timeout: float = 90) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if not self.alive():
