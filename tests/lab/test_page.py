@@ -36,6 +36,8 @@ def test_the_chart_plots_the_stored_table_with_its_frontier():
     expected = {names[row["key"]]: (row["cache_bytes_per_token"] / 1024, row["perplexity"]) for row in table["rows"]}
     plotted = {}
     for trace in spec["data"][1:]:
+        if trace.get("name") == "healed":
+            continue  # the healed twins: their own test
         plotted.update(zip(trace["text"], zip(trace["x"], trace["y"], strict=True), strict=True))
     assert plotted.keys() == expected.keys()  # every point named on the chart, each name once
     for label, (x, y) in plotted.items():
@@ -139,3 +141,21 @@ def test_a_link_reopens_the_answers_its_sender_saw():
     again = open_page("lab", link)
     no_exception(again)
     assert [t.value for t in again.text] == [t.value for t in first.text]
+
+
+def test_each_healed_point_is_a_star_below_its_conversion_with_an_arrow_and_a_row():
+    stored = {row["key"]: row for row in lab.load_heal_table()["rows"]}
+    at = open_page("lab")
+    no_exception(at)
+    (spec,) = chart_specs(at)
+    stars = next(trace for trace in spec["data"] if trace.get("marker", {}).get("symbol") == "star")
+    drawn = sorted(zip(stars["x"], stars["y"], strict=True))
+    expected = sorted((row["cache_bytes_per_token"] / 1024, row["perplexity_after"]) for row in stored.values())
+    assert drawn == pytest.approx(expected)
+    arrows = spec["layout"]["annotations"]
+    assert len(arrows) == len(stored)
+    for arrow in arrows:  # from the conversion (tail) straight down to its healed twin (head), on a log axis
+        assert arrow["x"] == arrow["ax"] and arrow["y"] < arrow["ay"]
+    table = at.dataframe[0].value
+    healed_rows = table[table["model"].str.endswith(", healed")]
+    assert sorted(healed_rows["perplexity"]) == sorted(f"{row['perplexity_after']:,.2f}" for row in stored.values())
