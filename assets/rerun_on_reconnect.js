@@ -15,7 +15,17 @@
     if (!app) return;
     const state = app.getAttribute("data-test-connection-state");
     if (seen !== null && seen !== "CONNECTED" && state === "CONNECTED") {
-      w.location.reload();
+      // Not at once: a restarted server reruns the page itself, and its first run (Streamlit's pages/ folder mode,
+      // then app.py's menu) must finish before a reload starts another beside it. Reload once no script has run
+      // for half a second.
+      let idle = 0;
+      const wait = w.setInterval(() => {
+        idle = w.document.querySelector('[data-testid="stStatusWidget"]') ? 0 : idle + 1;
+        if (idle >= 2) {
+          w.clearInterval(wait);
+          w.location.reload();
+        }
+      }, 250);
     }
     seen = state;
   };

@@ -7,7 +7,6 @@ browser context, which is what a new visitor is.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -15,7 +14,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
-from tests.served import CHARTS_READY, CHROMIUM, CHROMIUM_ARGS, SCRIPT_IDLE, StreamlitServer
+from tests.served import CHARTS_READY, SCRIPT_IDLE, StreamlitServer
 
 STARTUP_SECONDS = 90  # until the server answers its health check (streamlit alone: torch is imported by a page's run)
 VIEW_SECONDS = 90  # first chart of a page, and a rerun after a control moved (generous: the machine is shared)
@@ -23,13 +22,6 @@ VIEW_SECONDS = 90  # first chart of a page, and a rerun after a control moved (g
 # of 4 on 2 cores, so several times that when the whole suite and other work share the machine. Waits after a
 # (re)start are on conditions, with this much room, and fail with the server's log.
 COLD_START_SECONDS = 360
-
-
-@pytest.fixture(scope="session")
-def chromium_path() -> str:
-    if not (os.path.exists(CHROMIUM) or shutil.which("chromium")):
-        pytest.skip("Debian's chromium is not installed: run `make browser` (apt-get install chromium)")
-    return CHROMIUM if os.path.exists(CHROMIUM) else shutil.which("chromium")
 
 
 @pytest.fixture(scope="session")
@@ -54,16 +46,6 @@ def own_server(log_dir):
     running.start(STARTUP_SECONDS)
     yield running
     running.stop()
-
-
-@pytest.fixture(scope="session")
-def browser(chromium_path):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=chromium_path, headless=True, args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
 
 
 @pytest.fixture

@@ -37,7 +37,8 @@ def test_a_link_to_a_missing_page_says_so_in_its_language(server, page, lang, ti
     wait_for_app(page)
     page.goto(f"{server.url}/nonexistent?lang={lang}&heads=4&groups=2")
     wait_until_idle(page)
-    assert page.locator("h1").first.inner_text().strip() == title
+    page.locator("h1", has_text=title).wait_for(timeout=90_000)
     assert not page.get_by_role("dialog").count()  # not Streamlit's English dialog
     assert "nonexistent" in page.locator('[data-testid="stMain"] [data-testid="stAlert"]').first.inner_text()
-    assert page.locator('[data-testid="stPageLink-NavLink"]').count() >= 7
+    links = page.locator('[data-testid="stMain"] [data-testid="stPageLink-NavLink"]')
+    links.nth(6).wait_for(timeout=90_000)  # the way to every page: seven links

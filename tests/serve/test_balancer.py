@@ -20,9 +20,7 @@ from deploy.serve import COOKIE, Classroom
 from explorer.settings import Settings
 from tests.browser.conftest import (
     COLD_START_SECONDS,
-    browser,  # noqa: F401  (fixture)
     chart_data,
-    chromium_path,  # noqa: F401  (fixture)
     sidebar_sliders,
     url_params,
     wait_for_app,
@@ -52,7 +50,7 @@ def classroom():
 
 
 @pytest.fixture(scope="module")
-def students(classroom, browser):  # noqa: F811
+def students(classroom, browser):
     """Each student's tab, opened one after the other (the second arrives while the first's websocket is open)."""
     contexts, tabs = [], {}
     try:
