@@ -67,6 +67,7 @@ VIEW_CHANGES = {
 OWN_CHANGES = {
     "trained": [("slider", "view_tm_layer", n) for n in (4, 5, 6, 7, 8, 9, 10, 11)],
     "lab": [("select_slider", "view_lab_context", n) for n in (4096, 2048, 1024, 512, 1024, 2048, 4096, 8192)],
+    "lesson": [("selectbox", "view_step", n) for n in (2, 3, 4, 5, 7, 8, 9, 10)],  # the next step, as a class goes
 }
 TICKS = os.sysconf("SC_CLK_TCK")
 CPU: dict = {}  # the classroom's CPU accounting: server pid, server and browser seconds
