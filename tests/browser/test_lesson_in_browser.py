@@ -113,9 +113,10 @@ def test_the_arrow_keys_stop_at_the_first_step(server, browser):
         context.close()
 
 
+@pytest.mark.parametrize("size", [PROJECTOR, (1400, 900)], ids=["1024", "1400"])
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_presenter_mode_reads_cleanly_on_a_projector_at_every_step(server, browser, lang):
-    context, tab = open_lesson(browser, server, {"step": "1", "lang": lang, "present": "1"})
+def test_presenter_mode_reads_cleanly_on_a_projector_at_every_step(server, browser, lang, size):
+    context, tab = open_lesson(browser, server, {"step": "1", "lang": lang, "present": "1"}, size=size)
     try:
         for number in range(1, len(lesson.STEPS) + 1):
             if number > 1:
