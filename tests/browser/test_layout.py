@@ -18,7 +18,7 @@ from explorer import i18n
 from explorer.pages import PAGES
 from explorer.settings import Settings
 
-from .conftest import COLD_START_SECONDS, wait_for_app
+from .conftest import open_link
 
 SIZES = {"laptop": (1400, 900), "projector": (1024, 768), "phone": (400, 800)}
 LOCAL_HOSTS = {"127.0.0.1", "localhost"}
@@ -85,8 +85,7 @@ def open_at(browser, server, name: str, size: tuple[int, int], lang: str = "en",
     )
     path = "" if name == "overview" else name
     link = (settings or Settings()).to_link() | {"lang": lang}
-    tab.goto(f"{server.url}/{path}?{'&'.join(f'{k}={v}' for k, v in link.items())}")
-    wait_for_app(tab, seconds=COLD_START_SECONDS)  # the session's server may be fresh: a cold start
+    open_link(tab, f"{server.url}/{path}?{'&'.join(f'{k}={v}' for k, v in link.items())}")
     return context, tab, outside
 
 
@@ -137,8 +136,7 @@ def test_the_overview_has_a_link_of_its_own_that_opens_cleanly(server, browser):
     context = browser.new_context(viewport={"width": 1024, "height": 768})
     try:
         tab = context.new_page()
-        tab.goto(f"{server.url}/overview?heads=16")
-        wait_for_app(tab, chart_count=2, seconds=COLD_START_SECONDS)
+        open_link(tab, f"{server.url}/overview?heads=16", chart_count=2)
         assert tab.get_by_role("heading", name="Attention Explorer").is_visible()
         assert not tab.get_by_text("Page not found").count()
         assert not tab.get_by_text("version of the explorer").count(), "no v in a typed link: no version note"

@@ -15,7 +15,7 @@ from explorer.pages import PAGES
 from explorer.probes.mapping import morph_configs
 from explorer.settings import Settings
 
-from .conftest import COLD_START_SECONDS, url_params, wait_for_app
+from .conftest import open_link, url_params, wait_for_app
 from .test_layout import BOXES, OUTSIDE, overlap
 
 PROJECTOR = (1024, 768)
@@ -61,8 +61,7 @@ PRESENTER = """() => {
 def open_lesson(browser, server, query: dict[str, str], size=PROJECTOR):
     context = browser.new_context(viewport={"width": size[0], "height": size[1]}, accept_downloads=True)
     tab = context.new_page()
-    tab.goto(f"{server.url}/lesson?{urlencode(query)}")
-    wait_for_app(tab, seconds=COLD_START_SECONDS)
+    open_link(tab, f"{server.url}/lesson?{urlencode(query)}")
     return context, tab
 
 
@@ -164,8 +163,7 @@ def test_presenter_mode_reads_cleanly_on_a_projector_on_every_page(server, brows
     tab = context.new_page()
     try:
         path = "" if name == "overview" else name
-        tab.goto(f"{server.url}/{path}?{urlencode(Settings().to_link() | {'present': '1'})}")
-        wait_for_app(tab, seconds=COLD_START_SECONDS)
+        open_link(tab, f"{server.url}/{path}?{urlencode(Settings().to_link() | {'present': '1'})}")
         problems = presenter_problems(tab)
         assert not problems, f"{name}: {problems}"
     finally:
