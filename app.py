@@ -9,8 +9,16 @@ import streamlit as st
 
 from explorer.heap import freeze_imports
 from explorer.i18n import _
+from explorer.navigation import requested_page, starting_up, use_language
 from explorer.pages import PAGES
-from explorer.state import page_not_found, requested_page, use_language
+
+
+def page_not_found() -> None:
+    # explorer.state imports torch: a page's run pays for it, after the menu is drawn (explorer/navigation.py)
+    from explorer.state import page_not_found as draw
+
+    draw()
+
 
 # The favicon is a file served by the app itself: a ":material/...:" icon makes the browser fetch an SVG from
 # fonts.gstatic.com, which fails offline and is a request a classroom network may not allow.
@@ -53,6 +61,12 @@ RERUN_ON_RECONNECT = (
 )
 try:
     current = st.navigation(pages)
+    if starting_up():  # a blank page for seconds would look broken: say what is happening, out of the page's way
+        st.toast(
+            _("Starting up: the server's first visit loads PyTorch and builds the layers (a few seconds)."),
+            icon=":material/hourglass_top:",
+            duration="long",
+        )
     # The tab names the page, in the run's language: a class with several tabs open tells them apart.
     st.set_page_config(page_title=f"{current.title} · Attention Explorer")
     current.run()

@@ -22,7 +22,7 @@ ALL_SETTINGS = (*LAYER, "seq_len", "batch", "dtype", "seed")
 
 # A page's key is its URL path and equals its file's stem: a freshly started server resolves the first link it is
 # given by file name, before app.py has registered these pages (a mismatch shows "Page not found").
-# (Streamlit's pages/ folder quirk: see ARCHITECTURE.md and explorer.state._run_through_the_shell.)
+# (Streamlit's pages/ folder quirk: see ARCHITECTURE.md and explorer/shell.py.)
 PAGES: dict[str, PageEntry] = {
     "overview": PageEntry(
         "pages/overview.py",

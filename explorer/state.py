@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import html
 import json
-import re
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -21,6 +20,7 @@ from attn_core import VARIANTS
 from . import i18n, share
 from .glossary import glossary_markdown, variant_name
 from .i18n import LANGUAGES, LINK_PARAM, N_, _
+from .navigation import LANGUAGE_KEY, requested_page, use_language
 from .pages import ALL_SETTINGS, PAGES
 from .params import Choice, IntRange, Text, shown
 from .present import present_query, use_presenter
@@ -42,7 +42,6 @@ from .settings import (
 
 SETTINGS_KEY = "settings"
 APP_CSS = (Path(__file__).resolve().parents[1] / "assets" / "app.css").read_text(encoding="utf-8")
-LANGUAGE_KEY = "setting_lang"  # the sidebar's language switch
 _WIDGET = {name: f"setting_{name}" for name in Settings().as_dict()}  # setting name -> widget key
 _LINK_READ = "_link_read"
 _ADJUSTED = "_adjusted_notes"
@@ -57,7 +56,6 @@ def page_settings(page_key: str) -> Settings:
     Pages, not app.py, draw the sidebar, so that a page behaves the same whether it runs under st.navigation or
     alone (AppTest reruns a page file by itself after the first run).
     """
-    _run_through_the_shell()
     use_language()
     use_presenter()  # present=1: a projector's view (explorer/present.py)
     page = PAGES.get(page_key)  # its declaration: which settings it uses (None for a page not in the menu, a test's)
@@ -251,17 +249,6 @@ def link_query(settings: Settings, **view) -> dict[str, str]:
     )
 
 
-def requested_page() -> str | None:
-    """The URL path the browser asked for ("" for the root), when it is one a page could have."""
-    try:
-        from streamlit.runtime.scriptrunner import get_script_run_ctx
-
-        asked = get_script_run_ctx().pages_manager.intended_page_name  # not public: None where it is missing
-    except AttributeError:
-        return None
-    return asked if asked and re.fullmatch(r"[A-Za-z0-9_-]{1,64}", asked) else None
-
-
 def page_not_found() -> None:
     """What a link to a page that does not exist opens: the sidebar, a sentence in the link's language, and the way
     to every page."""
@@ -279,47 +266,7 @@ def page_not_found() -> None:
         page_link(entry.path, label=f"{_(entry.title)}: {_(entry.teaser)}", icon=entry.icon)
 
 
-def use_language() -> str:
-    """Decide this run's language and speak it: the sidebar's switch once drawn, else the link's `lang`, else the
-    browser's language, else English. app.py calls this before the menu is drawn; every page again (alone in a test)."""
-    state = st.session_state
-    lang = state.get(LANGUAGE_KEY)
-    if lang not in LANGUAGES:
-        asked = st.query_params.get(LINK_PARAM)
-        lang = asked if asked in LANGUAGES else i18n.language_from_locale(st.context.locale)
-        state[LANGUAGE_KEY] = lang
-    i18n.set_language(lang)
-    return lang
-
-
-def _session_language() -> str | None:
-    try:
-        return st.session_state.get(LANGUAGE_KEY)
-    except Exception:  # no session (a script, a test of a module): English
-        return None
-
-
-i18n.ask_session_with(_session_language)
-
-
 # --- internals ------------------------------------------------------------------------------------------------------
-def _run_through_the_shell() -> None:
-    """Make sure app.py's st.navigation, not Streamlit's old pages/ folder mode, runs this page.
-
-    A server sees the pages/ folder beside app.py and, until some run has called st.navigation, serves a link such
-    as /mapping by running pages/mapping.py directly: no wide layout, a menu of file names ("app", "kv cache") whose
-    links do not match app.py's, for every session, until someone opens the root URL. That is exactly what
-    students get after a server restart. Leaving that mode and rerunning sends the same link through app.py.
-    """
-    try:
-        from streamlit.runtime.pages_manager import PagesManager
-    except ImportError:  # a Streamlit without the old mode
-        return
-    if getattr(PagesManager, "uses_pages_directory", None):
-        PagesManager.uses_pages_directory = False
-        st.rerun()
-
-
 def _move_into(param, key: str, options: tuple, say: bool) -> None:
     """A view value the settings made unavailable (head 7 after heads went to 2) moves to the nearest valid one,
     and the page says so; a widget given a value outside its range would fail or jump to its minimum instead."""
@@ -473,14 +420,18 @@ def _show_link(box) -> None:
     link = _current_link()
     with box.container():
         st.code(link, language=None, wrap_lines=True)
-        if share.points_at_this_machine(link):
-            st.warning(_(LOCAL_LINK_NOTE), icon=":material/computer:")
+        _warn_if_local(link)
 
 
-LOCAL_LINK_NOTE = N_(
-    "This link points at this computer (localhost): students' devices cannot open it. Share the hosted copy's "
-    "address, or this computer's address on the network."
-)
+def _warn_if_local(link: str) -> None:
+    if share.points_at_this_machine(link):
+        st.warning(
+            _(
+                "This link points at this computer (localhost): students' devices cannot open it. Share the hosted "
+                "copy's address, or this computer's address on the network."
+            ),
+            icon=":material/computer:",
+        )
 
 
 def _qr_code() -> None:
@@ -491,8 +442,7 @@ def _qr_code() -> None:
     else:
         alt = html.escape(_("QR code of the link: {link}", link=link))
         st.html(f'<img class="share-qr" src="{image}" alt="{alt}">')
-    if share.points_at_this_machine(link):
-        st.warning(_(LOCAL_LINK_NOTE), icon=":material/computer:")
+    _warn_if_local(link)
     st.code(link, language=None, wrap_lines=True)
 
 
@@ -535,7 +485,6 @@ def _share_tools(settings: Settings) -> None:
 
 
 __all__ = [
-    "LANGUAGE_KEY",
     "SETTINGS_KEY",
     "SLIDER_LABELS",
     "bound",
@@ -544,7 +493,5 @@ __all__ = [
     "page_link",
     "page_not_found",
     "page_settings",
-    "requested_page",
     "text_box",
-    "use_language",
 ]

@@ -3,6 +3,8 @@ the steps inside one head, and one decode step through the cache."""
 
 import streamlit as st
 
+import explorer.shell  # noqa: F401  (first of ours: see explorer/shell.py)
+
 from attn_core import VARIANTS
 from explorer import heatmaps as view
 from explorer.charts import fixed_place, show_chart

@@ -6,6 +6,8 @@ from dataclasses import replace
 
 import streamlit as st
 
+import explorer.shell  # noqa: F401  (first of ours: see explorer/shell.py)
+
 from attn_core import PRESETS
 from attn_core.accounting import bytes_per_element
 from explorer import kv_cache as view

@@ -3,6 +3,8 @@
 
 import streamlit as st
 
+import explorer.shell  # noqa: F401  (first of ours: see explorer/shell.py)
+
 from attn_core import AttentionConfig
 from attn_core.pretrained import ModelNotInstalled
 from attn_core.pretrained.convert import full_latent_rank

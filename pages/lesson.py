@@ -5,6 +5,8 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
+import explorer.shell  # noqa: F401  (first of ours: see explorer/shell.py)
+
 from explorer import lab
 from explorer import lesson as view
 from explorer.charts import show_chart

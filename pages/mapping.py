@@ -4,6 +4,8 @@ import math
 
 import streamlit as st
 
+import explorer.shell  # noqa: F401  (first of ours: see explorer/shell.py)
+
 from explorer import mapping as view
 from explorer.charts import show_chart
 from explorer.i18n import _, language, n_

@@ -5,6 +5,8 @@ from dataclasses import replace
 
 import streamlit as st
 
+import explorer.shell  # noqa: F401  (first of ours: see explorer/shell.py)
+
 from explorer import masks as view
 from explorer.charts import show_chart
 from explorer.glossary import variant_name

@@ -2,6 +2,8 @@
 
 import streamlit as st
 
+import explorer.shell  # noqa: F401  (first of ours: see explorer/shell.py)
+
 from explorer import overview as view
 from explorer.charts import show_chart
 from explorer.glossary import variant_name

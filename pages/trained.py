@@ -2,6 +2,8 @@
 
 import streamlit as st
 
+import explorer.shell  # noqa: F401  (first of ours: see explorer/shell.py)
+
 from explorer import trained as view
 from explorer.charts import format_bytes, shape_text, show_chart
 from explorer.i18n import _, language

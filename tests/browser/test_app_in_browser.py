@@ -7,6 +7,7 @@ from urllib.parse import urlencode
 import pytest
 
 from attn_core import kv_cache_bytes
+from explorer import i18n
 from explorer.pages import PAGES
 from explorer.settings import SEQ_LEN_CHOICES, Settings
 from explorer.state import SLIDER_LABELS
@@ -165,6 +166,24 @@ def test_a_server_restart_in_the_middle_of_a_session_loses_nothing(own_server, p
     # The link went through app.py's navigation even as the new server's first run: page titles, not file names.
     menu = page.locator('[data-testid="stSidebarNav"] a').all_inner_texts()
     assert all(any(entry.title in item for item in menu) for entry in PAGES.values()), menu
+
+
+STARTING_UP = "Starting up: the server's first visit loads PyTorch and builds the layers (a few seconds)."
+
+
+def test_a_fresh_servers_first_link_says_it_is_starting_in_the_links_language(own_server, page):
+    """The first link a fresh server gets: a note says what the blank seconds are (torch's import, the first
+    layers), in the link's language, and the menu is the app's own, not the pages/ folder's file names."""
+    i18n.set_language("zh")
+    try:
+        note, titles = i18n._(STARTING_UP), [i18n._(entry.title) for entry in PAGES.values()]
+    finally:
+        i18n.set_language("en")
+    page.goto(f"{own_server.url}/heatmaps?lang=zh")
+    page.get_by_text(note).wait_for(timeout=COLD_START_SECONDS * 1000)
+    wait_for_app(page, seconds=COLD_START_SECONDS)
+    menu = page.locator('[data-testid="stSidebarNav"] a').all_inner_texts()
+    assert all(any(title in item for item in menu) for title in titles), menu
 
 
 @pytest.mark.skipif("mapping" not in PAGES, reason="pages/mapping.py is not registered in explorer/pages.PAGES yet")

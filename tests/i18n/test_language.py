@@ -8,7 +8,7 @@ from unittest import mock
 import pytest
 
 from explorer import i18n
-from explorer.state import LANGUAGE_KEY
+from explorer.navigation import LANGUAGE_KEY
 from tests.app.helpers import LINK_WARNING, open_page
 from tests.i18n.visible import CJK
 
