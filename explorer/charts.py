@@ -8,6 +8,7 @@ import csv
 import functools
 import io
 import json
+import re
 import unicodedata
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -198,8 +199,9 @@ def show_chart(fig: go.Figure | dict, *, name: str, rows: Sequence[dict] | Calla
         "failed": _("This chart could not be drawn ({error})."),
         "fullscreen": _("Full screen"),
     }
+    label = chart_description(layout, caption)
     payload = (
-        f'{{"plotly": {json.dumps(plotly_js_url())}, "said": {json.dumps(said, ensure_ascii=False)}, '
+        f'{{"plotly": {json.dumps(plotly_js_url())}, "label": {json.dumps(label, ensure_ascii=False)}, "said": {json.dumps(said, ensure_ascii=False)}, '
         f'"config": {json.dumps(config)}, "figure": {figure}}}'
     )
     LIVE_CHART(key=f"chart_{name}", data=payload.encode("utf-8"))
@@ -217,6 +219,18 @@ def show_chart(fig: go.Figure | dict, *, name: str, rows: Sequence[dict] | Calla
         help=_("The numbers this chart plots"),
         width="content",
     )
+
+
+def chart_description(layout: dict, caption: str) -> str:
+    """The chart's text alternative, for a screen reader (it cannot read the plot): its title and what its caption
+    says, as plain text (no Plotly tags, no Markdown marks)."""
+    title = layout.get("title")
+    title = title.get("text", "") if isinstance(title, dict) else title or ""
+    plain = [re.sub(r"<br\s*/?>", " ", part) for part in (str(title), caption)]
+    plain = [re.sub(r"<[^>]+>|\*\*|`|\$", "", part) for part in plain]
+    parts = [" ".join(part.split()).rstrip(".。") for part in plain if part.strip()]
+    stop = "。" if language() == "zh" else ". "
+    return stop.join(parts) + stop.strip() if parts else ""
 
 
 def fixed_place():

@@ -5,8 +5,8 @@
 // only when the last was drawn. Here each chart keeps its plot, and charts waiting to be drawn are drawn in page
 // order, one per frame, so the first shows while the others are still being drawn.
 //
-// data: the UTF-8 bytes of {"plotly": url of plotly.min.js, "said": {"unloaded", "failed", "fullscreen"} (words in
-// the reader's language), "config": {...}, "figure": {"data": [...], "layout": {...}, "frames": [...]}}.
+// data: the UTF-8 bytes of {"plotly": url of plotly.min.js, "label": the chart's text alternative (its title and
+// caption), "said": {"unloaded", "failed", "fullscreen"} (words in the reader's language), "config": {...}, "figure": {"data": [...], "layout": {...}, "frames": [...]}}.
 
 const state = (window.__attentionExplorerCharts ??= {
   plotly: null, // the promise of plotly.js, loaded once per page
@@ -120,13 +120,44 @@ function drawNext(Plotly) {
       Plotly.react(div, { ...spec.figure, layout, config }).then(() => { // frames too: the animated charts
         const { l, r, t, b } = div._fullLayout._size;
         state.margins.set(div, { key, margins: { l, r, t, b } });
+        reachableByKeyboard(div);
       });
     } catch (error) {
       div.textContent = spec.said.failed.replace("{error}", error.message); // and the charts after it still are
     }
   }
   // After this frame is painted: the chart just drawn shows before the next one is started.
-  requestAnimationFrame(() => setTimeout(() => drawNext(Plotly), 0));
+  afterPaint(() => drawNext(Plotly));
+}
+
+// Plotly draws its buttons (an animation's ▶ Play and ❚❚ Pause) as SVG shapes that Tab passes by: each becomes a
+// button a keyboard reaches and presses with Enter or Space, named by the text it shows.
+function reachableByKeyboard(div) {
+  for (const button of div.querySelectorAll(".updatemenu-button")) {
+    if (button.hasAttribute("tabindex")) continue;
+    button.setAttribute("tabindex", "0");
+    button.setAttribute("role", "button");
+    button.setAttribute("aria-label", button.textContent.trim());
+    button.addEventListener("keydown", (event) => {
+      if (event.key !== "Enter" && event.key !== " ") return;
+      event.preventDefault();
+      button.dispatchEvent(new MouseEvent("click", { bubbles: true }));
+    });
+  }
+}
+
+// A browser paints no frame for a page it does not show (a tab opened behind others, a hidden window), so waiting
+// for one alone would leave the page's other charts undrawn until it is looked at: a timer takes over then.
+function afterPaint(run) {
+  let done = false;
+  const once = () => {
+    if (!done) {
+      done = true;
+      run();
+    }
+  };
+  requestAnimationFrame(() => setTimeout(once, 0));
+  setTimeout(once, 200);
 }
 
 export default function (component) {
@@ -137,6 +168,7 @@ export default function (component) {
   if (!div) {
     div = document.createElement("div");
     div.className = "live-chart";
+    div.setAttribute("role", "figure"); // named below by its title and caption: what a screen reader says of it
     parentElement.appendChild(div);
     // The plot follows its column's width (a sidebar opened or closed, a window resized); its own height changing
     // when it is drawn is no reason to lay it out again, nor is being hidden for a moment (width 0: Streamlit hides a
@@ -150,6 +182,7 @@ export default function (component) {
     }).observe(div);
   }
   const spec = JSON.parse(text);
+  div.setAttribute("aria-label", spec.label);
   state.shown.set(div, { text, size: ownSize(spec.figure.layout) });
   // The chart's height is taken at once: what follows it does not jump while it waits its turn to be drawn.
   div.style.minHeight = `${spec.figure.layout.height ?? 450}px`;

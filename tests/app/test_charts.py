@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import copy
 
-from explorer.charts import with_unmeasured_tick_labels
+from explorer import i18n
+from explorer.charts import chart_description, with_unmeasured_tick_labels
 
 
 def test_every_axis_gets_unmeasured_tick_labels_unless_the_chart_says_otherwise():
@@ -31,3 +32,16 @@ def test_the_chart_template_is_valid_plotly_in_the_apps_theme_colours():
     template = go.layout.Template(PLOTLY_TEMPLATE)  # raises on anything Plotly does not know
     assert template.layout.paper_bgcolor == template.layout.plot_bgcolor == theme["backgroundColor"]
     assert template.layout.title.font.color == theme["textColor"]
+
+
+def test_a_charts_text_alternative_is_its_title_and_caption_in_plain_text():
+    title = {"title": {"text": "KV cache <b>per token</b><br>at 64 tokens"}}
+    assert chart_description(title, "MQA keeps **one** pair: `k` and $v$.") == (
+        "KV cache per token at 64 tokens. MQA keeps one pair: k and v."
+    )
+    assert chart_description({}, "") == ""
+    i18n.set_language("zh")
+    try:
+        assert chart_description({"title": "缓存"}, "每个词元**一**对。") == "缓存。每个词元一对。"
+    finally:
+        i18n.set_language("en")

@@ -42,3 +42,43 @@ def test_a_link_to_a_missing_page_says_so_in_its_language(server, page, lang, ti
     assert "nonexistent" in page.locator('[data-testid="stMain"] [data-testid="stAlert"]').first.inner_text()
     links = page.locator('[data-testid="stMain"] [data-testid="stPageLink-NavLink"]')
     links.nth(6).wait_for(timeout=90_000)  # the way to every page: seven links
+
+
+ANIMATED = """() => Array.from(document.querySelectorAll('.js-plotly-plot'))
+    .find(g => g._fullLayout.sliders && g._fullLayout.sliders.length)"""
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_every_chart_is_a_figure_named_by_its_title_and_caption(server, page, lang):
+    page.goto(f"{server.url}/?lang={lang}")
+    wait_for_app(page, chart_count=2)
+    charts = page.evaluate(
+        """() => Array.from(document.querySelectorAll('div.live-chart')).map(div => ({
+            role: div.getAttribute('role'), label: div.getAttribute('aria-label') || '',
+            title: div._fullLayout && div._fullLayout.title ? div._fullLayout.title.text || '' : '',
+            caption: (div.closest('[data-testid="stElementContainer"]')?.nextElementSibling?.innerText || '') }))"""
+    )
+    assert len(charts) >= 2
+    for chart in charts:
+        assert chart["role"] == "figure", chart
+        title = " ".join(chart["title"].replace("<br>", " ").split())
+        assert title and title.replace("<b>", "").replace("</b>", "") in chart["label"], chart
+        assert "<" not in chart["label"] and "**" not in chart["label"], chart
+        first_words = " ".join(chart["caption"].replace("CSV", "").split()[:3])
+        assert first_words, chart  # the caption was found
+        assert first_words[:8] in chart["label"], chart
+
+
+def test_the_animations_play_button_is_reached_and_pressed_with_the_keyboard(server, page):
+    page.goto(f"{server.url}/mapping")
+    wait_for_app(page)
+    play = page.locator(".updatemenu-button", has_text="Play")
+    play.wait_for()
+    assert play.get_attribute("role") == "button" and play.get_attribute("tabindex") == "0"
+    assert "Play" in (play.get_attribute("aria-label") or "")
+    before = page.evaluate(f"() => ({ANIMATED})()._fullLayout.sliders[0].active")
+    play.focus()
+    page.keyboard.press("Enter")
+    page.wait_for_function(
+        f"before => ({ANIMATED})()._fullLayout.sliders[0].active !== before", arg=before, timeout=20_000
+    )
