@@ -15,7 +15,7 @@ import pytest
 
 from attn_core.pretrained import cache_root, load_pretrained
 from attn_core.pretrained.checkpoint import CACHE_ENV
-from tests.served import StreamlitServer
+from deploy.served import StreamlitServer
 
 from .conftest import COLD_START_SECONDS, STARTUP_SECONDS, VIEW_SECONDS, wait_for_app
 
