@@ -31,9 +31,9 @@ from pathlib import Path
 from string import Template
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO))  # run as a script, deploy/ is on the path, not the repository that holds it
 
-from tests.served import StreamlitServer, die_with_parent, free_port  # noqa: E402  (one way to start a server: the tests')
+from deploy.served import StreamlitServer, die_with_parent, free_port  # noqa: E402
 
 TEMPLATE = Path(__file__).with_name("haproxy.cfg.in")
 COOKIE = "explorer_replica"  # the affinity cookie; its value names the replica (r1, r2, ...)

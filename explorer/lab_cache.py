@@ -11,7 +11,7 @@ import streamlit as st
 from attn_core.pretrained import ModelNotInstalled, PretrainedLM
 from attn_core.pretrained.convert import Calibration
 from explorer import lab
-from explorer.model import trained_model
+from explorer.model import shared_model, trained_model
 from explorer.probes import healing
 from explorer.probes.healing import HealProgress
 from explorer.work import takes_turns
@@ -67,25 +67,28 @@ def healed(key: str) -> PretrainedLM | None:
 
 
 def start_heal(key: str, seconds: float | None = None) -> HealProgress:
-    """Start healing the lab point `key` unless it is running or done already (a failed one starts again)."""
+    """Start healing the lab point `key` unless it is running or done already (a failed one starts again).
+
+    Called from a button's on_click: it only registers the heal and starts its thread. Loading the model and
+    calibrating (minutes on a busy machine the first time) happen in that thread, so neither this session's run nor
+    another session needing _heals_lock waits for them."""
+    point = lab.POINTS_BY_KEY[key]
     with _heals_lock:
         progress = _heals.get(key)
         if progress is not None and progress.phase != "failed":
             return progress
-        lm = model()
-        point = lab.POINTS_BY_KEY[key]
-        calibration_ = calibration() if point.needs_calibration else None
         progress = _heals[key] = HealProgress(key)
-        budget = healing.LIVE_SECONDS if seconds is None else seconds
-        threading.Thread(
-            target=_heal_in_turn, args=(lm, point, calibration_, progress, budget), name=f"heal-{key}", daemon=True
-        ).start()
-        return progress
+    budget = healing.LIVE_SECONDS if seconds is None else seconds
+    threading.Thread(target=_heal_in_turn, args=(point, progress, budget), name=f"heal-{key}", daemon=True).start()
+    return progress
 
 
-def _heal_in_turn(lm: PretrainedLM, point: lab.LabPoint, calibration_, progress: HealProgress, seconds: float) -> None:
+def _heal_in_turn(point: lab.LabPoint, progress: HealProgress, seconds: float) -> None:
     try:
         with _one_heal:
+            progress.phase = "converting"  # calibrating is the conversion's first step
+            lm = shared_model()  # no run in this thread to show a spinner or a warning in
+            calibration_ = calibration() if point.needs_calibration else None
             _healed[point.key] = takes_turns(healing.heal_live)(lm, point, calibration_, progress, seconds=seconds)
     except Exception as error:  # shown on the page, and a press starts it again
         progress.error = f"{type(error).__name__}: {error}"

@@ -15,6 +15,12 @@ def _load() -> PretrainedLM:
     return load_pretrained()
 
 
+def shared_model() -> PretrainedLM:
+    """The same model for code outside a script run (a heal's thread), where there is no page to show a spinner or
+    a warning on: raises ModelNotInstalled when it is absent."""
+    return _load()
+
+
 def trained_model() -> PretrainedLM | None:
     """The model, or None after telling the user why it is absent and how to install it (the page then stops, and
     the rest of the app keeps working)."""

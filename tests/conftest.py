@@ -6,7 +6,7 @@ import shutil
 import pytest
 import torch
 
-from tests.served import CHROMIUM, CHROMIUM_ARGS
+from deploy.served import CHROMIUM, CHROMIUM_ARGS
 
 # The app computes with one torch thread per op (app.py); the tests compute as it does. Summation order, and so the
 # last bits of a result, depend on the thread count, and AppTest runs app.py inside this process.

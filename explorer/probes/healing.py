@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import torch
@@ -25,6 +26,8 @@ LIVE_EVAL_TOKENS = lab.WINDOW  # the first evaluation window: scored before and 
 LIVE_LR = 3.0e-4
 LIVE_SEED = 0
 PHASES = ("waiting", "converting", "recording", "training", "measuring", "done", "failed")
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -97,8 +100,8 @@ def heal_live(
     progress.phase = "converting"
     student = lab.convert_point(lm, point, calibration)
     path = stored_path(point, seconds, root)
-    if path.exists():
-        stored = torch.load(path, weights_only=True)
+    stored = _read_stored(path, student)
+    if stored is not None:
         for layer, state in zip(student.decoder_layers, stored["layers"], strict=True):
             # assign: the loaded tensors become the layer's own; copying into them would write into any tensor the
             # conversion shares with the original model (its memory-mapped weights)
@@ -133,6 +136,32 @@ def heal_live(
     partial.replace(path)  # whole or absent: a second server never reads half a file
     progress.phase = "done"
     return student
+
+
+_STORED_FIELDS = {f.name for f in fields(HealProgress)} - {"phase", "key", "error"}
+
+
+def _read_stored(path: Path, student: PretrainedLM) -> dict | None:
+    """The heal stored at path, if there is one, whole, and made for student's layers (names, shapes, dtypes); else
+    None, and the caller heals again and rewrites it. Checked in full before any layer takes a tensor from it, so a
+    bad file never leaves the student half loaded."""
+    if not path.exists():
+        return None
+    try:
+        stored = torch.load(path, weights_only=True)
+        layers, saved = stored["layers"], stored["progress"]
+        own = [layer.self_attn.state_dict() for layer in student.decoder_layers]
+        if len(layers) != len(own) or not set(saved) <= _STORED_FIELDS:
+            raise ValueError(f"{len(layers)} layers, fields {sorted(saved)}")
+        for state, mine in zip(layers, own, strict=True):
+            if state.keys() != mine.keys() or any(
+                state[name].shape != mine[name].shape or state[name].dtype != mine[name].dtype for name in mine
+            ):
+                raise ValueError("its tensors do not fit this conversion's layers")
+    except Exception as error:  # unreadable in any way (cut short, not a torch file, another layout): heal again
+        _log.warning("ignoring the stored heal %s (%s: %s); healing again", path, type(error).__name__, error)
+        return None
+    return stored
 
 
 @torch.inference_mode()

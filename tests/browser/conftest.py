@@ -16,7 +16,7 @@ from urllib.parse import parse_qsl, urlsplit
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from tests.served import CHARTS_READY, SCRIPT_IDLE, StreamlitServer
+from deploy.served import CHARTS_READY, SCRIPT_IDLE, StreamlitServer
 
 STARTUP_SECONDS = 90  # until the server answers its health check (streamlit alone: torch is imported by a page's run)
 VIEW_SECONDS = 90  # first chart of a page, and a rerun after a control moved (generous: the machine is shared)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from tests.served import REPO
+from deploy.served import REPO
 
 
 def test_the_quick_browser_benchmark_exits_cleanly(chromium_path):

@@ -1,13 +1,12 @@
 """Heal it live, on the lab page: a press starts one heal for the whole server, its progress and loss curve appear,
-the perplexities it reports are the healed model's own (recomputed here), the original model is untouched, and a
-second server (or a restart) reads the result back from disk instead of training again."""
+the perplexities it reports are the healed model's own (recomputed here), and the original model is untouched. Reading
+a heal back from disk: tests/lab/test_heal_store.py."""
 
 from __future__ import annotations
 
 import time
 
 import pytest
-import torch
 
 from explorer import lab
 from explorer import lab_cache as cached
@@ -68,18 +67,3 @@ def test_a_press_heals_the_conversion_live_and_reports_its_own_numbers(lm, fresh
     at.toggle(key="view_lab_answer").set_value(True).run()
     assert not at.exception
     assert len(at.text) == 3  # original, converted, healed
-
-
-def test_a_heal_done_before_is_read_back_from_disk(lm, fresh_heals):
-    first = cached.start_heal(KEY)
-    wait_until_done(KEY)
-    weights = [p.detach().clone() for p in cached.healed(KEY).decoder_layers[0].self_attn.parameters()]
-    cached._heals.clear()
-    cached._healed.clear()  # as a restarted server, or another one sharing the cache folder
-    again = cached.start_heal(KEY)
-    progress = wait_until_done(KEY)
-    assert progress.from_disk and progress.perplexity_after == first.perplexity_after
-    assert progress.step_losses == first.step_losses
-    reloaded = list(cached.healed(KEY).decoder_layers[0].self_attn.parameters())
-    assert all(torch.equal(a, b) for a, b in zip(weights, reloaded, strict=True))
-    assert again is not first

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from tests.served import REPO
+from deploy.served import REPO
 
 if not (shutil.which("haproxy") or os.path.exists("/usr/sbin/haproxy")):
     pytest.skip("Debian's haproxy is not installed: run `make balancer`", allow_module_level=True)

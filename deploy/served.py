@@ -1,5 +1,7 @@
-"""A Streamlit script served on a loopback port, and Debian's chromium: how the browser tests and the benchmarks start,
-wait for and stop a server (Playwright drives the system's chromium and never downloads a browser)."""
+"""A Streamlit script served on a loopback port, and Debian's chromium: how the classroom (deploy/serve.py) starts,
+watches and stops its replicas, and how the browser tests and the benchmarks start, wait for and stop a server
+(Playwright drives the system's chromium and never downloads a browser). Here, not under tests/, so that a deploy
+script depends on nothing in the test tree."""
 
 from __future__ import annotations
 
