@@ -137,7 +137,11 @@ def bound(param, render, options: tuple | None = None, *, say_moves: bool = True
                     filter(
                         None,
                         [
-                            f"{param.name} appears {len(raws)} times in the link, so its last value is the one read.",
+                            _(
+                                "{name} appears {times} times in the link, so its last value is the one read.",
+                                name=param.name,
+                                times=len(raws),
+                            ),
                             note,
                         ],
                     )

@@ -259,9 +259,11 @@ def decode_figure(result: VariantPass, variant: str, *, pool: str, tokens: list[
     if pooling.pooled:
         # TRANSLATORS: how is "mean" or "max"
         block = _("{how} of {n} keys:", how=_(HOW[pool]), n=pooling.cols)
-        hover = f"%{{y}}<br>{_('keys from')} %{{x}}<br>{block} %{{z:.4g}}<extra></extra>"
+        keys_from = _("keys from")
+        hover = f"%{{y}}<br>{keys_from} %{{x}}<br>{block} %{{z:.4g}}<extra></extra>"
     else:
-        hover = f"%{{y}}<br>{_('key')} %{{x}}<br>{_('weight')} %{{z:.4g}}<extra></extra>"
+        key, weight = _("key"), _("weight")
+        hover = f"%{{y}}<br>{key} %{{x}}<br>{weight} %{{z:.4g}}<extra></extra>"
     panel = Panel("", z, x, y, hover, csv_name=_("decode step"))
     fig = panels_figure(
         [panel],
