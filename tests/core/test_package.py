@@ -27,6 +27,8 @@ cache = layer.new_cache(batch_size=1)
 layer(torch.randn(1, 5, 64), cache=cache)
 assert cache.seq_len == 5 and cache.nbytes == 2 * 2 * 16 * 5 * 4, cache.nbytes
 import attn_core
+
+pytestmark = pytest.mark.slow  # `make test-fast` leaves it out (pytest.ini)
 print(attn_core.__file__)
 """
 

@@ -2,7 +2,6 @@
 smallest and largest settings, within the payload budget, and a link reproduces the view."""
 
 import base64
-import statistics
 import time
 from pathlib import Path
 
@@ -159,26 +158,13 @@ def test_causal_off_and_rope_off_are_the_layers_weights_too():
         assert np.all(z > 0)  # every query sees every key
 
 
-def test_rerun_after_a_view_change_at_default_settings(capsys):
+def test_every_head_at_default_settings_reruns_cleanly():
+    # Rerun timings are benchmarks/app.py's (against the budget): here only that each head's rerun works
     at = open_page()
-    times = []
     for head in (1, 2, 3, 4, 5, 6, 7):
         at.selectbox(key="view_hm_head").set_value(head)
-        start = time.perf_counter()
         at.run()
-        times.append(time.perf_counter() - start)
         assert not at.exception
-    unchanged = []
-    for _ in range(5):
-        start = time.perf_counter()
-        at.run()
-        unchanged.append(time.perf_counter() - start)
-    with capsys.disabled():
-        print(
-            f"\n[heatmaps] default settings: rerun after a head change median {1000 * statistics.median(times):.0f} ms "
-            f"(min {1000 * min(times):.0f}); plain rerun median {1000 * statistics.median(unchanged):.0f} ms; "
-            f"chart payload {chart_bytes(at):,} bytes"
-        )
 
 
 # --- smallest and largest settings ----------------------------------------------------------------------------------

@@ -11,6 +11,8 @@ import torch
 from attn_core.pretrained import HealReport, heal
 from attn_core.pretrained.heal import EXACT_LOSS
 
+pytestmark = pytest.mark.slow  # `make test-fast` leaves it out (pytest.ini)
+
 WINDOW = 64  # training tokens per step in these tests (256 tokens: 4 windows an epoch)
 
 

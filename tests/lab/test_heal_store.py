@@ -19,6 +19,8 @@ from explorer import lab_cache as cached
 from explorer.probes import healing
 from tests.app.helpers import open_page
 
+pytestmark = pytest.mark.slow  # `make test-fast` leaves it out (pytest.ini)
+
 KEY = "mqa-mean"  # needs no calibration: the quickest conversion to set up
 SECONDS = 8.0  # of training: a few steps even on a loaded machine
 HEAL_LIMIT = 600.0  # s, for a whole heal on a loaded 2-core machine

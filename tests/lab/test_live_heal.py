@@ -13,6 +13,8 @@ from explorer import lab_cache as cached
 from explorer.probes import healing
 from tests.app.helpers import chart_specs, open_page
 
+pytestmark = pytest.mark.slow  # `make test-fast` leaves it out (pytest.ini)
+
 KEY = "mqa-mean"  # needs no calibration: the quickest conversion to set up
 SECONDS = 8.0  # of training: a few steps even on a loaded machine
 

@@ -1,9 +1,6 @@
 """The masks page through app.py (as a link opens it): the charts carry the real layer's numbers, every variant
 renders, MLA says it has no cross-attention here, and garbled link values give a warning, never a traceback."""
 
-import statistics
-import time
-
 import numpy as np
 import pytest
 import torch
@@ -127,17 +124,13 @@ def test_short_cannot_reach_long_when_long_shrinks():
     assert heatmap_z(chart_specs(at)[0])[1].shape == (2, 2)
 
 
-def test_head_change_rerun_at_default_settings(capsys):
+def test_every_head_at_default_settings_reruns_cleanly():
+    # Rerun timings are benchmarks/app.py's (against the budget): here only that each head's rerun works
     at = open_page("masks")
-    times = []
     for head in (1, 2, 3, 4, 5, 0):
         at.selectbox(key="view_mk_head").set_value(head)
-        start = time.perf_counter()
         at.run()
-        times.append(time.perf_counter() - start)
         no_exception(at)
-    with capsys.disabled():  # a figure, not a check: benchmarks/app.py holds timings against the budget
-        print(f"\n[masks] default settings: rerun after a head change median {1000 * statistics.median(times):.0f} ms")
 
 
 def test_every_figure_sent_is_valid_plotly():

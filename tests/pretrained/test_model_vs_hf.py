@@ -7,6 +7,8 @@ import torch
 
 from attn_core import GroupedQueryAttention, kv_cache_bytes
 
+pytestmark = pytest.mark.slow  # `make test-fast` leaves it out (pytest.ini)
+
 PROSE = (
     "Attention lets every token look at the tokens before it. In grouped-query attention, several query heads share "
     "one key and value head, which shrinks the cache that a model keeps while it writes. "
