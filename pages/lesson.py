@@ -68,8 +68,9 @@ if not presenting():
     st.caption(_("The arrow keys ← → move between steps too. Add `present=1` to the link for a projector."))
 
 step = steps[number - 1]
+numbers = view.STEP_NUMBERS[step.key](lang) if step.key in view.STEP_NUMBERS else {}
 st.header(_(step.title))
-st.markdown(_(step.text))
+st.markdown(_(step.text, **numbers))
 
 make = view.STEP_VIEWS[step.key]
 if step.key == "gqa":
@@ -118,6 +119,6 @@ if shown is not None:
             ),
         )
 
-st.markdown(_("**Question for the class:** {question}", question=_(step.question)))
+st.markdown(_("**Question for the class:** {question}", question=_(step.question, **numbers)))
 with st.expander(_("Answer")):
-    st.markdown(_(step.answer))
+    st.markdown(_(step.answer, **numbers))

@@ -8,6 +8,6 @@ keys    the arrow keys, as a small component
 
 from .keys import arrow_key
 from .steps import STEP, STEPS, Step
-from .views import GROUPS, STEP_VIEWS, StepView
+from .views import GROUPS, STEP_NUMBERS, STEP_VIEWS, StepView
 
-__all__ = ["GROUPS", "STEP", "STEPS", "STEP_VIEWS", "Step", "StepView", "arrow_key"]
+__all__ = ["GROUPS", "STEP", "STEPS", "STEP_NUMBERS", "STEP_VIEWS", "Step", "StepView", "arrow_key"]

@@ -133,15 +133,15 @@ STEPS: tuple[Step, ...] = (
         N_("MLA: low-rank joint KV compression"),
         N_(
             "Multi-head latent attention (MLA, DeepSeek-V2/V3) caches neither keys nor values. Each token is "
-            "compressed by a down-projection into one **latent vector** $c^{KV}$ of width $d_c$, and every head "
-            "rebuilds its own keys and values from it by up-projections $W^{UK}$, $W^{UV}$. The notes' example: a "
-            "LLaMA-7B-sized model keeps 8192 numbers per token per layer as MHA, 640 as MLA."
+            "compressed by a down-projection into one **latent vector** $c^{{KV}}$ of width $d_c$, and every head "
+            "rebuilds its own keys and values from it by up-projections $W^{{UK}}$, $W^{{UV}}$. The notes' example: "
+            "{model} keeps {mha} numbers per token per layer as MHA, {mla} as MLA."
         ),
-        N_("Where does the 640 come from?"),
+        N_("Where does the {mla} come from?"),
         N_(
-            "$d_c + d_h^R = 512 + 128$: the latent vector and the decoupled rotary key. MHA keeps $2 \\cdot 32 "
-            "\\cdot 128 = 8192$, so MLA's cache is 12.8× smaller, about the cache of GQA with 2.5 groups, while every "
-            "head keeps keys and values of its own."
+            "$d_c + d_h^R$ = {latent} + {rope}: the latent vector and the decoupled rotary key. MHA keeps 2 · {heads} "
+            "· {head_dim} = {mha}, so MLA's cache is {ratio}× smaller, about the cache of GQA with {groups} groups, "
+            "while every head keeps keys and values of its own."
         ),
     ),
     Step(

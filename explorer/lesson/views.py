@@ -435,6 +435,30 @@ def choosing(lang: str, context: int) -> StepView | None:
 
 
 # Each step's view by its key (explorer.lesson.steps): called with the language, and the step's control if it has one.
+def notes_example(lang: str) -> dict[str, object]:
+    """The numbers the MLA step's text and answer quote, read off the same measured caches as its chart."""
+    model, attention = NOTES_MODEL, PRESETS[NOTES_MODEL].attention
+    groups = kv_cache.preferred_groups(model)
+    rows = kv_cache.cached_model_rows(model, groups, NOTES_LATENT, NOTES_ROPE, "float16", 1, False, lang=lang)
+    by_key = {row.key: row for row in rows}
+    mha, mla = by_key["mha"].elements_per_token_layer, by_key["mla"].elements_per_token_layer
+    return {
+        "model": model,
+        "heads": attention.n_heads,
+        "head_dim": attention.head_dim,
+        "latent": NOTES_LATENT,
+        "rope": NOTES_ROPE,
+        "mha": mha,
+        "mla": mla,
+        "ratio": kv_cache.sig(mha / mla),
+        "groups": kv_cache.sig(by_key["mla"].gqa_equivalent_groups),
+    }
+
+
+# The numbers a step's text, question and answer quote ({placeholders}), for the steps that quote any.
+STEP_NUMBERS: dict[str, Callable[[str], dict[str, object]]] = {"mla": notes_example}
+
+
 STEP_VIEWS: dict[str, Callable[..., StepView | None]] = {
     "sdpa": inside_one_head,
     "heads": every_head,

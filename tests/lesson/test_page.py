@@ -10,8 +10,10 @@ from urllib.parse import parse_qsl, urlsplit
 import pytest
 from PIL import Image, ImageChops
 
+from attn_core import PRESETS
 from explorer import lesson
-from explorer.lesson import slides
+from explorer.i18n import fmt, set_language
+from explorer.lesson import slides, views
 from explorer.settings import LINK_NAMES, Settings
 from tests.app.conftest import media  # noqa: F401  (the fixture: what a download button serves)
 from tests.app.helpers import chart_payload, chart_specs, charts, link_warnings, open_page, sidebar_settings
@@ -188,3 +190,22 @@ def test_every_step_speaks_one_language(number):
     assert left == {}, f"step {number} at lang=zh shows English: {left}"
     english = open_page("lesson", {"step": str(number), "lang": "en"})
     assert [text for text in shown(english) if CJK.search(text)] == []
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_mla_steps_numbers_are_the_formulas_for_the_notes_model(lang):
+    """What the MLA step quotes (the notes' 8192 vs 640) is computed, not written in: 2·h·d_h numbers per token per
+    layer for MHA, d_c + d_h^R for MLA, read off the preset's own configuration."""
+    attention = PRESETS[views.NOTES_MODEL].attention
+    mha = 2 * attention.n_heads * attention.head_dim
+    mla = views.NOTES_LATENT + views.NOTES_ROPE
+    number = next(i for i, step in enumerate(lesson.STEPS, 1) if step.key == "mla")
+    at = open_page("lesson", {"step": str(number), "lang": lang})
+    text = " ".join(m.value for m in at.markdown)
+    set_language(lang)
+    try:
+        quoted = [fmt(mha), fmt(mla), fmt(mha / mla, 1), fmt(mla / (2 * attention.head_dim), 1)]
+    finally:
+        set_language("en")
+    for figure in quoted:  # 8,192; 640; 12.8 (times smaller); 2.5 (groups)
+        assert figure in text, (figure, text)
