@@ -24,6 +24,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from dataclasses import dataclass
@@ -128,6 +129,7 @@ class Classroom:
             for replica in self.replicas.values():
                 replica.wait_until_healthy(timeout)
             self._wait_for_balancer(timeout)
+            self.warm_up(timeout)
         except BaseException:
             self.stop()
             raise
@@ -147,6 +149,14 @@ class Classroom:
                 pass
             time.sleep(0.2)
         raise RuntimeError(f"haproxy did not report every replica up within {timeout:.0f} s: {self.haproxy_log()}")
+
+    def warm_up(self, timeout: float = STARTUP_SECONDS) -> None:
+        """Every replica runs the app once before the first student arrives (StreamlitServer.warm_up), side by side."""
+        warming = [threading.Thread(target=r.warm_up, args=(timeout,), daemon=True) for r in self.replicas.values()]
+        for thread in warming:
+            thread.start()
+        for thread in warming:
+            thread.join(timeout)
 
     def stop(self) -> None:
         if self.haproxy is not None and self.haproxy.poll() is None:
@@ -181,7 +191,16 @@ class Classroom:
             self.replicas[name].launch()
             self._launched[name] = now
             self.restarts += 1
+            threading.Thread(target=self._warm_when_up, args=(self.replicas[name],), daemon=True).start()
         return dead
+
+    @staticmethod
+    def _warm_when_up(replica: StreamlitServer) -> None:
+        try:
+            replica.wait_until_healthy(STARTUP_SECONDS)
+        except RuntimeError:  # it died again: the next revive() starts it
+            return
+        replica.warm_up(STARTUP_SECONDS)
 
     # --- reading it -----------------------------------------------------------------------------------------------
     def stats(self) -> list[dict[str, str]]:

@@ -93,6 +93,9 @@ class StreamlitServer:
                     "false",
                     "--server.fileWatcherType",
                     "none",
+                    # the endpoint warm_up() asks: one run of app.py in a session of Streamlit's own
+                    "--server.scriptHealthCheckEnabled",
+                    "true",
                 ],
                 cwd=self.script.parent,
                 stdout=log,
@@ -117,6 +120,17 @@ class StreamlitServer:
             time.sleep(0.3)
         self.stop()
         raise RuntimeError(f"streamlit did not answer on port {self.port} within {timeout:.0f} s")
+
+    def warm_up(self, timeout: float = 90) -> bool:
+        """Run app.py once, as a first visit would, before anyone visits: torch imported, the overview's layers built,
+        and Streamlit's pages/ folder mode left (a fresh server's first link otherwise runs in it: a menu of file
+        names, or its English "Page not found" dialog). Streamlit's script health check does that run, in a session
+        of its own (an endpoint it marks experimental: False if it is missing or the run failed)."""
+        try:
+            with urllib.request.urlopen(f"{self.url}/_stcore/script-health-check", timeout=timeout) as answer:
+                return answer.read().strip() == b"ok"
+        except OSError:
+            return False
 
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None

@@ -8,7 +8,7 @@ import pytest
 from explorer.i18n import _, set_language
 from explorer.state import SLIDER_LABELS
 
-from .conftest import wait_for_app, wait_until_idle
+from .conftest import COLD_START_SECONDS, wait_for_app, wait_until_idle
 
 
 @pytest.mark.parametrize(
@@ -32,10 +32,11 @@ def test_the_document_says_its_language_and_names_the_page(server, page, lang, h
 
 
 @pytest.mark.parametrize(("lang", "title"), [("zh", "找不到页面"), ("en", "Page not found")])
-def test_a_link_to_a_missing_page_says_so_in_its_language(server, page, lang, title):
-    page.goto(server.url)  # a server's very first link runs in Streamlit's pages/ folder mode, which has its own dialog
-    wait_for_app(page)
-    page.goto(f"{server.url}/nonexistent?lang={lang}&heads=4&groups=2")
+def test_a_link_to_a_missing_page_says_so_in_its_language(own_server, page, lang, title):
+    # A fresh server, warmed up as deploy/serve.py warms its replicas: its very first link would otherwise run in
+    # Streamlit's pages/ folder mode, which has its own English dialog
+    assert own_server.warm_up(COLD_START_SECONDS), own_server.log_text()[-2000:]
+    page.goto(f"{own_server.url}/nonexistent?lang={lang}&heads=4&groups=2")
     wait_until_idle(page)
     page.locator("h1", has_text=title).wait_for(timeout=90_000)
     assert not page.get_by_role("dialog").count()  # not Streamlit's English dialog
