@@ -37,6 +37,7 @@ def log_dir():
 def server(log_dir):
     running = StreamlitServer(log_dir)
     running.start(STARTUP_SECONDS)
+    running.warm_up(COLD_START_SECONDS)  # as deploy/serve.py's replicas are: the first test does not pay a cold start
     yield running
     running.stop()
 
