@@ -7,6 +7,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from explorer.charts import preload_plotly
 from explorer.heap import freeze_imports
 from explorer.i18n import _
 from explorer.navigation import requested_page, starting_up, use_language
@@ -61,6 +62,7 @@ RERUN_ON_RECONNECT = (
 )
 try:
     current = st.navigation(pages)
+    preload_plotly()  # its download beside the page's first run, not after it (explorer/charts.py)
     if starting_up():  # a blank page for seconds would look broken: say what is happening, out of the page's way
         st.toast(
             _("Starting up: the server's first visit loads PyTorch and builds the layers (a few seconds)."),

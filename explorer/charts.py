@@ -63,10 +63,15 @@ def plotly_locale() -> dict:
     return {"locale": lang, "locales": {lang: {"dictionary": {word: _(word) for word in PLOTLY_WORDS}}}}
 
 
-# plotly.js as the installed plotly package ships it (the version its figures are validated against), served by
-# Streamlit from that package's folder: no copy in the repository, nothing fetched from elsewhere. Declared as a
-# component only for the files it serves; never mounted.
-PLOTLY_JS_FILES = components_v1.declare_component("plotly_js", path=str(Path(plotly.__file__).parent / "package_data"))
+# plotly.js's cartesian bundle (scatter, bar, heatmap and the rest of the 2-D traces: all the charts draw), from npm's
+# plotly.js-cartesian-dist-min at the release the plotly package bundles and validates the figures against
+# (tests/app/test_charts.py checks the two agree). A third of the full bundle's size, and so of the time a new visit's main thread spends
+# evaluating it before the first chart (benchmarks/MEASUREMENTS.md). Served by
+# Streamlit from assets/plotly: nothing fetched from elsewhere. Declared as a component only for the files it serves;
+# never mounted.
+PLOTLY_JS_FILES = components_v1.declare_component(
+    "plotly_js", path=str(Path(__file__).resolve().parents[1] / "assets" / "plotly")
+)
 # A chart that is updated in place when its figure changes, drawn one chart per frame (see live_chart.js).
 LIVE_CHART_NAME = "attention_explorer.live_chart"
 LIVE_CHART = st.components.v2.component(
@@ -77,9 +82,9 @@ LIVE_CHART = st.components.v2.component(
 
 
 def plotly_js_url() -> str:
-    """The path the browser loads plotly.min.js from, under the server's base URL path."""
+    """The path the browser loads plotly.js from, under the server's base URL path."""
     base = (st.get_option("server.baseUrlPath") or "").strip("/")
-    return f"{'/' + base if base else ''}/component/{PLOTLY_JS_FILES.name}/plotly.min.js"
+    return f"{'/' + base if base else ''}/component/{PLOTLY_JS_FILES.name}/plotly-cartesian.min.js"
 
 
 def typed_array(values: np.ndarray) -> dict:
@@ -161,6 +166,22 @@ def _chart_template() -> dict:
 
 
 PLOTLY_TEMPLATE = _chart_template()
+
+
+def preload_plotly() -> None:
+    """Start loading plotly.js as the page begins. The first chart asked for it only when it was mounted, after the
+    page's other elements: on a new visit it came long after the chart's data had (benchmarks/MEASUREMENTS.md). The chart then takes the same promise (live_chart.js). The span keeps the element from taking
+    room (assets/app.css)."""
+    url = json.dumps(plotly_js_url())
+    st.html(
+        "<script>(() => { if (window.__explorerPlotly || window.Plotly) return;"
+        " window.__explorerPlotly = new Promise((resolve, reject) => {"
+        " const script = document.createElement('script'); script.src = " + url + "; script.async = true;"
+        " script.onload = () => resolve(window.Plotly); script.onerror = () => reject(new Error(" + url + "));"
+        " document.head.appendChild(script); }); })();</script>"
+        '<span class="no-room"></span>',
+        unsafe_allow_javascript=True,
+    )
 
 
 def csv_text(rows: Sequence[dict]) -> str:

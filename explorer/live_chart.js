@@ -5,7 +5,7 @@
 // only when the last was drawn. Here each chart keeps its plot, and charts waiting to be drawn are drawn in page
 // order, one per frame, so the first shows while the others are still being drawn.
 //
-// data: the UTF-8 bytes of {"plotly": url of plotly.min.js, "label": the chart's text alternative (its title and
+// data: the UTF-8 bytes of {"plotly": url of plotly.js, "label": the chart's text alternative (its title and
 // caption), "said": {"unloaded", "failed", "fullscreen"} (words in the reader's language), "config": {...}, "figure": {"data": [...], "layout": {...}, "frames": [...]}}.
 
 const state = (window.__attentionExplorerCharts ??= {
@@ -57,7 +57,8 @@ if (!state.watchesFullScreen) {
 }
 
 function plotly(url) {
-  state.plotly ??= new Promise((resolve, reject) => {
+  // Started already, as the page began (explorer.charts.preload_plotly), if app.py ran it
+  state.plotly ??= window.__explorerPlotly ?? new Promise((resolve, reject) => {
     const script = document.createElement("script");
     script.src = url;
     script.onload = () => resolve(window.Plotly);

@@ -1,7 +1,7 @@
 """What app.py needs before its menu: the run's language and the page the link asks for.
 
 Kept apart from explorer.state (which imports torch and the pages' machinery) so that a fresh server's first visit
-gets the app's own menu, in the link's language, before the ~1.5 s that import takes; the page's run pays it after.
+gets the app's own menu, in the link's language, before that import; the page's run pays for it after.
 """
 
 from __future__ import annotations
