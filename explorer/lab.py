@@ -325,6 +325,9 @@ def _add_healed(fig: go.Figure, rows: list[LabRow], healed: dict[str, HealedRow]
         )
 
 
+NAMES_FIT_PX = 560  # narrower than this, the MLA points' names overlap (measured at 400 px): the legend and table name them
+
+
 def label_positions(rows: list[LabRow]) -> dict[str, str]:
     """Where each point's name goes: MLA points, close together along the frontier, alternate above and below; the
     rest sit to the right (the rightmost to the left, inside the chart)."""
@@ -396,6 +399,7 @@ def pareto_figure(
         height=480,
         margin={"t": 30},
         legend={"orientation": "h", "y": -0.2},
+        meta={"narrow": {"below": NAMES_FIT_PX}},  # on a phone, points unnamed (live_chart.js forWidth)
     )
     return fig
 

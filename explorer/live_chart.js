@@ -102,6 +102,19 @@ function withMarginsOf(drawing, layout) {
   return { ...layout, margin };
 }
 
+// A figure may ask, by layout.meta.narrow = {below: px}, that its points' text labels be left out when it is drawn
+// narrower than that (a phone): names of points close together pile up there, while the legend, a tap and the
+// table beside the chart still name every point.
+function forWidth(figure, width) {
+  const below = figure.layout?.meta?.narrow?.below;
+  if (!below || width >= below) return figure;
+  const unlabelled = (trace) =>
+    typeof trace.mode === "string" && trace.mode.includes("text")
+      ? { ...trace, mode: trace.mode.replace(/\+?text/, "").replace(/^\+/, "") || "markers" }
+      : trace;
+  return { ...figure, data: figure.data.map(unlabelled) };
+}
+
 function drawNext(Plotly) {
   const next = state.waiting.entries().next();
   if (next.done) {
@@ -113,12 +126,13 @@ function drawNext(Plotly) {
   if (div.isConnected) {
     try {
       const config = { ...spec.config, modeBarButtonsToAdd: [fullScreenButton(spec.said.fullscreen)] };
-      const own = spec.figure.layout;
+      const figure = forWidth(spec.figure, div === state.enlarged ? screenSize().width : div.clientWidth);
+      const own = figure.layout;
       let layout = div === state.enlarged ? { ...own, ...screenSize() } : own; // new data while full screen
-      const key = labelsKey(spec.figure, div.clientWidth);
+      const key = labelsKey(figure, div.clientWidth);
       const last = state.margins.get(div);
       if (last?.key === key) layout = withMarginsOf(last.margins, layout);
-      Plotly.react(div, { ...spec.figure, layout, config }).then(() => { // frames too: the animated charts
+      Plotly.react(div, { ...figure, layout, config }).then(() => { // frames too: the animated charts
         const { l, r, t, b } = div._fullLayout._size;
         state.margins.set(div, { key, margins: { l, r, t, b } });
         reachableByKeyboard(div);

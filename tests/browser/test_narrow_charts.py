@@ -1,0 +1,29 @@
+"""A chart that names its points (the lab's perplexity-against-cache chart) leaves the names out on a phone, where
+those of points close together piled up, and keeps them at a projector's width, where a class has no hover."""
+
+from __future__ import annotations
+
+import pytest
+
+from .conftest import open_link
+
+NAMED_POINTS = """() => {
+    const chart = Array.from(document.querySelectorAll('.js-plotly-plot'))
+        .find(g => g.layout.meta && g.layout.meta.narrow);
+    return chart ? Array.from(chart.querySelectorAll('.textpoint text')).map(t => t.textContent) : null;
+}"""
+
+
+@pytest.mark.parametrize(("width", "named"), [(400, False), (1400, True)])
+def test_the_labs_points_are_named_where_the_names_fit(server, browser, width, named):
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    try:
+        tab = context.new_page()
+        open_link(tab, f"{server.url}/lab")
+        names = tab.evaluate(NAMED_POINTS)
+        assert names is not None, "the lab draws its perplexity-against-cache chart"
+        assert bool(names) == named, names
+        if named:
+            assert "MHA" in names
+    finally:
+        context.close()
