@@ -15,7 +15,7 @@ import streamlit as st
 from attn_core import PRESETS
 from explorer import heatmaps, kv_cache, lab, mapping
 from explorer import trained as trained_view
-from explorer.charts import format_bytes
+from explorer.charts import difference, format_bytes
 from explorer.i18n import _, language, percent, set_language
 from explorer.model import trained_model
 from explorer.params import Choice
@@ -118,11 +118,10 @@ def inside_one_head(lang: str) -> StepView:
         chart.csv.csv_text,
         _(
             "Follow ① to ⑤ for head {head}: its scores, scaled by $1/\\sqrt{{d_k}}$ with $d_k = {d_k}$, masked, "
-            "turned into weights, and the weighted sum of the values. ④ equals the layer's own weights to within "
-            "{error}.",
+            "turned into weights, and the weighted sum of the values. ④ equals the layer's own weights {agreement}.",
             head=head,
             d_k=cfg.head_dim,
-            error=f"{chart.facts.weights_error:.1e}",
+            agreement=difference(chart.facts.weights_error),
         ),
         "heatmaps",
         _heatmaps_query(settings, variant, hm_head=head),
@@ -141,9 +140,9 @@ def every_head(lang: str) -> StepView:
         chart.csv.csv_text,
         _(
             "{n} heads of one layer on the same sentence, each with its own queries, keys and values: rows sum to 1 "
-            "within {error}, and every head spreads its attention differently.",
+            "{agreement}, and every head spreads its attention differently.",
             n=settings.heads,
-            error=f"{chart.facts.row_sum_error:.1e}",
+            agreement=difference(chart.facts.row_sum_error),
         ),
         "heatmaps",
         _heatmaps_query(settings, variant),
@@ -196,14 +195,14 @@ def cache_grows(lang: str) -> StepView:
         _(
             "Measured from the real cache: each decoded token adds {per_token} to this one layer's cache ($2 \\cdot h "
             "\\cdot d_h$ = 2 × {heads} × {head_dim} numbers in {dtype}); after {tokens} tokens it holds {total}. The "
-            "outputs equal a full recompute to within {diff}.",
+            "outputs equal a full recompute {agreement}.",
             per_token=format_bytes(trace.nbytes[-1] // trace.tokens_held[-1]),
             heads=settings.heads,
             head_dim=settings.head_dim,
             dtype=settings.dtype,
             tokens=trace.tokens_held[-1],
             total=format_bytes(trace.nbytes[-1]),
-            diff=f"{max(trace.max_abs_diff):.1e}",
+            agreement=difference(max(trace.max_abs_diff)),
         ),
         "kv_cache",
         _kv_query(),
@@ -379,8 +378,8 @@ def absorbed_decode(lang: str) -> StepView:
         chart.csv.csv_text,
         _(
             "The last token decoded alone with absorbed weights, against the cache of $c^{{KV}}$ and $k^R$, gives the "
-            "weights of the full up-projected pass to within {error}.",
-            error=f"{chart.facts.decode_error:.1e}",
+            "weights of the full up-projected pass {agreement}.",
+            agreement=difference(chart.facts.decode_error),
         ),
         "heatmaps",
         _heatmaps_query(settings, variant, hm_head=head),
