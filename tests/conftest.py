@@ -1,12 +1,18 @@
 """Settings and fixtures shared by the whole suite."""
 
+import functools
 import os
 import shutil
 
 import pytest
 import torch
+from streamlit.components.v2 import manifest_scanner
 
 from deploy.served import CHROMIUM, CHROMIUM_ARGS
+
+# Each new AppTest scans every installed package's metadata for Streamlit components (~0.4 s, a third of a typical
+# AppTest's first run, over a thousand times a suite); the installed packages do not change during a run.
+manifest_scanner.scan_component_manifests = functools.cache(manifest_scanner.scan_component_manifests)
 
 # The app computes with one torch thread per op (app.py); the tests compute as it does. Summation order, and so the
 # last bits of a result, depend on the thread count, and AppTest runs app.py inside this process.
