@@ -20,8 +20,7 @@ from typing import Any
 import plotly.graph_objects as go
 import torch
 
-from attn_core.pretrained import PretrainedLM
-from attn_core.pretrained.convert import Calibration, calibrate
+from attn_core.pretrained import Calibration, PretrainedLM, calibrate
 from explorer.i18n import N_, _, percent
 from explorer.params import Choice, Flag, Text
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from attn_core.pretrained import ModelNotInstalled, PretrainedLM, load_pretrained
-from attn_core.pretrained.checkpoint import GGUF_NAME, INSTALL_COMMAND, PACKAGE
+from attn_core.pretrained import GGUF_NAME, INSTALL_COMMAND, PACKAGE, ModelNotInstalled, PretrainedLM, load_pretrained
 
 from .i18n import _
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from attn_core import AttentionConfig
-from attn_core.accounting import decode_flops_per_token
+from attn_core import AttentionConfig, decode_flops_per_token
 from explorer.probes.overview import VariantRow, compare_variants
 
 from .charts import FLOP_UNITS, VARIANT_COLORS, format_bytes, format_flops, unit_axis

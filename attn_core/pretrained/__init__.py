@@ -19,13 +19,27 @@ from pathlib import Path
 import torch
 
 from ..config import AttentionConfig
-from .checkpoint import INSTALL_COMMAND, DecoderConfig, ModelNotInstalled, cache_root, gguf_path, load_converted
-from .heal import HealReport, heal
+from .checkpoint import (
+    GGUF_NAME,
+    INSTALL_COMMAND,
+    PACKAGE,
+    DecoderConfig,
+    ModelNotInstalled,
+    cache_root,
+    gguf_path,
+    load_converted,
+)
+from .convert import Calibration, calibrate, full_latent_rank
+from .heal import TRAINED, HealReport, heal
 from .model import ModelCache, PretrainedLM
 from .tokenizer import ModelTokenizer
 
 __all__ = [
+    "GGUF_NAME",
     "INSTALL_COMMAND",
+    "PACKAGE",
+    "TRAINED",
+    "Calibration",
     "DecoderConfig",
     "HealReport",
     "ModelCache",
@@ -33,6 +47,8 @@ __all__ = [
     "ModelTokenizer",
     "PretrainedLM",
     "cache_root",
+    "calibrate",
+    "full_latent_rank",
     "gguf_path",
     "heal",
     "load_pretrained",

@@ -19,11 +19,14 @@ import torch
 from einops import rearrange
 from torch import nn
 
-from attn_core.attend import causal_allowed
-from attn_core.build import build_attention, seeded_generator
-from attn_core.config import AttentionConfig
-from attn_core.grouped import GroupedQueryAttention
-from attn_core.latent import MultiHeadLatentAttention
+from attn_core import (
+    AttentionConfig,
+    GroupedQueryAttention,
+    MultiHeadLatentAttention,
+    build_attention,
+    causal_allowed,
+    seeded_generator,
+)
 
 MAX_TEXT_CHARS = 200
 MAX_TEXT_TOKENS = 128

@@ -16,9 +16,7 @@ import numpy as np
 import torch
 from einops import rearrange
 
-from attn_core.build import build_attention
-from attn_core.config import AttentionConfig, kv_head_counts
-from attn_core.fused import LAYOUTS, fuse_qkv, fused_blocks
+from attn_core import LAYOUTS, AttentionConfig, build_attention, fuse_qkv, fused_blocks, kv_head_counts
 from explorer.i18n import N_
 
 CONTEXT_TOKENS = 3  # cached tokens before the probing decode step: a few suffice, every head then reads every store

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from attn_core.accounting import decode_flops_per_token, kv_cache_bytes, parameter_count
-from attn_core.config import AttentionConfig
+from attn_core import AttentionConfig, decode_flops_per_token, kv_cache_bytes, parameter_count
 
 from .measured import measure_cache
 

@@ -8,8 +8,7 @@ import math
 import pytest
 import torch
 
-from attn_core.accounting import bytes_per_element
-from attn_core.latent import MultiHeadLatentAttention
+from attn_core import MultiHeadLatentAttention, bytes_per_element
 from attn_core.pretrained.convert import LATENT_NORM_EPS, full_latent_rank
 from explorer import lab
 
