@@ -28,7 +28,8 @@ from .accounting import (
 from .attend import allowed_positions, causal_allowed
 from .build import build_attention, seeded_generator
 from .cache import GroupedKVCache, LatentKVCache, RepeatedHeadsCache, empty_cache
-from .config import VARIANT_NAMES, VARIANTS, AttentionConfig, kv_head_counts
+from .config import VARIANT_NAMES, VARIANTS, AttentionConfig, Variant, kv_head_counts
+from .contract import AttentionLayer, KVCache, Queries
 from .fused import LAYOUTS, falcon_attention_state, fuse_qkv, fused_blocks, gpt2_attention_state, split_qkv
 from .grouped import GroupedQueryAttention
 from .latent import MultiHeadLatentAttention
@@ -41,12 +42,16 @@ __all__ = [
     "VARIANTS",
     "VARIANT_NAMES",
     "AttentionConfig",
+    "AttentionLayer",
     "GroupedKVCache",
     "GroupedQueryAttention",
+    "KVCache",
     "LatentKVCache",
     "ModelPreset",
     "MultiHeadLatentAttention",
+    "Queries",
     "RepeatedHeadsCache",
+    "Variant",
     "allowed_positions",
     "as_dtype",
     "build_attention",

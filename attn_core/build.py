@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import math
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import torch
 from torch import nn
 
+from .cache import GroupedKVCache, LatentKVCache
 from .config import AttentionConfig
+from .contract import AttentionLayer
 from .grouped import GroupedQueryAttention
 from .latent import MultiHeadLatentAttention, RMSNorm
 
@@ -41,6 +43,14 @@ def build_attention(
     layer = module_type(shape, device="meta", dtype=dtype).to_empty(device=target)
     _init_from_seed(layer, cfg, seed, heads)
     return layer
+
+
+if TYPE_CHECKING:  # mypy checks here that both layer classes meet the contract
+
+    def _meet_the_contract(
+        grouped: GroupedQueryAttention, latent: MultiHeadLatentAttention
+    ) -> tuple[AttentionLayer[GroupedKVCache], AttentionLayer[LatentKVCache]]:
+        return grouped, latent
 
 
 def seeded_generator(key: str) -> torch.Generator:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
+from typing import Literal
 
-VARIANTS = ("mha", "mqa", "gqa", "mla")
+Variant = Literal["mha", "mqa", "gqa", "mla"]
+VARIANTS: tuple[Variant, ...] = ("mha", "mqa", "gqa", "mla")
 VARIANT_NAMES = {
     "mha": "Multi-head attention",
     "mqa": "Multi-query attention",
@@ -21,7 +23,7 @@ class AttentionConfig:
     ``kv_lora_rank`` is the latent width d_c, ``qk_rope_head_dim`` the decoupled rotary width d_h^R.
     """
 
-    variant: str
+    variant: Variant
     d_model: int
     n_heads: int
     n_kv_heads: int | None = None

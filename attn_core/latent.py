@@ -20,6 +20,7 @@ from torch import nn
 from .attend import allowed_positions, attend
 from .cache import LatentKVCache
 from .config import AttentionConfig
+from .contract import Queries
 from .rope import apply_rope, rope_cos_sin
 
 
@@ -75,15 +76,15 @@ class MultiHeadLatentAttention(nn.Module):
         cfg = self.cfg
         return rope_cos_sin(start, length, cfg.qk_rope_head_dim, cfg.rope_theta, device=like.device, dtype=like.dtype)
 
-    def queries(self, x: torch.Tensor, start: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """x [B, L, d_model] -> q_nope [B, H, L, d_nope], q_rope [B, H, L, d_h^R] (rotated)."""
+    def queries(self, x: torch.Tensor, start: int) -> Queries:
+        """x [B, L, d_model] -> q_nope [B, H, L, d_nope], q_rope [B, H, L, d_h^R] (rotated) as Queries."""
         cfg = self.cfg
         q = self.q_proj(x) if cfg.q_lora_rank is None else self.q_b_proj(self.q_a_layernorm(self.q_a_proj(x)))
         q = rearrange(q, "b l (h d) -> b h l d", h=cfg.n_heads)
         q_nope, q_rope = q.split([cfg.qk_nope_head_dim, cfg.qk_rope_head_dim], dim=-1)
         if cfg.rope:
             q_rope = apply_rope(q_rope, *self._rotary(start, x.shape[1], q), cfg.rope_interleave)
-        return q_nope, q_rope
+        return Queries(q_nope, q_rope)
 
     def compress(self, x: torch.Tensor, start: int) -> tuple[torch.Tensor, torch.Tensor]:
         """x [B, L, d_model] -> c_kv [B, 1, L, d_c] (normalised), k_rope [B, 1, L, d_h^R] (rotated): what is cached."""
@@ -110,6 +111,7 @@ class MultiHeadLatentAttention(nn.Module):
     def forward(
         self,
         x: torch.Tensor,
+        *,
         cache: LatentKVCache | None = None,
         key_padding_mask: torch.Tensor | None = None,
         return_weights: bool = False,

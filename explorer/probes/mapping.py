@@ -221,7 +221,7 @@ def _trace(layer, cfg: AttentionConfig, batch: int, seq_len: int, *, decode: boo
 
 def _grouped_rows(layer, cfg, x, cache, concat) -> list[tuple]:
     start = cache.seq_len
-    q = layer.queries(x, start)
+    q = layer.queries(x, start).joined()
     k, v = layer.keys_values(x, start)
     out, weights = layer(x, cache=cache, return_weights=True)
     group = cfg.group_size
