@@ -28,7 +28,7 @@ from .accounting import (
 from .attend import allowed_positions, causal_allowed
 from .build import build_attention, seeded_generator
 from .cache import GroupedKVCache, LatentKVCache, RepeatedHeadsCache, empty_cache
-from .config import VARIANT_NAMES, VARIANTS, AttentionConfig, Variant, kv_head_counts
+from .config import VARIANT_NAMES, VARIANTS, AttentionConfig, GroupedVariant, LatentWidths, Variant, kv_head_counts
 from .contract import AttentionLayer, KVCache, Queries
 from .fused import LAYOUTS, falcon_attention_state, fuse_qkv, fused_blocks, gpt2_attention_state, split_qkv
 from .grouped import GroupedQueryAttention
@@ -45,8 +45,10 @@ __all__ = [
     "AttentionLayer",
     "GroupedKVCache",
     "GroupedQueryAttention",
+    "GroupedVariant",
     "KVCache",
     "LatentKVCache",
+    "LatentWidths",
     "ModelPreset",
     "MultiHeadLatentAttention",
     "Queries",

@@ -150,3 +150,22 @@ def test_warnings_say_when_mla_caches_as_much_as_mha():
     # d_c + d_h^R = 14 + 2 = 16 = 2 x 2 heads x 4: no smaller than MHA's 2 h d_h.
     cfg = AttentionConfig("mla", d_model=8, n_heads=2, kv_lora_rank=14, qk_rope_head_dim=2)
     assert "This MLA layer caches as much per token as MHA would." in cfg.warnings()
+
+
+def test_latent_widths_are_the_resolved_mla_fields():
+    cfg = AttentionConfig("mla", d_model=1024, n_heads=8, kv_lora_rank=256)
+    assert cfg.latent_widths == (cfg.kv_lora_rank, cfg.qk_nope_head_dim, cfg.qk_rope_head_dim, cfg.v_head_dim)
+    assert cfg.latent_widths == (256, 128, 64, 128)
+
+
+def test_a_grouped_config_has_no_latent_widths():
+    with pytest.raises(ValueError, match="no latent"):
+        AttentionConfig("gqa", d_model=64, n_heads=8, n_kv_heads=2).latent_widths
+
+
+def test_replace_keeps_a_resolved_config_as_it_is():
+    for cfg in (
+        AttentionConfig("gqa", d_model=64, n_heads=8, n_kv_heads=2),
+        AttentionConfig("mla", d_model=64, n_heads=4),
+    ):
+        assert dataclasses.replace(cfg) == cfg
