@@ -28,7 +28,7 @@ from .accounting import (
 from .attend import allowed_positions, causal_allowed
 from .build import build_attention, seeded_generator
 from .cache import GroupedKVCache, LatentKVCache, RepeatedHeadsCache, empty_cache
-from .config import VARIANT_NAMES, VARIANTS, AttentionConfig, GroupedVariant, LatentWidths, Variant, kv_head_counts
+from .config import VARIANTS, AttentionConfig, GroupedVariant, LatentWidths, Variant, kv_head_counts
 from .contract import AttentionLayer, KVCache, Queries
 from .fused import LAYOUTS, falcon_attention_state, fuse_qkv, fused_blocks, gpt2_attention_state, split_qkv
 from .grouped import GroupedQueryAttention
@@ -40,7 +40,6 @@ __all__ = [
     "LAYOUTS",
     "PRESETS",
     "VARIANTS",
-    "VARIANT_NAMES",
     "AttentionConfig",
     "AttentionLayer",
     "GroupedKVCache",

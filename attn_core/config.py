@@ -7,12 +7,6 @@ from typing import Generic, Literal, NamedTuple, TypeVar
 
 Variant = Literal["mha", "mqa", "gqa", "mla"]
 VARIANTS: tuple[Variant, ...] = ("mha", "mqa", "gqa", "mla")
-VARIANT_NAMES = {
-    "mha": "Multi-head attention",
-    "mqa": "Multi-query attention",
-    "gqa": "Grouped-query attention",
-    "mla": "Multi-head latent attention",
-}
 
 
 # The variant a config describes, as a type: build_attention's overloads read it to name the layer's class.
