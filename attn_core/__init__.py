@@ -28,7 +28,17 @@ from .accounting import (
 from .attend import allowed_positions, causal_allowed
 from .build import build_attention, seeded_generator
 from .cache import GroupedKVCache, LatentKVCache, RepeatedHeadsCache, empty_cache
-from .config import VARIANTS, AttentionConfig, GroupedVariant, LatentWidths, Variant, kv_head_counts
+from .config import (
+    VARIANTS,
+    AttentionConfig,
+    CachesAsMuchAsMHA,
+    ConfigWarning,
+    GroupedVariant,
+    LatentCompressesNothing,
+    LatentWidths,
+    Variant,
+    kv_head_counts,
+)
 from .contract import AttentionLayer, KVCache, Queries
 from .fused import LAYOUTS, falcon_attention_state, fuse_qkv, fused_blocks, gpt2_attention_state, split_qkv
 from .grouped import GroupedQueryAttention
@@ -42,10 +52,13 @@ __all__ = [
     "VARIANTS",
     "AttentionConfig",
     "AttentionLayer",
+    "CachesAsMuchAsMHA",
+    "ConfigWarning",
     "GroupedKVCache",
     "GroupedQueryAttention",
     "GroupedVariant",
     "KVCache",
+    "LatentCompressesNothing",
     "LatentKVCache",
     "LatentWidths",
     "ModelPreset",

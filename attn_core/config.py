@@ -9,6 +9,27 @@ Variant = Literal["mha", "mqa", "gqa", "mla"]
 VARIANTS: tuple[Variant, ...] = ("mha", "mqa", "gqa", "mla")
 
 
+@dataclass(frozen=True)
+class LatentCompressesNothing:
+    """MLA's latent d_c (kv_lora_rank) is not smaller than the per-head key and value numbers per token it stands for
+    (uncompressed = h (d_nope + d_v))."""
+
+    kv_lora_rank: int
+    uncompressed: int
+
+
+@dataclass(frozen=True)
+class CachesAsMuchAsMHA:
+    """This MLA layer caches no fewer numbers per token (d_c + d_h^R) than MHA of its heads would (2 h d_h)."""
+
+    cached_per_token: int
+    mha_cached_per_token: int
+
+
+# A valid but questionable choice, as values: an app words them in its reader's language.
+ConfigWarning = LatentCompressesNothing | CachesAsMuchAsMHA
+
+
 # The variant a config describes, as a type: build_attention's overloads read it to name the layer's class.
 V = TypeVar("V", bound=Variant, covariant=True)
 GroupedVariant = Literal["mha", "mqa", "gqa"]
@@ -190,19 +211,17 @@ class AttentionConfig(Generic[V]):
         kv_heads = self.kv_heads_read(heads)
         return replace(self, n_heads=len(heads), n_kv_heads=len(kv_heads), head_dim=self.head_dim)
 
-    def warnings(self) -> list[str]:
-        """Valid but questionable choices, as sentences for the user."""
-        notes = []
+    def warnings(self) -> list[ConfigWarning]:
+        """Valid but questionable choices (none for the grouped variants)."""
+        notes: list[ConfigWarning] = []
         if self.variant == "mla":
             widths = self.latent_widths
             uncompressed = self.n_heads * (widths.qk_nope_head_dim + widths.v_head_dim)
             if widths.kv_lora_rank >= uncompressed:
-                notes.append(
-                    f"kv_lora_rank={widths.kv_lora_rank} is not smaller than the {uncompressed} per-head key and value "
-                    "numbers it stands for: the latent compresses nothing."
-                )
-            if self.cache_elements_per_token >= 2 * self.n_heads * self.head_dim:
-                notes.append("This MLA layer caches as much per token as MHA would.")
+                notes.append(LatentCompressesNothing(widths.kv_lora_rank, uncompressed))
+            mha_cached = 2 * self.n_heads * self.head_dim
+            if self.cache_elements_per_token >= mha_cached:
+                notes.append(CachesAsMuchAsMHA(self.cache_elements_per_token, mha_cached))
         return notes
 
     def as_dict(self) -> dict:
