@@ -117,13 +117,13 @@ def load_converted(source: Path | None = None) -> tuple[DecoderConfig, Tokenizer
     source = gguf_path() if source is None else source
     folder = converted_dir(source)
     if not (folder / META_FILE).is_file():
-        convert(source, folder)
+        write_converted(source, folder)
     meta = json.loads((folder / META_FILE).read_text(encoding="utf-8"))
     state = torch.load(folder / WEIGHTS_FILE, mmap=True, weights_only=True)
     return DecoderConfig(**meta["config"]), TokenizerSpec(**meta["tokenizer"]), state
 
 
-def convert(source: Path, folder: Path) -> None:
+def write_converted(source: Path, folder: Path) -> None:
     """Read the GGUF file once and write weights.pt and meta.json into folder (atomically: concurrent first loads
     each write their own temporary files and the last rename wins, with identical content)."""
     config, tokenizer, state = read_gguf(source)
