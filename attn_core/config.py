@@ -131,8 +131,11 @@ class AttentionConfig(Generic[V]):
             "n_heads": n_heads,
             "n_kv_heads": n_kv_heads,
             "head_dim": head_dim,
+            "kv_lora_rank": widths["kv_lora_rank"],
             "q_lora_rank": q_lora_rank,
-            **widths,
+            "qk_nope_head_dim": widths["qk_nope_head_dim"],
+            "qk_rope_head_dim": widths["qk_rope_head_dim"],
+            "v_head_dim": widths["v_head_dim"],
             "rope_interleave": rope_interleave,
             "rope": rope,
             "rope_theta": rope_theta,
@@ -140,7 +143,7 @@ class AttentionConfig(Generic[V]):
             "o_bias": bias if o_bias is None else o_bias,  # Llama: one switch for all four; Qwen2: q, k, v only
             "norm_eps": norm_eps,
         }
-        for name, resolved_value in resolved.items():
+        for name, resolved_value in resolved.items():  # in the fields' order
             object.__setattr__(self, name, resolved_value)  # frozen
 
     @property
