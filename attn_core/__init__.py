@@ -18,35 +18,70 @@ Shapes are named with one legend, here and in every shape comment of the project
 from .accounting import (
     DTYPES,
     as_dtype,
+    bytes_per_element,
     decode_flops_per_token,
     kv_cache_bytes,
+    naive_up_projection_flops,
     parameter_count,
     repeated_kv_cache_bytes,
 )
-from .build import build_attention
+from .attend import allowed_positions, causal_allowed
+from .build import build_attention, seeded_generator
 from .cache import GroupedKVCache, LatentKVCache, RepeatedHeadsCache, empty_cache
-from .config import VARIANT_NAMES, VARIANTS, AttentionConfig
+from .config import (
+    VARIANTS,
+    AttentionConfig,
+    CachesAsMuchAsMHA,
+    ConfigWarning,
+    GroupedVariant,
+    LatentCompressesNothing,
+    LatentWidths,
+    Variant,
+    kv_head_counts,
+)
+from .contract import AttentionLayer, KVCache, Queries
+from .fused import LAYOUTS, falcon_attention_state, fuse_qkv, fused_blocks, gpt2_attention_state, split_qkv
 from .grouped import GroupedQueryAttention
 from .latent import MultiHeadLatentAttention
 from .presets import PRESETS, ModelPreset
 
 __all__ = [
     "DTYPES",
+    "LAYOUTS",
     "PRESETS",
     "VARIANTS",
-    "VARIANT_NAMES",
     "AttentionConfig",
+    "AttentionLayer",
+    "CachesAsMuchAsMHA",
+    "ConfigWarning",
     "GroupedKVCache",
     "GroupedQueryAttention",
+    "GroupedVariant",
+    "KVCache",
+    "LatentCompressesNothing",
     "LatentKVCache",
+    "LatentWidths",
     "ModelPreset",
     "MultiHeadLatentAttention",
+    "Queries",
     "RepeatedHeadsCache",
+    "Variant",
+    "allowed_positions",
     "as_dtype",
     "build_attention",
+    "bytes_per_element",
+    "causal_allowed",
     "decode_flops_per_token",
     "empty_cache",
+    "falcon_attention_state",
+    "fuse_qkv",
+    "fused_blocks",
+    "gpt2_attention_state",
     "kv_cache_bytes",
+    "kv_head_counts",
+    "naive_up_projection_flops",
     "parameter_count",
     "repeated_kv_cache_bytes",
+    "seeded_generator",
+    "split_qkv",
 ]

@@ -45,23 +45,24 @@ def parameter_count(cfg: AttentionConfig) -> int:
     if cfg.variant != "mla":
         q_out, kv_out = heads * cfg.head_dim, cfg.n_kv_heads * cfg.head_dim
         return linear(d, q_out, cfg.bias) + 2 * linear(d, kv_out, cfg.bias) + linear(q_out, d, cfg.o_bias)
-    qk = cfg.qk_head_dim
+    qk, widths = cfg.qk_head_dim, cfg.latent_widths
     if cfg.q_lora_rank is None:
         query = linear(d, heads * qk, False)
     else:
         query = linear(d, cfg.q_lora_rank, cfg.bias) + cfg.q_lora_rank + linear(cfg.q_lora_rank, heads * qk, False)
     return (
         query
-        + linear(d, cfg.kv_lora_rank + cfg.qk_rope_head_dim, cfg.bias)
-        + cfg.kv_lora_rank
-        + linear(cfg.kv_lora_rank, heads * (cfg.qk_nope_head_dim + cfg.v_head_dim), False)
-        + linear(heads * cfg.v_head_dim, d, cfg.o_bias)
+        + linear(d, widths.kv_lora_rank + widths.qk_rope_head_dim, cfg.bias)
+        + widths.kv_lora_rank
+        + linear(widths.kv_lora_rank, heads * (widths.qk_nope_head_dim + widths.v_head_dim), False)
+        + linear(heads * widths.v_head_dim, d, cfg.o_bias)
     )
 
 
 def naive_up_projection_flops(cfg: AttentionConfig, keys: int) -> int:
     """MLA's naive decode: FLOPs to up-project `keys` cached latents into every head's keys and values."""
-    return 2 * keys * cfg.kv_lora_rank * cfg.n_heads * (cfg.qk_nope_head_dim + cfg.v_head_dim)
+    widths = cfg.latent_widths
+    return 2 * keys * widths.kv_lora_rank * cfg.n_heads * (widths.qk_nope_head_dim + widths.v_head_dim)
 
 
 def decode_flops_per_token(cfg: AttentionConfig, cached_tokens: int, *, absorbed: bool = True) -> int:
@@ -77,7 +78,8 @@ def decode_flops_per_token(cfg: AttentionConfig, cached_tokens: int, *, absorbed
         hd, kv = cfg.head_dim, cfg.n_kv_heads * cfg.head_dim
         projections = 2 * d * heads * hd + 2 * 2 * d * kv + 2 * heads * hd * d
         return projections + 2 * heads * hd * s + 2 * heads * hd * s
-    dc, dr, nope, dv, qk = cfg.kv_lora_rank, cfg.qk_rope_head_dim, cfg.qk_nope_head_dim, cfg.v_head_dim, cfg.qk_head_dim
+    dc, nope, dr, dv = cfg.latent_widths
+    qk = cfg.qk_head_dim
     query = (
         2 * d * heads * qk if cfg.q_lora_rank is None else 2 * d * cfg.q_lora_rank + 2 * cfg.q_lora_rank * heads * qk
     )

@@ -4,18 +4,47 @@ from __future__ import annotations
 
 import hashlib
 import math
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Literal, NamedTuple, overload
 
 import torch
 from torch import nn
 
-from .config import AttentionConfig
+from .cache import GroupedKVCache, LatentKVCache
+from .config import AttentionConfig, GroupedVariant, Variant
+from .contract import AttentionLayer
 from .grouped import GroupedQueryAttention
 from .latent import MultiHeadLatentAttention, RMSNorm
 
 
+@overload
 def build_attention(
-    cfg: AttentionConfig,
+    cfg: AttentionConfig[Literal["mla"]],
+    seed: int | None = None,
+    *,
+    device: torch.device | str | None = None,
+    dtype: torch.dtype | None = None,
+    heads: range | None = None,
+) -> MultiHeadLatentAttention: ...
+@overload
+def build_attention(
+    cfg: AttentionConfig[GroupedVariant],
+    seed: int | None = None,
+    *,
+    device: torch.device | str | None = None,
+    dtype: torch.dtype | None = None,
+    heads: range | None = None,
+) -> GroupedQueryAttention: ...
+@overload
+def build_attention(
+    cfg: AttentionConfig[Variant],
+    seed: int | None = None,
+    *,
+    device: torch.device | str | None = None,
+    dtype: torch.dtype | None = None,
+    heads: range | None = None,
+) -> GroupedQueryAttention | MultiHeadLatentAttention: ...
+def build_attention(
+    cfg: AttentionConfig[Variant],
     seed: int | None = None,
     *,
     device: torch.device | str | None = None,
@@ -43,6 +72,14 @@ def build_attention(
     return layer
 
 
+if TYPE_CHECKING:  # mypy checks here that both layer classes meet the contract
+
+    def _meet_the_contract(
+        grouped: GroupedQueryAttention, latent: MultiHeadLatentAttention
+    ) -> tuple[AttentionLayer[GroupedKVCache], AttentionLayer[LatentKVCache]]:
+        return grouped, latent
+
+
 def seeded_generator(key: str) -> torch.Generator:
     """A CPU generator determined by key alone. hashlib, not hash(): Python salts hash() per process, and a link must
     give the same numbers in every session."""
@@ -62,12 +99,12 @@ class HeadBlocks(NamedTuple):
 def head_blocks(cfg: AttentionConfig) -> dict[str, HeadBlocks]:
     """The projections of cfg's layer that hold one block per head; the others (MLA's compressions) are shared."""
     if cfg.variant == "mla":
-        query_rows = HeadBlocks(0, cfg.qk_head_dim, "query")
+        query_rows, widths = HeadBlocks(0, cfg.qk_head_dim, "query"), cfg.latent_widths
         return {
             "q_proj": query_rows,
             "q_b_proj": query_rows,
-            "kv_b_proj": HeadBlocks(0, cfg.qk_nope_head_dim + cfg.v_head_dim, "query"),
-            "o_proj": HeadBlocks(1, cfg.v_head_dim, "query"),
+            "kv_b_proj": HeadBlocks(0, widths.qk_nope_head_dim + widths.v_head_dim, "query"),
+            "o_proj": HeadBlocks(1, widths.v_head_dim, "query"),
         }
     return {
         "q_proj": HeadBlocks(0, cfg.head_dim, "query"),

@@ -181,7 +181,8 @@ def empty_cache(
     if cfg.variant == "mla":
         if repeated_heads:
             raise ValueError("MLA has no repeated heads to cache; the pitfall applies to grouped variants.")
-        return LatentKVCache(batch_size, cfg.kv_lora_rank, cfg.qk_rope_head_dim, dtype=dtype, device=device)
+        widths = cfg.latent_widths
+        return LatentKVCache(batch_size, widths.kv_lora_rank, widths.qk_rope_head_dim, dtype=dtype, device=device)
     if repeated_heads:
         return RepeatedHeadsCache(batch_size, cfg.n_heads, cfg.head_dim, cfg.group_size, dtype=dtype, device=device)
     return GroupedKVCache(batch_size, cfg.n_kv_heads, cfg.head_dim, dtype=dtype, device=device)

@@ -3,111 +3,161 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
+from typing import Generic, Literal, NamedTuple, TypeVar
 
-VARIANTS = ("mha", "mqa", "gqa", "mla")
-VARIANT_NAMES = {
-    "mha": "Multi-head attention",
-    "mqa": "Multi-query attention",
-    "gqa": "Grouped-query attention",
-    "mla": "Multi-head latent attention",
-}
+Variant = Literal["mha", "mqa", "gqa", "mla"]
+VARIANTS: tuple[Variant, ...] = ("mha", "mqa", "gqa", "mla")
 
 
 @dataclass(frozen=True)
-class AttentionConfig:
+class LatentCompressesNothing:
+    """MLA's latent d_c (kv_lora_rank) is not smaller than the per-head key and value numbers per token it stands for
+    (uncompressed = h (d_nope + d_v))."""
+
+    kv_lora_rank: int
+    uncompressed: int
+
+
+@dataclass(frozen=True)
+class CachesAsMuchAsMHA:
+    """This MLA layer caches no fewer numbers per token (d_c + d_h^R) than MHA of its heads would (2 h d_h)."""
+
+    cached_per_token: int
+    mha_cached_per_token: int
+
+
+# A valid but questionable choice, as values: an app words them in its reader's language.
+ConfigWarning = LatentCompressesNothing | CachesAsMuchAsMHA
+
+
+# The variant a config describes, as a type: build_attention's overloads read it to name the layer's class.
+V = TypeVar("V", bound=Variant, covariant=True)
+GroupedVariant = Literal["mha", "mqa", "gqa"]
+
+
+class LatentWidths(NamedTuple):
+    """An MLA layer's widths, resolved: the latent d_c, a head's non-rotary and rotary query/key widths, its value."""
+
+    kv_lora_rank: int
+    qk_nope_head_dim: int
+    qk_rope_head_dim: int
+    v_head_dim: int
+
+
+@dataclass(frozen=True, init=False)
+class AttentionConfig(Generic[V]):
     """A layer's shape. Unset fields get the defaults of the published designs.
 
     MHA and MQA are GQA with ``n_kv_heads = n_heads`` and ``1``. The MLA fields follow DeepSeek's names:
-    ``kv_lora_rank`` is the latent width d_c, ``qk_rope_head_dim`` the decoupled rotary width d_h^R.
+    ``kv_lora_rank`` is the latent width d_c, ``qk_rope_head_dim`` the decoupled rotary width d_h^R. They are None
+    for the grouped variants and resolved for MLA; ``latent_widths`` gives them typed as resolved.
+
+    The constructor takes None for "the published default"; the fields hold the resolved values, so n_kv_heads,
+    head_dim and o_bias are never None.
     """
 
-    variant: str
+    variant: V
     d_model: int
     n_heads: int
-    n_kv_heads: int | None = None
-    head_dim: int | None = None
-    kv_lora_rank: int | None = None
-    q_lora_rank: int | None = None
-    qk_nope_head_dim: int | None = None
-    qk_rope_head_dim: int | None = None
-    v_head_dim: int | None = None
-    rope_interleave: bool = False
-    rope: bool = True
-    rope_theta: float = 10000.0
-    bias: bool = False
-    o_bias: bool | None = None
-    norm_eps: float = 1e-6
+    n_kv_heads: int
+    head_dim: int
+    kv_lora_rank: int | None
+    q_lora_rank: int | None
+    qk_nope_head_dim: int | None
+    qk_rope_head_dim: int | None
+    v_head_dim: int | None
+    rope_interleave: bool
+    rope: bool
+    rope_theta: float
+    bias: bool
+    o_bias: bool
+    norm_eps: float
 
-    def __post_init__(self) -> None:
-        if self.variant not in VARIANTS:
-            raise ValueError(f"variant={self.variant!r} is unknown: choose one of {', '.join(VARIANTS)}.")
-        if self.o_bias is None:
-            self._set("o_bias", self.bias)  # Llama: one switch for all four; Qwen2: biases on q, k, v only
-        _require_positive("d_model", self.d_model)
-        _require_positive("n_heads", self.n_heads)
-        if self.head_dim is None:
-            if self.d_model % self.n_heads:
+    def __init__(
+        self,
+        variant: V,
+        d_model: int,
+        n_heads: int,
+        n_kv_heads: int | None = None,
+        head_dim: int | None = None,
+        kv_lora_rank: int | None = None,
+        q_lora_rank: int | None = None,
+        qk_nope_head_dim: int | None = None,
+        qk_rope_head_dim: int | None = None,
+        v_head_dim: int | None = None,
+        rope_interleave: bool = False,
+        rope: bool = True,
+        rope_theta: float = 10000.0,
+        bias: bool = False,
+        o_bias: bool | None = None,
+        norm_eps: float = 1e-6,
+    ) -> None:
+        if variant not in VARIANTS:
+            raise ValueError(f"variant={variant!r} is unknown: choose one of {', '.join(VARIANTS)}.")
+        _require_positive("d_model", d_model)
+        _require_positive("n_heads", n_heads)
+        if head_dim is None:
+            if d_model % n_heads:
                 raise ValueError(
-                    f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}: "
+                    f"d_model={d_model} is not divisible by n_heads={n_heads}: "
                     "pick a head count that divides d_model, or set head_dim explicitly."
                 )
-            self._set("head_dim", self.d_model // self.n_heads)
-        _require_positive("head_dim", self.head_dim)
-        if self.variant == "mla":
-            self._resolve_latent_fields()
-        else:
-            self._resolve_kv_heads()
-            if self.rope and self.head_dim % 2:
-                raise ValueError(
-                    f"head_dim={self.head_dim} is odd: rotary embedding rotates pairs, so it must be even."
-                )
-
-    def _set(self, name: str, value: object) -> None:
-        object.__setattr__(self, name, value)
-
-    def _resolve_kv_heads(self) -> None:
-        implied = {"mha": self.n_heads, "mqa": 1}.get(self.variant)
-        if self.n_kv_heads is None:
-            if implied is None:
-                raise ValueError("gqa needs n_kv_heads (the number of KV groups).")
-            self._set("n_kv_heads", implied)
-        _require_positive("n_kv_heads", self.n_kv_heads)
-        if implied is not None and self.n_kv_heads != implied:
-            raise ValueError(
-                f"{self.variant} has n_kv_heads={implied} by definition, got {self.n_kv_heads}: use variant='gqa'."
-            )
-        if self.n_kv_heads > self.n_heads:
-            raise ValueError(
-                f"n_kv_heads={self.n_kv_heads} exceeds n_heads={self.n_heads}: a group needs a query head."
-            )
-        if self.n_heads % self.n_kv_heads:
-            raise ValueError(f"n_heads={self.n_heads} is not divisible by n_kv_heads={self.n_kv_heads}.")
-        for name in ("kv_lora_rank", "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
-            if getattr(self, name) is not None:
-                raise ValueError(f"{name} belongs to MLA; it has no meaning for variant={self.variant!r}.")
-
-    def _resolve_latent_fields(self) -> None:
-        if self.n_kv_heads not in (None, self.n_heads):
-            raise ValueError("mla has no KV groups: leave n_kv_heads unset.")
-        self._set("n_kv_heads", self.n_heads)
-        # Defaults in DeepSeek-V2's proportions: d_c = 4 d_h, d_h^R = d_h / 2.
-        defaults = {
-            "qk_nope_head_dim": self.head_dim,
-            "v_head_dim": self.head_dim,
-            "kv_lora_rank": 4 * self.head_dim,
-            "qk_rope_head_dim": max(2, self.head_dim // 2 - (self.head_dim // 2) % 2),
+            head_dim = d_model // n_heads
+        _require_positive("head_dim", head_dim)
+        widths: dict[str, int | None] = {
+            "kv_lora_rank": kv_lora_rank,
+            "qk_nope_head_dim": qk_nope_head_dim,
+            "qk_rope_head_dim": qk_rope_head_dim,
+            "v_head_dim": v_head_dim,
         }
-        for name, value in defaults.items():
-            if getattr(self, name) is None:
-                self._set(name, value)
-        for name in ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
-            _require_positive(name, getattr(self, name))
-        if self.q_lora_rank is not None:
-            _require_positive("q_lora_rank", self.q_lora_rank)
-        if self.qk_rope_head_dim % 2:
-            raise ValueError(
-                f"qk_rope_head_dim={self.qk_rope_head_dim} is odd: rotary embedding rotates pairs, so it must be even."
-            )
+        if variant == "mla":
+            if n_kv_heads not in (None, n_heads):
+                raise ValueError("mla has no KV groups: leave n_kv_heads unset.")
+            n_kv_heads = n_heads
+            widths = dict(_resolve_latent_widths(head_dim, q_lora_rank, **widths)._asdict())
+        else:
+            n_kv_heads = _resolve_kv_heads(variant, n_heads, n_kv_heads)
+            mla_only = ("kv_lora_rank", "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
+            for name, value in zip(
+                mla_only, (kv_lora_rank, q_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim)
+            ):
+                if value is not None:
+                    raise ValueError(f"{name} belongs to MLA; it has no meaning for variant={variant!r}.")
+            if rope and head_dim % 2:
+                raise ValueError(f"head_dim={head_dim} is odd: rotary embedding rotates pairs, so it must be even.")
+        resolved = {
+            "variant": variant,
+            "d_model": d_model,
+            "n_heads": n_heads,
+            "n_kv_heads": n_kv_heads,
+            "head_dim": head_dim,
+            "kv_lora_rank": widths["kv_lora_rank"],
+            "q_lora_rank": q_lora_rank,
+            "qk_nope_head_dim": widths["qk_nope_head_dim"],
+            "qk_rope_head_dim": widths["qk_rope_head_dim"],
+            "v_head_dim": widths["v_head_dim"],
+            "rope_interleave": rope_interleave,
+            "rope": rope,
+            "rope_theta": rope_theta,
+            "bias": bias,
+            "o_bias": bias if o_bias is None else o_bias,  # Llama: one switch for all four; Qwen2: q, k, v only
+            "norm_eps": norm_eps,
+        }
+        for name, resolved_value in resolved.items():  # in the fields' order
+            object.__setattr__(self, name, resolved_value)  # frozen
+
+    @property
+    def latent_widths(self) -> LatentWidths:
+        """The MLA widths, resolved (a ValueError for the grouped variants, which have none)."""
+        kv_lora_rank, nope, rope, value = (
+            self.kv_lora_rank,
+            self.qk_nope_head_dim,
+            self.qk_rope_head_dim,
+            self.v_head_dim,
+        )
+        if kv_lora_rank is None or nope is None or rope is None or value is None:  # set exactly when variant is mla
+            raise ValueError(f"variant={self.variant!r} has no latent: its widths belong to MLA.")
+        return LatentWidths(kv_lora_rank, nope, rope, value)
 
     # --- derived sizes -------------------------------------------------------------------------------------------
     @property
@@ -119,18 +169,20 @@ class AttentionConfig:
     def qk_head_dim(self) -> int:
         """Width of one head's query/key dot product."""
         if self.variant == "mla":
-            return self.qk_nope_head_dim + self.qk_rope_head_dim
+            widths = self.latent_widths
+            return widths.qk_nope_head_dim + widths.qk_rope_head_dim
         return self.head_dim
 
     @property
     def value_head_dim(self) -> int:
-        return self.v_head_dim if self.variant == "mla" else self.head_dim
+        return self.latent_widths.v_head_dim if self.variant == "mla" else self.head_dim
 
     @property
     def cache_elements_per_token(self) -> int:
         """Numbers one token leaves in the cache of one layer: 2·g·d_h, or d_c + d_h^R for MLA."""
         if self.variant == "mla":
-            return self.kv_lora_rank + self.qk_rope_head_dim
+            widths = self.latent_widths
+            return widths.kv_lora_rank + widths.qk_rope_head_dim
         return 2 * self.n_kv_heads * self.head_dim
 
     # --- a layer of some of the heads ---------------------------------------------------------------------------
@@ -156,28 +208,70 @@ class AttentionConfig:
             "within one group."
         )
 
-    def head_subset(self, heads: range) -> AttentionConfig:
+    def head_subset(self, heads: range) -> AttentionConfig[V]:
         """The shape of a layer holding only query heads `heads` of this one and the KV heads they read (see
         kv_heads_read); every per-head width stays as it is."""
         kv_heads = self.kv_heads_read(heads)
         return replace(self, n_heads=len(heads), n_kv_heads=len(kv_heads), head_dim=self.head_dim)
 
-    def warnings(self) -> list[str]:
-        """Valid but questionable choices, as sentences for the user."""
-        notes = []
+    def warnings(self) -> list[ConfigWarning]:
+        """Valid but questionable choices (none for the grouped variants)."""
+        notes: list[ConfigWarning] = []
         if self.variant == "mla":
-            uncompressed = self.n_heads * (self.qk_nope_head_dim + self.v_head_dim)
-            if self.kv_lora_rank >= uncompressed:
-                notes.append(
-                    f"kv_lora_rank={self.kv_lora_rank} is not smaller than the {uncompressed} per-head key and value "
-                    "numbers it stands for: the latent compresses nothing."
-                )
-            if self.cache_elements_per_token >= 2 * self.n_heads * self.head_dim:
-                notes.append("This MLA layer caches as much per token as MHA would.")
+            widths = self.latent_widths
+            uncompressed = self.n_heads * (widths.qk_nope_head_dim + widths.v_head_dim)
+            if widths.kv_lora_rank >= uncompressed:
+                notes.append(LatentCompressesNothing(widths.kv_lora_rank, uncompressed))
+            mha_cached = 2 * self.n_heads * self.head_dim
+            if self.cache_elements_per_token >= mha_cached:
+                notes.append(CachesAsMuchAsMHA(self.cache_elements_per_token, mha_cached))
         return notes
 
     def as_dict(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def _resolve_kv_heads(variant: str, n_heads: int, n_kv_heads: int | None) -> int:
+    implied = {"mha": n_heads, "mqa": 1}.get(variant)
+    if n_kv_heads is None:
+        if implied is None:
+            raise ValueError("gqa needs n_kv_heads (the number of KV groups).")
+        n_kv_heads = implied
+    _require_positive("n_kv_heads", n_kv_heads)
+    if implied is not None and n_kv_heads != implied:
+        raise ValueError(f"{variant} has n_kv_heads={implied} by definition, got {n_kv_heads}: use variant='gqa'.")
+    if n_kv_heads > n_heads:
+        raise ValueError(f"n_kv_heads={n_kv_heads} exceeds n_heads={n_heads}: a group needs a query head.")
+    if n_heads % n_kv_heads:
+        raise ValueError(f"n_heads={n_heads} is not divisible by n_kv_heads={n_kv_heads}.")
+    return n_kv_heads
+
+
+def _resolve_latent_widths(
+    head_dim: int,
+    q_lora_rank: int | None,
+    *,
+    kv_lora_rank: int | None,
+    qk_nope_head_dim: int | None,
+    qk_rope_head_dim: int | None,
+    v_head_dim: int | None,
+) -> LatentWidths:
+    # Defaults in DeepSeek-V2's proportions: d_c = 4 d_h, d_h^R = d_h / 2.
+    widths = LatentWidths(
+        kv_lora_rank=4 * head_dim if kv_lora_rank is None else kv_lora_rank,
+        qk_nope_head_dim=head_dim if qk_nope_head_dim is None else qk_nope_head_dim,
+        qk_rope_head_dim=max(2, head_dim // 2 - (head_dim // 2) % 2) if qk_rope_head_dim is None else qk_rope_head_dim,
+        v_head_dim=head_dim if v_head_dim is None else v_head_dim,
+    )
+    for name, value in widths._asdict().items():
+        _require_positive(name, value)
+    if q_lora_rank is not None:
+        _require_positive("q_lora_rank", q_lora_rank)
+    if widths.qk_rope_head_dim % 2:
+        raise ValueError(
+            f"qk_rope_head_dim={widths.qk_rope_head_dim} is odd: rotary embedding rotates pairs, so it must be even."
+        )
+    return widths
 
 
 def _require_positive(name: str, value: object) -> None:

@@ -12,6 +12,7 @@ from torch import nn
 from .attend import allowed_positions, attend
 from .cache import GroupedKVCache
 from .config import AttentionConfig
+from .contract import Queries
 from .packed import PackedRows, linear
 from .rope import apply_rope, rope_cos_sin
 
@@ -47,8 +48,14 @@ class GroupedQueryAttention(nn.Module):
         cos, sin = rope_cos_sin(start, t.shape[2], cfg.head_dim, cfg.rope_theta, device=t.device, dtype=t.dtype)
         return apply_rope(t, cos, sin, cfg.rope_interleave)
 
-    def queries(self, x: torch.Tensor, start: int | None) -> torch.Tensor:
-        """x [B, L, d_model] -> q [B, H, L, D], rotated for positions start.. (None: cross-attention, no RoPE)."""
+    def queries(self, x: torch.Tensor, start: int | None) -> Queries:
+        """x [B, L, d_model] -> q [B, H, L, D] as Queries (all of it rotary: nope has width 0), rotated for positions
+        start.. (None: cross-attention, no RoPE)."""
+        q = self._query_heads(x, start)
+        return Queries(q[..., :0], q)
+
+    def _query_heads(self, x: torch.Tensor, start: int | None) -> torch.Tensor:
+        """queries() as one tensor, q [B, H, L, D]: what forward() attends with."""
         return self._rotated(rearrange(self.q_proj(x), "b l (h d) -> b h l d", h=self.cfg.n_heads), start)
 
     def keys_values(self, x: torch.Tensor, start: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -74,7 +81,7 @@ class GroupedQueryAttention(nn.Module):
         cfg = self.cfg
         packed = self.packed_qkv()
         if packed is None:
-            q = self.queries(x, start)
+            q = self._query_heads(x, start)
             k, v = self.keys_values(x, start)
             return q, k, v
         qkv = rearrange(linear(x, *packed), "b l (h d) -> b h l d", d=cfg.head_dim)  # [B, H + 2G, L, D], a view
@@ -90,11 +97,12 @@ class GroupedQueryAttention(nn.Module):
     def forward(
         self,
         x: torch.Tensor,
+        *,
         cache: GroupedKVCache | None = None,
         key_padding_mask: torch.Tensor | None = None,
         return_weights: bool = False,
-        kv_input: torch.Tensor | None = None,
         causal: bool = True,
+        kv_input: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """x [B, L, d_model] -> out [B, L, d_model], weights [B, H, L, S] or None.
 
@@ -105,7 +113,7 @@ class GroupedQueryAttention(nn.Module):
         if kv_input is not None:
             if cache is not None:
                 raise ValueError("Cross-attention (kv_input) takes no cache: its keys do not grow token by token.")
-            q = self.queries(x, None)
+            q = self._query_heads(x, None)
             k, v = self.project_kv(kv_input)
             causal = False
         else:

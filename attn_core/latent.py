@@ -20,6 +20,7 @@ from torch import nn
 from .attend import allowed_positions, attend
 from .cache import LatentKVCache
 from .config import AttentionConfig
+from .contract import Queries
 from .rope import apply_rope, rope_cos_sin
 
 
@@ -52,6 +53,7 @@ class MultiHeadLatentAttention(nn.Module):
         if cfg.variant != "mla":
             raise ValueError("MultiHeadLatentAttention takes variant='mla'.")
         self.cfg = cfg
+        self.widths = widths = cfg.latent_widths  # resolved once: forward() reads them at every step
         kw: dict[str, Any] = {"device": device, "dtype": dtype}
         heads, qk_dim = cfg.n_heads, cfg.qk_head_dim
         if cfg.q_lora_rank is None:
@@ -60,35 +62,43 @@ class MultiHeadLatentAttention(nn.Module):
             self.q_a_proj = nn.Linear(cfg.d_model, cfg.q_lora_rank, bias=cfg.bias, **kw)
             self.q_a_layernorm = RMSNorm(cfg.q_lora_rank, cfg.norm_eps, **kw)
             self.q_b_proj = nn.Linear(cfg.q_lora_rank, heads * qk_dim, bias=False, **kw)
-        self.kv_a_proj_with_mqa = nn.Linear(cfg.d_model, cfg.kv_lora_rank + cfg.qk_rope_head_dim, bias=cfg.bias, **kw)
-        self.kv_a_layernorm = RMSNorm(cfg.kv_lora_rank, cfg.norm_eps, **kw)
-        self.kv_b_proj = nn.Linear(cfg.kv_lora_rank, heads * (cfg.qk_nope_head_dim + cfg.v_head_dim), bias=False, **kw)
-        self.o_proj = nn.Linear(heads * cfg.v_head_dim, cfg.d_model, bias=cfg.o_bias, **kw)
+        self.kv_a_proj_with_mqa = nn.Linear(
+            cfg.d_model, widths.kv_lora_rank + widths.qk_rope_head_dim, bias=cfg.bias, **kw
+        )
+        self.kv_a_layernorm = RMSNorm(widths.kv_lora_rank, cfg.norm_eps, **kw)
+        self.kv_b_proj = nn.Linear(
+            widths.kv_lora_rank, heads * (widths.qk_nope_head_dim + widths.v_head_dim), bias=False, **kw
+        )
+        self.o_proj = nn.Linear(heads * widths.v_head_dim, cfg.d_model, bias=cfg.o_bias, **kw)
 
     def new_cache(self, batch_size: int = 1) -> LatentKVCache:
         weight = self.kv_a_proj_with_mqa.weight
         return LatentKVCache(
-            batch_size, self.cfg.kv_lora_rank, self.cfg.qk_rope_head_dim, dtype=weight.dtype, device=weight.device
+            batch_size, self.widths.kv_lora_rank, self.widths.qk_rope_head_dim, dtype=weight.dtype, device=weight.device
         )
 
     def _rotary(self, start: int, length: int, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         cfg = self.cfg
-        return rope_cos_sin(start, length, cfg.qk_rope_head_dim, cfg.rope_theta, device=like.device, dtype=like.dtype)
+        return rope_cos_sin(
+            start, length, self.widths.qk_rope_head_dim, cfg.rope_theta, device=like.device, dtype=like.dtype
+        )
 
-    def queries(self, x: torch.Tensor, start: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """x [B, L, d_model] -> q_nope [B, H, L, d_nope], q_rope [B, H, L, d_h^R] (rotated)."""
+    def queries(self, x: torch.Tensor, start: int) -> Queries:
+        """x [B, L, d_model] -> q_nope [B, H, L, d_nope], q_rope [B, H, L, d_h^R] (rotated) as Queries."""
         cfg = self.cfg
         q = self.q_proj(x) if cfg.q_lora_rank is None else self.q_b_proj(self.q_a_layernorm(self.q_a_proj(x)))
         q = rearrange(q, "b l (h d) -> b h l d", h=cfg.n_heads)
-        q_nope, q_rope = q.split([cfg.qk_nope_head_dim, cfg.qk_rope_head_dim], dim=-1)
+        q_nope, q_rope = q.split([self.widths.qk_nope_head_dim, self.widths.qk_rope_head_dim], dim=-1)
         if cfg.rope:
             q_rope = apply_rope(q_rope, *self._rotary(start, x.shape[1], q), cfg.rope_interleave)
-        return q_nope, q_rope
+        return Queries(q_nope, q_rope)
 
     def compress(self, x: torch.Tensor, start: int) -> tuple[torch.Tensor, torch.Tensor]:
         """x [B, L, d_model] -> c_kv [B, 1, L, d_c] (normalised), k_rope [B, 1, L, d_h^R] (rotated): what is cached."""
         cfg = self.cfg
-        c_kv, k_rope = self.kv_a_proj_with_mqa(x)[:, None].split([cfg.kv_lora_rank, cfg.qk_rope_head_dim], dim=-1)
+        c_kv, k_rope = self.kv_a_proj_with_mqa(x)[:, None].split(
+            [self.widths.kv_lora_rank, self.widths.qk_rope_head_dim], dim=-1
+        )
         c_kv = self.kv_a_layernorm(c_kv)
         if cfg.rope:
             k_rope = apply_rope(k_rope, *self._rotary(start, x.shape[1], k_rope), cfg.rope_interleave)
@@ -97,19 +107,23 @@ class MultiHeadLatentAttention(nn.Module):
     def absorbed_weights(self) -> tuple[torch.Tensor, torch.Tensor]:
         """W_UK [H, d_nope, d_c] and W_UV [H, d_v, d_c]: views of kv_b_proj, no copy."""
         cfg = self.cfg
-        per_head = self.kv_b_proj.weight.view(cfg.n_heads, cfg.qk_nope_head_dim + cfg.v_head_dim, cfg.kv_lora_rank)
-        return per_head[:, : cfg.qk_nope_head_dim], per_head[:, cfg.qk_nope_head_dim :]
+        widths = self.widths
+        per_head = self.kv_b_proj.weight.view(
+            cfg.n_heads, widths.qk_nope_head_dim + widths.v_head_dim, widths.kv_lora_rank
+        )
+        return per_head[:, : widths.qk_nope_head_dim], per_head[:, widths.qk_nope_head_dim :]
 
     def up_project(self, c_kv: torch.Tensor, k_rope: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The naive way: latent [B, 1, S, d_c] -> per-head keys [B, H, S, d_nope + d_h^R] and values [B, H, S, d_v]."""
         cfg = self.cfg
         kv = rearrange(self.kv_b_proj(c_kv[:, 0]), "b s (h d) -> b h s d", h=cfg.n_heads)
-        k_nope, v = kv.split([cfg.qk_nope_head_dim, cfg.v_head_dim], dim=-1)
+        k_nope, v = kv.split([self.widths.qk_nope_head_dim, self.widths.v_head_dim], dim=-1)
         return torch.cat((k_nope, k_rope.expand(-1, cfg.n_heads, -1, -1)), dim=-1), v
 
     def forward(
         self,
         x: torch.Tensor,
+        *,
         cache: LatentKVCache | None = None,
         key_padding_mask: torch.Tensor | None = None,
         return_weights: bool = False,
@@ -121,7 +135,7 @@ class MultiHeadLatentAttention(nn.Module):
         absorb: None chooses the absorbed way when decoding after a prefilled cache and the naive way otherwise
         (for a long prompt, up-projecting once is cheaper than attending at width d_c).
         """
-        cfg = self.cfg
+        cfg, d_c = self.cfg, self.widths.kv_lora_rank
         start = cache.seq_len if cache is not None else 0
         q_nope, q_rope = self.queries(x, start)
         c_kv, k_rope = self.compress(x, start)
@@ -140,11 +154,11 @@ class MultiHeadLatentAttention(nn.Module):
             q_latent = torch.einsum("bhln,hnc->bhlc", q_nope, w_uk)  # [B, H, L, d_c]
             queries = torch.cat((q_latent, q_rope), dim=-1)
             out_latent, weights = attend(
-                queries, latent, latent[..., : cfg.kv_lora_rank], scale=scale, mask=mask, return_weights=return_weights
+                queries, latent, latent[..., :d_c], scale=scale, mask=mask, return_weights=return_weights
             )  # [B, H, L, d_c]
             out = torch.einsum("bhlc,hvc->bhlv", out_latent, w_uv)
         else:
-            keys, values = self.up_project(latent[..., : cfg.kv_lora_rank], latent[..., cfg.kv_lora_rank :])
+            keys, values = self.up_project(latent[..., :d_c], latent[..., d_c:])
             queries = torch.cat((q_nope, q_rope), dim=-1)
             out, weights = attend(queries, keys, values, scale=scale, mask=mask, return_weights=return_weights)
         return self.o_proj(rearrange(out, "b h l d -> b l (h d)")), weights

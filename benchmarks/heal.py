@@ -27,8 +27,7 @@ from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
-from attn_core.pretrained import PretrainedLM, gguf_path, heal, load_pretrained  # noqa: E402
-from attn_core.pretrained.heal import TRAINED  # noqa: E402
+from attn_core.pretrained import TRAINED, PretrainedLM, gguf_path, heal, load_pretrained  # noqa: E402
 from benchmarks.lab_table import file_sha256, machine  # noqa: E402
 from explorer import lab  # noqa: E402
 

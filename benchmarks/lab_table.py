@@ -67,12 +67,12 @@ def main() -> None:
     rows = []
     for point in lab.LAB_POINTS:
         started = time.perf_counter()
-        model = lab.convert_point(lm, point, calibration)
+        conversion = lab.point_conversion(lm, point, calibration)
+        model = lm if conversion is None else conversion.model
         convert_seconds = time.perf_counter() - started
         started = time.perf_counter()
         windows = lab.window_nll_sums(model, eval_ids)
         eval_seconds = time.perf_counter() - started
-        report = model.conversion
         row = {
             "key": point.key,
             "label": point.label,
@@ -83,7 +83,7 @@ def main() -> None:
             "cache_bytes_per_token_per_layer": model.kv_cache_bytes_per_token(),
             "perplexity": lab.perplexity_of(windows),
             "window_nll_sums": windows,
-            "kept": report.mean_kept() if report is not None else {},
+            "kept": conversion.report.mean_kept() if conversion is not None else {},
             "seconds": {"convert": round(convert_seconds, 2), "evaluate": round(eval_seconds, 2)},
         }
         rows.append(row)

@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from attn_core import PRESETS, AttentionConfig
-from attn_core.config import kv_head_counts
+from attn_core import PRESETS, AttentionConfig, kv_head_counts
 from explorer.probes import FLOAT32_TOLERANCE
 from explorer.probes.decode import (
     MAX_PROMPT_LEN,

@@ -20,8 +20,7 @@ from typing import Any
 import plotly.graph_objects as go
 import torch
 
-from attn_core.pretrained import PretrainedLM
-from attn_core.pretrained.convert import Calibration, calibrate
+from attn_core.pretrained import Calibration, Conversion, PretrainedLM, calibrate, convert_attention
 from explorer.i18n import N_, _, percent
 from explorer.params import Choice, Flag, Text
 
@@ -65,7 +64,7 @@ class LabPoint:
 
     key: str
     label: str
-    variant: str  # "original", or with_attention's variant
+    variant: str  # "original", or convert_attention's variant
     options: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -90,13 +89,20 @@ LAB_POINTS: tuple[LabPoint, ...] = (
 POINTS_BY_KEY = {point.key: point for point in LAB_POINTS}
 
 
-def convert_point(lm: PretrainedLM, point: LabPoint, calibration: Calibration | None) -> PretrainedLM:
+def point_conversion(lm: PretrainedLM, point: LabPoint, calibration: Calibration | None) -> Conversion | None:
+    """The conversion of lm that point names, with what it kept (None for the original model)."""
     if point.variant == "original":
-        return lm
+        return None
     options = dict(point.options)
     if point.needs_calibration:
         options["calibration"] = calibration
-    return lm.with_attention(point.variant, **options)
+    return convert_attention(lm, point.variant, **options)
+
+
+def convert_point(lm: PretrainedLM, point: LabPoint, calibration: Calibration | None) -> PretrainedLM:
+    """The model that point names: lm itself, or its conversion."""
+    conversion = point_conversion(lm, point, calibration)
+    return lm if conversion is None else conversion.model
 
 
 @torch.inference_mode()
@@ -133,7 +139,7 @@ class LabRow:
     key: str
     label: str
     variant: str  # "original", "mha", "gqa" or "mla"
-    options: dict[str, Any]  # with_attention's options
+    options: dict[str, Any]  # convert_attention's options
     attention: dict[str, Any]  # the converted layers' AttentionConfig fields
     settings: str  # variant and options, as text
     cache_bytes_per_token: int  # whole model, float32: the model's own cache as it runs

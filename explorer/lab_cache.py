@@ -8,8 +8,7 @@ import threading
 
 import streamlit as st
 
-from attn_core.pretrained import ModelNotInstalled, PretrainedLM
-from attn_core.pretrained.convert import Calibration
+from attn_core.pretrained import Calibration, ModelNotInstalled, PretrainedLM
 from explorer import lab
 from explorer.model import shared_model, trained_model
 from explorer.probes import healing

@@ -4,8 +4,16 @@ from __future__ import annotations
 
 import streamlit as st
 
-from attn_core.pretrained import ModelNotInstalled, PretrainedLM, load_pretrained
-from attn_core.pretrained.checkpoint import GGUF_NAME, INSTALL_COMMAND, PACKAGE
+from attn_core.pretrained import (
+    GGUF_NAME,
+    INSTALL_COMMAND,
+    PACKAGE,
+    ModelFileMissing,
+    ModelNotInstalled,
+    ModelPackageMissing,
+    PretrainedLM,
+    load_pretrained,
+)
 
 from .i18n import _
 
@@ -29,12 +37,12 @@ def trained_model() -> PretrainedLM | None:
         with st.spinner(_("Loading SmolLM2-135M (the first time: converting its GGUF file, ~10 s)…")):
             return _load()
     except ModelNotInstalled as missing:
-        if "is not installed" in str(missing):
+        if isinstance(missing, ModelPackageMissing):
             message = _(
                 "The trained model is not installed: run `{command}`. Every other page works without it.",
                 command=INSTALL_COMMAND,
             )
-        elif "is missing" in str(missing):
+        elif isinstance(missing, ModelFileMissing):
             message = _(
                 "{package} is installed but its file {file} is missing: reinstall with `{command}`. Every other page "
                 "works without it.",

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from attn_core import AttentionConfig
-from attn_core.accounting import decode_flops_per_token
+from attn_core import AttentionConfig, CachesAsMuchAsMHA, LatentCompressesNothing, decode_flops_per_token
 from explorer.probes.overview import VariantRow, compare_variants
 
 from .charts import FLOP_UNITS, VARIANT_COLORS, format_bytes, format_flops, unit_axis
@@ -35,24 +34,23 @@ def listing(items: list[str]) -> str:
     return _(", ").join(items)
 
 
-def config_warnings(settings: Settings, variant: str) -> list[str]:
-    """attn_core's AttentionConfig.warnings() for the variant at these settings, as sentences in this run's language
-    (the same two checks: a latent that compresses nothing, and an MLA cache as large as MHA's)."""
-    cfg = settings.config(variant)
+def config_warnings(row: VariantRow) -> list[str]:
+    """The variant's questionable choices (attn_core's AttentionConfig.warnings()) as sentences in this run's
+    language."""
     notes = []
-    if cfg.variant == "mla":
-        uncompressed = cfg.n_heads * (cfg.qk_nope_head_dim + cfg.v_head_dim)
-        if cfg.kv_lora_rank >= uncompressed:
-            notes.append(
-                _(
-                    "$d_c$ = {latent} is not smaller than the {numbers} per-head key and value numbers it stands "
-                    "for: the latent compresses nothing.",
-                    latent=cfg.kv_lora_rank,
-                    numbers=uncompressed,
+    for warning in row.warnings:
+        match warning:
+            case LatentCompressesNothing():
+                notes.append(
+                    _(
+                        "$d_c$ = {latent} is not smaller than the {numbers} per-head key and value numbers it stands "
+                        "for: the latent compresses nothing.",
+                        latent=warning.kv_lora_rank,
+                        numbers=warning.uncompressed,
+                    )
                 )
-            )
-        if cfg.cache_elements_per_token >= 2 * cfg.n_heads * cfg.head_dim:
-            notes.append(_("This MLA layer caches as much per token as MHA would."))
+            case CachesAsMuchAsMHA():
+                notes.append(_("This MLA layer caches as much per token as MHA would."))
     return notes
 
 

@@ -9,8 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields, replace
 
-from attn_core import DTYPES, VARIANTS, AttentionConfig
-from attn_core.config import kv_head_counts
+from attn_core import DTYPES, VARIANTS, AttentionConfig, kv_head_counts
 
 from .i18n import _
 from .params import shown

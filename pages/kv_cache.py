@@ -8,8 +8,7 @@ import streamlit as st
 
 import explorer.shell  # noqa: F401  (first of ours: see explorer/shell.py)
 
-from attn_core import PRESETS
-from attn_core.accounting import bytes_per_element
+from attn_core import PRESETS, bytes_per_element
 from explorer import kv_cache as view
 from explorer.charts import format_bytes, show_chart
 from explorer.i18n import _, fmt, language

@@ -6,8 +6,7 @@ import streamlit as st
 import explorer.shell  # noqa: F401  (first of ours: see explorer/shell.py)
 
 from attn_core import AttentionConfig
-from attn_core.pretrained import ModelNotInstalled
-from attn_core.pretrained.convert import full_latent_rank
+from attn_core.pretrained import ModelNotInstalled, full_latent_rank
 from explorer import lab
 from explorer import lab_cache as cached
 from explorer.charts import format_bytes, show_chart

@@ -26,7 +26,7 @@ st.markdown(
 
 rows = view.variant_rows(settings)
 for row in rows:
-    for note in view.config_warnings(settings, row.variant):
+    for note in view.config_warnings(row):
         st.warning(_("{variant}: {note}", variant=row.variant.upper(), note=note))
 
 st.subheader(

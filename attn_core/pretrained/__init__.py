@@ -5,7 +5,7 @@
     ids = lm.encode("text")
     logits, maps = lm(torch.tensor([ids]), return_attention=True)   # [B, L, V]; n_layers x [B, H, L, S]
     new_ids = lm.generate(ids, max_new_tokens=40, cache=lm.new_cache())
-    student = lm.with_attention("mla", kv_lora_rank=128, qk_rope_head_dim=32, calibration_text=cal_text)
+    student, kept = convert_attention(lm, "mla", kv_lora_rank=128, qk_rope_head_dim=32, calibration_text=cal_text)
     report = heal(student, lm, train_text, seconds=120)   # its attention trained to reproduce lm's, layer by layer
 
 The GGUF file is converted once into a cache directory ($ATTN_CORE_CACHE, else ~/.cache/attn_core); later loads map
@@ -19,20 +19,43 @@ from pathlib import Path
 import torch
 
 from ..config import AttentionConfig
-from .checkpoint import INSTALL_COMMAND, DecoderConfig, ModelNotInstalled, cache_root, gguf_path, load_converted
-from .heal import HealReport, heal
+from .checkpoint import (
+    GGUF_NAME,
+    INSTALL_COMMAND,
+    PACKAGE,
+    DecoderConfig,
+    ModelFileMissing,
+    ModelNotInstalled,
+    ModelPackageMissing,
+    cache_root,
+    gguf_path,
+    load_converted,
+)
+from .convert import Calibration, Conversion, ConversionReport, calibrate, convert_attention, full_latent_rank
+from .heal import TRAINED, HealReport, heal
 from .model import ModelCache, PretrainedLM
 from .tokenizer import ModelTokenizer
 
 __all__ = [
+    "GGUF_NAME",
     "INSTALL_COMMAND",
+    "PACKAGE",
+    "TRAINED",
+    "Calibration",
+    "Conversion",
+    "ConversionReport",
     "DecoderConfig",
     "HealReport",
     "ModelCache",
+    "ModelFileMissing",
     "ModelNotInstalled",
+    "ModelPackageMissing",
     "ModelTokenizer",
     "PretrainedLM",
     "cache_root",
+    "calibrate",
+    "convert_attention",
+    "full_latent_rank",
     "gguf_path",
     "heal",
     "load_pretrained",

@@ -34,7 +34,16 @@ CONVERSION_VERSION = 3
 
 
 class ModelNotInstalled(RuntimeError):
-    """The model's package is not installed; the message says how to install it."""
+    """The trained model cannot be loaded: its package or its file is absent. The message says how to install it; an
+    app tells the two cases apart by class (ModelPackageMissing, ModelFileMissing), not by the message."""
+
+
+class ModelPackageMissing(ModelNotInstalled):
+    """The model's package (PACKAGE) is not installed."""
+
+
+class ModelFileMissing(ModelNotInstalled):
+    """The package is installed, but its GGUF file (GGUF_NAME) is not in it."""
 
 
 @dataclass(frozen=True)
@@ -75,13 +84,13 @@ def gguf_path() -> Path:
     try:
         distribution = importlib.metadata.distribution(PACKAGE)
     except importlib.metadata.PackageNotFoundError:
-        raise ModelNotInstalled(f"The trained model is not installed: run `{INSTALL_COMMAND}`.") from None
+        raise ModelPackageMissing(f"The trained model is not installed: run `{INSTALL_COMMAND}`.") from None
     for file in distribution.files or ():
         if file.name == GGUF_NAME:
             path = Path(str(distribution.locate_file(file)))
             if path.is_file():
                 return path
-    raise ModelNotInstalled(f"{PACKAGE} is installed but {GGUF_NAME} is missing: reinstall with `{INSTALL_COMMAND}`.")
+    raise ModelFileMissing(f"{PACKAGE} is installed but {GGUF_NAME} is missing: reinstall with `{INSTALL_COMMAND}`.")
 
 
 def cache_root() -> Path:
@@ -108,13 +117,13 @@ def load_converted(source: Path | None = None) -> tuple[DecoderConfig, Tokenizer
     source = gguf_path() if source is None else source
     folder = converted_dir(source)
     if not (folder / META_FILE).is_file():
-        convert(source, folder)
+        write_converted(source, folder)
     meta = json.loads((folder / META_FILE).read_text(encoding="utf-8"))
     state = torch.load(folder / WEIGHTS_FILE, mmap=True, weights_only=True)
     return DecoderConfig(**meta["config"]), TokenizerSpec(**meta["tokenizer"]), state
 
 
-def convert(source: Path, folder: Path) -> None:
+def write_converted(source: Path, folder: Path) -> None:
     """Read the GGUF file once and write weights.pt and meta.json into folder (atomically: concurrent first loads
     each write their own temporary files and the last rename wins, with identical content)."""
     config, tokenizer, state = read_gguf(source)

@@ -1,11 +1,11 @@
 """Re-express a trained model's attention as another variant, without training: MHA, fewer KV heads, or MLA.
 
-    lm.with_attention("mha")                                          # exact: each KV head repeated
-    lm.with_attention("gqa", n_kv_heads=1, method="mean")             # MQA, mean-pooled KV heads (the GQA paper)
-    lm.with_attention("gqa", n_kv_heads=1, method="pca", calibration=cal)   # MQA, fitted to activations
-    lm.with_attention("mla", kv_lora_rank=192, qk_rope_head_dim=32, calibration=cal)
+    convert_attention(lm, "mha")                                      # exact: each KV head repeated
+    convert_attention(lm, "gqa", n_kv_heads=1, method="mean")         # MQA, mean-pooled KV heads (the GQA paper)
+    convert_attention(lm, "gqa", n_kv_heads=1, method="pca", calibration=cal)   # MQA, fitted to activations
+    model, report = convert_attention(lm, "mla", kv_lora_rank=192, qk_rope_head_dim=32, calibration=cal)
 
-Every conversion returns a model whose attention layers are attn_core modules of that variant with their own cache
+Every conversion returns a model (with a report of what it kept) whose attention layers are attn_core modules of that variant with their own cache
 (GroupedQueryAttention, or MultiHeadLatentAttention with its absorbed decode and [c_kv | k_rope] cache); embeddings,
 norms and MLPs are shared with the source model.
 
@@ -23,15 +23,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, NamedTuple
 
 import torch
 
 from ..config import AttentionConfig
 from ..grouped import GroupedQueryAttention
-
-if TYPE_CHECKING:
-    from .model import PretrainedLM
+from .model import PretrainedLM
 
 CONVERSIONS = ("mha", "gqa", "mla")
 KV_HEAD_METHODS = ("mean", "pca")
@@ -63,6 +61,13 @@ class ConversionReport:
         return {name: sum(values) / len(values) for name, values in self.kept.items()}
 
 
+class Conversion(NamedTuple):
+    """A converted model and what its conversion kept."""
+
+    model: PretrainedLM
+    report: ConversionReport
+
+
 @torch.inference_mode()
 def calibrate(lm: PretrainedLM, text: str, *, max_tokens: int = 1024, window: int = 512) -> Calibration:
     """Run lm on (at most max_tokens of) text, in windows, and keep each layer's E[x xᵀ] of its attention input."""
@@ -88,7 +93,7 @@ def calibrate(lm: PretrainedLM, text: str, *, max_tokens: int = 1024, window: in
     return Calibration([total / len(ids) for total in sums], len(ids))
 
 
-def convert(
+def convert_attention(
     lm: PretrainedLM,
     variant: str,
     *,
@@ -98,8 +103,9 @@ def convert(
     qk_rope_head_dim: int | None = None,
     calibration_text: str | None = None,
     calibration: Calibration | None = None,
-) -> PretrainedLM:
-    """lm (a grouped-query model) with attention layers of `variant`; see the module's docstring."""
+) -> Conversion:
+    """lm (a grouped-query model) with attention layers of `variant`, without training; see the module's docstring.
+    The new model shares lm's embeddings, norms and MLPs."""
     source = lm.attention
     if source.variant == "mla":
         raise ValueError("conversions start from a grouped-query model (MHA, GQA or MQA), not from MLA.")
@@ -125,7 +131,7 @@ def convert(
 
 
 # --- grouped-query targets ------------------------------------------------------------------------------------------
-def _grouped(lm: PretrainedLM, n_kv_heads: int, method: str, calibration: Calibration | None) -> PretrainedLM:
+def _grouped(lm: PretrainedLM, n_kv_heads: int, method: str, calibration: Calibration | None) -> Conversion:
     """n_kv_heads KV heads. New KV head j serves query heads j*R'..(j+1)*R'-1; it stands for the source KV heads
     those query heads read. When each new head stands for one source head (MHA, or the same grouping) it is that
     head, exactly; otherwise `method` pools them:
@@ -149,7 +155,7 @@ def _grouped(lm: PretrainedLM, n_kv_heads: int, method: str, calibration: Calibr
     d, new_group, old_group = source.head_dim, target.group_size, source.group_size
     for index, (old_layer, new_layer) in enumerate(zip(lm.decoder_layers, converted.decoder_layers, strict=True)):
         old = old_layer.self_attn
-        assert isinstance(old, GroupedQueryAttention)  # convert() checked the source's variant
+        assert isinstance(old, GroupedQueryAttention)  # convert_attention() checked the source's variant
         w_q = old.q_proj.weight.detach().double().view(source.n_heads, d, -1)
         w_k = old.k_proj.weight.detach().double().view(source.n_kv_heads, d, -1)
         w_v = old.v_proj.weight.detach().double().view(source.n_kv_heads, d, -1)
@@ -193,8 +199,7 @@ def _grouped(lm: PretrainedLM, n_kv_heads: int, method: str, calibration: Calibr
             "o_proj.weight": new_o.reshape(source.d_model, -1),
         }
         _load(new_layer.self_attn, state, old.q_proj.weight.dtype)
-    converted.conversion = report
-    return converted.eval().requires_grad_(False)
+    return Conversion(converted.eval().requires_grad_(False), report)
 
 
 def _complex_pairs(weight: torch.Tensor, half: int) -> torch.Tensor:
@@ -280,7 +285,7 @@ def full_latent_rank(source: AttentionConfig, qk_rope_head_dim: int) -> int:
     return source.n_kv_heads * (source.head_dim - qk_rope_head_dim + source.head_dim)
 
 
-def _latent(lm: PretrainedLM, kv_lora_rank: int, qk_rope_head_dim: int, calibration: Calibration) -> PretrainedLM:
+def _latent(lm: PretrainedLM, kv_lora_rank: int, qk_rope_head_dim: int, calibration: Calibration) -> Conversion:
     """MLA from a grouped-query model (after TransMLA and MHA2MLA, without their fine-tuning):
     - decoupled RoPE: the fastest r = d_h^R / 2 frequencies keep their rotation in the shared k_rope, one complex
       principal direction per frequency across the KV heads (what a single shared key can hold; the rest of those
@@ -303,7 +308,7 @@ def _latent(lm: PretrainedLM, kv_lora_rank: int, qk_rope_head_dim: int, calibrat
     n_kv, group = source.n_kv_heads, source.group_size
     for index, (old_layer, new_layer) in enumerate(zip(lm.decoder_layers, converted.decoder_layers, strict=True)):
         old = old_layer.self_attn
-        assert isinstance(old, GroupedQueryAttention)  # convert() checked the source's variant
+        assert isinstance(old, GroupedQueryAttention)  # convert_attention() checked the source's variant
         cov = calibration.covariances[index]
         w_q = old.q_proj.weight.detach().double().view(source.n_heads, d, -1)
         w_k = old.k_proj.weight.detach().double().view(n_kv, d, -1)
@@ -338,8 +343,7 @@ def _latent(lm: PretrainedLM, kv_lora_rank: int, qk_rope_head_dim: int, calibrat
         _load(new_layer.self_attn, state, old.q_proj.weight.dtype)
         report.kept.setdefault("rotary key", []).append(rope_kept)
         report.kept.setdefault("latent", []).append(latent_kept)
-    converted.conversion = report
-    return converted.eval().requires_grad_(False)
+    return Conversion(converted.eval().requires_grad_(False), report)
 
 
 def _energy(weight: torch.Tensor, cov: torch.Tensor) -> float:

@@ -1,9 +1,9 @@
 """Heal a converted model: train what the conversion produced (its attention projections) to reproduce the model it
 was converted from, layer by layer, on the teacher's own activations.
 
-    from attn_core.pretrained import heal, load_pretrained
+    from attn_core.pretrained import convert_attention, heal, load_pretrained
     lm = load_pretrained()
-    mla = lm.with_attention("mla", kv_lora_rank=128, qk_rope_head_dim=32, calibration=cal)
+    mla = convert_attention(lm, "mla", kv_lora_rank=128, qk_rope_head_dim=32, calibration=cal).model
     report = heal(mla, lm, train_text, seconds=120, seed=0)      # or steps=N; on_step=callback(step, losses)
     report.steps, report.tokens, report.seconds, report.losses   # losses: per step, one per layer
 
@@ -153,8 +153,8 @@ def _check(
     for name, model in (("student", student), ("teacher", teacher)):
         if not isinstance(model, PretrainedLM):
             raise TypeError(f"{name} must be a PretrainedLM, not {type(model).__name__}.")
-    if student is teacher or student.conversion is None:
-        raise ValueError("the student must be a conversion of the teacher (teacher.with_attention(...)).")
+    if student is teacher:
+        raise ValueError("the student must be a conversion of the teacher (convert_attention(teacher, ...)).")
     shared = student.embed_tokens is teacher.embed_tokens and all(
         mine.mlp is theirs.mlp and mine.input_layernorm is theirs.input_layernorm
         for mine, theirs in zip(student.decoder_layers, teacher.decoder_layers, strict=False)
@@ -162,7 +162,7 @@ def _check(
     if not shared or len(student.decoder_layers) != len(teacher.decoder_layers):
         raise ValueError(
             "the student is not a conversion of this teacher: its embeddings, norms and MLPs must be the teacher's "
-            "(teacher.with_attention(...) shares them)."
+            "(convert_attention(teacher, ...) shares them)."
         )
     for layer in student.decoder_layers:
         if type(layer.self_attn) not in TRAINED:

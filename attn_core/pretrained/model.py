@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -23,9 +23,6 @@ from ..latent import RMSNorm
 from ..packed import PackedRows, linear
 from .checkpoint import DecoderConfig
 from .tokenizer import ModelTokenizer
-
-if TYPE_CHECKING:
-    from .convert import ConversionReport
 
 
 class SwiGLU(nn.Module):
@@ -94,7 +91,6 @@ class PretrainedLM(nn.Module):
         self.config = config
         self.attention = attention
         self.tokenizer = tokenizer
-        self.conversion: ConversionReport | None = None  # set on models made by with_attention: what was kept
         # Initialised only off the meta device (a model about to be loaded): nn.Embedding's normal_ on meta tensors
         # imports torch._dynamo, most of a load's time.
         embedding = torch.empty(config.vocab_size, config.d_model, device=device)
@@ -237,13 +233,6 @@ class PretrainedLM(nn.Module):
         if not self.config.tie_embeddings:
             other.lm_head = self.lm_head
         return other
-
-    def with_attention(self, variant: str, **options: Any) -> PretrainedLM:
-        """This model with its attention re-expressed as `variant` ("mha", "gqa" or "mla"), without training: see
-        attn_core.pretrained.convert for the options and what each conversion keeps."""
-        from .convert import convert  # convert imports this module
-
-        return convert(self, variant, **options)
 
 
 def _choose(logits: torch.Tensor, temperature: float, top_k: int | None, generator: torch.Generator | None) -> int:

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from attn_core import AttentionConfig
-from attn_core.accounting import bytes_per_element
+from attn_core import AttentionConfig, bytes_per_element
 from explorer.i18n import N_, _, fmt
 from explorer.probes.heatmaps import Comparison, Skipped
 

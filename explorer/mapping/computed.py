@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from attn_core import AttentionConfig
-from attn_core.accounting import naive_up_projection_flops
+from attn_core import AttentionConfig, naive_up_projection_flops
 from explorer.probes.mapping import (
     FusedProjection,
     MlaWays,

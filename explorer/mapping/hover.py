@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from attn_core import AttentionConfig
-from attn_core.accounting import bytes_per_element, kv_cache_bytes
+from attn_core import AttentionConfig, bytes_per_element, kv_cache_bytes
 from explorer.charts import format_bytes
 from explorer.i18n import _, n_
 from explorer.probes.mapping import MorphFrame

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from attn_core import AttentionConfig
-from attn_core.accounting import decode_flops_per_token
+from attn_core import AttentionConfig, decode_flops_per_token
 from explorer.charts import shape_text
 from explorer.i18n import N_, _, fmt
 from explorer.probes.mapping import MlaWays, MorphFrame, PathShape, narrowed

@@ -16,10 +16,15 @@ from dataclasses import dataclass
 
 import torch
 
-from attn_core.accounting import as_dtype, kv_cache_bytes, parameter_count, repeated_kv_cache_bytes
-from attn_core.build import build_attention
-from attn_core.cache import empty_cache
-from attn_core.config import AttentionConfig
+from attn_core import (
+    AttentionConfig,
+    as_dtype,
+    build_attention,
+    empty_cache,
+    kv_cache_bytes,
+    parameter_count,
+    repeated_kv_cache_bytes,
+)
 from explorer.i18n import N_
 
 # Bounds of the step-by-step decode: it runs real float32 layers on the server's CPU at every new setting.

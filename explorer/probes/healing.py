@@ -16,8 +16,7 @@ from pathlib import Path
 
 import torch
 
-from attn_core.pretrained import PretrainedLM, cache_root, heal
-from attn_core.pretrained.convert import Calibration
+from attn_core.pretrained import Calibration, PretrainedLM, cache_root, heal
 from explorer import lab
 
 LIVE_SECONDS = 60.0  # of training: a class waits a minute

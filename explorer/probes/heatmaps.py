@@ -19,11 +19,14 @@ import torch
 from einops import rearrange
 from torch import nn
 
-from attn_core.attend import causal_allowed
-from attn_core.build import build_attention, seeded_generator
-from attn_core.config import AttentionConfig
-from attn_core.grouped import GroupedQueryAttention
-from attn_core.latent import MultiHeadLatentAttention
+from attn_core import (
+    AttentionConfig,
+    GroupedQueryAttention,
+    MultiHeadLatentAttention,
+    build_attention,
+    causal_allowed,
+    seeded_generator,
+)
 
 MAX_TEXT_CHARS = 200
 MAX_TEXT_TOKENS = 128
@@ -116,12 +119,11 @@ def head_tensors(layer, x: torch.Tensor) -> HeadTensors:
     """The q, k, v the layer's forward pass attends with (prefill from position 0, batch 1), per head."""
     cfg = layer.cfg
     if isinstance(layer, MultiHeadLatentAttention):
-        q_nope, q_rope = layer.queries(x, 0)
+        q = layer.queries(x, 0).joined()  # [1, H, L, d_nope + d_h^R]
         c_kv, k_rope = layer.compress(x, 0)
         keys, values = layer.up_project(c_kv, k_rope)  # [1, H, S, d_nope + d_h^R], [1, H, S, d_v]
-        q = torch.cat((q_nope, q_rope), dim=-1)
         return HeadTensors(q[0], keys[0], values[0], list(range(cfg.n_heads)), cfg.qk_head_dim**-0.5)
-    q = layer.queries(x, 0)
+    q = layer.queries(x, 0).joined()
     k, v = layer.keys_values(x, 0)
     kv_head = [h // cfg.group_size for h in range(cfg.n_heads)]
     return HeadTensors(q[0], k[0], v[0], kv_head, cfg.head_dim**-0.5)

@@ -16,9 +16,7 @@ import numpy as np
 import torch
 from einops import rearrange
 
-from attn_core.build import build_attention
-from attn_core.config import AttentionConfig, kv_head_counts
-from attn_core.fused import LAYOUTS, fuse_qkv, fused_blocks
+from attn_core import LAYOUTS, AttentionConfig, build_attention, fuse_qkv, fused_blocks, kv_head_counts
 from explorer.i18n import N_
 
 CONTEXT_TOKENS = 3  # cached tokens before the probing decode step: a few suffice, every head then reads every store
@@ -223,7 +221,7 @@ def _trace(layer, cfg: AttentionConfig, batch: int, seq_len: int, *, decode: boo
 
 def _grouped_rows(layer, cfg, x, cache, concat) -> list[tuple]:
     start = cache.seq_len
-    q = layer.queries(x, start)
+    q = layer.queries(x, start).joined()
     k, v = layer.keys_values(x, start)
     out, weights = layer(x, cache=cache, return_weights=True)
     group = cfg.group_size

@@ -12,9 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from attn_core.attend import allowed_positions, causal_allowed
-from attn_core.build import build_attention
-from attn_core.config import AttentionConfig
+from attn_core import AttentionConfig, allowed_positions, build_attention, causal_allowed
 
 MAX_TOKENS = 32  # every sequence here is at most this long: the pictures are about masks, not about scale
 INPUT_SCALE = 2.0  # input vectors ~ N(0, 2²) per coordinate, so weights are not all flat

@@ -9,10 +9,7 @@ from dataclasses import dataclass
 
 import torch
 
-from attn_core.accounting import as_dtype
-from attn_core.build import build_attention
-from attn_core.cache import empty_cache
-from attn_core.config import AttentionConfig
+from attn_core import AttentionConfig, as_dtype, build_attention, empty_cache
 
 
 @dataclass(frozen=True)

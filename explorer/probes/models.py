@@ -12,9 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from attn_core.accounting import bytes_per_element, kv_cache_bytes, repeated_kv_cache_bytes
-from attn_core.config import AttentionConfig
-from attn_core.presets import PRESETS, ModelPreset
+from attn_core import PRESETS, AttentionConfig, ModelPreset, bytes_per_element, kv_cache_bytes, repeated_kv_cache_bytes
 from explorer.i18n import _, n_
 
 from .measured import measure_cache

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from attn_core.accounting import decode_flops_per_token, kv_cache_bytes, parameter_count
-from attn_core.config import AttentionConfig
+from attn_core import AttentionConfig, ConfigWarning, decode_flops_per_token, kv_cache_bytes, parameter_count
 
 from .measured import measure_cache
 
@@ -24,7 +23,7 @@ class VariantRow:
     cache_shapes: dict[str, tuple[int, ...]]
     cache_ratio_to_mha: float
     decode_flops_per_token: int
-    warnings: list[str]
+    warnings: list[ConfigWarning]  # values: explorer.overview words them in the run's language
 
 
 def compare_variants(configs: dict[str, AttentionConfig], *, batch: int, seq_len: int, dtype: str) -> list[VariantRow]:

@@ -124,3 +124,19 @@ def test_the_flops_caption_states_what_the_bars_show():
     said = flops_caption(large)
     assert f"MLA costs more on both counts here: {work['MLA'] / work['MHA']:.3g}× MHA's work" in said
     assert "not paid for in arithmetic" not in said
+
+
+@pytest.mark.parametrize(
+    ("lang", "compresses_nothing", "as_much_as_mha"),
+    [
+        ("en", "$d_c$ = 32 is not smaller than the 32 per-head", "caches as much per token as MHA"),
+        ("zh", "潜在维度 $d_c$ = 32，不小于它所代表的各头键与值的数值个数 32", "与 MHA 一样多"),
+    ],
+)
+def test_the_cores_warnings_are_worded_in_the_readers_language(lang, compresses_nothing, as_much_as_mha):
+    # 2 heads of 8: d_c = 32 stands for 2 x (8 + 8) = 32 numbers, and d_c + d_h^R = 36 >= MHA's 2 x 2 x 8 = 32.
+    link = Settings(d_model=16, heads=2, groups=1, latent=32, rope_dim=4).to_link() | {"lang": lang}
+    at = open_page("overview", link)
+    notes = [w.value for w in at.warning if w.value.startswith("MLA")]
+    assert len(notes) == 2, notes
+    assert compresses_nothing in notes[0] and as_much_as_mha in notes[1]

@@ -5,8 +5,13 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attn_core import AttentionConfig, GroupedQueryAttention, MultiHeadLatentAttention, build_attention
-from attn_core.build import seeded_generator
+from attn_core import (
+    AttentionConfig,
+    GroupedQueryAttention,
+    MultiHeadLatentAttention,
+    build_attention,
+    seeded_generator,
+)
 
 from .examples import ALL, EXAMPLES, GROUPED, LATENT, randn
 

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from attn_core import AttentionConfig
+from attn_core import AttentionConfig, CachesAsMuchAsMHA, LatentCompressesNothing
 
 
 def test_head_dim_defaults_to_d_model_over_n_heads():
@@ -125,21 +125,21 @@ def test_warnings_flag_a_latent_as_wide_as_what_it_compresses():
     cfg = AttentionConfig(
         "mla", d_model=16, n_heads=2, kv_lora_rank=16, qk_nope_head_dim=4, qk_rope_head_dim=2, v_head_dim=4
     )
-    assert any("kv_lora_rank=16 is not smaller than the 16" in note for note in cfg.warnings())
+    assert cfg.warnings() == [LatentCompressesNothing(kv_lora_rank=16, uncompressed=16)]
 
 
 def test_warnings_flag_a_latent_wider_than_what_it_compresses():
     cfg = AttentionConfig(
         "mla", d_model=16, n_heads=2, kv_lora_rank=40, qk_nope_head_dim=4, qk_rope_head_dim=2, v_head_dim=4
     )
-    assert any("compresses nothing" in note for note in cfg.warnings())
+    assert LatentCompressesNothing(kv_lora_rank=40, uncompressed=16) in cfg.warnings()
 
 
 def test_warnings_are_silent_for_a_latent_that_compresses():
     cfg = AttentionConfig(
         "mla", d_model=16, n_heads=2, kv_lora_rank=15, qk_nope_head_dim=4, qk_rope_head_dim=2, v_head_dim=4
     )
-    assert not any("compresses nothing" in note for note in cfg.warnings())
+    assert not any(isinstance(note, LatentCompressesNothing) for note in cfg.warnings())
 
 
 def test_warnings_are_silent_for_deepseek_proportions():
@@ -149,4 +149,23 @@ def test_warnings_are_silent_for_deepseek_proportions():
 def test_warnings_say_when_mla_caches_as_much_as_mha():
     # d_c + d_h^R = 14 + 2 = 16 = 2 x 2 heads x 4: no smaller than MHA's 2 h d_h.
     cfg = AttentionConfig("mla", d_model=8, n_heads=2, kv_lora_rank=14, qk_rope_head_dim=2)
-    assert "This MLA layer caches as much per token as MHA would." in cfg.warnings()
+    assert cfg.warnings() == [CachesAsMuchAsMHA(cached_per_token=16, mha_cached_per_token=16)]
+
+
+def test_latent_widths_are_the_resolved_mla_fields():
+    cfg = AttentionConfig("mla", d_model=1024, n_heads=8, kv_lora_rank=256)
+    assert cfg.latent_widths == (cfg.kv_lora_rank, cfg.qk_nope_head_dim, cfg.qk_rope_head_dim, cfg.v_head_dim)
+    assert cfg.latent_widths == (256, 128, 64, 128)
+
+
+def test_a_grouped_config_has_no_latent_widths():
+    with pytest.raises(ValueError, match="no latent"):
+        AttentionConfig("gqa", d_model=64, n_heads=8, n_kv_heads=2).latent_widths
+
+
+def test_replace_keeps_a_resolved_config_as_it_is():
+    for cfg in (
+        AttentionConfig("gqa", d_model=64, n_heads=8, n_kv_heads=2),
+        AttentionConfig("mla", d_model=64, n_heads=4),
+    ):
+        assert dataclasses.replace(cfg) == cfg

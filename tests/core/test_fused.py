@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attn_core import AttentionConfig, build_attention
-from attn_core.fused import LAYOUTS, fuse_qkv, fused_blocks, split_qkv
+from attn_core import LAYOUTS, AttentionConfig, build_attention, fuse_qkv, fused_blocks, split_qkv
 
 from .examples import EXAMPLES, GROUPED, randn
 

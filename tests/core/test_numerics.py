@@ -49,7 +49,7 @@ def test_grouped_queries_and_keys_are_what_the_forward_pass_caches_and_attends_w
     _, weights = layer(x, cache=cache, return_weights=True)
     k, v = layer.keys_values(x, 0)
     assert torch.equal(cache.k, k) and torch.equal(cache.v, v)
-    q, cfg = layer.queries(x, 0), layer.cfg
+    q, cfg = layer.queries(x, 0).joined(), layer.cfg
     scores = q @ k.repeat_interleave(cfg.group_size, dim=1).mT * cfg.head_dim**-0.5
     causal = end_aligned_causal(7, 7)
     assert max_diff(torch.softmax(scores.masked_fill(~causal, float("-inf")), dim=-1), weights) <= TOL

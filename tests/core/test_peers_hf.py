@@ -20,8 +20,7 @@ from transformers.models.falcon.modeling_falcon import FalconAttention, FalconRo
 from transformers.models.gpt2.modeling_gpt2 import GPT2Attention  # noqa: E402
 from transformers.models.llama.modeling_llama import LlamaAttention, LlamaRotaryEmbedding  # noqa: E402
 
-from attn_core import AttentionConfig, build_attention  # noqa: E402
-from attn_core.fused import falcon_attention_state, gpt2_attention_state  # noqa: E402
+from attn_core import AttentionConfig, build_attention, falcon_attention_state, gpt2_attention_state  # noqa: E402
 
 from .examples import randn  # noqa: E402
 

@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from attn_core import PRESETS, VARIANTS, kv_cache_bytes
-from attn_core.accounting import bytes_per_element
+from attn_core import PRESETS, VARIANTS, bytes_per_element, kv_cache_bytes
 from explorer.settings import Settings
 from tests.app.helpers import chart_bytes, chart_specs
 

@@ -8,9 +8,9 @@ import math
 import pytest
 import torch
 
-from attn_core.accounting import bytes_per_element
-from attn_core.latent import MultiHeadLatentAttention
-from attn_core.pretrained.convert import LATENT_NORM_EPS, full_latent_rank
+from attn_core import MultiHeadLatentAttention, bytes_per_element
+from attn_core.pretrained import convert_attention, full_latent_rank
+from attn_core.pretrained.convert import LATENT_NORM_EPS
 from explorer import lab
 
 
@@ -26,18 +26,18 @@ def original_logits(lm, prompt_ids):
 
 @pytest.fixture(scope="session")
 def mqa_pca(lm, calibration):
-    return lm.with_attention("gqa", n_kv_heads=1, method="pca", calibration=calibration)
+    return convert_attention(lm, "gqa", n_kv_heads=1, method="pca", calibration=calibration).model
 
 
 def test_mha_conversion_gives_the_original_logits(lm, prompt_ids, original_logits):
-    mha = lm.with_attention("mha")
+    mha = convert_attention(lm, "mha").model
     assert mha.attention.n_kv_heads == lm.attention.n_heads
     assert (logits_of(mha, prompt_ids) - original_logits).abs().max() <= 1e-5
 
 
 def test_fitted_conversion_to_the_same_kv_heads_is_exact(lm, prompt_ids, original_logits, calibration):
     # Each new KV head stands for one source head: the "pca" method must then copy it, not approximate it.
-    same = lm.with_attention("gqa", n_kv_heads=lm.attention.n_kv_heads, method="pca", calibration=calibration)
+    same = convert_attention(lm, "gqa", n_kv_heads=lm.attention.n_kv_heads, method="pca", calibration=calibration).model
     assert (logits_of(same, prompt_ids) - original_logits).abs().max() <= 1e-5
 
 
@@ -49,9 +49,9 @@ def test_full_rank_mla_of_one_kv_head_matches_it(mqa_pca, prompt_ids, calibratio
     d_rope = 62
     rank = full_latent_rank(mqa_pca.attention, d_rope)
     assert rank == 1 * (64 - d_rope + 64)
-    mla = mqa_pca.with_attention("mla", kv_lora_rank=rank, qk_rope_head_dim=d_rope, calibration=calibration)
+    mla, report = convert_attention(mqa_pca, "mla", kv_lora_rank=rank, qk_rope_head_dim=d_rope, calibration=calibration)
     assert isinstance(mla.decoder_layers[0].self_attn, MultiHeadLatentAttention)
-    assert min(mla.conversion.kept["rotary key"]) > 1 - 1e-9 and min(mla.conversion.kept["latent"]) > 1 - 1e-9
+    assert min(report.kept["rotary key"]) > 1 - 1e-9 and min(report.kept["latent"]) > 1 - 1e-9
     difference = (logits_of(mla, prompt_ids) - logits_of(mqa_pca, prompt_ids)).abs().max()
     assert difference <= 2e-2, difference
 
@@ -61,15 +61,15 @@ def test_full_rank_mla_of_the_trained_model_keeps_its_whole_latent(lm, calibrati
     rank) and that the rotary key keeps most, not all, of the fast frequencies' key energy."""
     rank = full_latent_rank(lm.attention, 32)
     assert rank == 3 * (32 + 64)
-    mla = lm.with_attention("mla", kv_lora_rank=rank, qk_rope_head_dim=32, calibration=calibration)
-    assert min(mla.conversion.kept["latent"]) > 1 - 1e-9
-    assert 0.5 < sum(mla.conversion.kept["rotary key"]) / lm.config.n_layers < 1
+    report = convert_attention(lm, "mla", kv_lora_rank=rank, qk_rope_head_dim=32, calibration=calibration).report
+    assert min(report.kept["latent"]) > 1 - 1e-9
+    assert 0.5 < sum(report.kept["rotary key"]) / lm.config.n_layers < 1
 
 
 def test_perplexity_does_not_increase_with_latent_width(lm, calibration, short_eval_ids):
     perplexities = []
     for rank in (96, 192, 288):
-        mla = lm.with_attention("mla", kv_lora_rank=rank, qk_rope_head_dim=32, calibration=calibration)
+        mla = convert_attention(lm, "mla", kv_lora_rank=rank, qk_rope_head_dim=32, calibration=calibration).model
         perplexities.append(lab.perplexity_of(lab.window_nll_sums(mla, short_eval_ids)))
     assert perplexities == sorted(perplexities, reverse=True), perplexities
 
@@ -81,9 +81,9 @@ def test_cached_absorbed_decode_equals_a_full_recompute(lm64, prompt_ids, calibr
     same products agree to far below 1e-4; in float32 their rounding, amplified through 30 layers of a converted
     (and so less well-conditioned) model, reaches a few 1e-4 on logits of about 20."""
     model = (
-        lm64.with_attention("mla", kv_lora_rank=128, qk_rope_head_dim=32, calibration=calibration)
+        convert_attention(lm64, "mla", kv_lora_rank=128, qk_rope_head_dim=32, calibration=calibration).model
         if which == "mla"
-        else lm64.with_attention("gqa", n_kv_heads=1, method="pca", calibration=calibration)
+        else convert_attention(lm64, "gqa", n_kv_heads=1, method="pca", calibration=calibration).model
     )
     assert model.decoder_layers[0].self_attn.o_proj.weight.dtype == torch.float64
     ids = torch.tensor([prompt_ids])
@@ -100,10 +100,13 @@ def test_cached_absorbed_decode_equals_a_full_recompute(lm64, prompt_ids, calibr
 def test_every_conversions_cache_matches_the_formula(lm, mqa_pca, calibration, prompt_ids):
     models = {
         "original": (lm, 2 * 3 * 64),
-        "mha": (lm.with_attention("mha"), 2 * 9 * 64),
-        "mqa-mean": (lm.with_attention("gqa", n_kv_heads=1, method="mean"), 2 * 1 * 64),
+        "mha": (convert_attention(lm, "mha").model, 2 * 9 * 64),
+        "mqa-mean": (convert_attention(lm, "gqa", n_kv_heads=1, method="mean").model, 2 * 1 * 64),
         "mqa-pca": (mqa_pca, 2 * 1 * 64),
-        "mla": (lm.with_attention("mla", kv_lora_rank=96, qk_rope_head_dim=32, calibration=calibration), 96 + 32),
+        "mla": (
+            convert_attention(lm, "mla", kv_lora_rank=96, qk_rope_head_dim=32, calibration=calibration).model,
+            96 + 32,
+        ),
     }
     for name, (model, elements) in models.items():
         for dtype in ("float32", "bfloat16"):
@@ -115,7 +118,7 @@ def test_every_conversions_cache_matches_the_formula(lm, mqa_pca, calibration, p
 
 
 def test_mla_conversion_uses_the_neutral_latent_norm(lm, calibration):
-    mla = lm.with_attention("mla", kv_lora_rank=64, qk_rope_head_dim=32, calibration=calibration)
+    mla = convert_attention(lm, "mla", kv_lora_rank=64, qk_rope_head_dim=32, calibration=calibration).model
     layer = mla.decoder_layers[0].self_attn
     assert layer.cfg.norm_eps == LATENT_NORM_EPS
     assert layer.cfg.rope_theta == pytest.approx(lm.attention.rope_theta ** (32 / 64))
@@ -123,11 +126,11 @@ def test_mla_conversion_uses_the_neutral_latent_norm(lm, calibration):
 
 def test_conversion_options_are_checked(lm):
     with pytest.raises(ValueError, match="calibration"):
-        lm.with_attention("mla", kv_lora_rank=64, qk_rope_head_dim=32)
+        convert_attention(lm, "mla", kv_lora_rank=64, qk_rope_head_dim=32).model
     with pytest.raises(ValueError, match="kv_lora_rank"):
-        lm.with_attention("mla", kv_lora_rank=10_000, qk_rope_head_dim=32, calibration_text="a b c d")
+        convert_attention(lm, "mla", kv_lora_rank=10_000, qk_rope_head_dim=32, calibration_text="a b c d").model
     with pytest.raises(ValueError, match="method"):
-        lm.with_attention("gqa", n_kv_heads=1, method="median")
+        convert_attention(lm, "gqa", n_kv_heads=1, method="median").model
 
 
 def test_the_stored_table_is_reproduced_for_one_point(lm, lab_ids):

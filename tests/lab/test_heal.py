@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attn_core.pretrained import HealReport, heal
+from attn_core.pretrained import HealReport, convert_attention, heal
 from attn_core.pretrained.heal import EXACT_LOSS
 
 pytestmark = pytest.mark.slow  # `make test-fast` leaves it out (pytest.ini)
@@ -34,7 +34,7 @@ def healed(lm, calibration, train_text):
     """An MLA conversion healed for two epochs, with the teacher's every tensor copied before, and the conversion's
     attention weights before healing."""
     teacher_before = {name: value.clone() for name, value in lm.state_dict().items()}
-    mla = lm.with_attention("mla", kv_lora_rank=96, qk_rope_head_dim=32, calibration=calibration)
+    mla = convert_attention(lm, "mla", kv_lora_rank=96, qk_rope_head_dim=32, calibration=calibration).model
     converted = attention_state(mla)
     # The conversion itself shares a tensor with the teacher (o_proj is kept as it is): healing must not write there.
     attention = {p.untyped_storage().data_ptr() for layer in mla.decoder_layers for p in layer.self_attn.parameters()}
@@ -77,7 +77,7 @@ def test_the_report_and_the_loss_falls(lm, healed, train_text):
 
 def test_the_healed_cache_holds_what_the_conversions_did(lm, calibration, healed, prompt_ids):
     mla, *_ = healed
-    unhealed = lm.with_attention("mla", kv_lora_rank=96, qk_rope_head_dim=32, calibration=calibration)
+    unhealed = convert_attention(lm, "mla", kv_lora_rank=96, qk_rope_head_dim=32, calibration=calibration).model
     assert mla.kv_cache_bytes_per_token() == unhealed.kv_cache_bytes_per_token() == (96 + 32) * 4
     cache = mla.new_cache()
     with torch.inference_mode():
@@ -89,7 +89,7 @@ def test_the_healed_cache_holds_what_the_conversions_did(lm, calibration, healed
 def test_healed_cached_absorbed_decode_equals_a_full_recompute(lm64, calibration, prompt_ids, train_text):
     """As for conversions (test_convert), in float64: healing keeps the model a real MLA, whose token-by-token
     absorbed decode through its latent cache gives the logits of one full pass."""
-    mla = lm64.with_attention("mla", kv_lora_rank=128, qk_rope_head_dim=32, calibration=calibration)
+    mla = convert_attention(lm64, "mla", kv_lora_rank=128, qk_rope_head_dim=32, calibration=calibration).model
     before = logits_of(mla, prompt_ids)
     heal(mla, lm64, train_text, steps=3, window=WINDOW, lr=1e-3)
     full = logits_of(mla, prompt_ids)
@@ -105,7 +105,7 @@ def test_healed_cached_absorbed_decode_equals_a_full_recompute(lm64, calibration
 
 def test_same_seed_and_steps_give_the_same_weights(lm, train_text):
     def healed_weights(seed):
-        mqa = lm.with_attention("gqa", n_kv_heads=1, method="mean")
+        mqa = convert_attention(lm, "gqa", n_kv_heads=1, method="mean").model
         heal(mqa, lm, train_text, steps=3, window=WINDOW, lr=1e-3, seed=seed)
         return attention_state(mqa)
 
@@ -115,7 +115,7 @@ def test_same_seed_and_steps_give_the_same_weights(lm, train_text):
 
 
 def test_healing_the_exact_mha_conversion_keeps_the_logits(lm, prompt_ids, train_text):
-    mha = lm.with_attention("mha")
+    mha = convert_attention(lm, "mha").model
     report = heal(mha, lm, train_text, steps=3, window=WINDOW, lr=1e-3)
     assert report.frozen_layers == list(range(lm.config.n_layers))
     assert max(report.initial_losses) < EXACT_LOSS
@@ -123,7 +123,7 @@ def test_healing_the_exact_mha_conversion_keeps_the_logits(lm, prompt_ids, train
 
 
 def test_bad_arguments_are_refused_clearly(lm, lm64, train_text):
-    mqa = lm.with_attention("gqa", n_kv_heads=1, method="mean")
+    mqa = convert_attention(lm, "gqa", n_kv_heads=1, method="mean").model
     with pytest.raises(ValueError, match="budget"):
         heal(mqa, lm, train_text)
     with pytest.raises(ValueError, match="at least two tokens"):
@@ -133,7 +133,7 @@ def test_bad_arguments_are_refused_clearly(lm, lm64, train_text):
     with pytest.raises(ValueError, match="conversion of the teacher"):
         heal(lm, lm, train_text, steps=1)
     with pytest.raises(ValueError, match="not a conversion of this teacher"):
-        heal(lm64.with_attention("gqa", n_kv_heads=1, method="mean"), lm, train_text, steps=1)
+        heal(convert_attention(lm64, "gqa", n_kv_heads=1, method="mean").model, lm, train_text, steps=1)
     with pytest.raises(TypeError, match="PretrainedLM"):
         heal(mqa, "lm", train_text, steps=1)
     with pytest.raises(ValueError, match="steps=0"):

