@@ -331,7 +331,9 @@ def _add_healed(fig: go.Figure, rows: list[LabRow], healed: dict[str, HealedRow]
         )
 
 
-NAMES_FIT_PX = 560  # narrower than this, the MLA points' names overlap (measured at 400 px): the legend and table name them
+NAMES_FIT_PX = (
+    560  # narrower than this, the MLA points' names overlap (measured at 400 px): the legend and table name them
+)
 
 
 def label_positions(rows: list[LabRow]) -> dict[str, str]:
