@@ -11,6 +11,10 @@ import sys
 import venv
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow  # `make test-fast` leaves it out (pytest.ini)
+
 REPO = Path(__file__).resolve().parents[2]
 
 # Run inside the fresh environment, from a folder without the repository: the app's packages are made unimportable,
@@ -27,8 +31,6 @@ cache = layer.new_cache(batch_size=1)
 layer(torch.randn(1, 5, 64), cache=cache)
 assert cache.seq_len == 5 and cache.nbytes == 2 * 2 * 16 * 5 * 4, cache.nbytes
 import attn_core
-
-pytestmark = pytest.mark.slow  # `make test-fast` leaves it out (pytest.ini)
 print(attn_core.__file__)
 """
 
