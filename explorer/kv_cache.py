@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import streamlit as st
 
@@ -473,7 +475,8 @@ def scale_figure(
     preset = PRESETS[preset_name]
     grid = [t for t in token_grid(preset) if t > 0]  # a log axis has no 0 bytes (the CSV has the whole grid)
     configs = what_if_configs(preset, **what_if)
-    data, csv = [], []
+    data: list[dict[str, Any]] = []
+    csv: list[dict[str, object]] = []
     for row in rows:
         cfg = preset.attention if row.key == "published_repeated" else configs[row.key]
         exact = [

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import streamlit as st
 
 from attn_core import AttentionConfig, CachesAsMuchAsMHA, LatentCompressesNothing, decode_flops_per_token
@@ -116,7 +118,14 @@ def flops_bar_figure(rows: list[VariantRow], seq_len: int) -> dict:
 
 
 def _variant_bars(
-    rows: list[VariantRow], values: list, *, labels: list[str], unit: str, title: str, yaxis_title: str, units=None
+    rows: list[VariantRow],
+    values: list,
+    *,
+    labels: list[str],
+    unit: str,
+    title: str,
+    yaxis_title: str,
+    units: Sequence[tuple[str, float]] | None = None,
 ) -> dict:
     """One bar per variant in its colour, labelled above, with headroom for the labels. The axis ticks are labelled
     in one unit of `units` (bytes in KiB/MiB/GiB by default), never with Plotly's SI letters.

@@ -8,7 +8,7 @@ from plotly.colors import sample_colorscale
 from explorer.i18n import _
 from explorer.probes.heatmaps import Comparison, HeadSteps, Skipped, VariantPass, block_size, pool_blocks
 
-from .csv_export import panel_csv
+from .csv_export import PanelNumbers, panel_csv
 from .heads import grid_columns
 from .layout import panels_figure
 from .panels import HOW, Panel, Pooling, attention_panel, axis_labels, grid_pooling
@@ -62,7 +62,9 @@ def head_label(head: int, kv_head: int, variant: str, *, two_lines: bool = False
     return _("head {head} · KV {kv}", head=head, kv=kv_head)
 
 
-def grid_figure(result: VariantPass, variant: str, group_size: int, *, pool: str, tokens: list[str] | None):
+def grid_figure(
+    result: VariantPass, variant: str, group_size: int, *, pool: str, tokens: list[str] | None
+) -> tuple[dict, PanelNumbers, Pooling]:
     """Every computed head's weights, one KV group per row where groups are 2..8 heads wide."""
     weights, heads = result.weights, result.heads
     pooling = grid_pooling(weights.shape[1], len(heads), pool)
@@ -90,7 +92,9 @@ def grid_figure(result: VariantPass, variant: str, group_size: int, *, pool: str
     return fig, panel_csv(panels), pooling
 
 
-def compare_figure(results: dict[str, Comparison | Skipped], head: int, *, pool: str, tokens: list[str] | None):
+def compare_figure(
+    results: dict[str, Comparison | Skipped], head: int, *, pool: str, tokens: list[str] | None
+) -> tuple[dict, PanelNumbers, Pooling]:
     """Head `head` of each variant made from the same MHA layer, side by side."""
     shown = {v: r for v, r in results.items() if isinstance(r, Comparison)}
     length = next(iter(shown.values())).weights.shape[1]
@@ -116,7 +120,9 @@ def compare_figure(results: dict[str, Comparison | Skipped], head: int, *, pool:
     return fig, panel_csv(panels), pooling
 
 
-def steps_figure(steps: HeadSteps, *, causal: bool, pool: str, tokens: list[str] | None, d_k: int):
+def steps_figure(
+    steps: HeadSteps, *, causal: bool, pool: str, tokens: list[str] | None, d_k: int
+) -> tuple[dict, PanelNumbers, Pooling]:
     """Q, K, V, then Q·Kᵀ, ÷√d_k, masked, softmax and ×V as matrices, in the order the formula applies them."""
     length, keys = steps.scores.shape
     square = Pooling(block_size(length, STEP_SIDE), block_size(keys, STEP_SIDE), pool)
@@ -248,7 +254,9 @@ def steps_figure(steps: HeadSteps, *, causal: bool, pool: str, tokens: list[str]
     return fig, panel_csv(panels), square
 
 
-def decode_figure(result: VariantPass, variant: str, *, pool: str, tokens: list[str] | None, highlight: int):
+def decode_figure(
+    result: VariantPass, variant: str, *, pool: str, tokens: list[str] | None, highlight: int
+) -> tuple[dict, PanelNumbers, Pooling]:
     """The decode step's weights: one row per head (grouped heads next to each other), one column per cached key."""
     row = result.decode.row  # [H, S], one row per computed head
     heads, keys = row.shape

@@ -41,7 +41,7 @@ def panels_figure(
     of each column, so long token labels never run into the neighbouring panel; the hover names every cell anyway.
     """
     slots = layout_cols or [list(range(ncols))] * math.ceil(len(panels) / ncols)
-    placed = []  # (row, column) of each panel
+    placed: list[tuple[int, int]] = []  # (row, column) of each panel
     for r, cols in enumerate(slots):
         placed.extend((r, c) for c in cols)
     placed = placed[: len(panels)]
@@ -120,8 +120,8 @@ def panels_figure(
             # shrink instead of running into each other
             trace["texttemplate"] = "%{z:.2f}"
         data.append(trace)
-    for name, axis in coloraxes.items():
-        layout[name] = axis
+    for name, colour_axis in coloraxes.items():
+        layout[name] = colour_axis
     return {"data": data, "layout": layout}
 
 
