@@ -434,7 +434,7 @@ def model_table(rows: list[ModelRow], preset_name: str) -> list[dict]:
             format_bytes(row.model_bytes_measured),
             row.description,
         ]
-        table.append(dict(zip(headers, cells)))
+        table.append(dict(zip(headers, cells, strict=True)))
     return table
 
 
@@ -520,7 +520,10 @@ def scale_figure(
                 + f"<extra>{row.label}</extra>",
             }
         )
-        csv += [{"cache": row.label, "tokens": t, "batch": batch, "bytes": b} for t, b in zip([0, *grid], [0, *exact])]
+        csv += [
+            {"cache": row.label, "tokens": t, "batch": batch, "bytes": b}
+            for t, b in zip([0, *grid], [0, *exact], strict=True)
+        ]
     shapes, annotations = [], []
     lowest = min(min(trace["y"]) for trace in data)
     highest = max(max(trace["y"]) for trace in data)
@@ -616,7 +619,10 @@ def users_figure(
                 + "<extra></extra>",
             }
         )
-        csv += [{"cache": row.label, "tokens_per_sequence": t, "sequences_that_fit": n} for t, n in zip(grid, fits)]
+        csv += [
+            {"cache": row.label, "tokens_per_sequence": t, "sequences_that_fit": n}
+            for t, n in zip(grid, fits, strict=True)
+        ]
     layout = {
         "title": {
             "text": _("How many sequences fit in {size} ({dtype})", size=format_bytes(max(budget.left, 0)), dtype=dtype)

@@ -68,7 +68,7 @@ def section_chart(
     lengths: masks_result's arguments after head. lang: the language of the words in the figure (explorer.i18n's
     language(), passed by the page so that each language has its own cached figure)."""
     result = masks_result(cfg, seed, head, *lengths)
-    long_len, short_len, causal, prefill, chunk, query_len, memory_len = lengths
+    _long_len, short_len, _causal, prefill, _chunk, _query_len, _memory_len = lengths
     if section == "padding":
         panels, height = padding_panels(result.padding, head, short_len), 360
     elif section == "causal":
@@ -99,7 +99,7 @@ def heatmaps_figure(panels: list[dict], *, height: int = 360) -> dict:
     }
     data = []
     left = 0.0
-    for index, (panel, width) in enumerate(zip(panels, widths)):
+    for index, (panel, width) in enumerate(zip(panels, widths, strict=True)):
         suffix = "" if index == 0 else str(index + 1)
         right = left + usable * width / sum(widths)
         is_mask = panel["kind"] == "mask"

@@ -88,7 +88,7 @@ def cache_bar_figure(rows: list[VariantRow], seq_len: int, batch: int, dtype: st
     return _variant_bars(
         rows,
         values,
-        labels=[f"{format_bytes(v)}<br>{row.cache_ratio_to_mha:.3g}× MHA" for v, row in zip(values, rows)],
+        labels=[f"{format_bytes(v)}<br>{row.cache_ratio_to_mha:.3g}× MHA" for v, row in zip(values, rows, strict=True)],
         unit=_("bytes"),
         title=_(
             "KV cache of one layer: {tokens} × batch {batch} in {dtype}",

@@ -24,7 +24,7 @@ def _square_root_blues() -> list[list]:
     """Blues laid out so colour grows with the square root of the value: weights of 0.01 are visible next to 1,
     while the colour bar still reads in plain weights."""
     steps = np.linspace(0.0, 1.0, 17)
-    return [[float(s * s), color] for s, color in zip(steps, sample_colorscale("Blues", steps.tolist()))]
+    return [[float(s * s), color] for s, color in zip(steps, sample_colorscale("Blues", steps.tolist()), strict=True)]
 
 
 WEIGHT_COLORSCALE = _square_root_blues()
@@ -78,7 +78,7 @@ def grid_figure(
             tokens=tokens,
             csv_name=head_label(h, kv, variant),
         )
-        for i, (h, kv) in enumerate(zip(heads, result.kv_head))
+        for i, (h, kv) in enumerate(zip(heads, result.kv_head, strict=True))
     ]
     vmax = max(float(np.nanmax(p.z)) for p in panels)
     fig = panels_figure(
@@ -263,7 +263,7 @@ def decode_figure(
     pooling = Pooling(1, block_size(keys, max(1, DECODE_CELLS // heads)), pool)
     z = pool_blocks(row, 1, pooling.cols, pool)
     x = axis_labels(keys, pooling.cols, tokens)
-    y = [head_label(h, kv, variant) for h, kv in zip(result.heads, result.kv_head)]
+    y = [head_label(h, kv, variant) for h, kv in zip(result.heads, result.kv_head, strict=True)]
     if pooling.pooled:
         # TRANSLATORS: how is "mean" or "max"
         block = _("{how} of {n} keys:", how=_(HOW[pool]), n=pooling.cols)

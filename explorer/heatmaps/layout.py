@@ -64,7 +64,8 @@ def panels_figure(
     if title:
         layout["title"] = {"text": title, "font": {"size": 14}}
     data = []
-    for index, (panel, (r, c)) in enumerate(zip(panels, placed)):
+    # placed holds every slot of the grid's rows: the last row may have more slots than panels left
+    for index, (panel, (r, c)) in enumerate(zip(panels, placed, strict=False)):
         suffix = "" if index == 0 else str(index + 1)
         x0, x1 = c / ncols + gap_x / 2, (c + 1) / ncols - gap_x / 2
         y1 = 1 - r / nrows - (gap_y / 2 if r else 0)

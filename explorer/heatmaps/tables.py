@@ -64,7 +64,7 @@ def similarity_table(results: dict[str, Comparison | Skipped], head: int) -> lis
             _percent(r.within_group_overlap),
             _percent(r.between_group_overlap),
         ]
-        table.append(dict(zip(columns, values)))
+        table.append(dict(zip(columns, values, strict=True)))
     return table
 
 

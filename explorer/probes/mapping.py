@@ -210,7 +210,7 @@ def path_shapes(cfg: AttentionConfig, *, batch: int, seq_len: int) -> list[PathS
         PathShape(step=step, way=way, prefill=prefill, decode=decode, note=note[0], note_values=note[1])
         if isinstance(note, tuple)
         else PathShape(step=step, way=way, prefill=prefill, decode=decode, note=note)
-        for (step, way, prefill, note), (_, _, decode, _) in zip(*results)
+        for (step, way, prefill, note), (_, _, decode, _) in zip(*results, strict=True)
     ]
 
 
