@@ -21,7 +21,7 @@ lint: dev
 	$(PYTHON) -m ruff format --check .
 
 typecheck: dev
-	$(PYTHON) -m mypy attn_core
+	$(PYTHON) -m mypy attn_core explorer pages app.py
 
 test-fast: dev
 	$(PYTHON) -m pytest -q -m "not browser and not slow"

@@ -119,7 +119,7 @@ class AttentionConfig(Generic[V]):
             n_kv_heads = _resolve_kv_heads(variant, n_heads, n_kv_heads)
             mla_only = ("kv_lora_rank", "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
             for name, value in zip(
-                mla_only, (kv_lora_rank, q_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim)
+                mla_only, (kv_lora_rank, q_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim), strict=True
             ):
                 if value is not None:
                     raise ValueError(f"{name} belongs to MLA; it has no meaning for variant={variant!r}.")

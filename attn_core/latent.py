@@ -139,10 +139,8 @@ class MultiHeadLatentAttention(nn.Module):
         start = cache.seq_len if cache is not None else 0
         q_nope, q_rope = self.queries(x, start)
         c_kv, k_rope = self.compress(x, start)
-        if cache is not None:
-            latent = cache.append(c_kv, k_rope)  # [B, 1, S, d_c + d_h^R], a view
-        else:
-            latent = torch.cat((c_kv, k_rope), dim=-1)
+        # [B, 1, S, d_c + d_h^R]: with a cache, a view of all it holds
+        latent = cache.append(c_kv, k_rope) if cache is not None else torch.cat((c_kv, k_rope), dim=-1)
         if absorb is None:
             absorb = start > 0
         mask = allowed_positions(

@@ -50,7 +50,9 @@ def packed_rows(*parts: torch.Tensor | None) -> torch.Tensor | None:
             or part.storage_offset() != offset
             or part.dtype != first.dtype
             or part.shape[1:] != rest
-            or any(size > 1 and step != want for size, step, want in zip(part.shape, part.stride(), stride))
+            or any(
+                size > 1 and step != want for size, step, want in zip(part.shape, part.stride(), stride, strict=True)
+            )
         ):
             return None
         offset += part.shape[0] * stride[0]

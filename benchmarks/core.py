@@ -26,16 +26,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import torch  # noqa: E402
-import transformers  # noqa: E402
-from transformers import DeepseekV3Config, DynamicCache, LlamaConfig  # noqa: E402
-from transformers.models.deepseek_v3.modeling_deepseek_v3 import (  # noqa: E402
+import torch
+import transformers
+from transformers import DeepseekV3Config, DynamicCache, LlamaConfig
+from transformers.models.deepseek_v3.modeling_deepseek_v3 import (
     DeepseekV3Attention,
     DeepseekV3RotaryEmbedding,
 )
-from transformers.models.llama.modeling_llama import LlamaAttention, LlamaRotaryEmbedding  # noqa: E402
+from transformers.models.llama.modeling_llama import LlamaAttention, LlamaRotaryEmbedding
 
-from attn_core import AttentionConfig, build_attention, kv_cache_bytes, repeated_kv_cache_bytes  # noqa: E402
+from attn_core import AttentionConfig, build_attention, kv_cache_bytes, repeated_kv_cache_bytes
 
 TOLERANCE = 2e-5  # max abs difference between implementations, float32
 MISMATCHES: list[str] = []

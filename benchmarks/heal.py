@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import itertools
 import json
 import math
 import os
@@ -27,9 +28,9 @@ from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
-from attn_core.pretrained import TRAINED, PretrainedLM, gguf_path, heal, load_pretrained  # noqa: E402
-from benchmarks.lab_table import file_sha256, machine  # noqa: E402
-from explorer import lab  # noqa: E402
+from attn_core.pretrained import TRAINED, PretrainedLM, gguf_path, heal, load_pretrained
+from benchmarks.lab_table import file_sha256, machine
+from explorer import lab
 
 TABLE_PATH = lab.TABLE_PATH.with_name("heal_table.json")
 DEFAULT_POINTS = "mla-288-32,mla-96-32,mqa-pca"
@@ -192,7 +193,14 @@ def main() -> None:
                 train_ids[i : i + args.window] for i in range(0, args.throughput_steps * args.window, args.window)
             ]
             fresh = lab.convert_point(lm, point, calibration)
-            timed = heal(fresh, lm, lm.decode(sum(windows, [])), steps=len(windows), window=args.window, seed=args.seed)
+            timed = heal(
+                fresh,
+                lm,
+                lm.decode(list(itertools.chain.from_iterable(windows))),
+                steps=len(windows),
+                window=args.window,
+                seed=args.seed,
+            )
             layerwise = timed.tokens / timed.seconds
             fresh = lab.convert_point(lm, point, calibration)
             plain = end_to_end_tokens_per_second(fresh, windows, args.lr)

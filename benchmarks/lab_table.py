@@ -22,8 +22,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
-from attn_core.pretrained import gguf_path, load_pretrained  # noqa: E402
-from explorer import lab  # noqa: E402
+from attn_core.pretrained import gguf_path, load_pretrained
+from explorer import lab
 
 
 def file_sha256(path: Path) -> str:

@@ -18,7 +18,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
-from attn_core.pretrained import gguf_path, load_pretrained  # noqa: E402
+from attn_core.pretrained import gguf_path, load_pretrained
 
 PROSE = (
     "Attention lets every token look at the tokens before it. In grouped-query attention, several query heads share "

@@ -12,6 +12,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import plotly
@@ -19,11 +20,12 @@ import plotly.graph_objects as go
 import plotly.io
 import streamlit as st
 import streamlit.components.v1 as components_v1
+from streamlit.delta_generator import DeltaGenerator
 
 from .i18n import N_, _, language
 from .present import for_projector, presenting
 
-PLOTLY_CONFIG = {
+PLOTLY_CONFIG: dict[str, Any] = {
     "displayModeBar": True,  # always shown, not only on hover: the camera icon saves a PNG
     "displaylogo": False,
     "toImageButtonOptions": {"format": "png", "scale": 2},
@@ -254,7 +256,7 @@ def chart_description(layout: dict, caption: str) -> str:
     return stop.join(parts) + stop.strip() if parts else ""
 
 
-def fixed_place():
+def fixed_place() -> DeltaGenerator:
     """A place for what a run may or may not show (a note on a capped input or pooled cells, a section that can be
     blocked): one element of the page whatever it holds, so the charts and controls after it keep their places from
     run to run. Streamlit hides a keyed element (a chart, a control) that a rerun has moved until the rerun reaches
@@ -349,7 +351,7 @@ BYTE_UNITS = (("B", 1), ("KiB", 1024), ("MiB", 1024**2), ("GiB", 1024**3), ("TiB
 FLOP_UNITS = (("FLOP", 1), ("kFLOP", 1e3), ("MFLOP", 1e6), ("GFLOP", 1e9), ("TFLOP", 1e12))
 
 
-def unit_axis(highest: float, units=BYTE_UNITS, *, ticks: int = 5) -> dict:
+def unit_axis(highest: float, units: Sequence[tuple[str, float]] = BYTE_UNITS, *, ticks: int = 5) -> dict:
     """A linear axis from 0 that holds `highest`, with ticks labelled in one unit of `units` (as the values are sent:
     bytes or FLOPs, so hover and CSV stay exact). Plotly's own labels would use SI letters: "8B" meaning 8 billion
     bytes beside labels in GiB. The unit is the largest that keeps the top tick at 1 or more; steps are 1, 2, 2.5 or 5

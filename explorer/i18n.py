@@ -21,6 +21,7 @@ from __future__ import annotations
 import gettext
 import io
 import re
+from collections.abc import Callable
 from contextvars import ContextVar
 from functools import cache
 from pathlib import Path
@@ -36,7 +37,9 @@ DOMAIN = "messages"
 LINK_PARAM = "lang"
 _BABEL_LOCALE = {"en": "en_US", "zh": "zh_Hans_CN"}
 _current: ContextVar[str | None] = ContextVar("language", default=None)
-_session_language = None  # set by the app: where a run that did not decide yet (a fragment's) finds its language
+_session_language: Callable[[], str | None] | None = (
+    None  # set by the app: where a run that did not decide yet (a fragment's) finds its language
+)
 
 
 @cache
@@ -59,7 +62,7 @@ def language() -> str:
     return lang or DEFAULT
 
 
-def ask_session_with(lookup) -> None:
+def ask_session_with(lookup: Callable[[], str | None]) -> None:
     """Where language() looks when this thread has not been told: the app passes a reader of the session's choice."""
     global _session_language
     _session_language = lookup

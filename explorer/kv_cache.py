@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import streamlit as st
 
@@ -432,7 +434,7 @@ def model_table(rows: list[ModelRow], preset_name: str) -> list[dict]:
             format_bytes(row.model_bytes_measured),
             row.description,
         ]
-        table.append(dict(zip(headers, cells)))
+        table.append(dict(zip(headers, cells, strict=True)))
     return table
 
 
@@ -473,7 +475,8 @@ def scale_figure(
     preset = PRESETS[preset_name]
     grid = [t for t in token_grid(preset) if t > 0]  # a log axis has no 0 bytes (the CSV has the whole grid)
     configs = what_if_configs(preset, **what_if)
-    data, csv = [], []
+    data: list[dict[str, Any]] = []
+    csv: list[dict[str, object]] = []
     for row in rows:
         cfg = preset.attention if row.key == "published_repeated" else configs[row.key]
         exact = [
@@ -517,7 +520,10 @@ def scale_figure(
                 + f"<extra>{row.label}</extra>",
             }
         )
-        csv += [{"cache": row.label, "tokens": t, "batch": batch, "bytes": b} for t, b in zip([0, *grid], [0, *exact])]
+        csv += [
+            {"cache": row.label, "tokens": t, "batch": batch, "bytes": b}
+            for t, b in zip([0, *grid], [0, *exact], strict=True)
+        ]
     shapes, annotations = [], []
     lowest = min(min(trace["y"]) for trace in data)
     highest = max(max(trace["y"]) for trace in data)
@@ -613,7 +619,10 @@ def users_figure(
                 + "<extra></extra>",
             }
         )
-        csv += [{"cache": row.label, "tokens_per_sequence": t, "sequences_that_fit": n} for t, n in zip(grid, fits)]
+        csv += [
+            {"cache": row.label, "tokens_per_sequence": t, "sequences_that_fit": n}
+            for t, n in zip(grid, fits, strict=True)
+        ]
     layout = {
         "title": {
             "text": _("How many sequences fit in {size} ({dtype})", size=format_bytes(max(budget.left, 0)), dtype=dtype)

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import streamlit as st
 
@@ -66,7 +68,7 @@ def section_chart(
     lengths: masks_result's arguments after head. lang: the language of the words in the figure (explorer.i18n's
     language(), passed by the page so that each language has its own cached figure)."""
     result = masks_result(cfg, seed, head, *lengths)
-    long_len, short_len, causal, prefill, chunk, query_len, memory_len = lengths
+    _long_len, short_len, _causal, prefill, _chunk, _query_len, _memory_len = lengths
     if section == "padding":
         panels, height = padding_panels(result.padding, head, short_len), 360
     elif section == "causal":
@@ -74,6 +76,8 @@ def section_chart(
     elif section == "chunk":
         panels, height = chunk_weight_panels(result.chunk, head, prefill), 340
     elif section == "cross":
+        if result.cross is None:
+            raise ValueError("section='cross': MLA has self-attention only, so there is no cross-attention to draw.")
         panels, height = cross_panels(result.cross, head), 340
     else:
         raise ValueError(f"section={section!r}: one of padding, causal, chunk, cross.")
@@ -87,7 +91,7 @@ def heatmaps_figure(panels: list[dict], *, height: int = 360) -> dict:
     widths = [max(len(p["x"]), 1) for p in panels]
     gap = 0.12  # room for the next panel's tick labels: at 0.08 they ran into the panel before on a phone
     usable = 1 - gap * (len(panels) - 1)
-    layout = {
+    layout: dict[str, Any] = {
         "height": height,
         "margin": {"t": 90, "b": 40, "l": 60, "r": 20},  # room for two-line panel titles under the toolbar
         "annotations": [],
@@ -95,7 +99,7 @@ def heatmaps_figure(panels: list[dict], *, height: int = 360) -> dict:
     }
     data = []
     left = 0.0
-    for index, (panel, width) in enumerate(zip(panels, widths)):
+    for index, (panel, width) in enumerate(zip(panels, widths, strict=True)):
         suffix = "" if index == 0 else str(index + 1)
         right = left + usable * width / sum(widths)
         is_mask = panel["kind"] == "mask"

@@ -45,7 +45,10 @@ def requested_page() -> str | None:
     try:
         from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-        asked = get_script_run_ctx().pages_manager.intended_page_name  # not public: None where it is missing
+        ctx = get_script_run_ctx()
+        if ctx is None:  # not in a run (a script, a test of a module)
+            return None
+        asked = ctx.pages_manager.intended_page_name  # not public: None where it is missing
     except AttributeError:
         return None
     return asked if asked and re.fullmatch(r"[A-Za-z0-9_-]{1,64}", asked) else None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import streamlit as st
 
 from attn_core import AttentionConfig, CachesAsMuchAsMHA, LatentCompressesNothing, decode_flops_per_token
@@ -86,7 +88,7 @@ def cache_bar_figure(rows: list[VariantRow], seq_len: int, batch: int, dtype: st
     return _variant_bars(
         rows,
         values,
-        labels=[f"{format_bytes(v)}<br>{row.cache_ratio_to_mha:.3g}× MHA" for v, row in zip(values, rows)],
+        labels=[f"{format_bytes(v)}<br>{row.cache_ratio_to_mha:.3g}× MHA" for v, row in zip(values, rows, strict=True)],
         unit=_("bytes"),
         title=_(
             "KV cache of one layer: {tokens} × batch {batch} in {dtype}",
@@ -116,7 +118,14 @@ def flops_bar_figure(rows: list[VariantRow], seq_len: int) -> dict:
 
 
 def _variant_bars(
-    rows: list[VariantRow], values: list, *, labels: list[str], unit: str, title: str, yaxis_title: str, units=None
+    rows: list[VariantRow],
+    values: list,
+    *,
+    labels: list[str],
+    unit: str,
+    title: str,
+    yaxis_title: str,
+    units: Sequence[tuple[str, float]] | None = None,
 ) -> dict:
     """One bar per variant in its colour, labelled above, with headroom for the labels. The axis ticks are labelled
     in one unit of `units` (bytes in KiB/MiB/GiB by default), never with Plotly's SI letters.

@@ -36,7 +36,7 @@ class Choice:
             fallback=str(fallback),
         )
 
-    def to_text(self, value) -> str:
+    def to_text(self, value: object) -> str:
         return str(value)
 
 
@@ -55,7 +55,7 @@ class Flag:
             return True, _("{name}: {value} is not on/off, so on is used.", name=self.name, value=shown(text))
         return False, _("{name}: {value} is not on/off, so off is used.", name=self.name, value=shown(text))
 
-    def to_text(self, value) -> str:
+    def to_text(self, value: object) -> str:
         return "1" if value else "0"
 
 
@@ -90,7 +90,7 @@ class IntRange:
             )
         return value, None
 
-    def to_text(self, value) -> str:
+    def to_text(self, value: object) -> str:
         return str(value)
 
 
@@ -113,8 +113,8 @@ class Text:
             )
         return cleaned, None
 
-    def to_text(self, value) -> str:
-        return compact_text(value)
+    def to_text(self, value: object) -> str:
+        return compact_text(str(value))
 
     def typed_note(self, typed: str, kept: str) -> str | None:
         """What the page says when what a reader typed or pasted is not what is kept: where a long text was cut,
@@ -173,3 +173,7 @@ def shown(text: str, limit: int = 24) -> str:
     """Echo untrusted link text safely: shortened, with characters that markdown or HTML would act on removed."""
     cleaned = "".join(ch for ch in text if ch.isalnum() or ch in " ._-+")
     return "'" + (cleaned[:limit] + "…" if len(cleaned) > limit else cleaned) + "'"
+
+
+# Any of a page's link parameters, as explorer.state.bound takes them.
+Param = Choice | Flag | IntRange | Text

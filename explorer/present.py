@@ -8,6 +8,7 @@ collapsed, Streamlit's toolbar and footer are hidden (assets/present.css), and `
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import streamlit as st
 
@@ -77,9 +78,9 @@ def for_projector(spec: dict, scale: float = FONT_SCALE) -> dict:
     return {**scaled, "layout": layout}
 
 
-def _scaled(value, scale: float, font: bool = False):
+def _scaled(value: Any, scale: float, font: bool = False) -> Any:
     if isinstance(value, dict):
-        out = {}
+        out: dict[str, Any] = {}
         for key, item in value.items():
             if font and key == "size":
                 out[key] = _times(item, scale)
@@ -91,7 +92,7 @@ def _scaled(value, scale: float, font: bool = False):
     return value
 
 
-def _times(size, scale: float):
+def _times(size: object, scale: float) -> object:
     if isinstance(size, (int, float)) and not isinstance(size, bool):
         return round(size * scale, 1)
     if isinstance(size, list):

@@ -6,8 +6,9 @@ parsed, snapped to the nearest valid choice, and each change is reported as a se
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import asdict, dataclass, fields, replace
+from typing import Any
 
 from attn_core import DTYPES, VARIANTS, AttentionConfig, kv_head_counts
 
@@ -117,7 +118,7 @@ def rope_dim_choices(head_dim: int) -> list[int]:
     return [r for r in ROPE_DIM_CHOICES if r <= head_dim] or [ROPE_DIM_CHOICES[0]]
 
 
-def nearest(value: int, choices) -> int:
+def nearest(value: int, choices: Iterable[int]) -> int:
     """The choice closest to value (ratio-wise, since sizes are spread geometrically); ties go to the smaller."""
     return min(choices, key=lambda c: (max(c, value) / max(min(c, value), 1), c))
 
@@ -127,7 +128,7 @@ def normalize(settings: Settings) -> tuple[Settings, list[str]]:
     """Move every setting that is invalid given the others to its nearest valid value, saying what moved and why."""
     notes: list[str] = []
 
-    def snap(name: str, choices, reason: str) -> None:
+    def snap(name: str, choices: Collection[int], reason: str) -> None:
         nonlocal settings
         value = getattr(settings, name)
         if value not in choices:
@@ -135,7 +136,8 @@ def normalize(settings: Settings) -> tuple[Settings, list[str]]:
             notes.append(
                 _("{name} {value} → {fixed}: {reason}.", name=name, value=str(value), fixed=str(fixed), reason=reason)
             )
-            settings = replace(settings, **{name: fixed})
+            changed: dict[str, Any] = {name: fixed}
+            settings = replace(settings, **changed)
 
     variants = tuple(v for v in VARIANTS if v in settings.variants)
     if not variants:

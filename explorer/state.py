@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import html
 import json
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any, TypeVar
 from urllib.parse import urlencode
 
 import streamlit as st
 import torch
+from streamlit.delta_generator import DeltaGenerator
 from streamlit.errors import StreamlitPageNotFoundError
 
 from attn_core import VARIANTS
@@ -22,7 +25,7 @@ from .glossary import glossary_markdown, variant_name
 from .i18n import LANGUAGES, LINK_PARAM, N_, _
 from .navigation import LANGUAGE_KEY, requested_page, use_language
 from .pages import ALL_SETTINGS, PAGES
-from .params import Choice, IntRange, Text, shown
+from .params import Choice, IntRange, Param, Text, shown
 from .present import present_query, use_presenter
 from .settings import (
     BATCH_CHOICES,
@@ -39,6 +42,8 @@ from .settings import (
     rope_dim_choices,
     version_note,
 )
+
+T = TypeVar("T")
 
 SETTINGS_KEY = "settings"
 APP_CSS = (Path(__file__).resolve().parents[1] / "assets" / "app.css").read_text(encoding="utf-8")
@@ -95,7 +100,11 @@ def page_settings(page_key: str) -> Settings:
     with st.sidebar:
         _declare_language()
         st.segmented_control(
-            _("Language"), tuple(LANGUAGES), format_func=LANGUAGES.get, key=LANGUAGE_KEY, on_change=_keep_language
+            _("Language"),
+            tuple(LANGUAGES),
+            format_func=LANGUAGES.__getitem__,
+            key=LANGUAGE_KEY,
+            on_change=_keep_language,
         )
         if page is not None and not page.uses:
             # A page that reads none of them shows none: seven sliders that do nothing there would only mislead.
@@ -118,7 +127,7 @@ def page_settings(page_key: str) -> Settings:
     return settings
 
 
-def bound(param, render, options: tuple | None = None, *, say_moves: bool = True):
+def bound(param: Param, render: Callable[[str], T], options: tuple | None = None, *, say_moves: bool = True) -> T:
     """A page widget whose value lives in the link under param.name.
 
     render(key) draws the widget with that key and returns its value. options narrows the valid values for this
@@ -164,7 +173,7 @@ def bound(param, render, options: tuple | None = None, *, say_moves: bool = True
     return value
 
 
-def text_box(param: Text, draw, label: str, **options) -> str:
+def text_box(param: Text, draw: Callable[..., str], label: str, **options: Any) -> str:
     """A free-text widget bound to the link that takes any paste. draw is st.text_area or st.text_input.
 
     No max_chars on the widget: the browser would drop a longer paste whole, with no word. What was typed is cleaned
@@ -184,7 +193,7 @@ def text_box(param: Text, draw, label: str, **options) -> str:
     return value
 
 
-def follow(param, source: object, value: object) -> None:
+def follow(param: Param, source: object, value: object) -> None:
     """Set param's widget to value when source differs from the last run's (a new answer opens at its last step);
     the link's own value stands on the run that opens it."""
     key, last_key = f"view_{param.name}", f"_followed_{param.name}"
@@ -242,7 +251,7 @@ def page_link(page_path: str, *, label: str, icon: str | None = None, query: dic
         st.markdown(f"[{label}]({url_path}{'?' + urlencode(query) if query else ''})")
 
 
-def link_query(settings: Settings, **view) -> dict[str, str]:
+def link_query(settings: Settings, **view: object) -> dict[str, str]:
     """Query parameters for a link to another page showing these settings and the given view values, in this
     run's language (and presenter mode, when on)."""
     return (
@@ -271,7 +280,7 @@ def page_not_found() -> None:
 
 
 # --- internals ------------------------------------------------------------------------------------------------------
-def _move_into(param, key: str, options: tuple, say: bool) -> None:
+def _move_into(param: Param, key: str, options: tuple, say: bool) -> None:
     """A view value the settings made unavailable (head 7 after heads went to 2) moves to the nearest valid one,
     and the page says so; a widget given a value outside its range would fail or jump to its minimum instead."""
     current = st.session_state[key]
@@ -339,7 +348,7 @@ def _layer_controls() -> None:
     st.number_input(_("Seed"), min_value=0, max_value=MAX_SEED, step=1, key=_WIDGET["seed"], on_change=_on_change)
 
 
-def _slider(name: str, options, help: str | None = None) -> None:
+def _slider(name: str, options: Iterable[object], help: str | None = None) -> None:
     st.select_slider(_(SLIDER_LABELS[name]), options=list(options), key=_WIDGET[name], on_change=_on_change, help=help)
 
 
@@ -378,7 +387,7 @@ def _phone_language_switch() -> None:
         st.segmented_control(
             _("Language"),
             tuple(LANGUAGES),
-            format_func=LANGUAGES.get,
+            format_func=LANGUAGES.__getitem__,
             key=PHONE_LANGUAGE_KEY,
             on_change=_language_from_phone,
             label_visibility="collapsed",
@@ -420,7 +429,7 @@ def _current_link() -> str:
     return f"{base}?{urlencode(st.query_params.to_dict())}"
 
 
-def _show_link(box) -> None:
+def _show_link(box: DeltaGenerator) -> None:
     link = _current_link()
     with box.container():
         st.code(link, language=None, wrap_lines=True)

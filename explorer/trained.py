@@ -257,7 +257,7 @@ def group_rows_figure(result: TrainedAttention, layer: int, head: int, query: in
 
 def shares_figure(result: TrainedAttention) -> dict:
     """Two layer x head grids: each head's mean share on the first token and on the previous token."""
-    layers, heads = result.first_token_share.shape
+    _layers, heads = result.first_token_share.shape
     common = {"type": "heatmap", "zmin": 0, "zmax": 1, "colorscale": LINEAR_BLUES}
     head_ticks = {"tickvals": list(range(heads)), "ticktext": [f"h{h}" for h in range(heads)]}
     return {

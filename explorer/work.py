@@ -25,7 +25,7 @@ def takes_turns(probe: Callable[..., Result]) -> Callable[..., Result]:
     """Run probe only while holding one of the SLOTS. Put it under st.cache_data, so a cache hit does not wait."""
 
     @functools.wraps(probe)
-    def in_turn(*args, **kwargs) -> Result:
+    def in_turn(*args: object, **kwargs: object) -> Result:
         if getattr(_held, "slot", False):
             return probe(*args, **kwargs)
         with _slots:

@@ -1,6 +1,8 @@
 """Attention heatmaps: the post-softmax weights of every head of a real layer, the variants compared on one input,
 the steps inside one head, and one decode step through the cache."""
 
+from typing import Literal
+
 import streamlit as st
 
 import explorer.shell  # noqa: F401  (first of ours: see explorer/shell.py)
@@ -213,7 +215,7 @@ group_size = cfg.group_size
 group_options = ("all", *range(cfg.n_kv_heads))
 
 
-def group_name(group) -> str:
+def group_name(group: int | Literal["all"]) -> str:
     if group == "all":
         return _("all heads")
     if group_size == 1:
@@ -365,7 +367,7 @@ with fixed_place():  # blocked, or a chart and its table
     else:
         configs = tuple((v, view.layer_config(settings, v, rope)) for v in settings.variants)
         with st.spinner(_("Making the variants from one MHA layer…")):
-            chart, table = view.compare_chart(configs, settings.seed, spec, causal, head, pool, lang)
+            compared, table = view.compare_chart(configs, settings.seed, spec, causal, head, pool, lang)
         if rope and "mla" in settings.variants:
             st.caption(
                 _(
@@ -374,14 +376,14 @@ with fixed_place():  # blocked, or a chart and its table
                     "without position — part of its distance is that."
                 )
             )
-        if chart is not None:
+        if compared is not None:
             caption = _(
                 "Head {head} with the same query weights in each variant: what changes is only the keys it reads.",
                 head=head,
             )
-            if chart.pooling.pooled:
-                caption = sentences(caption, _("Cells are the {pooling}.", pooling=chart.pooling.describe()))
-            show_chart(chart.spec, name="heatmaps-compare", rows=chart.csv.csv_text, caption=caption)
+            if compared.pooling.pooled:
+                caption = sentences(caption, _("Cells are the {pooling}.", pooling=compared.pooling.describe()))
+            show_chart(compared.spec, name="heatmaps-compare", rows=compared.csv.csv_text, caption=caption)
         st.table(table, hide_index=True)
         st.caption(
             _(
@@ -399,8 +401,8 @@ st.latex(
     r"\begin{aligned} \mathrm{Attention}(Q,K,V) &= \mathrm{softmax}(S)\,V, \\ S &= \frac{QK^\top}{\sqrt{d_k}} + M "
     r"\end{aligned}"
 )
-chart = view.steps_chart(cfg, settings.seed, spec, causal, heads, head, pool, lang)
-kv = chart.facts.kv_head
+inside = view.steps_chart(cfg, settings.seed, spec, causal, heads, head, pool, lang)
+kv = inside.facts.kv_head
 if variant == "mla":
     where = _(
         "$Q = [q^C; q^R]$ of head {head}; $K = [k^C; k^R]$: $k^C$ up-projected from the latent vector $c^{{KV}}$ for "
@@ -434,11 +436,11 @@ caption = _(
     "Follow ① to ⑤. ④ equals the layer's own weights for head {head} {agreement}. Scaling by $1/\\sqrt{{d_k}}$ keeps "
     "scores from growing with the head width, which would make the softmax nearly one-hot.",
     head=head,
-    agreement=agreement(chart.facts.weights_error),
+    agreement=agreement(inside.facts.weights_error),
 )
-if chart.pooling.pooled:
-    caption = sentences(caption, _("Square matrices show the {pooling}.", pooling=chart.pooling.describe()))
-show_chart(chart.spec, name="heatmaps-inside-head", rows=chart.csv.csv_text, caption=caption)
+if inside.pooling.pooled:
+    caption = sentences(caption, _("Square matrices show the {pooling}.", pooling=inside.pooling.describe()))
+show_chart(inside.spec, name="heatmaps-inside-head", rows=inside.csv.csv_text, caption=caption)
 if len(heads) > 1 and len(heads) == settings.heads:
     outputs_of = _("all {n} heads", n=settings.heads)
 else:
@@ -449,16 +451,16 @@ st.caption(
         "layer's forward pass, {agreement} (their largest value is {largest}); $W^O$ mixes them into the layer's "
         "output.",
         heads=outputs_of,
-        agreement=agreement(chart.facts.output_rebuild_error),
-        largest=f"{chart.facts.output_scale:.3g}",
+        agreement=agreement(inside.facts.output_rebuild_error),
+        largest=f"{inside.facts.output_scale:.3g}",
     )
 )
 
 # --- 4. one decode step ------------------------------------------------------------------------------------------
 st.header(_("4 · One step of generation"))
 last = f" {shown(tokens[-1])}" if tokens else ""
-chart = view.decode_chart(cfg, settings.seed, spec, causal, heads, head, pool, lang)
-cached = n_("{n} token", "{n} tokens", chart.facts.cached_before)
+step = view.decode_chart(cfg, settings.seed, spec, causal, heads, head, pool, lang)
+cached = n_("{n} token", "{n} tokens", step.facts.cached_before)
 if variant == "mla":
     stored = _(
         "Generating reads the cache: what a prefill stores for the first {cached} (their latent vectors $c^{{KV}}$ and "
@@ -482,12 +484,12 @@ caption = _(
     "One row per head shown (head {head} outlined). The step through the cache gives the last row of the full pass "
     "{agreement}: caching changes the cost, not the result.",
     head=head,
-    agreement=agreement(chart.facts.decode_error),
+    agreement=agreement(step.facts.decode_error),
 )
-if chart.pooling.pooled:
-    caption = sentences(caption, _("Cells are the {pooling}.", pooling=chart.pooling.describe()))
-show_chart(chart.spec, name="heatmaps-decode-step", rows=chart.csv.csv_text, caption=caption)
-st.table(view.cache_table(chart.facts.cache_shapes, cfg, settings.dtype), hide_index=True)
+if step.pooling.pooled:
+    caption = sentences(caption, _("Cells are the {pooling}.", pooling=step.pooling.describe()))
+show_chart(step.spec, name="heatmaps-decode-step", rows=step.csv.csv_text, caption=caption)
+st.table(view.cache_table(step.facts.cache_shapes, cfg, settings.dtype), hide_index=True)
 if variant != "mla" and len(heads) < settings.heads:
     kv_read = cfg.kv_heads_read(heads)
     st.caption(

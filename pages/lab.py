@@ -274,6 +274,11 @@ HEAL_PHASES = {
 }
 
 
+def start_heal(key: str) -> None:
+    """The heal button's callback: start (or join) the heal; what it returns is read from the store on the rerun."""
+    cached.start_heal(key)
+
+
 def heal_section(key: str, model_name: str) -> None:
     """Heal the chosen conversion: a button, then its progress and loss curve, live, for every session."""
     st.markdown("**" + _("Heal it live") + "**")
@@ -298,7 +303,7 @@ def heal_section(key: str, model_name: str) -> None:
             st.button(
                 _("Heal {model} (about {seconds} s)", model=model_name, seconds=f"{healing.LIVE_SECONDS:.0f}"),
                 icon=":material/healing:",
-                on_click=cached.start_heal,
+                on_click=start_heal,
                 args=(key,),
             )
         return

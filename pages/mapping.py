@@ -165,13 +165,13 @@ with right:
             keys=settings.seq_len + 1,
         )
     )
-    rows = view.shape_rows(cfg, settings.batch, settings.seq_len)
+    shapes = view.shape_rows(cfg, settings.batch, settings.seq_len)
     if variant == "mla":
         naive, absorbed = st.tabs([_("Naive: up-project"), _("Absorbed weights")])
-        naive.table(view.shape_table(rows, "naive"), border="horizontal", hide_index=True)
-        absorbed.table(view.shape_table(rows, "absorbed"), border="horizontal", hide_index=True)
+        naive.table(view.shape_table(shapes, "naive"), border="horizontal", hide_index=True)
+        absorbed.table(view.shape_table(shapes, "absorbed"), border="horizontal", hide_index=True)
     else:
-        st.table(view.shape_table(rows, "both"), border="horizontal", hide_index=True)
+        st.table(view.shape_table(shapes, "both"), border="horizontal", hide_index=True)
 
 if variant != "mla":
     st.subheader(_("One weight for q, k and v"))

@@ -1,9 +1,11 @@
 """Masks and batches: padding in a batch of unequal lengths, the causal mask aligned to the end of a KV cache, and
 cross-attention, each computed by the real layer on a few tokens."""
 
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 import explorer.shell  # noqa: F401  (first of ours: see explorer/shell.py)
 
@@ -17,10 +19,10 @@ from explorer.state import bound, page_settings
 settings = page_settings("masks")
 
 
-def slider(label: str, low: int, high: int, help: str | None = None):
+def slider(label: str, low: int, high: int, help: str | None = None) -> Callable[[str], int]:
     """A link-bound length slider; a range of one value is shown as a fixed number (a slider needs two)."""
 
-    def render(key):
+    def render(key: str) -> int:
         if low == high:
             return st.number_input(label, min_value=low, max_value=high, key=key, disabled=True, help=help)
         return st.slider(label, min_value=low, max_value=high, key=key, help=help)
@@ -77,7 +79,7 @@ with top[1]:
 
 # --- view controls --------------------------------------------------------------------------------------------------
 st.caption(_("Lengths of the sequences each section runs (tokens):"))
-cols = st.columns(3)
+cols: Sequence[DeltaGenerator] = st.columns(3)
 with cols[0]:
     long_len = bound(view.LONG, slider(_("Long sequence (tokens)"), view.LONG.low, view.LONG.high))
 with cols[1]:

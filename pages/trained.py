@@ -129,10 +129,10 @@ show_chart(
 )
 
 st.subheader(_("One head up close"))
-columns = st.columns(2)
-with columns[0]:
+pair = st.columns(2)
+with pair[0]:
     layer = bound(view.LAYER, lambda key: st.slider(_("Layer"), 0, cfg.n_layers - 1, key=key), (0, cfg.n_layers - 1))
-with columns[1]:
+with pair[1]:
     head = bound(view.HEAD, lambda key: st.slider(_("Head"), 0, cfg.n_heads - 1, key=key), (0, cfg.n_heads - 1))
 show_chart(
     view.head_figure(result, layer, head),

@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import streamlit as st
 
-from attn_core import AttentionConfig
+from attn_core import AttentionConfig, GroupedQueryAttention
 from explorer.i18n import _, fmt
 from explorer.params import clean_text
 from explorer.probes.heatmaps import (
@@ -43,7 +43,8 @@ class Inputs:
 def make_input_spec(settings: Settings, *, kind: str, text: str, tokens: str, scale: str) -> Inputs:
     """The window of tokens the page computes, and sentences saying what was cut."""
     base = InputSpec(d_model=settings.d_model, seed=settings.seed, scale=float(scale))
-    notes, split = [], ()
+    notes: list[str] = []
+    split: tuple[str, ...] = ()
     if kind == "text":
         words = tokenize(clean_text(text, MAX_TEXT_CHARS), tokens)
         if not words:
@@ -81,7 +82,7 @@ def variant_result(cfg: AttentionConfig, seed: int, spec: InputSpec, causal: boo
 
 
 @st.cache_data(max_entries=4, show_spinner=False)
-def kv_basis(d_model: int, heads: int, seed: int, _mha) -> np.ndarray:
+def kv_basis(d_model: int, heads: int, seed: int, _mha: GroupedQueryAttention) -> np.ndarray:
     """MHA's key-value singular vectors for the MLA conversion. They depend on the MHA weights alone, so a change of
     window, KV groups or latent width reuses them; on a miss they come from the MHA layer the comparison has just
     built (_mha: not part of the cache key, which (d_model, heads, seed) determines)."""

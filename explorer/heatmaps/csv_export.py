@@ -26,9 +26,9 @@ class PanelNumbers:
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\r\n")
         writer.writerow(("matrix", "row", *(f"c{j}" for j in range(width))))
-        for name, labels, z in zip(self.names, self.labels, self.matrices):
+        for name, labels, z in zip(self.names, self.labels, self.matrices, strict=True):
             padding = ("",) * (width - z.shape[1])
-            for label, line in zip(labels, z.tolist()):
+            for label, line in zip(labels, z.tolist(), strict=True):
                 cells = [f"{v:.7g}" if v == v else "" for v in line]  # v != v: NaN, a masked cell
                 writer.writerow((name, label, *cells, *padding))
         return out.getvalue()

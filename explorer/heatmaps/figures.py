@@ -8,7 +8,7 @@ from plotly.colors import sample_colorscale
 from explorer.i18n import _
 from explorer.probes.heatmaps import Comparison, HeadSteps, Skipped, VariantPass, block_size, pool_blocks
 
-from .csv_export import panel_csv
+from .csv_export import PanelNumbers, panel_csv
 from .heads import grid_columns
 from .layout import panels_figure
 from .panels import HOW, Panel, Pooling, attention_panel, axis_labels, grid_pooling
@@ -24,7 +24,7 @@ def _square_root_blues() -> list[list]:
     """Blues laid out so colour grows with the square root of the value: weights of 0.01 are visible next to 1,
     while the colour bar still reads in plain weights."""
     steps = np.linspace(0.0, 1.0, 17)
-    return [[float(s * s), color] for s, color in zip(steps, sample_colorscale("Blues", steps.tolist()))]
+    return [[float(s * s), color] for s, color in zip(steps, sample_colorscale("Blues", steps.tolist()), strict=True)]
 
 
 WEIGHT_COLORSCALE = _square_root_blues()
@@ -62,7 +62,9 @@ def head_label(head: int, kv_head: int, variant: str, *, two_lines: bool = False
     return _("head {head} · KV {kv}", head=head, kv=kv_head)
 
 
-def grid_figure(result: VariantPass, variant: str, group_size: int, *, pool: str, tokens: list[str] | None):
+def grid_figure(
+    result: VariantPass, variant: str, group_size: int, *, pool: str, tokens: list[str] | None
+) -> tuple[dict, PanelNumbers, Pooling]:
     """Every computed head's weights, one KV group per row where groups are 2..8 heads wide."""
     weights, heads = result.weights, result.heads
     pooling = grid_pooling(weights.shape[1], len(heads), pool)
@@ -76,7 +78,7 @@ def grid_figure(result: VariantPass, variant: str, group_size: int, *, pool: str
             tokens=tokens,
             csv_name=head_label(h, kv, variant),
         )
-        for i, (h, kv) in enumerate(zip(heads, result.kv_head))
+        for i, (h, kv) in enumerate(zip(heads, result.kv_head, strict=True))
     ]
     vmax = max(float(np.nanmax(p.z)) for p in panels)
     fig = panels_figure(
@@ -90,7 +92,9 @@ def grid_figure(result: VariantPass, variant: str, group_size: int, *, pool: str
     return fig, panel_csv(panels), pooling
 
 
-def compare_figure(results: dict[str, Comparison | Skipped], head: int, *, pool: str, tokens: list[str] | None):
+def compare_figure(
+    results: dict[str, Comparison | Skipped], head: int, *, pool: str, tokens: list[str] | None
+) -> tuple[dict, PanelNumbers, Pooling]:
     """Head `head` of each variant made from the same MHA layer, side by side."""
     shown = {v: r for v, r in results.items() if isinstance(r, Comparison)}
     length = next(iter(shown.values())).weights.shape[1]
@@ -116,7 +120,9 @@ def compare_figure(results: dict[str, Comparison | Skipped], head: int, *, pool:
     return fig, panel_csv(panels), pooling
 
 
-def steps_figure(steps: HeadSteps, *, causal: bool, pool: str, tokens: list[str] | None, d_k: int):
+def steps_figure(
+    steps: HeadSteps, *, causal: bool, pool: str, tokens: list[str] | None, d_k: int
+) -> tuple[dict, PanelNumbers, Pooling]:
     """Q, K, V, then Q·Kᵀ, ÷√d_k, masked, softmax and ×V as matrices, in the order the formula applies them."""
     length, keys = steps.scores.shape
     square = Pooling(block_size(length, STEP_SIDE), block_size(keys, STEP_SIDE), pool)
@@ -248,14 +254,16 @@ def steps_figure(steps: HeadSteps, *, causal: bool, pool: str, tokens: list[str]
     return fig, panel_csv(panels), square
 
 
-def decode_figure(result: VariantPass, variant: str, *, pool: str, tokens: list[str] | None, highlight: int):
+def decode_figure(
+    result: VariantPass, variant: str, *, pool: str, tokens: list[str] | None, highlight: int
+) -> tuple[dict, PanelNumbers, Pooling]:
     """The decode step's weights: one row per head (grouped heads next to each other), one column per cached key."""
     row = result.decode.row  # [H, S], one row per computed head
     heads, keys = row.shape
     pooling = Pooling(1, block_size(keys, max(1, DECODE_CELLS // heads)), pool)
     z = pool_blocks(row, 1, pooling.cols, pool)
     x = axis_labels(keys, pooling.cols, tokens)
-    y = [head_label(h, kv, variant) for h, kv in zip(result.heads, result.kv_head)]
+    y = [head_label(h, kv, variant) for h, kv in zip(result.heads, result.kv_head, strict=True)]
     if pooling.pooled:
         # TRANSLATORS: how is "mean" or "max"
         block = _("{how} of {n} keys:", how=_(HOW[pool]), n=pooling.cols)

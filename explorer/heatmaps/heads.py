@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from explorer.i18n import _
 
 MAX_PANELS = 16  # heads drawn (and computed) at once in the grid; the page picker moves through the rest
 
 
-def head_pages(n_heads: int, group_size: int, group) -> list[range]:
+def head_pages(n_heads: int, group_size: int, group: int | Literal["all"]) -> list[range]:
     """The pages of at most MAX_PANELS heads the grid shows, of all heads or of one KV group. A page holds whole KV
     groups, or heads of one group when a group has more than MAX_PANELS: so each page is a layer of its own
     (AttentionConfig.head_subset), and only its heads are computed."""
-    if group == "all":
-        candidates = range(n_heads)
-    else:
-        candidates = range(group * group_size, (group + 1) * group_size)
+    candidates = range(n_heads) if group == "all" else range(group * group_size, (group + 1) * group_size)
     if group_size <= MAX_PANELS:
         runs, per_page = [candidates], MAX_PANELS // group_size * group_size
     else:

@@ -41,7 +41,7 @@ def panels_figure(
     of each column, so long token labels never run into the neighbouring panel; the hover names every cell anyway.
     """
     slots = layout_cols or [list(range(ncols))] * math.ceil(len(panels) / ncols)
-    placed = []  # (row, column) of each panel
+    placed: list[tuple[int, int]] = []  # (row, column) of each panel
     for r, cols in enumerate(slots):
         placed.extend((r, c) for c in cols)
     placed = placed[: len(panels)]
@@ -64,7 +64,8 @@ def panels_figure(
     if title:
         layout["title"] = {"text": title, "font": {"size": 14}}
     data = []
-    for index, (panel, (r, c)) in enumerate(zip(panels, placed)):
+    # placed holds every slot of the grid's rows: the last row may have more slots than panels left
+    for index, (panel, (r, c)) in enumerate(zip(panels, placed, strict=False)):
         suffix = "" if index == 0 else str(index + 1)
         x0, x1 = c / ncols + gap_x / 2, (c + 1) / ncols - gap_x / 2
         y1 = 1 - r / nrows - (gap_y / 2 if r else 0)
@@ -120,8 +121,8 @@ def panels_figure(
             # shrink instead of running into each other
             trace["texttemplate"] = "%{z:.2f}"
         data.append(trace)
-    for name, axis in coloraxes.items():
-        layout[name] = axis
+    for name, colour_axis in coloraxes.items():
+        layout[name] = colour_axis
     return {"data": data, "layout": layout}
 
 

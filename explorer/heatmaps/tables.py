@@ -13,7 +13,7 @@ LATENT_READERS = {
 }
 
 
-def cache_table(cache_shapes: dict, cfg: AttentionConfig, dtype: str) -> list[dict]:
+def cache_table(cache_shapes: dict[str, tuple[int, ...]], cfg: AttentionConfig, dtype: str) -> list[dict]:
     """What the decode step read from the cache, from the shapes measured on the real cache after the step."""
     size = bytes_per_element(dtype)
     if cfg.n_kv_heads == 1:
@@ -64,7 +64,7 @@ def similarity_table(results: dict[str, Comparison | Skipped], head: int) -> lis
             _percent(r.within_group_overlap),
             _percent(r.between_group_overlap),
         ]
-        table.append(dict(zip(columns, values)))
+        table.append(dict(zip(columns, values, strict=True)))
     return table
 
 

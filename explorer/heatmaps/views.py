@@ -6,6 +6,7 @@ The figures carry words (titles, axes, hover texts), so each view is cached per 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 import numpy as np
 import streamlit as st
@@ -49,18 +50,22 @@ class DecodeFacts:
 
     decode_error: float  # the decode step's row vs the full pass's last row
     cached_before: int
-    cache_shapes: tuple
+    cache_shapes: dict[str, tuple[int, ...]]  # each stored tensor's shape, as KVCache.shapes() reads them
+
+
+# The facts a chart's caption states: HeadsFacts, StepFacts, DecodeFacts, or None.
+Facts = TypeVar("Facts")
 
 
 @dataclass
-class Chart:
+class Chart(Generic[Facts]):
     """A figure ready to draw (its dict, arrays encoded), the numbers it plots, how it was pooled, and the facts its
     caption states."""
 
     spec: dict
     csv: PanelNumbers
     pooling: Pooling
-    facts: HeadsFacts | StepFacts | DecodeFacts | None = None
+    facts: Facts  # None where the caption states nothing measured
 
 
 def _tokens(spec: InputSpec) -> list[str] | None:
@@ -70,7 +75,7 @@ def _tokens(spec: InputSpec) -> list[str] | None:
 @st.cache_data(max_entries=16, show_spinner=False)
 def heads_chart(
     cfg: AttentionConfig, seed: int, spec: InputSpec, causal: bool, heads: range, pool: str, lang: str
-) -> Chart:
+) -> Chart[HeadsFacts]:
     result = variant_result(cfg, seed, spec, causal, heads)
     fig, rows, pooling = grid_figure(result, cfg.variant, cfg.group_size, pool=pool, tokens=_tokens(spec))
     weights = result.weights
@@ -90,19 +95,19 @@ def compare_chart(
     head: int,
     pool: str,
     lang: str,
-) -> tuple[Chart | None, list[dict]]:
+) -> tuple[Chart[None] | None, list[dict]]:
     results = comparison_result(configs, seed, spec, causal)
     table = similarity_table(results, head)
     if not any(isinstance(r, Comparison) for r in results.values()):
         return None, table
     fig, rows, pooling = compare_figure(results, head, pool=pool, tokens=_tokens(spec))
-    return Chart(fig, rows, pooling), table
+    return Chart(fig, rows, pooling, None), table
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def steps_chart(
     cfg: AttentionConfig, seed: int, spec: InputSpec, causal: bool, heads: range, head: int, pool: str, lang: str
-) -> Chart:
+) -> Chart[StepFacts]:
     """Head `head` (one of the page's heads) step by step."""
     result = variant_result(cfg, seed, spec, causal, heads)
     steps = steps_of_head(result, head, causal)
@@ -120,7 +125,7 @@ def steps_chart(
 @st.cache_data(max_entries=16, show_spinner=False)
 def decode_chart(
     cfg: AttentionConfig, seed: int, spec: InputSpec, causal: bool, heads: range, head: int, pool: str, lang: str
-) -> Chart:
+) -> Chart[DecodeFacts]:
     """The decode step's figure; its facts carry the cache shapes, so the cache table (which depends on the sidebar's
     dtype too) is made on the page without redrawing the figure."""
     result = variant_result(cfg, seed, spec, causal, heads)

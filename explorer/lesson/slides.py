@@ -77,7 +77,9 @@ def gif_bytes(frames: list[Image.Image], duration_ms: int) -> bytes:
     return out.getvalue()
 
 
-def _text(draw: ImageDraw.ImageDraw, xy, text: str, size: int, fill: str = INK, anchor: str = "la") -> None:
+def _text(
+    draw: ImageDraw.ImageDraw, xy: tuple[float, float], text: str, size: int, fill: str = INK, anchor: str = "la"
+) -> None:
     draw.text(xy, text, font=font(size), fill=fill, anchor=anchor)
 
 

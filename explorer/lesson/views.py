@@ -19,6 +19,8 @@ from explorer.charts import difference, format_bytes
 from explorer.i18n import _, language, percent, set_language
 from explorer.model import trained_model
 from explorer.params import Choice
+from explorer.probes.decode import DecodeTrace
+from explorer.probes.heatmaps import InputSpec
 from explorer.probes.models import memory_budget
 from explorer.settings import Settings
 
@@ -83,11 +85,11 @@ def _in_language(lang: str, make: Callable[[], bytes]) -> Callable[[], bytes]:
     return run
 
 
-def _text_input(settings: Settings):
+def _text_input(settings: Settings) -> InputSpec:
     return heatmaps.make_input_spec(settings, kind="text", text=sentence(), tokens="words", scale=SCALE).spec
 
 
-def _heatmaps_query(settings: Settings, variant: str, **view) -> dict[str, str]:
+def _heatmaps_query(settings: Settings, variant: str, **view: object) -> dict[str, str]:
     return {
         "hm_variant": variant,
         "hm_input": "text",
@@ -150,7 +152,7 @@ def every_head(lang: str) -> StepView:
     )
 
 
-def _traces(settings: Settings, repeated: bool):
+def _traces(settings: Settings, repeated: bool) -> dict[str, DecodeTrace]:
     traces, _skipped = kv_cache.traces_for(settings, PROMPT_TOKENS, DECODED_TOKENS, repeated)
     return traces
 
@@ -176,7 +178,7 @@ def morph_gif(settings: Settings, lang: str) -> bytes:
     return slides.morph_gif(mapping.frames_for(settings), settings)
 
 
-def _kv_query(**view) -> dict[str, str]:
+def _kv_query(**view: object) -> dict[str, str]:
     return {
         "kv_prompt": str(PROMPT_TOKENS),
         "kv_steps": str(DECODED_TOKENS),

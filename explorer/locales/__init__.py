@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from babel.messages.catalog import Catalog
 from babel.messages.extract import extract_from_dir
@@ -20,7 +21,7 @@ from babel.messages.pofile import read_po, write_po
 ROOT = Path(__file__).resolve().parents[2]
 CATALOG = Path(__file__).parent / "zh" / "LC_MESSAGES" / "messages.po"
 # Fixed header fields, so that updating the catalog changes only the messages (no date churn, no merge conflicts).
-HEADER = dict(
+HEADER: dict[str, Any] = dict(
     project="Attention Explorer",
     version="wave 2",
     copyright_holder="the Attention Explorer authors",

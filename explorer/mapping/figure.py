@@ -63,7 +63,7 @@ def _edge_traces(query_bars: list[QueryBar], stores: list[StoreBar], is_mla: boo
             hoverinfo="skip",
             showlegend=False,
         )
-        for (xs, ys), color in zip(edges[:EDGE_SLOTS], edge_colors)
+        for (xs, ys), color in zip(edges[:EDGE_SLOTS], edge_colors, strict=True)
     ]
     traces.append(
         dict(
@@ -338,6 +338,6 @@ def mapping_spec(frames: list[MorphFrame], active: int, settings: Settings, high
         "layout": layout,
         "frames": [
             {"name": frame.key, "data": content.traces, "layout": layout_of(content)}
-            for frame, content in zip(frames, contents)
+            for frame, content in zip(frames, contents, strict=True)
         ],
     }

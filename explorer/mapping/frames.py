@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from explorer.glossary import variant_name
 from explorer.i18n import _, language
 from explorer.probes.mapping import MorphFrame, ReadMapping
@@ -66,7 +68,7 @@ def bundles(n: int, max_drawn: int = MAX_DRAWN) -> list[tuple[int, int]]:
     size = next(b for b in range(2, n + 1) if n % b == 0 and n // b <= max_drawn)
     if size > 2 * -(-n // max_drawn):  # no divisor near n / max_drawn: split as evenly as possible instead
         edges = [round(i * n / max_drawn) for i in range(max_drawn + 1)]
-        return list(zip(edges[:-1], edges[1:]))
+        return list(itertools.pairwise(edges))
     return [(i, i + size) for i in range(0, n, size)]
 
 

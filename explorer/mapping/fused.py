@@ -105,7 +105,7 @@ def fused_figure(result: FusedProjection, cfg: AttentionConfig) -> dict:
                 "textfont": {"color": "white", "size": 12, "weight": 700, "shadow": "0px 0px 3px #22252b"},
             }
         data.append(trace)
-    layout = {
+    figure_layout = {
         "barmode": "overlay",
         "height": 220,
         "margin": {"t": 30, "b": 65, "l": 10, "r": 10},
@@ -117,7 +117,7 @@ def fused_figure(result: FusedProjection, cfg: AttentionConfig) -> dict:
         "yaxis": {"autorange": "reversed", "automargin": True},
         "plot_bgcolor": "rgba(0,0,0,0)",
     }
-    return {"data": data, "layout": layout}
+    return {"data": data, "layout": figure_layout}
 
 
 def fused_agreement(result: FusedProjection) -> str:

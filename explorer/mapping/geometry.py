@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from attn_core import AttentionConfig
 from explorer.probes.mapping import MorphFrame
 from explorer.settings import Settings
@@ -44,7 +46,8 @@ def store_bars(frame: MorphFrame, cfg: AttentionConfig, settings: Settings) -> l
     """The KV row: one bar per store (or bundle of stores), each as wide as its share of MHA's cache per token."""
     mha_elements = 2 * settings.heads * settings.head_dim
     if frame.variant == "mla":
-        groups = [("c_kv", "c_kv", [0], cfg.kv_lora_rank), ("k_rope", "k_rope", [1], cfg.qk_rope_head_dim)]
+        widths = cfg.latent_widths
+        groups = [("c_kv", "c_kv", [0], widths.kv_lora_rank), ("k_rope", "k_rope", [1], widths.qk_rope_head_dim)]
     else:
         groups = [
             (
@@ -71,7 +74,7 @@ def query_bars(frame: MorphFrame, stores: list[StoreBar], heads: int, highlight:
     lit = set(readers(frame, highlight)) if highlight else None
     bars = []
     for start, stop in bundles(heads):
-        read_stores = frame.reads[:, start:stop].any(axis=1).nonzero()[0].tolist()
+        read_stores = np.flatnonzero(frame.reads[:, start:stop].any(axis=1)).tolist()
         bars.append(
             QueryBar(
                 start=start,

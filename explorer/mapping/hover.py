@@ -22,7 +22,8 @@ def read_text(frame: MorphFrame, cfg: AttentionConfig, settings: Settings) -> st
     batch, tokens, dims = settings.batch, settings.seq_len, _dims(settings)
     element = bytes_per_element(settings.dtype)
     if frame.variant == "mla":
-        dc, dr = cfg.kv_lora_rank, cfg.qk_rope_head_dim
+        widths = cfg.latent_widths
+        dc, dr = widths.kv_lora_rank, widths.qk_rope_head_dim
         per_head_bytes = batch * tokens * (dc + dr) * element
         return _(
             "per head: c_kv {c_kv} and k_rope {k_rope}, the same for every head<br>"
@@ -30,7 +31,7 @@ def read_text(frame: MorphFrame, cfg: AttentionConfig, settings: Settings) -> st
             "cache bytes read per head and decode step: {size}",
             c_kv=f"{dims}{dc}]",
             k_rope=f"{dims}{dr}]",
-            k=f"{dims}{cfg.qk_nope_head_dim + dr}]",
+            k=f"{dims}{widths.qk_nope_head_dim + dr}]",
             v=f"{dims}{cfg.v_head_dim}]",
             size=format_bytes(per_head_bytes),
         )
@@ -71,7 +72,8 @@ def store_hover(frame: MorphFrame, cfg: AttentionConfig, settings: Settings, sto
         members = store.members
         who = sorted({h for m in members for h in readers(frame, frame.stores[m])})
         if frame.variant == "mla":
-            width = cfg.kv_lora_rank if store.label == "c_kv" else cfg.qk_rope_head_dim
+            widths = cfg.latent_widths
+            width = widths.kv_lora_rank if store.label == "c_kv" else widths.qk_rope_head_dim
             what = f"{store_label(store.label)}: {dims}{width}]"
             nbytes = batch * tokens * width * element
         elif len(members) > 1:

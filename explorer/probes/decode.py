@@ -18,6 +18,8 @@ import torch
 
 from attn_core import (
     AttentionConfig,
+    GroupedKVCache,
+    LatentKVCache,
     as_dtype,
     build_attention,
     empty_cache,
@@ -65,7 +67,7 @@ class StoredCopy:
     The layer sees the working cache (seq_len, append); the copy is only written, so it cannot change any output.
     """
 
-    def __init__(self, working, copy):
+    def __init__(self, working: GroupedKVCache | LatentKVCache, copy: GroupedKVCache | LatentKVCache) -> None:
         self.working, self.copy = working, copy
         self._copy_dtype = next(iter(copy.buffers.values())).storage.dtype
 
@@ -73,7 +75,7 @@ class StoredCopy:
     def seq_len(self) -> int:
         return self.working.seq_len
 
-    def append(self, *tensors: torch.Tensor):
+    def append(self, *tensors: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | torch.Tensor:
         self.copy.append(*(t.to(self._copy_dtype) for t in tensors))
         return self.working.append(*tensors)
 

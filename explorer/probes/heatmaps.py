@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
@@ -21,12 +21,15 @@ from torch import nn
 
 from attn_core import (
     AttentionConfig,
+    GroupedKVCache,
     GroupedQueryAttention,
+    LatentKVCache,
     MultiHeadLatentAttention,
     build_attention,
     causal_allowed,
     seeded_generator,
 )
+from explorer.probes import with_weights
 
 MAX_TEXT_CHARS = 200
 MAX_TEXT_TOKENS = 128
@@ -115,7 +118,7 @@ class HeadTensors:
     scale: float  # 1 / sqrt(d_k)
 
 
-def head_tensors(layer, x: torch.Tensor) -> HeadTensors:
+def head_tensors(layer: GroupedQueryAttention | MultiHeadLatentAttention, x: torch.Tensor) -> HeadTensors:
     """The q, k, v the layer's forward pass attends with (prefill from position 0, batch 1), per head."""
     cfg = layer.cfg
     if isinstance(layer, MultiHeadLatentAttention):
@@ -130,7 +133,7 @@ def head_tensors(layer, x: torch.Tensor) -> HeadTensors:
 
 
 @contextmanager
-def projections_computed_once(layer):
+def projections_computed_once(layer: nn.Module) -> Iterator[dict[nn.Linear, list[tuple[torch.Tensor, torch.Tensor]]]]:
     """While a layer is taken apart, each of its linear projections called again on an input equal to one it has
     already seen returns the output it gave then, instead of a second product with d_model² weights (the costliest
     step of a wide layer). Yields {projection: [(input, output), ...]} in call order, so the caller can read what went in.
@@ -143,7 +146,11 @@ def projections_computed_once(layer):
             continue
         seen = calls[module] = []
 
-        def remembering(inp: torch.Tensor, compute=module.forward, seen=seen) -> torch.Tensor:
+        def remembering(
+            inp: torch.Tensor,
+            compute: Callable[[torch.Tensor], torch.Tensor] = module.forward,
+            seen: list[tuple[torch.Tensor, torch.Tensor]] = seen,
+        ) -> torch.Tensor:
             for past_in, past_out in seen:
                 if past_in.shape == inp.shape and torch.equal(past_in, inp):
                     return past_out
@@ -151,7 +158,8 @@ def projections_computed_once(layer):
             seen.append((inp, out))
             return out
 
-        module.forward = remembering  # an instance attribute: shadows Linear.forward on this layer only
+        # An instance attribute: shadows Linear.forward on this layer only (mypy cannot type replacing a method).
+        module.forward = remembering  # type: ignore[method-assign,assignment]
     try:
         yield calls
     finally:
@@ -276,7 +284,7 @@ def explore_variant(
     layer = build_attention(cfg, seed=seed, heads=heads)
     x = make_inputs(inputs)
     with projections_computed_once(layer) as calls:
-        out, weights = layer(x, return_weights=True, causal=causal)  # weights [1, H, L, S]
+        out, weights = with_weights(layer(x, return_weights=True, causal=causal))  # weights [1, H, L, S]
         parts = head_tensors(layer, x)
         decode = decode_last_token(layer, x, parts)
     heads_in = calls[layer.o_proj][0][0]  # what o_proj received in the forward pass: [1, L, H * d_v]
@@ -297,29 +305,35 @@ def explore_variant(
     )
 
 
-def prefilled_cache(layer, x: torch.Tensor, parts: HeadTensors):
+def prefilled_cache(
+    layer: GroupedQueryAttention | MultiHeadLatentAttention, x: torch.Tensor, parts: HeadTensors
+) -> GroupedKVCache | LatentKVCache:
     """A fresh cache holding all but the last token as a prefill stores them, through the cache's own append: for
     grouped layers their keys after RoPE and values (parts: what the forward pass attended with), for MLA the
     normalised latent c_kv and the rotated shared key k_rope (the layer's own compress). A prefill forward pass would
     also run the queries and o_proj over those tokens, whose results a cache does not keep."""
-    cache = layer.new_cache(1)
-    if x.shape[1] > 1:
-        if isinstance(layer, MultiHeadLatentAttention):
+    if isinstance(layer, MultiHeadLatentAttention):
+        latent = layer.new_cache(1)
+        if x.shape[1] > 1:
             c_kv, k_rope = layer.compress(x, 0)  # [1, 1, L, d_c], [1, 1, L, d_h^R]
-            cache.append(c_kv[:, :, :-1], k_rope[:, :, :-1])
-        else:
-            cache.append(parts.k[None, :, :-1], parts.v[None, :, :-1])  # [1, K, L - 1, d_h]
-    return cache
+            latent.append(c_kv[:, :, :-1], k_rope[:, :, :-1])
+        return latent
+    grouped = layer.new_cache(1)
+    if x.shape[1] > 1:
+        grouped.append(parts.k[None, :, :-1], parts.v[None, :, :-1])  # [1, K, L - 1, d_h]
+    return grouped
 
 
-def decode_last_token(layer, x: torch.Tensor, parts: HeadTensors) -> DecodeStep:
+def decode_last_token(
+    layer: GroupedQueryAttention | MultiHeadLatentAttention, x: torch.Tensor, parts: HeadTensors
+) -> DecodeStep:
     """Prefill all but the last token into a fresh cache, then decode the last one asking for its weights.
 
     The decode step is the real generation path (for MLA, attention in latent space with absorbed weights).
     """
     cache = prefilled_cache(layer, x, parts)
     held_before = cache.seq_len
-    _, weights = layer(x[:, -1:], cache=cache, return_weights=True)  # [1, H, 1, S]
+    _, weights = with_weights(layer(x[:, -1:], cache=cache, return_weights=True))  # [1, H, 1, S]
     shapes = cache.shapes()
     return DecodeStep(
         row=weights[0, :, 0].numpy(),  # [H, S]
@@ -372,9 +386,10 @@ def latent_from_mha(
     RMS; its gain is set to the expected RMS for inputs of that scale, so it cancels on average, not per token.
     """
     mcfg = mha.cfg
-    d_h, d_r, d_c, heads = mcfg.head_dim, cfg.qk_rope_head_dim, cfg.kv_lora_rank, cfg.n_heads
+    d_h, heads = mcfg.head_dim, cfg.n_heads
     if (cfg.qk_nope_head_dim, cfg.v_head_dim, cfg.q_lora_rank) != (d_h, d_h, None) or cfg.n_heads != mcfg.n_heads:
         raise ValueError("latent_from_mha needs an MLA config with MHA's heads and head widths and a full-rank query.")
+    d_r, d_c = cfg.latent_widths.qk_rope_head_dim, cfg.latent_widths.kv_lora_rank
     w_k = mha.k_proj.weight.reshape(heads, d_h, -1)
     w_v = mha.v_proj.weight.reshape(heads, d_h, -1)
     joint = torch.cat((w_k, w_v), dim=1).reshape(heads * 2 * d_h, -1)  # kv_b_proj's layout: per head [k_nope; v]
@@ -433,7 +448,7 @@ def group_overlaps(weights: torch.Tensor, group_size: int) -> tuple[float | None
     between_l1 = pairwise_l1_sum(cells) - within_l1 if between_pairs else None
     # TV = L1 / 2 per row; averaged over rows and pairs
     within = float(1 - within_l1 / (2 * rows * within_pairs)) if within_pairs else None
-    between = float(1 - between_l1 / (2 * rows * between_pairs)) if between_pairs else None
+    between = float(1 - between_l1 / (2 * rows * between_pairs)) if between_l1 is not None else None
     return within, between
 
 
@@ -459,7 +474,7 @@ def compare_from_mha(
     mha_cfg = AttentionConfig("mha", d_model=first.d_model, n_heads=first.n_heads, rope=first.rope)
     mha = build_attention(mha_cfg, seed=seed)
     x = make_inputs(inputs)
-    mha_out, mha_weights = mha(x, return_weights=True, causal=causal)
+    mha_out, mha_weights = with_weights(mha(x, return_weights=True, causal=causal))
     results: dict[str, Comparison | Skipped] = {}
     for variant, cfg in configs.items():
         if variant == "mla" and cfg.d_model > MLA_CONVERSION_MAX_D_MODEL:
@@ -470,13 +485,14 @@ def compare_from_mha(
                 limit=MLA_CONVERSION_MAX_D_MODEL,
             )
             continue
+        layer: GroupedQueryAttention | MultiHeadLatentAttention
         if variant == "mha":
             layer = mha
         elif variant == "mla":
             layer = latent_from_mha(mha, cfg, input_rms=inputs.scale, basis=basis_of(mha))
         else:
             layer = pooled_from_mha(mha, cfg)
-        out, weights = layer(x, return_weights=True, causal=causal)
+        out, weights = with_weights(layer(x, return_weights=True, causal=causal))
         weights = weights[0]  # [H, L, S]
         group = cfg.group_size if variant != "mla" else 1
         within, between = group_overlaps(weights, group)

@@ -11,13 +11,28 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
+from typing import TypeVar
 
 import numpy as np
 import torch
 from einops import rearrange
 
-from attn_core import LAYOUTS, AttentionConfig, build_attention, fuse_qkv, fused_blocks, kv_head_counts
+from attn_core import (
+    LAYOUTS,
+    AttentionConfig,
+    AttentionLayer,
+    GroupedKVCache,
+    GroupedQueryAttention,
+    KVCache,
+    LatentKVCache,
+    MultiHeadLatentAttention,
+    build_attention,
+    fuse_qkv,
+    fused_blocks,
+    kv_head_counts,
+)
 from explorer.i18n import N_
+from explorer.probes import with_weights
 
 CONTEXT_TOKENS = 3  # cached tokens before the probing decode step: a few suffice, every head then reads every store
 # A head counts as reading a store when its output moves by more than this fraction of the outputs' scale. Readers
@@ -106,9 +121,11 @@ def store_names(cfg: AttentionConfig) -> list[str]:
     return [f"kv{g}" for g in range(cfg.n_kv_heads)]
 
 
-def _disturb(cache, cfg: AttentionConfig, row: int, store: int, noise: torch.Generator) -> None:
+def _disturb(
+    cache: GroupedKVCache | LatentKVCache, cfg: AttentionConfig, row: int, store: int, noise: torch.Generator
+) -> None:
     """Add noise as large as the stored values to one store of one batch row, in place."""
-    if cfg.variant == "mla":
+    if isinstance(cache, LatentKVCache):
         targets = [cache.c_kv[row, 0] if store == 0 else cache.k_rope[row, 0]]
     else:
         targets = [cache.k[row, store], cache.v[row, store]]
@@ -151,7 +168,7 @@ def read_mapping(cfg: AttentionConfig, *, seed: int) -> ReadMapping:
 
 def morph_configs(d_model: int, n_heads: int, kv_lora_rank: int, rope_dim: int) -> list[tuple[str, AttentionConfig]]:
     """The animation's steps: MHA, GQA through every group count between, MQA, then MLA (keys as "gqa:4")."""
-    steps = [("mha", AttentionConfig("mha", d_model=d_model, n_heads=n_heads))]
+    steps: list[tuple[str, AttentionConfig]] = [("mha", AttentionConfig("mha", d_model=d_model, n_heads=n_heads))]
     for groups in reversed(kv_head_counts(n_heads)[1:-1]):  # GQA: every group count between MHA and MQA
         steps.append((f"gqa:{groups}", AttentionConfig("gqa", d_model=d_model, n_heads=n_heads, n_kv_heads=groups)))
     steps.append(("mqa", AttentionConfig("mqa", d_model=d_model, n_heads=n_heads)))
@@ -193,11 +210,18 @@ def path_shapes(cfg: AttentionConfig, *, batch: int, seq_len: int) -> list[PathS
         PathShape(step=step, way=way, prefill=prefill, decode=decode, note=note[0], note_values=note[1])
         if isinstance(note, tuple)
         else PathShape(step=step, way=way, prefill=prefill, decode=decode, note=note)
-        for (step, way, prefill, note), (_, _, decode, _) in zip(*results)
+        for (step, way, prefill, note), (_, _, decode, _) in zip(*results, strict=True)
     ]
 
 
-def _trace(layer, cfg: AttentionConfig, batch: int, seq_len: int, *, decode: bool) -> list[tuple]:
+def _trace(
+    layer: GroupedQueryAttention | MultiHeadLatentAttention,
+    cfg: AttentionConfig,
+    batch: int,
+    seq_len: int,
+    *,
+    decode: bool,
+) -> list[tuple]:
     """(step, way, shape, note) rows of one forward on meta: a prefill of seq_len tokens, or one decoded token. Steps
     and notes are English messages marked for the catalog (N_), translated where shown; a note with values is a
     (message, values) pair."""
@@ -206,24 +230,37 @@ def _trace(layer, cfg: AttentionConfig, batch: int, seq_len: int, *, decode: boo
     hook = layer.o_proj.register_forward_pre_hook(lambda _module, args: concat.append(args[0].shape))
     try:
         with torch.inference_mode():
-            cache = layer.new_cache(batch)
-            if decode:
-                layer(torch.empty(batch, seq_len, cfg.d_model, device=meta), cache=cache)
+            prefill = torch.empty(batch, seq_len, cfg.d_model, device=meta) if decode else None
             x = torch.empty(batch, 1 if decode else seq_len, cfg.d_model, device=meta)
-            return (
-                _grouped_rows(layer, cfg, x, cache, concat)
-                if cfg.variant != "mla"
-                else _latent_rows(layer, cfg, x, cache, concat)
-            )
+            if isinstance(layer, MultiHeadLatentAttention):
+                return _latent_rows(layer, cfg, x, _cache_after(layer, batch, prefill), concat)
+            return _grouped_rows(layer, cfg, x, _cache_after(layer, batch, prefill), concat)
     finally:
         hook.remove()
 
 
-def _grouped_rows(layer, cfg, x, cache, concat) -> list[tuple]:
+Cache = TypeVar("Cache", bound=KVCache)
+
+
+def _cache_after(layer: AttentionLayer[Cache], batch: int, prefill: torch.Tensor | None) -> Cache:
+    """A fresh cache of the layer, holding the prefill's tokens when there is one."""
+    cache = layer.new_cache(batch)
+    if prefill is not None:
+        layer(prefill, cache=cache)
+    return cache
+
+
+def _grouped_rows(
+    layer: GroupedQueryAttention,
+    cfg: AttentionConfig,
+    x: torch.Tensor,
+    cache: GroupedKVCache,
+    concat: list[torch.Size],
+) -> list[tuple]:
     start = cache.seq_len
     q = layer.queries(x, start).joined()
     k, v = layer.keys_values(x, start)
-    out, weights = layer(x, cache=cache, return_weights=True)
+    out, weights = with_weights(layer(x, cache=cache, return_weights=True))
     group = cfg.group_size
     seen = (cache.k.shape[0], cfg.n_heads, cache.k.shape[2], cache.k.shape[3])
     return [
@@ -246,18 +283,24 @@ def _grouped_rows(layer, cfg, x, cache, concat) -> list[tuple]:
     ]
 
 
-def _coming_in(start: int):
+def _coming_in(start: int) -> str | tuple[str, dict[str, int]]:
     """The note of the x row: the tokens coming in, after the cached ones if any."""
     if not start:
         return N_("the tokens coming in")
     return (N_("the tokens coming in (after {start} cached)"), {"start": start})
 
 
-def _latent_rows(layer, cfg, x, cache, concat) -> list[tuple]:
+def _latent_rows(
+    layer: MultiHeadLatentAttention,
+    cfg: AttentionConfig,
+    x: torch.Tensor,
+    cache: LatentKVCache,
+    concat: list[torch.Size],
+) -> list[tuple]:
     start = cache.seq_len
     q_nope, q_rope = layer.queries(x, start)
     c_kv_new, k_rope_new = layer.compress(x, start)
-    _, weights = layer(x, cache=cache, return_weights=True, absorb=False)
+    _, weights = with_weights(layer(x, cache=cache, return_weights=True, absorb=False))
     naive_concat = concat[-1]
     keys, values = layer.up_project(cache.c_kv, cache.k_rope)
     w_uk, w_uv = layer.absorbed_weights()
@@ -305,7 +348,7 @@ def _latent_rows(layer, cfg, x, cache, concat) -> list[tuple]:
             N_("one shared key head, read as stored: MQA in latent space"),
         ),
     ]
-    out, weights = layer(x, cache=_refill_like(layer, cache, start), return_weights=True, absorb=True)
+    out, weights = with_weights(layer(x, cache=_refill_like(layer, cache, start), return_weights=True, absorb=True))
     rows += [
         (N_("scores = softmax(q kᵀ / √d)"), "absorbed", tuple(weights.shape), N_("the same scores as the naive way")),
         (N_("heads' outputs, side by side"), "absorbed", tuple(concat[-1]), N_("(weights · c_kv) · W_uv per head")),
@@ -314,7 +357,7 @@ def _latent_rows(layer, cfg, x, cache, concat) -> list[tuple]:
     return rows
 
 
-def _refill_like(layer, cache, start: int):
+def _refill_like(layer: MultiHeadLatentAttention, cache: LatentKVCache, start: int) -> LatentKVCache:
     """A fresh cache holding `start` tokens again (the naive pass above appended the new ones)."""
     fresh = layer.new_cache(cache.latent.shape[0])
     if start:
@@ -339,7 +382,7 @@ def compare_mla_ways(cfg: AttentionConfig, *, seed: int, context_len: int, repea
     with torch.inference_mode():
         c_kv, k_rope = layer.compress(context, 0)  # exactly what a prefill would cache
 
-        def filled_cache():
+        def filled_cache() -> LatentKVCache:
             cache = layer.new_cache(1)
             cache.append(c_kv, k_rope)
             return cache
@@ -347,7 +390,7 @@ def compare_mla_ways(cfg: AttentionConfig, *, seed: int, context_len: int, repea
         outputs = {
             absorb: layer(new_token, cache=filled_cache(), absorb=absorb)[0] for absorb in (False, True)
         }  # + warm-up
-        samples = {False: [], True: []}
+        samples: dict[bool, list[float]] = {False: [], True: []}
         for _ in range(repeats):  # the two ways take turns, so a busy moment of the machine hits both alike
             for absorb in (False, True):
                 cache = filled_cache()

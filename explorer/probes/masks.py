@@ -8,11 +8,21 @@ the layer of the one head shown (build_attention's heads=), so its cost does not
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
 
-from attn_core import AttentionConfig, allowed_positions, build_attention, causal_allowed
+from attn_core import (
+    AttentionConfig,
+    AttentionLayer,
+    GroupedQueryAttention,
+    MultiHeadLatentAttention,
+    allowed_positions,
+    build_attention,
+    causal_allowed,
+)
+from explorer.probes import with_weights
 
 MAX_TOKENS = 32  # every sequence here is at most this long: the pictures are about masks, not about scale
 INPUT_SCALE = 2.0  # input vectors ~ N(0, 2²) per coordinate, so weights are not all flat
@@ -72,7 +82,7 @@ def _max_abs(a: torch.Tensor, b: torch.Tensor) -> float:
     return float((a.double() - b.double()).abs().max()) if a.numel() else 0.0
 
 
-def padding_probe(layer, seed: int, long_len: int, short_len: int, causal: bool) -> PaddingResult:
+def padding_probe(layer: AttentionLayer[Any], seed: int, long_len: int, short_len: int, causal: bool) -> PaddingResult:
     """A batch of two sequences (long_len and short_len tokens), the short one right-padded with zeros to long_len.
 
     Returns key_padding_mask [2, S] (True = real key), the allowed mask the layer builds from it [2, L, S], the padded
@@ -86,10 +96,11 @@ def padding_probe(layer, seed: int, long_len: int, short_len: int, causal: bool)
     padded_short = torch.cat((short_x, torch.zeros(1, long_len - short_len, d_model)), dim=1)
     batch = torch.cat((long_x, padded_short))  # [2, L, d_model]
     key_padding_mask = torch.arange(long_len)[None] < torch.tensor([[long_len], [short_len]])  # [2, S]
-    allowed = allowed_positions(long_len, long_len, causal=causal, key_padding_mask=key_padding_mask, device="cpu")
-    allowed = allowed.allowed.expand(2, 1, long_len, long_len)[:, 0]  # [2, L, S]
-    out, weights = layer(batch, key_padding_mask=key_padding_mask, return_weights=True, causal=causal)
-    alone_out, alone_weights = layer(short_x, return_weights=True, causal=causal)
+    key_mask = allowed_positions(long_len, long_len, causal=causal, key_padding_mask=key_padding_mask, device="cpu")
+    assert key_mask.allowed is not None  # a key_padding_mask always gives a mask
+    allowed = key_mask.allowed.expand(2, 1, long_len, long_len)[:, 0]  # [2, L, S]
+    out, weights = with_weights(layer(batch, key_padding_mask=key_padding_mask, return_weights=True, causal=causal))
+    alone_out, alone_weights = with_weights(layer(short_x, return_weights=True, causal=causal))
     short_weights = weights[1]  # [H, L, S]
     return PaddingResult(
         key_padding_mask=key_padding_mask.numpy(),
@@ -102,17 +113,17 @@ def padding_probe(layer, seed: int, long_len: int, short_len: int, causal: bool)
     )
 
 
-def chunk_probe(layer, seed: int, prefill: int, chunk: int) -> ChunkResult:
+def chunk_probe(layer: AttentionLayer[Any], seed: int, prefill: int, chunk: int) -> ChunkResult:
     """Prefill `prefill` tokens into a cache, then feed `chunk` new ones: their mask [L, S] (L = chunk, S = P + L) is
     causal aligned to the end. Compared with one full pass over all S tokens (square causal mask [S, S])."""
     if not (prefill >= 1 and chunk >= 1 and prefill + chunk <= MAX_TOKENS):
         raise ValueError(f"need prefill ≥ 1, chunk ≥ 1 and prefill + chunk ≤ {MAX_TOKENS} tokens.")
     total = prefill + chunk
     x = token_vectors(layer.cfg.d_model, seed, "context", total)
-    full_out, full_weights = layer(x, return_weights=True)
+    full_out, full_weights = with_weights(layer(x, return_weights=True))
     cache = layer.new_cache(1)
     layer(x[:, :prefill], cache=cache)
-    chunk_out, chunk_weights = layer(x[:, prefill:], cache=cache, return_weights=True)
+    chunk_out, chunk_weights = with_weights(layer(x[:, prefill:], cache=cache, return_weights=True))
     chunk_mask = causal_allowed(chunk, total, "cpu")[0, 0]
     full_mask = causal_allowed(total, total, "cpu")[0, 0]
     return ChunkResult(
@@ -126,7 +137,9 @@ def chunk_probe(layer, seed: int, prefill: int, chunk: int) -> ChunkResult:
     )
 
 
-def cross_probe(layer, seed: int, query_len: int, memory_len: int) -> CrossResult | None:
+def cross_probe(
+    layer: GroupedQueryAttention | MultiHeadLatentAttention, seed: int, query_len: int, memory_len: int
+) -> CrossResult | None:
     """Queries from one sequence, keys and values from another (kv_input=): weights [H, L, S], no causal mask and
     no RoPE. None for MLA, which has self-attention only."""
     if layer.cfg.variant == "mla":
@@ -136,7 +149,7 @@ def cross_probe(layer, seed: int, query_len: int, memory_len: int) -> CrossResul
     d_model = layer.cfg.d_model
     queries = token_vectors(d_model, seed, "queries", query_len)
     memory = token_vectors(d_model, seed, "memory", memory_len)
-    out, weights = layer(queries, kv_input=memory, return_weights=True)
+    out, weights = with_weights(layer(queries, kv_input=memory, return_weights=True))
     return CrossResult(weights=weights[0].numpy(), output=out[0].numpy())
 
 

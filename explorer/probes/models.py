@@ -11,6 +11,9 @@ DeepSeek-V3's 163,840 tokens costs milliseconds.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+
+import torch
 
 from attn_core import PRESETS, AttentionConfig, ModelPreset, bytes_per_element, kv_cache_bytes, repeated_kv_cache_bytes
 from explorer.i18n import _, n_
@@ -74,8 +77,13 @@ def what_if_configs(preset: ModelPreset, *, groups: int, latent: int, rope_dim: 
     d_model, heads, head_dim = published.d_model, published.n_heads, published.head_dim
     if heads % groups:
         raise ValueError(f"{preset.name} has {heads} query heads: {groups} KV groups do not divide them.")
-    grouped = {"d_model": d_model, "n_heads": heads, "head_dim": head_dim, "rope_theta": published.rope_theta}
-    latent_extra = {}
+    grouped: dict[str, Any] = {
+        "d_model": d_model,
+        "n_heads": heads,
+        "head_dim": head_dim,
+        "rope_theta": published.rope_theta,
+    }
+    latent_extra: dict[str, Any] = {}
     if published.variant == "mla":
         latent_extra = {
             "q_lora_rank": published.q_lora_rank,
@@ -189,14 +197,20 @@ def label(key: str, cfg: AttentionConfig, preset: ModelPreset) -> str:
 
 
 def model_bytes(
-    preset: ModelPreset, cfg: AttentionConfig, *, batch: int, tokens: int, dtype, repeated_heads: bool = False
+    preset: ModelPreset,
+    cfg: AttentionConfig,
+    *,
+    batch: int,
+    tokens: int,
+    dtype: torch.dtype | str,
+    repeated_heads: bool = False,
 ) -> int:
     """Closed form for the whole model: n_layers × one layer's cache for the tokens it holds (window-bounded)."""
     closed_form = repeated_kv_cache_bytes if repeated_heads else kv_cache_bytes
     return preset.n_layers * closed_form(cfg, batch, tokens_held(preset, tokens), dtype)
 
 
-def memory_budget(preset: ModelPreset, *, gpu_gib: int, gpus: int, dtype) -> MemoryBudget:
+def memory_budget(preset: ModelPreset, *, gpu_gib: int, gpus: int, dtype: torch.dtype | str) -> MemoryBudget:
     """Memory left for the cache: the GPUs' memory minus the weights, stored in the same dtype as the cache."""
     memory = gpus * gpu_gib * GIB
     weights = int(preset.total_params * bytes_per_element(dtype))

@@ -81,7 +81,8 @@ def group_similarity(weights: torch.Tensor, group_size: int) -> tuple[float, flo
     if rows.shape[2] == 0:
         return float("nan"), float("nan")
     heads = rows.shape[1]
-    within, across = [], []
+    within: list[float] = []
+    across: list[float] = []
     for a in range(heads):
         for b in range(a + 1, heads):
             distance = js_distance(rows[:, a], rows[:, b]).mean().item()

@@ -61,7 +61,8 @@ def test_a_bad_view_value_gives_one_warning_and_the_fallback(name):
     at = open_script(PAGE, {"variant": "mha,gqa", "heads": "8", name: text})
     assert not at.exception
     warnings = view_warnings(at)
-    assert len(warnings) == 1 and warnings[0].startswith(f"{name}:"), warnings
+    assert len(warnings) == 1, warnings
+    assert warnings[0].startswith(f"{name}:"), warnings
     assert shown_values(at)[name] == fallback
     assert at.query_params[name] == {"True": "1", "False": "0"}.get(fallback, fallback), "the URL holds the fallback"
 
@@ -86,7 +87,8 @@ def test_a_repeated_view_key_is_read_once_with_a_warning_and_collapsed_in_the_ur
     at = open_script(PAGE, {"t_head": ["2", "3"]})
     assert not at.exception
     warnings = view_warnings(at)
-    assert len(warnings) == 1 and "t_head appears 2 times" in warnings[0]
+    assert len(warnings) == 1
+    assert "t_head appears 2 times" in warnings[0]
     assert shown_values(at)["t_head"] == "3"
     assert at.query_params["t_head"] == "3"  # one value, not a list
 
@@ -124,7 +126,8 @@ def test_the_link_after_any_run_reopens_the_same_view_without_a_warning():
     first = open_script(PAGE, {"t_mode": "nope", "t_head": "-4", "heads": "4", "seq_len": "abc"})
     link = dict(first.query_params)
     again = open_script(PAGE, link)
-    assert view_warnings(again) == [] and not [w for w in again.warning if w.value.startswith(LINK_WARNING)]
+    assert view_warnings(again) == []
+    assert not [w for w in again.warning if w.value.startswith(LINK_WARNING)]
     assert shown_values(again) == shown_values(first)
     assert sidebar_settings(again) == sidebar_settings(first)
     assert dict(again.query_params) == link

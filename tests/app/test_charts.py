@@ -21,7 +21,8 @@ def test_every_axis_gets_unmeasured_tick_labels_unless_the_chart_says_otherwise(
     assert layout == before  # figures are cached: the input is never changed
     assert shown["xaxis"]["ticklabeloverflow"] == shown["yaxis"]["ticklabeloverflow"] == "allow"
     assert shown["yaxis3"]["ticklabeloverflow"] == "hide past domain"  # a chart's own choice stays
-    assert shown["xaxis"]["title"] == {"text": "x"} and shown["height"] == 300
+    assert shown["xaxis"]["title"] == {"text": "x"}
+    assert shown["height"] == 300
 
 
 def test_the_chart_template_is_valid_plotly_in_the_apps_theme_colours():

@@ -42,7 +42,7 @@ def test_cache_bars_equal_the_closed_form_cache_bytes_of_each_variant(settings):
         variant.upper(): kv_cache_bytes(cfg, settings.batch, settings.seq_len, settings.dtype)
         for variant, cfg in settings.configs().items()
     }
-    assert dict(zip(bars["x"], bars["y"])) == expected
+    assert dict(zip(bars["x"], bars["y"], strict=True)) == expected
 
 
 @pytest.mark.parametrize("settings", CASES.values(), ids=CASES.keys())
@@ -52,7 +52,7 @@ def test_flops_bars_equal_the_decode_flops_formula(settings):
     expected = {
         variant.upper(): decode_flops_per_token(cfg, settings.seq_len) for variant, cfg in settings.configs().items()
     }
-    assert dict(zip(bars["x"], bars["y"])) == expected
+    assert dict(zip(bars["x"], bars["y"], strict=True)) == expected
 
 
 @pytest.mark.parametrize("settings", CASES.values(), ids=CASES.keys())
@@ -72,7 +72,7 @@ def test_the_cache_ratio_labels_are_relative_to_mha():
     settings = Settings(d_model=1024, heads=16, groups=4, latent=256, rope_dim=32)
     at = open_page("overview", settings.to_link())
     bars = figure_with_title(chart_specs(at), "KV cache of one layer")["data"][0]
-    ratios = {x: text.split("<br>")[1] for x, text in zip(bars["x"], bars["text"])}
+    ratios = {x: text.split("<br>")[1] for x, text in zip(bars["x"], bars["text"], strict=True)}
     per_token = {"MHA": 2 * 1024, "MQA": 2 * 64, "GQA": 2 * 4 * 64, "MLA": 256 + 32}  # numbers cached per token
     assert ratios == {x: f"{n / per_token['MHA']:.3g}× MHA" for x, n in per_token.items()}
 
@@ -94,10 +94,13 @@ def test_axes_are_labelled_in_binary_bytes_and_flop_prefixes_that_hold_the_bars(
         spec = figure_with_title(specs, start)
         axis = spec["layout"]["yaxis"]
         units = {unit_of(text)[1] for text in axis["ticktext"]}
-        assert len(units) == 1 and units <= set(family), axis["ticktext"]  # ticks drawn from our labels, one unit
+        # ticks drawn from our labels, one unit
+        assert len(units) == 1, axis["ticktext"]
+        assert units <= set(family), axis["ticktext"]
         assert axis["tickvals"][-1] >= max(spec["data"][0]["y"]), "the top tick holds the tallest bar"
         tops = [unit_of(text)[0] for text in axis["ticktext"]]
-        assert tops[-1] >= 1 and (tops[-1] < 1024 or unit_of(axis["ticktext"][-1])[1] in ("TiB", "TFLOP"))
+        assert tops[-1] >= 1
+        assert tops[-1] < 1024 or unit_of(axis["ticktext"][-1])[1] in ("TiB", "TFLOP")
 
 
 @pytest.mark.parametrize("settings", CASES.values(), ids=CASES.keys())
@@ -107,7 +110,8 @@ def test_flop_labels_and_table_use_a_prefix_that_keeps_one_to_three_digits(setti
     labels += figure_with_title(chart_specs(at), "Work to decode one token")["data"][0]["text"]
     for label in labels:
         number, unit = unit_of(label)
-        assert unit.endswith("FLOP") and (1 <= number < 1000 or unit == "FLOP"), label
+        assert unit.endswith("FLOP"), label
+        assert 1 <= number < 1000 or unit == "FLOP", label
 
 
 def flops_caption(at) -> str:
@@ -117,10 +121,11 @@ def flops_caption(at) -> str:
 def test_the_flops_caption_states_what_the_bars_show():
     """At d_c 128 MLA does less work than MHA; at d_c 4096 it does ~10x more: the caption must say which."""
     small = open_page("overview", Settings(latent=128).to_link())
-    assert "Less work per token than MHA" in flops_caption(small) and "MLA (" in flops_caption(small)
+    assert "Less work per token than MHA" in flops_caption(small)
+    assert "MLA (" in flops_caption(small)
     large = open_page("overview", Settings(latent=4096).to_link())
     bars = figure_with_title(chart_specs(large), "Work to decode one token")["data"][0]
-    work = dict(zip(bars["x"], bars["y"]))
+    work = dict(zip(bars["x"], bars["y"], strict=True))
     said = flops_caption(large)
     assert f"MLA costs more on both counts here: {work['MLA'] / work['MHA']:.3g}× MHA's work" in said
     assert "not paid for in arithmetic" not in said
@@ -139,4 +144,5 @@ def test_the_cores_warnings_are_worded_in_the_readers_language(lang, compresses_
     at = open_page("overview", link)
     notes = [w.value for w in at.warning if w.value.startswith("MLA")]
     assert len(notes) == 2, notes
-    assert compresses_nothing in notes[0] and as_much_as_mha in notes[1]
+    assert compresses_nothing in notes[0]
+    assert as_much_as_mha in notes[1]

@@ -40,9 +40,8 @@ def test_every_page_file_exists_and_is_registered_with_its_own_url():
     assert len(set(paths)) == len(paths)
     for name, entry in PAGES.items():
         assert (REPO / entry.path).is_file(), entry.path
-        assert name.replace("-", "").replace("_", "").isalnum() and name == name.lower(), (
-            f"url path {name!r} is a clean slug"
-        )
+        assert name.replace("-", "").replace("_", "").isalnum(), f"url path {name!r} is a clean slug"
+        assert name == name.lower(), f"url path {name!r} is a clean slug"
 
 
 def test_app_entry_opens_the_overview_with_every_page_in_the_menu():

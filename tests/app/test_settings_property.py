@@ -41,8 +41,10 @@ link_params = st.dictionaries(st.one_of(st.sampled_from(LINK_NAMES), st.text(max
 def assert_valid(settings: Settings) -> None:
     assert normalize(settings) == (settings, [])
     for variant, cfg in settings.configs().items():  # every layer the pages will build constructs
-        assert isinstance(cfg, AttentionConfig) and cfg.variant == variant
-    assert settings.variants and set(settings.variants) <= set(VARIANTS)
+        assert isinstance(cfg, AttentionConfig)
+        assert cfg.variant == variant
+    assert settings.variants
+    assert set(settings.variants) <= set(VARIANTS)
     assert 0 <= settings.seed <= MAX_SEED
 
 
@@ -108,7 +110,7 @@ def test_a_link_round_trips_exactly_without_notes(settings):
 @given(valid_settings(), st.sampled_from(LINK_NAMES), link_text)
 def test_one_bad_value_leaves_the_other_settings_alone(settings, name, text):
     params = settings.to_link() | {name: text}
-    repaired, notes = from_link(params)
+    repaired, _notes = from_link(params)
     assert_valid(repaired)
     # Only d_model, heads and groups/rope_dim depend on each other; the rest are independent of any other value.
     for other in ("variant", "latent", "seq_len", "batch", "dtype", "seed"):

@@ -77,11 +77,13 @@ def test_every_chart_has_a_csv_download_right_after_it(page, media):
     placed = [(index, key) for index, (kind, key, _) in enumerate(order) if kind == "bidi_component"]
     assert placed, "the page draws charts"
     for position, (index, key) in enumerate(placed):
-        assert key and key.startswith("chart_"), f"chart drawn outside show_chart: {key}"
+        assert key, f"chart drawn outside show_chart: {key}"
+        assert key.startswith("chart_"), f"chart drawn outside show_chart: {key}"
         name = key.removeprefix("chart_")
         end = placed[position + 1][0] if position + 1 < len(placed) else len(order)
         following = [(k, node) for kind, k, node in order[index + 1 : end] if kind == "download_button"]
-        assert following and following[0][0] == f"csv_{name}", f"no CSV beside chart {name}"
+        assert following, f"no CSV beside chart {name}"
+        assert following[0][0] == f"csv_{name}", f"no CSV beside chart {name}"
         button = following[0][1]
         assert media.file(button).filename == f"{name}.csv"
         rows = read_csv(media.content(button))
@@ -115,7 +117,8 @@ def test_the_share_box_link_includes_the_page_s_own_view_settings():
     at = open_page("mapping", {"map_variant": "mla"})
     (box,) = [code for code in at.sidebar.code]
     query = parse_qs(urlparse(box.value).query)
-    assert query["map_variant"] == ["mla"] and "map_store" in query
+    assert query["map_variant"] == ["mla"]
+    assert "map_store" in query
 
 
 def test_every_page_s_url_path_is_its_file_name():
@@ -158,7 +161,8 @@ def test_the_qr_code_opens_the_link_shown(lang):
     shown = at.sidebar.code[0].value
     assert qr_text(at) == shown
     query = parse_qs(urlparse(shown).query)
-    assert query["lang"] == [lang] and query["d_model"] == ["256"]
+    assert query["lang"] == [lang]
+    assert query["d_model"] == ["256"]
 
 
 @pytest.mark.parametrize(

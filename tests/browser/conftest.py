@@ -89,7 +89,9 @@ def open_link(tab, url: str, chart_count: int = 1) -> None:
         wait_for_app(tab, chart_count, seconds=COLD_START_SECONDS / 2)
     except PlaywrightTimeout:
         state = tab.evaluate(PAGE_STATE)
-        warnings.warn(f"{url}: no chart after {COLD_START_SECONDS / 2:.0f} s, loaded again; the page showed {state}")
+        warnings.warn(
+            f"{url}: no chart after {COLD_START_SECONDS / 2:.0f} s, loaded again; the page showed {state}", stacklevel=2
+        )
         tab.reload()
         wait_for_app(tab, chart_count, seconds=COLD_START_SECONDS)
 

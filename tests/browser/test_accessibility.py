@@ -63,8 +63,10 @@ def test_every_chart_is_a_figure_named_by_its_title_and_caption(server, page, la
     for chart in charts:
         assert chart["role"] == "figure", chart
         title = " ".join(chart["title"].replace("<br>", " ").split())
-        assert title and title.replace("<b>", "").replace("</b>", "") in chart["label"], chart
-        assert "<" not in chart["label"] and "**" not in chart["label"], chart
+        assert title, chart
+        assert title.replace("<b>", "").replace("</b>", "") in chart["label"], chart
+        assert "<" not in chart["label"], chart
+        assert "**" not in chart["label"], chart
         first_words = " ".join(chart["caption"].replace("CSV", "").split()[:3])
         assert first_words, chart  # the caption was found
         assert first_words[:8] in chart["label"], chart
@@ -75,7 +77,8 @@ def test_the_animations_play_button_is_reached_and_pressed_with_the_keyboard(ser
     wait_for_app(page)
     play = page.locator(".updatemenu-button", has_text="Play")
     play.wait_for()
-    assert play.get_attribute("role") == "button" and play.get_attribute("tabindex") == "0"
+    assert play.get_attribute("role") == "button"
+    assert play.get_attribute("tabindex") == "0"
     assert "Play" in (play.get_attribute("aria-label") or "")
     before = page.evaluate(f"() => ({ANIMATED})()._fullLayout.sliders[0].active")
     play.focus()

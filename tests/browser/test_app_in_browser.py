@@ -34,7 +34,7 @@ def link(server, settings: Settings, page: str = "", **view) -> str:
 
 def cache_bars(page) -> dict[str, float]:
     chart = next(c for c in chart_data(page) if c["title"].startswith("KV cache of one layer"))
-    return dict(zip(chart["traces"][0]["x"], chart["traces"][0]["y"]))
+    return dict(zip(chart["traces"][0]["x"], chart["traces"][0]["y"], strict=True))
 
 
 def expected_cache_bars(settings: Settings) -> dict[str, int]:
@@ -112,7 +112,8 @@ def test_a_garbled_link_shows_the_warning_and_a_valid_view(server, page):
     page.goto(f"{server.url}/?d_model=abc&heads=7&variant=<script>alert(1)</script>&seq_len=&seq_len=64")
     wait_for_app(page, chart_count=2)
     alert = page.locator('[data-testid="stAlert"]', has_text="This link had settings")
-    assert alert.count() == 1 and alert.is_visible()
+    assert alert.count() == 1
+    assert alert.is_visible()
     assert "<script" not in alert.inner_html()
     assert not dialogs, "nothing in the link ran as script"
     assert url_params(page) == shown_link(Settings()), "the URL is repaired to the view shown"
@@ -217,9 +218,11 @@ def test_a_chart_csv_is_written_when_its_button_is_clicked(server, page):
         page.locator('[data-testid="stDownloadButton"] button', has_text="CSV").first.click()
     saved = download.value
     assert saved.suggested_filename == "overview-cache-bytes.csv"
-    lines = open(saved.path(), encoding="utf-8").read().splitlines()
+    with open(saved.path(), encoding="utf-8") as csv_file:
+        lines = csv_file.read().splitlines()
     header = lines[0].split(",")
-    assert "cache_bytes_measured" in header and len(lines) == 1 + len(Settings().variants)
+    assert "cache_bytes_measured" in header
+    assert len(lines) == 1 + len(Settings().variants)
     measured = {
         row.split(",")[0].upper(): int(row.split(",")[header.index("cache_bytes_measured")]) for row in lines[1:]
     }

@@ -178,7 +178,8 @@ def test_the_slides_gif_downloads_and_decodes(server, browser):
         i18n.set_language("en")
         with tab.expect_download() as download:
             tab.get_by_role("button", name=label).click()
-        data = open(download.value.path(), "rb").read()
+        with open(download.value.path(), "rb") as gif:
+            data = gif.read()
         assert download.value.suggested_filename.endswith(".gif")
         image = Image.open(io.BytesIO(data))
         settings = views.SHARING

@@ -50,21 +50,24 @@ countable_latent_configs = latent_configs().filter(lambda cfg: cfg.qk_nope_head_
 @given(cfg=grouped_configs())
 def test_decode_flops_of_grouped_variants_equal_the_counted_matmuls(cfg):
     counted, keys = counted_decode_flops(cfg, prompt=9)
-    assert keys == 10 and decode_flops_per_token(cfg, 9) == counted
+    assert keys == 10
+    assert decode_flops_per_token(cfg, 9) == counted
 
 
 @PROPERTY_SETTINGS
 @given(cfg=countable_latent_configs)
 def test_decode_flops_of_absorbed_mla_equal_the_counted_matmuls(cfg):
     counted, keys = counted_decode_flops(cfg, prompt=9)  # the default after a prefill: absorbed
-    assert keys == 10 and decode_flops_per_token(cfg, 9, absorbed=True) == counted
+    assert keys == 10
+    assert decode_flops_per_token(cfg, 9, absorbed=True) == counted
 
 
 @PROPERTY_SETTINGS
 @given(cfg=countable_latent_configs)
 def test_decode_flops_of_naive_mla_equal_the_counted_matmuls(cfg):
     counted, keys = counted_decode_flops(cfg, prompt=9, absorb=False)
-    assert keys == 10 and decode_flops_per_token(cfg, 9, absorbed=False) == counted
+    assert keys == 10
+    assert decode_flops_per_token(cfg, 9, absorbed=False) == counted
 
 
 def test_absorbed_mla_decode_is_cheaper_than_naive_at_deepseek_v3_scale():

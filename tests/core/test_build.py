@@ -105,7 +105,8 @@ def test_dtype_argument_sets_the_weights_and_cache_dtype(name):
     with torch.no_grad():
         out, _ = layer(randn(1, 3, EXAMPLES[name].d_model, dtype=torch.bfloat16), cache=cache)
     assert {p.dtype for p in layer.parameters()} == {torch.bfloat16}
-    assert out.dtype == torch.bfloat16 and cache.nbytes == 3 * EXAMPLES[name].cache_elements_per_token * 2
+    assert out.dtype == torch.bfloat16
+    assert cache.nbytes == 3 * EXAMPLES[name].cache_elements_per_token * 2
 
 
 # --- layers of some heads ---------------------------------------------------------------------------------------------
@@ -167,7 +168,8 @@ def test_a_head_keeps_its_weights_whatever_the_number_of_kv_groups():
     """GQA's KV head 0 is MHA's head 0: the heads a change of groups keeps do not change."""
     mha = build_attention(AttentionConfig("mha", d_model=32, n_heads=4), seed=1)
     gqa = build_attention(AttentionConfig("gqa", d_model=32, n_heads=4, n_kv_heads=2), seed=1)
-    assert torch.equal(mha.q_proj.weight, gqa.q_proj.weight) and torch.equal(mha.o_proj.weight, gqa.o_proj.weight)
+    assert torch.equal(mha.q_proj.weight, gqa.q_proj.weight)
+    assert torch.equal(mha.o_proj.weight, gqa.o_proj.weight)
     assert torch.equal(mha.k_proj.weight[:16], gqa.k_proj.weight)
 
 

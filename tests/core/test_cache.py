@@ -89,7 +89,8 @@ def test_grouped_cache_holds_rotated_keys_and_plain_values():
     layer, cache, x = filled("gqa", 6, batch=2, chunks=(4, 2))
     with torch.no_grad():
         _, _, (k, v) = textbook(layer, x)
-    assert torch.allclose(cache.k.double(), k, atol=1e-5) and torch.allclose(cache.v.double(), v, atol=1e-5)
+    assert torch.allclose(cache.k.double(), k, atol=1e-5)
+    assert torch.allclose(cache.v.double(), v, atol=1e-5)
 
 
 def test_mla_cache_holds_the_normalised_latent_and_the_rotated_shared_key():
@@ -126,7 +127,7 @@ def test_a_long_chunk_grows_capacity_to_the_next_doubling_at_once(name):
 
 @pytest.mark.parametrize("name", ["gqa", "mla"])
 def test_growing_keeps_what_was_held(name):
-    layer, cache, x = filled(name, 15)
+    layer, cache, _x = filled(name, 15)
     before = _first_buffer(cache).clone()
     with torch.no_grad():
         layer(randn(1, 5, EXAMPLES[name].d_model, seed=9), cache=cache)  # 15 -> 20 tokens: past 16, so it grows
@@ -140,7 +141,8 @@ def _first_buffer(cache) -> torch.Tensor:
 def test_grouped_cache_reads_are_views_of_one_storage():
     _, cache, _ = filled("gqa", 5)
     first, second = cache.k, cache.k
-    assert first._base is not None and first.data_ptr() == second.data_ptr()
+    assert first._base is not None
+    assert first.data_ptr() == second.data_ptr()
 
 
 def test_grouped_cache_append_writes_in_place_within_capacity():
@@ -148,14 +150,16 @@ def test_grouped_cache_append_writes_in_place_within_capacity():
     before = cache.k.data_ptr()
     with torch.no_grad():
         layer(randn(1, 3, 48, seed=5), cache=cache)
-    assert cache.k.data_ptr() == before and cache.seq_len == 8
+    assert cache.k.data_ptr() == before
+    assert cache.seq_len == 8
 
 
 def test_mla_latent_and_rope_key_are_views_side_by_side_in_one_buffer():
     cfg = EXAMPLES["mla"]
     _, cache, _ = filled("mla", 5)
     c_kv, k_rope = cache.c_kv, cache.k_rope
-    assert c_kv._base is not None and k_rope._base is c_kv._base
+    assert c_kv._base is not None
+    assert k_rope._base is c_kv._base
     assert k_rope.data_ptr() == c_kv.data_ptr() + cfg.kv_lora_rank * c_kv.element_size()
 
 
@@ -164,7 +168,8 @@ def test_mla_cache_append_writes_in_place_within_capacity():
     before = cache.c_kv.data_ptr()
     with torch.no_grad():
         layer(randn(1, 3, 32, seed=5), cache=cache)
-    assert cache.c_kv.data_ptr() == before and cache.seq_len == 8
+    assert cache.c_kv.data_ptr() == before
+    assert cache.seq_len == 8
 
 
 def largest_allocation_of_a_decode_step(name: str, cached: int = 1000) -> tuple[int, object]:

@@ -160,7 +160,7 @@ def test_latent_widths_are_the_resolved_mla_fields():
 
 def test_a_grouped_config_has_no_latent_widths():
     with pytest.raises(ValueError, match="no latent"):
-        AttentionConfig("gqa", d_model=64, n_heads=8, n_kv_heads=2).latent_widths
+        _ = AttentionConfig("gqa", d_model=64, n_heads=8, n_kv_heads=2).latent_widths
 
 
 def test_replace_keeps_a_resolved_config_as_it_is():

@@ -54,5 +54,6 @@ def test_a_grouped_query_is_rotary_throughout(name):
 def test_a_latent_query_is_its_content_part_then_its_decoupled_rotary_part(name):
     cfg = EXAMPLES[name]
     queries = build_attention(cfg, seed=0).queries(randn(1, 5, cfg.d_model), 0)
-    assert queries.nope.shape[-1] == cfg.qk_nope_head_dim and queries.rope.shape[-1] == cfg.qk_rope_head_dim
+    assert queries.nope.shape[-1] == cfg.qk_nope_head_dim
+    assert queries.rope.shape[-1] == cfg.qk_rope_head_dim
     assert torch.equal(queries.joined(), torch.cat((queries.nope, queries.rope), dim=-1))

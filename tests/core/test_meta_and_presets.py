@@ -84,13 +84,11 @@ def test_building_on_meta_allocates_no_parameter_storage():
 @pytest.mark.parametrize("name", sorted(PRESETS))
 def test_every_preset_names_its_source_and_size(name):
     preset = PRESETS[name]
-    assert (
-        preset.name == name
-        and preset.source
-        and preset.n_layers > 0
-        and preset.context_len > 0
-        and preset.total_params > 1e8
-    )
+    assert preset.name == name
+    assert preset.source
+    assert preset.n_layers > 0
+    assert preset.context_len > 0
+    assert preset.total_params > 1e8
 
 
 def test_gpt2_preset_adds_up_to_its_published_parameter_count():

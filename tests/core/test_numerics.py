@@ -48,7 +48,8 @@ def test_grouped_queries_and_keys_are_what_the_forward_pass_caches_and_attends_w
     cache = layer.new_cache()
     _, weights = layer(x, cache=cache, return_weights=True)
     k, v = layer.keys_values(x, 0)
-    assert torch.equal(cache.k, k) and torch.equal(cache.v, v)
+    assert torch.equal(cache.k, k)
+    assert torch.equal(cache.v, v)
     q, cfg = layer.queries(x, 0).joined(), layer.cfg
     scores = q @ k.repeat_interleave(cfg.group_size, dim=1).mT * cfg.head_dim**-0.5
     causal = end_aligned_causal(7, 7)
@@ -124,7 +125,8 @@ def test_right_padding_leaves_real_tokens_as_if_alone(name):
     batch = torch.cat((long, torch.cat((short, randn(1, 2, cfg.d_model, seed=3)), dim=1)))
     real = torch.tensor([[True] * 6, [True] * 4 + [False] * 2])
     out, _ = layer(batch, key_padding_mask=real)
-    assert max_diff(out[1, :4], layer(short)[0][0]) <= TOL and max_diff(out[0], layer(long)[0][0]) <= TOL
+    assert max_diff(out[1, :4], layer(short)[0][0]) <= TOL
+    assert max_diff(out[0], layer(long)[0][0]) <= TOL
 
 
 @pytest.mark.parametrize("name", ALL)

@@ -38,8 +38,10 @@ def test_packed_layer_gives_the_plain_layers_output_in_prefill_and_decode(name, 
     plain, packed = packed_copy(name, column_major)
     if column_major:  # each column of the stacked [(H + 2G) * D, d_model] weight is contiguous
         stacked = packed.packed_qkv()
-        assert stacked is not None and stacked[0].stride() == (1, stacked[0].shape[0])
-    assert packed.packed_qkv() is not None and plain.packed_qkv() is None
+        assert stacked is not None
+        assert stacked[0].stride() == (1, stacked[0].shape[0])
+    assert packed.packed_qkv() is not None
+    assert plain.packed_qkv() is None
     x = randn(2, 7, EXAMPLES[name].d_model)
     with torch.no_grad():
         assert max_diff(packed(x)[0], plain(x)[0]) <= 1e-6
@@ -82,7 +84,8 @@ def test_a_packed_layer_converted_to_another_dtype_computes_with_the_converted_w
 def test_packed_rows_are_views_that_see_edits_in_place(column_major):
     parts = pack_rows(torch.zeros(2, 3), torch.arange(3.0).view(1, 3), column_major=column_major)
     whole = packed_rows(*parts)
-    assert whole is not None and whole.shape == (3, 3)
+    assert whole is not None
+    assert whole.shape == (3, 3)
     assert whole[2].tolist() == [0.0, 1.0, 2.0]
     parts[0][1].fill_(1.0)
     assert whole[1].eq(1.0).all()

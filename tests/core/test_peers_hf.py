@@ -11,18 +11,18 @@ import pytest
 import torch
 
 pytest.importorskip("transformers")
-from transformers import DeepseekV3Config, DynamicCache, FalconConfig, GPT2Config, LlamaConfig  # noqa: E402
-from transformers.models.deepseek_v3.modeling_deepseek_v3 import (  # noqa: E402
+from transformers import DeepseekV3Config, DynamicCache, FalconConfig, GPT2Config, LlamaConfig
+from transformers.models.deepseek_v3.modeling_deepseek_v3 import (
     DeepseekV3Attention,
     DeepseekV3RotaryEmbedding,
 )
-from transformers.models.falcon.modeling_falcon import FalconAttention, FalconRotaryEmbedding  # noqa: E402
-from transformers.models.gpt2.modeling_gpt2 import GPT2Attention  # noqa: E402
-from transformers.models.llama.modeling_llama import LlamaAttention, LlamaRotaryEmbedding  # noqa: E402
+from transformers.models.falcon.modeling_falcon import FalconAttention, FalconRotaryEmbedding
+from transformers.models.gpt2.modeling_gpt2 import GPT2Attention
+from transformers.models.llama.modeling_llama import LlamaAttention, LlamaRotaryEmbedding
 
-from attn_core import AttentionConfig, build_attention, falcon_attention_state, gpt2_attention_state  # noqa: E402
+from attn_core import AttentionConfig, build_attention, falcon_attention_state, gpt2_attention_state
 
-from .examples import randn  # noqa: E402
+from .examples import randn
 
 TOL = 2e-5
 
@@ -268,7 +268,5 @@ def test_mla_cache_holds_what_deepseek_v3_attention_caches(shape):
     cache = ours.new_cache(2)
     ours(x, cache=cache)
     peer(x, cached=True)
-    assert (
-        max_diff(cache.c_kv, peer.cache.layers[0].keys) <= TOL
-        and max_diff(cache.k_rope, peer.cache.layers[0].values) <= TOL
-    )
+    assert max_diff(cache.c_kv, peer.cache.layers[0].keys) <= TOL
+    assert max_diff(cache.k_rope, peer.cache.layers[0].values) <= TOL

@@ -133,7 +133,8 @@ def test_moving_the_sequence_length_within_the_same_window_recomputes_nothing(mo
     at.select_slider(key="setting_seq_len").set_value(512).run()
     at.radio(key="setting_dtype").set_value("float32").run()
     at.select_slider(key="setting_batch").set_value(4).run()
-    assert not at.exception and "the first 362 of 512 tokens" in texts(at)
+    assert not at.exception
+    assert "the first 362 of 512 tokens" in texts(at)
     assert calls == []  # the window is still 362 tokens: every pass and figure is read back, none recomputed
     assert [chart.proto.bytes for chart in charts(at)] == before
     table = at.table[-1].value  # the cache table follows the dtype without redrawing the decode figure
@@ -144,7 +145,8 @@ def test_heads_are_laid_out_one_kv_group_per_row():
     at = open_page()
     layout = figures(at)[0]["layout"]
     titles = [a["text"].replace("<br>", " · ", 1) for a in layout["annotations"]]
-    assert titles[:4] == [f"head {h} · KV 0" for h in range(4)] and titles[4] == "head 4 · KV 1"
+    assert titles[:4] == [f"head {h} · KV 0" for h in range(4)]
+    assert titles[4] == "head 4 · KV 1"
     top_row = layout["yaxis"]["domain"]
     assert [layout[f"yaxis{i}"]["domain"] for i in (2, 3, 4)] == [top_row] * 3  # heads 0-3 share a row
     assert layout["yaxis5"]["domain"][1] < top_row[0]  # head 4 (next group) starts the next row
@@ -185,9 +187,11 @@ def test_largest_settings_stay_within_the_payload_budget(capsys):
     assert size <= PAYLOAD_BUDGET
     notes = texts(at)
     assert "the first 128 of 8,192 tokens" in notes
-    assert "Showing heads 0–15 of 128" in notes and "Only the shown heads are computed" in notes
+    assert "Showing heads 0–15 of 128" in notes
+    assert "Only the shown heads are computed" in notes
     # no MHA of 4 x 8192^2 weights is built for section 2: the page says why and which width shows it
-    assert "Not computed at d_model 8,192 on 128 tokens" in notes and "Pick d_model 1,024 or less" in notes
+    assert "Not computed at d_model 8,192 on 128 tokens" in notes
+    assert "Pick d_model 1,024 or less" in notes
     assert len(figures(at)) == 3
     grid = heatmaps(figures(at)[0])
     assert len(grid) == 16
@@ -265,7 +269,8 @@ def test_the_link_sent_by_another_page_opens_that_variant_and_group():
     assert titles == [f"head {h} · KV 1" for h in range(4, 8)]
     at = open_page(hm_variant="mqa", hm_group="all")
     assert len(heatmaps(figures(at)[0])) == 8
-    assert at.query_params["hm_variant"] == "mqa" and at.query_params["hm_group"] == "all"
+    assert at.query_params["hm_variant"] == "mqa"
+    assert at.query_params["hm_group"] == "all"
 
 
 def test_text_input_puts_tokens_on_the_axes():
@@ -351,14 +356,16 @@ def test_heavy_views_stay_within_the_payload_budget(params, capsys):
         print(f"\n[heatmaps] {params.get('d_model')}/{params.get('heads')} heads: chart payload {size:,} bytes")
     assert size <= PAYLOAD_BUDGET
     grid = heatmaps(figures(at)[0])
-    assert all(z.shape[0] <= 128 for z in grid) and len(grid) <= 16
+    assert all(z.shape[0] <= 128 for z in grid)
+    assert len(grid) <= 16
 
 
 def test_text_longer_than_the_token_limit_is_cut_and_the_page_says_so():
     at = open_page(hm_input="text", hm_tokens="chars", hm_text="abcdefghij" * 15)
     assert "the first 128 of 150 are used" in texts(at)
     x = figures(at)[0]["data"][0]["x"]
-    assert "mean of 2×2 blocks" in texts(at) and x == list(range(0, 128, 2))  # 128 tokens, pooled for 8 panels
+    assert "mean of 2×2 blocks" in texts(at)
+    assert x == list(range(0, 128, 2))
 
 
 def test_inside_one_head_every_step_has_a_colour_scale_and_scaling_shares_the_scores_scale():

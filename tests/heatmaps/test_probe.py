@@ -92,7 +92,8 @@ def test_heads_of_one_mqa_layer_differ_only_through_their_queries():
     torch.testing.assert_close(after[0, 1], after[0, 0], rtol=0, atol=0)
     torch.testing.assert_close(after[0, 2:], before[0, 2:], rtol=0, atol=0)  # the other heads are untouched
     parts = probe.head_tensors(layer, x)
-    assert parts.k.shape[0] == 1 and parts.kv_head == [0] * cfg.n_heads
+    assert parts.k.shape[0] == 1
+    assert parts.kv_head == [0] * cfg.n_heads
 
 
 @pytest.mark.parametrize("variant", list(VARIANT_CONFIGS))
@@ -125,7 +126,7 @@ def test_some_heads_computed_alone_are_those_heads_of_the_full_layer(variant, he
     assert result.kv_head == [h // cfg.group_size for h in heads]
     np.testing.assert_allclose(result.weights, expected, atol=1e-6)
     np.testing.assert_allclose(result.decode.row, expected[:, -1], atol=1e-6)
-    for head, weights in zip(heads, expected):
+    for head, weights in zip(heads, expected, strict=True):
         np.testing.assert_allclose(probe.steps_of_head(result, head, causal=True).weights, weights, atol=1e-6)
     assert result.output_rebuild_error <= 1e-5 * max(1.0, result.output_scale)
 
@@ -161,11 +162,13 @@ def test_token_window_keeps_every_pass_within_its_budgets():
     assert probe.token_window(8, 512, 64, 64) == 64  # default settings: every token
     largest = probe.token_window(16, 8192, 64, 8192)  # a page of 16 of 128 heads at d_model 8192
     assert largest == 128
-    assert 16 * largest**2 <= probe.WINDOW_CELL_BUDGET and 4 * largest * 8192 * 16 * 64 <= probe.WINDOW_WORK_BUDGET
+    assert 16 * largest**2 <= probe.WINDOW_CELL_BUDGET
+    assert 4 * largest * 8192 * 16 * 64 <= probe.WINDOW_WORK_BUDGET
     assert probe.token_window(1, 16, 16, 1) == 1
     for heads, d_model in [(2, 64), (8, 512), (16, 4096), (16, 1024)]:
         window = probe.token_window(heads, d_model, 64, 8192)
-        assert heads * window**2 <= probe.WINDOW_CELL_BUDGET and window <= probe.MAX_WINDOW_TOKENS
+        assert heads * window**2 <= probe.WINDOW_CELL_BUDGET
+        assert window <= probe.MAX_WINDOW_TOKENS
 
 
 @pytest.mark.parametrize("how", ["mean", "max"])
@@ -234,7 +237,7 @@ def test_comparison_measures_against_mha_and_overlap_by_definition():
     assert results["mha"].within_group_overlap is None
     assert results["mqa"].between_group_overlap is None
     for variant in ("mqa", "gqa", "mla"):
-        assert 0 < results[variant].output_distance
+        assert results[variant].output_distance > 0
     # within-group overlap of MQA, brute force: mean over head pairs and rows of 1 - TV(p, q)
     weights = results["mqa"].weights
     pairs = [(a, b) for a in range(4) for b in range(a + 1, 4)]
@@ -251,7 +254,8 @@ def test_comparison_skips_mla_where_its_singular_vectors_would_be_too_slow():
         {"mla": big}, SEED, probe.InputSpec(d_model=2048, seed=SEED, n_tokens=2), causal=True
     )
     skipped = results["mla"]
-    assert isinstance(skipped, probe.Skipped) and "singular vectors" in skipped.reason
+    assert isinstance(skipped, probe.Skipped)
+    assert "singular vectors" in skipped.reason
 
 
 @pytest.mark.parametrize("rank", [1, 8, 40, 63])
@@ -286,7 +290,8 @@ def test_projections_computed_once_give_the_same_numbers_and_are_undone():
             first = layer.q_proj(x)
             again = layer.q_proj(x.clone())  # an equal input, another tensor
             other = layer.q_proj(x[:, :3])
-        assert again is first and len(calls[layer.q_proj]) == 2  # x and x[:, :3]
+        assert again is first
+        assert len(calls[layer.q_proj]) == 2
         torch.testing.assert_close(first, expected, rtol=0, atol=0)
         torch.testing.assert_close(other, expected[:, :3])
         assert all("forward" not in module.__dict__ for module in layer.modules())  # Linear.forward is back

@@ -60,4 +60,5 @@ def test_a_link_with_an_unknown_language_says_so_and_opens(garbled):
     assert not at.exception
     assert switch(at).value in i18n.LANGUAGES
     warnings = [w.value for w in at.warning if w.value.startswith(LINK_WARNING)]
-    assert warnings and "lang" in warnings[0]
+    assert warnings
+    assert "lang" in warnings[0]

@@ -64,7 +64,7 @@ def test_shapes_are_what_each_variant_stores():
 def test_preallocated_capacity_doubles_from_16_tokens_and_covers_what_is_held():
     result = trace("gqa", "float32")
     per_token = kv_cache_bytes(CONFIGS["gqa"], BATCH, 1, "float32")
-    for held, capacity in zip(result.tokens_held, result.capacity_nbytes):
+    for held, capacity in zip(result.tokens_held, result.capacity_nbytes, strict=True):
         tokens = 16
         while tokens < held:
             tokens *= 2

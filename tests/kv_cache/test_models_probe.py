@@ -116,4 +116,5 @@ def test_a_rolling_window_lets_mistral_sequences_grow_to_the_full_context():
     fit = what_fits(preset, row, budget_left=10 * window_cache, batch=10)
     assert fit == Fit(tokens_per_sequence=32_768, users_at_context=10, window_bound=True)
     short = what_fits(preset, row, budget_left=10 * window_cache - 1, batch=10)
-    assert not short.window_bound and short.tokens_per_sequence == 4095
+    assert not short.window_bound
+    assert short.tokens_per_sequence == 4095

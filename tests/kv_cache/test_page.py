@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import time
@@ -81,7 +82,7 @@ def test_each_preset_renders_and_its_whole_model_lines_equal_the_formula(model):
     element = bytes_per_element(settings.dtype)
     for trace in lines:
         per_token = elements_per_token(trace["name"], preset) * element * preset.n_layers * 4
-        for tokens, plotted in zip(trace["x"], trace["customdata"]):
+        for tokens, plotted in zip(trace["x"], trace["customdata"], strict=True):
             held = min(tokens, preset.sliding_window or tokens)
             assert plotted == per_token * held, (trace["name"], tokens)
         measured = next(t for t in spec["data"] if t["name"] == f"{trace['name']} (measured)")
@@ -95,7 +96,7 @@ def test_each_preset_renders_and_its_whole_model_lines_equal_the_formula(model):
         assert any(f"{preset.sliding_window:,}" in i.value for i in at.info)
 
 
-@pytest.mark.parametrize("model, elements", [("DeepSeek-V3", "576"), ("Llama-3-70B", f"{2 * 8 * 128:,}")])
+@pytest.mark.parametrize(("model", "elements"), [("DeepSeek-V3", "576"), ("Llama-3-70B", f"{2 * 8 * 128:,}")])
 def test_full_scale_numbers_per_token_per_layer_shown(model, elements):
     at = open_page(Settings().to_link() | {"kv_model": model})
     table = next(df.value for df in at.dataframe if "Numbers / token / layer" in df.value.columns)
@@ -113,7 +114,9 @@ def test_the_notes_example_button_shows_8192_vs_640_numbers():
     assert_clean(at)
     assert link_value(at, "kv_model") == "Llama-2-7B"
     sentence = next(m.value for m in at.markdown if m.value.startswith("As MHA"))
-    assert "**8,192**" in sentence and "**640**" in sentence and "**12.8×**" in sentence
+    assert "**8,192**" in sentence
+    assert "**640**" in sentence
+    assert "**12.8×**" in sentence
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -126,11 +129,13 @@ def test_each_variant_decodes_with_bytes_on_the_formula_and_outputs_on_the_full_
     measured = next(t for t in spec["data"] if t["name"] == variant.upper())
     formula = next(t for t in spec["data"] if t["name"] == f"{variant.upper()} formula")
     expected = [kv_cache_bytes(cfg, 2, 7 + step, "float16") for step in range(10)]
-    assert measured["y"] == expected and formula["y"] == expected
+    assert measured["y"] == expected
+    assert formula["y"] == expected
     assert "frames" not in spec  # Play is the page's: it moves the step, the log and the table together
     difference = chart(at, "Largest difference")
     diffs = difference["data"][0]["customdata"]
-    assert len(diffs) == 10 and max(diffs) < 1e-5
+    assert len(diffs) == 10
+    assert max(diffs) < 1e-5
     assert difference["layout"]["yaxis"]["exponentformat"] == "power"  # 10⁻⁶, not Plotly's SI "1µ"
     shown = at.dataframe[0].value
     assert float(shown.iloc[0]["max |Δ|"]) < 1e-5
@@ -158,7 +163,8 @@ def test_the_pitfall_toggle_measures_mha_sized_caches_for_grouped_variants():
     assert_clean(at)
     spec = chart(at, "Bytes held after each step")
     names = {t["name"] for t in spec["data"]}
-    assert {"MQA repeated", "GQA repeated"} <= names and "MLA repeated" not in names
+    assert {"MQA repeated", "GQA repeated"} <= names
+    assert "MLA repeated" not in names
     mha = next(t for t in spec["data"] if t["name"] == "MHA")["y"]
     for name in ("MQA repeated", "GQA repeated"):
         assert next(t for t in spec["data"] if t["name"] == name)["y"] == mha
@@ -172,7 +178,9 @@ def test_bad_link_values_warn_and_fall_back():
     )
     assert_clean(at)
     warnings = " ".join(w.value for w in at.warning)
-    assert "kv_model" in warnings and "kv_steps" in warnings and "kv_repeat" in warnings
+    assert "kv_model" in warnings
+    assert "kv_steps" in warnings
+    assert "kv_repeat" in warnings
     assert link_value(at, "kv_steps") == "64"
 
 
@@ -253,7 +261,7 @@ def test_whole_model_chart_at_default_settings_shows_the_variants_apart():
     assert len(ends) == 5
     distinct = sorted(set(ends.values()))
     assert all(0.05 < height(b) < 1 for b in distinct)
-    assert min(height(b) - height(a) for a, b in zip(distinct, distinct[1:])) > 0.05
+    assert min(height(b) - height(a) for a, b in itertools.pairwise(distinct)) > 0.05
     budget = spec["layout"]["shapes"][0]["y0"]
     assert 0 < height(budget) <= 1
     assert all(text.endswith(("B", "KiB", "MiB", "GiB", "TiB")) for text in yaxis["ticktext"])  # never Plotly's "G"
@@ -273,4 +281,5 @@ def test_whole_model_table_headers_are_short_and_their_help_says_what_they_count
     held = min(preset.context_len, preset.sliding_window or preset.context_len)
     assert f"{held:,} tokens" in helps["One sequence, all layers"]
     assert f"{preset.n_layers} layers" in helps["One sequence, all layers"]
-    assert table.value.columns[0] == "Cache kept" and table.value.columns[-1] == "One token leaves"
+    assert table.value.columns[0] == "Cache kept"
+    assert table.value.columns[-1] == "One token leaves"

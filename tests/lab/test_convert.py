@@ -51,7 +51,8 @@ def test_full_rank_mla_of_one_kv_head_matches_it(mqa_pca, prompt_ids, calibratio
     assert rank == 1 * (64 - d_rope + 64)
     mla, report = convert_attention(mqa_pca, "mla", kv_lora_rank=rank, qk_rope_head_dim=d_rope, calibration=calibration)
     assert isinstance(mla.decoder_layers[0].self_attn, MultiHeadLatentAttention)
-    assert min(report.kept["rotary key"]) > 1 - 1e-9 and min(report.kept["latent"]) > 1 - 1e-9
+    assert min(report.kept["rotary key"]) > 1 - 1e-9
+    assert min(report.kept["latent"]) > 1 - 1e-9
     difference = (logits_of(mla, prompt_ids) - logits_of(mqa_pca, prompt_ids)).abs().max()
     assert difference <= 2e-2, difference
 
@@ -126,11 +127,11 @@ def test_mla_conversion_uses_the_neutral_latent_norm(lm, calibration):
 
 def test_conversion_options_are_checked(lm):
     with pytest.raises(ValueError, match="calibration"):
-        convert_attention(lm, "mla", kv_lora_rank=64, qk_rope_head_dim=32).model
+        _ = convert_attention(lm, "mla", kv_lora_rank=64, qk_rope_head_dim=32).model
     with pytest.raises(ValueError, match="kv_lora_rank"):
-        convert_attention(lm, "mla", kv_lora_rank=10_000, qk_rope_head_dim=32, calibration_text="a b c d").model
+        _ = convert_attention(lm, "mla", kv_lora_rank=10_000, qk_rope_head_dim=32, calibration_text="a b c d").model
     with pytest.raises(ValueError, match="method"):
-        convert_attention(lm, "gqa", n_kv_heads=1, method="median").model
+        _ = convert_attention(lm, "gqa", n_kv_heads=1, method="median").model
 
 
 def test_the_stored_table_is_reproduced_for_one_point(lm, lab_ids):

@@ -62,11 +62,14 @@ def test_the_teacher_is_bit_identical_after_healing(lm, healed):
 def test_the_report_and_the_loss_falls(lm, healed, train_text):
     _mla, report, _before, _converted, seen = healed
     assert isinstance(report, HealReport)
-    assert report.steps == 8 and seen == list(range(1, 9))
+    assert report.steps == 8
+    assert seen == list(range(1, 9))
     assert report.text_tokens == len(lm.encode(train_text))
     assert report.tokens == sum(min(WINDOW, report.text_tokens - start) for start in range(0, 256, WINDOW)) * 2
-    assert len(report.losses) == 8 and all(len(step) == lm.config.n_layers for step in report.losses)
-    assert report.seconds > 0 and report.frozen_layers == []
+    assert len(report.losses) == 8
+    assert all(len(step) == lm.config.n_layers for step in report.losses)
+    assert report.seconds > 0
+    assert report.frozen_layers == []
     # two epochs over the same four windows (in another order): the second's loss is lower, over all layers and in
     # most of them one by one
     first, second = report.losses[:4], report.losses[4:]

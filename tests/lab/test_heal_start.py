@@ -70,14 +70,16 @@ def test_a_press_returns_while_the_heal_is_prepared_and_other_sessions_are_not_h
     assert within(PROMPT, cached.start_heal, CALIBRATING) is first  # a second press joins the heal under way
     assert within(PROMPT, cached.heal_progress, CALIBRATING) is first
     second = within(PROMPT, cached.start_heal, ALSO_CALIBRATING)
-    assert second is not first and second.phase == "waiting"  # one heal at a time: it waits for the first
+    assert second is not first
+    assert second.phase == "waiting"
     assert calls == [f"heal-{CALIBRATING}"]
 
     release.set()
     join_heals()
     assert calls == [f"heal-{CALIBRATING}", f"heal-{ALSO_CALIBRATING}"]  # one after the other
     for progress in (first, second):
-        assert progress.phase == "failed" and not progress.running
+        assert progress.phase == "failed"
+        assert not progress.running
         assert progress.error == f"OSError: {FAILURE}"
     # A failed heal starts again on the next press.
     again = within(PROMPT, cached.start_heal, CALIBRATING)

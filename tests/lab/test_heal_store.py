@@ -62,7 +62,8 @@ def stored(lm, tmp_path_factory):
         healed_model = cached.healed(KEY)
         result = root, progress, attention_weights(healed_model), lab.answer(healed_model, PROMPT)
         forget_heals()
-    assert not progress.from_disk and len(progress.step_losses) >= 1
+    assert not progress.from_disk
+    assert len(progress.step_losses) >= 1
     (file,) = (root / "healed").iterdir()
     assert file == healing.stored_path(lab.POINTS_BY_KEY[KEY], SECONDS, root)
     return result
@@ -107,7 +108,8 @@ def test_pressing_again_for_a_healed_point_does_not_heal_again(restarted):
     model = cached.healed(KEY)
     assert cached.start_heal(KEY) is progress  # no new heal registered, no thread started
     assert not [t for t in threading.enumerate() if t.name.startswith("heal-")]
-    assert cached.healed(KEY) is model and restarted.trained == []
+    assert cached.healed(KEY) is model
+    assert restarted.trained == []
     # The page offers no button for it any more: it shows the result, read from the store.
     at = open_page("lab", {"lab_model": KEY})
     assert not at.exception
@@ -148,12 +150,14 @@ def test_a_damaged_store_is_healed_again_and_rewritten(restarted, lm, damage):
 
     restarted.monkeypatch.setattr(healing, "heal", untrained)
     progress = heal_once(KEY)
-    assert restarted.trained == ["heal"] and not progress.from_disk
+    assert restarted.trained == ["heal"]
+    assert not progress.from_disk
     # nothing of the damaged file was loaded: the model is the plain conversion
     plain = attention_weights(lab.convert_point(lm, lab.POINTS_BY_KEY[KEY], None))
     assert all(torch.equal(a, b) for a, b in zip(plain, attention_weights(cached.healed(KEY)), strict=True))
     # and the store is whole again: the next server reads it back
     forget_heals()
     again = heal_once(KEY)
-    assert again.from_disk and restarted.trained == ["heal"]
+    assert again.from_disk
+    assert restarted.trained == ["heal"]
     assert again.perplexity_after == progress.perplexity_after

@@ -53,7 +53,8 @@ def test_a_press_heals_the_conversion_live_and_reports_its_own_numbers(lm, fresh
     progress = wait_until_done(KEY)
     at.run()
     assert not at.exception
-    assert len(progress.step_losses) >= 2 and progress.step_losses[-1] < progress.first_loss  # the loss fell
+    assert len(progress.step_losses) >= 2
+    assert progress.step_losses[-1] < progress.first_loss
     (curve,) = [s for s in chart_specs(at) if s["layout"].get("title", {}).get("text", "").startswith("Healing")]
     assert curve["data"][0]["y"] == pytest.approx(progress.step_losses)
     successes = " ".join(s.value for s in at.success)

@@ -41,7 +41,8 @@ def test_the_chart_plots_the_stored_table_with_its_frontier():
         plotted.update(zip(trace["text"], zip(trace["x"], trace["y"], strict=True), strict=True))
     assert plotted.keys() == expected.keys()  # every point named on the chart, each name once
     for label, (x, y) in plotted.items():
-        assert x == pytest.approx(expected[label][0]) and y == pytest.approx(expected[label][1])
+        assert x == pytest.approx(expected[label][0])
+        assert y == pytest.approx(expected[label][1])
     rows = [{"cache_bytes_per_token": x, "perplexity": y} for x, y in expected.values()]
     frontier = sorted((r["cache_bytes_per_token"], r["perplexity"]) for r in rows if not dominated(r, rows))
     line = spec["data"][0]
@@ -59,7 +60,8 @@ def test_the_labs_cache_figures_are_the_models_float32_whatever_the_sidebar_says
     x = dict(zip(spec["data"][1]["text"], spec["data"][1]["x"], strict=True))
     assert x[lab.point_name(lab.table_rows(lab.load_table())[0])] == original["cache_bytes_per_token"] / 1024
     assert "float32" in spec["layout"]["xaxis"]["title"]["text"]
-    assert not at.sidebar.select_slider and not at.sidebar.radio  # the page reads no layer setting: none is drawn
+    assert not at.sidebar.select_slider
+    assert not at.sidebar.radio
 
 
 def test_the_frontier_sentence_lists_exactly_the_models_its_definition_admits():
@@ -87,7 +89,8 @@ def test_mha_answers_exactly_as_the_original_with_three_times_the_cache():
     at.toggle(key="view_lab_answer").set_value(True).run()
     no_exception(at)
     answers = [t.value for t in at.text]
-    assert len(answers) == 2 and answers[0] == answers[1]
+    assert len(answers) == 2
+    assert answers[0] == answers[1]
     assert any("3.00x" in c.value for c in at.caption)
 
 
@@ -137,7 +140,9 @@ def test_a_link_reopens_the_answers_its_sender_saw():
     first.text_input(key="view_lab_prompt").set_value("Name a colour.")
     first.toggle(key="view_lab_answer").set_value(True).run()
     link = dict(first.query_params)
-    assert link["lab_model"] == "mha" and link["lab_answer"] == "1" and link["lab_prompt"] == "Name a colour."
+    assert link["lab_model"] == "mha"
+    assert link["lab_answer"] == "1"
+    assert link["lab_prompt"] == "Name a colour."
     again = open_page("lab", link)
     no_exception(again)
     assert [t.value for t in again.text] == [t.value for t in first.text]
@@ -155,7 +160,8 @@ def test_each_healed_point_is_a_star_below_its_conversion_with_an_arrow_and_a_ro
     arrows = spec["layout"]["annotations"]
     assert len(arrows) == len(stored)
     for arrow in arrows:  # from the conversion (tail) straight down to its healed twin (head), on a log axis
-        assert arrow["x"] == arrow["ax"] and arrow["y"] < arrow["ay"]
+        assert arrow["x"] == arrow["ax"]
+        assert arrow["y"] < arrow["ay"]
     table = at.dataframe[0].value
     healed_rows = table[table["model"].str.endswith(", healed")]
     assert sorted(healed_rows["perplexity"]) == sorted(f"{row['perplexity_after']:,.2f}" for row in stored.values())

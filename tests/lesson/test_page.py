@@ -57,7 +57,8 @@ def test_every_step_opens_from_its_link_with_its_chart(number, lang):
         return
     drawn = charts(at)
     assert len(drawn) == 1, "one live chart a step"
-    assert drawn[0].proto.id and "lesson-" in drawn[0].proto.id
+    assert drawn[0].proto.id
+    assert "lesson-" in drawn[0].proto.id
     assert chart_specs(at)[0]["data"], "the chart holds data"
     assert chart_payload(drawn[0])["config"]["toImageButtonOptions"]["scale"] == 2, "its toolbar saves a 2x PNG"
     assert at.expander, "the answer is folded away"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import replace
 
 import pytest
@@ -39,7 +40,7 @@ def test_the_figure_has_one_named_frame_per_step_and_a_slider_step_for_each(fram
 
 def test_each_frame_carries_the_per_head_mapping_the_probe_read(frames):
     fig = view.mapping_figure(frames, 0, SETTINGS, None)
-    for frame, probe in zip(fig.frames, frames):
+    for frame, probe in zip(fig.frames, frames, strict=True):
         meta = query_trace(frame.data).meta
         assert meta["stores"] == probe.stores
         expected = [[s for s in range(len(probe.stores)) if probe.reads[s, h]] for h in range(SETTINGS.heads)]
@@ -48,7 +49,7 @@ def test_each_frame_carries_the_per_head_mapping_the_probe_read(frames):
 
 def test_edges_join_each_query_head_to_the_stores_it_reads(frames):
     fig = view.mapping_figure(frames, 0, SETTINGS, None)
-    for frame, probe in zip(fig.frames, frames):
+    for frame, probe in zip(fig.frames, frames, strict=True):
         queries, stores = query_trace(frame.data), kv_trace(frame.data)
         segments = set()
         for trace in frame.data[: view.EDGE_SLOTS + 1]:
@@ -77,13 +78,14 @@ def test_the_kv_row_is_as_wide_as_the_cache_relative_to_mha(frames):
 def test_the_hover_gives_group_shapes_and_bytes_read(frames):
     fig = view.mapping_figure(frames, 2, SETTINGS, None)
     text = query_trace(fig.data).hovertext[5]  # GQA with 2 groups of 4: head 5 reads KV head 1
-    assert "query head 5" in text and "KV head 1" in text
+    assert "query head 5" in text
+    assert "KV head 1" in text
     assert "[2, 32, 8]" in text  # batch, cached tokens, head_dim
     assert "2.00 KiB" in text  # K and V x batch 2 x 32 tokens x 8 numbers x 2 bytes (float16) = 2048 B
     mla = query_trace(fig.frames[-1].data).hovertext[0]
-    assert (
-        "c_kv [2, 32, 16]" in mla and "k_rope [2, 32, 4]" in mla and "2.50 KiB" in mla
-    )  # batch 2 x 32 tokens x (16 + 4) x 2 bytes
+    assert "c_kv [2, 32, 16]" in mla
+    assert "k_rope [2, 32, 4]" in mla
+    assert "2.50 KiB" in mla
 
 
 def test_highlighting_a_store_lights_exactly_its_readers(frames):
@@ -105,8 +107,9 @@ def test_frame_key_maps_gqa_with_every_or_one_group_to_mha_or_mqa():
 def test_bundles_cover_every_head_once_in_at_most_32_consecutive_ranges(heads):
     ranges = view.bundles(heads)
     assert len(ranges) <= view.MAX_DRAWN
-    assert ranges[0][0] == 0 and ranges[-1][1] == heads
-    assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
+    assert ranges[0][0] == 0
+    assert ranges[-1][1] == heads
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(ranges))
     assert all(stop > start for start, stop in ranges)
     if heads <= view.MAX_DRAWN:
         assert len(ranges) == heads

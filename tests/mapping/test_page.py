@@ -88,8 +88,10 @@ def test_choosing_a_kv_head_highlights_its_readers_and_links_the_heatmaps_to_its
     (link,) = at.get("page_link")
     assert link.proto.page == "heatmaps"
     params = parse_qs(link.proto.query_string)
-    assert params["hm_variant"] == ["gqa"] and params["hm_group"] == ["1"]
-    assert params["heads"] == ["8"] and params["groups"] == ["2"], "the heatmaps open on the same settings"
+    assert params["hm_variant"] == ["gqa"]
+    assert params["hm_group"] == ["1"]
+    assert params["heads"] == ["8"], "the heatmaps open on the same settings"
+    assert params["groups"] == ["2"], "the heatmaps open on the same settings"
     assert at.query_params["map_store"] == "kv1", "the address bar is a link to this view"
 
 
@@ -98,7 +100,8 @@ def test_mla_links_the_heatmaps_to_every_head():
     assert_clean(at)
     (link,) = at.get("page_link")
     params = parse_qs(link.proto.query_string)
-    assert params["hm_variant"] == ["mla"] and params["hm_group"] == ["all"]
+    assert params["hm_variant"] == ["mla"]
+    assert params["hm_group"] == ["all"]
     assert at.selectbox(key="view_map_store").value == "c_kv"
 
 
@@ -110,7 +113,7 @@ def test_a_link_reopens_the_same_view():
     assert not at.warning
 
 
-@pytest.mark.parametrize("name, value", [("map_variant", "zzz"), ("map_store", "kv99"), ("map_store", "<script>")])
+@pytest.mark.parametrize(("name", "value"), [("map_variant", "zzz"), ("map_store", "kv99"), ("map_store", "<script>")])
 def test_a_bad_link_value_gives_a_warning_and_a_valid_view(name, value):
     at = open_mapping(Settings().to_link() | {name: value})
     assert_clean(at)
@@ -205,7 +208,7 @@ def test_every_part_of_a_play_frame_lands_together_and_the_page_names_what_it_sh
 def test_the_figures_speak_the_language_of_the_run_that_shows_them(variant):
     """The figures are cached: one made for a Chinese run is not handed to an English one, nor the other way."""
     link = Settings().to_link() | {"map_variant": variant}
-    for lang, other in (("zh", "en"), ("en", "zh"), ("zh", "en")):
+    for lang in ("zh", "en", "zh"):
         at = open_mapping(link | {"lang": lang})
         assert_clean(at)
         for index in range(len(charts(at))):

@@ -27,7 +27,7 @@ def grouped_cfg(variant: str, heads: int, groups: int, d_model: int = 96) -> Att
     return AttentionConfig(variant, d_model=d_model, n_heads=heads, n_kv_heads=groups)
 
 
-@pytest.mark.parametrize("variant, heads, groups", GROUPED)
+@pytest.mark.parametrize(("variant", "heads", "groups"), GROUPED)
 def test_each_head_reads_the_kv_head_of_its_group(variant, heads, groups):
     found = read_mapping(grouped_cfg(variant, heads, groups), seed=3)
     group_size = heads // groups
@@ -39,7 +39,8 @@ def test_each_head_reads_the_kv_head_of_its_group(variant, heads, groups):
 def test_every_mla_head_reads_the_latent_and_the_shared_rotary_key():
     found = read_mapping(AttentionConfig("mla", d_model=64, n_heads=4, kv_lora_rank=16, qk_rope_head_dim=4), seed=0)
     assert found.stores == ["c_kv", "k_rope"]
-    assert found.reads.shape == (2, 4) and found.reads.all()
+    assert found.reads.shape == (2, 4)
+    assert found.reads.all()
 
 
 @pytest.mark.parametrize("case", range(6))
@@ -51,7 +52,7 @@ def test_mapping_equals_the_one_autograd_finds_for_random_settings(case):
         np.testing.assert_array_equal(found.reads, reads_by_gradient(cfg, settings.seed), err_msg=str(cfg))
 
 
-@pytest.mark.parametrize("variant, heads, groups", GROUPED[:4])
+@pytest.mark.parametrize(("variant", "heads", "groups"), GROUPED[:4])
 def test_readers_move_far_more_than_round_off_and_others_not_at_all(variant, heads, groups):
     found = read_mapping(grouped_cfg(variant, heads, groups), seed=1)
     assert found.change[found.reads].min() > 100 * READ_THRESHOLD
@@ -105,10 +106,12 @@ def test_grouped_path_shapes_match_the_formulas():
     b, s, d, h, g = 2, 10, 64, 8, 2
     rows = {row.step: row for row in path_shapes(grouped_cfg("gqa", h, g, d_model=d), batch=b, seq_len=s)}
     hd = d // h
-    assert rows["x"].prefill == (b, s, d) and rows["x"].decode == (b, 1, d)
+    assert rows["x"].prefill == (b, s, d)
+    assert rows["x"].decode == (b, 1, d)
     assert rows["q = x · W_q"].prefill == (b, h, s, hd)
     assert rows["k = x · W_k"].prefill == (b, g, s, hd)
-    assert rows["cache k, v"].prefill == (b, g, s, hd) and rows["cache k, v"].decode == (b, g, s + 1, hd)
+    assert rows["cache k, v"].prefill == (b, g, s, hd)
+    assert rows["cache k, v"].decode == (b, g, s + 1, hd)
     assert rows["k, v as each query head sees them"].decode == (b, h, s + 1, hd)
     assert rows["scores = softmax(q kᵀ / √d)"].prefill == (b, h, s, s)
     assert rows["scores = softmax(q kᵀ / √d)"].decode == (b, h, 1, s + 1)
@@ -146,9 +149,11 @@ def test_path_shapes_at_the_largest_settings_cost_no_memory():
 def test_the_two_mla_ways_agree_to_float32_round_off():
     cfg = AttentionConfig("mla", d_model=64, n_heads=4, kv_lora_rank=32, qk_rope_head_dim=4)
     ways = compare_mla_ways(cfg, seed=0, context_len=20, repeats=2)
-    assert ways.context_len == 20 and ways.repeats == 2
+    assert ways.context_len == 20
+    assert ways.repeats == 2
     assert ways.max_abs_diff <= 1e-5 * max(1.0, ways.output_scale)
-    assert ways.naive_ms > 0 and ways.absorbed_ms > 0
+    assert ways.naive_ms > 0
+    assert ways.absorbed_ms > 0
 
 
 def test_the_two_ways_difference_is_that_of_the_layers_own_outputs():

@@ -41,14 +41,16 @@ def test_default_view_shows_the_real_layers_numbers():
     np.testing.assert_allclose(short_weights[:7, :7], alone[0, 0].numpy(), atol=1e-5)
     assert allowed.tolist() == [[float(j <= i and j < 7) for j in range(12)] for i in range(12)]
     full_mask, chunk_mask = heatmap_z(specs[1])
-    assert chunk_mask.shape == (4, 12) and (chunk_mask == full_mask[8:]).all()
+    assert chunk_mask.shape == (4, 12)
+    assert (chunk_mask == full_mask[8:]).all()
     full_weights, chunk_weights = heatmap_z(specs[2])
     np.testing.assert_allclose(full_weights, full[0, 0].numpy(), atol=1e-6)
     np.testing.assert_allclose(chunk_weights, full[0, 0, 8:].numpy(), atol=1e-5)
     (cross_weights,) = heatmap_z(specs[3])
     np.testing.assert_allclose(cross_weights, cross[0, 0].numpy(), atol=1e-6)
     text = " ".join(m.value for m in at.markdown)
-    assert text.count("✓") >= 4 and "✗" not in text
+    assert text.count("✓") >= 4
+    assert "✗" not in text
     assert payload_bytes(at)[0] < PAYLOAD_BUDGET
 
 
@@ -59,7 +61,8 @@ def test_every_variant_renders(variant):
     specs = chart_specs(at)
     info = " ".join(i.value for i in at.info)
     if variant == "mla":
-        assert len(specs) == 3 and "self-attention only" in info
+        assert len(specs) == 3
+        assert "self-attention only" in info
     else:
         assert len(specs) == 4
         assert heatmap_z(specs[3])[0].shape == (6, 10)

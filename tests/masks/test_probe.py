@@ -51,7 +51,8 @@ def test_real_rows_of_the_padded_batch_equal_the_unpadded_run(layer, causal):
     _, alone_weights = unpadded_run(layer, 5, causal)
     torch.testing.assert_close(torch.from_numpy(result.short_weights[:, :5, :5]), alone_weights[0], atol=1e-5, rtol=0)
     # the probe's own reported differences agree with this independent run
-    assert result.rows_weights_diff <= 1e-5 and result.rows_output_diff <= 1e-5
+    assert result.rows_weights_diff <= 1e-5
+    assert result.rows_output_diff <= 1e-5
 
 
 def test_allowed_mask_is_padding_and_causal_combined(layer):
@@ -70,7 +71,8 @@ def test_chunk_rows_equal_the_full_pass_last_rows(layer):
         x = token_vectors(layer.cfg.d_model, SEED, "context", prefill + chunk)
         _, full = layer(x, return_weights=True)  # independent full pass, no cache
     torch.testing.assert_close(torch.from_numpy(result.chunk_weights), full[0, :, prefill:], atol=1e-5, rtol=0)
-    assert result.rows_weights_diff <= 1e-5 and result.rows_output_diff <= 1e-5
+    assert result.rows_weights_diff <= 1e-5
+    assert result.rows_output_diff <= 1e-5
     assert result.cached_tokens == prefill + chunk
 
 

