@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlencode
@@ -51,6 +52,7 @@ _WIDGET = {name: f"setting_{name}" for name in Settings().as_dict()}  # setting 
 _LINK_READ = "_link_read"
 _ADJUSTED = "_adjusted_notes"
 _SHARE_BOX = "_share_box"  # this run's placeholder for the link; dropped at the start of every run
+_LINK_SHOWN_AFTER = "_link_shown_after"  # set while a fragment's first run defers the box (link_shown_after)
 _SHOW_QR = "_show_qr"  # set by the share box's QR button, for the run it starts
 _SHARE_PARAMS = "_share_params"  # this run's link parameters (shared and the page's own), for the JSON download
 
@@ -73,6 +75,7 @@ def page_settings(page_key: str) -> Settings:
     _phone_language_switch()
     state = st.session_state
     state.pop(_SHARE_BOX, None)  # last run's placeholder is no longer on the page
+    state.pop(_LINK_SHOWN_AFTER, None)
     state.pop(_SHARE_PARAMS, None)
     if not state.get(_LINK_READ):
         params = {name: st.query_params.get_all(name) for name in st.query_params}
@@ -421,7 +424,24 @@ def _write_link(params: dict[str, str]) -> None:
     if _SHARE_PARAMS in st.session_state:
         st.session_state[_SHARE_PARAMS].update(params)  # and the JSON download, which is written when clicked
     if changed and _SHARE_BOX in st.session_state:
-        _show_link(st.session_state[_SHARE_BOX])  # the page's own view settings join the link shown
+        if _LINK_SHOWN_AFTER in st.session_state:
+            st.session_state[_LINK_SHOWN_AFTER] = True  # shown once the fragment returns (link_shown_after)
+        else:
+            _show_link(st.session_state[_SHARE_BOX])  # the page's own view settings join the link shown
+
+
+@contextmanager
+def link_shown_after() -> Iterator[None]:
+    """Around a fragment's call in the page's full run: what its controls write to the link is shown in the share box
+    once it returns, from the page, not from inside it. Streamlit's browser side failed on a fresh session's first run
+    when a fragment redrew that box (outside the fragment) while the page's own run redrew it too ("Cannot set a node
+    at a delta path": the whole page went blank). A fragment's own reruns (▶ Play) still redraw the box themselves."""
+    st.session_state[_LINK_SHOWN_AFTER] = False
+    try:
+        yield
+    finally:
+        if st.session_state.pop(_LINK_SHOWN_AFTER, False) and _SHARE_BOX in st.session_state:
+            _show_link(st.session_state[_SHARE_BOX])
 
 
 def _current_link() -> str:
@@ -503,6 +523,7 @@ __all__ = [
     "bound",
     "follow",
     "link_query",
+    "link_shown_after",
     "page_link",
     "page_not_found",
     "page_settings",

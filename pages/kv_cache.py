@@ -15,7 +15,7 @@ from explorer.i18n import _, fmt, language
 from explorer.probes import FLOAT32_TOLERANCE
 from explorer.probes.decode import MAX_PROMPT_LEN, MAX_STEPS, MAX_TRACE_BATCH, MAX_TRACE_PARAMETERS, MAX_TRACE_WORK
 from explorer.probes.models import memory_budget
-from explorer.state import bound, page_link, page_settings
+from explorer.state import bound, link_shown_after, page_link, page_settings
 
 settings = page_settings("kv_cache")
 
@@ -215,7 +215,8 @@ if traces:
             "together."
         ),
     )
-    st.fragment(run_every=PLAY_SECONDS if playing else None)(step_section)()
+    with link_shown_after():  # the step joins the share box's link from here, not from inside the fragment
+        st.fragment(run_every=PLAY_SECONDS if playing else None)(step_section)()
 
 
 # --- 3 and 4. whole models ------------------------------------------------------------------------------------------

@@ -157,6 +157,17 @@ def test_moving_the_step_reads_the_same_trace_and_prints_its_shapes():
     assert link_value(at, "kv_step") == "5"
 
 
+def test_the_share_box_shows_the_steps_link_drawn_after_the_fragment():
+    """The step slider lives in a fragment; the share box's link, drawn from the page once the fragment returns
+    (explorer.state.link_shown_after), carries the step as the address bar does."""
+    at = open_page(Settings().to_link() | {"kv_step": "3"})
+    assert_clean(at)
+    (shown,) = at.sidebar.code
+    assert "kv_step=3" in shown.value
+    at.slider(key="view_kv_step").set_value(5).run()
+    assert "kv_step=5" in at.sidebar.code[0].value
+
+
 def test_the_pitfall_toggle_measures_mha_sized_caches_for_grouped_variants():
     settings = Settings()
     at = open_page(settings.to_link() | {"kv_repeat": "1"})
