@@ -4,8 +4,9 @@ browser (in Chinese too, at the widest and the narrowest).
 For each page and width: nothing is requested from outside the machine (fonts, icons), no "Page not found" dialog,
 no two chart titles or axis titles overlap (nor a title the always-visible toolbar covers, nor an axis title its
 tick labels), no text of a chart falls outside it (tick labels are not hidden at the edge by Plotly:
-explorer.charts.with_unmeasured_tick_labels), no table scrolls sideways at 1400 px, and at every width each table's
-first columns and the columns that carry the page's point (the ✓ and the ratios) are in view without scrolling.
+explorer.charts.with_unmeasured_tick_labels), no chart text is drawn too small to read nor bar labels over each
+other, no table scrolls sideways at 1400 px, and at every width each table's first columns and the columns that carry
+the page's point (the ✓ and the ratios) are in view without scrolling.
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ LOCAL_HOSTS = {"127.0.0.1", "localhost"}
 # Columns that carry a page's point: each must be in view, unscrolled, wherever its table is drawn (as must every
 # table's first two columns: what a row is, and its first answer).
 POINT_COLUMNS = {"overview": ("Agree", "vs MHA"), "kv_cache": ("Agree", "vs MHA", "Tokens each", "Users")}
+# Chart text drawn smaller than this is not read from a desk (Plotly shrinks bar labels to fit their bars: ~6 px at
+# 1024 px, issue #28 item 9). Tick labels of heatmap panels are set at 9 px; labels of values (bars, points) at 10.
+MIN_TEXT_PX, MIN_VALUE_LABEL_PX = 9, 10
 PENDING: set[str] = set()  # pages whose layout pass is still open work: none
 
 BOXES = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map((plot, index) => {
@@ -67,6 +71,19 @@ TABLES = """() => Array.from(document.querySelectorAll('[data-testid="stDataFram
         return {content: scroller.scrollWidth, box: scroller.clientWidth,
             columns: fiber ? fiber.memoizedProps.columns.map(c => [c.title, c.width]) : null};
     })"""
+
+# The rendered size of every chart text (its font size times the scale Plotly draws it at: bar labels are shrunk by a
+# transform), but the numbers inside heatmap cells, which Plotly fits to the cells and the hover repeats.
+TEXT_SIZES = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).flatMap((plot, index) =>
+    Array.from(plot.querySelectorAll('svg text'))
+        .filter(e => (e.textContent || '').trim() && e.getBoundingClientRect().width > 0)
+        .filter(e => !e.closest('.heatmap-label'))
+        .map(e => { const m = e.getScreenCTM(); const r = e.getBoundingClientRect();
+            return {chart: index, text: e.textContent.trim().slice(0, 40),
+                value: e.classList.contains('bartext') || !!e.closest('.textpoint'),
+                bar: e.classList.contains('bartext'),
+                px: parseFloat(getComputedStyle(e).fontSize) * Math.hypot(m.a, m.b),
+                box: [r.left, r.top, r.right, r.bottom]}; }))"""
 
 # Links to other pages whose label does not fit its box (Streamlit's own style cuts it with an ellipsis).
 CUT_LINKS = """() => Array.from(document.querySelectorAll('[data-testid="stPageLink-NavLink"] p'))
@@ -135,11 +152,30 @@ def test_each_page_reads_cleanly_at_laptop_projector_and_phone_widths(server, br
                     ]
         problems += [f"cut off at the chart's edge: {text}" for text in tab.evaluate(OUTSIDE)]
         problems += [f"a page link's label cut short: {text!r}" for text in tab.evaluate(CUT_LINKS)]
+        problems += text_size_problems(tab.evaluate(TEXT_SIZES))
         problems += table_problems(tab.evaluate(TABLES), name, size, lang)
         assert not problems, problems
         assert not outside, f"requests that left the machine: {sorted(set(outside))}"
     finally:
         context.close()
+
+
+def text_size_problems(texts: list[dict]) -> list[str]:
+    """Chart text drawn too small to read, and bar labels that run into each other (labels of points are placed
+    by hand, beside their points)."""
+    problems = [
+        f"chart {t['chart']}: {t['text']!r} drawn at {t['px']:.1f} px"
+        for t in texts
+        if t["px"] < (MIN_VALUE_LABEL_PX if t["value"] else MIN_TEXT_PX) - 0.05
+    ]
+    labels = [t for t in texts if t["bar"]]
+    problems += [
+        f"chart {a['chart']}: the bar labels {a['text']!r} and {b['text']!r} overlap"
+        for i, a in enumerate(labels)
+        for b in labels[i + 1 :]
+        if a["chart"] == b["chart"] and overlap(a["box"], b["box"])
+    ]
+    return problems
 
 
 def table_problems(tables: list[dict], name: str, size: str, lang: str) -> list[str]:
