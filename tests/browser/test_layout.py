@@ -18,6 +18,7 @@ import pytest
 from explorer import i18n
 from explorer.pages import PAGES
 from explorer.settings import Settings
+from tests.served import CHARTS_READY
 
 from .conftest import COLD_START_SECONDS, wait_for_app
 
@@ -231,6 +232,44 @@ def test_a_short_sequence_keeps_its_tick_labels_apart_on_a_phone(server, browser
             for i, a in enumerate(ticks)
             for b in ticks[i + 1 :]
             if overlap(a["box"], b["box"])
+        ]
+        assert not together, together
+    finally:
+        context.close()
+
+
+# Each chart's panels (its x axes) as drawn: their width in px, and every panel title's box.
+PANELS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map((plot, index) => {
+    const layout = plot._fullLayout;
+    const box = e => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+    return {chart: index,
+        widths: Object.keys(layout).filter(name => /^xaxis[0-9]*$/.test(name)).map(name => layout[name]._length),
+        titles: Array.from(plot.querySelectorAll('.annotation-text'))
+            .filter(e => (e.textContent || '').trim() && e.getBoundingClientRect().width > 0)
+            .map(e => ({text: e.textContent.trim(), box: box(e)}))};
+})"""
+PHONE_PANEL_PX = 100  # a 64x64 map at ~1.5 px a cell: its diagonal and first column can be seen
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_heatmap_panels_are_readably_wide_on_a_phone_and_their_titles_apart(server, browser, lang):
+    """Issue #28 item 10: at 400 px four 64x64 maps a row were ~35 px wide beside a colour bar a quarter of the width,
+    and the step-by-step titles ran together ("softmax[64×64]"). On a phone each panel is at least PHONE_PANEL_PX
+    wide and no two panel titles meet."""
+    context, tab, _ = open_at(browser, server, "heatmaps", SIZES["phone"], lang)
+    try:
+        tab.wait_for_function(CHARTS_READY, arg=4)
+        charts = tab.evaluate(PANELS)
+        grids = [chart for chart in charts if len(chart["widths"]) > 1]
+        assert len(grids) >= 3, f"the grids of panels (every head, the variants, inside one head): {charts}"
+        narrow = [f"chart {c['chart']}: {min(c['widths']):.0f} px" for c in grids if min(c["widths"]) < PHONE_PANEL_PX]
+        assert not narrow, f"panels narrower than {PHONE_PANEL_PX} px: {narrow}"
+        together = [
+            f"chart {c['chart']}: {a['text']!r} and {b['text']!r}"
+            for c in grids
+            for i, a in enumerate(c["titles"])
+            for b in c["titles"][i + 1 :]
+            if overlap(a["box"], b["box"], slack=-2)  # and 2 px apart at least
         ]
         assert not together, together
     finally:
