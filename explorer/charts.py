@@ -205,11 +205,18 @@ def show_chart(fig: go.Figure | dict, *, name: str, rows: Sequence[dict] | Calla
     # A Figure goes as its dict too: setting the template dict on it with update_layout validated the whole
     # template in every rerun
     spec = fig if isinstance(fig, dict) else fig.to_dict()
-    spec = {**spec, "layout": {**spec.get("layout", {}), "template": PLOTLY_TEMPLATE}}
-    if presenting():  # present=1: fonts about twice their size for a projector
-        spec = for_projector(spec)
-    layout = spec["layout"]
-    shown = {**spec, "layout": with_unmeasured_tick_labels(title_below_toolbar(layout))}
+    # How to draw the chart narrow, if the figure says ({"below": px, "layout": a phone's layout, "unlabelled": its
+    # points without their text labels}, each optional but "below"): sent beside the figure, and the browser draws it
+    # so where the chart is narrower than that (live_chart.js)
+    narrow = spec.get("narrow")
+    spec = {key: value for key, value in spec.items() if key != "narrow"}
+    shown = _as_drawn(spec)
+    if narrow:
+        narrow = {
+            "below": narrow["below"],
+            "layout": _as_drawn({**spec, "layout": narrow["layout"]})["layout"] if "layout" in narrow else None,
+            "unlabelled": bool(narrow.get("unlabelled")),
+        }
     to_image = dict(PLOTLY_CONFIG["toImageButtonOptions"], filename=name)
     config = PLOTLY_CONFIG | {"toImageButtonOptions": to_image} | plotly_locale()
     if presenting():  # one row of tools, clear of the larger title, on a projector's half-width column
@@ -222,10 +229,12 @@ def show_chart(fig: go.Figure | dict, *, name: str, rows: Sequence[dict] | Calla
         "failed": _("This chart could not be drawn ({error})."),
         "fullscreen": _("Full screen"),
     }
-    label = chart_description(layout, caption)
+    label = chart_description(shown["layout"], caption)
+    narrow_json = plotly.io.to_json(narrow, validate=False) if narrow else "null"
     payload = (
-        f'{{"plotly": {json.dumps(plotly_js_url())}, "label": {json.dumps(label, ensure_ascii=False)}, "said": {json.dumps(said, ensure_ascii=False)}, '
-        f'"config": {json.dumps(config)}, "figure": {figure}}}'
+        f'{{"plotly": {json.dumps(plotly_js_url())}, "label": {json.dumps(label, ensure_ascii=False)}, '
+        f'"said": {json.dumps(said, ensure_ascii=False)}, "config": {json.dumps(config)}, "narrow": {narrow_json}, '
+        f'"figure": {figure}}}'
     )
     LIVE_CHART(key=f"chart_{name}", data=payload.encode("utf-8"))
     # A row that does not wrap: the caption takes what the button leaves, and the button keeps its label whole (as a
@@ -254,6 +263,14 @@ def chart_description(layout: dict, caption: str) -> str:
     parts = [" ".join(part.split()).rstrip(".。") for part in plain if part.strip()]
     stop = "。" if language() == "zh" else ". "
     return stop.join(parts) + stop.strip() if parts else ""
+
+
+def _as_drawn(spec: dict) -> dict:
+    """The figure as it is sent: in PLOTLY_TEMPLATE, fonts scaled in presenter mode, the title below the toolbar."""
+    spec = {**spec, "layout": {**spec.get("layout", {}), "template": PLOTLY_TEMPLATE}}
+    if presenting():  # present=1: fonts about twice their size for a projector
+        spec = for_projector(spec)
+    return {**spec, "layout": with_unmeasured_tick_labels(title_below_toolbar(spec["layout"]))}
 
 
 def fixed_place() -> DeltaGenerator:

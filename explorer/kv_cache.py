@@ -387,8 +387,12 @@ def sig(value: float, digits: int = 3) -> str:
 
 
 def model_columns(rows: list[ModelRow], preset_name: str) -> dict[str, dict]:
-    """The whole-model table's columns: short headers (they must fit at 1400 px) -> their help (what they count, at
-    which context) and width, in this run's language. Keys in table order; model_table uses the same headers."""
+    """The whole-model table's columns: short headers -> their help (what they count, at which context), width and
+    pinning, in this run's language. Keys in table order; model_table uses the same headers.
+
+    At 1400 px the table has 938 px: nine columns needed 1386 (issue #28 item 8), so headers are short, the bytes of
+    one layer are left to the numbers column (× the dtype's bytes) and the description is a few words. On a phone the
+    way of caching stays pinned and what it costs against MHA, with its ✓, comes next, in view without scrolling."""
     preset = PRESETS[preset_name]
     held = rows[0].tokens_held
     if held < preset.context_len:
@@ -396,23 +400,27 @@ def model_columns(rows: list[ModelRow], preset_name: str) -> dict[str, dict]:
     else:
         context = n_("{n} token", "{n} tokens", held)
     layers = n_("{n} layer", "{n} layers", preset.n_layers)
-    # The columns that carry the point first (what is kept, how much, against MHA, ✓); the description last, wide.
     return {
-        _("Cache kept"): {"width": "medium"},
-        _("Numbers / token / layer"): {"help": _("Numbers one token leaves in one layer's cache, read off the cache.")},
+        _("Cache kept"): {"width": "medium", "pinned": True},
         _("vs MHA"): {"help": _("This cache ÷ MHA's.")},
         _("Agree"): {"help": _("The measured bytes equal the closed form's.")},
+        _("Numbers / token"): {"help": _("Numbers one token leaves in one layer's cache, read off the cache.")},
         _("As GQA groups"): {"help": _("Numbers per token ÷ $2 d_h$: the GQA group count that would cache as much.")},
-        _("Per token, one layer"): {},
-        _("Per token, all layers"): {"help": _("One token's cache in all {layers}.", layers=layers)},
-        _("One sequence, all layers"): {
+        _("Bytes / token"): {"help": _("One token's cache in all {layers}.", layers=layers)},
+        _("One sequence"): {
             "help": _(
                 "One sequence's cache at {context}, all {layers}: measured on the meta device.",
                 context=context,
                 layers=layers,
             )
         },
-        _("One token leaves"): {"width": "large", "help": _("What one token adds to one layer's cache.")},
+        _("One token leaves"): {
+            "help": n_(
+                "What one token adds to one layer's cache, read by its {n} query head.",
+                "What one token adds to one layer's cache, read by all {n} query heads.",
+                preset.attention.n_heads,
+            )
+        },
     }
 
 
@@ -425,11 +433,10 @@ def model_table(rows: list[ModelRow], preset_name: str) -> list[dict]:
         )
         cells = [
             row.label,
-            fmt(row.elements_per_token_layer),
             f"{sig(row.ratio_to_mha)}×",
             "✓" if agree else "✗",
+            fmt(row.elements_per_token_layer),
             sig(row.gqa_equivalent_groups),
-            format_bytes(row.bytes_per_token_layer),
             format_bytes(row.bytes_per_token_model),
             format_bytes(row.model_bytes_measured),
             row.description,
@@ -637,26 +644,51 @@ def users_figure(
     return {"data": data, "layout": layout}, csv
 
 
+def fit_columns(preset_name: str, batch: int) -> dict[str, dict]:
+    """The fit table's columns: short headers -> their help, in this run's language. The two answers are narrow
+    (a number, "(limit)" when the context caps it), so on a phone they are in view beside the pinned row names: their
+    long headers ("Tokens each of 1 sequence can reach") had pushed the second out of view."""
+    preset = PRESETS[preset_name]
+    if preset.sliding_window:
+        limit = _(
+            "(limit): the model's {context}-token context ends first; (window): past the {window}-token window the "
+            "cache stops growing, so the memory never fills.",
+            context=preset.context_len,
+            window=preset.sliding_window,
+        )
+    else:
+        limit = _("(limit): the model's {context}-token context ends first.", context=preset.context_len)
+    return {
+        _("Cache kept"): {"width": "medium", "pinned": True},
+        _("Tokens each"): {
+            "help": sentences(
+                n_(
+                    "How long each of {n} sequence can grow before the caches fill the memory left.",
+                    "How long each of {n} sequences can grow before the caches fill the memory left.",
+                    batch,
+                ),
+                limit,
+            )
+        },
+        _("Users"): {
+            "help": _(
+                "Sequences of the full {context}-token context whose caches fit at once.", context=preset.context_len
+            )
+        },
+    }
+
+
 def fit_table(preset_name: str, rows: list[ModelRow], *, batch: int, budget: MemoryBudget) -> list[dict]:
     preset = PRESETS[preset_name]
+    headers = list(fit_columns(preset_name, batch))
     table = []
     for row in rows:
         fit = what_fits(preset, row, budget_left=budget.left, batch=batch)
         if fit.window_bound:
-            tokens = _(
-                "all {context} (the {window}-token window never fills the memory)",
-                context=preset.context_len,
-                window=preset.sliding_window,
-            )
+            tokens = _("{context} (window)", context=preset.context_len)
         elif fit.tokens_per_sequence >= preset.context_len:
-            tokens = _("all {context} (the model's limit)", context=preset.context_len)
+            tokens = _("{context} (limit)", context=preset.context_len)
         else:
             tokens = fmt(fit.tokens_per_sequence)
-        table.append(
-            {
-                _("Cache kept"): row.label,
-                n_("Tokens each of {n} sequence can reach", "Tokens each of {n} sequences can reach", batch): tokens,
-                _("Sequences of {context} tokens that fit", context=preset.context_len): fmt(fit.users_at_context),
-            }
-        )
+        table.append(dict(zip(headers, [row.label, tokens, fmt(fit.users_at_context)], strict=True)))
     return table

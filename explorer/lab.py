@@ -351,7 +351,7 @@ def label_positions(rows: list[LabRow]) -> dict[str, str]:
 
 def pareto_figure(
     rows: list[LabRow], *, context_length: int, chosen: str | None = None, healed: dict[str, HealedRow] | None = None
-) -> go.Figure:
+) -> dict:
     """Perplexity (log) against KV cache per token (KiB, whole model, float32), every point named beside it; the
     frontier as a line; hover adds the settings and the whole-model cache at context_length tokens."""
     frontier = pareto_frontier(rows)
@@ -407,9 +407,8 @@ def pareto_figure(
         height=480,
         margin={"t": 30},
         legend={"orientation": "h", "y": -0.2},
-        meta={"narrow": {"below": NAMES_FIT_PX}},  # on a phone, points unnamed (live_chart.js forWidth)
     )
-    return fig
+    return {**fig.to_dict(), "narrow": {"below": NAMES_FIT_PX, "unlabelled": True}}  # on a phone, points unnamed
 
 
 def heal_loss_figure(step_losses: list[float], first_loss: float | None, seconds: float) -> go.Figure:

@@ -6,7 +6,10 @@
 // order, one per frame, so the first shows while the others are still being drawn.
 //
 // data: the UTF-8 bytes of {"plotly": url of plotly.js, "label": the chart's text alternative (its title and
-// caption), "said": {"unloaded", "failed", "fullscreen"} (words in the reader's language), "config": {...}, "figure": {"data": [...], "layout": {...}, "frames": [...]}}.
+// caption), "said": {"unloaded", "failed", "fullscreen"} (words in the reader's language), "config": {...}, "narrow":
+// null or {"below": px, "layout": {...} or null, "unlabelled": bool}, "figure": {"data": [...], "layout": {...},
+// "frames": [...]}}. A chart narrower than "below" px (a phone) is drawn with the narrow layout, and without its
+// points' text labels if "unlabelled": only the browser knows the width.
 
 const state = (window.__attentionExplorerCharts ??= {
   plotly: null, // the promise of plotly.js, loaded once per page
@@ -102,17 +105,40 @@ function withMarginsOf(drawing, layout) {
   return { ...layout, margin };
 }
 
-// A figure may ask, by layout.meta.narrow = {below: px}, that its points' text labels be left out when it is drawn
-// narrower than that (a phone): names of points close together pile up there, while the legend, a tap and the
-// table beside the chart still name every point.
-function forWidth(figure, width) {
-  const below = figure.layout?.meta?.narrow?.below;
-  if (!below || width >= below) return figure;
-  const unlabelled = (trace) =>
+function isNarrow(spec, div) {
+  return Boolean(spec.narrow) && div.clientWidth > 0 && div.clientWidth < spec.narrow.below;
+}
+
+// The figure's own layout, or its narrow one where the chart is narrow.
+function layoutFor(spec, div) {
+  return isNarrow(spec, div) ? spec.narrow.layout ?? spec.figure.layout : spec.figure.layout;
+}
+
+// The traces as drawn: where the chart is narrow and the figure asks, without their points' text labels (names of
+// points close together pile up on a phone, while the legend, a tap and the table beside the chart still name them).
+function dataFor(spec, div) {
+  if (!isNarrow(spec, div) || !spec.narrow.unlabelled) return spec.figure.data;
+  return spec.figure.data.map((trace) =>
     typeof trace.mode === "string" && trace.mode.includes("text")
       ? { ...trace, mode: trace.mode.replace(/\+?text/, "").replace(/^\+/, "") || "markers" }
-      : trace;
-  return { ...figure, data: figure.data.map(unlabelled) };
+      : trace,
+  );
+}
+
+function draw(div, spec) {
+  state.waiting.delete(div); // re-inserted at the end: charts are drawn in the order their figures came
+  state.waiting.set(div, spec);
+  plotly(spec.plotly).then(
+    (Plotly) => {
+      if (!state.drawing) {
+        state.drawing = true;
+        drawNext(Plotly);
+      }
+    },
+    () => {
+      div.textContent = spec.said.unloaded;
+    },
+  );
 }
 
 function drawNext(Plotly) {
@@ -126,13 +152,15 @@ function drawNext(Plotly) {
   if (div.isConnected) {
     try {
       const config = { ...spec.config, modeBarButtonsToAdd: [fullScreenButton(spec.said.fullscreen)] };
-      const figure = forWidth(spec.figure, div === state.enlarged ? screenSize().width : div.clientWidth);
-      const own = figure.layout;
+      const own = layoutFor(spec, div);
+      state.shown.get(div).size = ownSize(own);
+      state.shown.get(div).narrow = isNarrow(spec, div);
       let layout = div === state.enlarged ? { ...own, ...screenSize() } : own; // new data while full screen
-      const key = labelsKey(figure, div.clientWidth);
+      const data = dataFor(spec, div);
+      const key = labelsKey({ ...spec.figure, data, layout: own }, div.clientWidth);
       const last = state.margins.get(div);
       if (last?.key === key) layout = withMarginsOf(last.margins, layout);
-      Plotly.react(div, { ...figure, layout, config }).then(() => { // frames too: the animated charts
+      Plotly.react(div, { ...spec.figure, data, layout, config }).then(() => { // frames too: the animated charts
         const { l, r, t, b } = div._fullLayout._size;
         state.margins.set(div, { key, margins: { l, r, t, b } });
         reachableByKeyboard(div);
@@ -188,30 +216,23 @@ export default function (component) {
     // The plot follows its column's width (a sidebar opened or closed, a window resized); its own height changing
     // when it is drawn is no reason to lay it out again, nor is being hidden for a moment (width 0: Streamlit hides a
     // keyed element while a rerun has not yet placed it) and shown again at the width it was drawn at.
+    // Crossing the narrow layout's width (a phone turned, a window resized) draws the chart again in the other layout.
     let width = null;
     new ResizeObserver(([entry]) => {
       const now = Math.round(entry.contentRect.width);
       if (now === 0) return;
-      if (width !== null && now !== width && div.data) window.Plotly.Plots.resize(div);
+      const shown = state.shown.get(div);
+      if (shown?.spec && div.data && shown.narrow !== isNarrow(shown.spec, div)) {
+        div.style.minHeight = `${layoutFor(shown.spec, div).height ?? 450}px`;
+        draw(div, shown.spec);
+      } else if (width !== null && now !== width && div.data) window.Plotly.Plots.resize(div);
       width = now;
     }).observe(div);
   }
   const spec = JSON.parse(text);
   div.setAttribute("aria-label", spec.label);
-  state.shown.set(div, { text, size: ownSize(spec.figure.layout) });
+  state.shown.set(div, { text, spec, size: ownSize(spec.figure.layout), narrow: null });
   // The chart's height is taken at once: what follows it does not jump while it waits its turn to be drawn.
-  div.style.minHeight = `${spec.figure.layout.height ?? 450}px`;
-  state.waiting.delete(div); // re-inserted at the end: charts are drawn in the order their figures came
-  state.waiting.set(div, spec);
-  plotly(spec.plotly).then(
-    (Plotly) => {
-      if (!state.drawing) {
-        state.drawing = true;
-        drawNext(Plotly);
-      }
-    },
-    () => {
-      div.textContent = spec.said.unloaded;
-    },
-  );
+  div.style.minHeight = `${layoutFor(spec, div).height ?? 450}px`;
+  draw(div, spec);
 }

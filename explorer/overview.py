@@ -96,7 +96,7 @@ def cache_bar_figure(rows: list[VariantRow], seq_len: int, batch: int, dtype: st
             batch=batch,
             dtype=dtype,
         ),
-        yaxis_title=_("cache held"),
+        axis_title=_("cache held"),
     )
 
 
@@ -112,9 +112,15 @@ def flops_bar_figure(rows: list[VariantRow], seq_len: int) -> dict:
             "Work to decode one token against {n} cached tokens",
             seq_len,
         ),
-        yaxis_title=_("work (2 FLOP per multiply-add)"),
+        axis_title=_("work (2 FLOP per multiply-add)"),
         units=FLOP_UNITS,
     )
+
+
+# How far the value axis reaches past the longest bar: its label is drawn beside the bar, and at 1024 px a chart's
+# plot is ~200 px wide, so the longest bar takes ~3/5 of it and its ~65 px label the rest.
+LABEL_ROOM = 1.7
+VALUE_LABEL_PX = 12
 
 
 def _variant_bars(
@@ -124,32 +130,47 @@ def _variant_bars(
     labels: list[str],
     unit: str,
     title: str,
-    yaxis_title: str,
+    axis_title: str,
     units: Sequence[tuple[str, float]] | None = None,
 ) -> dict:
-    """One bar per variant in its colour, labelled above, with headroom for the labels. The axis ticks are labelled
-    in one unit of `units` (bytes in KiB/MiB/GiB by default), never with Plotly's SI letters.
+    """One horizontal bar per variant in its colour (MHA on top), labelled beside its end, with room for the labels.
+    The value axis is ticked in one unit of `units` (bytes in KiB/MiB/GiB by default), never Plotly's SI letters.
+
+    Horizontal: a label beside a bar has the whole row's height and never meets its neighbours' labels. Above
+    vertical bars at 1024 px (~45 px a bar) Plotly shrank the labels to ~6 px to fit their bars, and at a size that
+    can be read they ran into each other (issue #28 item 9).
 
     Built as the dict go.Figure(...).to_dict() gives (show_chart sends it as it is): validating two bar figures into
     Plotly's object tree cost a share of every rerun, before the first chart could leave the server.
     """
     bar = {
         "type": "bar",
-        "x": [row.variant.upper() for row in rows],
-        "y": values,
+        "orientation": "h",
+        "y": [row.variant.upper() for row in rows],
+        "x": values,
         "marker": {"color": [VARIANT_COLORS[row.variant] for row in rows]},
         "text": labels,
         "textposition": "outside",
-        "hovertemplate": f"%{{x}}: %{{y:,}} {unit}<extra></extra>",
+        "constraintext": "none",  # the label keeps its size: the axis leaves it room (LABEL_ROOM)
+        "cliponaxis": False,
+        "textfont": {"size": VALUE_LABEL_PX},
+        "hovertemplate": f"%{{y}}: %{{x:,}} {unit}<extra></extra>",
     }
-    axis = unit_axis(max(values) * 1.25, *([units] if units else []))
-    # The top tick a little below the plot's top edge: there its label sat under the title's second line.
-    axis["range"] = [axis["range"][0], axis["range"][1] * 1.12]
+    reach = max(values) * LABEL_ROOM
+    axis = unit_axis(reach, *([units] if units else []), ticks=3)  # three: ~200 px wide
+    # The axis ends where the labels need it to, not at the next round tick (that left the bars a third of the plot)
+    shown = [i for i, value in enumerate(axis["tickvals"]) if value <= reach]
+    axis = {
+        "tickvals": [axis["tickvals"][i] for i in shown],
+        "ticktext": [axis["ticktext"][i] for i in shown],
+        "range": [0.0, float(reach)],
+    }
     layout = {
         # Seated just above the plot, below the always-visible toolbar: these charts are narrow, their titles long.
         "title": {"text": title, "yref": "paper", "y": 1, "yanchor": "bottom", "pad": {"b": 12}},
-        "yaxis": {"title": {"text": yaxis_title}} | axis,
-        "margin": {"t": 80, "b": 40, "l": 60, "r": 20},
+        "xaxis": {"title": {"text": axis_title}, "showgrid": True} | axis,
+        "yaxis": {"autorange": "reversed"},  # the first variant (MHA) on top, as the table lists them
+        "margin": {"t": 80, "b": 40, "l": 50, "r": 20},
         "height": 380,
     }
     return {"data": [bar], "layout": layout}

@@ -417,7 +417,10 @@ st.dataframe(
     view.fit_table(model, rows, batch=settings.batch, budget=budget),
     hide_index=True,
     width="stretch",
-    column_config={_("Cache kept"): st.column_config.TextColumn(width="medium")},
+    column_config={
+        header: st.column_config.TextColumn(**config)
+        for header, config in view.fit_columns(model, settings.batch).items()
+    },
 )
 st.caption(
     _(

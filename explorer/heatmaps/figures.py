@@ -242,15 +242,21 @@ def steps_figure(
         share_x=False,
     )
     layout = fig["layout"]
-    layout["margin"] = {**layout["margin"], "r": max(layout["margin"].get("r", 0), 110)}
+    layout["margin"] = {**layout["margin"], "r": max(layout["margin"].get("r", 0), 110)}  # the standing colour bars
     x_names = ["", "", "", _("key"), _("key"), _("key"), _("key"), _("dim")]  # Q, K, V: their titles name the dims
-    y_names = {0: _("token"), 3: _("query"), 6: _("query")}
-    for index, x_name in enumerate(x_names[: len(panels)]):
-        suffix = "" if index == 0 else str(index + 1)
-        layout[f"xaxis{suffix}"]["title"] = {"text": x_name, "font": {"size": 10}, "standoff": 4}
-        layout[f"xaxis{suffix}"]["nticks"] = 3  # a phone leaves ~60 px a panel: "0 20 40 60" ran together
-        if index in y_names:
-            layout[f"yaxis{suffix}"]["title"] = {"text": y_names[index], "font": {"size": 10}}
+    # The first panel of each row names its rows: three a row (wide), two a row (a phone's layout)
+    for shown, y_names in (
+        (layout, {0: _("token"), 3: _("query"), 6: _("query")}),
+        (fig.get("narrow", {}).get("layout"), {0: _("token"), 2: _("key"), 4: _("query"), 6: _("query")}),
+    ):
+        if shown is None:
+            continue
+        for index, x_name in enumerate(x_names[: len(panels)]):
+            suffix = "" if index == 0 else str(index + 1)
+            shown[f"xaxis{suffix}"]["title"] = {"text": x_name, "font": {"size": 10}, "standoff": 4}
+            shown[f"xaxis{suffix}"]["nticks"] = 3  # a phone leaves ~60 px a panel: "0 20 40 60" ran together
+            if index in y_names:
+                shown[f"yaxis{suffix}"]["title"] = {"text": y_names[index], "font": {"size": 10}}
     return fig, panel_csv(panels), square
 
 

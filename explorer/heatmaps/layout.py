@@ -20,6 +20,13 @@ X_TITLE_ROOM = 20  # px more between rows whose panels each carry an x title
 TICK_FONT = 9  # px
 NARROW_X_TICKS = 3  # x tick labels at most under a narrow panel of a few positions
 PANEL_TITLE_FONT, PANEL_TITLE_FONT_NARROW = 12, 10  # px; narrow: four panels a row or more (a phone's ~60 px each)
+# A chart narrower than this (a phone: ~366 px) is drawn with PHONE_COLUMNS panels a row and its colour bars laid
+# flat below the panels (explorer/live_chart.js picks the layout by the chart's width). Four 64x64 maps a row left
+# ~35 px each beside a colour bar that took a quarter of the width (issue #28 item 10).
+PHONE_WIDTH = 560
+PHONE_COLUMNS = 2
+PHONE_ROW_HEIGHT = 190  # px a row of two panels of ~135 px, their titles and tick labels
+COLORBAR_ROW = 52  # px each flat colour bar takes below the panels: its title, the bar and its tick labels
 
 
 def panels_figure(
@@ -40,6 +47,81 @@ def panels_figure(
     Row labels are drawn on the first panel of each row only, and with share_x column labels only on the lowest panel
     of each column, so long token labels never run into the neighbouring panel; the hover names every cell anyway.
     """
+    fig = _grid(
+        panels,
+        ncols,
+        row_height=row_height,
+        title=title,
+        x_title=x_title,
+        y_title=y_title,
+        layout_cols=layout_cols,
+        share_x=share_x,
+    )
+    for name, axis in coloraxes.items():
+        fig["layout"][name] = axis
+    if ncols > PHONE_COLUMNS:
+        narrow = _grid(
+            panels,
+            PHONE_COLUMNS,
+            row_height=PHONE_ROW_HEIGHT,
+            title=title,
+            x_title=x_title,
+            y_title=y_title,
+            layout_cols=None,
+            share_x=share_x,
+        )["layout"]
+        fig["narrow"] = {"below": PHONE_WIDTH, "layout": with_flat_colorbars(narrow, coloraxes)}
+    return fig
+
+
+def with_flat_colorbars(layout: dict, coloraxes: dict[str, dict]) -> dict:
+    """The layout with each colour axis's bar laid flat under the panels, one below the other, the whole width: on a
+    phone a standing bar beside the panels took a quarter of the width. The bottom margin grows to hold them."""
+    bars = len(coloraxes)
+    room = COLORBAR_ROW * bars
+    height = layout["height"] + room
+    margin = {**layout["margin"], "b": layout["margin"]["b"] + room}
+    flat = {}
+    for index, (name, axis) in enumerate(coloraxes.items()):
+        colorbar = {
+            key: value
+            for key, value in (axis.get("colorbar") or {}).items()
+            if key not in ("x", "y", "len", "lenmode", "yanchor", "xanchor", "ypad")
+        }
+        title = dict(colorbar.get("title") or {})
+        title["side"] = "top"
+        flat[name] = {
+            **axis,
+            "colorbar": {
+                **colorbar,
+                "title": title,
+                "orientation": "h",
+                "thickness": 10,
+                "x": 0.5,
+                "xanchor": "center",
+                "len": 1,
+                "lenmode": "fraction",
+                "yref": "container",
+                "y": (bars - 1 - index) * COLORBAR_ROW / height + 4 / height,
+                "yanchor": "bottom",
+                "ypad": 0,
+            },
+        }
+    return {**layout, **flat, "height": height, "margin": margin}
+
+
+def _grid(
+    panels: list[Panel],
+    ncols: int,
+    *,
+    row_height: int,
+    title: str,
+    x_title: str,
+    y_title: str,
+    layout_cols: list[list[int]] | None,
+    share_x: bool,
+) -> dict:
+    """panels_figure's grid at ncols panels a row, without colour axes."""
     slots = layout_cols or [list(range(ncols))] * math.ceil(len(panels) / ncols)
     placed: list[tuple[int, int]] = []  # (row, column) of each panel
     for r, cols in enumerate(slots):
@@ -101,6 +183,7 @@ def panels_figure(
                 "xref": "paper",
                 "yref": "paper",
                 "showarrow": False,
+                "xanchor": "center",  # Plotly's "auto" anchors a title left of x in the left third, right in the last
                 "yanchor": "bottom",
                 "font": {"size": PANEL_TITLE_FONT if ncols <= 3 else PANEL_TITLE_FONT_NARROW},
             }
@@ -121,8 +204,6 @@ def panels_figure(
             # shrink instead of running into each other
             trace["texttemplate"] = "%{z:.2f}"
         data.append(trace)
-    for name, colour_axis in coloraxes.items():
-        layout[name] = colour_axis
     return {"data": data, "layout": layout}
 
 

@@ -101,29 +101,18 @@ def what_if_configs(preset: ModelPreset, *, groups: int, latent: int, rope_dim: 
 
 
 def describe(cfg: AttentionConfig, *, repeated_heads: bool = False) -> str:
-    """What one token leaves in one layer's cache, in a few words (in this run's language)."""
+    """What one token leaves in one layer's cache, in a few words (in this run's language). Short: a table column
+    that must fit a laptop's width; how many query heads read it is the column's help."""
     if cfg.variant == "mla":
-        return n_(
-            "c_kv {latent} + k_rope {rope}, shared by {n} head",
-            "c_kv {latent} + k_rope {rope}, shared by {n} heads",
-            cfg.n_heads,
-            latent=str(cfg.kv_lora_rank),
-            rope=str(cfg.qk_rope_head_dim),
-        )
+        return _("c_kv {latent} + k_rope {rope}", latent=str(cfg.kv_lora_rank), rope=str(cfg.qk_rope_head_dim))
     if repeated_heads:
         return n_(
-            "K, V copied out to {n} head × {width}",
-            "K, V copied out to {n} heads × {width}",
+            "K, V copied to {n} head × {width}",
+            "K, V copied to {n} heads × {width}",
             cfg.n_heads,
             width=str(cfg.head_dim),
         )
-    return n_(
-        "K, V of {heads} × {width}, for {n} query head",
-        "K, V of {heads} × {width}, for {n} query heads",
-        cfg.n_heads,
-        heads=n_("{n} head", "{n} heads", cfg.n_kv_heads),
-        width=str(cfg.head_dim),
-    )
+    return _("K, V: {heads} × {width}", heads=n_("{n} head", "{n} heads", cfg.n_kv_heads), width=str(cfg.head_dim))
 
 
 def tokens_held(preset: ModelPreset, tokens: int) -> int:

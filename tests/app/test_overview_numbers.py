@@ -42,7 +42,7 @@ def test_cache_bars_equal_the_closed_form_cache_bytes_of_each_variant(settings):
         variant.upper(): kv_cache_bytes(cfg, settings.batch, settings.seq_len, settings.dtype)
         for variant, cfg in settings.configs().items()
     }
-    assert dict(zip(bars["x"], bars["y"], strict=True)) == expected
+    assert dict(zip(bars["y"], bars["x"], strict=True)) == expected
 
 
 @pytest.mark.parametrize("settings", CASES.values(), ids=CASES.keys())
@@ -52,7 +52,7 @@ def test_flops_bars_equal_the_decode_flops_formula(settings):
     expected = {
         variant.upper(): decode_flops_per_token(cfg, settings.seq_len) for variant, cfg in settings.configs().items()
     }
-    assert dict(zip(bars["x"], bars["y"], strict=True)) == expected
+    assert dict(zip(bars["y"], bars["x"], strict=True)) == expected
 
 
 @pytest.mark.parametrize("settings", CASES.values(), ids=CASES.keys())
@@ -72,7 +72,7 @@ def test_the_cache_ratio_labels_are_relative_to_mha():
     settings = Settings(d_model=1024, heads=16, groups=4, latent=256, rope_dim=32)
     at = open_page("overview", settings.to_link())
     bars = figure_with_title(chart_specs(at), "KV cache of one layer")["data"][0]
-    ratios = {x: text.split("<br>")[1] for x, text in zip(bars["x"], bars["text"], strict=True)}
+    ratios = {x: text.split("<br>")[1] for x, text in zip(bars["y"], bars["text"], strict=True)}
     per_token = {"MHA": 2 * 1024, "MQA": 2 * 64, "GQA": 2 * 4 * 64, "MLA": 256 + 32}  # numbers cached per token
     assert ratios == {x: f"{n / per_token['MHA']:.3g}× MHA" for x, n in per_token.items()}
 
@@ -92,12 +92,12 @@ def test_axes_are_labelled_in_binary_bytes_and_flop_prefixes_that_hold_the_bars(
         ("Work to decode one token", ("FLOP", "kFLOP", "MFLOP", "GFLOP", "TFLOP")),
     ):
         spec = figure_with_title(specs, start)
-        axis = spec["layout"]["yaxis"]
+        axis = spec["layout"]["xaxis"]  # the bars are horizontal
         units = {unit_of(text)[1] for text in axis["ticktext"]}
         # ticks drawn from our labels, one unit
         assert len(units) == 1, axis["ticktext"]
         assert units <= set(family), axis["ticktext"]
-        assert axis["tickvals"][-1] >= max(spec["data"][0]["y"]), "the top tick holds the tallest bar"
+        assert axis["range"][1] >= max(spec["data"][0]["x"]), "the axis holds the longest bar"
         tops = [unit_of(text)[0] for text in axis["ticktext"]]
         assert tops[-1] >= 1
         assert tops[-1] < 1024 or unit_of(axis["ticktext"][-1])[1] in ("TiB", "TFLOP")
@@ -125,7 +125,7 @@ def test_the_flops_caption_states_what_the_bars_show():
     assert "MLA (" in flops_caption(small)
     large = open_page("overview", Settings(latent=4096).to_link())
     bars = figure_with_title(chart_specs(large), "Work to decode one token")["data"][0]
-    work = dict(zip(bars["x"], bars["y"], strict=True))
+    work = dict(zip(bars["y"], bars["x"], strict=True))
     said = flops_caption(large)
     assert f"MLA costs more on both counts here: {work['MLA'] / work['MHA']:.3g}× MHA's work" in said
     assert "not paid for in arithmetic" not in said

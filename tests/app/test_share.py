@@ -96,8 +96,8 @@ def test_the_overview_csv_holds_the_plotted_cache_bytes(media):
     assert media.file(button).filename == "overview-cache-bytes.csv"
     rows = read_csv(media.content(button))
     bars = chart_specs(at)[0]["data"][0]
-    assert [row["variant"].upper() for row in rows] == bars["x"]
-    assert [int(row["cache_bytes_measured"]) for row in rows] == bars["y"]
+    assert [row["variant"].upper() for row in rows] == bars["y"]  # horizontal bars: names on the y axis
+    assert [int(row["cache_bytes_measured"]) for row in rows] == bars["x"]
     assert [int(row["cache_bytes_formula"]) for row in rows] == [
         kv_cache_bytes(cfg, LINKED.batch, LINKED.seq_len, LINKED.dtype) for cfg in LINKED.configs().values()
     ]

@@ -34,7 +34,7 @@ def link(server, settings: Settings, page: str = "", **view) -> str:
 
 def cache_bars(page) -> dict[str, float]:
     chart = next(c for c in chart_data(page) if c["title"].startswith("KV cache of one layer"))
-    return dict(zip(chart["traces"][0]["x"], chart["traces"][0]["y"], strict=True))
+    return dict(zip(chart["traces"][0]["y"], chart["traces"][0]["x"], strict=True))  # horizontal bars
 
 
 def expected_cache_bars(settings: Settings) -> dict[str, int]:

@@ -9,7 +9,8 @@ from .conftest import open_link
 
 NAMED_POINTS = """() => {
     const chart = Array.from(document.querySelectorAll('.js-plotly-plot'))
-        .find(g => g.layout.meta && g.layout.meta.narrow);
+        .find(g => g.closest('[data-testid="stMain"]') && g.data && g.data.some(t => t.type === 'scatter')
+            && g.layout.yaxis && g.layout.yaxis.type === 'log');
     return chart ? Array.from(chart.querySelectorAll('.textpoint text')).map(t => t.textContent) : null;
 }"""
 

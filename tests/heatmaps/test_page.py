@@ -110,8 +110,13 @@ def test_every_figure_sent_is_valid_plotly():
     """The figures are built as plain dicts and handed over without Plotly's per-rerun validation: validate them here."""
     import plotly.graph_objects as go
 
-    for spec in figures(open_page(hm_input="text", hm_variant="mla")):
+    at = open_page(hm_input="text", hm_variant="mla")
+    for spec in figures(at):
         go.Figure(spec)  # raises on any property Plotly does not know
+    narrow = [payload["narrow"] for payload in map(chart_payload, charts(at)) if payload["narrow"]]
+    assert narrow, "the grids of panels carry a phone's layout"
+    for layout in narrow:
+        go.Figure({"layout": layout["layout"]})  # the phone's layout too
 
 
 def test_moving_the_sequence_length_within_the_same_window_recomputes_nothing(monkeypatch):

@@ -99,8 +99,8 @@ def test_each_preset_renders_and_its_whole_model_lines_equal_the_formula(model):
 @pytest.mark.parametrize(("model", "elements"), [("DeepSeek-V3", "576"), ("Llama-3-70B", f"{2 * 8 * 128:,}")])
 def test_full_scale_numbers_per_token_per_layer_shown(model, elements):
     at = open_page(Settings().to_link() | {"kv_model": model})
-    table = next(df.value for df in at.dataframe if "Numbers / token / layer" in df.value.columns)
-    assert table.iloc[0]["Numbers / token / layer"] == elements
+    table = next(df.value for df in at.dataframe if "Numbers / token" in df.value.columns)
+    assert table.iloc[0]["Numbers / token"] == elements
 
 
 def test_deepseek_v2_shows_the_papers_2_25_groups():
@@ -217,8 +217,8 @@ def test_gpt2_the_course_notes_cached_model_opens_with_its_own_what_if_groups():
     assert_clean(at)
     assert not [i.value for i in at.info if "kv_groups" in i.value]
     assert at.select_slider(key="view_kv_groups").value == 6
-    table = next(df.value for df in at.dataframe if "Numbers / token / layer" in df.value.columns)
-    assert table.iloc[0]["Numbers / token / layer"] == f"{2 * 12 * 64:,}"
+    table = next(df.value for df in at.dataframe if "Numbers / token" in df.value.columns)
+    assert table.iloc[0]["Numbers / token"] == f"{2 * 12 * 64:,}"
     assert any("124 M parameters" in c.value for c in at.caption)
 
 
@@ -286,11 +286,11 @@ def test_whole_model_table_headers_are_short_and_their_help_says_what_they_count
     at = open_page(Settings().to_link() | {"kv_model": model, "kv_repeat": "1"})
     assert_clean(at)
     preset = PRESETS[model]
-    table = next(df for df in at.dataframe if "Numbers / token / layer" in df.value.columns)
+    table = next(df for df in at.dataframe if "Numbers / token" in df.value.columns)
     assert max(len(str(name)) for name in table.value.columns) <= 26, list(table.value.columns)
     helps = {name: config.get("help", "") for name, config in json.loads(table.proto.columns).items()}
     held = min(preset.context_len, preset.sliding_window or preset.context_len)
-    assert f"{held:,} tokens" in helps["One sequence, all layers"]
-    assert f"{preset.n_layers} layers" in helps["One sequence, all layers"]
+    assert f"{held:,} tokens" in helps["One sequence"]
+    assert f"{preset.n_layers} layers" in helps["One sequence"]
     assert table.value.columns[0] == "Cache kept"
     assert table.value.columns[-1] == "One token leaves"
