@@ -25,7 +25,7 @@ from . import i18n, share
 from .glossary import glossary_markdown, variant_name
 from .i18n import LANGUAGES, LINK_PARAM, N_, _
 from .navigation import LANGUAGE_KEY, requested_page, use_language
-from .pages import ALL_SETTINGS, PAGES
+from .pages import ALL_SETTINGS, PAGES, PageEntry
 from .params import Choice, IntRange, Param, Text, shown
 from .present import present_query, use_presenter
 from .settings import (
@@ -63,9 +63,26 @@ def page_settings(page_key: str) -> Settings:
     Pages, not app.py, draw the sidebar, so that a page behaves the same whether it runs under st.navigation or
     alone (AppTest reruns a page file by itself after the first run).
     """
+    _start_run()
+    _settings_into_widgets()
+    page = PAGES.get(page_key)  # its declaration: which settings it uses (None for a page not in the menu, a test's)
+    with st.sidebar:
+        _sidebar_controls(page)
+    settings = _read_widgets()
+    st.session_state[SETTINGS_KEY] = settings
+    _write_link(settings.to_link() | {LINK_PARAM: i18n.language()})
+    with st.sidebar:
+        _share_tools(settings)
+        with st.expander(_("Symbols: what each letter means"), icon=":material/menu_book:"):
+            st.markdown(glossary_markdown())
+    return settings
+
+
+def _start_run() -> None:
+    """What every run sets up before drawing: its language, presenter mode, torch's threads, the app's style, and
+    last run's placeholders dropped."""
     use_language()
     use_presenter()  # present=1: a projector's view (explorer/present.py)
-    page = PAGES.get(page_key)  # its declaration: which settings it uses (None for a page not in the menu, a test's)
     # One torch thread per op, set in the thread that runs this page (the setting is per thread). A served app runs
     # many small ops for many sessions at once: torch's pool spinning against other sessions' work slowed a decode
     # trace many times over. And a result's last bits depend on the thread count: one count everywhere keeps a
@@ -77,6 +94,12 @@ def page_settings(page_key: str) -> Settings:
     state.pop(_SHARE_BOX, None)  # last run's placeholder is no longer on the page
     state.pop(_LINK_SHOWN_AFTER, None)
     state.pop(_SHARE_PARAMS, None)
+
+
+def _settings_into_widgets() -> None:
+    """The settings the sidebar's widgets start from: the link's on a session's first run (with notes on what it
+    could not use), else the ones the session already has."""
+    state = st.session_state
     if not state.get(_LINK_READ):
         params = {name: st.query_params.get_all(name) for name in st.query_params}
         settings, notes = from_link(params)
@@ -100,34 +123,27 @@ def page_settings(page_key: str) -> Settings:
     else:
         _store_in_widgets(state[SETTINGS_KEY])  # widget state is dropped for a run that did not draw it
 
-    with st.sidebar:
-        _declare_language()
-        st.segmented_control(
-            _("Language"),
-            tuple(LANGUAGES),
-            format_func=LANGUAGES.__getitem__,
-            key=LANGUAGE_KEY,
-            on_change=_keep_language,
-        )
-        if page is not None and not page.uses:
-            # A page that reads none of them shows none: seven sliders that do nothing there would only mislead.
-            # Their values stay in the session and the link for the other pages.
-            st.caption(_("This page runs the trained model as it is: the layer settings are on the other pages."))
-        else:
-            _layer_controls()
-            if page is not None and (cue := settings_cue(page.uses)):
-                st.caption(cue)
-        for note in state.pop(_ADJUSTED, []):
-            st.info(note, icon="↪️")
 
-    settings = _read_widgets()
-    state[SETTINGS_KEY] = settings
-    _write_link(settings.to_link() | {LINK_PARAM: i18n.language()})
-    with st.sidebar:
-        _share_tools(settings)
-        with st.expander(_("Symbols: what each letter means"), icon=":material/menu_book:"):
-            st.markdown(glossary_markdown())
-    return settings
+def _sidebar_controls(page: PageEntry | None) -> None:
+    """The language switch and the layer settings the page reads (none on a page that reads none)."""
+    _declare_language()
+    st.segmented_control(
+        _("Language"),
+        tuple(LANGUAGES),
+        format_func=LANGUAGES.__getitem__,
+        key=LANGUAGE_KEY,
+        on_change=_keep_language,
+    )
+    if page is not None and not page.uses:
+        # A page that reads none of them shows none: seven sliders that do nothing there would only mislead.
+        # Their values stay in the session and the link for the other pages.
+        st.caption(_("This page runs the trained model as it is: the layer settings are on the other pages."))
+    else:
+        _layer_controls()
+        if page is not None and (cue := settings_cue(page.uses)):
+            st.caption(cue)
+    for note in st.session_state.pop(_ADJUSTED, []):
+        st.info(note, icon="↪️")
 
 
 def bound(param: Param, render: Callable[[str], T], options: tuple | None = None, *, say_moves: bool = True) -> T:
