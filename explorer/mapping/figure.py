@@ -186,74 +186,17 @@ def mapping_spec(frames: list[MorphFrame], active: int, settings: Settings, high
         for index, frame in enumerate(frames)
     ]
     widest = max(1.0, *(content.width for content in contents))
-    x_range = [0.5 - widest / 2 - 0.02, 0.5 + widest / 2 + 0.02]
-
-    def layout_of(content: FrameContent) -> dict:
-        return {
-            "title": {"text": f"<b>{content.title}</b>", "font": {"size": 14}},
-            "annotations": [
-                {
-                    "x": 1.0,
-                    "y": KV_BOTTOM - 0.04,
-                    "xref": "x",
-                    "yref": "y",
-                    "text": _("dashed: MHA's cache per token"),
-                    "showarrow": False,
-                    "font": {"size": 10, "color": "#6f7a85"},
-                    "xanchor": "right",
-                    "yanchor": "top",
-                },
-                {
-                    "x": 0.5,
-                    "y": KV_BOTTOM - 0.15,
-                    "xref": "x",
-                    "yref": "y",
-                    "text": content.cache_text,
-                    "showarrow": False,
-                    "font": {"size": 12},
-                    "yanchor": "top",
-                },
-                {
-                    "x": 0.0,
-                    "y": KV_BOTTOM - 0.04,
-                    "xref": "x",
-                    "yref": "y",
-                    "text": content.bundle_note,
-                    "showarrow": False,
-                    "font": {"size": 10, "color": "#6f7a85"},
-                    "xanchor": "left",
-                    "yanchor": "top",
-                },
-            ],
-        }
-
-    shown = contents[active]
     query_bundles = bundles(settings.heads)
     labels_inside = len(query_bundles) <= IN_BAR_LABELS
-    # No tweening: Plotly tweens bar positions but applies the title and the colours when a transition ends, so with
-    # one they ran half a step behind the drawing. Each frame lands whole: title, colours, bars and labels together.
-    animate = {"frame": {"duration": 1100, "redraw": True}, "transition": {"duration": 0}}
     layout = dict(
-        **layout_of(shown),
+        **_frame_layout(contents[active]),
         height=560,
         margin=dict(t=50 if labels_inside else 105, b=95, l=70, r=10),
         barmode="overlay",
         bargap=0,
         uniformtext=dict(minsize=7, mode="hide"),
         plot_bgcolor="rgba(0,0,0,0)",
-        xaxis=dict(
-            range=x_range,
-            fixedrange=True,
-            side="top",
-            showgrid=False,
-            zeroline=False,
-            showline=False,
-            ticks="",
-            tickvals=[] if labels_inside else [(a + b) / 2 / settings.heads for a, b in query_bundles],
-            ticktext=[] if labels_inside else [query_label(a, b) for a, b in query_bundles],
-            tickangle=-90,
-            tickfont=dict(size=10),
-        ),
+        xaxis=_heads_axis(widest, [] if labels_inside else query_bundles, settings.heads),
         yaxis=dict(
             range=[-0.66, 1.24],
             tickvals=[0, 1],
@@ -273,71 +216,96 @@ def mapping_spec(frames: list[MorphFrame], active: int, settings: Settings, high
                 layer="below",
             )
         ],
-        updatemenus=[
-            dict(
-                type="buttons",
-                direction="left",
-                x=0.0,
-                y=-0.01,
-                xanchor="left",
-                yanchor="top",
-                pad=dict(t=0, r=10),
-                showactive=False,
-                buttons=[
-                    dict(
-                        label=_("▶ Play"),
-                        method="animate",
-                        args=[None, animate | {"fromcurrent": True, "mode": "immediate"}],
-                    ),
-                    dict(
-                        label=_("❚❚ Pause"),
-                        method="animate",
-                        args=[
-                            [None],
-                            {
-                                "frame": {"duration": 0, "redraw": False},
-                                "mode": "immediate",
-                                "transition": {"duration": 0},
-                            },
-                        ],
-                    ),
-                ],
-            )
-        ],
-        sliders=[
-            dict(
-                active=active,
-                x=0.0,
-                len=1.0,
-                y=-0.1,
-                xanchor="left",
-                yanchor="top",
-                pad=dict(t=10, b=0),
-                currentvalue=dict(prefix=_("Step: "), xanchor="right", font=dict(size=12)),
-                steps=[
-                    dict(
-                        label=frame_label(frame),
-                        method="animate",
-                        args=[
-                            [frame.key],
-                            {
-                                "frame": {"duration": 0, "redraw": True},
-                                "mode": "immediate",
-                                "transition": {"duration": 0},
-                            },
-                        ],
-                    )
-                    for frame in frames
-                ],
-            )
-        ],
+        updatemenus=[_play_buttons()],
+        sliders=[_step_slider(frames, active)],
     )
     # Plain dicts, not validated trace by trace (a third of the rerun's time otherwise); the tests check the figure.
     return {
-        "data": shown.traces,
+        "data": contents[active].traces,
         "layout": layout,
         "frames": [
-            {"name": frame.key, "data": content.traces, "layout": layout_of(content)}
+            {"name": frame.key, "data": content.traces, "layout": _frame_layout(content)}
             for frame, content in zip(frames, contents, strict=True)
         ],
     }
+
+
+def _frame_layout(content: FrameContent) -> dict:
+    """What changes from frame to frame besides the bars: the title and the notes under the cache row."""
+    note = {"xref": "x", "yref": "y", "showarrow": False, "yanchor": "top"}
+    grey = {"size": 10, "color": "#6f7a85"}
+    return {
+        "title": {"text": f"<b>{content.title}</b>", "font": {"size": 14}},
+        "annotations": [
+            note
+            | {"x": 1.0, "y": KV_BOTTOM - 0.04, "text": _("dashed: MHA's cache per token"), "font": grey}
+            | {"xanchor": "right"},
+            note | {"x": 0.5, "y": KV_BOTTOM - 0.15, "text": content.cache_text, "font": {"size": 12}},
+            note | {"x": 0.0, "y": KV_BOTTOM - 0.04, "text": content.bundle_note, "font": grey, "xanchor": "left"},
+        ],
+    }
+
+
+def _heads_axis(widest: float, labelled_bundles: list[tuple[int, int]], heads: int) -> dict:
+    """The query heads' axis, as wide as the widest frame; ticks name the bundles when their bars cannot."""
+    return dict(
+        range=[0.5 - widest / 2 - 0.02, 0.5 + widest / 2 + 0.02],
+        fixedrange=True,
+        side="top",
+        showgrid=False,
+        zeroline=False,
+        showline=False,
+        ticks="",
+        tickvals=[(a + b) / 2 / heads for a, b in labelled_bundles],
+        ticktext=[query_label(a, b) for a, b in labelled_bundles],
+        tickangle=-90,
+        tickfont=dict(size=10),
+    )
+
+
+# No tweening: Plotly tweens bar positions but applies the title and the colours when a transition ends, so with one
+# they ran half a step behind the drawing. Each frame lands whole: title, colours, bars and labels together.
+ANIMATE = {"frame": {"duration": 1100, "redraw": True}, "transition": {"duration": 0}}
+JUMP = {"mode": "immediate", "transition": {"duration": 0}}
+
+
+def _play_buttons() -> dict:
+    return dict(
+        type="buttons",
+        direction="left",
+        x=0.0,
+        y=-0.01,
+        xanchor="left",
+        yanchor="top",
+        pad=dict(t=0, r=10),
+        showactive=False,
+        buttons=[
+            dict(
+                label=_("▶ Play"), method="animate", args=[None, ANIMATE | {"fromcurrent": True, "mode": "immediate"}]
+            ),
+            dict(
+                label=_("❚❚ Pause"), method="animate", args=[[None], {"frame": {"duration": 0, "redraw": False}} | JUMP]
+            ),
+        ],
+    )
+
+
+def _step_slider(frames: list[MorphFrame], active: int) -> dict:
+    return dict(
+        active=active,
+        x=0.0,
+        len=1.0,
+        y=-0.1,
+        xanchor="left",
+        yanchor="top",
+        pad=dict(t=10, b=0),
+        currentvalue=dict(prefix=_("Step: "), xanchor="right", font=dict(size=12)),
+        steps=[
+            dict(
+                label=frame_label(frame),
+                method="animate",
+                args=[[frame.key], {"frame": {"duration": 0, "redraw": True}} | JUMP],
+            )
+            for frame in frames
+        ],
+    )
