@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
-from attn_core import PRESETS, AttentionConfig, kv_head_counts
+from attn_core import PRESETS, AttentionConfig, ModelPreset, kv_head_counts
 from explorer.probes import FLOAT32_TOLERANCE
 from explorer.probes.decode import (
     MAX_PROMPT_LEN,
@@ -480,8 +480,67 @@ def scale_figure(
     MQA's), and one sequence's cache is a small fraction of a GPU's memory — on a linear axis against the budget
     they would all lie flat along zero, one on another; on a log axis each sits a constant ratio from the others."""
     preset = PRESETS[preset_name]
+    data, csv = _cache_lines(preset, rows, what_if_configs(preset, **what_if), batch=batch, dtype=dtype)
+    shapes, annotations = [], []
+    lowest = min(min(trace["y"]) for trace in data)
+    highest = max(max(trace["y"]) for trace in data)
+    if budget.left > 0:
+        # The budget line always inside the plot, with room above it so that neither it nor its label (under it)
+        # meets the title; lines leaving the top ran out long before.
+        highest = min(max(highest, 4 * budget.left), 8 * budget.left)
+        data += _running_out(preset, rows, budget.left, batch)
+        shapes.append(
+            {
+                "type": "line",
+                "xref": "paper",
+                "x0": 0,
+                "x1": 1,
+                "y0": budget.left,
+                "y1": budget.left,
+                "line": {"color": "#b03030", "width": 2},
+            }
+        )
+        annotations.append(
+            {
+                "text": _("memory left after the weights: {size}", size=format_bytes(budget.left)),
+                "xref": "paper",
+                "x": 0.02,
+                "y": float(np.log10(budget.left)),  # a log axis places annotations by the exponent
+                "yanchor": "top",  # under the line, inside the plot: the line may sit at its top, by the title
+                "xanchor": "left",
+                "showarrow": False,
+                "font": {"color": "#b03030"},
+            }
+        )
+    layout = {
+        "title": {
+            "text": n_(
+                "{model}: KV cache of {n} sequence × {layers} layers ({dtype})",
+                "{model}: KV cache of {n} sequences × {layers} layers ({dtype})",
+                batch,
+                model=preset.name,
+                layers=preset.n_layers,
+                dtype=dtype,
+            )
+        },
+        "xaxis": {"title": {"text": _("tokens per sequence")}, "rangemode": "tozero"},
+        "yaxis": {"title": {"text": _("KV cache, whole model (log scale)")}} | log_bytes_axis(lowest, highest),
+        "shapes": shapes,
+        "annotations": annotations,
+        "height": 540,
+        "margin": {"t": 60, "b": 50, "l": 80, "r": 20},
+        # Below the plot: beside it, five long names took half a phone's width and ran over the budget's label.
+        "legend": {"font": {"size": 11}, "orientation": "h", "x": 0, "xanchor": "left", "y": -0.2, "yanchor": "top"},
+    }
+    return {"data": data, "layout": layout}, csv
+
+
+def _cache_lines(
+    preset: ModelPreset, rows: list[ModelRow], configs: dict, *, batch: int, dtype: str
+) -> tuple[list[dict[str, Any]], list[dict[str, object]]]:
+    """Each way of keeping the cache: its closed-form line over the token grid and its measured diamond at the full
+    context, and the line's points for the CSV."""
     grid = [t for t in token_grid(preset) if t > 0]  # a log axis has no 0 bytes (the CSV has the whole grid)
-    configs = what_if_configs(preset, **what_if)
     data: list[dict[str, Any]] = []
     csv: list[dict[str, object]] = []
     for row in rows:
@@ -531,76 +590,32 @@ def scale_figure(
             {"cache": row.label, "tokens": t, "batch": batch, "bytes": b}
             for t, b in zip([0, *grid], [0, *exact], strict=True)
         ]
-    shapes, annotations = [], []
-    lowest = min(min(trace["y"]) for trace in data)
-    highest = max(max(trace["y"]) for trace in data)
-    if budget.left > 0:
-        # The budget line always inside the plot, with room above it so that neither it nor its label (under it)
-        # meets the title; lines leaving the top ran out long before.
-        highest = min(max(highest, 4 * budget.left), 8 * budget.left)
-        for row in rows:
-            fit = what_fits(preset, row, budget_left=budget.left, batch=batch)
-            if fit.tokens_per_sequence < preset.context_len and not fit.window_bound:
-                data.append(
-                    {
-                        "type": "scatter",
-                        "x": [fit.tokens_per_sequence],
-                        "y": [budget.left],
-                        "mode": "markers",
-                        "name": _("{label} runs out", label=row.label),
-                        "legendgroup": row.key,
-                        "showlegend": False,
-                        "marker": {"color": row_line(row)["color"], "size": 12, "symbol": "x"},
-                        "hovertemplate": _(
-                            "{label}: memory full at {tokens} tokens per sequence", label=row.label, tokens="%{x:,}"
-                        )
-                        + "<extra></extra>",
-                    }
-                )
-        shapes.append(
-            {
-                "type": "line",
-                "xref": "paper",
-                "x0": 0,
-                "x1": 1,
-                "y0": budget.left,
-                "y1": budget.left,
-                "line": {"color": "#b03030", "width": 2},
-            }
-        )
-        annotations.append(
-            {
-                "text": _("memory left after the weights: {size}", size=format_bytes(budget.left)),
-                "xref": "paper",
-                "x": 0.02,
-                "y": float(np.log10(budget.left)),  # a log axis places annotations by the exponent
-                "yanchor": "top",  # under the line, inside the plot: the line may sit at its top, by the title
-                "xanchor": "left",
-                "showarrow": False,
-                "font": {"color": "#b03030"},
-            }
-        )
-    layout = {
-        "title": {
-            "text": n_(
-                "{model}: KV cache of {n} sequence × {layers} layers ({dtype})",
-                "{model}: KV cache of {n} sequences × {layers} layers ({dtype})",
-                batch,
-                model=preset.name,
-                layers=preset.n_layers,
-                dtype=dtype,
+    return data, csv
+
+
+def _running_out(preset: ModelPreset, rows: list[ModelRow], left: int, batch: int) -> list[dict[str, Any]]:
+    """A cross where each way of keeping the cache fills the memory left, if it does before the full context."""
+    marks: list[dict[str, Any]] = []
+    for row in rows:
+        fit = what_fits(preset, row, budget_left=left, batch=batch)
+        if fit.tokens_per_sequence < preset.context_len and not fit.window_bound:
+            marks.append(
+                {
+                    "type": "scatter",
+                    "x": [fit.tokens_per_sequence],
+                    "y": [left],
+                    "mode": "markers",
+                    "name": _("{label} runs out", label=row.label),
+                    "legendgroup": row.key,
+                    "showlegend": False,
+                    "marker": {"color": row_line(row)["color"], "size": 12, "symbol": "x"},
+                    "hovertemplate": _(
+                        "{label}: memory full at {tokens} tokens per sequence", label=row.label, tokens="%{x:,}"
+                    )
+                    + "<extra></extra>",
+                }
             )
-        },
-        "xaxis": {"title": {"text": _("tokens per sequence")}, "rangemode": "tozero"},
-        "yaxis": {"title": {"text": _("KV cache, whole model (log scale)")}} | log_bytes_axis(lowest, highest),
-        "shapes": shapes,
-        "annotations": annotations,
-        "height": 540,
-        "margin": {"t": 60, "b": 50, "l": 80, "r": 20},
-        # Below the plot: beside it, five long names took half a phone's width and ran over the budget's label.
-        "legend": {"font": {"size": 11}, "orientation": "h", "x": 0, "xanchor": "left", "y": -0.2, "yanchor": "top"},
-    }
-    return {"data": data, "layout": layout}, csv
+    return marks
 
 
 def users_figure(
