@@ -104,6 +104,27 @@ def overlap(a, b, slack: float = 1.0) -> bool:
     return a[0] < b[2] - slack and b[0] < a[2] - slack and a[1] < b[3] - slack and b[1] < a[3] - slack
 
 
+def chart_text_problems(tab, *, axis_titles: bool = False) -> list[str]:
+    """Every chart's texts that overlap each other, a title under the toolbar, text cut off at a chart's edge; with
+    axis_titles, an axis title over its ticks too."""
+    problems = []
+    for chart in tab.evaluate(BOXES):
+        texts = chart["texts"]
+        for i, first in enumerate(texts):
+            for second in texts[i + 1 :]:
+                if overlap(first["box"], second["box"]):
+                    problems.append(f"chart {chart['index']}: {first['text']!r} overlaps {second['text']!r}")
+            if chart["modebar"] and "gtitle" in (first["kind"] or "") and overlap(first["box"], chart["modebar"]):
+                problems.append(f"chart {chart['index']}: the toolbar covers the title {first['text']!r}")
+            if axis_titles and (first["kind"] or "").endswith("title") and "gtitle" not in first["kind"]:
+                problems += [
+                    f"chart {chart['index']}: the axis title {first['text']!r} overlaps the tick {tick['text']!r}"
+                    for tick in chart["ticks"]
+                    if overlap(first["box"], tick["box"])
+                ]
+    return problems + [f"cut off at the chart's edge: {text}" for text in tab.evaluate(OUTSIDE)]
+
+
 def open_at(browser, server, name: str, size: tuple[int, int], lang: str = "en", settings: Settings | None = None):
     context = browser.new_context(viewport={"width": size[0], "height": size[1]})
     tab = context.new_page()
@@ -135,22 +156,7 @@ def test_each_page_reads_cleanly_at_laptop_projector_and_phone_widths(server, br
     context, tab, outside = open_at(browser, server, name, SIZES[size], lang)
     try:
         assert not tab.get_by_text("Page not found").count(), "the link opened a 'Page not found' dialog"
-        problems = []
-        for chart in tab.evaluate(BOXES):
-            texts = chart["texts"]
-            for i, first in enumerate(texts):
-                for second in texts[i + 1 :]:
-                    if overlap(first["box"], second["box"]):
-                        problems.append(f"chart {chart['index']}: {first['text']!r} overlaps {second['text']!r}")
-                if chart["modebar"] and "gtitle" in (first["kind"] or "") and overlap(first["box"], chart["modebar"]):
-                    problems.append(f"chart {chart['index']}: the toolbar covers the title {first['text']!r}")
-                if (first["kind"] or "").endswith("title") and "gtitle" not in first["kind"]:  # an axis title
-                    problems += [
-                        f"chart {chart['index']}: the axis title {first['text']!r} overlaps the tick {tick['text']!r}"
-                        for tick in chart["ticks"]
-                        if overlap(first["box"], tick["box"])
-                    ]
-        problems += [f"cut off at the chart's edge: {text}" for text in tab.evaluate(OUTSIDE)]
+        problems = chart_text_problems(tab, axis_titles=True)
         problems += [f"a page link's label cut short: {text!r}" for text in tab.evaluate(CUT_LINKS)]
         problems += text_size_problems(tab.evaluate(TEXT_SIZES))
         problems += table_problems(tab.evaluate(TABLES), name, size, lang)

@@ -16,7 +16,7 @@ from explorer.probes.mapping import morph_configs
 from explorer.settings import Settings
 
 from .conftest import open_link, url_params, wait_for_app
-from .test_layout import BOXES, OUTSIDE, overlap
+from .test_layout import chart_text_problems
 
 PROJECTOR = (1024, 768)
 
@@ -143,15 +143,7 @@ def presenter_problems(tab) -> list[str]:
         problems.append("Streamlit's toolbar or footer is shown")
     if facts["bodyText"] < 28:
         problems.append(f"body text of {facts['bodyText']} px: not about twice Streamlit's 16 px")
-    for chart in tab.evaluate(BOXES):
-        texts = chart["texts"]
-        for i, first in enumerate(texts):
-            for second in texts[i + 1 :]:
-                if overlap(first["box"], second["box"]):
-                    problems.append(f"chart {chart['index']}: {first['text']!r} overlaps {second['text']!r}")
-            if chart["modebar"] and "gtitle" in (first["kind"] or "") and overlap(first["box"], chart["modebar"]):
-                problems.append(f"chart {chart['index']}: the toolbar covers the title {first['text']!r}")
-    problems += [f"cut off at the chart's edge: {text}" for text in tab.evaluate(OUTSIDE)]
+    problems += chart_text_problems(tab)
     problems += [f"label cut short: {text!r}" for text in tab.evaluate(CUT_TEXT)]
     problems += [f"value cut short: {text!r}" for text in tab.evaluate(CUT_VALUES)]
     return problems

@@ -6,26 +6,16 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
 
 import pytest
 
-from deploy.served import REPO
+from tests.quick_benchmark import run_quick
 
 if not (shutil.which("haproxy") or os.path.exists("/usr/sbin/haproxy")):
     pytest.skip("Debian's haproxy is not installed: run `make balancer`", allow_module_level=True)
 
 
 def test_the_quick_classroom_benchmark_serves_every_student_without_an_error():
-    run = subprocess.run(
-        [sys.executable, str(REPO / "benchmarks" / "classroom.py"), "--quick"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    report = run.stdout + run.stderr[-3000:]
-    assert run.returncode == 0, report
-    row = next(line for line in run.stdout.splitlines() if line.startswith("| 3 | 2 |"))
+    report = run_quick("classroom.py", timeout=900)
+    row = next(line for line in report.splitlines() if line.startswith("| 3 | 2 |"))
     assert "| 0 |" in row, report  # the errors column
