@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import streamlit as st
 
@@ -13,6 +11,7 @@ from explorer.probes import FLOAT32_TOLERANCE
 from explorer.probes.masks import MAX_TOKENS, ChunkResult, CrossResult, MasksResult, PaddingResult, explore_masks
 
 from .charts import typed_array
+from .grid import Subplot, arrange, columns_by_width, even_rows, grid_figure, place
 from .i18n import _, n_
 from .params import Choice, Flag, IntRange
 from .work import takes_turns
@@ -84,80 +83,63 @@ def section_chart(
     return heatmaps_figure(panels, height=height), csv_rows(panels)
 
 
+# Spacing of a figure's panels (paper coordinates) and its margins (px)
+PANEL_GAP = 0.12  # room for the next panel's tick labels: at 0.08 they ran into the panel before on a phone
+MARGIN = {"t": 90, "b": 40, "l": 60, "r": 20}  # the top: room for two-line panel titles under the toolbar
+PANEL_TITLE_FONT = 14  # px
+
+
 def heatmaps_figure(panels: list[dict], *, height: int = 360) -> dict:
     """Heatmaps side by side, each as wide as its key count. Each panel: title (in the page's language), z [rows,
-    cols], x (key) and y (query) labels, kind "mask" or "weight". Laid out as a figure dict by hand (shown as it is by explorer.charts.show_chart):
-    make_subplots is much slower (benchmarks/MEASUREMENTS.md), and a head change redraws three of them."""
-    widths = [max(len(p["x"]), 1) for p in panels]
-    gap = 0.12  # room for the next panel's tick labels: at 0.08 they ran into the panel before on a phone
-    usable = 1 - gap * (len(panels) - 1)
-    layout: dict[str, Any] = {
+    cols], x (key) and y (query) labels, kind "mask" or "weight". Laid out on the shared grid (explorer/grid.py) as a
+    figure dict, shown as it is by explorer.charts.show_chart: make_subplots is much slower
+    (benchmarks/MEASUREMENTS.md), and a head change redraws three of them."""
+    columns = columns_by_width([max(len(p["x"]), 1) for p in panels], PANEL_GAP)
+    slots = place(arrange(len(panels), len(panels)), columns, even_rows(1, 0.0))
+    layout = {
         "height": height,
-        "margin": {"t": 90, "b": 40, "l": 60, "r": 20},  # room for two-line panel titles under the toolbar
-        "annotations": [],
+        "margin": dict(MARGIN),
         "coloraxis": {"colorscale": "Viridis", "cmin": 0, "colorbar": {"title": {"text": _("weight")}, "len": 0.9}},
     }
-    data = []
-    left = 0.0
-    for index, (panel, width) in enumerate(zip(panels, widths, strict=True)):
-        suffix = "" if index == 0 else str(index + 1)
-        right = left + usable * width / sum(widths)
-        is_mask = panel["kind"] == "mask"
-        trace = {
-            "type": "heatmap",
-            "z": typed_array(panel["z"]),
-            "x": [str(v) for v in panel["x"]],
-            "y": [str(v) for v in panel["y"]],
-            "xaxis": f"x{suffix}",
-            "yaxis": f"y{suffix}",
-            "xgap": 1,
-            "ygap": 1,
-            "hovertemplate": (
-                _("query %{y}<br>key %{x}<br>%{z:.0f} (1 = may attend)")
-                if is_mask
-                else _("query %{y}<br>key %{x}<br>weight %{z:.4g}")
-            )
-            + f"<extra>{panel['title']}</extra>",
-        }
-        # masks: fixed 0/1 grey/blue, no colour bar; weights: one colour axis shared by the figure's panels
-        trace |= (
-            {"zmin": 0, "zmax": 1, "colorscale": MASK_SCALE, "showscale": False}
-            if is_mask
-            else {"coloraxis": "coloraxis"}
-        )
-        data.append(trace)
-        layout[f"xaxis{suffix}"] = {
-            "domain": [left, right],
-            "anchor": f"y{suffix}",
-            "type": "category",
-            "title": {"text": _("key position")},
-            "tickfont": {"size": 9},
-        }
-        layout[f"yaxis{suffix}"] = {
-            "domain": [0.0, 1.0],
-            "anchor": f"x{suffix}",
-            "type": "category",
-            "autorange": "reversed",
-            # Only the first panel names its rows: on a phone a second title ran into the first panel.
-            "title": {"text": _("query position") if index == 0 else ""},
-            "tickfont": {"size": 9},
-        }
-        layout["annotations"].append(
-            {
-                # On two lines: side by side on a phone, a panel is ~150 px wide and one-line titles ran together.
-                "text": two_lines(panel["title"]),
-                "x": (left + right) / 2,
-                "y": 1.0,
-                "xref": "paper",
-                "yref": "paper",
-                "showarrow": False,
-                "xanchor": "center",
-                "yanchor": "bottom",
-                "font": {"size": 14},
-            }
-        )
-        left = right + gap
-    return {"data": data, "layout": layout}
+    subplots = [_mask_subplot(panel, first=index == 0) for index, panel in enumerate(panels)]
+    return grid_figure(slots, subplots, layout=layout, title_font=PANEL_TITLE_FONT)
+
+
+def _mask_subplot(panel: dict, *, first: bool) -> Subplot:
+    """One panel: its heatmap on category axes (positions as labels), titled on two lines (side by side on a phone, a
+    panel is ~150 px wide and one-line titles ran together)."""
+    axis = {"type": "category", "tickfont": {"size": 9}}
+    return Subplot(
+        [_mask_trace(panel)],
+        x_axis={**axis, "title": {"text": _("key position")}},
+        # Only the first panel names its rows: on a phone a second title ran into the first panel.
+        y_axis={**axis, "autorange": "reversed", "title": {"text": _("query position") if first else ""}},
+        title=two_lines(panel["title"]),
+    )
+
+
+def _mask_trace(panel: dict) -> dict:
+    """A panel's heatmap: masks in fixed grey (0, blocked) and blue (1, may attend) without a colour bar; weights on
+    the figure's one colour axis, shared by its weight panels."""
+    is_mask = panel["kind"] == "mask"
+    hover = (
+        _("query %{y}<br>key %{x}<br>%{z:.0f} (1 = may attend)")
+        if is_mask
+        else _("query %{y}<br>key %{x}<br>weight %{z:.4g}")
+    )
+    colours = (
+        {"zmin": 0, "zmax": 1, "colorscale": MASK_SCALE, "showscale": False} if is_mask else {"coloraxis": "coloraxis"}
+    )
+    return {
+        "type": "heatmap",
+        "z": typed_array(panel["z"]),
+        "x": [str(v) for v in panel["x"]],
+        "y": [str(v) for v in panel["y"]],
+        "xgap": 1,
+        "ygap": 1,
+        "hovertemplate": hover + f"<extra>{panel['title']}</extra>",
+        **colours,
+    }
 
 
 def two_lines(title: str) -> str:
