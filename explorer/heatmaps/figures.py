@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 from plotly.colors import sample_colorscale
 
+from explorer.grid import axis_suffix
 from explorer.i18n import _
 from explorer.probes.heatmaps import Comparison, HeadSteps, Skipped, VariantPass, block_size, pool_blocks
 
@@ -120,144 +123,139 @@ def compare_figure(
     return fig, panel_csv(panels), pooling
 
 
+# Three rows of three, three and two: five steps in one row left a phone ~25 px a panel, and their titles ran into each
+# other. On a phone (two a row) the grid's own order applies.
+STEP_ROWS = [[0, 1, 2], [0, 1, 2], [0, 1]]
+STEP_COLOR_BAR_ROOM = 110  # px of right margin for the standing colour bars beside the rows
+
+
 def steps_figure(
     steps: HeadSteps, *, causal: bool, pool: str, tokens: list[str] | None, d_k: int
 ) -> tuple[dict, PanelNumbers, Pooling]:
     """Q, K, V, then Q·Kᵀ, ÷√d_k, masked, softmax and ×V as matrices, in the order the formula applies them."""
     length, keys = steps.scores.shape
     square = Pooling(block_size(length, STEP_SIDE), block_size(keys, STEP_SIDE), pool)
-
-    def tall(n_rows: int, n_cols: int) -> Pooling:
-        return Pooling(block_size(n_rows, STEP_SIDE), block_size(n_cols, STEP_SIDE), pool)
-
-    q, k, v = steps.q, steps.k, steps.v
-    d_v = v.shape[1]
-    shape = f"{length}×{keys}"
-    masked_shown = np.where(np.isfinite(steps.masked), steps.masked, np.nan)  # −∞ goes out as a gap
     panels = [
-        attention_panel(
-            q,
-            title=f"Q [{length}×{d_k}]",
-            pooling=tall(*q.shape),
-            tokens=tokens,
-            value_name="value",
-            coloraxis="coloraxis2",
-            x_name="dim",
-            csv_name="Q",
-        ),
-        attention_panel(
-            k,
-            title=f"K [{keys}×{d_k}]",
-            pooling=tall(*k.shape),
-            tokens=tokens,
-            value_name="value",
-            coloraxis="coloraxis2",
-            y_name="key",
-            x_name="dim",
-            csv_name="K",
-        ),
-        attention_panel(
-            v,
-            title=f"V [{keys}×{d_v}]",
-            pooling=tall(*v.shape),
-            tokens=tokens,
-            value_name="value",
-            coloraxis="coloraxis2",
-            y_name="key",
-            x_name="dim",
-            csv_name="V",
-        ),
-        attention_panel(
+        *_input_panels(steps, pool=pool, tokens=tokens, d_k=d_k),
+        *_score_panels(steps, causal=causal, square=square, tokens=tokens, d_k=d_k),
+        _output_panel(steps, pool=pool, tokens=tokens),
+    ]
+    coloraxes = _step_coloraxes(steps, softmax=panels[6])
+    fig = panels_figure(panels, 3, coloraxes=coloraxes, row_height=250, layout_cols=STEP_ROWS, share_x=False)
+    layout = fig["layout"]
+    layout["margin"] = {**layout["margin"], "r": max(layout["margin"].get("r", 0), STEP_COLOR_BAR_ROOM)}
+    # The first panel of each row names its rows: three a row (wide), two a row (a phone's layout)
+    _name_step_axes(layout, len(panels), {0: _("token"), 3: _("query"), 6: _("query")})
+    if "narrow" in fig:
+        _name_step_axes(
+            fig["narrow"]["layout"], len(panels), {0: _("token"), 2: _("key"), 4: _("query"), 6: _("query")}
+        )
+    return fig, panel_csv(panels), square
+
+
+def _tall(matrix: np.ndarray, pool: str) -> Pooling:
+    """The pooling of a matrix of its own shape (Q, K, V and the output: tokens by dims) to STEP_SIDE a side."""
+    n_rows, n_cols = matrix.shape
+    return Pooling(block_size(n_rows, STEP_SIDE), block_size(n_cols, STEP_SIDE), pool)
+
+
+def _input_panels(steps: HeadSteps, *, pool: str, tokens: list[str] | None, d_k: int) -> list[Panel]:
+    """Q, K and V, on one diverging colour scale (coloraxis2)."""
+    q, k, v = steps.q, steps.k, steps.v
+    length, keys = steps.scores.shape
+    d_v = v.shape[1]
+    panel = partial(attention_panel, tokens=tokens, value_name="value", coloraxis="coloraxis2", x_name="dim")
+    return [
+        panel(q, title=f"Q [{length}×{d_k}]", pooling=_tall(q, pool), csv_name="Q"),
+        panel(k, title=f"K [{keys}×{d_k}]", pooling=_tall(k, pool), y_name="key", csv_name="K"),
+        panel(v, title=f"V [{keys}×{d_v}]", pooling=_tall(v, pool), y_name="key", csv_name="V"),
+    ]
+
+
+def _score_panels(
+    steps: HeadSteps, *, causal: bool, square: Pooling, tokens: list[str] | None, d_k: int
+) -> list[Panel]:
+    """① Q·Kᵀ, ② scaled and ③ masked on one colour scale (coloraxis3: the scaling shows as a fade), then ④ softmax."""
+    shape = "×".join(map(str, steps.scores.shape))
+    masked_shown = np.where(np.isfinite(steps.masked), steps.masked, np.nan)  # −∞ goes out as a gap
+    score = partial(attention_panel, pooling=square, tokens=tokens, coloraxis="coloraxis3")
+    return [
+        score(
             steps.scores,
             title="① Q·Kᵀ",
-            pooling=square,
-            tokens=tokens,
             value_name="score",
-            coloraxis="coloraxis3",
             csv_name=_("1 scores Q.K^T [{shape}]", shape=shape),
         ),
-        attention_panel(
+        score(
             steps.scaled,
             title=f"② ×1/√{d_k}",
-            pooling=square,
-            tokens=tokens,
             value_name="scaled score",
-            coloraxis="coloraxis3",  # shared with ①: the scaling shows as a fade
             csv_name=_("2 scaled x{factor}", factor=f"{d_k**-0.5:.4g}"),
         ),
-        attention_panel(
+        score(
             masked_shown,
             title=_("③ + mask") if causal else _("③ no mask"),
-            pooling=square,
-            tokens=tokens,
             value_name="masked score",
-            coloraxis="coloraxis3",  # shared with ①: the scaling shows as a fade
             csv_name=_("3 masked (empty = -inf)"),
         ),
         attention_panel(steps.weights, title="④ softmax", pooling=square, tokens=tokens, csv_name="4 softmax"),
-        attention_panel(
-            steps.out,
-            title=f"⑤ ·V<br>[{length}×{d_v}]",
-            pooling=tall(*steps.out.shape),
-            tokens=tokens,
-            value_name="value",
-            coloraxis="coloraxis5",
-            x_name="dim",
-            csv_name=_("5 output"),
-        ),
     ]
 
-    # Every step has its colour scale. ① and ② (and ③) share one: ÷√d_k shrinks the scores, and on a scale of their
-    # own the two looked identical: the lesson of that step was invisible.
-    def bar(x: float, y: float, title: str, length: float = 200) -> dict:
-        return {
-            "colorbar": {
-                "title": {"text": title, "side": "right"},
-                "thickness": 10,
-                "len": length,
-                "lenmode": "pixels",
-                "ypad": 0,
-                "x": x,
-                "y": y,
-                "yanchor": "middle",
-                "tickfont": {"size": 9},
-            }
-        }
 
-    # Three rows of three, three and two: five steps in one row left a phone ~25 px a panel, and their titles ran into
-    # each other. Each colour bar sits beside the row it scales.
-    coloraxes = {
-        "coloraxis": weights_axis(float(np.nanmax(panels[6].z))) | bar(1.02, 0.225, _("④ weight"), 90),
-        "coloraxis2": diverging_axis(np.concatenate([q.ravel(), k.ravel(), v.ravel()]), "q, k, v")
-        | bar(1.02, 0.856, "Q, K, V", 180),
-        "coloraxis3": diverging_axis(steps.scores, "") | bar(1.02, 0.5, _("①②③ score"), 160),
-        "coloraxis5": diverging_axis(steps.out, "") | bar(1.02, 0.065, _("⑤ output"), 90),
-    }
-    fig = panels_figure(
-        panels,
-        3,
-        coloraxes=coloraxes,
-        row_height=250,
-        layout_cols=[[0, 1, 2], [0, 1, 2], [0, 1]],
-        share_x=False,
+def _output_panel(steps: HeadSteps, *, pool: str, tokens: list[str] | None) -> Panel:
+    """⑤ the weights times V: the head's output, on its own colour scale (coloraxis5)."""
+    length, d_v = steps.out.shape
+    return attention_panel(
+        steps.out,
+        title=f"⑤ ·V<br>[{length}×{d_v}]",
+        pooling=_tall(steps.out, pool),
+        tokens=tokens,
+        value_name="value",
+        coloraxis="coloraxis5",
+        x_name="dim",
+        csv_name=_("5 output"),
     )
-    layout = fig["layout"]
-    layout["margin"] = {**layout["margin"], "r": max(layout["margin"].get("r", 0), 110)}  # the standing colour bars
-    x_names = ["", "", "", _("key"), _("key"), _("key"), _("key"), _("dim")]  # Q, K, V: their titles name the dims
-    # The first panel of each row names its rows: three a row (wide), two a row (a phone's layout)
-    for shown, y_names in (
-        (layout, {0: _("token"), 3: _("query"), 6: _("query")}),
-        (fig.get("narrow", {}).get("layout"), {0: _("token"), 2: _("key"), 4: _("query"), 6: _("query")}),
-    ):
-        if shown is None:
-            continue
-        for index, x_name in enumerate(x_names[: len(panels)]):
-            suffix = "" if index == 0 else str(index + 1)
-            shown[f"xaxis{suffix}"]["title"] = {"text": x_name, "font": {"size": 10}, "standoff": 4}
-            shown[f"xaxis{suffix}"]["nticks"] = 3  # a phone leaves ~60 px a panel: "0 20 40 60" ran together
-            if index in y_names:
-                shown[f"yaxis{suffix}"]["title"] = {"text": y_names[index], "font": {"size": 10}}
-    return fig, panel_csv(panels), square
+
+
+def _step_coloraxes(steps: HeadSteps, *, softmax: Panel) -> dict[str, dict]:
+    """Every step's colour scale, each bar beside the row it scales. ① and ② (and ③) share one: ÷√d_k shrinks the
+    scores, and on a scale of their own the two looked identical: the lesson of that step was invisible."""
+    inputs = np.concatenate([steps.q.ravel(), steps.k.ravel(), steps.v.ravel()])
+    return {
+        "coloraxis": weights_axis(float(np.nanmax(softmax.z))) | _standing_bar(0.225, _("④ weight"), 90),
+        "coloraxis2": diverging_axis(inputs, "q, k, v") | _standing_bar(0.856, "Q, K, V", 180),
+        "coloraxis3": diverging_axis(steps.scores, "") | _standing_bar(0.5, _("①②③ score"), 160),
+        "coloraxis5": diverging_axis(steps.out, "") | _standing_bar(0.065, _("⑤ output"), 90),
+    }
+
+
+def _standing_bar(y: float, title: str, length: float) -> dict:
+    """A colour bar standing right of the panels, centred at y (paper), `length` px tall."""
+    return {
+        "colorbar": {
+            "title": {"text": title, "side": "right"},
+            "thickness": 10,
+            "len": length,
+            "lenmode": "pixels",
+            "ypad": 0,
+            "x": 1.02,
+            "y": y,
+            "yanchor": "middle",
+            "tickfont": {"size": 9},
+        }
+    }
+
+
+def _name_step_axes(layout: dict, n_panels: int, y_names: dict[int, str]) -> None:
+    """Each step's x title (Q, K and V: none, their titles name the dims) with a few ticks (a phone leaves ~60 px a
+    panel: "0 20 40 60" ran together), and the y titles of the panels in y_names (by panel index)."""
+    x_names = ["", "", "", _("key"), _("key"), _("key"), _("key"), _("dim")]
+    for index, x_name in enumerate(x_names[:n_panels]):
+        suffix = axis_suffix(index)
+        layout[f"xaxis{suffix}"]["title"] = {"text": x_name, "font": {"size": 10}, "standoff": 4}
+        layout[f"xaxis{suffix}"]["nticks"] = 3
+        if index in y_names:
+            layout[f"yaxis{suffix}"]["title"] = {"text": y_names[index], "font": {"size": 10}}
 
 
 def decode_figure(
