@@ -59,65 +59,70 @@ def fused_figure(result: FusedProjection, cfg: AttentionConfig) -> dict:
     mapping above); keys hatched, values dotted. A figure dict, shown as it is by explorer.charts.show_chart: Plotly's
     validation of a few hundred bars costs more than the rest of the rerun; the tests validate it instead."""
     rows = fused_block_rows(result, cfg)
-    data = []
-    for layout, name in FUSED_LAYOUT_NAMES.items():
-        blocks = [row for row in rows if row["layout"] == layout]
-        labelled = len(blocks) <= FUSED_LABELS_UP_TO
-        trace = {
-            "type": "bar",
-            "orientation": "h",
-            "y": [_(name)] * len(blocks),
-            "x": [cfg.head_dim] * len(blocks),
-            "base": [row["first_row"] for row in blocks],
-            "marker": {
-                "color": [PALETTE[row["kv_group"] % len(PALETTE)] for row in blocks],
-                "pattern": {
-                    "shape": [
-                        "" if row["projection"] == "query" else "/" if row["projection"] == "key" else "."
-                        for row in blocks
-                    ],
-                    "fgcolor": "white",
-                    # Faint enough that a block's label stays legible on it (issue #14 item 13).
-                    "fgopacity": 0.45,
-                    "solidity": 0.25,
-                    "fillmode": "overlay",
-                },
-                "line": {"color": "white", "width": 1 if labelled else 0},
-            },
-            "customdata": [
-                [
-                    row["first_row"],
-                    row["last_row"],
-                    _head_word(row),
-                    row["kv_group"],
-                ]
-                for row in blocks
-            ],
-            "hovertemplate": _("rows %{customdata[0]}–%{customdata[1]}: %{customdata[2]} · KV group %{customdata[3]}")
-            + "<extra></extra>",
-            "showlegend": False,
+    data = [
+        _layout_bar([row for row in rows if row["layout"] == layout], _(name), cfg.head_dim)
+        for layout, name in FUSED_LAYOUT_NAMES.items()
+    ]
+    return {"data": data, "layout": _fused_layout(result.weight[0])}
+
+
+def _layout_bar(blocks: list[dict], name: str, head_dim: int) -> dict:
+    """One layout's row of blocks as a horizontal bar, each block head_dim rows of the fused weight; labelled inside
+    while there are few enough to read."""
+    labelled = len(blocks) <= FUSED_LABELS_UP_TO
+    trace = {
+        "type": "bar",
+        "orientation": "h",
+        "y": [name] * len(blocks),
+        "x": [head_dim] * len(blocks),
+        "base": [row["first_row"] for row in blocks],
+        "marker": _block_marker(blocks, outlined=labelled),
+        "customdata": [[row["first_row"], row["last_row"], _head_word(row), row["kv_group"]] for row in blocks],
+        "hovertemplate": _("rows %{customdata[0]}–%{customdata[1]}: %{customdata[2]} · KV group %{customdata[3]}")
+        + "<extra></extra>",
+        "showlegend": False,
+    }
+    if labelled:
+        trace |= {
+            "text": [f"{row['projection'][0]}{row['head']}" for row in blocks],
+            "textposition": "inside",
+            "insidetextanchor": "middle",
+            "textfont": {"color": "white", "size": 12, "weight": 700, "shadow": "0px 0px 3px #22252b"},
         }
-        if labelled:
-            trace |= {
-                "text": [f"{row['projection'][0]}{row['head']}" for row in blocks],
-                "textposition": "inside",
-                "insidetextanchor": "middle",
-                "textfont": {"color": "white", "size": 12, "weight": 700, "shadow": "0px 0px 3px #22252b"},
-            }
-        data.append(trace)
-    figure_layout = {
+    return trace
+
+
+def _block_marker(blocks: list[dict], *, outlined: bool) -> dict:
+    """Blocks coloured by KV group, keys hatched and values dotted, queries plain; outlined in white when labelled."""
+    patterns = {"query": "", "key": "/", "value": "."}
+    return {
+        "color": [PALETTE[row["kv_group"] % len(PALETTE)] for row in blocks],
+        "pattern": {
+            "shape": [patterns[row["projection"]] for row in blocks],
+            "fgcolor": "white",
+            # Faint enough that a block's label stays legible on it (issue #14 item 13).
+            "fgopacity": 0.45,
+            "solidity": 0.25,
+            "fillmode": "overlay",
+        },
+        "line": {"color": "white", "width": 1 if outlined else 0},
+    }
+
+
+def _fused_layout(rows: int) -> dict:
+    """The bars' frame: the x axis counts the fused weight's `rows`, the layouts' names on the left."""
+    return {
         "barmode": "overlay",
         "height": 220,
         "margin": {"t": 30, "b": 65, "l": 10, "r": 10},
         "bargap": 0.35,
         "xaxis": {
-            "title": {"text": _("rows of W_qkv<br>{rows} = (heads + 2 · KV heads) × head_dim", rows=result.weight[0])},
-            "range": [0, result.weight[0]],
+            "title": {"text": _("rows of W_qkv<br>{rows} = (heads + 2 · KV heads) × head_dim", rows=rows)},
+            "range": [0, rows],
         },
         "yaxis": {"autorange": "reversed", "automargin": True},
         "plot_bgcolor": "rgba(0,0,0,0)",
     }
-    return {"data": data, "layout": figure_layout}
 
 
 def fused_agreement(result: FusedProjection) -> str:
