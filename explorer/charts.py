@@ -99,71 +99,94 @@ def typed_array(values: np.ndarray) -> dict:
     return encoded
 
 
+# Streamlit's chart colours in a light theme: its series colours, its grey for labels and its grid lines
+STREAMLIT_COLORWAY = [
+    "#0068c9",
+    "#83c9ff",
+    "#ff2b2b",
+    "#ffabab",
+    "#29b09d",
+    "#7defa1",
+    "#ff8700",
+    "#ffd16a",
+    "#6d3fc0",
+    "#d5dae5",
+]
+CHART_GREY, CHART_GRID = "#808495", "#e6eaf1"
+CHART_FONT = '"Source Sans", sans-serif'  # Streamlit's sans-serif body font
+
+
 def _chart_template() -> dict:
     """The look Streamlit's chart theme gives a Plotly chart in this app's theme (.streamlit/config.toml), as a
     template every figure carries: the charts are drawn by plotly.js itself (LIVE_CHART), which Streamlit's theming
     never reaches, and that theming ran in the browser at every redraw of every chart (benchmarks/MEASUREMENTS.md)."""
     background = st.get_option("theme.backgroundColor") or "#ffffff"
     text = st.get_option("theme.textColor") or "#31333f"
-    font = '"Source Sans", sans-serif'  # Streamlit's sans-serif body font
-    faded, grid = "#808495", "#e6eaf1"  # Streamlit's chart grey for labels, and its grid lines, in a light theme
-    axis = {
-        "gridcolor": grid,
-        "zerolinecolor": grid,
-        "tickcolor": grid,
-        "minor": {"gridcolor": grid},
-        "tickfont": {"color": faded, "size": 12},
-        "automargin": True,
-    }
+    axis = _axis_look()
     return {
         "layout": {
-            "font": {"color": faded, "family": font, "size": 12},
-            "title": {"font": {"family": font, "size": 16, "color": text, "weight": "bold"}, "x": 0, "xanchor": "left"},
+            "font": {"color": CHART_GREY, "family": CHART_FONT, "size": 12},
+            "title": {
+                "font": {"family": CHART_FONT, "size": 16, "color": text, "weight": "bold"},
+                "x": 0,
+                "xanchor": "left",
+            },
             "paper_bgcolor": background,
             "plot_bgcolor": background,
-            "colorway": [
-                "#0068c9",
-                "#83c9ff",
-                "#ff2b2b",
-                "#ffabab",
-                "#29b09d",
-                "#7defa1",
-                "#ff8700",
-                "#ffd16a",
-                "#6d3fc0",
-                "#d5dae5",
-            ],
+            "colorway": list(STREAMLIT_COLORWAY),
             "xaxis": axis
-            | {"showgrid": False, "zeroline": False, "title": {"font": {"color": faded, "size": 14}, "standoff": 20}},
+            | {
+                "showgrid": False,
+                "zeroline": False,
+                "title": {"font": {"color": CHART_GREY, "size": 14}, "standoff": 20},
+            },
             "yaxis": axis
-            | {"ticklabelposition": "outside", "title": {"font": {"color": faded, "size": 14}, "standoff": 24}},
+            | {"ticklabelposition": "outside", "title": {"font": {"color": CHART_GREY, "size": 14}, "standoff": 24}},
             "margin": {"pad": 8, "r": 0, "l": 0},
             "hoverlabel": {
                 "bgcolor": background,
                 "bordercolor": "rgba(34, 37, 43, 0.2)",
-                "font": {"color": faded, "family": font, "size": 12},
+                "font": {"color": CHART_GREY, "family": CHART_FONT, "size": 12},
             },
-            "legend": {
-                "title": {"font": {"size": 12, "color": faded}, "side": "top"},
-                "valign": "top",
-                "bordercolor": "rgba(0, 0, 0, 0)",
-                "borderwidth": 0,
-                "font": {"size": 12, "color": text},
-            },
-            "coloraxis": {
-                "colorbar": {
-                    "thickness": 16,
-                    "xpad": 24,
-                    "ticklabelposition": "outside",
-                    "outlinecolor": "rgba(0, 0, 0, 0)",
-                    "outlinewidth": 8,
-                    "len": 0.75,
-                    "title": {"font": {"color": faded, "size": 14}},
-                    "tickfont": {"color": faded, "size": 12},
-                }
-            },
+            "legend": _legend_look(text),
+            "coloraxis": {"colorbar": _colorbar_look()},
         },
         "data": {"scatter": [{"marker": {"line": {"width": 0}}, "type": "scatter"}]},
+    }
+
+
+def _axis_look() -> dict:
+    """What both axes share: Streamlit's grid lines and grey tick labels, margins grown to fit the labels."""
+    return {
+        "gridcolor": CHART_GRID,
+        "zerolinecolor": CHART_GRID,
+        "tickcolor": CHART_GRID,
+        "minor": {"gridcolor": CHART_GRID},
+        "tickfont": {"color": CHART_GREY, "size": 12},
+        "automargin": True,
+    }
+
+
+def _legend_look(text: str) -> dict:
+    return {
+        "title": {"font": {"size": 12, "color": CHART_GREY}, "side": "top"},
+        "valign": "top",
+        "bordercolor": "rgba(0, 0, 0, 0)",
+        "borderwidth": 0,
+        "font": {"size": 12, "color": text},
+    }
+
+
+def _colorbar_look() -> dict:
+    return {
+        "thickness": 16,
+        "xpad": 24,
+        "ticklabelposition": "outside",
+        "outlinecolor": "rgba(0, 0, 0, 0)",
+        "outlinewidth": 8,
+        "len": 0.75,
+        "title": {"font": {"color": CHART_GREY, "size": 14}},
+        "tickfont": {"color": CHART_GREY, "size": 12},
     }
 
 

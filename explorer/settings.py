@@ -127,23 +127,36 @@ def nearest(value: int, choices: Iterable[int]) -> int:
 def normalize(settings: Settings) -> tuple[Settings, list[str]]:
     """Move every setting that is invalid given the others to its nearest valid value, saying what moved and why."""
     notes: list[str] = []
+    # In this order: each step's valid values depend on the settings the steps before it made valid
+    for fix in (_fix_variants, _snap_layer_shape, _snap_sizes, _fix_dtype, _clamp_seed):
+        settings = fix(settings, notes)
+    return settings, notes
 
-    def snap(name: str, choices: Collection[int], reason: str) -> None:
-        nonlocal settings
-        value = getattr(settings, name)
-        if value not in choices:
-            fixed = nearest(value, choices)
-            notes.append(
-                _("{name} {value} → {fixed}: {reason}.", name=name, value=str(value), fixed=str(fixed), reason=reason)
-            )
-            changed: dict[str, Any] = {name: fixed}
-            settings = replace(settings, **changed)
 
+def _snap(settings: Settings, name: str, choices: Collection[int], reason: str, notes: list[str]) -> Settings:
+    """settings with `name` moved to its nearest choice if it is not one, and a note of the move (with the reason)."""
+    value = getattr(settings, name)
+    if value in choices:
+        return settings
+    fixed = nearest(value, choices)
+    notes.append(_("{name} {value} → {fixed}: {reason}.", name=name, value=str(value), fixed=str(fixed), reason=reason))
+    changed: dict[str, Any] = {name: fixed}
+    return replace(settings, **changed)
+
+
+def _fix_variants(settings: Settings, notes: list[str]) -> Settings:
+    """The known variants chosen, in their usual order; all four when none is."""
     variants = tuple(v for v in VARIANTS if v in settings.variants)
     if not variants:
         notes.append(_("No variant chosen: showing all four."))
-    settings = replace(settings, variants=variants or VARIANTS)
-    snap(
+    return replace(settings, variants=variants or VARIANTS)
+
+
+def _snap_layer_shape(settings: Settings, notes: list[str]) -> Settings:
+    """d_model, then the heads that divide it, the groups that divide them, the rotary width within a head and the
+    latent width, each to an offered value."""
+    settings = _snap(
+        settings,
         "d_model",
         D_MODEL_CHOICES,
         _(
@@ -151,8 +164,10 @@ def normalize(settings: Settings) -> tuple[Settings, list[str]]:
             low=str(D_MODEL_CHOICES[0]),
             high=str(D_MODEL_CHOICES[-1]),
         ),
+        notes,
     )
-    snap(
+    settings = _snap(
+        settings,
         "heads",
         heads_choices(settings.d_model),
         _(
@@ -160,37 +175,56 @@ def normalize(settings: Settings) -> tuple[Settings, list[str]]:
             d_model=str(settings.d_model),
             most=str(MAX_HEADS),
         ),
+        notes,
     )
-    snap("groups", groups_choices(settings.heads), _("KV groups must divide heads={heads}", heads=str(settings.heads)))
-    snap(
+    settings = _snap(
+        settings,
+        "groups",
+        groups_choices(settings.heads),
+        _("KV groups must divide heads={heads}", heads=str(settings.heads)),
+        notes,
+    )
+    settings = _snap(
+        settings,
         "rope_dim",
         rope_dim_choices(settings.head_dim),
         _("the rotary width is even and at most head_dim={head_dim}", head_dim=str(settings.head_dim)),
+        notes,
     )
-    snap("latent", LATENT_CHOICES, _("the latent width is one of the offered steps"))
-    snap("seq_len", SEQ_LEN_CHOICES, _("sequence lengths are offered in steps"))
-    snap("batch", BATCH_CHOICES, _("batch sizes are offered in steps"))
-    if settings.dtype not in DTYPE_CHOICES:
-        notes.append(
-            _(
-                "dtype {value} → bfloat16: choose one of {choices}.",
-                value=shown(settings.dtype),
-                choices=", ".join(DTYPE_CHOICES),
-            )
+    return _snap(settings, "latent", LATENT_CHOICES, _("the latent width is one of the offered steps"), notes)
+
+
+def _snap_sizes(settings: Settings, notes: list[str]) -> Settings:
+    settings = _snap(settings, "seq_len", SEQ_LEN_CHOICES, _("sequence lengths are offered in steps"), notes)
+    return _snap(settings, "batch", BATCH_CHOICES, _("batch sizes are offered in steps"), notes)
+
+
+def _fix_dtype(settings: Settings, notes: list[str]) -> Settings:
+    if settings.dtype in DTYPE_CHOICES:
+        return settings
+    notes.append(
+        _(
+            "dtype {value} → bfloat16: choose one of {choices}.",
+            value=shown(settings.dtype),
+            choices=", ".join(DTYPE_CHOICES),
         )
-        settings = replace(settings, dtype="bfloat16")
-    if not 0 <= settings.seed <= MAX_SEED:
-        fixed = min(max(settings.seed, 0), MAX_SEED)
-        notes.append(
-            _(
-                "seed {value} → {fixed}: seeds run from 0 to {most}.",
-                value=str(settings.seed),
-                fixed=str(fixed),
-                most=str(MAX_SEED),
-            )
+    )
+    return replace(settings, dtype="bfloat16")
+
+
+def _clamp_seed(settings: Settings, notes: list[str]) -> Settings:
+    if 0 <= settings.seed <= MAX_SEED:
+        return settings
+    fixed = min(max(settings.seed, 0), MAX_SEED)
+    notes.append(
+        _(
+            "seed {value} → {fixed}: seeds run from 0 to {most}.",
+            value=str(settings.seed),
+            fixed=str(fixed),
+            most=str(MAX_SEED),
         )
-        settings = replace(settings, seed=fixed)
-    return settings, notes
+    )
+    return replace(settings, seed=fixed)
 
 
 def from_link(params: Mapping[str, str | list[str]]) -> tuple[Settings, list[str]]:

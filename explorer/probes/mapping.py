@@ -297,16 +297,23 @@ def _latent_rows(
     cache: LatentKVCache,
     concat: list[torch.Size],
 ) -> list[tuple]:
+    """MLA's path: the steps both ways share, then the naive way's (keys and values up-projected from the cache) and
+    the absorbed way's (queries moved into latent space), each read from a real pass of the layer."""
     start = cache.seq_len
     q_nope, q_rope = layer.queries(x, start)
+    rows = _latent_input_rows(layer, x, start, q_nope, q_rope)
+    _, weights = with_weights(layer(x, cache=cache, return_weights=True, absorb=False))  # appends to the cache
+    rows += _latent_naive_rows(layer, cache, weights, concat[-1])
+    rows += _latent_absorbed_rows(layer, x, cache, start, (q_nope, q_rope), concat)
+    return rows
+
+
+def _latent_input_rows(
+    layer: MultiHeadLatentAttention, x: torch.Tensor, start: int, q_nope: torch.Tensor, q_rope: torch.Tensor
+) -> list[tuple]:
+    """The tokens coming in, their queries and what each token leaves for the cache."""
     c_kv_new, k_rope_new = layer.compress(x, start)
-    _, weights = with_weights(layer(x, cache=cache, return_weights=True, absorb=False))
-    naive_concat = concat[-1]
-    keys, values = layer.up_project(cache.c_kv, cache.k_rope)
-    w_uk, w_uv = layer.absorbed_weights()
-    q_latent = torch.einsum("bhln,hnc->bhlc", q_nope, w_uk)
-    stored = cache.shapes()
-    rows = [
+    return [
         ("x", "both", tuple(x.shape), _coming_in(start)),
         (
             "q_nope, q_rope = x · W_q",
@@ -320,6 +327,16 @@ def _latent_rows(
             (tuple(c_kv_new.shape), tuple(k_rope_new.shape)),
             N_("one latent and one rotary key per token, for all heads"),
         ),
+    ]
+
+
+def _latent_naive_rows(
+    layer: MultiHeadLatentAttention, cache: LatentKVCache, weights: torch.Tensor, heads_out: torch.Size
+) -> list[tuple]:
+    """The cache after the naive pass, and that pass: every cached token up-projected to keys and values, as MHA."""
+    stored = cache.shapes()
+    keys, values = layer.up_project(cache.c_kv, cache.k_rope)
+    return [
         (N_("cache c_kv, k_rope"), "both", (stored["c_kv"], stored["k_rope"]), N_("what is stored")),
         (
             "k = [c_kv · W_uk ; k_rope], v = c_kv · W_uv",
@@ -328,7 +345,24 @@ def _latent_rows(
             N_("every cached token up-projected, every step"),
         ),
         (N_("scores = softmax(q kᵀ / √d)"), "naive", tuple(weights.shape), N_("as MHA")),
-        (N_("heads' outputs, side by side"), "naive", tuple(naive_concat), N_("weights · v per head")),
+        (N_("heads' outputs, side by side"), "naive", tuple(heads_out), N_("weights · v per head")),
+    ]
+
+
+def _latent_absorbed_rows(
+    layer: MultiHeadLatentAttention,
+    x: torch.Tensor,
+    cache: LatentKVCache,
+    start: int,
+    queries: tuple[torch.Tensor, torch.Tensor],
+    concat: list[torch.Size],
+) -> list[tuple]:
+    """The absorbed way: W_uk and W_uv folded into the query and the output, attention over the cache as stored,
+    then the output projection both ways end with (its pass runs on a cache refilled to `start` tokens)."""
+    q_nope, q_rope = queries
+    w_uk, w_uv = layer.absorbed_weights()
+    q_latent = torch.einsum("bhln,hnc->bhlc", q_nope, w_uk)
+    rows = [
         (
             N_("W_uk, W_uv (slices of kv_b_proj)"),
             "absorbed",
@@ -349,12 +383,12 @@ def _latent_rows(
         ),
     ]
     out, weights = with_weights(layer(x, cache=_refill_like(layer, cache, start), return_weights=True, absorb=True))
-    rows += [
+    return [
+        *rows,
         (N_("scores = softmax(q kᵀ / √d)"), "absorbed", tuple(weights.shape), N_("the same scores as the naive way")),
         (N_("heads' outputs, side by side"), "absorbed", tuple(concat[-1]), N_("(weights · c_kv) · W_uv per head")),
         (N_("out = · W_o"), "both", tuple(out.shape), N_("back to the model width")),
     ]
-    return rows
 
 
 def _refill_like(layer: MultiHeadLatentAttention, cache: LatentKVCache, start: int) -> LatentKVCache:
