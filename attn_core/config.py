@@ -96,14 +96,7 @@ class AttentionConfig(Generic[V]):
             raise ValueError(f"variant={variant!r} is unknown: choose one of {', '.join(VARIANTS)}.")
         _require_positive("d_model", d_model)
         _require_positive("n_heads", n_heads)
-        if head_dim is None:
-            if d_model % n_heads:
-                raise ValueError(
-                    f"d_model={d_model} is not divisible by n_heads={n_heads}: "
-                    "pick a head count that divides d_model, or set head_dim explicitly."
-                )
-            head_dim = d_model // n_heads
-        _require_positive("head_dim", head_dim)
+        head_dim = _resolve_head_dim(d_model, n_heads, head_dim)
         widths: dict[str, int | None] = {
             "kv_lora_rank": kv_lora_rank,
             "qk_nope_head_dim": qk_nope_head_dim,
@@ -117,34 +110,29 @@ class AttentionConfig(Generic[V]):
             widths = dict(_resolve_latent_widths(head_dim, q_lora_rank, **widths)._asdict())
         else:
             n_kv_heads = _resolve_kv_heads(variant, n_heads, n_kv_heads)
-            mla_only = ("kv_lora_rank", "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
-            for name, value in zip(
-                mla_only, (kv_lora_rank, q_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim), strict=True
-            ):
-                if value is not None:
-                    raise ValueError(f"{name} belongs to MLA; it has no meaning for variant={variant!r}.")
+            _refuse_latent_fields(variant, {**widths, "q_lora_rank": q_lora_rank})
             if rope and head_dim % 2:
                 raise ValueError(f"head_dim={head_dim} is odd: rotary embedding rotates pairs, so it must be even.")
-        resolved = {
-            "variant": variant,
-            "d_model": d_model,
-            "n_heads": n_heads,
-            "n_kv_heads": n_kv_heads,
-            "head_dim": head_dim,
-            "kv_lora_rank": widths["kv_lora_rank"],
-            "q_lora_rank": q_lora_rank,
-            "qk_nope_head_dim": widths["qk_nope_head_dim"],
-            "qk_rope_head_dim": widths["qk_rope_head_dim"],
-            "v_head_dim": widths["v_head_dim"],
-            "rope_interleave": rope_interleave,
-            "rope": rope,
-            "rope_theta": rope_theta,
-            "bias": bias,
-            "o_bias": bias if o_bias is None else o_bias,  # Llama: one switch for all four; Qwen2: q, k, v only
-            "norm_eps": norm_eps,
-        }
-        for name, resolved_value in resolved.items():  # in the fields' order
-            object.__setattr__(self, name, resolved_value)  # frozen
+        self._set_fields(
+            variant=variant,
+            d_model=d_model,
+            n_heads=n_heads,
+            n_kv_heads=n_kv_heads,
+            head_dim=head_dim,
+            q_lora_rank=q_lora_rank,
+            **widths,
+            rope_interleave=rope_interleave,
+            rope=rope,
+            rope_theta=rope_theta,
+            bias=bias,
+            o_bias=bias if o_bias is None else o_bias,  # Llama: one switch for all four; Qwen2: q, k, v only
+            norm_eps=norm_eps,
+        )
+
+    def _set_fields(self, **resolved: object) -> None:
+        """Every field from its resolved value, in the fields' order (the dataclass is frozen: no plain assignment)."""
+        for f in fields(self):
+            object.__setattr__(self, f.name, resolved[f.name])
 
     @property
     def latent_widths(self) -> LatentWidths:
@@ -229,6 +217,30 @@ class AttentionConfig(Generic[V]):
 
     def as_dict(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def _resolve_head_dim(d_model: int, n_heads: int, head_dim: int | None) -> int:
+    """The head width given, or d_model split evenly over the heads."""
+    if head_dim is None:
+        if d_model % n_heads:
+            raise ValueError(
+                f"d_model={d_model} is not divisible by n_heads={n_heads}: "
+                "pick a head count that divides d_model, or set head_dim explicitly."
+            )
+        head_dim = d_model // n_heads
+    _require_positive("head_dim", head_dim)
+    return head_dim
+
+
+# MLA's own fields, in the order a grouped variant refuses them
+LATENT_FIELDS = ("kv_lora_rank", "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
+
+
+def _refuse_latent_fields(variant: str, values: dict[str, int | None]) -> None:
+    """A grouped variant given any of MLA's fields: a ValueError naming the first one set."""
+    for name in LATENT_FIELDS:
+        if values[name] is not None:
+            raise ValueError(f"{name} belongs to MLA; it has no meaning for variant={variant!r}.")
 
 
 def _resolve_kv_heads(variant: str, n_heads: int, n_kv_heads: int | None) -> int:
