@@ -152,54 +152,97 @@ def _grouped(lm: PretrainedLM, n_kv_heads: int, method: str, calibration: Calibr
         raise ValueError("conversions handle bias-free attention (Llama-style) only.")
     converted = lm.with_layers_of(target)
     report = ConversionReport("gqa", {"n_kv_heads": n_kv_heads, "method": method})
-    d, new_group, old_group = source.head_dim, target.group_size, source.group_size
     for index, (old_layer, new_layer) in enumerate(zip(lm.decoder_layers, converted.decoder_layers, strict=True)):
         old = old_layer.self_attn
         assert isinstance(old, GroupedQueryAttention)  # convert_attention() checked the source's variant
-        w_q = old.q_proj.weight.detach().double().view(source.n_heads, d, -1)
-        w_k = old.k_proj.weight.detach().double().view(source.n_kv_heads, d, -1)
-        w_v = old.v_proj.weight.detach().double().view(source.n_kv_heads, d, -1)
-        w_o = old.o_proj.weight.detach().double().view(-1, source.n_heads, d)
-        new_q, new_o = w_q.clone(), w_o.clone()
-        new_k, new_v = [], []
-        key_kept, value_kept = [], []
-        for j in range(n_kv_heads):
-            heads = range(j * new_group, (j + 1) * new_group)
-            sources = sorted({h // old_group for h in heads})
-            if len(sources) == 1:  # one source head: itself, no approximation
-                new_k.append(w_k[sources[0]])
-                new_v.append(w_v[sources[0]])
-                continue
-            if method == "mean":
-                # Average over the query heads served (= over the source heads, weighted by the heads each serves).
-                new_k.append(torch.stack([w_k[h // old_group] for h in heads]).mean(0))
-                new_v.append(torch.stack([w_v[h // old_group] for h in heads]).mean(0))
-                continue
-            assert calibration is not None
-            cov = calibration.covariances[index]
-            queries = torch.stack([w_q[[h for h in heads if h // old_group == g]] for g in sources])
-            shared_key, coefficients, kept = _shared_rotary_key(w_k[sources], cov, d // 2, queries)
-            new_k.append(shared_key)
-            key_kept.append(kept)
-            for h in heads:  # query h absorbs the conjugate coefficient of its own source head, per frequency
-                new_q[h] = _rotate_rows(w_q[h], coefficients[sources.index(h // old_group)].conj(), d // 2)
-            basis, kept = _principal_basis(w_v[sources].reshape(-1, w_v.shape[-1]), cov, d)  # [s*d, d]
-            new_v.append(basis.T @ w_v[sources].reshape(-1, w_v.shape[-1]))
-            value_kept.append(kept)
-            for h in heads:  # v_source ≈ basis_block · v_new, so o_proj's columns for h become W_o,h · basis_block
-                block = basis[sources.index(h // old_group) * d : (sources.index(h // old_group) + 1) * d]
-                new_o[:, h] = w_o[:, h] @ block
+        cov = calibration.covariances[index] if calibration is not None else None
+        state, key_kept, value_kept = _grouped_layer(_head_weights(old, source), target, source.group_size, method, cov)
         if key_kept:
             report.kept.setdefault("shared key", []).append(sum(key_kept) / len(key_kept))
             report.kept.setdefault("shared value", []).append(sum(value_kept) / len(value_kept))
-        state = {
-            "q_proj.weight": new_q.reshape(-1, source.d_model),
-            "k_proj.weight": torch.cat(new_k),
-            "v_proj.weight": torch.cat(new_v),
-            "o_proj.weight": new_o.reshape(source.d_model, -1),
-        }
         _load(new_layer.self_attn, state, old.q_proj.weight.dtype)
     return Conversion(converted.eval().requires_grad_(False), report)
+
+
+class HeadWeights(NamedTuple):
+    """A grouped layer's projections per head, float64: q [H, D, d_model], k and v [G, D, d_model], o [d_model, H,
+    D]."""
+
+    q: torch.Tensor
+    k: torch.Tensor
+    v: torch.Tensor
+    o: torch.Tensor
+
+
+def _head_weights(layer: GroupedQueryAttention, cfg: AttentionConfig) -> HeadWeights:
+    d = cfg.head_dim
+    return HeadWeights(
+        layer.q_proj.weight.detach().double().view(cfg.n_heads, d, -1),
+        layer.k_proj.weight.detach().double().view(cfg.n_kv_heads, d, -1),
+        layer.v_proj.weight.detach().double().view(cfg.n_kv_heads, d, -1),
+        layer.o_proj.weight.detach().double().view(-1, cfg.n_heads, d),
+    )
+
+
+def _grouped_layer(
+    w: HeadWeights, target: AttentionConfig, old_group: int, method: str, cov: torch.Tensor | None
+) -> tuple[dict[str, torch.Tensor], list[float], list[float]]:
+    """One layer's weights with target's KV heads (its state dict), and the energy each fitted key and value head
+    kept (empty when none was fitted)."""
+    new_group = target.group_size
+    new_q, new_o = w.q.clone(), w.o.clone()
+    new_k, new_v = [], []
+    key_kept, value_kept = [], []
+    for j in range(target.n_kv_heads):
+        heads = range(j * new_group, (j + 1) * new_group)
+        sources = sorted({h // old_group for h in heads})
+        if len(sources) == 1:  # one source head: itself, no approximation
+            key, value = w.k[sources[0]], w.v[sources[0]]
+        elif method == "mean":
+            # Average over the query heads served (= over the source heads, weighted by the heads each serves).
+            key = torch.stack([w.k[h // old_group] for h in heads]).mean(0)
+            value = torch.stack([w.v[h // old_group] for h in heads]).mean(0)
+        else:
+            assert cov is not None
+            key, value, kept = _fitted_kv_head(w, heads, sources, old_group, cov, new_q=new_q, new_o=new_o)
+            key_kept.append(kept[0])
+            value_kept.append(kept[1])
+        new_k.append(key)
+        new_v.append(value)
+    d_model = target.d_model
+    state = {
+        "q_proj.weight": new_q.reshape(-1, d_model),
+        "k_proj.weight": torch.cat(new_k),
+        "v_proj.weight": torch.cat(new_v),
+        "o_proj.weight": new_o.reshape(d_model, -1),
+    }
+    return state, key_kept, value_kept
+
+
+def _fitted_kv_head(
+    w: HeadWeights,
+    heads: range,
+    sources: list[int],
+    old_group: int,
+    cov: torch.Tensor,
+    *,
+    new_q: torch.Tensor,
+    new_o: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor, tuple[float, float]]:
+    """One KV head for query heads `heads`, fitted to the source heads they read: the shared rotary key and the
+    principal values, and the energy each kept. Writes what the query heads absorb into new_q (each head's
+    coefficient) and new_o (the values' map back)."""
+    d = w.q.shape[1]
+    queries = torch.stack([w.q[[h for h in heads if h // old_group == g]] for g in sources])
+    shared_key, coefficients, key_kept = _shared_rotary_key(w.k[sources], cov, d // 2, queries)
+    for h in heads:  # query h absorbs the conjugate coefficient of its own source head, per frequency
+        new_q[h] = _rotate_rows(w.q[h], coefficients[sources.index(h // old_group)].conj(), d // 2)
+    stacked = w.v[sources].reshape(-1, w.v.shape[-1])
+    basis, value_kept = _principal_basis(stacked, cov, d)  # [s*d, d]
+    for h in heads:  # v_source ≈ basis_block · v_new, so o_proj's columns for h become W_o,h · basis_block
+        at = sources.index(h // old_group) * d
+        new_o[:, h] = w.o[:, h] @ basis[at : at + d]
+    return shared_key, basis.T @ stacked, (key_kept, value_kept)
 
 
 def _complex_pairs(weight: torch.Tensor, half: int) -> torch.Tensor:

@@ -90,25 +90,11 @@ def heal(
     over the steps asked for (or over the seconds, when only they are given); "constant" keeps it.
     on_step(step, losses) is called after every step with that step's per-layer losses (step counts from 1)."""
     _check(student, teacher, steps, seconds, lr, schedule, window)
-    if not isinstance(text, str):
-        raise TypeError(f"text must be a str, not {type(text).__name__}.")
-    ids = teacher.encode(text)
-    if max_tokens is not None:
-        ids = ids[:max_tokens]
-    if len(ids) < 2:
-        raise ValueError("healing needs a training text of at least two tokens.")
-
+    ids = _training_ids(teacher, text, max_tokens)
     started = time.perf_counter()
     inputs, targets = _record(teacher, ids, window)
     capture_seconds = time.perf_counter() - started
-
-    layers: list[nn.Module] = [layer.self_attn for layer in student.decoder_layers]
-    initial = _losses(layers, inputs[0], targets[0], grad=False)
-    frozen = [index for index, loss in enumerate(initial) if loss < EXACT_LOSS]
-    trained = [index for index in range(len(layers)) if index not in frozen]
-    parameters = [p for index in trained for p in _own_trainable(layers[index], teacher)]
-    generator = torch.Generator().manual_seed(seed)
-    order: list[int] = []
+    learner = _learner(student, teacher, inputs[0], targets[0])
     report = HealReport(
         steps=0,
         tokens=0,
@@ -116,35 +102,116 @@ def heal(
         seconds=0.0,
         capture_seconds=capture_seconds,
         losses=[],
-        initial_losses=initial,
-        frozen_layers=frozen,
+        initial_losses=learner.initial,
+        frozen_layers=learner.frozen,
         recipe={"lr": lr, "schedule": schedule, "window": window, "seed": seed, "steps": steps, "seconds": seconds},
     )
-    optimizer = torch.optim.Adam(parameters, lr=lr) if parameters else None
+    _train(
+        learner,
+        inputs,
+        targets,
+        report,
+        budget=_Budget(steps, seconds),
+        lr=lr,
+        schedule=schedule,
+        seed=seed,
+        on_step=on_step,
+    )
+    return report
+
+
+def _training_ids(teacher: PretrainedLM, text: str, max_tokens: int | None) -> list[int]:
+    """The text's tokens (its first max_tokens), at least two."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, not {type(text).__name__}.")
+    ids = teacher.encode(text)
+    if max_tokens is not None:
+        ids = ids[:max_tokens]
+    if len(ids) < 2:
+        raise ValueError("healing needs a training text of at least two tokens.")
+    return ids
+
+
+@dataclass
+class _Learner:
+    """The student's attention layers as heal trains them: each one's loss on the first window before any update,
+    the layers already exact (left as they are), the others, and the weights these learn (the student's own)."""
+
+    layers: list[nn.Module]
+    initial: list[float]
+    frozen: list[int]
+    trained: list[int]
+    parameters: list[nn.Parameter]
+
+
+def _learner(student: PretrainedLM, teacher: PretrainedLM, x: torch.Tensor, y: torch.Tensor) -> _Learner:
+    layers: list[nn.Module] = [layer.self_attn for layer in student.decoder_layers]
+    initial = _losses(layers, x, y, grad=False)
+    frozen = [index for index, loss in enumerate(initial) if loss < EXACT_LOSS]
+    trained = [index for index in range(len(layers)) if index not in frozen]
+    parameters = [p for index in trained for p in _own_trainable(layers[index], teacher)]
+    return _Learner(layers, initial, frozen, trained, parameters)
+
+
+@dataclass(frozen=True)
+class _Budget:
+    """heal's budget: optimizer steps, seconds of training, or both (whichever runs out first)."""
+
+    steps: int | None
+    seconds: float | None
+
+    def spent(self, done: int, elapsed: float) -> bool:
+        return (self.steps is not None and done >= self.steps) or (self.seconds is not None and elapsed >= self.seconds)
+
+    def progress(self, done: int, elapsed: float) -> float:
+        """How far training is, 0 to 1: by steps when they are given, else by time."""
+        return done / self.steps if self.steps is not None else elapsed / (self.seconds or 1.0)
+
+
+def _step_lr(lr: float, schedule: str, progress: float) -> float:
+    """The learning rate at `progress`: "cosine" decays it from lr to 0 over the budget, "constant" keeps it."""
+    return lr * (0.5 * (1.0 + math.cos(math.pi * min(progress, 1.0))) if schedule == "cosine" else 1.0)
+
+
+def _train(
+    learner: _Learner,
+    inputs: list[torch.Tensor],
+    targets: list[torch.Tensor],
+    report: HealReport,
+    *,
+    budget: _Budget,
+    lr: float,
+    schedule: str,
+    seed: int,
+    on_step: Callable[[int, list[float]], None] | None,
+) -> None:
+    """Steps until the budget is spent, each on the next window of a shuffle per epoch (by seed), into the report.
+    However it ends, the weights stop learning and the report has the training's seconds."""
+    optimizer = torch.optim.Adam(learner.parameters, lr=lr) if learner.parameters else None
+    generator = torch.Generator().manual_seed(seed)
+    order: list[int] = []
     started = time.perf_counter()
     try:
         while True:
             elapsed = time.perf_counter() - started
-            if (steps is not None and report.steps >= steps) or (seconds is not None and elapsed >= seconds):
+            if budget.spent(report.steps, elapsed):
                 break
             if not order:
                 order = torch.randperm(len(inputs), generator=generator).tolist()
             chunk = order.pop(0)
-            progress = report.steps / steps if steps is not None else elapsed / (seconds or 1.0)
-            step_lr = lr * (0.5 * (1.0 + math.cos(math.pi * min(progress, 1.0))) if schedule == "cosine" else 1.0)
-            losses = _train_step(layers, trained, inputs[chunk], targets[chunk], optimizer, step_lr)
-            for index in frozen:
-                losses[index] = initial[index]
+            step_lr = _step_lr(lr, schedule, budget.progress(report.steps, elapsed))
+            losses = _train_step(learner.layers, learner.trained, inputs[chunk], targets[chunk], optimizer, step_lr)
+            for index in learner.frozen:
+                losses[index] = learner.initial[index]
             report.steps += 1
             report.tokens += inputs[chunk].shape[1]
             report.losses.append(losses)
             if on_step is not None:
                 on_step(report.steps, losses)
     finally:
-        for parameter in parameters:
+        for parameter in learner.parameters:
             parameter.requires_grad_(False)
         report.seconds = time.perf_counter() - started
-    return report
 
 
 def _check(
