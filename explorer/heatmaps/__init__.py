@@ -4,7 +4,7 @@ link        the page's parameters in the link
 computed    the cached passes (explorer.probes.heatmaps) a rerun reads back
 heads       which heads the grid draws, page by page
 panels      one heatmap: pooled matrix, labels, hover
-layout      the layout engine: panels in a grid as one figure dict
+layout      heatmap panels as one figure on the shared grid (explorer/grid.py), and its phone layout
 figures     the page's figures; csv_export their numbers; tables its tables
 views       cached figures with the facts their captions state
 """

@@ -93,9 +93,9 @@ def _grid(
     layout: dict = {"height": height, "margin": {"t": TOP_MARGIN_TITLED if text.title else TOP_MARGIN, **MARGINS}}
     if text.title:
         layout["title"] = {"text": text.title, "font": {"size": 14}}
-    subplots = [_heatmap(panel, slot, ncols, text) for panel, slot in zip(panels, slots, strict=False)]
+    subplots = [_heatmap(panel, slot, ncols, text) for panel, slot in zip(panels, slots, strict=True)]
     font = PANEL_TITLE_FONT if ncols <= 3 else PANEL_TITLE_FONT_NARROW
-    return grid_figure(slots[: len(subplots)], subplots, layout=layout, title_font=font)
+    return grid_figure(slots, subplots, layout=layout, title_font=font)
 
 
 def _height(nrows: int, row_height: int, text: GridText) -> int:
