@@ -7,6 +7,7 @@
     new_ids = lm.generate(ids, max_new_tokens=40, cache=lm.new_cache())
     student, kept = convert_attention(lm, "mla", kv_lora_rank=128, qk_rope_head_dim=32, calibration_text=cal_text)
     report = heal(student, lm, train_text, seconds=120)   # its attention trained to reproduce lm's, layer by layer
+    heal_end_to_end(student, lm, train_text, steps=50)    # then through the whole model, to lm's next-token odds
 
 The GGUF file is converted once into a cache directory ($ATTN_CORE_CACHE, else ~/.cache/attn_core); later loads map
 that file into memory.
@@ -32,7 +33,7 @@ from .checkpoint import (
     load_converted,
 )
 from .convert import Calibration, Conversion, ConversionReport, calibrate, convert_attention, full_latent_rank
-from .heal import TRAINED, HealReport, heal
+from .heal import TRAINED, HealReport, heal, heal_end_to_end
 from .model import ModelCache, PretrainedLM
 from .tokenizer import ModelTokenizer
 
@@ -58,6 +59,7 @@ __all__ = [
     "full_latent_rank",
     "gguf_path",
     "heal",
+    "heal_end_to_end",
     "load_pretrained",
 ]
 

@@ -120,6 +120,95 @@ def heal(
     return report
 
 
+def heal_end_to_end(
+    student: PretrainedLM,
+    teacher: PretrainedLM,
+    text: str,
+    *,
+    steps: int | None = None,
+    seconds: float | None = None,
+    lr: float = 1.0e-4,
+    schedule: str = "cosine",
+    window: int = 512,
+    max_tokens: int | None = None,
+    seed: int = 0,
+    on_step: Callable[[int, list[float]], None] | None = None,
+) -> HealReport:
+    """Healing's second stage: train student's attention projections, through the whole model, so that its
+    next-token distribution matches teacher's (KL(teacher || student) averaged over the window's positions).
+
+    heal() makes every layer reproduce its teacher on the teacher's inputs; the errors it leaves add up through the
+    layers, which a layer-wise loss cannot see. Here the loss is the model's output, so the layers learn to make up
+    for each other. Everything else is as in heal(): the same arguments, the same seed shuffling the windows, only
+    the attention projections learn (the student's own copies), the teacher is never written. The report's losses
+    hold one value per step (the KL before that step's update), its initial_losses the first of them. A student that
+    already gives the teacher's distribution (KL under EXACT_LOSS on the first window, e.g. the MHA conversion) is
+    left as it is, as heal() leaves an exact layer: its frozen_layers are then all the layers."""
+    _check(student, teacher, steps, seconds, lr, schedule, window)
+    ids = _training_ids(teacher, text, max_tokens)
+    windows = [torch.tensor([ids[i : i + window]]) for i in range(0, len(ids), window) if len(ids[i : i + window]) > 1]
+    parameters = [p for layer in student.decoder_layers for p in _own_trainable(layer.self_attn, teacher)]
+    report = HealReport(
+        steps=0,
+        tokens=0,
+        text_tokens=len(ids),
+        seconds=0.0,
+        capture_seconds=0.0,
+        losses=[],
+        initial_losses=[],
+        frozen_layers=[],
+        recipe={"lr": lr, "schedule": schedule, "window": window, "seed": seed, "steps": steps, "seconds": seconds},
+    )
+    generator = torch.Generator().manual_seed(seed)
+    order = torch.randperm(len(windows), generator=generator).tolist()
+    report.initial_losses = [_distribution_step(student, teacher, windows[order[0]], None)]
+    exact = report.initial_losses[0] < EXACT_LOSS
+    if exact:
+        report.frozen_layers = list(range(len(student.decoder_layers)))
+    budget, optimizer = _Budget(steps, seconds), None if exact else torch.optim.Adam(parameters, lr=lr)
+    started = time.perf_counter()
+    try:
+        while not budget.spent(report.steps, time.perf_counter() - started):
+            if not order:
+                order = torch.randperm(len(windows), generator=generator).tolist()
+            chunk = windows[order.pop(0)]
+            if optimizer is None:
+                loss = report.initial_losses[0]
+            else:
+                for group in optimizer.param_groups:
+                    group["lr"] = _step_lr(lr, schedule, budget.progress(report.steps, time.perf_counter() - started))
+                loss = _distribution_step(student, teacher, chunk, optimizer)
+            report.steps += 1
+            report.tokens += chunk.shape[1]
+            report.losses.append([loss])
+            if on_step is not None:
+                on_step(report.steps, [loss])
+    finally:
+        for parameter in parameters:
+            parameter.requires_grad_(False)
+        report.seconds = time.perf_counter() - started
+    return report
+
+
+def _distribution_step(
+    student: PretrainedLM, teacher: PretrainedLM, ids: torch.Tensor, optimizer: torch.optim.Optimizer | None
+) -> float:
+    """One window through teacher and student, one Adam step on KL(teacher || student) (none without an
+    optimizer); the KL before the step."""
+    with torch.inference_mode():
+        wanted = torch.log_softmax(teacher(ids)[0][0], dim=-1)
+    with torch.inference_mode(False):
+        wanted = wanted.clone()  # an inference tensor cannot enter autograd
+        with torch.set_grad_enabled(optimizer is not None):
+            got = torch.log_softmax(student(ids)[0][0], dim=-1)
+            loss = torch.nn.functional.kl_div(got, wanted, log_target=True, reduction="batchmean")
+        if optimizer is not None:
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+    return float(loss.detach())
+
+
 def _training_ids(teacher: PretrainedLM, text: str, max_tokens: int | None) -> list[int]:
     """The text's tokens (its first max_tokens), at least two."""
     if not isinstance(text, str):
