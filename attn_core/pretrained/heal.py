@@ -27,6 +27,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import torch
@@ -107,9 +108,9 @@ def heal(
         recipe={"lr": lr, "schedule": schedule, "window": window, "seed": seed, "steps": steps, "seconds": seconds},
     )
     _train(
-        learner,
-        inputs,
-        targets,
+        partial(_layerwise_step, learner, inputs, targets),
+        [x.shape[1] for x in inputs],
+        learner.parameters,
         report,
         budget=_Budget(steps, seconds),
         lr=lr,
@@ -159,39 +160,31 @@ def heal_end_to_end(
         frozen_layers=[],
         recipe={"lr": lr, "schedule": schedule, "window": window, "seed": seed, "steps": steps, "seconds": seconds},
     )
-    generator = torch.Generator().manual_seed(seed)
-    order = torch.randperm(len(windows), generator=generator).tolist()
-    report.initial_losses = [_distribution_step(student, teacher, windows[order[0]], None)]
+    first = int(torch.randperm(len(windows), generator=torch.Generator().manual_seed(seed))[0])  # _train's first
+    report.initial_losses = [_distribution_step(student, teacher, windows[first], None, lr)]
     exact = report.initial_losses[0] < EXACT_LOSS
-    if exact:
-        report.frozen_layers = list(range(len(student.decoder_layers)))
-    budget, optimizer = _Budget(steps, seconds), None if exact else torch.optim.Adam(parameters, lr=lr)
-    started = time.perf_counter()
-    try:
-        while not budget.spent(report.steps, time.perf_counter() - started):
-            if not order:
-                order = torch.randperm(len(windows), generator=generator).tolist()
-            chunk = windows[order.pop(0)]
-            if optimizer is None:
-                loss = report.initial_losses[0]
-            else:
-                for group in optimizer.param_groups:
-                    group["lr"] = _step_lr(lr, schedule, budget.progress(report.steps, time.perf_counter() - started))
-                loss = _distribution_step(student, teacher, chunk, optimizer)
-            report.steps += 1
-            report.tokens += chunk.shape[1]
-            report.losses.append([loss])
-            if on_step is not None:
-                on_step(report.steps, [loss])
-    finally:
-        for parameter in parameters:
-            parameter.requires_grad_(False)
-        report.seconds = time.perf_counter() - started
+    report.frozen_layers = list(range(len(student.decoder_layers))) if exact else []
+
+    def step(chunk: int, step_lr: float, optimizer: torch.optim.Optimizer | None) -> list[float]:
+        return [_distribution_step(student, teacher, windows[chunk], optimizer, step_lr)]
+
+    _train(
+        step,
+        [chunk.shape[1] for chunk in windows],
+        parameters,
+        report,
+        budget=_Budget(steps, seconds),
+        lr=lr,
+        schedule=schedule,
+        seed=seed,
+        on_step=on_step,
+        frozen_losses=report.initial_losses if exact else None,
+    )
     return report
 
 
 def _distribution_step(
-    student: PretrainedLM, teacher: PretrainedLM, ids: torch.Tensor, optimizer: torch.optim.Optimizer | None
+    student: PretrainedLM, teacher: PretrainedLM, ids: torch.Tensor, optimizer: torch.optim.Optimizer | None, lr: float
 ) -> float:
     """One window through teacher and student, one Adam step on KL(teacher || student) (none without an
     optimizer); the KL before the step."""
@@ -203,6 +196,8 @@ def _distribution_step(
             got = torch.log_softmax(student(ids)[0][0], dim=-1)
             loss = torch.nn.functional.kl_div(got, wanted, log_target=True, reduction="batchmean")
         if optimizer is not None:
+            for group in optimizer.param_groups:
+                group["lr"] = lr
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
@@ -263,9 +258,9 @@ def _step_lr(lr: float, schedule: str, progress: float) -> float:
 
 
 def _train(
-    learner: _Learner,
-    inputs: list[torch.Tensor],
-    targets: list[torch.Tensor],
+    step: Callable[[int, float, torch.optim.Optimizer | None], list[float]],
+    window_tokens: list[int],
+    parameters: list[nn.Parameter],
     report: HealReport,
     *,
     budget: _Budget,
@@ -273,10 +268,12 @@ def _train(
     schedule: str,
     seed: int,
     on_step: Callable[[int, list[float]], None] | None,
+    frozen_losses: list[float] | None = None,
 ) -> None:
-    """Steps until the budget is spent, each on the next window of a shuffle per epoch (by seed), into the report.
+    """Steps until the budget is spent, step(window, lr, optimizer) on the next window (of window_tokens tokens) of a
+    shuffle per epoch (by seed), into the report. With frozen_losses (nothing to train) no step runs and each one repeats those losses.
     However it ends, the weights stop learning and the report has the training's seconds."""
-    optimizer = torch.optim.Adam(learner.parameters, lr=lr) if learner.parameters else None
+    optimizer = torch.optim.Adam(parameters, lr=lr) if parameters and frozen_losses is None else None
     generator = torch.Generator().manual_seed(seed)
     order: list[int] = []
     started = time.perf_counter()
@@ -286,19 +283,17 @@ def _train(
             if budget.spent(report.steps, elapsed):
                 break
             if not order:
-                order = torch.randperm(len(inputs), generator=generator).tolist()
+                order = torch.randperm(len(window_tokens), generator=generator).tolist()
             chunk = order.pop(0)
             step_lr = _step_lr(lr, schedule, budget.progress(report.steps, elapsed))
-            losses = _train_step(learner.layers, learner.trained, inputs[chunk], targets[chunk], optimizer, step_lr)
-            for index in learner.frozen:
-                losses[index] = learner.initial[index]
+            losses = list(frozen_losses) if optimizer is None and frozen_losses else step(chunk, step_lr, optimizer)
             report.steps += 1
-            report.tokens += inputs[chunk].shape[1]
+            report.tokens += window_tokens[chunk]
             report.losses.append(losses)
             if on_step is not None:
                 on_step(report.steps, losses)
     finally:
-        for parameter in learner.parameters:
+        for parameter in parameters:
             parameter.requires_grad_(False)
         report.seconds = time.perf_counter() - started
 
@@ -396,6 +391,21 @@ def _relative_error(out: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
 def _losses(layers: list[nn.Module], x: torch.Tensor, y: torch.Tensor, *, grad: bool) -> list[float]:
     with torch.set_grad_enabled(grad), torch.inference_mode(False):
         return [float(_relative_error(layer(x[index][None])[0][0], y[index])) for index, layer in enumerate(layers)]
+
+
+def _layerwise_step(
+    learner: _Learner,
+    inputs: list[torch.Tensor],
+    targets: list[torch.Tensor],
+    chunk: int,
+    lr: float,
+    optimizer: torch.optim.Optimizer | None,
+) -> list[float]:
+    """heal's step on one window: every trained layer's loss, and the exact layers' first loss repeated."""
+    losses = _train_step(learner.layers, learner.trained, inputs[chunk], targets[chunk], optimizer, lr)
+    for index in learner.frozen:
+        losses[index] = learner.initial[index]
+    return losses
 
 
 def _train_step(
