@@ -30,7 +30,7 @@ from explorer.probes.models import (
 )
 
 from .charts import BYTE_UNITS, VARIANT_COLORS, count_axis, format_bytes, shape_text, unit_axis
-from .i18n import N_, _, fmt, n_
+from .i18n import N_, _, fmt, n_, sentences
 from .params import Choice, Flag, IntRange
 from .settings import Settings
 from .work import takes_turns
@@ -56,12 +56,6 @@ PRESET_NOTES = (
 
 DIFF_FLOOR = 1e-10  # where an exact zero is drawn on the log axis
 PITFALL_COLOR = "#d4a017"  # whole-model rows: the published layer cached with repeated heads
-
-
-def sentences(first: str, second: str) -> str:
-    """Two sentences in a row, as the language writes them (English puts a space between them, Chinese does not)."""
-    # TRANSLATORS: two sentences one after the other; Chinese needs no space between them.
-    return _("{first} {second}", first=first, second=second)
 
 
 def trace_batch(settings: Settings) -> int:

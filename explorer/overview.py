@@ -10,7 +10,7 @@ from attn_core import AttentionConfig, CachesAsMuchAsMHA, LatentCompressesNothin
 from explorer.probes.overview import VariantRow, compare_variants
 
 from .charts import FLOP_UNITS, VARIANT_COLORS, format_bytes, format_flops, unit_axis
-from .i18n import N_, _, fmt, n_
+from .i18n import N_, _, fmt, n_, sentences
 from .settings import Settings
 
 # Marked here, translated where shown: _(TRADE_OFFS[variant]).
@@ -245,12 +245,4 @@ def flops_caption(rows: list[VariantRow], settings: Settings) -> str:
     if same:
         parts.append(_("The same work as MHA: {names}.", names=listing(same)))
     parts += dearer
-    return sentences(parts)
-
-
-def sentences(parts: list[str]) -> str:
-    """Sentences one after another: a space after an English full stop, none after a Chinese one."""
-    text = ""
-    for part in parts:
-        text += part if not text or text.endswith(("。", "！", "？", "：")) else " " + part
-    return text
+    return sentences(*parts)

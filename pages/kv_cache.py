@@ -11,7 +11,7 @@ import explorer.shell  # noqa: F401  (first of ours: see explorer/shell.py)
 from attn_core import PRESETS, bytes_per_element
 from explorer import kv_cache as view
 from explorer.charts import format_bytes, show_chart
-from explorer.i18n import _, fmt, language
+from explorer.i18n import _, fmt, language, sentences
 from explorer.probes import FLOAT32_TOLERANCE
 from explorer.probes.decode import MAX_PROMPT_LEN, MAX_STEPS, MAX_TRACE_BATCH, MAX_TRACE_PARAMETERS, MAX_TRACE_WORK
 from explorer.probes.models import memory_budget
@@ -75,7 +75,7 @@ bounds = _(
 st.caption(
     bounds
     if settings.batch <= batch
-    else view.sentences(
+    else sentences(
         bounds,
         _("The sidebar's batch is {sidebar}; this decode runs {batch}.", sidebar=settings.batch, batch=batch),
     )
@@ -381,7 +381,7 @@ show_chart(
     figure,
     name="kv-cache-whole-model",
     rows=csv_rows,
-    caption=view.sentences(
+    caption=sentences(
         _(
             "Layers × batch ({batch}, from the sidebar) × tokens: the cache grows linearly with each, until the "
             "{window}-token window.",

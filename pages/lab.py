@@ -10,7 +10,7 @@ from attn_core.pretrained import ModelNotInstalled, full_latent_rank
 from explorer import lab
 from explorer import lab_cache as cached
 from explorer.charts import format_bytes, show_chart
-from explorer.i18n import N_, _, fmt, language, n_, percent
+from explorer.i18n import N_, _, fmt, language, n_, percent, sentences
 from explorer.model import trained_model
 from explorer.probes import healing
 from explorer.state import bound, page_settings, text_box
@@ -141,16 +141,14 @@ show_chart(
     lab.pareto_figure(rows, context_length=context, healed=healed),
     name="lab-pareto",
     rows=csv_rows,
-    caption=("" if language() == "zh" else " ").join(  # Chinese sentences end in 。 and take no space
-        [
-            *findings,
-            _(
-                "Perplexity on {tokens} tokens of Python's own language reference (`pydoc_data.topics`), windows of "
-                "{window}.",
-                tokens=evaluation["tokens"],
-                window=evaluation["window"],
-            ),
-        ]
+    caption=sentences(
+        *findings,
+        _(
+            "Perplexity on {tokens} tokens of Python's own language reference (`pydoc_data.topics`), windows of "
+            "{window}.",
+            tokens=evaluation["tokens"],
+            window=evaluation["window"],
+        ),
     ),
 )
 st.dataframe(
@@ -359,20 +357,14 @@ def heal_view(key: str) -> None:
     )
     gap = progress.gap_closed
     st.success(
-        _(
-            "Perplexity on the first {n} evaluation tokens: **{before} converted → {after} healed** (the original: "
-            "{original}), after {seconds} s of training on {tokens} tokens.",
-            **shown,
-        )
-        + (
-            ""
-            if gap is None
-            else ("" if language() == "zh" else " ") + _("{share} of the gap closed.", share=percent(gap))
-        )
-        + (
-            ("" if language() == "zh" else " ") + _("Healed before on this server: kept on disk.")
-            if progress.from_disk
-            else ""
+        sentences(
+            _(
+                "Perplexity on the first {n} evaluation tokens: **{before} converted → {after} healed** (the original: "
+                "{original}), after {seconds} s of training on {tokens} tokens.",
+                **shown,
+            ),
+            "" if gap is None else _("{share} of the gap closed.", share=percent(gap)),
+            _("Healed before on this server: kept on disk.") if progress.from_disk else "",
         ),
         icon=":material/healing:",
     )
@@ -462,14 +454,14 @@ if bound(lab.ANSWER, lambda widget: st.toggle(_("Answer with both"), key=widget)
             # Per token: the two answers may differ in length, and the cache grows with it.
             per_token = [reply.cache_bytes / reply.cache_tokens for reply in (first, second)]
             st.caption(
-                # two sentences: a count with its noun, then the ratio
-                n_("The answers share their first {n} token.", "The answers share their first {n} tokens.", shared)
-                + ("" if language() == "zh" else " ")
-                + _(
-                    "Per cached token the converted model keeps {converted}, the original {original}: {ratio}x.",
-                    converted=format_bytes(per_token[1]),
-                    original=format_bytes(per_token[0]),
-                    ratio=f"{per_token[1] / per_token[0]:.2f}",
+                sentences(  # a count with its noun, then the ratio
+                    n_("The answers share their first {n} token.", "The answers share their first {n} tokens.", shared),
+                    _(
+                        "Per cached token the converted model keeps {converted}, the original {original}: {ratio}x.",
+                        converted=format_bytes(per_token[1]),
+                        original=format_bytes(per_token[0]),
+                        ratio=f"{per_token[1] / per_token[0]:.2f}",
+                    ),
                 )
             )
 
