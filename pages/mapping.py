@@ -165,7 +165,7 @@ with right:
             keys=settings.seq_len + 1,
         )
     )
-    shapes = view.shape_rows(cfg, settings.batch, settings.seq_len)
+    shapes = view.shape_rows(cfg, batch=settings.batch, seq_len=settings.seq_len)
     if variant == "mla":
         naive, absorbed = st.tabs([_("Naive: up-project"), _("Absorbed weights")])
         naive.table(view.shape_table(shapes, "naive"), border="horizontal", hide_index=True)
