@@ -13,8 +13,14 @@ from explorer import kv_cache as view
 from explorer.charts import format_bytes, show_chart
 from explorer.i18n import _, fmt, language, sentences
 from explorer.probes import FLOAT32_TOLERANCE
-from explorer.probes.decode import MAX_PROMPT_LEN, MAX_STEPS, MAX_TRACE_BATCH, MAX_TRACE_PARAMETERS, MAX_TRACE_WORK
-from explorer.probes.models import memory_budget
+from explorer.probes.kv_cache import (
+    MAX_PROMPT_LEN,
+    MAX_STEPS,
+    MAX_TRACE_BATCH,
+    MAX_TRACE_PARAMETERS,
+    MAX_TRACE_WORK,
+    memory_budget,
+)
 from explorer.state import bound, link_shown_after, page_link, page_settings
 
 settings = page_settings("kv_cache")

@@ -26,7 +26,7 @@ from explorer.mapping.figure import EDGE_SLOTS, PALETTE, ROPE_COLOR
 from explorer.mapping.frames import query_label
 from explorer.mapping.geometry import KV_BOTTOM, KV_TOP, Q_BOTTOM, Q_TOP, query_bars, store_bars
 from explorer.mapping.hover import cache_text, frame_title
-from explorer.probes.decode import DecodeTrace
+from explorer.probes.kv_cache import DecodeTrace
 from explorer.probes.mapping import MorphFrame, morph_configs
 from explorer.settings import Settings
 

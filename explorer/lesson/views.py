@@ -19,9 +19,8 @@ from explorer.charts import difference, format_bytes
 from explorer.i18n import _, language, percent, sentences, set_language
 from explorer.model import trained_model
 from explorer.params import Choice
-from explorer.probes.decode import DecodeTrace
 from explorer.probes.heatmaps import InputSpec
-from explorer.probes.models import memory_budget
+from explorer.probes.kv_cache import DecodeTrace, memory_budget
 from explorer.settings import Settings
 
 from . import slides
