@@ -8,9 +8,9 @@ import explorer.shell  # noqa: F401  (first of ours: see explorer/shell.py)
 from attn_core import AttentionConfig
 from attn_core.pretrained import ModelNotInstalled, full_latent_rank
 from explorer import lab
-from explorer import lab_cache as cached
 from explorer.charts import format_bytes, show_chart
 from explorer.i18n import N_, _, fmt, language, n_, percent, sentences
+from explorer.lab import computed as cached
 from explorer.model import trained_model
 from explorer.probes import healing
 from explorer.state import bound, page_settings, text_box
@@ -411,7 +411,7 @@ def model_problem(error: Exception) -> None:
     if isinstance(error, ModelNotInstalled):
         st.warning(_("The trained model is not installed. The stored table above does not need it."))
     else:
-        st.warning(_(str(error)))  # explorer.lab's messages are in the catalog (N_)
+        st.warning(_(str(error)))  # explorer.probes.lab's messages are in the catalog (N_)
 
 
 def show_split(text: str, of: str) -> None:
