@@ -41,76 +41,79 @@ def cache_size_figure(traces: dict[str, DecodeTrace], step: int) -> dict:
     A plain dict, as every figure here: a go.Figure would be validated when built and again when sent (with one frame
     per step, that alone was most of a rerun).
     """
-    data = []
-    for name, trace in traces.items():
-        color = color_of(name)
-        steps = list(range(len(trace.nbytes)))
-        common = {"type": "scatter", "x": steps, "legendgroup": name}
-        shown = shown_name(name)
-        repeated = name.endswith("repeated")
-        # A repeated-heads cache lands exactly on MHA's line: drawn as open rings over it, so MHA stays visible.
-        formula_line = {"color": color, "width": 1, "dash": "dot"} if repeated else {"color": color, "width": 9}
-        data += [
-            common
-            | {
-                "y": trace.formula_nbytes,
-                "mode": "lines",
-                "name": _("{name} formula", name=shown),
-                "showlegend": False,
-                "opacity": 0.8 if repeated else 0.25,
-                "line": formula_line,
-                "hovertemplate": _("{name} formula: {bytes} bytes", name=shown, bytes="%{y:,}") + "<extra></extra>",
-            },
-            common
-            | {
-                "y": trace.nbytes,
-                "name": shown,
-                "customdata": trace.tokens_held,
-                "mode": "markers" if repeated else "lines+markers",
-                "marker": {"size": 9, "symbol": "circle-open"} if repeated else {"size": 5},
-                "line": {"color": color, "width": 2},
-                "hovertemplate": _(
-                    "{name}, step {step} ({held} tokens held): {bytes} bytes",
-                    name=shown,
-                    step="%{x}",
-                    held="%{customdata}",
-                    bytes="%{y:,}",
-                )
-                + "<extra></extra>",
-            },
-            common
-            | {
-                "y": trace.capacity_nbytes,
-                "mode": "lines",
-                "name": _("{name} preallocated", name=shown),
-                "showlegend": False,
-                "line": {"color": color, "width": 1, "shape": "hv", "dash": "dash"},
-                "hovertemplate": _("{name} preallocated: {bytes} bytes", name=shown, bytes="%{y:,}")
-                + "<extra></extra>",
-            },
-        ]
-    names = list(traces)
-    colors = [color_of(name) for name in names]
-    labels = [shown_name(name) for name in names]
+    data = [line for name, trace in traces.items() for line in _bytes_lines(name, trace)]
+    data.append(_markers_at(traces, step))
+    return {"data": data, "layout": _cache_size_layout(traces)}
 
-    def markers_at(s: int) -> dict:
-        """One trace holding every cache's point at step s."""
-        return {
-            "type": "scatter",
-            "x": [s] * len(names),
-            "y": [traces[name].nbytes[s] for name in names],
-            "text": labels,
-            "mode": "markers",
-            "name": _("at the step"),
+
+def _bytes_lines(name: str, trace: DecodeTrace) -> list[dict]:
+    """One cache's three lines: its closed form, its measured bytes and what it has preallocated."""
+    color = color_of(name)
+    common = {"type": "scatter", "x": list(range(len(trace.nbytes))), "legendgroup": name}
+    shown = shown_name(name)
+    repeated = name.endswith("repeated")
+    # A repeated-heads cache lands exactly on MHA's line: drawn as open rings over it, so MHA stays visible.
+    formula_line = {"color": color, "width": 1, "dash": "dot"} if repeated else {"color": color, "width": 9}
+    return [
+        common
+        | {
+            "y": trace.formula_nbytes,
+            "mode": "lines",
+            "name": _("{name} formula", name=shown),
             "showlegend": False,
-            "marker": {"color": colors, "size": 14, "line": {"color": "white", "width": 2}},
-            "hovertemplate": _("{name}, step {step}: {bytes} bytes", name="%{text}", step="%{x}", bytes="%{y:,}")
+            "opacity": 0.8 if repeated else 0.25,
+            "line": formula_line,
+            "hovertemplate": _("{name} formula: {bytes} bytes", name=shown, bytes="%{y:,}") + "<extra></extra>",
+        },
+        common
+        | {
+            "y": trace.nbytes,
+            "name": shown,
+            "customdata": trace.tokens_held,
+            "mode": "markers" if repeated else "lines+markers",
+            "marker": {"size": 9, "symbol": "circle-open"} if repeated else {"size": 5},
+            "line": {"color": color, "width": 2},
+            "hovertemplate": _(
+                "{name}, step {step} ({held} tokens held): {bytes} bytes",
+                name=shown,
+                step="%{x}",
+                held="%{customdata}",
+                bytes="%{y:,}",
+            )
             + "<extra></extra>",
-        }
+        },
+        common
+        | {
+            "y": trace.capacity_nbytes,
+            "mode": "lines",
+            "name": _("{name} preallocated", name=shown),
+            "showlegend": False,
+            "line": {"color": color, "width": 1, "shape": "hv", "dash": "dash"},
+            "hovertemplate": _("{name} preallocated: {bytes} bytes", name=shown, bytes="%{y:,}") + "<extra></extra>",
+        },
+    ]
 
-    data.append(markers_at(step))
+
+def _markers_at(traces: dict[str, DecodeTrace], step: int) -> dict:
+    """One trace holding every cache's point at the step."""
+    names = list(traces)
+    return {
+        "type": "scatter",
+        "x": [step] * len(names),
+        "y": [traces[name].nbytes[step] for name in names],
+        "text": [shown_name(name) for name in names],
+        "mode": "markers",
+        "name": _("at the step"),
+        "showlegend": False,
+        "marker": {"color": [color_of(name) for name in names], "size": 14, "line": {"color": "white", "width": 2}},
+        "hovertemplate": _("{name}, step {step}: {bytes} bytes", name="%{text}", step="%{x}", bytes="%{y:,}")
+        + "<extra></extra>",
+    }
+
+
+def _cache_size_layout(traces: dict[str, DecodeTrace]) -> dict:
     any_trace = next(iter(traces.values()))
-    layout = {
+    return {
         "title": {"text": _("Bytes held after each step (batch {batch})", batch=any_trace.batch)},
         "xaxis": {"title": {"text": _("tokens generated after a prompt of {n}", n=any_trace.prompt_len)}}
         | count_axis(any_trace.steps),
@@ -120,27 +123,11 @@ def cache_size_figure(traces: dict[str, DecodeTrace], step: int) -> dict:
         "margin": {"t": 60, "b": 50, "l": 70, "r": 20},
         "legend": {"groupclick": "togglegroup"},
     }
-    return {"data": data, "layout": layout}
 
 
 def diff_figure(traces: dict[str, DecodeTrace], step: int) -> dict:
-    data = [
-        {
-            "type": "scatter",
-            "x": list(range(len(trace.max_abs_diff))),
-            "y": [max(d, DIFF_FLOOR) for d in trace.max_abs_diff],
-            "customdata": trace.max_abs_diff,
-            "mode": "lines+markers",
-            "name": shown_name(name),
-            "marker": {"size": 5},
-            "line": {"color": color_of(name), "dash": "dot" if name.endswith("repeated") else "solid"},
-            "hovertemplate": _(
-                "{name}, step {step}: max |Δ| = {diff}", name=shown_name(name), step="%{x}", diff="%{customdata:.2e}"
-            )
-            + "<extra></extra>",
-        }
-        for name, trace in traces.items()
-    ]
+    """Each cache's largest difference from a full recompute, step by step, on a log axis with the float32 budget."""
+    data = [_diff_line(name, trace) for name, trace in traces.items()]
     layout = {
         "title": {"text": _("Largest difference from a full recompute without cache (float32)")},
         "xaxis": {"title": {"text": _("tokens generated (0 = the prefilled prompt)")}}
@@ -152,26 +139,7 @@ def diff_figure(traces: dict[str, DecodeTrace], step: int) -> dict:
             "range": [-10.5, -3.5],
             "exponentformat": "power",
         },
-        "shapes": [
-            {
-                "type": "line",
-                "xref": "paper",
-                "x0": 0,
-                "x1": 1,
-                "y0": FLOAT32_TOLERANCE,
-                "y1": FLOAT32_TOLERANCE,
-                "line": {"color": "#b03030", "dash": "dash"},
-            },
-            {
-                "type": "line",
-                "yref": "paper",
-                "y0": 0,
-                "y1": 1,
-                "x0": step,
-                "x1": step,
-                "line": {"color": "#888", "width": 1},
-            },
-        ],
+        "shapes": [_tolerance_line(), _step_line(step)],
         "annotations": [
             {
                 "text": _("{tolerance} budget", tolerance=f"{FLOAT32_TOLERANCE:.0e}"),
@@ -187,6 +155,49 @@ def diff_figure(traces: dict[str, DecodeTrace], step: int) -> dict:
         "margin": {"t": 60, "b": 50, "l": 70, "r": 20},
     }
     return {"data": data, "layout": layout}
+
+
+def _diff_line(name: str, trace: DecodeTrace) -> dict:
+    return {
+        "type": "scatter",
+        "x": list(range(len(trace.max_abs_diff))),
+        "y": [max(d, DIFF_FLOOR) for d in trace.max_abs_diff],
+        "customdata": trace.max_abs_diff,
+        "mode": "lines+markers",
+        "name": shown_name(name),
+        "marker": {"size": 5},
+        "line": {"color": color_of(name), "dash": "dot" if name.endswith("repeated") else "solid"},
+        "hovertemplate": _(
+            "{name}, step {step}: max |Δ| = {diff}", name=shown_name(name), step="%{x}", diff="%{customdata:.2e}"
+        )
+        + "<extra></extra>",
+    }
+
+
+def _tolerance_line() -> dict:
+    """The float32 tolerance across the plot."""
+    return {
+        "type": "line",
+        "xref": "paper",
+        "x0": 0,
+        "x1": 1,
+        "y0": FLOAT32_TOLERANCE,
+        "y1": FLOAT32_TOLERANCE,
+        "line": {"color": "#b03030", "dash": "dash"},
+    }
+
+
+def _step_line(step: int) -> dict:
+    """A thin upright line at the chosen step."""
+    return {
+        "type": "line",
+        "yref": "paper",
+        "y0": 0,
+        "y1": 1,
+        "x0": step,
+        "x1": step,
+        "line": {"color": "#888", "width": 1},
+    }
 
 
 def row_line(row: ModelRow) -> dict:
@@ -233,29 +244,8 @@ def scale_figure(
         # meets the title; lines leaving the top ran out long before.
         highest = min(max(highest, 4 * budget.left), 8 * budget.left)
         data += _running_out(preset, rows, budget.left, batch)
-        shapes.append(
-            {
-                "type": "line",
-                "xref": "paper",
-                "x0": 0,
-                "x1": 1,
-                "y0": budget.left,
-                "y1": budget.left,
-                "line": {"color": "#b03030", "width": 2},
-            }
-        )
-        annotations.append(
-            {
-                "text": _("memory left after the weights: {size}", size=format_bytes(budget.left)),
-                "xref": "paper",
-                "x": 0.02,
-                "y": float(np.log10(budget.left)),  # a log axis places annotations by the exponent
-                "yanchor": "top",  # under the line, inside the plot: the line may sit at its top, by the title
-                "xanchor": "left",
-                "showarrow": False,
-                "font": {"color": "#b03030"},
-            }
-        )
+        shapes.append(_budget_line(budget.left))
+        annotations.append(_budget_label(budget.left))
     layout = {
         "title": {
             "text": n_(
@@ -273,10 +263,40 @@ def scale_figure(
         "annotations": annotations,
         "height": 540,
         "margin": {"t": 60, "b": 50, "l": 80, "r": 20},
-        # Below the plot: beside it, five long names took half a phone's width and ran over the budget's label.
-        "legend": {"font": {"size": 11}, "orientation": "h", "x": 0, "xanchor": "left", "y": -0.2, "yanchor": "top"},
+        "legend": _legend_below(),
     }
     return {"data": data, "layout": layout}, csv
+
+
+def _legend_below() -> dict:
+    """Below the plot: beside it, five long names took half a phone's width and ran over the budget's label."""
+    return {"font": {"size": 11}, "orientation": "h", "x": 0, "xanchor": "left", "y": -0.2, "yanchor": "top"}
+
+
+def _budget_line(left: int) -> dict:
+    """The memory left after the weights, across the plot."""
+    return {
+        "type": "line",
+        "xref": "paper",
+        "x0": 0,
+        "x1": 1,
+        "y0": left,
+        "y1": left,
+        "line": {"color": "#b03030", "width": 2},
+    }
+
+
+def _budget_label(left: int) -> dict:
+    return {
+        "text": _("memory left after the weights: {size}", size=format_bytes(left)),
+        "xref": "paper",
+        "x": 0.02,
+        "y": float(np.log10(left)),  # a log axis places annotations by the exponent
+        "yanchor": "top",  # under the line, inside the plot: the line may sit at its top, by the title
+        "xanchor": "left",
+        "showarrow": False,
+        "font": {"color": "#b03030"},
+    }
 
 
 def _cache_lines(
@@ -397,7 +417,6 @@ def users_figure(
         "yaxis": {"title": {"text": _("sequences served at once")}, "type": "log", "dtick": 1},
         "height": 500,
         "margin": {"t": 60, "b": 50, "l": 70, "r": 20},
-        # Below the plot: beside it, five long names took half a phone's width and ran over the budget's label.
-        "legend": {"font": {"size": 11}, "orientation": "h", "x": 0, "xanchor": "left", "y": -0.2, "yanchor": "top"},
+        "legend": _legend_below(),
     }
     return {"data": data, "layout": layout}, csv

@@ -29,30 +29,9 @@ def overview_figure(result: TrainedAttention) -> dict:
     pooled = pooled_maps(result.maps, OVERVIEW_SIDE)  # [layers, H, s, s]
     layers, heads, side = pooled.shape[:3]
     group = result.group_size
-    gap = 1
-    column_starts = [h * (side + gap) + (h // group) * 2 * gap for h in range(heads)]
-    width = column_starts[-1] + side
-    height = layers * (side + gap)
-    canvas = np.full((height, width), np.nan, dtype=np.float32)
-    for layer in range(layers):
-        for head in range(heads):
-            top, left = layer * (side + gap), column_starts[head]
-            canvas[top : top + side, left : left + side] = pooled[layer, head]
+    canvas, column_starts = _overview_canvas(pooled, group)
     centers_x = [start + side / 2 for start in column_starts]
-    centers_y = [layer * (side + gap) + side / 2 for layer in range(layers)]
-    frames = [
-        {
-            "type": "rect",
-            "xref": "x",
-            "yref": "y",
-            "x0": column_starts[g * group] - 0.5,
-            "x1": column_starts[g * group + group - 1] + side - 0.5,
-            "y0": -0.5,
-            "y1": height - 0.5,
-            "line": {"color": VARIANT_COLORS["gqa"], "width": 1.5},
-        }
-        for g in range(heads // group)
-    ]
+    centers_y = [layer * (side + OVERVIEW_GAP) + side / 2 for layer in range(layers)]
     return {
         "data": [
             {
@@ -82,9 +61,43 @@ def overview_figure(result: TrainedAttention) -> dict:
                 "zeroline": False,
                 "tickfont": {"size": 9},
             },
-            "shapes": frames,
+            "shapes": _group_frames(column_starts, group, side, height=canvas.shape[0]),
         },
     }
+
+
+OVERVIEW_GAP = 1  # cells between two maps; twice as many again between two KV groups
+
+
+def _overview_canvas(pooled: np.ndarray, group: int) -> tuple[np.ndarray, list[int]]:
+    """The small maps [layers, H, s, s] laid out on one canvas (NaN between them), and where each head's column
+    starts."""
+    layers, heads, side = pooled.shape[:3]
+    gap = OVERVIEW_GAP
+    column_starts = [h * (side + gap) + (h // group) * 2 * gap for h in range(heads)]
+    canvas = np.full((layers * (side + gap), column_starts[-1] + side), np.nan, dtype=np.float32)
+    for layer in range(layers):
+        for head in range(heads):
+            top, left = layer * (side + gap), column_starts[head]
+            canvas[top : top + side, left : left + side] = pooled[layer, head]
+    return canvas, column_starts
+
+
+def _group_frames(column_starts: list[int], group: int, side: int, *, height: int) -> list[dict]:
+    """A frame around each KV group's columns, top to bottom."""
+    return [
+        {
+            "type": "rect",
+            "xref": "x",
+            "yref": "y",
+            "x0": column_starts[g * group] - 0.5,
+            "x1": column_starts[g * group + group - 1] + side - 0.5,
+            "y0": -0.5,
+            "y1": height - 0.5,
+            "line": {"color": VARIANT_COLORS["gqa"], "width": 1.5},
+        }
+        for g in range(len(column_starts) // group)
+    ]
 
 
 def token_ticks(labels: list[str], most: int) -> dict:
@@ -216,15 +229,38 @@ def _title_spot() -> dict:
 
 def cache_growth_figure(trace: WritingTrace, step: int) -> dict:
     """The whole model's cache while it writes: measured (as trained, GQA) against what MHA and MQA would hold."""
+    return {
+        "data": [*_growth_lines(trace), _step_marker(trace, step)],
+        "layout": {
+            "title": {
+                "text": _(
+                    "Whole-model KV cache<br>({layers} layers, float32) as the model writes", layers=trace.n_layers
+                ),
+                "x": 0,
+            },
+            "height": 420,
+            "margin": {"l": 70, "r": 20, "t": 60, "b": 110},
+            "xaxis": {"title": {"text": _("tokens in the cache")}},
+            "yaxis": {"title": {"text": _("cache size (MiB)")}, "rangemode": "tozero"},
+            # below the axis title, with room for two rows of legend on a narrow screen
+            "legend": {"orientation": "h", "y": -0.3, "yanchor": "top"},
+        },
+    }
+
+
+MIB = 1024**2
+
+
+def _growth_lines(trace: WritingTrace) -> list[dict]:
+    """The cache measured as the model writes, then what MHA and MQA would hold by the formula."""
     tokens = [s.cached_tokens for s in trace.steps]
-    mib = 1024**2
     lines = [
         {
             "type": "scatter",
             "mode": "lines+markers",
             "name": _("GQA, {n} KV heads (measured)", n=trace.n_kv_heads),
             "x": tokens,
-            "y": [s.cache_bytes / mib for s in trace.steps],
+            "y": [s.cache_bytes / MIB for s in trace.steps],
             "line": {"color": VARIANT_COLORS["gqa"]},
             "hovertemplate": _("%{x} tokens: %{y:,.2f} MiB") + "<extra>" + _("measured") + "</extra>",
         }
@@ -241,37 +277,23 @@ def cache_growth_figure(trace: WritingTrace, step: int) -> dict:
                 "mode": "lines",
                 "name": name,
                 "x": tokens,
-                "y": [per_token * t / mib for t in tokens],
+                "y": [per_token * t / MIB for t in tokens],
                 "line": {"color": VARIANT_COLORS[variant], "dash": "dot"},
                 "hovertemplate": _("%{x} tokens: %{y:,.2f} MiB") + "<extra>" + variant.upper() + "</extra>",
             }
         )
+    return lines
+
+
+def _step_marker(trace: WritingTrace, step: int) -> dict:
+    """A ring on the measured line at the chosen step."""
     now = trace.steps[step - 1]
-    lines.append(
-        {
-            "type": "scatter",
-            "mode": "markers",
-            "name": _("step {step}", step=step),
-            "x": [now.cached_tokens],
-            "y": [now.cache_bytes / mib],
-            "marker": {"size": 13, "color": "#222", "symbol": "circle-open", "line": {"width": 2}},
-            "hoverinfo": "skip",
-        }
-    )
     return {
-        "data": lines,
-        "layout": {
-            "title": {
-                "text": _(
-                    "Whole-model KV cache<br>({layers} layers, float32) as the model writes", layers=trace.n_layers
-                ),
-                "x": 0,
-            },
-            "height": 420,
-            "margin": {"l": 70, "r": 20, "t": 60, "b": 110},
-            "xaxis": {"title": {"text": _("tokens in the cache")}},
-            "yaxis": {"title": {"text": _("cache size (MiB)")}, "rangemode": "tozero"},
-            # below the axis title, with room for two rows of legend on a narrow screen
-            "legend": {"orientation": "h", "y": -0.3, "yanchor": "top"},
-        },
+        "type": "scatter",
+        "mode": "markers",
+        "name": _("step {step}", step=step),
+        "x": [now.cached_tokens],
+        "y": [now.cache_bytes / MIB],
+        "marker": {"size": 13, "color": "#222", "symbol": "circle-open", "line": {"width": 2}},
+        "hoverinfo": "skip",
     }
