@@ -122,14 +122,27 @@ def pause() -> None:
 
 def step_section() -> None:
     """Everything that shows one step. A fragment: while playing, it alone reruns every PLAY_SECONDS, one step on."""
+    advance_play()
+    step = bound(view.STEP, step_slider, (0, steps))
+    step_shapes(step)
+    recompute_chart(step)
+    cache_size_chart(step)
+    pitfall_notes(step)
+
+
+def advance_play() -> None:
+    """While playing, one step on per tick; at the last step, stop, and let the whole page drop the timer."""
     step_key = f"view_{view.STEP.name}"
     if st.session_state.get(PLAYING) and time.monotonic() - st.session_state.get(PLAYED_AT, 0) >= 0.8 * PLAY_SECONDS:
         st.session_state[PLAYED_AT] = time.monotonic()
         st.session_state[step_key] = min(st.session_state.get(step_key, 0) + 1, steps)
-        if st.session_state[step_key] >= steps:  # the last step: stop, and let the whole page drop the timer
+        if st.session_state[step_key] >= steps:
             st.session_state[PLAYING] = False
             st.rerun(scope="app")
-    step = bound(view.STEP, step_slider, (0, steps))
+
+
+def step_shapes(step: int) -> None:
+    """What each cache holds after the step: a decode loop's log, and the table."""
     st.markdown(
         _(
             "What each cache holds after step {step}, printed as a decode loop would log it "
@@ -149,6 +162,10 @@ def step_section() -> None:
             ),
         },
     )
+
+
+def recompute_chart(step: int) -> None:
+    """Each cache's difference from a full recompute, step by step, against the float32 budget."""
     worst = max(max(trace.max_abs_diff) for trace in traces.values())
     show_chart(
         view.diff_figure(traces, step),
@@ -166,6 +183,9 @@ def step_section() -> None:
         ),
     )
 
+
+def cache_size_chart(step: int) -> None:
+    """Bytes held, formula and preallocated as tokens arrive, marked at the step."""
     st.header(_("Cache size as tokens arrive"), divider="gray")
     show_chart(
         view.cache_size_figure(traces, step),
@@ -179,6 +199,10 @@ def step_section() -> None:
             "(open rings) land on MHA's line. ▶ Play moves through the steps; click a legend entry to hide a cache."
         ),
     )
+
+
+def pitfall_notes(step: int) -> None:
+    """With the pitfall on, what each repeated cache wastes at the step; else, how to turn it on."""
     if repeated:
         pitfalls = {name: trace for name, trace in traces.items() if name.endswith("repeated")}
         if not pitfalls:
