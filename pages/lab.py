@@ -72,77 +72,14 @@ st.markdown(
         layers=original.n_layers,
     )
 )
-frontier = lab.pareto_frontier(rows)
-worst = max(rows, key=lambda r: r.perplexity)
-mla_rows = [r for r in rows if r.variant == "mla"]
-best_mla = min(mla_rows, key=lambda r: r.perplexity) if mla_rows else None
 label = lab.label_shown
 named = lab.point_name  # the names drawn beside the chart's points: the sentences under it use them too
-findings = [
-    _(
-        "On the frontier (no other model has a cache as small or smaller and a lower perplexity): {models}.",
-        models=_(", ").join(named(r) for r in frontier),
-    ),
-    _(
-        "Worst: {model} at perplexity {perplexity}, {ratio}x the original's {original}.",
-        model=named(worst),
-        perplexity=f"{worst.perplexity:,.2f}",
-        ratio=f"{worst.perplexity / original.perplexity:,.2f}",
-        original=f"{original.perplexity:.2f}",
-    ),
-]
-if best_mla is not None:
-    findings.append(
-        _(
-            "Best MLA conversion: {model}, perplexity {perplexity} with {share} of the original's cache.",
-            model=named(best_mla),
-            perplexity=f"{best_mla.perplexity:.2f}",
-            share=percent(best_mla.cache_bytes_per_token / original.cache_bytes_per_token),
-        )
-    )
-if healed:
-    closed = sorted(healed.values(), key=lambda twin: twin.gap_closed)
-    findings.append(
-        _(
-            "Healed (★, arrows): {count} conversions trained back for {least}–{most} s each; they closed {low} to "
-            "{high} of the gap to the original's perplexity.",
-            count=len(closed),
-            least=f"{min(t.train_seconds for t in closed):.0f}",
-            most=f"{max(t.train_seconds for t in closed):.0f}",
-            low=percent(closed[0].gap_closed),
-            high=percent(closed[-1].gap_closed),
-        )
-    )
-# Models that share one cache size, compared in one sentence, best first.
-for size in sorted({r.cache_bytes_per_token for r in rows}):
-    same = sorted((r for r in rows if r.cache_bytes_per_token == size), key=lambda r: r.perplexity)
-    if len(same) > 1:
-        findings.append(
-            _(
-                "At the same cache ({cache} per token): {models}.",
-                cache=format_bytes(size),
-                models=_(", ").join(
-                    _("{model} {perplexity}", model=named(r), perplexity=f"{r.perplexity:,.2f}") for r in same
-                ),
-            )
-        )
-csv_rows = [
-    {
-        "model": r.label,
-        "settings": r.settings,
-        "perplexity": round(r.perplexity, 4),
-        "cache_bytes_per_token_float32": r.cache_bytes_per_token,
-        f"cache_bytes_at_{context}_tokens": r.cache_bytes_per_token * context,
-        "on_frontier": r in frontier,
-    }
-    for r in rows
-]
 show_chart(
     lab.pareto_figure(rows, context_length=context, healed=healed),
     name="lab-pareto",
-    rows=csv_rows,
+    rows=lab.pareto_rows(rows, context),
     caption=sentences(
-        *findings,
+        *lab.pareto_findings(rows, healed),
         _(
             "Perplexity on {tokens} tokens of Python's own language reference (`pydoc_data.topics`), windows of "
             "{window}.",

@@ -5,8 +5,9 @@ imported here needs streamlit, so benchmarks/lab_table.py and benchmarks/heal.py
 link        the page's parameters in the link
 computed    the heavy steps cached for the server (streamlit: the page imports it itself), and the live heal
 stored      the stored tables as rows (LabRow, HealedRow) and the Pareto frontier
-text        the page's words for the stored points: labels, short names, settings, what a reduction kept
+text        the page's words for the stored points: labels, short names, settings, what a reduction kept, findings
 figures     perplexity against cache per token, and the live heal's loss
+csv_export  the Pareto chart's numbers as CSV rows
 """
 
 from explorer.probes.lab import (
@@ -37,6 +38,7 @@ from explorer.probes.lab import (
     window_nll_sums,
 )
 
+from .csv_export import pareto_rows
 from .figures import NAMES_FIT_PX, heal_loss_figure, label_positions, pareto_figure
 from .link import ANSWER, CONTEXT, MEASURE, MODEL, PROMPT, TEXT
 from .stored import (
@@ -51,7 +53,16 @@ from .stored import (
     settings_text,
     table_rows,
 )
-from .text import KEPT_SHOWN, METHOD_SHOWN, POINT_NAMES, kept_shown, label_shown, point_name, settings_shown
+from .text import (
+    KEPT_SHOWN,
+    METHOD_SHOWN,
+    POINT_NAMES,
+    kept_shown,
+    label_shown,
+    pareto_findings,
+    point_name,
+    settings_shown,
+)
 
 __all__ = [
     "ANSWER",
@@ -93,7 +104,9 @@ __all__ = [
     "load_heal_table",
     "load_table",
     "pareto_figure",
+    "pareto_findings",
     "pareto_frontier",
+    "pareto_rows",
     "perplexity_of",
     "point_conversion",
     "point_name",
