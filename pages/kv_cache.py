@@ -13,14 +13,6 @@ from explorer import kv_cache as view
 from explorer.charts import format_bytes, show_chart
 from explorer.i18n import _, fmt, language, sentences
 from explorer.probes import FLOAT32_TOLERANCE
-from explorer.probes.kv_cache import (
-    MAX_PROMPT_LEN,
-    MAX_STEPS,
-    MAX_TRACE_BATCH,
-    MAX_TRACE_PARAMETERS,
-    MAX_TRACE_WORK,
-    memory_budget,
-)
 from explorer.state import bound, link_shown_after, page_link, page_settings
 
 settings = page_settings("kv_cache")
@@ -45,10 +37,12 @@ st.header(_("Decode step by step"), divider="gray")
 left, right = st.columns(2)  # the pitfall's toggle on a line of its own: a label in a third of a row was cut short
 with left:
     prompt_len = bound(
-        view.PROMPT, lambda key: st.slider(_("Prompt tokens (prefilled at once)"), 1, MAX_PROMPT_LEN, key=key)
+        view.PROMPT, lambda key: st.slider(_("Prompt tokens (prefilled at once)"), 1, view.MAX_PROMPT_LEN, key=key)
     )
 with right:
-    steps = bound(view.STEPS, lambda key: st.slider(_("Tokens to generate (one at a time)"), 1, MAX_STEPS, key=key))
+    steps = bound(
+        view.STEPS, lambda key: st.slider(_("Tokens to generate (one at a time)"), 1, view.MAX_STEPS, key=key)
+    )
 repeated = bound(
     view.REPEAT,
     lambda key: st.toggle(
@@ -72,11 +66,11 @@ bounds = _(
     tokens=prompt_len + steps,
     batch=batch,
     dtype=settings.dtype,
-    prompt=MAX_PROMPT_LEN,
-    steps=MAX_STEPS,
-    sequences=MAX_TRACE_BATCH,
-    weights=round(MAX_TRACE_PARAMETERS / 1e6),
-    work=round(MAX_TRACE_WORK / 1e6),
+    prompt=view.MAX_PROMPT_LEN,
+    steps=view.MAX_STEPS,
+    sequences=view.MAX_TRACE_BATCH,
+    weights=round(view.MAX_TRACE_PARAMETERS / 1e6),
+    work=round(view.MAX_TRACE_WORK / 1e6),
 )
 st.caption(
     bounds
@@ -383,7 +377,7 @@ with left:
     )
 with right:
     gpus = bound(view.GPUS, lambda key: st.select_slider(_("GPUs"), view.GPUS.options, key=key))
-budget = memory_budget(preset, gpu_gib=gpu_gib, gpus=gpus, dtype=settings.dtype)
+budget = view.memory_budget(preset, gpu_gib=gpu_gib, gpus=gpus, dtype=settings.dtype)
 metrics = st.columns(3)
 metrics[0].metric(_("Memory"), format_bytes(budget.memory), help=f"{fmt(gpus)} × {fmt(gpu_gib)} GiB")
 metrics[1].metric(

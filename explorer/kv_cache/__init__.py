@@ -6,7 +6,18 @@ text        the page's words: a cache's shown name, its tensors' names, numbers 
 tables      each cache at one step, the whole model's ways of caching, what fits in a budget
 figures     bytes held step by step, the difference from a full recompute, whole models against a budget
 csv_export  the step charts' numbers as CSV rows
+
+The probes' bounds and memory_budget (explorer.probes.kv_cache) are re-exported for the page.
 """
+
+from explorer.probes.kv_cache import (
+    MAX_PROMPT_LEN,
+    MAX_STEPS,
+    MAX_TRACE_BATCH,
+    MAX_TRACE_PARAMETERS,
+    MAX_TRACE_WORK,
+    memory_budget,
+)
 
 from .computed import cached_model_rows, cached_trace, trace_batch, trace_plan, traces_for
 from .csv_export import cache_size_rows
@@ -44,6 +55,11 @@ __all__ = [
     "GPU_GIB",
     "GROUPS",
     "LATENT",
+    "MAX_PROMPT_LEN",
+    "MAX_STEPS",
+    "MAX_TRACE_BATCH",
+    "MAX_TRACE_PARAMETERS",
+    "MAX_TRACE_WORK",
     "MODEL",
     "PITFALL_COLOR",
     "PRESET_NOTES",
@@ -63,6 +79,7 @@ __all__ = [
     "fit_table",
     "group_options",
     "log_bytes_axis",
+    "memory_budget",
     "model_columns",
     "model_table",
     "parameter_text",
