@@ -5,7 +5,7 @@ points already there and not measured again are kept).
 
     python benchmarks/heal.py --points mla-288-32,mla-96-32,mqa-pca --seconds 600
 
-Texts: evaluation and calibration are the lab's (explorer.lab: the first 4,096 and the last 1,024 tokens of
+Texts: evaluation and calibration are the lab's (explorer.probes.lab: the first 4,096 and the last 1,024 tokens of
 pydoc_data.topics); training takes the --train-tokens tokens right after the evaluation tokens, disjoint from both.
 "Before" perplexities are the stored lab table's (the same computation on the same inputs) when its hashes match.
 """

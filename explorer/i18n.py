@@ -111,6 +111,17 @@ def fmt(value: object, digits: int | None = None) -> str:
     return format_decimal(value, format=pattern, locale=locale)
 
 
+def sentences(*parts: str) -> str:
+    """Whole translated sentences one after another, as the language writes them: a space between English ones, none
+    between Chinese ones (each ends in 。). Empty parts are left out."""
+    text = ""
+    for part in parts:
+        if part:
+            # TRANSLATORS: two sentences one after the other; Chinese needs no space between them.
+            text = _("{first} {second}", first=text, second=part) if text else part
+    return text
+
+
 def percent(share: float, digits: int = 0) -> str:
     """0.423 -> "42%" in this run's language."""
     pattern = "#,##0" + ("." + "0" * digits if digits else "") + "%"
@@ -128,5 +139,6 @@ __all__ = [
     "language_from_locale",
     "n_",
     "percent",
+    "sentences",
     "set_language",
 ]

@@ -11,7 +11,7 @@ from attn_core import VARIANTS
 from explorer import heatmaps as view
 from explorer.charts import fixed_place, show_chart
 from explorer.glossary import variant_name
-from explorer.i18n import N_, _, language, n_
+from explorer.i18n import N_, _, language, n_, sentences
 from explorer.params import shown
 from explorer.state import bound, page_settings, text_box
 
@@ -33,11 +33,6 @@ def on_off(flag: bool) -> str:
 
 settings = page_settings("heatmaps")
 lang = language()
-SPACE = "" if lang == "zh" else " "  # between two sentences: Chinese sets none after 。
-
-
-def sentences(*parts: str) -> str:
-    return SPACE.join(part for part in parts if part)
 
 
 st.title(_("Attention heatmaps"))
@@ -337,12 +332,14 @@ show_chart(
     chart.spec,
     name="heatmaps-heads",
     rows=chart.csv.csv_text,
-    caption=_(
-        "Darker = more attention, from query (row) to key (column); colour follows the square root of the weight so "
-        "small weights stay visible."
-    )
-    + SPACE
-    + sentences(check, lesson),
+    caption=sentences(
+        _(
+            "Darker = more attention, from query (row) to key (column); colour follows the square root of the weight "
+            "so small weights stay visible."
+        ),
+        check,
+        lesson,
+    ),
 )
 
 # --- 2. the variants compared ------------------------------------------------------------------------------------

@@ -11,10 +11,8 @@ import explorer.shell  # noqa: F401  (first of ours: see explorer/shell.py)
 from attn_core import PRESETS, bytes_per_element
 from explorer import kv_cache as view
 from explorer.charts import format_bytes, show_chart
-from explorer.i18n import _, fmt, language
+from explorer.i18n import _, fmt, language, sentences
 from explorer.probes import FLOAT32_TOLERANCE
-from explorer.probes.decode import MAX_PROMPT_LEN, MAX_STEPS, MAX_TRACE_BATCH, MAX_TRACE_PARAMETERS, MAX_TRACE_WORK
-from explorer.probes.models import memory_budget
 from explorer.state import bound, link_shown_after, page_link, page_settings
 
 settings = page_settings("kv_cache")
@@ -39,10 +37,12 @@ st.header(_("Decode step by step"), divider="gray")
 left, right = st.columns(2)  # the pitfall's toggle on a line of its own: a label in a third of a row was cut short
 with left:
     prompt_len = bound(
-        view.PROMPT, lambda key: st.slider(_("Prompt tokens (prefilled at once)"), 1, MAX_PROMPT_LEN, key=key)
+        view.PROMPT, lambda key: st.slider(_("Prompt tokens (prefilled at once)"), 1, view.MAX_PROMPT_LEN, key=key)
     )
 with right:
-    steps = bound(view.STEPS, lambda key: st.slider(_("Tokens to generate (one at a time)"), 1, MAX_STEPS, key=key))
+    steps = bound(
+        view.STEPS, lambda key: st.slider(_("Tokens to generate (one at a time)"), 1, view.MAX_STEPS, key=key)
+    )
 repeated = bound(
     view.REPEAT,
     lambda key: st.toggle(
@@ -66,16 +66,16 @@ bounds = _(
     tokens=prompt_len + steps,
     batch=batch,
     dtype=settings.dtype,
-    prompt=MAX_PROMPT_LEN,
-    steps=MAX_STEPS,
-    sequences=MAX_TRACE_BATCH,
-    weights=round(MAX_TRACE_PARAMETERS / 1e6),
-    work=round(MAX_TRACE_WORK / 1e6),
+    prompt=view.MAX_PROMPT_LEN,
+    steps=view.MAX_STEPS,
+    sequences=view.MAX_TRACE_BATCH,
+    weights=round(view.MAX_TRACE_PARAMETERS / 1e6),
+    work=round(view.MAX_TRACE_WORK / 1e6),
 )
 st.caption(
     bounds
     if settings.batch <= batch
-    else view.sentences(
+    else sentences(
         bounds,
         _("The sidebar's batch is {sidebar}; this decode runs {batch}.", sidebar=settings.batch, batch=batch),
     )
@@ -116,14 +116,27 @@ def pause() -> None:
 
 def step_section() -> None:
     """Everything that shows one step. A fragment: while playing, it alone reruns every PLAY_SECONDS, one step on."""
+    advance_play()
+    step = bound(view.STEP, step_slider, (0, steps))
+    step_shapes(step)
+    recompute_chart(step)
+    cache_size_chart(step)
+    pitfall_notes(step)
+
+
+def advance_play() -> None:
+    """While playing, one step on per tick; at the last step, stop, and let the whole page drop the timer."""
     step_key = f"view_{view.STEP.name}"
     if st.session_state.get(PLAYING) and time.monotonic() - st.session_state.get(PLAYED_AT, 0) >= 0.8 * PLAY_SECONDS:
         st.session_state[PLAYED_AT] = time.monotonic()
         st.session_state[step_key] = min(st.session_state.get(step_key, 0) + 1, steps)
-        if st.session_state[step_key] >= steps:  # the last step: stop, and let the whole page drop the timer
+        if st.session_state[step_key] >= steps:
             st.session_state[PLAYING] = False
             st.rerun(scope="app")
-    step = bound(view.STEP, step_slider, (0, steps))
+
+
+def step_shapes(step: int) -> None:
+    """What each cache holds after the step: a decode loop's log, and the table."""
     st.markdown(
         _(
             "What each cache holds after step {step}, printed as a decode loop would log it "
@@ -143,6 +156,10 @@ def step_section() -> None:
             ),
         },
     )
+
+
+def recompute_chart(step: int) -> None:
+    """Each cache's difference from a full recompute, step by step, against the float32 budget."""
     worst = max(max(trace.max_abs_diff) for trace in traces.values())
     show_chart(
         view.diff_figure(traces, step),
@@ -160,6 +177,9 @@ def step_section() -> None:
         ),
     )
 
+
+def cache_size_chart(step: int) -> None:
+    """Bytes held, formula and preallocated as tokens arrive, marked at the step."""
     st.header(_("Cache size as tokens arrive"), divider="gray")
     show_chart(
         view.cache_size_figure(traces, step),
@@ -173,6 +193,10 @@ def step_section() -> None:
             "(open rings) land on MHA's line. ▶ Play moves through the steps; click a legend entry to hide a cache."
         ),
     )
+
+
+def pitfall_notes(step: int) -> None:
+    """With the pitfall on, what each repeated cache wastes at the step; else, how to turn it on."""
     if repeated:
         pitfalls = {name: trace for name, trace in traces.items() if name.endswith("repeated")}
         if not pitfalls:
@@ -353,7 +377,7 @@ with left:
     )
 with right:
     gpus = bound(view.GPUS, lambda key: st.select_slider(_("GPUs"), view.GPUS.options, key=key))
-budget = memory_budget(preset, gpu_gib=gpu_gib, gpus=gpus, dtype=settings.dtype)
+budget = view.memory_budget(preset, gpu_gib=gpu_gib, gpus=gpus, dtype=settings.dtype)
 metrics = st.columns(3)
 metrics[0].metric(_("Memory"), format_bytes(budget.memory), help=f"{fmt(gpus)} × {fmt(gpu_gib)} GiB")
 metrics[1].metric(
@@ -381,7 +405,7 @@ show_chart(
     figure,
     name="kv-cache-whole-model",
     rows=csv_rows,
-    caption=view.sentences(
+    caption=sentences(
         _(
             "Layers × batch ({batch}, from the sidebar) × tokens: the cache grows linearly with each, until the "
             "{window}-token window.",

@@ -8,9 +8,9 @@ import explorer.shell  # noqa: F401  (first of ours: see explorer/shell.py)
 from attn_core import AttentionConfig
 from attn_core.pretrained import ModelNotInstalled, full_latent_rank
 from explorer import lab
-from explorer import lab_cache as cached
 from explorer.charts import format_bytes, show_chart
-from explorer.i18n import N_, _, fmt, language, n_, percent
+from explorer.i18n import N_, _, fmt, language, n_, percent, sentences
+from explorer.lab import computed as cached
 from explorer.model import trained_model
 from explorer.probes import healing
 from explorer.state import bound, page_settings, text_box
@@ -72,85 +72,20 @@ st.markdown(
         layers=original.n_layers,
     )
 )
-frontier = lab.pareto_frontier(rows)
-worst = max(rows, key=lambda r: r.perplexity)
-mla_rows = [r for r in rows if r.variant == "mla"]
-best_mla = min(mla_rows, key=lambda r: r.perplexity) if mla_rows else None
 label = lab.label_shown
 named = lab.point_name  # the names drawn beside the chart's points: the sentences under it use them too
-findings = [
-    _(
-        "On the frontier (no other model has a cache as small or smaller and a lower perplexity): {models}.",
-        models=_(", ").join(named(r) for r in frontier),
-    ),
-    _(
-        "Worst: {model} at perplexity {perplexity}, {ratio}x the original's {original}.",
-        model=named(worst),
-        perplexity=f"{worst.perplexity:,.2f}",
-        ratio=f"{worst.perplexity / original.perplexity:,.2f}",
-        original=f"{original.perplexity:.2f}",
-    ),
-]
-if best_mla is not None:
-    findings.append(
-        _(
-            "Best MLA conversion: {model}, perplexity {perplexity} with {share} of the original's cache.",
-            model=named(best_mla),
-            perplexity=f"{best_mla.perplexity:.2f}",
-            share=percent(best_mla.cache_bytes_per_token / original.cache_bytes_per_token),
-        )
-    )
-if healed:
-    closed = sorted(healed.values(), key=lambda twin: twin.gap_closed)
-    findings.append(
-        _(
-            "Healed (★, arrows): {count} conversions trained back for {least}–{most} s each; they closed {low} to "
-            "{high} of the gap to the original's perplexity.",
-            count=len(closed),
-            least=f"{min(t.train_seconds for t in closed):.0f}",
-            most=f"{max(t.train_seconds for t in closed):.0f}",
-            low=percent(closed[0].gap_closed),
-            high=percent(closed[-1].gap_closed),
-        )
-    )
-# Models that share one cache size, compared in one sentence, best first.
-for size in sorted({r.cache_bytes_per_token for r in rows}):
-    same = sorted((r for r in rows if r.cache_bytes_per_token == size), key=lambda r: r.perplexity)
-    if len(same) > 1:
-        findings.append(
-            _(
-                "At the same cache ({cache} per token): {models}.",
-                cache=format_bytes(size),
-                models=_(", ").join(
-                    _("{model} {perplexity}", model=named(r), perplexity=f"{r.perplexity:,.2f}") for r in same
-                ),
-            )
-        )
-csv_rows = [
-    {
-        "model": r.label,
-        "settings": r.settings,
-        "perplexity": round(r.perplexity, 4),
-        "cache_bytes_per_token_float32": r.cache_bytes_per_token,
-        f"cache_bytes_at_{context}_tokens": r.cache_bytes_per_token * context,
-        "on_frontier": r in frontier,
-    }
-    for r in rows
-]
 show_chart(
     lab.pareto_figure(rows, context_length=context, healed=healed),
     name="lab-pareto",
-    rows=csv_rows,
-    caption=("" if language() == "zh" else " ").join(  # Chinese sentences end in 。 and take no space
-        [
-            *findings,
-            _(
-                "Perplexity on {tokens} tokens of Python's own language reference (`pydoc_data.topics`), windows of "
-                "{window}.",
-                tokens=evaluation["tokens"],
-                window=evaluation["window"],
-            ),
-        ]
+    rows=lab.pareto_rows(rows, context),
+    caption=sentences(
+        *lab.pareto_findings(rows, healed),
+        _(
+            "Perplexity on {tokens} tokens of Python's own language reference (`pydoc_data.topics`), windows of "
+            "{window}.",
+            tokens=evaluation["tokens"],
+            window=evaluation["window"],
+        ),
     ),
 )
 st.dataframe(
@@ -359,20 +294,14 @@ def heal_view(key: str) -> None:
     )
     gap = progress.gap_closed
     st.success(
-        _(
-            "Perplexity on the first {n} evaluation tokens: **{before} converted → {after} healed** (the original: "
-            "{original}), after {seconds} s of training on {tokens} tokens.",
-            **shown,
-        )
-        + (
-            ""
-            if gap is None
-            else ("" if language() == "zh" else " ") + _("{share} of the gap closed.", share=percent(gap))
-        )
-        + (
-            ("" if language() == "zh" else " ") + _("Healed before on this server: kept on disk.")
-            if progress.from_disk
-            else ""
+        sentences(
+            _(
+                "Perplexity on the first {n} evaluation tokens: **{before} converted → {after} healed** (the original: "
+                "{original}), after {seconds} s of training on {tokens} tokens.",
+                **shown,
+            ),
+            "" if gap is None else _("{share} of the gap closed.", share=percent(gap)),
+            _("Healed before on this server: kept on disk.") if progress.from_disk else "",
         ),
         icon=":material/healing:",
     )
@@ -419,7 +348,7 @@ def model_problem(error: Exception) -> None:
     if isinstance(error, ModelNotInstalled):
         st.warning(_("The trained model is not installed. The stored table above does not need it."))
     else:
-        st.warning(_(str(error)))  # explorer.lab's messages are in the catalog (N_)
+        st.warning(_(str(error)))  # explorer.probes.lab's messages are in the catalog (N_)
 
 
 def show_split(text: str, of: str) -> None:
@@ -462,14 +391,14 @@ if bound(lab.ANSWER, lambda widget: st.toggle(_("Answer with both"), key=widget)
             # Per token: the two answers may differ in length, and the cache grows with it.
             per_token = [reply.cache_bytes / reply.cache_tokens for reply in (first, second)]
             st.caption(
-                # two sentences: a count with its noun, then the ratio
-                n_("The answers share their first {n} token.", "The answers share their first {n} tokens.", shared)
-                + ("" if language() == "zh" else " ")
-                + _(
-                    "Per cached token the converted model keeps {converted}, the original {original}: {ratio}x.",
-                    converted=format_bytes(per_token[1]),
-                    original=format_bytes(per_token[0]),
-                    ratio=f"{per_token[1] / per_token[0]:.2f}",
+                sentences(  # a count with its noun, then the ratio
+                    n_("The answers share their first {n} token.", "The answers share their first {n} tokens.", shared),
+                    _(
+                        "Per cached token the converted model keeps {converted}, the original {original}: {ratio}x.",
+                        converted=format_bytes(per_token[1]),
+                        original=format_bytes(per_token[0]),
+                        ratio=f"{per_token[1] / per_token[0]:.2f}",
+                    ),
                 )
             )
 

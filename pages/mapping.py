@@ -8,7 +8,7 @@ import explorer.shell  # noqa: F401  (first of ours: see explorer/shell.py)
 
 from explorer import mapping as view
 from explorer.charts import show_chart
-from explorer.i18n import _, language, n_
+from explorer.i18n import _, language, n_, sentences
 from explorer.probes.mapping import CONTEXT_TOKENS
 from explorer.state import bound, link_query, page_link, page_settings
 
@@ -73,7 +73,7 @@ with left:
         spec,
         name="head-kv-mapping",
         rows=rows,
-        caption=view.sentences(
+        caption=sentences(
             _(
                 "Colours mark groups: a line joins each query head to every store it reads. Notice the bottom row: "
                 "GQA and MQA keep fewer K/V heads, MLA keeps a latent whose width does not grow with the heads."
@@ -105,7 +105,7 @@ with left:
             tokens=n_("{n} token", "{n} tokens", CONTEXT_TOKENS),
         )
     st.caption(
-        view.sentences(
+        sentences(
             method,
             _(
                 "A line means that head's output moved: by at least {moved} of the outputs' scale, against at most "
@@ -165,7 +165,7 @@ with right:
             keys=settings.seq_len + 1,
         )
     )
-    shapes = view.shape_rows(cfg, settings.batch, settings.seq_len)
+    shapes = view.shape_rows(cfg, batch=settings.batch, seq_len=settings.seq_len)
     if variant == "mla":
         naive, absorbed = st.tabs([_("Naive: up-project"), _("Absorbed weights")])
         naive.table(view.shape_table(shapes, "naive"), border="horizontal", hide_index=True)
@@ -272,4 +272,4 @@ if variant == "mla":
             cached=ways.context_len,
         )
     )
-    st.caption(view.sentences(timing, closing))
+    st.caption(sentences(timing, closing))

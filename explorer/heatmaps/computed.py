@@ -18,7 +18,6 @@ from explorer.probes.heatmaps import (
     Comparison,
     InputSpec,
     Skipped,
-    VariantPass,
     compare_from_mha,
     explore_variant,
     joint_kv_basis,
@@ -26,7 +25,7 @@ from explorer.probes.heatmaps import (
     tokenize,
 )
 from explorer.settings import D_MODEL_CHOICES, Settings
-from explorer.work import takes_turns
+from explorer.work import cached_probe, takes_turns
 
 from .heads import MAX_PANELS
 from .link import DEFAULT_TEXT
@@ -73,12 +72,9 @@ def layer_config(settings: Settings, variant: str, rope: bool) -> AttentionConfi
     return replace(settings.config(variant), rope=rope)
 
 
-@st.cache_data(max_entries=6, show_spinner=False)
-@takes_turns
-def variant_result(cfg: AttentionConfig, seed: int, spec: InputSpec, causal: bool, heads: range) -> VariantPass:
-    """The one pass sections 1, 3 and 4 draw from: a layer of the page's heads is built once per (settings, window,
-    page), whatever is shown."""
-    return explore_variant(cfg, seed, spec, causal=causal, heads=heads)
+# The one pass sections 1, 3 and 4 draw from: a layer of the page's heads is built once per (settings, window, page),
+# whatever is shown.
+variant_result = cached_probe(explore_variant, max_entries=6)
 
 
 @st.cache_data(max_entries=4, show_spinner=False)

@@ -76,7 +76,7 @@ def _tokens(spec: InputSpec) -> list[str] | None:
 def heads_chart(
     cfg: AttentionConfig, seed: int, spec: InputSpec, causal: bool, heads: range, pool: str, lang: str
 ) -> Chart[HeadsFacts]:
-    result = variant_result(cfg, seed, spec, causal, heads)
+    result = variant_result(cfg, seed, spec, causal=causal, heads=heads)
     fig, rows, pooling = grid_figure(result, cfg.variant, cfg.group_size, pool=pool, tokens=_tokens(spec))
     weights = result.weights
     facts = HeadsFacts(
@@ -109,7 +109,7 @@ def steps_chart(
     cfg: AttentionConfig, seed: int, spec: InputSpec, causal: bool, heads: range, head: int, pool: str, lang: str
 ) -> Chart[StepFacts]:
     """Head `head` (one of the page's heads) step by step."""
-    result = variant_result(cfg, seed, spec, causal, heads)
+    result = variant_result(cfg, seed, spec, causal=causal, heads=heads)
     steps = steps_of_head(result, head, causal)
     fig, rows, pooling = steps_figure(steps, causal=causal, pool=pool, tokens=_tokens(spec), d_k=steps.q.shape[1])
     index = result.heads.index(head)
@@ -128,7 +128,7 @@ def decode_chart(
 ) -> Chart[DecodeFacts]:
     """The decode step's figure; its facts carry the cache shapes, so the cache table (which depends on the sidebar's
     dtype too) is made on the page without redrawing the figure."""
-    result = variant_result(cfg, seed, spec, causal, heads)
+    result = variant_result(cfg, seed, spec, causal=causal, heads=heads)
     decode = result.decode
     fig, rows, pooling = decode_figure(result, cfg.variant, pool=pool, tokens=_tokens(spec), highlight=head)
     facts = DecodeFacts(

@@ -23,7 +23,7 @@ from PIL import Image, ImageDraw, ImageFont
 from explorer.charts import VARIANT_COLORS, format_bytes, shape_text
 from explorer.i18n import _
 from explorer.kv_cache import cache_names, color_of, shown_name
-from explorer.mapping.figure import EDGE_SLOTS, PALETTE, ROPE_COLOR
+from explorer.mapping.figures import EDGE_SLOTS, PALETTE, ROPE_COLOR
 from explorer.mapping.frames import query_label
 from explorer.mapping.geometry import (
     KV_BOTTOM,
@@ -36,7 +36,7 @@ from explorer.mapping.geometry import (
     store_bars,
 )
 from explorer.mapping.hover import cache_text, frame_title
-from explorer.probes.decode import DecodeTrace
+from explorer.probes.kv_cache import DecodeTrace
 from explorer.probes.mapping import MorphFrame, morph_configs
 from explorer.settings import Settings
 

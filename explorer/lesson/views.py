@@ -16,12 +16,11 @@ from attn_core import PRESETS
 from explorer import heatmaps, kv_cache, lab, mapping
 from explorer import trained as trained_view
 from explorer.charts import difference, format_bytes
-from explorer.i18n import _, language, percent, set_language
+from explorer.i18n import _, language, percent, sentences, set_language
 from explorer.model import trained_model
 from explorer.params import Choice
-from explorer.probes.decode import DecodeTrace
 from explorer.probes.heatmaps import InputSpec
-from explorer.probes.models import memory_budget
+from explorer.probes.kv_cache import DecodeTrace, memory_budget
 from explorer.settings import Settings
 
 from . import slides
@@ -410,10 +409,13 @@ def choosing(lang: str, context: int) -> StepView | None:
     )
     if healed:
         best = max(healed.values(), key=lambda twin: twin.gap_closed)
-        caption += ("" if lang == "zh" else " ") + _(
-            "Healed (★): trained back for minutes, {model} closes {share} of its gap to the original.",
-            model=lab.point_name(next(r for r in rows if r.key == best.key)),
-            share=percent(best.gap_closed),
+        caption = sentences(
+            caption,
+            _(
+                "Healed (★): trained back for minutes, {model} closes {share} of its gap to the original.",
+                model=lab.point_name(next(r for r in rows if r.key == best.key)),
+                share=percent(best.gap_closed),
+            ),
         )
     return StepView(
         lab.pareto_figure(rows, context_length=context, healed=healed),

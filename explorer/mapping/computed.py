@@ -9,7 +9,6 @@ from explorer.probes.mapping import (
     FusedProjection,
     MlaWays,
     MorphFrame,
-    PathShape,
     compare_mla_ways,
     fused_projection,
     narrowed,
@@ -17,7 +16,7 @@ from explorer.probes.mapping import (
     read_morph,
 )
 from explorer.settings import Settings
-from explorer.work import takes_turns
+from explorer.work import cached_probe, takes_turns
 
 # Drawing a layer's seeded weights costs seconds for one MHA layer at d_model 8192 (benchmarks/MEASUREMENTS.md),
 # and the animation needs up to ten layers. Past this width the probes build layers whose input is narrowed (see
@@ -44,9 +43,7 @@ def frames_for(settings: Settings) -> list[MorphFrame]:
     return morph_frames(settings.d_model, settings.heads, settings.latent, settings.rope_dim, settings.seed)
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
-def shape_rows(cfg: AttentionConfig, batch: int, seq_len: int) -> list[PathShape]:
-    return path_shapes(cfg, batch=batch, seq_len=seq_len)
+shape_rows = cached_probe(path_shapes, max_entries=64, takes_turns=False)  # on the meta device: nothing to queue
 
 
 def timed_context(cfg: AttentionConfig) -> int:

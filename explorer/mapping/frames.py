@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 
 from explorer.glossary import variant_name
-from explorer.i18n import _, language
+from explorer.i18n import _
 from explorer.probes.mapping import MorphFrame, ReadMapping
 from explorer.settings import Settings
 
@@ -85,8 +85,3 @@ def head_span(start: int, stop: int, kind: str) -> str:
     if stop - start == 1:
         return _("query head {index}", index=str(start))
     return _("query heads {first}–{last}", first=str(start), last=str(stop - 1))
-
-
-def sentences(*parts: str) -> str:
-    """Whole translated sentences side by side: a space between English ones, none between Chinese ones."""
-    return ("" if language() == "zh" else " ").join(part for part in parts if part)

@@ -10,7 +10,7 @@ from explorer.i18n import N_, _, n_
 from explorer.probes.mapping import FusedProjection
 
 from .computed import fused_result
-from .figure import PALETTE
+from .figures import PALETTE
 
 FUSED_LAYOUT_NAMES = {
     "stacked": N_("stacked<br>(GPT-2, Phi-3)"),  # two short lines: the bars keep the width on a phone

@@ -1,6 +1,6 @@
 """The lab's live heal: convert, record, train for about a minute, measure, and keep the result on disk.
 
-No Streamlit here: explorer.lab_cache runs heal_live in a thread of its own, one heal at a time for the whole server,
+No Streamlit here: explorer.lab.computed runs heal_live in a thread of its own, one heal at a time for the whole server,
 and the page reads the HealProgress it fills in as it goes.
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 
 from attn_core.pretrained import Calibration, PretrainedLM, cache_root, heal
-from explorer import lab
+from explorer.probes import lab
 
 LIVE_SECONDS = 60.0  # of training: a class waits a minute
 LIVE_TRAIN_TOKENS = 2048  # right after the evaluation tokens, disjoint from them and from calibration

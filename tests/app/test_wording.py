@@ -7,8 +7,6 @@ import re
 
 import pytest
 
-from explorer.words import count
-
 from .helpers import SMALLEST, all_elements, chart_specs, open_page
 
 # The pages others own (trained) are left to their branch; every other page at the smallest settings.
@@ -19,15 +17,6 @@ SMALLEST_VIEWS = {"masks": {"mk_long": "2", "mk_short": "1", "mk_prefill": "1", 
 NOUNS = r"(?:heads|tokens|groups|sequences|layers|ones)"
 # "1" as a whole number (not "0.1", "1,024" or "11"), then up to three words, then a plural noun.
 WRONG = re.compile(rf"(?<![\d.,])\b1 (?:(?:[A-Za-z]+|KV|K/V) ){{0,3}}{NOUNS}\b|the 1 \w+ heads|\w\(s\)")
-
-
-def test_count_agrees_with_its_number():
-    assert count(1, "head") == "1 head"
-    assert count(0, "token") == "0 tokens"
-    assert count(128, "group") == "128 groups"
-    assert count(2, "KV head") == "2 KV heads"
-    assert count(8192, "token") == "8,192 tokens"
-    assert count(3, "query", "queries") == "3 queries"
 
 
 def page_text(at) -> str:

@@ -45,3 +45,37 @@ def test_a_probe_called_inside_a_probe_does_not_wait_for_itself():
     for thread in threads:
         thread.join(timeout=10)
     assert results == ["inner"] * (work.SLOTS + 1)
+
+
+RUNS: list[str] = []
+
+
+def first_probe(x: int, *, scale: int = 1) -> tuple[str, int]:
+    """The first of two probes that take the same arguments."""
+    RUNS.append("first")
+    return "first", x * scale
+
+
+def second_probe(x: int, *, scale: int = 1) -> tuple[str, int]:
+    RUNS.append("second")
+    return "second", x * scale
+
+
+def test_a_cached_probe_keeps_its_signature_and_a_cache_of_its_own():
+    import inspect
+
+    first = work.cached_probe(first_probe, max_entries=4)
+    second = work.cached_probe(second_probe, max_entries=4, takes_turns=False)
+    first.clear()
+    second.clear()
+    RUNS.clear()
+    assert inspect.signature(first) == inspect.signature(first_probe)
+    assert first.__name__ == "first_probe"
+    assert first.__doc__ == first_probe.__doc__
+    # the same arguments, two probes: each answers from its own cache
+    assert first(3, scale=2) == ("first", 6)
+    assert second(3, scale=2) == ("second", 6)
+    assert first(3, scale=2) == ("first", 6)
+    assert second(3, scale=2) == ("second", 6)
+    assert RUNS == ["first", "second"]  # each ran once, then was read back
+    assert first._info.show_spinner is False  # the page shows its own spinner, in the reader's language

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from attn_core import AttentionConfig, build_attention, kv_cache_bytes, repeated_kv_cache_bytes
-from explorer.probes.decode import (
+from explorer.probes.kv_cache import (
     MAX_TRACE_PARAMETERS,
     MAX_TRACE_WORK,
     DecodeTrace,

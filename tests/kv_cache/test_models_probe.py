@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from attn_core import PRESETS, kv_cache_bytes
-from explorer.probes.models import (
+from explorer.probes.kv_cache import (
     Fit,
     ModelRow,
     memory_budget,

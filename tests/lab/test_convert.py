@@ -162,3 +162,14 @@ def test_the_stored_table_is_reproduced_for_one_point(lm, lab_ids):
     stored_sum, stored_count = rows["mqa-mean"]["window_nll_sums"][0]
     assert recomputed[1] == stored_count
     assert math.isclose(recomputed[0], stored_sum, rel_tol=1e-4), (recomputed, stored_sum)
+
+
+def test_the_table_scripts_import_the_lab_without_streamlit():
+    """benchmarks/lab_table.py and heal.py import explorer.lab: the package leaves streamlit to the page's modules."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    check = "import sys, explorer.lab; assert 'streamlit' not in sys.modules, 'explorer.lab imported streamlit'"
+    root = Path(__file__).resolve().parents[2]
+    subprocess.run([sys.executable, "-c", check], cwd=root, check=True, timeout=120)

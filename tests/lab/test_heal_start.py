@@ -12,7 +12,7 @@ import threading
 import pytest
 
 from attn_core.pretrained import ModelNotInstalled
-from explorer import lab_cache as cached
+from explorer.lab import computed as cached
 from explorer.probes import healing
 from tests.app.helpers import open_page
 

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from explorer import lab
-from explorer import lab_cache as cached
+from explorer.lab import computed as cached
 from explorer.probes import healing
 from tests.app.helpers import open_page
 

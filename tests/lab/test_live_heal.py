@@ -9,7 +9,7 @@ import time
 import pytest
 
 from explorer import lab
-from explorer import lab_cache as cached
+from explorer.lab import computed as cached
 from explorer.probes import healing
 from tests.app.helpers import chart_specs, open_page
 

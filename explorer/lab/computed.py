@@ -1,5 +1,6 @@
-"""The lab's heavy steps, cached for the server: calibration and each converted model once (cache_resource: models
-are shared, read-only), answers and perplexities per input (cache_data). Each computation takes its turn
+"""The lab's heavy steps (explorer.probes.lab), cached for the server: calibration and each converted model once
+(cache_resource: models are shared, read-only), answers and perplexities per input (cache_data), and the live heal,
+one at a time for the whole server, whose healed models every session sees. Each computation takes its turn
 (explorer.work) so that a class pressing buttons at once does not hold many models' work in memory together."""
 
 from __future__ import annotations
@@ -9,9 +10,8 @@ import threading
 import streamlit as st
 
 from attn_core.pretrained import Calibration, ModelNotInstalled, PretrainedLM
-from explorer import lab
 from explorer.model import shared_model, trained_model
-from explorer.probes import healing
+from explorer.probes import healing, lab
 from explorer.probes.healing import HealProgress
 from explorer.work import takes_turns
 

@@ -1,0 +1,85 @@
+"""The KV cache page's probes (explorer.probes.kv_cache), cached by the settings they depend on: the decode traces a
+rerun that only moves the step reads back, and the whole-model rows."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from attn_core import AttentionConfig
+from explorer.i18n import _
+from explorer.probes.kv_cache import (
+    MAX_TRACE_BATCH,
+    DecodeTrace,
+    ModelRow,
+    TraceTooHeavy,
+    check_trace_bounds,
+    decode_trace,
+    model_rows,
+)
+from explorer.settings import Settings
+from explorer.work import cached_probe
+
+from .text import shown_name
+
+
+def trace_batch(settings: Settings) -> int:
+    return min(settings.batch, MAX_TRACE_BATCH)
+
+
+def trace_plan(settings: Settings, *, repeated: bool) -> list[tuple[str, AttentionConfig, bool]]:
+    """(name, config, repeated_heads) of every cache the decode section follows: each variant, plus the pitfall of
+    each grouped variant whose query heads share KV heads (group size > 1) when asked."""
+    plan = []
+    for variant, cfg in settings.configs().items():
+        plan.append((variant.upper(), cfg, False))
+    if repeated:
+        for variant, cfg in settings.configs().items():
+            if variant != "mla" and cfg.group_size > 1:
+                plan.append((f"{variant.upper()} repeated", cfg, True))
+    return plan
+
+
+def too_heavy(cfg: AttentionConfig, settings: Settings, prompt_len: int, steps: int) -> str | None:
+    """Why this layer is not traced step by step (a sentence in this run's language), or None."""
+    try:
+        check_trace_bounds(cfg, prompt_len=prompt_len, steps=steps, batch=trace_batch(settings))
+    except TraceTooHeavy as reason:
+        return _(reason.message, **reason.values)
+    return None
+
+
+cached_trace = cached_probe(decode_trace, max_entries=128)  # the spinner is traces_for's, in the reader's language
+
+
+def traces_for(
+    settings: Settings, prompt_len: int, steps: int, repeated: bool
+) -> tuple[dict[str, DecodeTrace], list[str]]:
+    """name -> trace for every cache that can be traced, and a sentence for each one skipped as too heavy. Names are
+    the plan's ("GQA repeated"): shown through shown_name()."""
+    traces, skipped = {}, []
+    with st.spinner(_("Decoding token by token through the real layers…")):
+        for name, cfg, is_repeated in trace_plan(settings, repeated=repeated):
+            reason = too_heavy(cfg, settings, prompt_len, steps)
+            if reason:
+                skipped.append(_("{cache}: {reason}", cache=shown_name(name), reason=reason))
+                continue
+            traces[name] = cached_trace(
+                cfg,
+                prompt_len=prompt_len,
+                steps=steps,
+                batch=trace_batch(settings),
+                seed=settings.seed,
+                storage_dtype=settings.dtype,
+                repeated_heads=is_repeated,
+            )
+    return traces, skipped
+
+
+@st.cache_data(max_entries=128, show_spinner=False)  # the page shows a spinner in the reader's language
+def cached_model_rows(
+    preset_name: str, groups: int, latent: int, rope_dim: int, dtype: str, batch: int, repeated: bool, lang: str
+) -> list[ModelRow]:
+    """The rows hold their labels in `lang` (the run's language(), passed so that the cache is keyed by it)."""
+    return model_rows(
+        preset_name, groups=groups, latent=latent, rope_dim=rope_dim, dtype=dtype, batch=batch, repeated_heads=repeated
+    )

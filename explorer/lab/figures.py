@@ -1,0 +1,177 @@
+"""The lab's figures: perplexity against cache per token for every stored point (healed ones as stars), and the live
+heal's loss."""
+
+from __future__ import annotations
+
+import math
+
+import plotly.graph_objects as go
+
+from explorer.i18n import _, percent
+from explorer.probes.lab import WINDOW
+
+from .stored import HealedRow, LabRow, pareto_frontier
+from .text import label_shown, point_name, settings_shown
+
+
+def _legend_name(variant: str, group: list[LabRow]) -> str:
+    """The variant's abbreviation; GQA with one KV head is MQA (the lab's "gqa" rows all have n_kv_heads=1)."""
+    if variant == "gqa" and all(r.options.get("n_kv_heads") == 1 for r in group):
+        return "MQA"
+    return variant.upper()
+
+
+def _add_healed(fig: go.Figure, rows: list[LabRow], healed: dict[str, HealedRow]) -> None:
+    """Each healed point as a star, with an arrow from the conversion it was healed from (same cache, lower
+    perplexity: straight down)."""
+    twins = [(row, healed[row.key]) for row in rows if row.key in healed]
+    if not twins:
+        return
+    fig.add_trace(
+        go.Scatter(
+            x=[twin.cache_bytes_per_token / 1024 for _row, twin in twins],
+            y=[twin.perplexity for _row, twin in twins],
+            mode="markers",
+            marker={"symbol": "star", "size": 14, "color": "#2f8f5b", "line": {"width": 1, "color": "white"}},
+            name=_("healed"),
+            customdata=[
+                [
+                    _("{model}, healed", model=point_name(row)),
+                    _("{share} of the gap closed.", share=percent(twin.gap_closed)),
+                ]
+                for row, twin in twins
+            ],
+            hovertemplate="%{customdata[0]}<br>%{y:,.2f}<br>%{customdata[1]}" + "<extra></extra>",
+        )
+    )
+    for row, twin in twins:
+        fig.add_annotation(
+            x=twin.cache_bytes_per_token / 1024,
+            y=math.log10(twin.perplexity),  # annotations on a log axis are placed by the log of the value
+            ax=row.cache_bytes_per_token / 1024,
+            ay=math.log10(row.perplexity),
+            xref="x",
+            yref="y",
+            axref="x",
+            ayref="y",
+            showarrow=True,
+            arrowhead=2,
+            arrowsize=1.2,
+            arrowwidth=1.5,
+            arrowcolor="#2f8f5b",
+            standoff=7,
+            startstandoff=6,
+            text="",
+        )
+
+
+NAMES_FIT_PX = (
+    560  # narrower than this, the MLA points' names overlap (measured at 400 px): the legend and table name them
+)
+
+
+def label_positions(rows: list[LabRow]) -> dict[str, str]:
+    """Where each point's name goes: MLA points, close together along the frontier, alternate above and below; the
+    rest sit to the right (the rightmost to the left, inside the chart)."""
+    positions = {}
+    mla = sorted((r for r in rows if r.variant == "mla"), key=lambda r: r.cache_bytes_per_token)
+    for index, row in enumerate(mla):
+        positions[row.key] = "bottom center" if index % 2 else "top center"
+    rightmost = max(rows, key=lambda r: r.cache_bytes_per_token).key
+    for row in rows:
+        positions.setdefault(row.key, "middle left" if row.key == rightmost else "middle right")
+    return positions
+
+
+def pareto_figure(
+    rows: list[LabRow], *, context_length: int, chosen: str | None = None, healed: dict[str, HealedRow] | None = None
+) -> dict:
+    """Perplexity (log) against KV cache per token (KiB, whole model, float32), every point named beside it; the
+    frontier as a line; hover adds the settings and the whole-model cache at context_length tokens."""
+    frontier = pareto_frontier(rows)
+    positions = label_positions(rows)
+    fig = go.Figure()
+    fig.add_trace(
+        go.Scatter(
+            x=[r.cache_bytes_per_token / 1024 for r in frontier],
+            y=[r.perplexity for r in frontier],
+            mode="lines",
+            line={"dash": "dot", "color": "#888"},
+            name=_("Pareto frontier"),
+            hoverinfo="skip",
+        )
+    )
+    colors = {"original": "#4a9a6b", "mha": "#3b6ea8", "gqa": "#c4573a", "mla": "#8a5cb8"}
+    for variant in ("original", "mha", "gqa", "mla"):
+        group = [r for r in rows if r.variant == variant]
+        if not group:
+            continue
+        fig.add_trace(
+            go.Scatter(
+                x=[r.cache_bytes_per_token / 1024 for r in group],
+                y=[r.perplexity for r in group],
+                mode="markers+text",
+                text=[point_name(r) for r in group],
+                textposition=[positions[r.key] for r in group],
+                textfont={"color": colors[variant]},
+                marker={
+                    "size": [16 if r.key == chosen else 10 for r in group],
+                    "color": colors[variant],
+                    "line": {"width": [3 if r.key == chosen else 0 for r in group], "color": "black"},
+                },
+                customdata=[
+                    [label_shown(r), settings_shown(r), r.cache_bytes_per_token * context_length / 2**20] for r in group
+                ],
+                hovertemplate=_(
+                    "%{{customdata[0]}}<br>%{{customdata[1]}}<br>perplexity %{{y:,.2f}}<br>cache %{{x:.2f}} KiB per "
+                    "token<br>%{{customdata[2]:,.1f}} MiB at {context} tokens",
+                    context=context_length,
+                )
+                + "<extra></extra>",
+                name=_("original") if variant == "original" else _legend_name(variant, group),
+            )
+        )
+    _add_healed(fig, rows, healed or {})
+    fig.update_layout(
+        xaxis_title=_("KV cache per token, whole model (KiB, float32)"),
+        xaxis_rangemode="tozero",
+        yaxis_title=_("perplexity (log scale; lower is better)"),
+        yaxis_type="log",
+        yaxis_dtick=1,  # a label at each power of ten (10, 100, 1000): Plotly's own puts bare 2s and 5s between
+        height=480,
+        margin={"t": 30},
+        legend={"orientation": "h", "y": -0.2},
+    )
+    return {**fig.to_dict(), "narrow": {"below": NAMES_FIT_PX, "unlabelled": True}}  # on a phone, points unnamed
+
+
+def heal_loss_figure(step_losses: list[float], first_loss: float | None, seconds: float) -> go.Figure:
+    """The live heal's loss, per step (log): how far the converted layers' outputs are from the original's."""
+    steps = list(range(1, len(step_losses) + 1))
+    fig = go.Figure(
+        go.Scatter(
+            x=steps,
+            y=step_losses,
+            mode="lines+markers",
+            line={"color": "#8a5cb8"},
+            marker={"size": 4},
+            name=_("mean over layers"),
+            hovertemplate=_("step %{{x}}: %{{y:.4f}}") + "<extra></extra>",
+        )
+    )
+    if first_loss is not None:
+        fig.add_hline(
+            y=first_loss,
+            line={"dash": "dot", "color": "#888"},
+            annotation_text=_("before healing"),
+            annotation_position="top right",
+        )
+    fig.update_layout(
+        title=_("Healing: error of the converted layers, {seconds} s of training", seconds=f"{seconds:.0f}"),
+        xaxis_title=_("training step (one window of {window} tokens)", window=WINDOW),
+        yaxis_title=_("|out − original|² / |original|² (log)"),
+        yaxis_type="log",
+        height=360,
+        showlegend=False,
+    )
+    return fig

@@ -1,0 +1,121 @@
+"""The lab's words for what the stored table keeps in English: each point's label, short name and settings, and the
+names of what each reduction kept, in this run's language."""
+
+from __future__ import annotations
+
+from explorer.i18n import N_, _, percent
+from explorer.probes.lab import POINTS_BY_KEY
+
+from .stored import HealedRow, LabRow, pareto_frontier
+
+# The page's words for what the table stores in English: option values and the names of what each reduction kept.
+METHOD_SHOWN = {"mean": N_("method=mean"), "pca": N_("method=pca")}
+KEPT_SHOWN = {
+    "shared key": N_("shared key"),
+    "shared value": N_("shared value"),
+    "rotary key": N_("rotary key"),
+    "latent": N_("latent"),
+}
+
+
+def label_shown(row: LabRow) -> str:
+    """The row's label in this run's language (the table stores it in English)."""
+    if row.variant == "mla":
+        return _(
+            "MLA, latent {d_c} + rotary key {d_r}",
+            d_c=str(row.options["kv_lora_rank"]),
+            d_r=str(row.options["qk_rope_head_dim"]),
+        )
+    point = POINTS_BY_KEY.get(row.key)
+    return _(point.label) if point is not None else row.label
+
+
+# Short names drawn beside the chart's points (a projector has no hover).
+POINT_NAMES = {
+    "original": N_("GQA (original)"),
+    "mha": "MHA",
+    "mqa-mean": N_("MQA mean-pooled"),
+    "mqa-pca": N_("MQA fitted"),
+}
+
+
+def point_name(row: LabRow) -> str:
+    if row.variant == "mla":
+        return f"MLA {row.options['kv_lora_rank']}+{row.options['qk_rope_head_dim']}"
+    return _(POINT_NAMES[row.key]) if row.key in POINT_NAMES else row.label
+
+
+def settings_shown(row: LabRow) -> str:
+    """settings_text in this run's language: option names are symbols, a method's name is a word."""
+    if not row.options:
+        return _("original") if row.variant == "original" else row.variant
+    parts = [
+        _(METHOD_SHOWN[value]) if name == "method" and value in METHOD_SHOWN else f"{name}={value}"
+        for name, value in row.options.items()
+    ]
+    return row.variant + " " + ", ".join(parts)
+
+
+def kept_shown(name: str) -> str:
+    return _(KEPT_SHOWN[name]) if name in KEPT_SHOWN else name
+
+
+def pareto_findings(rows: list[LabRow], healed: dict[str, HealedRow]) -> list[str]:
+    """What the Pareto chart shows, in sentences: the frontier, the worst model, the best MLA conversion, what healing
+    closed, and the models that share one cache size."""
+    from explorer.charts import format_bytes  # charts imports streamlit: the table scripts import this package
+
+    original = next(row for row in rows if row.key == "original")
+    frontier = pareto_frontier(rows)
+    worst = max(rows, key=lambda r: r.perplexity)
+    mla_rows = [r for r in rows if r.variant == "mla"]
+    best_mla = min(mla_rows, key=lambda r: r.perplexity) if mla_rows else None
+    findings = [
+        _(
+            "On the frontier (no other model has a cache as small or smaller and a lower perplexity): {models}.",
+            models=_(", ").join(point_name(r) for r in frontier),
+        ),
+        _(
+            "Worst: {model} at perplexity {perplexity}, {ratio}x the original's {original}.",
+            model=point_name(worst),
+            perplexity=f"{worst.perplexity:,.2f}",
+            ratio=f"{worst.perplexity / original.perplexity:,.2f}",
+            original=f"{original.perplexity:.2f}",
+        ),
+    ]
+    if best_mla is not None:
+        findings.append(
+            _(
+                "Best MLA conversion: {model}, perplexity {perplexity} with {share} of the original's cache.",
+                model=point_name(best_mla),
+                perplexity=f"{best_mla.perplexity:.2f}",
+                share=percent(best_mla.cache_bytes_per_token / original.cache_bytes_per_token),
+            )
+        )
+    if healed:
+        closed = sorted(healed.values(), key=lambda twin: twin.gap_closed)
+        findings.append(
+            _(
+                "Healed (★, arrows): {count} conversions trained back for {least}–{most} s each; they closed {low} to "
+                "{high} of the gap to the original's perplexity.",
+                count=len(closed),
+                least=f"{min(t.train_seconds for t in closed):.0f}",
+                most=f"{max(t.train_seconds for t in closed):.0f}",
+                low=percent(closed[0].gap_closed),
+                high=percent(closed[-1].gap_closed),
+            )
+        )
+    # Models that share one cache size, compared in one sentence, best first.
+    for size in sorted({r.cache_bytes_per_token for r in rows}):
+        same = sorted((r for r in rows if r.cache_bytes_per_token == size), key=lambda r: r.perplexity)
+        if len(same) > 1:
+            findings.append(
+                _(
+                    "At the same cache ({cache} per token): {models}.",
+                    cache=format_bytes(size),
+                    models=_(", ").join(
+                        _("{model} {perplexity}", model=point_name(r), perplexity=f"{r.perplexity:,.2f}") for r in same
+                    ),
+                )
+            )
+    return findings
