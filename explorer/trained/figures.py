@@ -9,6 +9,7 @@ import numpy as np
 from plotly.colors import sample_colorscale
 
 from explorer.charts import VARIANT_COLORS, typed_array
+from explorer.grid import Subplot, arrange, columns_by_width, even_rows, grid_figure, place
 from explorer.heatmaps.figures import WEIGHT_COLORSCALE
 from explorer.i18n import _
 from explorer.probes.trained import TrainedAttention, WritingTrace, pooled_maps
@@ -189,42 +190,37 @@ def shares_figure(result: TrainedAttention) -> dict:
     _layers, heads = result.first_token_share.shape
     common = {"type": "heatmap", "zmin": 0, "zmax": 1, "colorscale": LINEAR_BLUES}
     head_ticks = {"tickvals": list(range(heads)), "ticktext": [f"h{h}" for h in range(heads)]}
-    return {
-        "data": [
+    first = Subplot(
+        [
             common
             | {
                 "z": typed_array(result.first_token_share),
-                "xaxis": "x",
-                "yaxis": "y",
                 "colorbar": {"title": {"text": _("share")}, "thickness": 12},
                 "hovertemplate": _("layer %{y}, head %{x}: %{z:.2f} on the first token") + "<extra></extra>",
-            },
+            }
+        ],
+        x_axis=head_ticks,
+        y_axis={"title": {"text": _("layer")}, "autorange": "reversed"},
+        title=_("first<br>token"),
+    )
+    previous = Subplot(
+        [
             common
             | {
                 "z": typed_array(result.previous_token_share),
-                "xaxis": "x2",
-                "yaxis": "y2",
                 "showscale": False,
                 "hovertemplate": _("layer %{y}, head %{x}: %{z:.2f} on the previous token") + "<extra></extra>",
-            },
+            }
         ],
-        "layout": {
-            "height": 550,
-            "margin": {"l": 60, "r": 20, "t": 90, "b": 40},  # the two-line column titles below the chart's toolbar
-            "xaxis": head_ticks | {"domain": [0, 0.44]},
-            "xaxis2": head_ticks | {"domain": [0.52, 0.96]},
-            "yaxis": {"title": {"text": _("layer")}, "autorange": "reversed"},
-            "yaxis2": {"anchor": "x2", "autorange": "reversed", "showticklabels": False},
-            "annotations": [
-                {"text": _("first<br>token"), "x": 0.22, **_title_spot()},
-                {"text": _("previous<br>token"), "x": 0.74, **_title_spot()},
-            ],
-        },
-    }
-
-
-def _title_spot() -> dict:
-    return {"xref": "paper", "yref": "paper", "y": 1.02, "yanchor": "bottom", "showarrow": False, "font": {"size": 12}}
+        x_axis=head_ticks,
+        y_axis={"autorange": "reversed", "showticklabels": False},
+        title=_("previous<br>token"),
+    )
+    # the colour bar stands right of the second grid: the two grids share the width left of it
+    slots = place(arrange(2, 2), columns_by_width([1, 1], 0.08, span=(0.0, 0.96)), even_rows(1, 0.0))
+    # the two-line column titles sit below the chart's toolbar
+    layout = {"height": 550, "margin": {"l": 60, "r": 20, "t": 90, "b": 40}}
+    return grid_figure(slots, [first, previous], layout=layout, title_font=12, title_raise=0.02)
 
 
 def cache_growth_figure(trace: WritingTrace, step: int) -> dict:
