@@ -5,11 +5,14 @@
     python benchmarks/wire.py --page heatmaps --presses 10
 
 Two `streamlit run app.py` servers on free 127.0.0.1 ports, one with Streamlit's websocket compression off (its
-default, `server.enableWebsocketCompression = false`) and one with it on (permessage-deflate), each behind a small
-relay on loopback that counts the bytes it passes (what goes over the wire, compressed or not). Debian's chromium,
-driven by Playwright, opens every page in four tabs: compression off and on, each on plain loopback and on a throttled
-link (Chromium's network emulation through the DevTools protocol, Network.emulateNetworkConditions: 20 Mbit/s down
-and up, 40 ms latency, a classroom's Wi-Fi; Chromium applies it to websockets too). The four tabs press in turn, one
+default, `server.enableWebsocketCompression = false`) and one with it on (permessage-deflate), each behind two small
+relays on loopback that count the bytes they pass (what goes over the wire, compressed or not): one plain, one
+emulating a throttled link (20 Mbit/s down and up, 40 ms round trip: a classroom's Wi-Fi). Chromium's own network
+emulation (the DevTools protocol's Network.emulateNetworkConditions, --cdp) was tried first and measured not to slow
+the websocket (Chromium 156 headless: a 31 kB heatmaps press at 1 Mbit/s and 300 ms latency took as long as on
+loopback), so the link is emulated in the relay, for HTTP and the websocket alike. Debian's chromium, driven by
+Playwright, opens every page in four tabs: compression off and on, each on loopback and on the throttled link.
+The four tabs press in turn, one
 at a time, each the page's own control (benchmarks/classroom.py's PRESSES: a widget the page reads), moving between
 two neighbouring values; a first untimed round fills the servers' caches, so every timed press is what a class sees
 once its first student has asked for a view (the server's work is drawing and sending, not computing).
@@ -29,6 +32,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import queue
 import shutil
 import signal
 import socket
@@ -51,7 +55,22 @@ from deploy.served import CHARTS_READY, CHROMIUM, CHROMIUM_ARGS, StreamlitServer
 from explorer.pages import PAGES  # noqa: E402
 from explorer.settings import Settings  # noqa: E402
 
-THROTTLE = {"offline": False, "latency": 40, "downloadThroughput": 20e6 / 8, "uploadThroughput": 20e6 / 8}
+
+@dataclass(frozen=True)
+class Link:
+    bits_per_s: float
+    latency_s: float  # round trip
+
+
+THROTTLED = Link(20e6, 0.040)  # a classroom's Wi-Fi: 20 Mbit/s down and up, 40 ms round trip
+# The same link as Chromium's network emulation (--cdp): measured here not to slow the websocket at all (Chromium
+# 156, headless): a heatmaps press of 31 kB at 1 Mbit/s and 300 ms took as long as on loopback.
+CDP_THROTTLE = {
+    "offline": False,
+    "latency": THROTTLED.latency_s * 1000,
+    "downloadThroughput": THROTTLED.bits_per_s / 8,
+    "uploadThroughput": THROTTLED.bits_per_s / 8,
+}
 THROTTLED_BUDGET = 2.0  # issue 26: every page's key press -> chart on the throttled link <= 2x its loopback time
 COMPRESSION = "STREAMLIT_SERVER_ENABLE_WEBSOCKET_COMPRESSION"  # server.enableWebsocketCompression, as a variable
 
@@ -72,11 +91,14 @@ KEY_PRESS = {"lesson"}  # pressed with ArrowRight / ArrowLeft on the page itself
 
 # --- a relay that counts bytes -------------------------------------------------------------------------------------
 class Relay:
-    """A TCP relay on a free loopback port in front of a server, counting the bytes each way (threads, no asyncio:
-    Playwright's sync API owns this thread's event loop)."""
+    """A TCP relay on a free loopback port in front of a server, counting the bytes each way; with `link`, a link
+    emulated in it: every chunk in either direction is sent on at `link.bits_per_s` (one chunk after another, as a
+    link serialises them) and delivered `link.latency_s / 2` later (threads, no asyncio: Playwright's sync API owns
+    this thread's event loop). TCP's own slow start over a real 40 ms path is not emulated: a real link is slower
+    than this one, if anything."""
 
-    def __init__(self, target_port: int) -> None:
-        self.target_port = target_port
+    def __init__(self, target_port: int, link: Link | None = None) -> None:
+        self.target_port, self.link = target_port, link
         self.port = free_port()
         self.down = 0  # server -> browser
         self.up = 0
@@ -101,23 +123,40 @@ class Relay:
                 client.close()
                 continue
             for a, b, down in ((client, server, False), (server, client, True)):
-                threading.Thread(target=self._pump, args=(a, b, down), daemon=True).start()
+                chunks: queue.Queue = queue.Queue()
+                threading.Thread(target=self._read, args=(a, chunks, down), daemon=True).start()
+                threading.Thread(target=self._write, args=(b, chunks), daemon=True).start()
 
-    def _pump(self, source: socket.socket, sink: socket.socket, down: bool) -> None:
+    def _read(self, source: socket.socket, chunks: queue.Queue, down: bool) -> None:
         try:
-            while data := source.recv(65536):
+            while data := source.recv(16384):
                 with self.lock:
                     if down:
                         self.down += len(data)
                     else:
                         self.up += len(data)
+                chunks.put((time.monotonic(), data))
+        except OSError:
+            pass
+        chunks.put((time.monotonic(), b""))
+
+    def _write(self, sink: socket.socket, chunks: queue.Queue) -> None:
+        free = 0.0  # when the emulated link has sent what it was given so far
+        try:
+            while True:
+                arrived, data = chunks.get()
+                if self.link is not None:
+                    free = max(free, arrived) + len(data) * 8 / self.link.bits_per_s
+                    wait = free + self.link.latency_s / 2 - time.monotonic()
+                    if wait > 0:
+                        time.sleep(wait)
+                if not data:
+                    break
                 sink.sendall(data)
         except OSError:
             pass
-        finally:
-            for s in (source, sink):
-                with contextlib.suppress(OSError):
-                    s.shutdown(socket.SHUT_RDWR)
+        with contextlib.suppress(OSError):
+            sink.shutdown(socket.SHUT_RDWR)
 
     def close(self) -> None:
         self.closed = True
@@ -135,7 +174,8 @@ def cpu_seconds(pid: int) -> float:
 class Server:
     name: str  # "off" / "on": compression
     streamlit: StreamlitServer
-    relay: Relay
+    relay: Relay  # loopback
+    throttled: Relay  # through the emulated link (or loopback too, with --cdp)
 
 
 @dataclass
@@ -151,22 +191,23 @@ class Tab:
     """One browser tab on a page through a server's relay, throttled or not, pressing the page's control back and
     forth between two neighbouring values."""
 
-    def __init__(self, browser, server: Server, page: str, throttled: bool) -> None:
+    def __init__(self, browser, server: Server, page: str, throttled: bool, cdp: bool = False) -> None:
         self.server, self.page, self.throttled = server, page, throttled
+        self.relay = server.throttled if throttled else server.relay
         self.result = Presses()
         self.presses = 0
         self.context = browser.new_context(viewport={"width": 1400, "height": 1000})
         try:
             self.tab = self.context.new_page()
             self.tab.set_default_timeout(LIMIT_S * 1000)
-            if throttled:
-                cdp = self.context.new_cdp_session(self.tab)
-                cdp.send("Network.enable")
-                cdp.send("Network.emulateNetworkConditions", THROTTLE)
+            if throttled and cdp:
+                session = self.context.new_cdp_session(self.tab)
+                session.send("Network.enable")
+                session.send("Network.emulateNetworkConditions", CDP_THROTTLE)
             self.wire = Wire()
             watch_wire(self.tab, self.wire)
             path = "" if page == "overview" else page
-            self.tab.goto(f"{server.relay.url}/{path}?{urlencode(Settings().to_link() | {'lang': 'en'})}")
+            self.tab.goto(f"{self.relay.url}/{path}?{urlencode(Settings().to_link() | {'lang': 'en'})}")
             self.tab.wait_for_function(CHARTS_READY, arg=1, polling=100)
             settle(self.tab, self.wire)
             self.result.opening = self.wire.bytes
@@ -189,7 +230,7 @@ class Tab:
         tab.evaluate("limit => { window.__lat.done = window.__lat.arm(limit); }", LIMIT_S * 1000)
         wire.reset()
         pid = self.server.streamlit.process.pid
-        cpu, down = cpu_seconds(pid), self.server.relay.down
+        cpu, down = cpu_seconds(pid), self.relay.down
         tab.keyboard.press(key)
         drawn = tab.evaluate("() => window.__lat.done")
         if drawn is None:
@@ -200,7 +241,7 @@ class Tab:
         if timed:
             self.result.drawn_ms.append(drawn)
             self.result.payload.append(wire.bytes)
-            self.result.wire.append(self.server.relay.down - down)
+            self.result.wire.append(self.relay.down - down)
             self.result.cpu_s.append(cpu_seconds(pid) - cpu)
 
     def close(self) -> None:
@@ -220,7 +261,7 @@ def page_lines(page: str, tabs: dict[tuple[str, bool], Tab]) -> list[str]:
     off, off_t = tabs["off", False].result, tabs["off", True].result
     on, on_t = tabs["on", False].result, tabs["on", True].result
     ratio = med(off_t.drawn_ms) / med(off.drawn_ms)
-    link_ms = 1000 * (med(off_t.wire) / THROTTLE["downloadThroughput"] + THROTTLE["latency"] / 1000)
+    link_ms = 1000 * (med(off_t.wire) * 8 / THROTTLED.bits_per_s + THROTTLED.latency_s)
     return [
         f"| {page} | {off.opening / 1e3:,.0f} kB | {kb(off.payload)} | {med(off.drawn_ms):,.0f} ms | {med(off_t.drawn_ms):,.0f} ms "
         f"| {ratio:.2f}x {'ok' if ratio <= THROTTLED_BUDGET else 'OVER'} | {link_ms:,.0f} ms "
@@ -243,6 +284,11 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="CI: overview and heatmaps, 2 timed presses per tab")
     parser.add_argument("--presses", type=int, default=None, help="timed presses per tab (default 6, --quick 2)")
     parser.add_argument("--page", choices=list(PAGES), action="append", default=[], help="only this page (repeatable)")
+    parser.add_argument(
+        "--cdp",
+        action="store_true",
+        help="throttle with Chromium's network emulation instead (it leaves websockets be)",
+    )
     args = parser.parse_args()
     presses = args.presses or (2 if args.quick else 6)
     pages = args.page or (["overview", "heatmaps"] if args.quick else list(PAGES))
@@ -262,7 +308,8 @@ def main() -> int:
     try:
         for name in ("off", "on"):
             streamlit = StreamlitServer(work, env={COMPRESSION: "true" if name == "on" else "false"})
-            servers.append(Server(name, streamlit, Relay(streamlit.port)))
+            shaped = Relay(streamlit.port, None if args.cdp else THROTTLED)
+            servers.append(Server(name, streamlit, Relay(streamlit.port), shaped))
             streamlit.launch()
         for server in servers:
             server.streamlit.wait_until_healthy(LIMIT_S)
@@ -271,8 +318,8 @@ def main() -> int:
         print(
             f"{time.strftime('%Y-%m-%d %H:%M:%S')}: {presses} timed presses per tab after one untimed round, medians; "
             f"chromium headless on {os.cpu_count()} cores, load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}; "
-            f"throttled: {THROTTLE['downloadThroughput'] * 8 / 1e6:.0f} Mbit/s down and up, "
-            f"{THROTTLE['latency']} ms latency (Network.emulateNetworkConditions)",
+            f"throttled: {THROTTLED.bits_per_s / 1e6:.0f} Mbit/s down and up, {1000 * THROTTLED.latency_s:.0f} ms "
+            f"round trip ({'Chromium: Network.emulateNetworkConditions' if args.cdp else 'emulated in the relay'})",
             flush=True,
         )
         print("\n".join(HEADER), flush=True)
@@ -284,7 +331,7 @@ def main() -> int:
                     try:
                         for server in servers:
                             for throttled in (False, True):
-                                tabs[server.name, throttled] = Tab(browser, server, page, throttled)
+                                tabs[server.name, throttled] = Tab(browser, server, page, throttled, args.cdp)
                         for tab in tabs.values():
                             tab.press(timed=False)  # the servers' caches: both values seen once
                             tab.press(timed=False)
@@ -312,6 +359,7 @@ def main() -> int:
     finally:
         for server in servers:
             server.relay.close()
+            server.throttled.close()
             server.streamlit.stop()
         shutil.rmtree(work, ignore_errors=True)
     return 1 if failed else 0
