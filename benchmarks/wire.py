@@ -196,6 +196,7 @@ class Tab:
         self.relay = server.throttled if throttled else server.relay
         self.result = Presses()
         self.presses = 0
+        self.first: str | None = None  # the key of the first press (then they alternate)
         self.context = browser.new_context(viewport={"width": 1400, "height": 1000})
         try:
             self.tab = self.context.new_page()
@@ -218,14 +219,19 @@ class Tab:
 
     def press(self, timed: bool = True) -> None:
         tab, wire = self.tab, self.wire
-        key = "ArrowRight" if self.presses % 2 == 0 else "ArrowLeft"
-        self.presses += 1
         if self.page in KEY_PRESS:
             tab.locator("h1").first.click()  # the page, not a widget, has the focus: the lesson's keys listen there
+            first = "ArrowRight"
         else:
             label, _ = PRESS[self.page]
             thumb = tab.locator(f'input[type="range"][aria-label="{label}"]').first
             thumb.focus()
+            if self.first is None:  # at the end of its range (the lab's context starts at its largest): back first
+                self.first = "ArrowLeft" if thumb.evaluate("e => e.value === e.max") else "ArrowRight"
+            first = self.first
+        opposite = {"ArrowLeft": "ArrowRight", "ArrowRight": "ArrowLeft"}[first]
+        key = first if self.presses % 2 == 0 else opposite
+        self.presses += 1
         tab.evaluate(BROWSER_IDLE)
         tab.evaluate("limit => { window.__lat.done = window.__lat.arm(limit); }", LIMIT_S * 1000)
         wire.reset()
