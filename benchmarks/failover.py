@@ -122,6 +122,7 @@ class Round:
     killed: str
     lead: float = 0.0  # seconds between the last press and the kill
     recovered_s: dict[str, float] = field(default_factory=dict)  # student -> seconds from the kill to its view
+    session_s: dict[str, float] = field(default_factory=dict)  # student -> seconds until a run began on the other
     lost: list[str] = field(default_factory=list)  # views lost, with why
     presses: int = 0
     presses_lost: int = 0
@@ -162,12 +163,14 @@ def one_round(classroom: Classroom, students: list[Student], press: bool, limit:
     for s in victims:
         s.wire.reset()
     os.killpg(classroom.replicas[killed].process.pid, signal.SIGKILL)
-    killed_at = time.monotonic()
+    killed_at, killed_clock = time.monotonic(), time.perf_counter()  # Wire's times are perf_counter's
     waiting = list(victims)
     while waiting and time.monotonic() - killed_at < limit:
         for s in list(waiting):
             if s.wire.finished and s.replica() != killed and s.ready():
                 result.recovered_s[s.name] = time.monotonic() - killed_at
+                if s.wire.started is not None:
+                    result.session_s[s.name] = s.wire.started - killed_clock
                 waiting.remove(s)
         if waiting:
             waiting[0].tab.wait_for_timeout(50)  # lets every tab's events in (one Playwright connection)
@@ -247,7 +250,10 @@ def main() -> int:
                 for n in range(rounds):
                     result = one_round(classroom, students, not args.no_press, args.limit)
                     results.append(result)
-                    times = ", ".join(f"{name} {t:.1f} s" for name, t in result.recovered_s.items())
+                    times = ", ".join(
+                        f"{name} {t:.1f} s (its first run there began at {result.session_s.get(name, float('nan')):.1f} s)"
+                        for name, t in result.recovered_s.items()
+                    )
                     print(
                         f"round {n + 1}: killed {result.killed} {result.lead:.2f} s after the presses; back: {times or 'none'}; views lost "
                         f"{len(result.lost)}; presses lost {result.presses_lost} of {result.presses}; others "
@@ -260,12 +266,14 @@ def main() -> int:
             finally:
                 browser.close()
         times = [t for r in results for t in r.recovered_s.values()]
+        began = [t for r in results for t in r.session_s.values()]
         lost = sum(len(r.lost) for r in results)
         load = os.getloadavg()
         print(
             f"\nfailover, {len(results)} kill(s), {len(times)} student recoveries: seconds from the kill to the same "
             f"view median {statistics.median(times) if times else float('nan'):.1f}, max "
-            f"{max(times, default=float('nan')):.1f} (goal <= {RECOVERY_GOAL:.0f}); views lost {lost} (goal 0); "
+            f"{max(times, default=float('nan')):.1f} (goal <= {RECOVERY_GOAL:.0f}), the first run on the other replica began "
+            f"after median {statistics.median(began) if began else float('nan'):.1f} s; views lost {lost} (goal 0); "
             f"presses made just before the kill lost {sum(r.presses_lost for r in results)} of {sum(r.presses for r in results)}; "
             f"students of the other replica disturbed {sum(len(r.disturbed) for r in results)}; "
             f"load average at the end {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}"
