@@ -559,7 +559,8 @@ def capacity_report(found: dict[int, list[Result]], budget: float) -> str:
             f"  {replicas} replica(s): "
             + (
                 f"{r.users} students ({r.users / used:.0f} per core), {r.rate:.2f} presses/s at p95 "
-                f"{1000 * r.percentile(0.95):,.0f} ms; first level over: "
+                f"{1000 * r.percentile(0.95):,.0f} ms, {10 * sum(r.cpu[n] for n in r.memory) / r.rate:,.0f} ms of "
+                f"replica CPU a press ({sum(r.cpu[n] for n in r.memory) / 100:.2f} cores busy); first level over: "
                 f"{min((x.users for x in found[replicas] if not fits(x, budget)), default='none reached')}"
                 if r is not None
                 else "no level fit"
