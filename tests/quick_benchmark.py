@@ -8,10 +8,10 @@ import sys
 from deploy.served import REPO
 
 
-def run_quick(script: str, *, timeout: float) -> str:
-    """Run benchmarks/<script> --quick; its standard output, after asserting it exited 0 (else its report)."""
+def run_quick(script: str, *args: str, timeout: float) -> str:
+    """Run benchmarks/<script> --quick [args]; its standard output, after asserting it exited 0 (else its report)."""
     run = subprocess.run(
-        [sys.executable, str(REPO / "benchmarks" / script), "--quick"],
+        [sys.executable, str(REPO / "benchmarks" / script), "--quick", *args],
         cwd=REPO,
         capture_output=True,
         text=True,
