@@ -3,7 +3,8 @@ log-perplexity gap to the original closed, training seconds; and healing's train
 end-to-end loop on the same tokens, measured side by side in one run. Written to assets/heal_table.json (rows of
 points already there and not measured again are kept).
 
-    python benchmarks/heal.py --points mla-288-32,mla-96-32,mqa-pca --seconds 600
+    python benchmarks/heal.py                       # every conversion that loses something: 600 CPU s each
+    python benchmarks/heal.py --points mla-96-32 --cpu-seconds 120 --out /tmp/heal.json
 
 Texts: evaluation and calibration are the lab's (explorer.probes.lab: the first 4,096 and the last 1,024 tokens of
 pydoc_data.topics); training takes the --train-tokens tokens right after the evaluation tokens, disjoint from both.
@@ -20,7 +21,10 @@ import math
 import os
 import sys
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -28,12 +32,13 @@ from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
-from attn_core.pretrained import TRAINED, PretrainedLM, gguf_path, heal, load_pretrained
+from attn_core.pretrained import TRAINED, HealReport, PretrainedLM, gguf_path, heal, heal_end_to_end, load_pretrained
 from benchmarks.lab_table import file_sha256, machine
 from explorer import lab
 
 TABLE_PATH = lab.TABLE_PATH.with_name("heal_table.json")
-DEFAULT_POINTS = "mla-288-32,mla-96-32,mqa-pca"
+# every lab conversion but MHA, which is exact (healing leaves it as it is)
+DEFAULT_POINTS = ",".join(point.key for point in lab.LAB_POINTS if point.key not in ("original", "mha"))
 
 
 def gap_closed(before: float, after: float, original: float) -> float:
@@ -63,18 +68,71 @@ def end_to_end_tokens_per_second(student: PretrainedLM, windows: list[list[int]]
     return tokens / (time.perf_counter() - started)
 
 
+PROBE_STEPS = 6  # steps timed to turn --cpu-seconds into a number of steps
+CHECKED_STEPS = 3  # the first steps' losses stored for tests/lab to reproduce
+
+
+class StepClock:
+    """on_step for heal(): this process's CPU time (all its threads) at the end of every step."""
+
+    def __init__(self) -> None:
+        self.stamps: list[float] = []
+
+    def __call__(self, _step: int, _losses: list[float]) -> None:
+        self.stamps.append(time.process_time())
+
+    def per_step(self) -> float:
+        return (self.stamps[-1] - self.stamps[0]) / (len(self.stamps) - 1)
+
+
+def stage_summary(report: HealReport, clock: StepClock, lr: float) -> dict[str, Any]:
+    """One stage of a heal as the table keeps it: its steps, tokens, lr, seconds and CPU seconds (every step's, the
+    first one's estimated from the rest, since its start is not stamped), first and last mean loss."""
+    return {
+        "steps": report.steps,
+        "tokens": report.tokens,
+        "lr": lr,
+        "seconds": round(report.seconds, 2),
+        "cpu_seconds": round(clock.per_step() * report.steps, 2) if report.steps > 1 else None,
+        "mean_loss_first_last": [report.mean_losses[0], report.mean_losses[-1]],
+    }
+
+
+def steps_for_cpu_seconds(budget: float, time_steps: Callable[[StepClock], None]) -> int:
+    """How many steps fit in `budget` CPU seconds, from PROBE_STEPS steps timed on a fresh conversion (the first
+    step's start is not timed, so the rate comes from the steps after it)."""
+    clock = StepClock()
+    time_steps(clock)
+    return max(1, int(budget // clock.per_step()))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--points", default=DEFAULT_POINTS, help="lab point keys, comma-separated")
-    parser.add_argument("--seconds", type=float, default=600.0, help="training budget per point")
-    parser.add_argument("--steps", type=int, default=None, help="a fixed number of steps instead (repeatable)")
+    budget = parser.add_mutually_exclusive_group()
+    budget.add_argument(
+        "--cpu-seconds",
+        type=float,
+        default=600.0,
+        help="training budget per point in CPU seconds, turned into a fixed number of steps by timing a few first "
+        "(the same on a busy machine as on an idle one)",
+    )
+    budget.add_argument("--steps", type=int, default=None, help="a fixed number of layer-wise steps instead")
+    parser.add_argument(
+        "--end-to-end-share",
+        type=float,
+        default=0.5,
+        help="with --cpu-seconds: the share of the budget for the second stage (heal_end_to_end), 0 for none",
+    )
+    parser.add_argument("--end-to-end-steps", type=int, default=0, help="with --steps: the second stage's steps")
+    parser.add_argument("--end-to-end-lr", type=float, default=1e-4)
     parser.add_argument("--train-tokens", type=int, default=16384)
-    parser.add_argument("--lr", type=float, default=3e-4)
+    parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--schedule", default="cosine")
     parser.add_argument("--window", type=int, default=512)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--throughput-steps", type=int, default=4, help="steps of each loop timed side by side")
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (one: several points side by side)")
     parser.add_argument("--out", type=Path, default=TABLE_PATH)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -130,17 +188,53 @@ def main() -> None:
             before, before_from = stored_rows[key]["perplexity"], "lab_table.json"
         else:
             before, before_from = lab.perplexity_of(lab.window_nll_sums(student, eval_ids)), "measured"
-        report = heal(
-            student,
-            lm,
-            train_text,
-            steps=args.steps,
-            seconds=None if args.steps is not None else args.seconds,
-            lr=args.lr,
-            schedule=args.schedule,
-            window=args.window,
-            seed=args.seed,
-        )
+        steps, end_to_end_steps = args.steps, args.end_to_end_steps
+        if args.steps is None:
+
+            def time_steps(clock: StepClock, point: lab.LabPoint = point, stage: Callable[..., object] = heal) -> None:
+                fresh = lab.convert_point(lm, point, calibration)
+                stage(
+                    fresh,
+                    lm,
+                    train_text,
+                    steps=PROBE_STEPS,
+                    max_tokens=PROBE_STEPS * args.window,
+                    window=args.window,
+                    seed=args.seed,
+                    on_step=clock,
+                )
+
+            share = args.end_to_end_share
+            steps = steps_for_cpu_seconds(args.cpu_seconds * (1 - share), time_steps)
+            end_to_end_steps = (
+                steps_for_cpu_seconds(args.cpu_seconds * share, partial(time_steps, stage=heal_end_to_end))
+                if share > 0
+                else 0
+            )
+
+        def run_stage(
+            stage: Callable[..., HealReport], steps: int, lr: float, student: PretrainedLM = student
+        ) -> tuple[HealReport, dict[str, Any]]:
+            clock = StepClock()
+            report = stage(
+                student,
+                lm,
+                train_text,
+                steps=steps,
+                lr=lr,
+                schedule=args.schedule,
+                window=args.window,
+                seed=args.seed,
+                on_step=clock,
+            )
+            return report, stage_summary(report, clock, lr)
+
+        report, first = run_stage(heal, steps, args.lr)
+        stages = {"layerwise": first}
+        after_layerwise = None
+        if end_to_end_steps:
+            after_layerwise = lab.perplexity_of(lab.window_nll_sums(student, eval_ids))
+            stages["end_to_end"] = run_stage(heal_end_to_end, end_to_end_steps, args.end_to_end_lr)[1]
         started = time.perf_counter()
         after = lab.perplexity_of(lab.window_nll_sums(student, eval_ids))
         eval_seconds = time.perf_counter() - started
@@ -154,17 +248,22 @@ def main() -> None:
             "perplexity_original": original,
             "perplexity_before": before,
             "perplexity_before_from": before_from,
+            "perplexity_after_layerwise": after_layerwise,
             "perplexity_after": after,
             "gap_closed": gap_closed(before, after, original),
             "times_original_after": after / original,
             "recipe": {
                 **report.recipe,
-                "steps_taken": report.steps,
-                "tokens_seen": report.tokens,
+                "steps_taken": sum(stage["steps"] for stage in stages.values()),
+                "tokens_seen": sum(stage["tokens"] for stage in stages.values()),
+                "stages": stages,
                 "text_tokens": report.text_tokens,
                 "which": f"tokens {lab.EVAL_TOKENS}..{lab.EVAL_TOKENS + len(train_ids) - 1} of the reference text",
                 "train_text_sha256": lab.text_sha256(train_text),
+                "cpu_seconds_budget": args.cpu_seconds if args.steps is None else None,
+                "threads": args.threads,
             },
+            "losses_first_steps": report.losses[:CHECKED_STEPS],
             "mean_loss_first_last": [sum(losses[0]) / len(losses[0]), sum(losses[-1]) / len(losses[-1])],
             "layer_loss_initial": report.initial_losses,
             "layer_loss_last": losses[-1],
@@ -172,7 +271,8 @@ def main() -> None:
             "seconds": {
                 "convert": round(convert_seconds, 2),
                 "capture": round(report.capture_seconds, 2),
-                "train": round(report.seconds, 2),
+                "train": round(sum(stage["seconds"] for stage in stages.values()), 2),
+                "train_cpu": round(sum(stage["cpu_seconds"] or 0.0 for stage in stages.values()), 2),
                 "evaluate": round(eval_seconds, 2),
             },
             "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="minutes"),
@@ -182,7 +282,8 @@ def main() -> None:
         print(
             f"{key:>12}: perplexity {before:9.2f} -> {after:7.2f} (original {original:.2f}, "
             f"{100 * rows[key]['gap_closed']:5.1f} % of the log gap closed)  {report.steps} steps, "
-            f"{report.tokens} tokens, train {report.seconds:5.0f} s, capture {report.capture_seconds:4.1f} s",
+            f"{report.tokens} tokens, then {end_to_end_steps} end to end; train {rows[key]['seconds']['train']:5.0f} s "
+            f"({rows[key]['seconds']['train_cpu']:5.0f} CPU s), capture {report.capture_seconds:4.1f} s",
             flush=True,
         )
         write()

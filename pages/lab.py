@@ -89,43 +89,13 @@ show_chart(
     ),
 )
 st.dataframe(
-    [
-        {
-            _("model"): named(r),  # the chart's names: the table fits a projector's width
-            # what a reader came for first, so a phone shows it without scrolling; the recipe last
-            _("perplexity"): f"{r.perplexity:,.2f}",
-            _("× original"): f"{r.perplexity / original.perplexity:,.2f}",
-            _("cache / token"): format_bytes(r.cache_bytes_per_token),
-            _("cache at {n} tokens", n=context): format_bytes(r.cache_bytes_per_token * context),
-            _("time"): _("{seconds} s", seconds=f"{r.seconds['convert'] + r.seconds['evaluate']:,.0f}"),
-            _("settings"): lab.settings_shown(r),
-        }
-        for r in rows
-    ]
-    + [
-        {
-            _("model"): _("{model}, healed", model=named(by_key[key])),
-            _("perplexity"): f"{twin.perplexity:,.2f}",
-            _("× original"): f"{twin.perplexity / original.perplexity:,.2f}",
-            _("cache / token"): format_bytes(twin.cache_bytes_per_token),
-            _("cache at {n} tokens", n=context): format_bytes(twin.cache_bytes_per_token * context),
-            _("time"): _("{seconds} s", seconds=f"{twin.train_seconds:,.0f}"),
-            _("settings"): _(
-                "healed: {steps} steps, {tokens} tokens ({distinct} distinct)",
-                steps=twin.steps,
-                tokens=twin.tokens,
-                distinct=twin.text_tokens,
-            ),
-        }
-        for key, twin in healed.items()
-        if key in by_key
-    ],
+    lab.models_table(rows, healed, context),
     hide_index=True,
     # The seconds alone in the cells and their meaning here: "123 s to convert and evaluate" made the table 54 px
     # wider than a laptop's 938 px column.
     column_config={
         _("time"): st.column_config.TextColumn(
-            help=_("Seconds to convert and evaluate; for a healed model, seconds of healing.")
+            help=_("Seconds to convert and evaluate; for a healed model, CPU seconds of healing (both stages).")
         )
     },
 )
@@ -176,34 +146,13 @@ with st.expander(_("How each conversion works, and what it keeps")):
             "$\\epsilon$ so far above the latent's scale that it is a constant."
         )
     )
-    # Each reduction keeps its own quantities (MQA: shared key and value; MLA: rotary key and latent): a dash where a
-    # model has none, rather than an empty cell.
-    kept_names = list(dict.fromkeys(name for r in rows for name in r.kept))
-    kept_rows = [
-        {_("model"): label(r)}
-        | {
-            _("energy kept: {name}", name=lab.kept_shown(name)): percent(r.kept[name], 2) if name in r.kept else "—"
-            for name in kept_names
-        }
-        for r in rows
-        if r.kept
-    ]
+    kept_rows = lab.kept_table(rows)
     if kept_rows:
         st.dataframe(kept_rows, hide_index=True)
         st.caption(_("Fraction of the calibration activations' energy each reduction kept, averaged over layers."))
 
 st.subheader(_("What the papers did that this lab does not"))
-st.markdown(
-    _(
-        "Every conversion here is **training-free**. The methods it follows all recovered quality by training "
-        "afterwards: the GQA paper (Ainslie et al., 2023) *uptrained* mean-pooled checkpoints with 5 % of the "
-        "original pre-training compute; MHA2MLA (Ji et al., 2025) fine-tuned its partial-RoPE, low-rank models on a "
-        "small fraction of the pre-training data; TransMLA (Meng et al., 2025) fine-tuned its converted models on "
-        "billions of tokens. The figures above are the starting points those fine-tunes begin from, not what they "
-        "end at. And DeepSeek-V2's claim that MLA matches or beats MHA is about **MLA trained from scratch**: "
-        "converting a trained GQA model does not test it."
-    )
-)
+st.markdown(lab.papers_note(healed))
 
 # --- healing, live ---------------------------------------------------------------------------------------------------
 HEAL_PHASES = {
@@ -224,20 +173,29 @@ def heal_section(key: str, model_name: str) -> None:
     st.markdown("**" + _("Heal it live") + "**")
     st.markdown(
         _(
-            "Every conversion above is untrained. Healing trains **only its attention projections** — embeddings, "
+            "The conversions above (●) are untrained. Healing trains **only their attention projections** — embeddings, "
             "norms and MLPs stay the original's, frozen — so that each converted layer reproduces the original "
             "layer's attention output on the original's own activations (each layer on its own, Adam, relative "
             "squared error). Live here: {seconds} s of training on {tokens} tokens of the same reference text, "
             "disjoint from evaluation and calibration. The papers trained far more: the GQA paper 5 % of "
             "pre-training, MHA2MLA about 0.3 % of it, TransMLA billions of tokens, end to end; this is a minute on "
-            "one core, layer by layer, with no fine-tuning of the whole model.",
+            "one core, layer by layer (the ★ points above also had a second, end-to-end stage).",
             seconds=f"{healing.LIVE_SECONDS:.0f}",
             tokens=healing.LIVE_TRAIN_TOKENS,
         )
     )
     progress = cached.heal_progress(key)
     if progress is not None and progress.phase == "failed":
-        st.warning(_("The last heal of this conversion stopped: {error}", error=progress.error or ""))
+        if progress.model_missing:
+            st.warning(_("The trained model is not installed. The stored table above does not need it."))
+        else:
+            st.warning(
+                _(
+                    "The last heal of this conversion stopped before it finished; press the button to heal it again. "
+                    "What the server reported:"
+                )
+            )
+            st.code(progress.error or "", language=None, wrap_lines=True)  # the server's own words, for its keeper
     if progress is None or progress.phase == "failed":
         if trained_model() is not None:
             st.button(

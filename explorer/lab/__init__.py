@@ -6,6 +6,7 @@ link        the page's parameters in the link
 computed    the heavy steps cached for the server (streamlit: the page imports it itself), and the live heal
 stored      the stored tables as rows (LabRow, HealedRow) and the Pareto frontier
 text        the page's words for the stored points: labels, short names, settings, what a reduction kept, findings
+tables      the stored models (healed twins last) and what each reduction kept, as rows for st.dataframe
 figures     perplexity against cache per token, and the live heal's loss
 csv_export  the Pareto chart's numbers as CSV rows
 """
@@ -53,12 +54,15 @@ from .stored import (
     settings_text,
     table_rows,
 )
+from .tables import kept_table, models_table
 from .text import (
     KEPT_SHOWN,
     METHOD_SHOWN,
     POINT_NAMES,
+    best_healed_finding,
     kept_shown,
     label_shown,
+    papers_note,
     pareto_findings,
     point_name,
     settings_shown,
@@ -93,16 +97,20 @@ __all__ = [
     "LabPoint",
     "LabRow",
     "answer",
+    "best_healed_finding",
     "cache_bytes_per_token",
     "convert_point",
     "heal_loss_figure",
     "healed_rows",
     "kept_shown",
+    "kept_table",
     "lab_calibration",
     "label_positions",
     "label_shown",
     "load_heal_table",
     "load_table",
+    "models_table",
+    "papers_note",
     "pareto_figure",
     "pareto_findings",
     "pareto_frontier",

@@ -91,6 +91,7 @@ def _heal_in_turn(point: lab.LabPoint, progress: HealProgress, seconds: float) -
             _healed[point.key] = takes_turns(healing.heal_live)(lm, point, calibration_, progress, seconds=seconds)
     except Exception as error:  # shown on the page, and a press starts it again
         progress.error = f"{type(error).__name__}: {error}"
+        progress.model_missing = isinstance(error, ModelNotInstalled)
         progress.phase = "failed"
 
 

@@ -63,10 +63,11 @@ class HealedRow:
     perplexity_before: float
     perplexity: float
     gap_closed: float  # share of the log-perplexity gap to the original
-    steps: int
+    layerwise_steps: int  # heal(): each layer to the original's attention output
+    end_to_end_steps: int  # heal_end_to_end(): the whole model to the original's next-token distribution
     tokens: int  # tokens fed over all steps
     text_tokens: int  # distinct training tokens
-    train_seconds: float
+    cpu_seconds: float  # of training, all its threads together: the same on a busy machine as on an idle one
 
 
 def load_heal_table(path: Path = HEAL_TABLE_PATH) -> dict | None:
@@ -87,10 +88,11 @@ def healed_rows(table: dict | None) -> dict[str, HealedRow]:
             perplexity_before=row["perplexity_before"],
             perplexity=row["perplexity_after"],
             gap_closed=row["gap_closed"],
-            steps=row["recipe"]["steps_taken"],
+            layerwise_steps=row["recipe"]["stages"]["layerwise"]["steps"],
+            end_to_end_steps=row["recipe"]["stages"].get("end_to_end", {}).get("steps", 0),
             tokens=row["recipe"]["tokens_seen"],
             text_tokens=row["recipe"]["text_tokens"],
-            train_seconds=row["seconds"]["train"],
+            cpu_seconds=row["seconds"]["train_cpu"],
         )
         for row in table["rows"]
     }

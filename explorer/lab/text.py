@@ -3,7 +3,7 @@ names of what each reduction kept, in this run's language."""
 
 from __future__ import annotations
 
-from explorer.i18n import N_, _, percent
+from explorer.i18n import N_, _, percent, sentences
 from explorer.probes.lab import POINTS_BY_KEY
 
 from .stored import HealedRow, LabRow, pareto_frontier
@@ -96,15 +96,16 @@ def pareto_findings(rows: list[LabRow], healed: dict[str, HealedRow]) -> list[st
         closed = sorted(healed.values(), key=lambda twin: twin.gap_closed)
         findings.append(
             _(
-                "Healed (★, arrows): {count} conversions trained back for {least}–{most} s each; they closed {low} to "
-                "{high} of the gap to the original's perplexity.",
+                "Healed (★, arrows): {count} conversions trained back for {least}–{most} CPU seconds each; they "
+                "closed {low} to {high} of the gap to the original's perplexity.",
                 count=len(closed),
-                least=f"{min(t.train_seconds for t in closed):.0f}",
-                most=f"{max(t.train_seconds for t in closed):.0f}",
+                least=f"{min(t.cpu_seconds for t in closed):,.0f}",
+                most=f"{max(t.cpu_seconds for t in closed):,.0f}",
                 low=percent(closed[0].gap_closed),
                 high=percent(closed[-1].gap_closed),
             )
         )
+        findings.append(best_healed_finding(rows, healed))
     # Models that share one cache size, compared in one sentence, best first.
     for size in sorted({r.cache_bytes_per_token for r in rows}):
         same = sorted((r for r in rows if r.cache_bytes_per_token == size), key=lambda r: r.perplexity)
@@ -119,3 +120,44 @@ def pareto_findings(rows: list[LabRow], healed: dict[str, HealedRow]) -> list[st
                 )
             )
     return findings
+
+
+def best_healed_finding(rows: list[LabRow], healed: dict[str, HealedRow]) -> str:
+    """The healed point nearest the original's perplexity, with its share of the original's cache."""
+    original = next(row for row in rows if row.key == "original")
+    by_key = {row.key: row for row in rows}
+    best = min((twin for twin in healed.values() if twin.key in by_key), key=lambda twin: twin.perplexity)
+    return _(
+        "Closest to the original once healed: {model} at perplexity {perplexity}, {ratio}x the original's, with {share} "
+        "of its cache.",
+        model=point_name(by_key[best.key]),
+        perplexity=f"{best.perplexity:,.2f}",
+        ratio=f"{best.perplexity / original.perplexity:,.2f}",
+        share=percent(best.cache_bytes_per_token / original.cache_bytes_per_token),
+    )
+
+
+def papers_note(healed: dict[str, HealedRow]) -> str:
+    """What the papers did after converting, and how far the healed points (if any) went in that direction."""
+    papers = _(
+        "Every conversion here is **training-free**. The methods it follows all recovered quality by training "
+        "afterwards: the GQA paper (Ainslie et al., 2023) *uptrained* mean-pooled checkpoints with 5 % of the "
+        "original pre-training compute; MHA2MLA (Ji et al., 2025) fine-tuned its partial-RoPE, low-rank models on a "
+        "small fraction of the pre-training data; TransMLA (Meng et al., 2025) fine-tuned its converted models on "
+        "billions of tokens. The figures above are the starting points those fine-tunes begin from, not what they "
+        "end at. And DeepSeek-V2's claim that MLA matches or beats MHA is about **MLA trained from scratch**: "
+        "converting a trained GQA model does not test it."
+    )
+    if not healed:
+        return papers
+    return sentences(
+        papers,
+        _(
+            "The healed points (★) are a small step in their direction: only the attention projections trained, at "
+            "most {minutes} minutes of one CPU core each on {tokens} tokens (the papers: billions), first each "
+            "layer against the original's attention output, then the whole model against the original's next-token "
+            "distribution.",
+            minutes=f"{max(twin.cpu_seconds for twin in healed.values()) / 60:.0f}",
+            tokens=f"{max(twin.text_tokens for twin in healed.values()):,}",
+        ),
+    )

