@@ -293,7 +293,8 @@ try:
     ):
         chart = view.heads_chart(cfg, settings.seed, spec, causal, heads, pool, lang)
 except ValueError as error:  # a configuration the core refuses, with its own sentence
-    st.error(_("This layer cannot be built: {error}", error=error))
+    st.error(_("This layer cannot be built at these settings: change one in the sidebar. The core's reason:"))
+    st.code(str(error), language=None, wrap_lines=True)  # the library's own words (English), for whoever reports it
     st.stop()
 pooling = chart.pooling
 shown_notes = fixed_place()

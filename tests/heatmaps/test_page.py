@@ -422,3 +422,25 @@ def test_the_decode_steps_colour_bar_keeps_a_readable_height(heads):
     assert layout["xaxis"]["title"]["text"].startswith("cached key position")
     plot_px = layout["height"] - layout["margin"]["t"] - layout["margin"]["b"]
     assert plot_px >= 120, plot_px  # the colour bar spans the plot: at least a readable scale
+
+
+@pytest.mark.parametrize(("lang", "said"), [("en", "cannot be built"), ("zh", "无法构建")])
+def test_a_layer_the_core_refuses_is_a_message_in_the_pages_language(monkeypatch, lang, said):
+    """The settings are snapped before any layer is built, so the core refusing one is a defect; should it happen,
+    the page says so in its reader's language and shows the core's reason as the core's words, not a traceback."""
+    from explorer import heatmaps
+
+    reason = "n_heads=6 is not divisible by n_kv_heads=4."
+
+    def refused(*_args, **_kwargs):
+        raise ValueError(reason)
+
+    monkeypatch.setattr(heatmaps, "heads_chart", refused)
+    at = AppTest.from_file(PAGE, default_timeout=600)
+    at.query_params["lang"] = lang
+    at.run()
+    assert not at.exception
+    (error,) = [e.value for e in at.error]
+    assert said in error
+    assert reason not in error
+    assert reason in [block.value for block in at.code]  # beside the share box's link

@@ -123,5 +123,6 @@ def test_a_failed_heal_is_worded_in_the_pages_language(lm, held, missing, said):
     at = open_page("lab", {"lab_model": CALIBRATING, "lang": "zh"})
     assert not at.exception
     (warning,) = [w.value for w in at.warning if said in w.value]
-    assert "OSError" not in warning and "ModelNotInstalled" not in warning
+    assert "OSError" not in warning
+    assert "ModelNotInstalled" not in warning
     assert [block.value for block in at.code if "Error" in block.value] == ([] if missing else [error])
