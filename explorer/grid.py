@@ -83,10 +83,9 @@ def columns_by_width(widths: Sequence[float], gap: float, span: Span = (0.0, 1.0
 
 def even_rows(nrows: int, gap: float) -> list[Span]:
     """nrows rows of one height from the top down, a gap between two (none above the first or below the last)."""
-    return [
-        (1 - (r + 1) / nrows + (gap / 2 if r < nrows - 1 else 0), 1 - r / nrows - (gap / 2 if r else 0))
-        for r in range(nrows)
-    ]
+    height = (1 - gap * (nrows - 1)) / nrows
+    # the lowest row ends at 0 exactly: Plotly refuses a domain a rounding error below it
+    return [(max(0.0, 1 - r * (height + gap) - height), 1 - r * (height + gap)) for r in range(nrows)]
 
 
 def place(cells: Sequence[tuple[int, int]], columns: Sequence[Span], rows: Sequence[Span]) -> list[Slot]:

@@ -7,7 +7,7 @@ from functools import partial
 import numpy as np
 from plotly.colors import sample_colorscale
 
-from explorer.grid import axis_suffix
+from explorer.grid import PHONE_COLUMNS, axis_suffix
 from explorer.i18n import _
 from explorer.probes.heatmaps import Comparison, HeadSteps, Skipped, VariantPass, block_size, pool_blocks
 
@@ -141,15 +141,28 @@ def steps_figure(
         _output_panel(steps, pool=pool, tokens=tokens),
     ]
     coloraxes = _step_coloraxes(steps, softmax=panels[6])
-    fig = panels_figure(panels, 3, coloraxes=coloraxes, row_height=250, layout_cols=STEP_ROWS, share_x=False)
+    # A phone shows panels with numbers in their cells one a row: two a row left ~20 px a cell, the numbers 5 px.
+    phone_columns = 1 if any(panel.show_values for panel in panels) else PHONE_COLUMNS
+    fig = panels_figure(
+        panels,
+        3,
+        coloraxes=coloraxes,
+        row_height=250,
+        layout_cols=STEP_ROWS,
+        share_x=False,
+        phone_columns=phone_columns,
+    )
     layout = fig["layout"]
     layout["margin"] = {**layout["margin"], "r": max(layout["margin"].get("r", 0), STEP_COLOR_BAR_ROOM)}
-    # The first panel of each row names its rows: three a row (wide), two a row (a phone's layout)
+    # The first panel of each row names its rows: three a row (wide), two or one a row (a phone's layout)
     _name_step_axes(layout, len(panels), {0: _("token"), 3: _("query"), 6: _("query")})
     if "narrow" in fig:
-        _name_step_axes(
-            fig["narrow"]["layout"], len(panels), {0: _("token"), 2: _("key"), 4: _("query"), 6: _("query")}
+        row_names = (
+            {0: _("token"), 2: _("key"), 4: _("query"), 6: _("query")}
+            if phone_columns > 1
+            else {0: _("token"), 1: _("key"), 2: _("key")} | {index: _("query") for index in range(3, len(panels))}
         )
+        _name_step_axes(fig["narrow"]["layout"], len(panels), row_names)
     return fig, panel_csv(panels), square
 
 

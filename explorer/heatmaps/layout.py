@@ -27,6 +27,7 @@ from .panels import SHOW_VALUES_UP_TO, Panel
 COLUMN_GAP = 0.035  # between two panels of a row
 ROW_GAP_SHARED = 0.16  # between rows, split among them (room for the titles and tick labels of the row below)...
 ROW_GAP_EACH = 0.04  # ...plus this much each
+ROW_GAP_MOST = 64  # px at most between rows: a row's panel titles and the tick labels of the row above
 MARGINS = {"b": 45, "l": 60, "r": 20}  # px
 TOP_MARGIN, TOP_MARGIN_TITLED = 60, 85  # px above the first row: its panel titles, and the figure's title if any
 FRAME_HEIGHT = 70  # px a figure adds to its rows' heights (mostly margins)
@@ -39,6 +40,7 @@ PANEL_TITLE_FONT, PANEL_TITLE_FONT_NARROW = 12, 10  # px; narrow: four panels a 
 # panels. Four 64x64 maps a row left ~35 px each beside a colour bar that took a quarter of the width (issue #28
 # item 10).
 PHONE_ROW_HEIGHT = 190  # px a row of two panels of ~135 px, their titles and tick labels
+PHONE_WIDE_ROW_HEIGHT = 180  # px a row of one panel the phone's width: a few tokens' rows, tall enough to read
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,7 @@ def panels_figure(
     y_title: str = "",
     layout_cols: list[list[int]] | None = None,
     share_x: bool = True,
+    phone_columns: int = PHONE_COLUMNS,
 ) -> dict:
     """Heatmaps in a grid, as one figure dict with its axes laid out by hand (make_subplots is several times slower,
     and every rerun paid for it). layout_cols optionally gives, per row, the column slots used.
@@ -73,8 +76,9 @@ def panels_figure(
     fig = _grid(panels, ncols, row_height=row_height, text=text, layout_cols=layout_cols)
     for name, axis in coloraxes.items():
         fig["layout"][name] = axis
-    if ncols > PHONE_COLUMNS:
-        phone = _grid(panels, PHONE_COLUMNS, row_height=PHONE_ROW_HEIGHT, text=text, layout_cols=None)["layout"]
+    if ncols > phone_columns:
+        row_height = PHONE_ROW_HEIGHT if phone_columns > 1 else PHONE_WIDE_ROW_HEIGHT
+        phone = _grid(panels, phone_columns, row_height=row_height, text=text, layout_cols=None)["layout"]
         fig["narrow"] = narrow(with_flat_colorbars(phone, coloraxes))
     return fig
 
@@ -88,9 +92,15 @@ def _grid(
     height = _height(nrows, row_height, text)
     # Rows that each carry their own x titles (not share_x) need that much more room under them, in pixels: a title
     # under one row ran into the next row's panel titles at a projector's width
-    gap_y = ROW_GAP_SHARED / nrows + ROW_GAP_EACH + (0 if text.share_x else X_TITLE_ROOM / height)
+    own_title = 0 if text.share_x else X_TITLE_ROOM
+    top = TOP_MARGIN_TITLED if text.title else TOP_MARGIN
+    # A gap in fractions of the figure grows with it: in a tall figure (a phone's column of panels) it is capped
+    gap_y = min(
+        ROW_GAP_SHARED / nrows + ROW_GAP_EACH + own_title / height,
+        (ROW_GAP_MOST + own_title) / (height - top - MARGINS["b"]),
+    )
     slots = place(cells, even_columns(ncols, COLUMN_GAP), even_rows(nrows, gap_y))
-    layout: dict = {"height": height, "margin": {"t": TOP_MARGIN_TITLED if text.title else TOP_MARGIN, **MARGINS}}
+    layout: dict = {"height": height, "margin": {"t": top, **MARGINS}}
     if text.title:
         layout["title"] = {"text": text.title, "font": {"size": 14}}
     subplots = [_heatmap(panel, slot, ncols, text) for panel, slot in zip(panels, slots, strict=True)]

@@ -3,6 +3,7 @@ each other, each with its own axes, traces and title."""
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import plotly.graph_objects as go
@@ -121,3 +122,13 @@ def test_a_phone_layout_lays_colour_bars_flat_below_the_panels():
     spec = narrow(flat)
     assert spec == {"below": PHONE_WIDTH, "layout": flat}
     assert narrow(flat, below=400, unlabelled=True)["unlabelled"] is True
+
+
+@pytest.mark.parametrize("nrows", [1, 2, 3, 8])
+def test_rows_are_equally_tall_and_fill_the_figure_between_their_gaps(nrows):
+    rows = even_rows(nrows, 0.05)
+    heights = [top - bottom for bottom, top in rows]
+    assert max(heights) - min(heights) < 1e-12
+    assert rows[0][1] == pytest.approx(1.0)
+    assert rows[-1][0] == pytest.approx(0.0, abs=1e-12)
+    assert all(upper[0] - lower[1] == pytest.approx(0.05) for upper, lower in itertools.pairwise(rows))
