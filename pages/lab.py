@@ -88,6 +88,14 @@ show_chart(
         ),
     ),
 )
+if healed:
+    st.markdown("**" + _("After healing, up close") + "**")
+    show_chart(
+        lab.healed_figure(rows, healed),
+        name="lab-healed",
+        rows=lab.healed_csv_rows(rows, healed),
+        caption=sentences(*lab.healed_findings(rows, healed, lab.HEALED_VIEW_TOP)),
+    )
 st.dataframe(
     lab.models_table(rows, healed, context),
     hide_index=True,

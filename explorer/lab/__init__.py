@@ -39,14 +39,15 @@ from explorer.probes.lab import (
     window_nll_sums,
 )
 
-from .csv_export import pareto_rows
-from .figures import NAMES_FIT_PX, heal_loss_figure, label_positions, pareto_figure
+from .csv_export import healed_csv_rows, pareto_rows
+from .figures import HEALED_VIEW_TOP, NAMES_FIT_PX, heal_loss_figure, healed_figure, label_positions, pareto_figure
 from .link import ANSWER, CONTEXT, MEASURE, MODEL, PROMPT, TEXT
 from .stored import (
     HEAL_TABLE_PATH,
     TABLE_PATH,
     HealedRow,
     LabRow,
+    healed_as_rows,
     healed_rows,
     load_heal_table,
     load_table,
@@ -60,6 +61,7 @@ from .text import (
     METHOD_SHOWN,
     POINT_NAMES,
     best_healed_finding,
+    healed_findings,
     kept_shown,
     label_shown,
     papers_note,
@@ -74,6 +76,7 @@ __all__ = [
     "CALIBRATION_TOKENS",
     "CONTEXT",
     "EVAL_TOKENS",
+    "HEALED_VIEW_TOP",
     "HEAL_TABLE_PATH",
     "KEPT_SHOWN",
     "LAB_POINTS",
@@ -101,6 +104,10 @@ __all__ = [
     "cache_bytes_per_token",
     "convert_point",
     "heal_loss_figure",
+    "healed_as_rows",
+    "healed_csv_rows",
+    "healed_figure",
+    "healed_findings",
     "healed_rows",
     "kept_shown",
     "kept_table",

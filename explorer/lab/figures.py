@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 from explorer.i18n import _, percent
 from explorer.probes.lab import WINDOW
 
-from .stored import HealedRow, LabRow, pareto_frontier
+from .stored import HealedRow, LabRow, healed_as_rows, pareto_frontier
 from .text import label_shown, point_name, settings_shown
 
 
@@ -143,6 +143,74 @@ def pareto_figure(
         legend={"orientation": "h", "y": -0.2},
     )
     return {**fig.to_dict(), "narrow": {"below": NAMES_FIT_PX, "unlabelled": True}}  # on a phone, points unnamed
+
+
+HEALED_VIEW_TOP = 1.6  # x the original's perplexity: the healed view's top; a point above it is drawn at the edge
+
+
+def healed_figure(rows: list[LabRow], healed: dict[str, HealedRow]) -> dict:
+    """After healing, up close: the original and every healed conversion, perplexity against cache per token, each
+    named beside its point (a projector has no hover), and the frontier they make. A point above HEALED_VIEW_TOP x
+    the original's perplexity is drawn at the top edge as a triangle, its perplexity in its name."""
+    points = healed_as_rows(rows, healed)
+    original = next(row for row in points if row.key == "original")
+    top = HEALED_VIEW_TOP * original.perplexity
+    frontier = pareto_frontier(points)
+    # The original (rightmost, lowest) is named to its right, in room the x axis leaves for it
+    positions = label_positions(points) | {"original": "middle right"}
+    fig = go.Figure()
+    fig.add_trace(
+        go.Scatter(
+            x=[r.cache_bytes_per_token / 1024 for r in frontier],
+            y=[min(r.perplexity, top) for r in frontier],
+            mode="lines",
+            line={"dash": "dot", "color": "#888"},
+            name=_("frontier after healing"),
+            hoverinfo="skip",
+        )
+    )
+    twins = sorted((r for r in points if r != original), key=lambda r: r.perplexity)  # a star first: the legend's
+    groups = ((_("original"), "#4a9a6b", [original]), (_("healed"), "#2f8f5b", twins))
+    for shown, color, group in groups:
+        fig.add_trace(
+            go.Scatter(
+                x=[r.cache_bytes_per_token / 1024 for r in group],
+                y=[min(r.perplexity, top) for r in group],
+                mode="markers+text",
+                text=[f"{point_name(r)} {r.perplexity:,.2f}" + (" ↑" if r.perplexity > top else "") for r in group],
+                textposition=[positions[r.key] for r in group],
+                marker={
+                    "symbol": [
+                        "circle" if r.key == "original" else "triangle-up" if r.perplexity > top else "star"
+                        for r in group
+                    ],
+                    "size": 14,
+                    "color": color,
+                },
+                textfont={"color": color},
+                customdata=[
+                    [label_shown(r), r.perplexity, r.cache_bytes_per_token / original.cache_bytes_per_token]
+                    for r in group
+                ],
+                hovertemplate=_(
+                    "%{{customdata[0]}}<br>perplexity %{{customdata[1]:,.2f}}<br>%{{customdata[2]:.0%}} of the "
+                    "original's cache"
+                )
+                + "<extra></extra>",
+                cliponaxis=False,
+                name=shown,
+            )
+        )
+    fig.update_layout(
+        xaxis_title=_("KV cache per token, whole model (KiB, float32)"),
+        xaxis_range=[0, 1.3 * max(r.cache_bytes_per_token for r in points) / 1024],
+        yaxis_title=_("perplexity after healing (lower is better)"),
+        yaxis_range=[original.perplexity * 0.97, top * 1.02],
+        height=420,
+        margin={"t": 30},
+        legend={"orientation": "h", "y": -0.22},
+    )
+    return {**fig.to_dict(), "narrow": {"below": NAMES_FIT_PX, "unlabelled": True}}
 
 
 def heal_loss_figure(step_losses: list[float], first_loss: float | None, seconds: float) -> go.Figure:

@@ -4,7 +4,7 @@ the points benchmarks/heal.py healed (assets/heal_table.json), and the Pareto fr
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -112,3 +112,13 @@ def pareto_frontier(rows: list[LabRow]) -> list[LabRow]:
         if not frontier or row.perplexity < frontier[-1].perplexity:
             frontier.append(row)
     return frontier
+
+
+def healed_as_rows(rows: list[LabRow], healed: dict[str, HealedRow]) -> list[LabRow]:
+    """The original and each healed conversion as rows of their own (a healed row is its conversion at its healed
+    perplexity), so the frontier and the findings of what healing reached are computed as the conversions' are."""
+    return [
+        replace(row, perplexity=healed[row.key].perplexity) if row.key in healed else row
+        for row in rows
+        if row.key in healed or row.key == "original"
+    ]

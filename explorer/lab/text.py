@@ -6,7 +6,7 @@ from __future__ import annotations
 from explorer.i18n import N_, _, percent, sentences
 from explorer.probes.lab import POINTS_BY_KEY
 
-from .stored import HealedRow, LabRow, pareto_frontier
+from .stored import HealedRow, LabRow, healed_as_rows, pareto_frontier
 
 # The page's words for what the table stores in English: option values and the names of what each reduction kept.
 METHOD_SHOWN = {"mean": N_("method=mean"), "pca": N_("method=pca")}
@@ -105,7 +105,6 @@ def pareto_findings(rows: list[LabRow], healed: dict[str, HealedRow]) -> list[st
                 high=percent(closed[-1].gap_closed),
             )
         )
-        findings.append(best_healed_finding(rows, healed))
     # Models that share one cache size, compared in one sentence, best first.
     for size in sorted({r.cache_bytes_per_token for r in rows}):
         same = sorted((r for r in rows if r.cache_bytes_per_token == size), key=lambda r: r.perplexity)
@@ -119,6 +118,17 @@ def pareto_findings(rows: list[LabRow], healed: dict[str, HealedRow]) -> list[st
                     ),
                 )
             )
+            twins = sorted(((r, healed[r.key]) for r in same if r.key in healed), key=lambda pair: pair[1].perplexity)
+            if len(twins) > 1:
+                findings.append(
+                    _(
+                        "Healed, at that cache: {models}.",
+                        models=_(", ").join(
+                            _("{model} {perplexity}", model=point_name(r), perplexity=f"{twin.perplexity:,.2f}")
+                            for r, twin in twins
+                        ),
+                    )
+                )
     return findings
 
 
@@ -135,6 +145,30 @@ def best_healed_finding(rows: list[LabRow], healed: dict[str, HealedRow]) -> str
         ratio=f"{best.perplexity / original.perplexity:,.2f}",
         share=percent(best.cache_bytes_per_token / original.cache_bytes_per_token),
     )
+
+
+def healed_findings(rows: list[LabRow], healed: dict[str, HealedRow], top: float) -> list[str]:
+    """What the healed view shows: its frontier, the point closest to the original, and the points drawn at its top
+    edge (above `top` x the original's perplexity)."""
+    points = healed_as_rows(rows, healed)
+    original = next(row for row in points if row.key == "original")
+    above = [row for row in points if row.perplexity > top * original.perplexity]
+    findings = [
+        _(
+            "After healing, on the frontier: {models}.",
+            models=_(", ").join(point_name(r) for r in pareto_frontier(points)),
+        ),
+        best_healed_finding(rows, healed),
+    ]
+    if above:
+        findings.append(
+            _(
+                "Drawn at the top edge (▲), above {ratio}x the original's perplexity: {models}.",
+                ratio=f"{top:g}",
+                models=_(", ").join(point_name(r) for r in above),
+            )
+        )
+    return findings
 
 
 def papers_note(healed: dict[str, HealedRow]) -> str:

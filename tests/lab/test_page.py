@@ -30,7 +30,7 @@ def test_the_chart_plots_the_stored_table_with_its_frontier():
     at = open_page("lab")
     no_exception(at)
     assert at.title[0].value == "Trade-off lab"
-    (spec,) = chart_specs(at)
+    spec = chart_specs(at)[0]  # the Pareto chart; the healed view is the second
     table = lab.load_table()
     names = {row.key: lab.point_name(row) for row in lab.table_rows(table)}
     expected = {names[row["key"]]: (row["cache_bytes_per_token"] / 1024, row["perplexity"]) for row in table["rows"]}
@@ -55,7 +55,7 @@ def test_the_chart_plots_the_stored_table_with_its_frontier():
 def test_the_labs_cache_figures_are_the_models_float32_whatever_the_sidebar_says(dtype):
     at = open_page("lab", Settings(dtype=dtype).to_link())
     no_exception(at)
-    (spec,) = chart_specs(at)
+    spec = chart_specs(at)[0]  # the Pareto chart; the healed view is the second
     original = next(row for row in lab.load_table()["rows"] if row["key"] == "original")
     x = dict(zip(spec["data"][1]["text"], spec["data"][1]["x"], strict=True))
     assert x[lab.point_name(lab.table_rows(lab.load_table())[0])] == original["cache_bytes_per_token"] / 1024
@@ -152,7 +152,7 @@ def test_each_healed_point_is_a_star_below_its_conversion_with_an_arrow_and_a_ro
     stored = {row["key"]: row for row in lab.load_heal_table()["rows"]}
     at = open_page("lab")
     no_exception(at)
-    (spec,) = chart_specs(at)
+    spec = chart_specs(at)[0]  # the Pareto chart; the healed view is the second
     stars = next(trace for trace in spec["data"] if trace.get("marker", {}).get("symbol") == "star")
     drawn = sorted(zip(stars["x"], stars["y"], strict=True))
     expected = sorted((row["cache_bytes_per_token"] / 1024, row["perplexity_after"]) for row in stored.values())
@@ -165,3 +165,62 @@ def test_each_healed_point_is_a_star_below_its_conversion_with_an_arrow_and_a_ro
     table = at.dataframe[0].value
     healed_rows = table[table["model"].str.endswith(", healed")]
     assert sorted(healed_rows["perplexity"]) == sorted(f"{row['perplexity_after']:,.2f}" for row in stored.values())
+
+
+def test_the_healed_findings_are_computed_from_the_stars_drawn():
+    stored = lab.load_heal_table()["rows"]
+    rows = lab.table_rows(lab.load_table())
+    original = next(r for r in rows if r.key == "original")
+    at = open_page("lab")
+    caption = next(c.value for c in at.caption if "On the frontier" in c.value)
+    healed_caption = next(c.value for c in at.caption if "After healing, on the frontier" in c.value)
+    best = min(stored, key=lambda row: row["perplexity_after"])
+    name = lab.point_name(next(r for r in rows if r.key == best["key"]))
+    assert (
+        f"Closest to the original once healed: {name} at perplexity {best['perplexity_after']:,.2f}, "
+        f"{best['perplexity_after'] / original.perplexity:,.2f}x the original's" in healed_caption
+    )
+    # Where conversions share a cache size, their healed twins are compared too, best first.
+    by_size: dict[int, list[dict]] = {}
+    for row in stored:
+        by_size.setdefault(row["cache_bytes_per_token"], []).append(row)
+    shared = [group for group in by_size.values() if len(group) > 1]
+    assert caption.count("Healed, at that cache: ") == len(shared)
+    for group in shared:
+        listed = ", ".join(
+            f"{lab.point_name(next(r for r in rows if r.key == row['key']))} {row['perplexity_after']:,.2f}"
+            for row in sorted(group, key=lambda row: row["perplexity_after"])
+        )
+        assert f"Healed, at that cache: {listed}." in caption
+
+
+def test_the_healed_view_draws_every_healed_point_and_the_frontier_they_make():
+    stored = lab.load_heal_table()["rows"]
+    rows = lab.table_rows(lab.load_table())
+    original = next(r for r in rows if r.key == "original")
+    top = lab.HEALED_VIEW_TOP * original.perplexity
+    at = open_page("lab")
+    no_exception(at)
+    spec = chart_specs(at)[1]
+    line, first, twins = spec["data"]
+    assert list(zip(first["x"], first["y"], strict=True)) == [
+        (original.cache_bytes_per_token / 1024, original.perplexity)
+    ]
+    drawn = sorted(zip(twins["x"], twins["y"], strict=True))
+    assert drawn == pytest.approx(
+        sorted((row["cache_bytes_per_token"] / 1024, min(row["perplexity_after"], top)) for row in stored)
+    )
+    # Above the view's top a point sits at the edge as a triangle, its real perplexity in its name.
+    for y, symbol, text in zip(twins["y"], twins["marker"]["symbol"], twins["text"], strict=True):
+        assert (symbol == "triangle-up") == (y == top)
+        assert text.split(" ")[-1] == ("↑" if y == top else f"{y:,.2f}")
+    # The frontier: every drawn point that no other drawn point beats on both cache and perplexity.
+    points = [(row["cache_bytes_per_token"], row["perplexity_after"]) for row in stored] + [
+        (original.cache_bytes_per_token, original.perplexity)
+    ]
+    on_it = sorted(
+        (c / 1024, min(p, top))
+        for c, p in points
+        if not any(c2 <= c and p2 < p and (c2, p2) != (c, p) for c2, p2 in points)
+    )
+    assert sorted(zip(line["x"], line["y"], strict=True)) == pytest.approx(on_it)
