@@ -174,7 +174,7 @@ def healed_findings(rows: list[LabRow], healed: dict[str, HealedRow], top: float
 def papers_note(healed: dict[str, HealedRow]) -> str:
     """What the papers did after converting, and how far the healed points (if any) went in that direction."""
     papers = _(
-        "Every conversion here is **training-free**. The methods it follows all recovered quality by training "
+        "The conversions here (●) are **training-free**. The methods they follow all recovered quality by training "
         "afterwards: the GQA paper (Ainslie et al., 2023) *uptrained* mean-pooled checkpoints with 5 % of the "
         "original pre-training compute; MHA2MLA (Ji et al., 2025) fine-tuned its partial-RoPE, low-rank models on a "
         "small fraction of the pre-training data; TransMLA (Meng et al., 2025) fine-tuned its converted models on "
