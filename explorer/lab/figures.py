@@ -15,9 +15,15 @@ from .text import label_shown, point_name, settings_shown
 
 
 def _legend_name(variant: str, group: list[LabRow]) -> str:
-    """The variant's abbreviation; GQA with one KV head is MQA (the lab's "gqa" rows all have n_kv_heads=1)."""
+    """The variant's abbreviation; GQA with one KV head is MQA (the lab's "gqa" rows all have n_kv_heads=1); MLA's
+    points are named by their latent width d_c, so the legend says so (and the rotary width, when they share one)."""
     if variant == "gqa" and all(r.options.get("n_kv_heads") == 1 for r in group):
         return "MQA"
+    if variant == "mla":
+        rope_dims = {r.options["qk_rope_head_dim"] for r in group}
+        if len(rope_dims) == 1:
+            return _("MLA, named by d_c (+ d_h^R {d_r})", d_r=rope_dims.pop())
+        return _("MLA, named by d_c")
     return variant.upper()
 
 
@@ -46,9 +52,10 @@ def _add_healed(fig: go.Figure, rows: list[LabRow], healed: dict[str, HealedRow]
     )
     for row, twin in twins:
         fig.add_annotation(
-            x=twin.cache_bytes_per_token / 1024,
-            y=math.log10(twin.perplexity),  # annotations on a log axis are placed by the log of the value
-            ax=row.cache_bytes_per_token / 1024,
+            # annotations on a log axis are placed by the log of the value (both axes are log)
+            x=math.log10(twin.cache_bytes_per_token / 1024),
+            y=math.log10(twin.perplexity),
+            ax=math.log10(row.cache_bytes_per_token / 1024),
             ay=math.log10(row.perplexity),
             xref="x",
             yref="y",
@@ -89,7 +96,15 @@ def pareto_figure(
     """Perplexity (log) against KV cache per token (KiB, whole model, float32), every point named beside it; the
     frontier as a line; hover adds the settings and the whole-model cache at context_length tokens."""
     frontier = pareto_frontier(rows)
-    positions = label_positions(rows)
+    # MLA points are named by their latent width alone, above them: below are their healed twins and the arrows, and
+    # on a log axis their widths sit ~30 px apart at a laptop's width, room for "256" but not for "MLA 256+32"
+    # (beside it where another model shares its cache: above it runs that model's arrow to its healed twin)
+    shared = [r.cache_bytes_per_token for r in rows]
+    positions = label_positions(rows) | {
+        r.key: "middle right" if shared.count(r.cache_bytes_per_token) > 1 else "top center"
+        for r in rows
+        if r.variant == "mla"
+    }
     fig = go.Figure()
     fig.add_trace(
         go.Scatter(
@@ -111,7 +126,7 @@ def pareto_figure(
                 x=[r.cache_bytes_per_token / 1024 for r in group],
                 y=[r.perplexity for r in group],
                 mode="markers+text",
-                text=[point_name(r) for r in group],
+                text=[str(r.options["kv_lora_rank"]) if variant == "mla" else point_name(r) for r in group],
                 textposition=[positions[r.key] for r in group],
                 textfont={"color": colors[variant]},
                 marker={
@@ -133,8 +148,11 @@ def pareto_figure(
         )
     _add_healed(fig, rows, healed or {})
     fig.update_layout(
-        xaxis_title=_("KV cache per token, whole model (KiB, float32)"),
-        xaxis_rangemode="tozero",
+        # log: caches a few times apart (MQA's 15 KiB, the MLA widths, GQA's 45, MHA's 135) spread evenly, so the
+        # MLA points' names no longer pile up at the left beside their healed twins
+        xaxis_title=_("KV cache per token, whole model (KiB, float32, log scale)"),
+        xaxis_type="log",
+        xaxis_tickvals=[10, 15, 20, 30, 45, 70, 100, 150],  # Plotly's own put bare 2s and 5s between the powers of ten
         yaxis_title=_("perplexity (log scale; lower is better)"),
         yaxis_type="log",
         yaxis_dtick=1,  # a label at each power of ten (10, 100, 1000): Plotly's own puts bare 2s and 5s between

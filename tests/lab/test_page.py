@@ -32,7 +32,11 @@ def test_the_chart_plots_the_stored_table_with_its_frontier():
     assert at.title[0].value == "Trade-off lab"
     spec = chart_specs(at)[0]  # the Pareto chart; the healed view is the second
     table = lab.load_table()
-    names = {row.key: lab.point_name(row) for row in lab.table_rows(table)}
+    # MLA points are named by their latent width on the chart (the legend says so), the others by their short name
+    names = {
+        row.key: str(row.options["kv_lora_rank"]) if row.variant == "mla" else lab.point_name(row)
+        for row in lab.table_rows(table)
+    }
     expected = {names[row["key"]]: (row["cache_bytes_per_token"] / 1024, row["perplexity"]) for row in table["rows"]}
     plotted = {}
     for trace in spec["data"][1:]:
@@ -49,6 +53,9 @@ def test_the_chart_plots_the_stored_table_with_its_frontier():
     assert sorted(zip(line["x"], line["y"], strict=True)) == pytest.approx(frontier)
     assert spec["layout"]["yaxis"]["type"] == "log"
     assert spec["layout"]["yaxis"]["dtick"] == 1  # labelled at powers of ten only
+    assert spec["layout"]["xaxis"]["type"] == "log"
+    mla_legend = next(trace["name"] for trace in spec["data"] if trace.get("marker", {}).get("color") == "#8a5cb8")
+    assert mla_legend == "MLA, named by d_c (+ d_h^R 32)"
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
