@@ -3,6 +3,7 @@ heal's loss."""
 
 from __future__ import annotations
 
+import copy
 import math
 
 import plotly.graph_objects as go
@@ -160,7 +161,15 @@ def pareto_figure(
         margin={"t": 30},
         legend={"orientation": "h", "y": -0.2},
     )
-    return {**fig.to_dict(), "narrow": {"below": NAMES_FIT_PX, "unlabelled": True}}  # on a phone, points unnamed
+    return _with_phone_layout(fig.to_dict())
+
+
+def _with_phone_layout(figure: dict) -> dict:
+    """On a phone the points go unnamed (the legend, the caption and the table name them) and the cache axis takes a
+    shorter title: the whole one ran past a 400 px chart's edge."""
+    phone = copy.deepcopy(figure["layout"])
+    phone["xaxis"]["title"]["text"] = _("KV cache per token (KiB, float32, log)")
+    return {**figure, "narrow": {"below": NAMES_FIT_PX, "unlabelled": True, "layout": phone}}
 
 
 HEALED_VIEW_TOP = 1.6  # x the original's perplexity: the healed view's top; a point above it is drawn at the edge
