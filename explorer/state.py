@@ -43,6 +43,7 @@ from .settings import (
     rope_dim_choices,
     version_note,
 )
+from .verbatim import show_verbatim
 
 T = TypeVar("T")
 
@@ -73,7 +74,9 @@ def page_settings(page_key: str) -> Settings:
     _write_link(settings.to_link() | {LINK_PARAM: i18n.language()})
     with st.sidebar:
         _share_tools(settings)
-        with st.expander(_("Symbols: what each letter means"), icon=":material/menu_book:"):
+        # A popover, not an expander: a folded expander's formulas are typeset anyway, on every new visit before its
+        # first chart (benchmarks/MEASUREMENTS.md); a popover draws them when opened
+        with st.popover(_("Symbols: what each letter means"), icon=":material/menu_book:", width="stretch"):
             st.markdown(glossary_markdown())
     return settings
 
@@ -468,7 +471,7 @@ def _current_link() -> str:
 def _show_link(box: DeltaGenerator) -> None:
     link = _current_link()
     with box.container():
-        st.code(link, language=None, wrap_lines=True)
+        show_verbatim(link)
         _warn_if_local(link)
 
 
@@ -492,7 +495,7 @@ def _qr_code() -> None:
         alt = html.escape(_("QR code of the link: {link}", link=link))
         st.html(f'<img class="share-qr" src="{image}" alt="{alt}">')
     _warn_if_local(link)
-    st.code(link, language=None, wrap_lines=True)
+    show_verbatim(link)
 
 
 def _warn_about_link(notes: list[str]) -> None:
@@ -506,7 +509,7 @@ def _warn_about_link(notes: list[str]) -> None:
 
 def _share_tools(settings: Settings) -> None:
     st.subheader(_("Share"))
-    st.caption(_("This link opens exactly this view (same weights, inputs and numbers). Copy it with the icon."))
+    st.caption(_("This link opens exactly this view (same weights, inputs and numbers)."))
     st.session_state[_SHARE_BOX] = box = st.empty()  # redrawn as the page's own controls write to the link
     _show_link(box)
     # A dialog drawn on demand: a QR code takes too long to make for every press of every slider.

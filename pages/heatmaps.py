@@ -14,6 +14,7 @@ from explorer.glossary import variant_name
 from explorer.i18n import N_, _, language, n_, sentences
 from explorer.params import shown
 from explorer.state import bound, page_settings, text_box
+from explorer.verbatim import show_verbatim
 
 # The variants' names in the notes' terms (translated where shown).
 INPUT_KINDS = {"random": N_("Random vectors"), "text": N_("Your text")}
@@ -294,7 +295,7 @@ try:
         chart = view.heads_chart(cfg, settings.seed, spec, causal, heads, pool, lang)
 except ValueError as error:  # a configuration the core refuses, with its own sentence
     st.error(_("This layer cannot be built at these settings: change one in the sidebar. The core's reason:"))
-    st.code(str(error), language=None, wrap_lines=True)  # the library's own words (English), for whoever reports it
+    show_verbatim(str(error))  # the library's own words (English), for whoever reports it
     st.stop()
 pooling = chart.pooling
 shown_notes = fixed_place()

@@ -14,6 +14,7 @@ from explorer.charts import format_bytes, show_chart
 from explorer.i18n import _, fmt, language, sentences
 from explorer.probes import FLOAT32_TOLERANCE
 from explorer.state import bound, link_shown_after, page_link, page_settings
+from explorer.verbatim import show_verbatim
 
 settings = page_settings("kv_cache")
 
@@ -144,7 +145,7 @@ def step_shapes(step: int) -> None:
             step=step,
         )
     )
-    st.code(view.step_log(traces, step), language=None, wrap_lines=True)  # no sideways scroll on a projector
+    show_verbatim(view.step_log(traces, step))
     st.dataframe(
         view.step_table(traces, step),
         hide_index=True,

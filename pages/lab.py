@@ -15,6 +15,7 @@ from explorer.model import trained_model
 from explorer.probes import healing
 from explorer.state import bound, page_settings, text_box
 from explorer.trained import token_chips, token_labels
+from explorer.verbatim import show_verbatim
 
 page_settings("lab")
 
@@ -203,7 +204,7 @@ def heal_section(key: str, model_name: str) -> None:
                     "What the server reported:"
                 )
             )
-            st.code(progress.error or "", language=None, wrap_lines=True)  # the server's own words, for its keeper
+            show_verbatim(progress.error or "")  # the server's own words, for its keeper
     if progress is None or progress.phase == "failed":
         if trained_model() is not None:
             st.button(

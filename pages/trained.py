@@ -9,6 +9,7 @@ from explorer.charts import format_bytes, shape_text, show_chart
 from explorer.i18n import _, language
 from explorer.model import trained_model
 from explorer.state import bound, follow, page_settings, text_box
+from explorer.verbatim import show_verbatim
 
 page_settings("trained")
 
@@ -236,7 +237,7 @@ else:
             **cache_sentence,
         )
     )
-st.code(now.text or " ", language=None, wrap_lines=True)
+show_verbatim(now.text)
 show_chart(
     view.cache_growth_figure(trace, step),
     name="trained-cache-growth",

@@ -15,6 +15,7 @@ from explorer.charts import LIVE_CHART_NAME
 from explorer.pages import PAGES
 from explorer.settings import Settings, normalize
 from explorer.state import SETTINGS_KEY
+from explorer.verbatim import shown_text
 
 REPO = Path(__file__).resolve().parents[2]
 TIMEOUT = 180  # seconds for one run; generous because the machine is shared (a run normally takes well under 1 s)
@@ -52,6 +53,12 @@ def open_script(path: Path, query: dict | None = None) -> AppTest:
     for key, value in (query or {}).items():
         at.query_params[key] = value
     return at.run()
+
+
+def verbatim(root) -> list[str]:
+    """The texts shown as they are (explorer.verbatim: a link, a decode log, an answer, an error) under root (at.main,
+    at.sidebar, or the whole AppTest), in page order."""
+    return [text for element in root.get("html") if (text := shown_text(element.value)) is not None]
 
 
 def sidebar_settings(at: AppTest) -> Settings:

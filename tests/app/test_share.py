@@ -16,7 +16,7 @@ from explorer.charts import LIVE_CHART_NAME, PLOTLY_WORDS
 from explorer.pages import PAGES
 from explorer.settings import Settings
 
-from .helpers import all_elements, chart_payload, chart_specs, charts, open_page
+from .helpers import all_elements, chart_payload, chart_specs, charts, open_page, verbatim
 
 LINKED = Settings(
     variants=("mha", "gqa", "mla"),
@@ -58,7 +58,7 @@ def test_the_json_download_holds_everything_the_link_holds(page, media):
 @pytest.mark.parametrize("page", PAGES)
 def test_the_share_box_shows_a_link_with_every_setting(page):
     at = open_page(page, LINKED.to_link())
-    link = at.sidebar.code[0].value
+    link = verbatim(at.sidebar)[0]
     query = dict(part.split("=", 1) for part in link.split("?", 1)[1].split("&"))
     for name, value in LINKED.to_link().items():
         assert query[name] == value.replace(",", "%2C")
@@ -115,8 +115,8 @@ def test_every_chart_keeps_the_png_toolbar(page):
 
 def test_the_share_box_link_includes_the_page_s_own_view_settings():
     at = open_page("mapping", {"map_variant": "mla"})
-    (box,) = [code for code in at.sidebar.code]
-    query = parse_qs(urlparse(box.value).query)
+    (box,) = verbatim(at.sidebar)
+    query = parse_qs(urlparse(box).query)
     assert query["map_variant"] == ["mla"]
     assert "map_store" in query
 
@@ -158,7 +158,7 @@ def test_the_qr_code_opens_the_link_shown(lang):
     assert not [h for h in at.get("html") if 'class="share-qr"' in h.proto.body]  # made only when asked for
     next(b for b in at.sidebar.button if "qr_code" in (b.proto.icon or "")).click().run()
     assert not at.exception
-    shown = at.sidebar.code[0].value
+    shown = verbatim(at.sidebar)[0]
     assert qr_text(at) == shown
     query = parse_qs(urlparse(shown).query)
     assert query["lang"] == [lang]

@@ -17,6 +17,6 @@ def test_one_new_visitor_after_another_sees_the_kv_cache_page(server, browser):
             tab.goto(f"{server.url}/kv_cache")  # no second try: a blank page stays blank
             wait_for_app(tab, chart_count=4)
             assert errors == [], f"visit {visit + 1}: {errors}"
-            assert "kv_step=" in tab.locator('[data-testid="stSidebar"] [data-testid="stCode"]').first.inner_text()
+            assert "kv_step=" in tab.locator('[data-testid="stSidebar"] pre.verbatim-text').first.inner_text()
         finally:
             context.close()

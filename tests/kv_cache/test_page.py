@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 from attn_core import PRESETS, VARIANTS, bytes_per_element, kv_cache_bytes
 from explorer.settings import Settings
-from tests.app.helpers import chart_bytes, chart_specs
+from tests.app.helpers import chart_bytes, chart_specs, verbatim
 
 REPO = Path(__file__).resolve().parents[2]
 PAGE_FILE = str(REPO / "pages" / "kv_cache.py")
@@ -140,7 +140,7 @@ def test_each_variant_decodes_with_bytes_on_the_formula_and_outputs_on_the_full_
     shown = at.dataframe[0].value
     assert float(shown.iloc[0]["max |Δ|"]) < 1e-5
     assert shown.iloc[0]["Tokens held"] == 11
-    assert "Step 4:" in at.code[0].value
+    assert "Step 4:" in verbatim(at.main)[0]
 
 
 def test_moving_the_step_reads_the_same_trace_and_prints_its_shapes():
@@ -148,7 +148,7 @@ def test_moving_the_step_reads_the_same_trace_and_prints_its_shapes():
     first = chart(at, "Bytes held after each step")["data"]
     at.slider(key="view_kv_step").set_value(5).run()
     assert_clean(at)
-    log = at.code[0].value
+    log = verbatim(at.main)[0]
     assert "GQA  Step 5: K cache shape: [1, 2, 17, 64], V cache shape: [1, 2, 17, 64]" in log
     assert "MLA  Step 5: c_kv cache shape: [1, 1, 17, 128], k_rope cache shape: [1, 1, 17, 32]" in log
     after = chart(at, "Bytes held after each step")["data"]
@@ -162,10 +162,10 @@ def test_the_share_box_shows_the_steps_link_drawn_after_the_fragment():
     (explorer.state.link_shown_after), carries the step as the address bar does."""
     at = open_page(Settings().to_link() | {"kv_step": "3"})
     assert_clean(at)
-    (shown,) = at.sidebar.code
-    assert "kv_step=3" in shown.value
+    (shown,) = verbatim(at.sidebar)
+    assert "kv_step=3" in shown
     at.slider(key="view_kv_step").set_value(5).run()
-    assert "kv_step=5" in at.sidebar.code[0].value
+    assert "kv_step=5" in verbatim(at.sidebar)[0]
 
 
 def test_the_pitfall_toggle_measures_mha_sized_caches_for_grouped_variants():
@@ -227,7 +227,7 @@ def step_shown(at) -> dict:
     markers = next(t for t in chart(at, "Bytes held after each step")["data"] if t["name"] == "at the step")
     return {
         "slider": at.slider(key="view_kv_step").value,
-        "log": int(at.code[0].value.split("Step ", 1)[1].split(":", 1)[0]),
+        "log": int(verbatim(at.main)[0].split("Step ", 1)[1].split(":", 1)[0]),
         "table": int(at.dataframe[0].value.iloc[0]["Tokens held"]) - int(at.query_params["kv_prompt"]),
         "markers": markers["x"][0],
         "link": int(at.query_params["kv_step"]),

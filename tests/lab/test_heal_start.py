@@ -14,7 +14,7 @@ import pytest
 from attn_core.pretrained import ModelNotInstalled
 from explorer.lab import computed as cached
 from explorer.probes import healing
-from tests.app.helpers import open_page
+from tests.app.helpers import open_page, verbatim
 
 CALIBRATING = "mla-128-32"  # needs calibration: its thread stops at the held step
 ALSO_CALIBRATING = "mqa-pca"
@@ -112,7 +112,7 @@ def test_a_failure_in_the_heal_thread_reaches_the_page_as_a_message(lm, held):
     assert not at.exception
     # The page's sentence; the server's own report beside it, as code, word for word.
     assert any("stopped before it finished" in warning.value for warning in at.warning)
-    assert any(FAILURE in block.value for block in at.code)
+    assert any(FAILURE in text for text in verbatim(at.main))
     assert [b for b in at.button if "healing" in (b.proto.icon or "")]  # pressed again, it starts over
 
 
@@ -125,4 +125,4 @@ def test_a_failed_heal_is_worded_in_the_pages_language(lm, held, missing, said):
     (warning,) = [w.value for w in at.warning if said in w.value]
     assert "OSError" not in warning
     assert "ModelNotInstalled" not in warning
-    assert [block.value for block in at.code if "Error" in block.value] == ([] if missing else [error])
+    assert [text for text in verbatim(at.main) if "Error" in text] == ([] if missing else [error])

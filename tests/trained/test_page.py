@@ -10,7 +10,7 @@ import torch
 from attn_core.pretrained import GGUF_NAME, ModelFileMissing, ModelPackageMissing, load_pretrained
 from explorer import model as model_module
 from explorer import trained as view
-from tests.app.helpers import chart_specs, charts, open_page, payload_bytes
+from tests.app.helpers import chart_specs, charts, open_page, payload_bytes, verbatim
 
 PAYLOAD_BUDGET = 1_000_000
 
@@ -114,7 +114,7 @@ def test_writing_is_the_models_greedy_answer(lm):
         lm.generate(lm.chat_ids([{"role": "user", "content": view.DEFAULT_PROMPT}]), view.MAX_NEW_TOKENS),
         skip_special=True,
     )
-    assert at.code[0].value == expected
+    assert verbatim(at.main)[0] == expected
 
 
 @pytest.mark.parametrize(
@@ -151,7 +151,7 @@ def test_a_new_prompt_opens_its_answer_at_the_last_step(lm):
     slider = step_slider(at)
     assert slider.value == slider.max > 3
     ids = lm.chat_ids([{"role": "user", "content": "Explain why the sky is blue in two sentences."}])
-    assert at.code[0].value == lm.decode(lm.generate(ids, view.MAX_NEW_TOKENS), skip_special=True)
+    assert verbatim(at.main)[0] == lm.decode(lm.generate(ids, view.MAX_NEW_TOKENS), skip_special=True)
 
 
 def test_a_paste_longer_than_the_box_takes_is_cut_with_a_note_saying_where(lm):
