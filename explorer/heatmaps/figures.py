@@ -155,14 +155,14 @@ def steps_figure(
     layout = fig["layout"]
     layout["margin"] = {**layout["margin"], "r": max(layout["margin"].get("r", 0), STEP_COLOR_BAR_ROOM)}
     # The first panel of each row names its rows: three a row (wide), two or one a row (a phone's layout)
-    _name_step_axes(layout, len(panels), {0: _("token"), 3: _("query"), 6: _("query")})
+    _name_step_axes(layout, panels, {0: _("token"), 3: _("query"), 6: _("query")})
     if "narrow" in fig:
         row_names = (
             {0: _("token"), 2: _("key"), 4: _("query"), 6: _("query")}
             if phone_columns > 1
             else {0: _("token"), 1: _("key"), 2: _("key")} | {index: _("query") for index in range(3, len(panels))}
         )
-        _name_step_axes(fig["narrow"]["layout"], len(panels), row_names)
+        _name_step_axes(fig["narrow"]["layout"], panels, row_names)
     return fig, panel_csv(panels), square
 
 
@@ -259,16 +259,18 @@ def _standing_bar(y: float, title: str, length: float) -> dict:
     }
 
 
-def _name_step_axes(layout: dict, n_panels: int, y_names: dict[int, str]) -> None:
-    """Each step's x title (Q, K and V: none, their titles name the dims) with a few ticks (a phone leaves ~60 px a
-    panel: "0 20 40 60" ran together), and the y titles of the panels in y_names (by panel index)."""
+def _name_step_axes(layout: dict, panels: list[Panel], y_names: dict[int, str]) -> None:
+    """Each step's x title (Q, K and V: none, their titles name the dims) and the y titles of the panels in y_names
+    (by panel index). x ticks at the two ends only: Plotly sets an inner panel's x title at its tick labels' height,
+    so a middle tick ("50" of 128 keys) ran into it, and a phone leaves ~60 px a panel ("0 20 40 60" ran together)."""
     x_names = ["", "", "", _("key"), _("key"), _("key"), _("key"), _("dim")]
-    for index, x_name in enumerate(x_names[:n_panels]):
-        suffix = axis_suffix(index)
-        layout[f"xaxis{suffix}"]["title"] = {"text": x_name, "font": {"size": 10}, "standoff": 4}
-        layout[f"xaxis{suffix}"]["nticks"] = 3
+    for index, (panel, x_name) in enumerate(zip(panels, x_names, strict=False)):
+        axis = layout[f"xaxis{axis_suffix(index)}"]
+        axis["title"] = {"text": x_name, "font": {"size": 10}, "standoff": 4}
+        axis["tickmode"] = "array"
+        axis["tickvals"] = [panel.x[0], panel.x[-1]]
         if index in y_names:
-            layout[f"yaxis{suffix}"]["title"] = {"text": y_names[index], "font": {"size": 10}}
+            layout[f"yaxis{axis_suffix(index)}"]["title"] = {"text": y_names[index], "font": {"size": 10}}
 
 
 def decode_figure(

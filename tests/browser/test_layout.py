@@ -11,6 +11,7 @@ the page's point (the ✓ and the ratios) are in view without scrolling.
 
 from __future__ import annotations
 
+import re
 from urllib.parse import urlsplit
 
 import pytest
@@ -38,7 +39,9 @@ BOXES = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map((p
         '.infolayer text[class$="title"], .annotation-text'))
         .filter(e => (e.textContent || '').trim() && e.getBoundingClientRect().width > 0)
         .map(e => ({text: e.textContent.trim().slice(0, 60), kind: e.getAttribute('class'), box: box(e)}));
-    const ticks = Array.from(plot.querySelectorAll('.xtick text, .ytick text'))
+    // every subplot's axis tick labels (xtick, x2tick, y3tick, ...; not the colour bars'), not only the first axes'
+    const ticks = Array.from(plot.querySelectorAll('g[class$="tick"] > text'))
+        .filter(e => /^[xy][0-9]*tick$/.test(e.parentNode.getAttribute('class')))
         .filter(e => (e.textContent || '').trim() && e.getBoundingClientRect().width > 0)
         .map(e => ({text: e.textContent.trim().slice(0, 60), box: box(e)}));
     const bar = plot.querySelector('.modebar');
@@ -238,6 +241,26 @@ def test_a_short_sequence_keeps_its_tick_labels_apart_on_a_phone(server, browser
             if overlap(a["box"], b["box"])
         ]
         assert not together, together
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_steps_axis_titles_clear_their_ticks_at_128_tokens(server, browser, lang):
+    """Plotly sets an inner panel's x title at its tick labels' height: at 128 tokens the middle tick ("50") ran into
+    "key" under ① to ④ (at 64 the title happened to fall between two ticks). Ticks now mark the two ends only."""
+    context, tab, _ = open_at(browser, server, "heatmaps", SIZES["projector"], lang, Settings(seq_len=128))
+    try:
+        clear = 3  # px: boxes that merely touch read as one word ("50key")
+        problems = [
+            f"chart {chart['index']}: {title['text']!r} against the tick {tick['text']!r}"
+            for chart in tab.evaluate(BOXES)
+            for title in chart["texts"]
+            if re.fullmatch(r"x\d*title", title["kind"] or "")
+            for tick in chart["ticks"]
+            if overlap([a + d for a, d in zip(title["box"], (-clear, -clear, clear, clear), strict=True)], tick["box"])
+        ]
+        assert not problems, problems
     finally:
         context.close()
 
