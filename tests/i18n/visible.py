@@ -10,6 +10,8 @@ from google.protobuf.message import Message
 
 from tests.app.helpers import all_elements, chart_specs
 
+# Text shown as it is (explorer.verbatim): a link, a log, a model's answer, shown in no language of ours.
+VERBATIM_TEXT = re.compile(r'<pre class="verbatim-text">.*?</pre>', re.S)
 # Proto fields that are not shown as words: ids, keys, data, styles, URLs, icons, the user's own text.
 SKIPPED_FIELDS = {
     "id",
@@ -160,7 +162,10 @@ def visible_texts(at) -> list[str]:
     out: list[str] = []
     for node in all_elements(at):
         proto = getattr(node, "proto", None)
-        if proto is not None and node.type not in ("bidi_component", "arrow_data_frame", "arrow_table"):
+        if node.type == "html" and VERBATIM_TEXT.search(proto.body):
+            # its copy button is ours to translate, its text is not
+            out.append(VERBATIM_TEXT.sub("", proto.body))
+        elif proto is not None and node.type not in ("bidi_component", "arrow_data_frame", "arrow_table"):
             _proto_strings(proto, out)
     for frame in [*at.dataframe, *at.table]:
         table = frame.value
