@@ -132,11 +132,17 @@ def pareto_findings(rows: list[LabRow], healed: dict[str, HealedRow]) -> list[st
     return findings
 
 
+def closest_healed(rows: list[LabRow], healed: dict[str, HealedRow]) -> HealedRow:
+    """The healed conversion nearest the original's perplexity."""
+    by_key = {row.key: row for row in rows}
+    return min((twin for twin in healed.values() if twin.key in by_key), key=lambda twin: twin.perplexity)
+
+
 def best_healed_finding(rows: list[LabRow], healed: dict[str, HealedRow]) -> str:
     """The healed point nearest the original's perplexity, with its share of the original's cache."""
     original = next(row for row in rows if row.key == "original")
     by_key = {row.key: row for row in rows}
-    best = min((twin for twin in healed.values() if twin.key in by_key), key=lambda twin: twin.perplexity)
+    best = closest_healed(rows, healed)
     return _(
         "Closest to the original once healed: {model} at perplexity {perplexity}, {ratio}x the original's, with {share} "
         "of its cache.",

@@ -193,6 +193,24 @@ STEPS: tuple[Step, ...] = (
             "own; MQA forces every head onto one shared key."
         ),
     ),
+    # Last, after the choice it qualifies: a link to any earlier step opens the step it always did.
+    Step(
+        "healed",
+        N_("After healing: the conversions trained back"),
+        N_(
+            "The papers behind these conversions never stopped at converting: GQA was made from MHA checkpoints "
+            "and then trained further, and the MLA conversions of MHA2MLA and TransMLA were fine-tuned. The lab did "
+            "the same at a small scale. Each converted model trained only its new attention, first layer by layer "
+            "to reproduce the original's outputs, then through the whole model to match the original's next-token "
+            "predictions: minutes on a CPU rather than billions of tokens. Below, the original and every healed "
+            "conversion up close."
+        ),
+        N_("Which conversion comes closest to the original once healed, and at what share of its cache?"),
+        N_(
+            "{closest} Converted without training it was at perplexity {before}. A conversion judged before any "
+            "training undersells it: the untrained weights are only a starting point."
+        ),
+    ),
 )
 
 STEP = IntRange("step", 1, len(STEPS), 1)

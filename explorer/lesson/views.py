@@ -389,19 +389,9 @@ def absorbed_decode(lang: str) -> StepView:
 
 
 def choosing(lang: str, context: int) -> StepView | None:
-    try:
-        table = lab.load_table()
-    except (OSError, ValueError):
-        st.warning(
-            _(
-                "The lab's table ({file}) is missing or unreadable: run `python benchmarks/lab_table.py` to measure "
-                "it.",
-                file=lab.TABLE_PATH.name,
-            )
-        )
+    if (tables := _lab_tables()) is None:
         return None
-    rows = lab.table_rows(table)
-    healed = lab.healed_rows(lab.load_heal_table())
+    rows, healed = tables
     frontier = lab.pareto_frontier(rows)
     caption = _(
         "Measured on SmolLM2-135M converted without training: on the frontier, {models}.",
@@ -429,6 +419,50 @@ def choosing(lang: str, context: int) -> StepView | None:
     )
 
 
+def _lab_tables() -> tuple[list, dict] | None:
+    """The lab's stored conversions and their healed twins; None (with a warning) where the lab's table is missing."""
+    try:
+        table = lab.load_table()
+    except (OSError, ValueError):
+        st.warning(
+            _(
+                "The lab's table ({file}) is missing or unreadable: run `python benchmarks/lab_table.py` to measure "
+                "it.",
+                file=lab.TABLE_PATH.name,
+            )
+        )
+        return None
+    return lab.table_rows(table), lab.healed_rows(lab.load_heal_table())
+
+
+def healed_up_close(lang: str) -> StepView | None:
+    tables = _lab_tables()
+    if tables is None:
+        return None
+    rows, healed = tables
+    if not healed:
+        st.warning(_("No conversion has been healed yet: run `python benchmarks/heal.py` to measure them."))
+        return None
+    return StepView(
+        lab.healed_figure(rows, healed),
+        lab.healed_csv_rows(rows, healed),
+        sentences(*lab.healed_findings(rows, healed, lab.HEALED_VIEW_TOP)),
+        "lab",
+        {},
+        replace(Settings(), dtype="float32"),
+    )
+
+
+def healing_numbers(lang: str) -> dict[str, object]:
+    """What the healing step's answer quotes, read off the same stored tables as its chart."""
+    tables = _lab_tables()
+    if tables is None or not tables[1]:
+        return {"closest": "", "before": "—"}
+    rows, healed = tables
+    before = {row.key: row for row in rows}[lab.closest_healed(rows, healed).key]
+    return {"closest": lab.best_healed_finding(rows, healed), "before": f"{before.perplexity:,.2f}"}
+
+
 # Each step's view by its key (explorer.lesson.steps): called with the language, and the step's control if it has one.
 def notes_example(lang: str) -> dict[str, object]:
     """The numbers the MLA step's text and answer quote, read off the same measured caches as its chart."""
@@ -451,7 +485,7 @@ def notes_example(lang: str) -> dict[str, object]:
 
 
 # The numbers a step's text, question and answer quote ({placeholders}), for the steps that quote any.
-STEP_NUMBERS: dict[str, Callable[[str], dict[str, object]]] = {"mla": notes_example}
+STEP_NUMBERS: dict[str, Callable[[str], dict[str, object]]] = {"mla": notes_example, "healed": healing_numbers}
 
 
 STEP_VIEWS: dict[str, Callable[..., StepView | None]] = {
@@ -466,4 +500,5 @@ STEP_VIEWS: dict[str, Callable[..., StepView | None]] = {
     "rope": shared_rotary_key,
     "absorb": absorbed_decode,
     "choose": choosing,
+    "healed": healed_up_close,
 }
