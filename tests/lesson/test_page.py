@@ -210,3 +210,20 @@ def test_the_mla_steps_numbers_are_the_formulas_for_the_notes_model(lang):
         set_language("en")
     for figure in quoted:  # 8,192; 640; 12.8 (times smaller); 2.5 (groups)
         assert figure in text, (figure, text)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_healing_steps_answer_quotes_the_stored_tables(lang):
+    """The closest healed conversion and its perplexity before healing, as the stored JSON tables say (read here
+    directly, not through explorer.lab), and the step opens on the lab's close-up of the healed points."""
+    import json
+
+    healed = json.loads(views.lab.HEAL_TABLE_PATH.read_text(encoding="utf-8"))["rows"]
+    converted = {row["key"]: row for row in json.loads(views.lab.TABLE_PATH.read_text(encoding="utf-8"))["rows"]}
+    best = min(healed, key=lambda row: row["perplexity_after"])
+    at = open_page("lesson", {"step": str(len(lesson.STEPS)), "lang": lang})
+    assert not at.exception
+    answer = at.expander[0].markdown[0].value
+    assert f"{best['perplexity_after']:,.2f}" in answer
+    assert f"{converted[best['key']]['perplexity']:,.2f}" in answer
+    assert chart_specs(at)[0] == chart_specs(open_page("lab", {"lang": lang}))[1]
