@@ -34,7 +34,8 @@ _COPY_SCRIPT = """(() => {
   });
 })();"""
 
-_SHOWN = re.compile(r'<pre class="verbatim-text">(.*?)</pre>', re.S)
+# The shown text inside a show_verbatim element's HTML (what tests read back, and leave out of translation checks)
+SHOWN_TEXT = re.compile(r'<pre class="verbatim-text">(.*?)</pre>', re.S)
 
 
 def show_verbatim(text: str) -> None:
@@ -52,5 +53,5 @@ def show_verbatim(text: str) -> None:
 
 def shown_text(body: str) -> str | None:
     """The text a show_verbatim element's HTML body shows (None for other HTML): what a reader reads and copies."""
-    found = _SHOWN.search(body)
+    found = SHOWN_TEXT.search(body)
     return html.unescape(found.group(1)) if found else None

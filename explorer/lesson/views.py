@@ -390,6 +390,7 @@ def absorbed_decode(lang: str) -> StepView:
 
 def choosing(lang: str, context: int) -> StepView | None:
     if (tables := _lab_tables()) is None:
+        _warn_lab_table_missing()
         return None
     rows, healed = tables
     frontier = lab.pareto_frontier(rows)
@@ -420,24 +421,26 @@ def choosing(lang: str, context: int) -> StepView | None:
 
 
 def _lab_tables() -> tuple[list, dict] | None:
-    """The lab's stored conversions and their healed twins; None (with a warning) where the lab's table is missing."""
+    """The lab's stored conversions and their healed twins; None where the lab's table is missing or unreadable."""
     try:
         table = lab.load_table()
     except (OSError, ValueError):
-        st.warning(
-            _(
-                "The lab's table ({file}) is missing or unreadable: run `python benchmarks/lab_table.py` to measure "
-                "it.",
-                file=lab.TABLE_PATH.name,
-            )
-        )
         return None
     return lab.table_rows(table), lab.healed_rows(lab.load_heal_table())
 
 
+def _warn_lab_table_missing() -> None:
+    st.warning(
+        _(
+            "The lab's table ({file}) is missing or unreadable: run `python benchmarks/lab_table.py` to measure it.",
+            file=lab.TABLE_PATH.name,
+        )
+    )
+
+
 def healed_up_close(lang: str) -> StepView | None:
-    tables = _lab_tables()
-    if tables is None:
+    if (tables := _lab_tables()) is None:
+        _warn_lab_table_missing()
         return None
     rows, healed = tables
     if not healed:
@@ -454,7 +457,8 @@ def healed_up_close(lang: str) -> StepView | None:
 
 
 def healing_numbers(lang: str) -> dict[str, object]:
-    """What the healing step's answer quotes, read off the same stored tables as its chart."""
+    """What the healing step's answer quotes, read off the same stored tables as its chart (which warns if they are
+    missing)."""
     tables = _lab_tables()
     if tables is None or not tables[1]:
         return {"closest": "", "before": "—"}

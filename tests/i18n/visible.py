@@ -8,10 +8,9 @@ import re
 
 from google.protobuf.message import Message
 
+from explorer.verbatim import SHOWN_TEXT
 from tests.app.helpers import all_elements, chart_specs
 
-# Text shown as it is (explorer.verbatim): a link, a log, a model's answer, shown in no language of ours.
-VERBATIM_TEXT = re.compile(r'<pre class="verbatim-text">.*?</pre>', re.S)
 # Proto fields that are not shown as words: ids, keys, data, styles, URLs, icons, the user's own text.
 SKIPPED_FIELDS = {
     "id",
@@ -162,9 +161,9 @@ def visible_texts(at) -> list[str]:
     out: list[str] = []
     for node in all_elements(at):
         proto = getattr(node, "proto", None)
-        if node.type == "html" and VERBATIM_TEXT.search(proto.body):
-            # its copy button is ours to translate, its text is not
-            out.append(VERBATIM_TEXT.sub("", proto.body))
+        if node.type == "html" and SHOWN_TEXT.search(proto.body):
+            # text shown as it is (a link, a log, a model's answer) is in no language of ours; its copy button is
+            out.append(SHOWN_TEXT.sub("", proto.body))
         elif proto is not None and node.type not in ("bidi_component", "arrow_data_frame", "arrow_table"):
             _proto_strings(proto, out)
     for frame in [*at.dataframe, *at.table]:
