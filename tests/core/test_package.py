@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import site
 import subprocess
 import sys
 import venv
@@ -35,6 +36,15 @@ print(attn_core.__file__)
 """
 
 
+def _site_folders() -> list[str]:
+    """Where this interpreter's installed packages are: its environment's site-packages (and its base's, for a venv
+    made with --system-site-packages), then the user's."""
+    folders = site.getsitepackages()
+    if site.ENABLE_USER_SITE:
+        folders.append(site.getusersitepackages())
+    return [folder for folder in folders if Path(folder).is_dir()]
+
+
 def test_the_wheel_installs_and_imports_without_the_apps_packages(tmp_path):
     wheels = tmp_path / "wheels"
     env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
@@ -46,10 +56,20 @@ def test_the_wheel_installs_and_imports_without_the_apps_packages(tmp_path):
     )
     shutil.rmtree(REPO / "build", ignore_errors=True)  # older setuptools build in the source tree
     (wheel,) = wheels.glob("attn_core-*.whl")
-    # The fresh environment sees the machine's torch, numpy and einops (a CPU torch is large to install again); the
-    # check above blocks the app's packages, which it would also see.
-    venv.create(tmp_path / "venv", with_pip=True, system_site_packages=True)
+    # The fresh environment borrows this interpreter's torch, numpy and einops (a CPU torch is large to install
+    # again) by listing its site-packages in a .pth file. Not system_site_packages: inside a virtual environment that
+    # would be the base interpreter's, where torch may be missing. The check above blocks the app's packages, which
+    # it also sees; the editable install of the repository stays invisible (a .pth file's folders have their own .pth
+    # files left unread).
+    venv.create(tmp_path / "venv", with_pip=True)
     python = tmp_path / "venv" / "bin" / "python"
+    fresh_site = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    (Path(fresh_site) / "borrowed.pth").write_text("\n".join(_site_folders()) + "\n")
     subprocess.run([python, "-m", "pip", "install", "-q", "--no-deps", str(wheel)], check=True, env=env)
     run = subprocess.run([python, "-c", CHECK], check=True, capture_output=True, text=True, cwd=tmp_path, env=env)
     installed = Path(run.stdout.strip())
