@@ -39,9 +39,9 @@ from streamlit.util import calc_hash  # noqa: E402
 
 from deploy.served import CHARTS_READY, CHROMIUM, CHROMIUM_ARGS, SCRIPT_IDLE, StreamlitServer  # noqa: E402
 from explorer.pages import PAGES  # noqa: E402
+from explorer.sent import chart_payload, charts, payload_bytes  # noqa: E402
 from explorer.settings import SEQ_LEN_CHOICES, Settings  # noqa: E402
 from explorer.state import SLIDER_LABELS  # noqa: E402
-from tests.app.helpers import chart_payload, charts, payload_bytes  # noqa: E402
 
 # ARCHITECTURE.md, Budgets
 BUDGET_RERUN_DEFAULT_MS = 150  # median

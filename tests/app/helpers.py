@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
-import base64
-import json
 from dataclasses import replace
 from pathlib import Path
 
-import numpy as np
 from streamlit.testing.v1 import AppTest
 from streamlit.util import calc_hash
 
-from explorer.charts import LIVE_CHART_NAME
 from explorer.pages import PAGES
+
+# What a run sent the browser is read back by explorer.sent, beside the code that sends it (benchmarks/app.py reads
+# it too); the tests import those readers from here as before.
+from explorer.sent import all_elements as all_elements
+from explorer.sent import chart_bytes as chart_bytes
+from explorer.sent import chart_payload as chart_payload
+from explorer.sent import chart_specs as chart_specs
+from explorer.sent import charts as charts
+from explorer.sent import decode as decode
+from explorer.sent import payload_bytes as payload_bytes
 from explorer.settings import Settings, normalize
 from explorer.state import SETTINGS_KEY
 from explorer.verbatim import shown_text
@@ -82,59 +88,3 @@ def link_warnings(at: AppTest) -> list[str]:
 def is_valid(settings: Settings) -> bool:
     fixed, notes = normalize(settings)
     return fixed == settings and not notes
-
-
-def decode(value):
-    """Plotly's JSON with numpy arrays decoded: {"dtype", "bdata", "shape"} -> list (nested for 2-D)."""
-    if isinstance(value, dict):
-        if set(value) >= {"dtype", "bdata"}:
-            array = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
-            if "shape" in value:
-                shape = value["shape"]
-                shape = [int(s) for s in shape.split(",")] if isinstance(shape, str) else list(shape)
-                array = array.reshape(shape)
-            return array.tolist()
-        return {key: decode(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [decode(item) for item in value]
-    return value
-
-
-def charts(at: AppTest) -> list:
-    """The page's charts (explorer.charts.LIVE_CHART elements), in page order."""
-    return [node for node in at.get("bidi_component") if node.proto.component_name == LIVE_CHART_NAME]
-
-
-def chart_payload(chart) -> dict:
-    """What show_chart sent the browser for one chart: {"plotly": url, "config": {...}, "figure": {...}}."""
-    return json.loads(chart.proto.bytes)
-
-
-def chart_specs(at: AppTest) -> list[dict]:
-    """Every plotly figure on the page, as the JSON sent to the browser, arrays decoded."""
-    return [decode(chart_payload(chart)["figure"]) for chart in charts(at)]
-
-
-def chart_bytes(at: AppTest) -> int:
-    """The bytes the page's charts send to the browser."""
-    return sum(len(chart.proto.bytes) for chart in charts(at))
-
-
-def all_elements(at: AppTest):
-    """Every element of the last run's main body and sidebar (depth first), blocks included. The pages send nothing
-    to the other containers (st.toast's event block, st.bottom)."""
-    stack: list = [at.sidebar, at.main]  # main first, as in the page
-    while stack:
-        node = stack.pop()
-        yield node
-        children = getattr(node, "children", None)
-        if children:
-            stack.extend(reversed(list(children.values())))
-
-
-def payload_bytes(at: AppTest) -> tuple[int, int]:
-    """(chart payload bytes, all element protobuf bytes) that this run sends to the browser."""
-    elements = sum(
-        node.proto.ByteSize() for node in all_elements(at) if hasattr(node, "proto") and node.proto is not None
-    )
-    return chart_bytes(at), elements
