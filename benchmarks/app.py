@@ -58,7 +58,8 @@ DEFAULT_CHANGES = [("select_slider", "setting_seq_len", n) for n in (96, 128, 19
 LARGEST_CHANGES = [("select_slider", "setting_groups", g) for g in (64, 32, 16, 8, 4, 2)]
 # Page controls that need new layers too, at the largest settings: the next page of heads, another length or head.
 VIEW_CHANGES = {
-    "heatmaps": [("selectbox", "view_hm_from", h) for h in (16, 32, 48, 64, 80, 96)],
+    "heatmaps": [("selectbox", "view_hm_from", h) for h in (16, 32, 48, 64, 80, 96)]
+    + [("selectbox", "view_hm_head", h) for h in (101, 96)],  # heads of the last page shown (96-111)
     "masks": [("slider", "view_mk_long", n) for n in (13, 14, 15)]
     + [("selectbox", "view_mk_head", h) for h in (5, 6, 7)],
 }

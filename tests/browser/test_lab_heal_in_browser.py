@@ -67,7 +67,6 @@ def test_other_pages_answer_and_progress_advances_during_a_live_heal(heal_server
         assert seconds <= OVERVIEW_SECONDS
         assert lab.evaluate(STEP) is not None, "the heal was not training any more when the overview answered"
         assert lab.locator(".js-plotly-plot").count() >= 2  # the loss curve joined the Pareto chart
-        print(f"overview's first chart {seconds:.1f} s into a live heal; steps {first_step} -> {lab.evaluate(STEP)}")
     finally:
         student.close()
         other.close()
