@@ -178,14 +178,14 @@ def test_composes_config_command_is_one_serve_py_accepts(tmp_path):
     assert f"bind {option(words, '--host')}:{option(words, '--port')}" in config
 
 
-def test_the_balancer_reaches_every_replica_on_the_port_the_image_serves():
+def test_haproxy_reaches_every_replica_on_the_port_the_image_serves():
     # A replica is a service built from the Dockerfile that runs the image's own command (streamlit).
     replicas = [name for name, service in services().items() if "build" in service and "command" not in service]
     assert len(replicas) >= 2
     assert option(config_command(), "--servers").split(",") == [f"{name}:{image_port()}" for name in replicas]
 
 
-def test_the_balancer_reads_the_file_the_config_service_writes_and_listens_where_compose_publishes():
+def test_haproxy_reads_the_file_the_config_service_writes_and_listens_where_compose_publishes():
     haproxy, config = services()["haproxy"], services()["config"]
     out = Path(option(config_command(), "--out"))
     assert Path(option(haproxy["command"], "-f")) == out
