@@ -671,16 +671,18 @@ def main() -> int:
                 seconds=args.seconds, spawn_rate=args.spawn_rate, budget=args.budget,
             )  # fmt: skip
         print()
-        print(report([x for levels in found.values() for x in levels]))
+        levels = [x for found_levels in found.values() for x in found_levels]
+        print(report(levels))
         print()
         print(capacity_report(found, args.budget))
         print(f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
-        errors = [e for levels in found.values() for x in levels for e in x.errors]
+        errors = [e for x in levels for e in x.errors]
         for error in errors[:5]:
             print(f"  error: {error}")
-        if args.quick and (errors or not all(x.presses for levels in found.values() for x in levels)):
-            # a check of the tool, not of the machine: every level served presses, without an error
-            print(f"FAILED: {len(errors)} errors, or a level without a press finished")
+        if args.quick and (errors or not all(found.values()) or not all(x.presses for x in levels)):
+            # a check of the tool, not of the machine: each number of replicas measured, every level served presses,
+            # without an error
+            print(f"FAILED: {len(errors)} errors, or a number of replicas without a level, or a level without presses")
             return 1
         return 0
     results = []
@@ -699,10 +701,12 @@ def main() -> int:
         print(pages_report(results))
     print(f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     if args.quick:
-        # every student opened the page and pressed at least once in the window, without an error
+        # every student opened the page and pressed at least once in the window, without an error, and every page
+        # had a student whose press finished
         problems = [r for r in results if r.errors or r.opened < r.users or len(r.presses) < r.users]
-        if problems:
-            print(f"FAILED: {[(r.opened, len(r.presses), r.errors[:3]) for r in problems]}")
+        unpressed = [page for r in results for page in dict.fromkeys(pages) if not r.by_page.get(page)]
+        if problems or unpressed:
+            print(f"FAILED: {[(r.opened, len(r.presses), r.errors[:3]) for r in problems]}; no press on {unpressed}")
             return 1
     return 0
 

@@ -346,6 +346,10 @@ def main() -> int:
                                 tab.press()
                         lines += page_lines(page, tabs)
                         print(lines[-1], flush=True)
+                        off, on = med(tabs["off", False].result.wire), med(tabs["on", False].result.wire)
+                        if not 0 < on <= off:  # permessage-deflate must send fewer bytes than plain frames
+                            failed = True
+                            print(f"| {page} | FAILED: {on:,.0f} B a press compressed, {off:,.0f} B plain |")
                     except Exception as error:
                         failed = True
                         print(f"| {page} | FAILED: {type(error).__name__}: {str(error).splitlines()[0][:300]} |")
