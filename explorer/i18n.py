@@ -9,7 +9,8 @@
 Which language a run speaks: the sidebar's switch once drawn, else the link's `lang`, else the browser's
 (st.context.locale), else English. `use_language()` decides it at the start of every run and holds it for that run's
 thread, so the core and the probes never see a language. Text in a cached value would keep the language it was cached
-in: cache numbers and arrays, and translate where they are shown (or key the cache by `language()`).
+in: cache numbers and arrays and translate where they are shown, or take the language as an argument and make the
+words in it (`with speaking(lang):`).
 
 The catalog is `explorer/locales/zh/LC_MESSAGES/messages.po`, compiled in memory when first used (no build step, no
 stale .mo). `python -m explorer.locales` re-extracts the messages and updates it; tests/i18n fail on a message
@@ -21,7 +22,8 @@ from __future__ import annotations
 import gettext
 import io
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import cache
 from pathlib import Path
@@ -29,6 +31,8 @@ from pathlib import Path
 from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
 from babel.numbers import format_decimal, format_percent
+
+from explorer.messages import N_
 
 LANGUAGES = {"en": "English", "zh": "中文"}  # each named in itself, as a language menu does
 DEFAULT = "en"
@@ -73,6 +77,17 @@ def set_language(lang: str) -> None:
     _current.set(lang if lang in LANGUAGES else DEFAULT)
 
 
+@contextmanager
+def speaking(lang: str) -> Iterator[None]:
+    """Speak `lang` inside the block, then this run's language again: a cached function whose value holds words takes
+    the language as an argument and makes them in it, so its cache is keyed by the language its words are in."""
+    token = _current.set(lang if lang in LANGUAGES else DEFAULT)
+    try:
+        yield
+    finally:
+        _current.reset(token)
+
+
 def language_from_locale(locale: str | None) -> str:
     """A browser locale ("zh-CN", "zh_TW", "en-US", None) -> the language we have for it."""
     primary = re.split(r"[-_]", locale or "")[0].lower()
@@ -92,11 +107,6 @@ def n_(singular: str, plural: str, n: int, **values: object) -> str:
 
 def _filled(text: str, values: dict[str, object]) -> str:
     return text.format(**{name: fmt(value) for name, value in values.items()})
-
-
-def N_(message: str) -> str:
-    """Mark a message for the catalog where it is defined (a module constant); translate it with _() where shown."""
-    return message
 
 
 def fmt(value: object, digits: int | None = None) -> str:
@@ -141,4 +151,5 @@ __all__ = [
     "percent",
     "sentences",
     "set_language",
+    "speaking",
 ]

@@ -11,7 +11,7 @@ import explorer.shell  # noqa: F401  (first of ours: see explorer/shell.py)
 from attn_core import PRESETS, bytes_per_element
 from explorer import kv_cache as view
 from explorer.charts import format_bytes, show_chart
-from explorer.i18n import _, fmt, language, sentences
+from explorer.i18n import _, fmt, sentences
 from explorer.probes import FLOAT32_TOLERANCE
 from explorer.state import bound, link_shown_after, page_link, page_settings
 from explorer.verbatim import show_verbatim
@@ -310,9 +310,7 @@ if preset.not_modelled:
     st.caption(_("Not modelled here: {what}", what=_(preset.not_modelled)))  # the core's notes: view.PRESET_NOTES
 
 with st.spinner(_("Running the model's attention layer on the meta device…")):
-    rows = view.cached_model_rows(
-        model, groups, latent, rope_dim, settings.dtype, settings.batch, repeated, lang=language()
-    )
+    rows = view.cached_model_rows(model, groups, latent, rope_dim, settings.dtype, settings.batch, repeated)
 st.dataframe(
     view.model_table(rows, model),
     hide_index=True,

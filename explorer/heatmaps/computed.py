@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import streamlit as st
 
-from attn_core import AttentionConfig, GroupedQueryAttention
+from attn_core import AttentionConfig, build_attention
 from explorer.i18n import _, fmt
 from explorer.params import clean_text
 from explorer.probes.heatmaps import (
@@ -78,11 +78,11 @@ variant_result = cached_probe(explore_variant, max_entries=6)
 
 
 @st.cache_data(max_entries=4, show_spinner=False)
-def kv_basis(d_model: int, heads: int, seed: int, _mha: GroupedQueryAttention) -> np.ndarray:
+def kv_basis(d_model: int, heads: int, seed: int) -> np.ndarray:
     """MHA's key-value singular vectors for the MLA conversion. They depend on the MHA weights alone, so a change of
-    window, KV groups or latent width reuses them; on a miss they come from the MHA layer the comparison has just
-    built (_mha: not part of the cache key, which (d_model, heads, seed) determines)."""
-    return joint_kv_basis(_mha).numpy()
+    window, KV groups or latent width reuses them. On a miss the MHA layer is built again from its seed: a fifth of
+    the basis's own time at the widest MLA conversion (MLA_CONVERSION_MAX_D_MODEL)."""
+    return joint_kv_basis(build_attention(AttentionConfig("mha", d_model=d_model, n_heads=heads), seed=seed)).numpy()
 
 
 @st.cache_data(max_entries=4, show_spinner=False)
@@ -92,7 +92,7 @@ def comparison_result(
 ) -> dict[str, Comparison | Skipped]:
     first = configs[0][1]
     return compare_from_mha(
-        dict(configs), seed, spec, causal=causal, basis_of=lambda mha: kv_basis(first.d_model, first.n_heads, seed, mha)
+        dict(configs), seed, spec, causal=causal, basis_of=lambda _mha: kv_basis(first.d_model, first.n_heads, seed)
     )
 
 

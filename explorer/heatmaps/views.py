@@ -1,7 +1,7 @@
 """Cached views: what the page draws, keyed by small hashable values (figure dicts, CSV numbers, facts).
 
-The figures carry words (titles, axes, hover texts), so each view is cached per language too: `lang` is only a key
-(the words come from this run's language, which it names)."""
+The figures carry words (titles, axes, hover texts), so each view takes the language and makes its words in it
+(`lang`, which keys its cache too)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import numpy as np
 import streamlit as st
 
 from attn_core import AttentionConfig
+from explorer.i18n import speaking
 from explorer.probes.heatmaps import Comparison, InputSpec, steps_of_head
 
 from .computed import comparison_result, variant_result
@@ -76,14 +77,15 @@ def _tokens(spec: InputSpec) -> list[str] | None:
 def heads_chart(
     cfg: AttentionConfig, seed: int, spec: InputSpec, causal: bool, heads: range, pool: str, lang: str
 ) -> Chart[HeadsFacts]:
-    result = variant_result(cfg, seed, spec, causal=causal, heads=heads)
-    fig, rows, pooling = grid_figure(result, cfg.variant, cfg.group_size, pool=pool, tokens=_tokens(spec))
-    weights = result.weights
-    facts = HeadsFacts(
-        row_sum_error=float(np.abs(weights.sum(-1) - 1).max()),
-        upper_max=float(np.abs(weights * upper_triangle(weights.shape[1])).max()) if causal else None,
-    )
-    return Chart(fig, rows, pooling, facts)
+    with speaking(lang):
+        result = variant_result(cfg, seed, spec, causal=causal, heads=heads)
+        fig, rows, pooling = grid_figure(result, cfg.variant, cfg.group_size, pool=pool, tokens=_tokens(spec))
+        weights = result.weights
+        facts = HeadsFacts(
+            row_sum_error=float(np.abs(weights.sum(-1) - 1).max()),
+            upper_max=float(np.abs(weights * upper_triangle(weights.shape[1])).max()) if causal else None,
+        )
+        return Chart(fig, rows, pooling, facts)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -96,12 +98,13 @@ def compare_chart(
     pool: str,
     lang: str,
 ) -> tuple[Chart[None] | None, list[dict]]:
-    results = comparison_result(configs, seed, spec, causal)
-    table = similarity_table(results, head)
-    if not any(isinstance(r, Comparison) for r in results.values()):
-        return None, table
-    fig, rows, pooling = compare_figure(results, head, pool=pool, tokens=_tokens(spec))
-    return Chart(fig, rows, pooling, None), table
+    with speaking(lang):
+        results = comparison_result(configs, seed, spec, causal)
+        table = similarity_table(results, head)
+        if not any(isinstance(r, Comparison) for r in results.values()):
+            return None, table
+        fig, rows, pooling = compare_figure(results, head, pool=pool, tokens=_tokens(spec))
+        return Chart(fig, rows, pooling, None), table
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -109,17 +112,18 @@ def steps_chart(
     cfg: AttentionConfig, seed: int, spec: InputSpec, causal: bool, heads: range, head: int, pool: str, lang: str
 ) -> Chart[StepFacts]:
     """Head `head` (one of the page's heads) step by step."""
-    result = variant_result(cfg, seed, spec, causal=causal, heads=heads)
-    steps = steps_of_head(result, head, causal)
-    fig, rows, pooling = steps_figure(steps, causal=causal, pool=pool, tokens=_tokens(spec), d_k=steps.q.shape[1])
-    index = result.heads.index(head)
-    facts = StepFacts(
-        kv_head=result.kv_head[index],
-        weights_error=float(np.abs(steps.weights - result.weights[index]).max()),
-        output_rebuild_error=result.output_rebuild_error,
-        output_scale=result.output_scale,
-    )
-    return Chart(fig, rows, pooling, facts)
+    with speaking(lang):
+        result = variant_result(cfg, seed, spec, causal=causal, heads=heads)
+        steps = steps_of_head(result, head, causal)
+        fig, rows, pooling = steps_figure(steps, causal=causal, pool=pool, tokens=_tokens(spec), d_k=steps.q.shape[1])
+        index = result.heads.index(head)
+        facts = StepFacts(
+            kv_head=result.kv_head[index],
+            weights_error=float(np.abs(steps.weights - result.weights[index]).max()),
+            output_rebuild_error=result.output_rebuild_error,
+            output_scale=result.output_scale,
+        )
+        return Chart(fig, rows, pooling, facts)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -128,12 +132,13 @@ def decode_chart(
 ) -> Chart[DecodeFacts]:
     """The decode step's figure; its facts carry the cache shapes, so the cache table (which depends on the sidebar's
     dtype too) is made on the page without redrawing the figure."""
-    result = variant_result(cfg, seed, spec, causal=causal, heads=heads)
-    decode = result.decode
-    fig, rows, pooling = decode_figure(result, cfg.variant, pool=pool, tokens=_tokens(spec), highlight=head)
-    facts = DecodeFacts(
-        decode_error=float(np.abs(decode.row - result.weights[:, -1]).max()),
-        cached_before=decode.cached_before,
-        cache_shapes=decode.cache_shapes,
-    )
-    return Chart(fig, rows, pooling, facts)
+    with speaking(lang):
+        result = variant_result(cfg, seed, spec, causal=causal, heads=heads)
+        decode = result.decode
+        fig, rows, pooling = decode_figure(result, cfg.variant, pool=pool, tokens=_tokens(spec), highlight=head)
+        facts = DecodeFacts(
+            decode_error=float(np.abs(decode.row - result.weights[:, -1]).max()),
+            cached_before=decode.cached_before,
+            cache_shapes=decode.cache_shapes,
+        )
+        return Chart(fig, rows, pooling, facts)

@@ -8,7 +8,7 @@ from explorer.charts import format_bytes, shape_text
 from explorer.i18n import _, fmt, n_, sentences
 from explorer.probes.kv_cache import DecodeTrace, MemoryBudget, ModelRow, what_fits
 
-from .text import cache_names, shown_name, sig
+from .text import cache_names, row_description, row_label, shown_name, sig
 
 
 def step_log(traces: dict[str, DecodeTrace], step: int) -> str:
@@ -95,14 +95,14 @@ def model_table(rows: list[ModelRow], preset_name: str) -> list[dict]:
             row.elements_per_token_layer == row.elements_per_token_layer_formula
         )
         cells = [
-            row.label,
+            row_label(row),
             f"{sig(row.ratio_to_mha)}×",
             "✓" if agree else "✗",
             fmt(row.elements_per_token_layer),
             sig(row.gqa_equivalent_groups),
             format_bytes(row.bytes_per_token_model),
             format_bytes(row.model_bytes_measured),
-            row.description,
+            row_description(row),
         ]
         table.append(dict(zip(headers, cells, strict=True)))
     return table
@@ -154,5 +154,5 @@ def fit_table(preset_name: str, rows: list[ModelRow], *, batch: int, budget: Mem
             tokens = _("{context} (limit)", context=preset.context_len)
         else:
             tokens = fmt(fit.tokens_per_sequence)
-        table.append(dict(zip(headers, [row.label, tokens, fmt(fit.users_at_context)], strict=True)))
+        table.append(dict(zip(headers, [row_label(row), tokens, fmt(fit.users_at_context)], strict=True)))
     return table

@@ -1,10 +1,10 @@
-"""The KV cache page's words: a cache's name as shown, the textbook's names of its tensors, numbers as said, and the
-core's preset notes marked for the catalog."""
+"""The KV cache page's words: a cache's name as shown, a whole-model row's name and what it stores, the textbook's
+names of its tensors, numbers as said, and the core's preset notes marked for the catalog."""
 
 from __future__ import annotations
 
-from explorer.i18n import N_, _, fmt
-from explorer.probes.kv_cache import DecodeTrace
+from explorer.i18n import N_, _, fmt, n_
+from explorer.probes.kv_cache import DecodeTrace, ModelRow
 
 # What the core's presets say they leave out (ModelPreset.not_modelled), for the catalog: the page shows
 # _(preset.not_modelled), so a note not listed here stays in English (and tests/i18n says so).
@@ -19,6 +19,36 @@ def shown_name(name: str) -> str:
     if name.endswith(" repeated"):
         return _("{variant} repeated", variant=name.removesuffix(" repeated"))
     return name
+
+
+def row_label(row: ModelRow) -> str:
+    """A whole-model row's name in tables and legends (in this run's language)."""
+    cfg = row.cfg
+    if row.key == "published":
+        return _("{model} as published ({variant})", model=row.model, variant=cfg.variant.upper())
+    if row.key == "published_repeated":
+        return _("{model}, repeated K/V cached (pitfall)", model=row.model)
+    if row.key == "gqa":
+        return n_("as GQA, {n} group", "as GQA, {n} groups", cfg.n_kv_heads)
+    if row.key == "mla":
+        return _("as MLA, d_c {latent} + d_h^R {rope}", latent=str(cfg.kv_lora_rank), rope=str(cfg.qk_rope_head_dim))
+    return _("as {variant}", variant=row.key.upper())
+
+
+def row_description(row: ModelRow) -> str:
+    """What one token leaves in one layer of the row's cache, in a few words (in this run's language). Short: a table
+    column that must fit a laptop's width; how many query heads read it is the column's help."""
+    cfg = row.cfg
+    if cfg.variant == "mla":
+        return _("c_kv {latent} + k_rope {rope}", latent=str(cfg.kv_lora_rank), rope=str(cfg.qk_rope_head_dim))
+    if row.repeated_heads:
+        return n_(
+            "K, V copied to {n} head × {width}",
+            "K, V copied to {n} heads × {width}",
+            cfg.n_heads,
+            width=str(cfg.head_dim),
+        )
+    return _("K, V: {heads} × {width}", heads=n_("{n} head", "{n} heads", cfg.n_kv_heads), width=str(cfg.head_dim))
 
 
 def cache_names(trace: DecodeTrace) -> tuple[str, str]:

@@ -6,7 +6,6 @@ No math here: heatmaps, mapping, kv_cache, trained and lab compute; this module 
 
 from __future__ import annotations
 
-import contextvars
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -16,7 +15,7 @@ from attn_core import PRESETS
 from explorer import heatmaps, kv_cache, lab, mapping
 from explorer import trained as trained_view
 from explorer.charts import difference, format_bytes
-from explorer.i18n import _, language, sentences, set_language
+from explorer.i18n import _, language, sentences, speaking
 from explorer.model import trained_model
 from explorer.params import Choice
 from explorer.probes.heatmaps import InputSpec
@@ -69,19 +68,6 @@ class StepView:
 
 def sentence() -> str:
     return SENTENCES[language()]
-
-
-def _in_language(lang: str, make: Callable[[], bytes]) -> Callable[[], bytes]:
-    """make, run in lang: a download's data is made when clicked, outside the run that knew the language."""
-
-    def run() -> bytes:
-        def inside() -> bytes:
-            set_language(lang)
-            return make()
-
-        return contextvars.copy_context().run(inside)
-
-    return run
 
 
 def _text_input(settings: Settings) -> InputSpec:
@@ -160,21 +146,24 @@ def _cache_animation(settings: Settings, repeated: bool, lang: str, name: str) -
     traces = _traces(settings, repeated)
     return Animation(
         f"{name}-{lang}.gif",
-        _in_language(lang, lambda: cache_gif(settings, repeated, lang)),
+        lambda: cache_gif(settings, repeated, lang),
         frames=len(next(iter(traces.values())).nbytes),
     )
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def cache_gif(settings: Settings, repeated: bool, lang: str) -> bytes:
-    """The cache growing token by token, as a GIF (lang: its words are in it)."""
-    return slides.cache_gif(_traces(settings, repeated))
+    """The cache growing token by token, as a GIF with its words in `lang` (a download's data is made when clicked,
+    outside the run that knew the language)."""
+    with speaking(lang):
+        return slides.cache_gif(_traces(settings, repeated))
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def morph_gif(settings: Settings, lang: str) -> bytes:
-    """The head -> KV morph, as a GIF (lang: its words are in it)."""
-    return slides.morph_gif(mapping.frames_for(settings), settings)
+    """The head -> KV morph, as a GIF with its words in `lang`."""
+    with speaking(lang):
+        return slides.morph_gif(mapping.frames_for(settings), settings)
 
 
 def _kv_query(**view: object) -> dict[str, str]:
@@ -225,7 +214,7 @@ def _morph_view(settings: Settings, variant: str, highlight: str | None, lang: s
         "mapping",
         query,
         settings,
-        Animation(f"head-kv-morph-{lang}.gif", _in_language(lang, lambda: morph_gif(settings, lang)), len(frames)),
+        Animation(f"head-kv-morph-{lang}.gif", lambda: morph_gif(settings, lang), len(frames)),
     )
 
 
@@ -335,7 +324,7 @@ def joint_compression(lang: str) -> StepView:
     model, dtype, batch = NOTES_MODEL, "float16", 1
     preset = PRESETS[model]
     groups = kv_cache.preferred_groups(model)
-    rows = kv_cache.cached_model_rows(model, groups, NOTES_LATENT, NOTES_ROPE, dtype, batch, False, lang=lang)
+    rows = kv_cache.cached_model_rows(model, groups, NOTES_LATENT, NOTES_ROPE, dtype, batch, False)
     budget = memory_budget(preset, gpu_gib=GPU_GIB, gpus=GPUS, dtype=dtype)
     what_if = {"groups": groups, "latent": NOTES_LATENT, "rope_dim": NOTES_ROPE}
     figure, csv_rows = kv_cache.scale_figure(model, rows, what_if, batch=batch, dtype=dtype, budget=budget)
@@ -472,7 +461,7 @@ def notes_example(lang: str) -> dict[str, object]:
     """The numbers the MLA step's text and answer quote, read off the same measured caches as its chart."""
     model, attention = NOTES_MODEL, PRESETS[NOTES_MODEL].attention
     groups = kv_cache.preferred_groups(model)
-    rows = kv_cache.cached_model_rows(model, groups, NOTES_LATENT, NOTES_ROPE, "float16", 1, False, lang=lang)
+    rows = kv_cache.cached_model_rows(model, groups, NOTES_LATENT, NOTES_ROPE, "float16", 1, False)
     by_key = {row.key: row for row in rows}
     mha, mla = by_key["mha"].elements_per_token_layer, by_key["mla"].elements_per_token_layer
     return {

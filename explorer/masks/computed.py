@@ -6,6 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from attn_core import AttentionConfig
+from explorer.i18n import speaking
 from explorer.probes.masks import MasksResult, explore_masks
 from explorer.work import takes_turns
 
@@ -49,20 +50,23 @@ def section_chart(
     section: str, cfg: AttentionConfig, seed: int, lengths: tuple, head: int, lang: str
 ) -> tuple[dict, list[dict]]:
     """The figure and CSV rows of one section, kept ready, so a rerun that changes nothing here rebuilds nothing.
-    lengths: masks_result's arguments after head. lang: the language of the words in the figure (explorer.i18n's
-    language(), passed by the page so that each language has its own cached figure)."""
-    result = masks_result(cfg, seed, head, *lengths)
-    _long_len, short_len, _causal, prefill, _chunk, _query_len, _memory_len = lengths
-    if section == "padding":
-        panels, height = padding_panels(result.padding, head, short_len), 360
-    elif section == "causal":
-        panels, height = chunk_mask_panels(result.chunk, prefill), 340
-    elif section == "chunk":
-        panels, height = chunk_weight_panels(result.chunk, head, prefill), 340
-    elif section == "cross":
-        if result.cross is None:
-            raise ValueError("section='cross': MLA has self-attention only, so there is no cross-attention to draw.")
-        panels, height = cross_panels(result.cross, head), 340
-    else:
-        raise ValueError(f"section={section!r}: one of padding, causal, chunk, cross.")
-    return heatmaps_figure(panels, height=height), csv_rows(panels)
+    lengths: masks_result's arguments after head. lang: the language the figure's words are made in (the page
+    passes the run's language(), so each language has its own cached figure)."""
+    with speaking(lang):
+        result = masks_result(cfg, seed, head, *lengths)
+        _long_len, short_len, _causal, prefill, _chunk, _query_len, _memory_len = lengths
+        if section == "padding":
+            panels, height = padding_panels(result.padding, head, short_len), 360
+        elif section == "causal":
+            panels, height = chunk_mask_panels(result.chunk, prefill), 340
+        elif section == "chunk":
+            panels, height = chunk_weight_panels(result.chunk, head, prefill), 340
+        elif section == "cross":
+            if result.cross is None:
+                raise ValueError(
+                    "section='cross': MLA has self-attention only, so there is no cross-attention to draw."
+                )
+            panels, height = cross_panels(result.cross, head), 340
+        else:
+            raise ValueError(f"section={section!r}: one of padding, causal, chunk, cross.")
+        return heatmaps_figure(panels, height=height), csv_rows(panels)
