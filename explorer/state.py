@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -26,7 +26,7 @@ from .glossary import glossary_markdown, variant_name
 from .i18n import LANGUAGES, LINK_PARAM, N_, _
 from .navigation import LANGUAGE_KEY, requested_page, use_language
 from .pages import ALL_SETTINGS, PAGES, PageEntry
-from .params import Choice, IntRange, Param, Text, shown
+from .params import Choice, IntRange, Param, Text, shown, view_link
 from .present import present_query, use_presenter
 from .settings import (
     BATCH_CHOICES,
@@ -157,7 +157,7 @@ def bound(param: Param, render: Callable[[str], T], options: tuple | None = None
     say_moves=False: when other controls make the value unavailable it moves without a note (a value that follows
     another by design, as the head opened up follows the page of heads); a bad link value is still reported.
     """
-    key, kept = f"view_{param.name}", f"_kept_{param.name}"
+    key, kept = param.key, f"_kept_{param.name}"
     state = st.session_state
     if key not in state:
         raws = st.query_params.get_all(param.name)
@@ -201,7 +201,7 @@ def text_box(param: Text, draw: Callable[..., str], label: str, **options: Any) 
     No max_chars on the widget: the browser would drop a longer paste whole, with no word. What was typed is cleaned
     and cut when it is sent, the box shows what is kept, and the page says what changed and where it was cut.
     """
-    key, note_key = f"view_{param.name}", f"_typed_note_{param.name}"
+    key, note_key = param.key, f"_typed_note_{param.name}"
 
     def keep_what_fits() -> None:
         typed = st.session_state[key]
@@ -218,7 +218,7 @@ def text_box(param: Text, draw: Callable[..., str], label: str, **options: Any) 
 def follow(param: Param, source: object, value: object) -> None:
     """Set param's widget to value when source differs from the last run's (a new answer opens at its last step);
     the link's own value stands on the run that opens it."""
-    key, last_key = f"view_{param.name}", f"_followed_{param.name}"
+    key, last_key = param.key, f"_followed_{param.name}"
     state = st.session_state
     if last_key in state and state[last_key] != source:
         state[key] = value
@@ -273,15 +273,10 @@ def page_link(page_path: str, *, label: str, icon: str | None = None, query: dic
         st.markdown(f"[{label}]({url_path}{'?' + urlencode(query) if query else ''})")
 
 
-def link_query(settings: Settings, **view: object) -> dict[str, str]:
-    """Query parameters for a link to another page showing these settings and the given view values, in this
-    run's language (and presenter mode, when on)."""
-    return (
-        settings.to_link()
-        | {LINK_PARAM: i18n.language()}
-        | present_query()
-        | {name: str(value) for name, value in view.items()}
-    )
+def link_query(settings: Settings, view: Mapping[Param, object] | None = None) -> dict[str, str]:
+    """Query parameters for a link to another page showing these settings and the given view values (that page's
+    Params), in this run's language (and presenter mode, when on)."""
+    return settings.to_link() | {LINK_PARAM: i18n.language()} | present_query() | view_link(view or {})
 
 
 def page_not_found() -> None:

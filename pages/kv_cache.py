@@ -104,7 +104,7 @@ PLAY_SECONDS = 0.8  # one step a tick: time to read the shapes as they change
 
 
 def play() -> None:
-    step_key = f"view_{view.STEP.name}"
+    step_key = view.STEP.key
     if st.session_state.get(step_key, steps) >= steps:
         st.session_state[step_key] = 0  # from the start again
     st.session_state[PLAYING] = True
@@ -127,7 +127,7 @@ def step_section() -> None:
 
 def advance_play() -> None:
     """While playing, one step on per tick; at the last step, stop, and let the whole page drop the timer."""
-    step_key = f"view_{view.STEP.name}"
+    step_key = view.STEP.key
     if st.session_state.get(PLAYING) and time.monotonic() - st.session_state.get(PLAYED_AT, 0) >= 0.8 * PLAY_SECONDS:
         st.session_state[PLAYED_AT] = time.monotonic()
         st.session_state[step_key] = min(st.session_state.get(step_key, 0) + 1, steps)
@@ -251,7 +251,7 @@ with cols[0]:
     model = bound(view.MODEL, lambda key: st.selectbox(_("Model"), view.MODEL.options, key=key))
 preset = PRESETS[model]
 group_options = view.group_options(preset.attention.n_heads)
-groups_key = f"view_{view.GROUPS.name}"
+groups_key = view.GROUPS.key
 if groups_key in st.session_state and st.session_state[groups_key] not in group_options:
     st.session_state[groups_key] = view.preferred_groups(model)  # another model: start from its own KV heads
 with cols[1]:
@@ -267,9 +267,9 @@ with cols[3]:
 
 
 def notes_example() -> None:
-    st.session_state[f"view_{view.MODEL.name}"] = "Llama-2-7B"
-    st.session_state[f"view_{view.LATENT.name}"] = 512
-    st.session_state[f"view_{view.ROPE.name}"] = 128
+    st.session_state[view.MODEL.key] = "Llama-2-7B"
+    st.session_state[view.LATENT.key] = 512
+    st.session_state[view.ROPE.key] = 128
 
 
 st.button(

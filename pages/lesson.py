@@ -18,7 +18,7 @@ page_settings("lesson")
 lang = language()
 steps = view.STEPS
 last = len(steps)
-step_key = f"view_{view.STEP.name}"
+step_key = view.STEP.key
 
 # An arrow key pressed since the last run moves the step before its menu is drawn.
 pressed = view.arrow_key()
@@ -94,7 +94,7 @@ else:
 if shown is not None:
     show_chart(shown.spec, name=f"lesson-{step.key}", rows=shown.rows, caption=shown.caption)
     explore, animation = st.columns(2)
-    target = f"{shown.page}?{urlencode(link_query(shown.settings, **shown.query))}"
+    target = f"{shown.page}?{urlencode(link_query(shown.settings, shown.query))}"
     explore.link_button(
         _("Explore this"),
         target,

@@ -8,6 +8,7 @@ import explorer.shell  # noqa: F401  (first of ours: see explorer/shell.py)
 
 from explorer import mapping as view
 from explorer.charts import show_chart
+from explorer.heatmaps import link as heatmaps_link
 from explorer.i18n import _, language, n_, sentences
 from explorer.probes.mapping import CONTEXT_TOKENS
 from explorer.state import bound, link_query, page_link, page_settings
@@ -149,7 +150,7 @@ with left:
         if group != "all"
         else _("Attention heatmaps of every head ({variant})", variant=variant.upper()),
         icon=":material/grid_on:",
-        query=link_query(settings, hm_variant=variant, hm_group=group),
+        query=link_query(settings, {heatmaps_link.VARIANT: variant, heatmaps_link.GROUP: group}),
     )
 
 with right:

@@ -44,7 +44,7 @@ OTHER = {"en": "zh", "zh": "en"}
 
 
 def _use_other_example() -> None:
-    st.session_state[f"view_{view.TEXT.name}"] = view.DEFAULT_TEXTS[OTHER[language()]]
+    st.session_state[view.TEXT.key] = view.DEFAULT_TEXTS[OTHER[language()]]
 
 
 text = text_box(

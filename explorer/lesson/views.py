@@ -15,12 +15,17 @@ from attn_core import PRESETS
 from explorer import heatmaps, kv_cache, lab, mapping
 from explorer import trained as trained_view
 from explorer.charts import difference, format_bytes
+from explorer.heatmaps import link as hm
 from explorer.i18n import _, language, sentences, speaking
+from explorer.kv_cache import link as kv
+from explorer.lab import link as lab_link
+from explorer.mapping import link as mp
 from explorer.model import trained_model
-from explorer.params import Choice
+from explorer.params import Choice, Param
 from explorer.probes.heatmaps import InputSpec
 from explorer.probes.kv_cache import DecodeTrace, memory_budget
 from explorer.settings import Settings
+from explorer.trained import link as tm
 
 from . import slides
 
@@ -61,7 +66,7 @@ class StepView:
     rows: Sequence[dict] | Callable[[], str]
     caption: str
     page: str
-    query: dict[str, str]  # the page's own view values; the settings go into the link too
+    query: dict[Param, object]  # the page's own view values, by its Params; the settings go into the link too
     settings: Settings = field(default_factory=Settings)  # the sidebar settings the chart was made at
     animation: Animation | None = None
 
@@ -74,17 +79,17 @@ def _text_input(settings: Settings) -> InputSpec:
     return heatmaps.make_input_spec(settings, kind="text", text=sentence(), tokens="words", scale=SCALE).spec
 
 
-def _heatmaps_query(settings: Settings, variant: str, **view: object) -> dict[str, str]:
+def _heatmaps_view(variant: str) -> dict[Param, object]:
+    """The heatmaps page showing a step's chart: its variant on the step's sentence."""
     return {
-        "hm_variant": variant,
-        "hm_input": "text",
-        "hm_text": sentence(),
-        "hm_tokens": "words",
-        "hm_scale": SCALE,
-        "hm_causal": "1",
-        "hm_rope": "1",
-        "hm_pool": POOL,
-        **{name: str(value) for name, value in view.items()},
+        hm.VARIANT: variant,
+        hm.INPUT: "text",
+        hm.TEXT: sentence(),
+        hm.TOKENS: "words",
+        hm.SCALE: SCALE,
+        hm.CAUSAL: True,
+        hm.ROPE: True,
+        hm.POOL: POOL,
     }
 
 
@@ -111,7 +116,7 @@ def inside_one_head(lang: str) -> StepView:
             agreement=difference(chart.facts.weights_error),
         ),
         "heatmaps",
-        _heatmaps_query(settings, variant, hm_head=head),
+        _heatmaps_view(variant) | {hm.HEAD: head},
         settings,
     )
 
@@ -132,7 +137,7 @@ def every_head(lang: str) -> StepView:
             agreement=difference(chart.facts.row_sum_error),
         ),
         "heatmaps",
-        _heatmaps_query(settings, variant),
+        _heatmaps_view(variant),
         settings,
     )
 
@@ -166,13 +171,9 @@ def morph_gif(settings: Settings, lang: str) -> bytes:
         return slides.morph_gif(mapping.frames_for(settings), settings)
 
 
-def _kv_query(**view: object) -> dict[str, str]:
-    return {
-        "kv_prompt": str(PROMPT_TOKENS),
-        "kv_steps": str(DECODED_TOKENS),
-        "kv_step": str(DECODED_TOKENS),
-        **{name: str(value) for name, value in view.items()},
-    }
+def _kv_view() -> dict[Param, object]:
+    """The KV cache page at the steps' decode."""
+    return {kv.PROMPT: PROMPT_TOKENS, kv.STEPS: DECODED_TOKENS, kv.STEP: DECODED_TOKENS}
 
 
 def cache_grows(lang: str) -> StepView:
@@ -195,7 +196,7 @@ def cache_grows(lang: str) -> StepView:
             agreement=difference(max(trace.max_abs_diff)),
         ),
         "kv_cache",
-        _kv_query(),
+        _kv_view(),
         settings,
         _cache_animation(settings, False, lang, "kv-cache-growing"),
     )
@@ -206,7 +207,9 @@ def _morph_view(settings: Settings, variant: str, highlight: str | None, lang: s
     keys = [frame.key for frame in frames]
     active = keys.index(mapping.frame_key(settings, variant))
     spec, rows = mapping.mapping_chart(settings, active, highlight, lang)
-    query = {"map_variant": variant} | ({"map_store": highlight} if highlight else {})
+    query: dict[Param, object] = {mp.MAP_VARIANT: variant}
+    if highlight:
+        query[mp.MAP_STORE] = highlight
     return StepView(
         spec,
         rows,
@@ -295,7 +298,7 @@ def real_model(lang: str) -> StepView | None:
             ratio=f"{trace.per_token_bytes['mha'] / trace.per_token_bytes['gqa']:.0f}",
         ),
         "trained",
-        {"tm_prompt": prompt, "tm_step": str(step)},
+        {tm.PROMPT: prompt, tm.STEP: step},
     )
 
 
@@ -314,7 +317,7 @@ def repeated_heads(lang: str) -> StepView:
             held=format_bytes(copies.nbytes[-1]),
         ),
         "kv_cache",
-        _kv_query(kv_repeat="1"),
+        _kv_view() | {kv.REPEAT: True},
         settings,
         _cache_animation(settings, True, lang, "kv-cache-repeated-heads"),
     )
@@ -346,12 +349,12 @@ def joint_compression(lang: str) -> StepView:
         ),
         "kv_cache",
         {
-            "kv_model": model,
-            "kv_groups": str(groups),
-            "kv_latent": str(NOTES_LATENT),
-            "kv_rope": str(NOTES_ROPE),
-            "kv_gpu_gib": str(GPU_GIB),
-            "kv_gpus": str(GPUS),
+            kv.MODEL: model,
+            kv.GROUPS: groups,
+            kv.LATENT: NOTES_LATENT,
+            kv.ROPE: NOTES_ROPE,
+            kv.GPU_GIB: GPU_GIB,
+            kv.GPUS: GPUS,
         },
         settings,
     )
@@ -372,7 +375,7 @@ def absorbed_decode(lang: str) -> StepView:
             agreement=difference(chart.facts.decode_error),
         ),
         "heatmaps",
-        _heatmaps_query(settings, variant, hm_head=head),
+        _heatmaps_view(variant) | {hm.HEAD: head},
         settings,
     )
 
@@ -404,7 +407,7 @@ def choosing(lang: str, context: int) -> StepView | None:
         ],
         caption,
         "lab",
-        {"lab_context": str(context)},
+        {lab_link.CONTEXT: context},
         replace(Settings(), dtype="float32"),
     )
 

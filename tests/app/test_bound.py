@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from explorer.settings import Settings
+from tests.app import bound_params
 
 from .helpers import LINK_WARNING, open_script, sidebar_settings
 
@@ -95,9 +96,9 @@ def test_a_repeated_view_key_is_read_once_with_a_warning_and_collapsed_in_the_ur
 
 def test_changing_a_view_control_writes_the_link():
     at = open_script(PAGE)
-    at.radio(key="view_t_mode").set_value("output")
-    at.number_input(key="view_t_head").set_value(4)
-    at.toggle(key="view_t_mask").set_value(False)
+    at.radio(key=bound_params.MODE.key).set_value("output")
+    at.number_input(key=bound_params.HEAD.key).set_value(4)
+    at.toggle(key=bound_params.SHOW_MASK.key).set_value(False)
     at.run()
     assert not at.exception
     assert {name: at.query_params[name] for name in ("t_mode", "t_head", "t_mask")} == {

@@ -11,6 +11,7 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from attn_core import build_attention
+from explorer.heatmaps import link
 from explorer.probes.heatmaps import HeadSteps, InputSpec, make_inputs
 from explorer.settings import Settings
 from tests.app.helpers import chart_bytes, chart_payload, charts, verbatim
@@ -169,7 +170,7 @@ def test_every_head_at_default_settings_reruns_cleanly():
     # Rerun timings are benchmarks/app.py's (against the budget): here only that each head's rerun works
     at = open_page()
     for head in (1, 2, 3, 4, 5, 6, 7):
-        at.selectbox(key="view_hm_head").set_value(head)
+        at.selectbox(key=link.HEAD.key).set_value(head)
         at.run()
         assert not at.exception
 
@@ -203,11 +204,11 @@ def test_largest_settings_stay_within_the_payload_budget(capsys):
     assert "mean of 2×2 blocks" in notes  # 128 × 128 weights per head, 64 × 64 cells sent
     np.testing.assert_allclose(np.stack(grid).sum(-1) * 2, 1.0, atol=1e-5)  # a block row: the mean of 2 rows' 2 keys
     timings = {}
-    at.selectbox(key="view_hm_head").set_value(5)
+    at.selectbox(key=link.HEAD.key).set_value(5)
     start = time.perf_counter()
     at.run()
     timings["head picker (first time)"] = time.perf_counter() - start
-    at.selectbox(key="view_hm_head").set_value(0)
+    at.selectbox(key=link.HEAD.key).set_value(0)
     start = time.perf_counter()
     at.run()
     timings["head picker (back)"] = time.perf_counter() - start
@@ -215,11 +216,11 @@ def test_largest_settings_stay_within_the_payload_budget(capsys):
     start = time.perf_counter()
     at.run()
     timings["sequence length 8192 -> 6144"] = time.perf_counter() - start
-    at.selectbox(key="view_hm_from").set_value(16)
+    at.selectbox(key=link.FIRST_HEAD.key).set_value(16)
     start = time.perf_counter()
     at.run()
     timings["next page of heads"] = time.perf_counter() - start
-    assert at.selectbox(key="view_hm_head").value == 16  # the head opened up moves onto the page shown
+    assert at.selectbox(key=link.HEAD.key).value == 16  # the head opened up moves onto the page shown
     at.select_slider(key="setting_groups").set_value(8)
     start = time.perf_counter()
     at.run()
@@ -320,7 +321,7 @@ def test_any_text_is_usable(text):
     at = open_page(hm_input="text", hm_text=text)
     assert len(figures(at)) == 4
     if len(text) > 200:
-        assert len(at.text_input(key="view_hm_text").value) == 200
+        assert len(at.text_input(key=link.TEXT.key).value) == 200
 
 
 def test_same_link_same_pictures():
@@ -397,20 +398,20 @@ def test_only_the_sidebars_variants_are_offered():
     """The sidebar's "Variants" choice limits the variant opened up; GQA, the page's default, moves quietly when left
     out (to the first variant chosen)."""
     at = open_page(variant="mha,mla")
-    radio = at.radio(key="view_hm_variant")
+    radio = at.radio(key=link.VARIANT.key)
     assert list(radio.options) == ["MHA", "MLA"]
     assert radio.value == "mha"
     assert not at.warning, [w.value for w in at.warning]  # the page's own default moved: nothing to report
     assert at.query_params["hm_variant"] == "mha"
 
     at = open_page(variant="mqa,gqa")
-    assert list(at.radio(key="view_hm_variant").options) == ["MQA", "GQA"]
-    assert at.radio(key="view_hm_variant").value == "gqa"
+    assert list(at.radio(key=link.VARIANT.key).options) == ["MQA", "GQA"]
+    assert at.radio(key=link.VARIANT.key).value == "gqa"
 
 
 def test_a_link_asking_for_a_variant_left_out_falls_back_and_says_so():
     at = open_page(variant="mha,mqa", hm_variant="mla")
-    assert at.radio(key="view_hm_variant").value == "mha"
+    assert at.radio(key=link.VARIANT.key).value == "mha"
     assert at.query_params["hm_variant"] == "mha"
     assert any("hm_variant" in w.value for w in at.warning), [w.value for w in at.warning]
 

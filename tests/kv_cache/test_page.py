@@ -12,6 +12,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from attn_core import PRESETS, VARIANTS, bytes_per_element, kv_cache_bytes
+from explorer.kv_cache import link
 from explorer.settings import Settings
 from tests.app.helpers import chart_bytes, chart_specs, verbatim
 
@@ -146,7 +147,7 @@ def test_each_variant_decodes_with_bytes_on_the_formula_and_outputs_on_the_full_
 def test_moving_the_step_reads_the_same_trace_and_prints_its_shapes():
     at = open_page(Settings().to_link() | {"kv_step": "0"})
     first = chart(at, "Bytes held after each step")["data"]
-    at.slider(key="view_kv_step").set_value(5).run()
+    at.slider(key=link.STEP.key).set_value(5).run()
     assert_clean(at)
     log = verbatim(at.main)[0]
     assert "GQA  Step 5: K cache shape: [1, 2, 17, 64], V cache shape: [1, 2, 17, 64]" in log
@@ -164,7 +165,7 @@ def test_the_share_box_shows_the_steps_link_drawn_after_the_fragment():
     assert_clean(at)
     (shown,) = verbatim(at.sidebar)
     assert "kv_step=3" in shown
-    at.slider(key="view_kv_step").set_value(5).run()
+    at.slider(key=link.STEP.key).set_value(5).run()
     assert "kv_step=5" in verbatim(at.sidebar)[0]
 
 
@@ -216,7 +217,7 @@ def test_gpt2_the_course_notes_cached_model_opens_with_its_own_what_if_groups():
     at = open_page(Settings().to_link() | {"kv_model": "GPT-2"})
     assert_clean(at)
     assert not [i.value for i in at.info if "kv_groups" in i.value]
-    assert at.select_slider(key="view_kv_groups").value == 6
+    assert at.select_slider(key=link.GROUPS.key).value == 6
     table = next(df.value for df in at.dataframe if "Numbers / token" in df.value.columns)
     assert table.iloc[0]["Numbers / token"] == f"{2 * 12 * 64:,}"
     assert any("124 M parameters" in c.value for c in at.caption)
@@ -226,7 +227,7 @@ def step_shown(at) -> dict:
     """The step as every part of the page shows it: slider, printed log, table, chart markers, link."""
     markers = next(t for t in chart(at, "Bytes held after each step")["data"] if t["name"] == "at the step")
     return {
-        "slider": at.slider(key="view_kv_step").value,
+        "slider": at.slider(key=link.STEP.key).value,
         "log": int(verbatim(at.main)[0].split("Step ", 1)[1].split(":", 1)[0]),
         "table": int(at.dataframe[0].value.iloc[0]["Tokens held"]) - int(at.query_params["kv_prompt"]),
         "markers": markers["x"][0],

@@ -10,6 +10,7 @@ import pytest
 
 from explorer import lab
 from explorer.lab import computed as cached
+from explorer.lab import link
 from explorer.probes import healing
 from tests.app.helpers import chart_specs, open_page
 
@@ -67,6 +68,6 @@ def test_a_press_heals_the_conversion_live_and_reports_its_own_numbers(lm, fresh
     assert progress.perplexity_after < progress.perplexity_before
     assert teacher_fingerprint(lm) == before  # the original model is untouched
 
-    at.toggle(key="view_lab_answer").set_value(True).run()
+    at.toggle(key=link.ANSWER.key).set_value(True).run()
     assert not at.exception
     assert len(at.text) == 3  # original, converted, healed

@@ -8,6 +8,7 @@ import pytest
 import explorer.model
 from attn_core.pretrained import ModelPackageMissing
 from explorer import lab
+from explorer.lab import link as lab_link
 from explorer.settings import Settings
 from tests.app.helpers import chart_specs, open_page
 
@@ -91,9 +92,9 @@ def test_the_frontier_sentence_lists_exactly_the_models_its_definition_admits():
 
 def test_mha_answers_exactly_as_the_original_with_three_times_the_cache():
     at = open_page("lab")
-    at.selectbox(key="view_lab_model").set_value("mha")
-    at.text_input(key="view_lab_prompt").set_value("Name a colour.")
-    at.toggle(key="view_lab_answer").set_value(True).run()
+    at.selectbox(key=lab_link.MODEL.key).set_value("mha")
+    at.text_input(key=lab_link.PROMPT.key).set_value("Name a colour.")
+    at.toggle(key=lab_link.ANSWER.key).set_value(True).run()
     no_exception(at)
     answers = [t.value for t in at.text]
     assert len(answers) == 2
@@ -103,12 +104,12 @@ def test_mha_answers_exactly_as_the_original_with_three_times_the_cache():
 
 def test_empty_inputs_give_a_message():
     at = open_page("lab")
-    at.text_input(key="view_lab_prompt").set_value("   ")
-    at.toggle(key="view_lab_answer").set_value(True).run()
+    at.text_input(key=lab_link.PROMPT.key).set_value("   ")
+    at.toggle(key=lab_link.ANSWER.key).set_value(True).run()
     no_exception(at)
     assert any("Write a prompt first" in w.value for w in at.warning)
-    at.text_area(key="view_lab_text").set_value("")
-    at.toggle(key="view_lab_measure").set_value(True).run()
+    at.text_area(key=lab_link.TEXT.key).set_value("")
+    at.toggle(key=lab_link.MEASURE.key).set_value(True).run()
     no_exception(at)
     assert any("Write some text first" in w.value for w in at.warning)
 
@@ -121,9 +122,9 @@ def test_a_missing_model_is_a_message_not_a_traceback(monkeypatch):
     monkeypatch.setattr(explorer.model, "load_pretrained", missing)
     try:
         at = open_page("lab")
-        at.selectbox(key="view_lab_model").set_value("mha")
-        at.text_input(key="view_lab_prompt").set_value("A prompt no other test asks.")
-        at.toggle(key="view_lab_answer").set_value(True).run()
+        at.selectbox(key=lab_link.MODEL.key).set_value("mha")
+        at.text_input(key=lab_link.PROMPT.key).set_value("A prompt no other test asks.")
+        at.toggle(key=lab_link.ANSWER.key).set_value(True).run()
         no_exception(at)
         assert any("not installed" in w.value for w in at.warning)
     finally:
@@ -132,9 +133,9 @@ def test_a_missing_model_is_a_message_not_a_traceback(monkeypatch):
 
 def test_user_text_perplexity_is_live_and_capped():
     at = open_page("lab")
-    at.selectbox(key="view_lab_model").set_value("mha")
-    at.text_area(key="view_lab_text").set_value("word " * 400)  # more than the cap
-    at.toggle(key="view_lab_measure").set_value(True).run()
+    at.selectbox(key=lab_link.MODEL.key).set_value("mha")
+    at.text_area(key=lab_link.TEXT.key).set_value("word " * 400)  # more than the cap
+    at.toggle(key=lab_link.MEASURE.key).set_value(True).run()
     no_exception(at)
     original, converted = (m.value for m in at.metric)
     assert original == converted  # MHA is exact
@@ -143,9 +144,9 @@ def test_user_text_perplexity_is_live_and_capped():
 
 def test_a_link_reopens_the_answers_its_sender_saw():
     first = open_page("lab")
-    first.selectbox(key="view_lab_model").set_value("mha")
-    first.text_input(key="view_lab_prompt").set_value("Name a colour.")
-    first.toggle(key="view_lab_answer").set_value(True).run()
+    first.selectbox(key=lab_link.MODEL.key).set_value("mha")
+    first.text_input(key=lab_link.PROMPT.key).set_value("Name a colour.")
+    first.toggle(key=lab_link.ANSWER.key).set_value(True).run()
     link = dict(first.query_params)
     assert link["lab_model"] == "mha"
     assert link["lab_answer"] == "1"

@@ -13,7 +13,7 @@ from PIL import Image, ImageChops
 from attn_core import PRESETS
 from explorer import lesson
 from explorer.i18n import fmt, set_language
-from explorer.lesson import slides, views
+from explorer.lesson import slides, steps, views
 from explorer.settings import LINK_NAMES, Settings
 from tests.app.conftest import media  # noqa: F401  (the fixture: what a download button serves)
 from tests.app.helpers import chart_payload, chart_specs, charts, link_warnings, open_page, sidebar_settings
@@ -51,7 +51,7 @@ def test_every_step_opens_from_its_link_with_its_chart(number, lang):
     assert not at.error, [e.value for e in at.error]
     assert at.query_params["step"] == str(number)
     assert at.query_params["lang"] == lang
-    assert at.selectbox(key="view_step").value == number
+    assert at.selectbox(key=steps.STEP.key).value == number
     if step_key(number) in NEEDS_MODEL and not model_installed():
         assert any("not installed" in w.value or "未安装" in w.value for w in at.warning)
         return
@@ -103,14 +103,14 @@ def test_the_steps_own_settings_reach_the_explore_link():
 def test_a_garbled_step_falls_back_to_step_one_with_a_note(garbled):
     at = open_page("lesson", {"step": garbled})
     assert not at.exception
-    assert at.selectbox(key="view_step").value == 1
+    assert at.selectbox(key=steps.STEP.key).value == 1
     assert at.query_params["step"] == "1"
     assert any(w.value.startswith("step:") for w in at.warning), [w.value for w in at.warning]
 
 
 def test_a_step_past_the_end_opens_the_last_with_a_note():
     at = open_page("lesson", {"step": "99"})
-    assert at.selectbox(key="view_step").value == len(lesson.STEPS)
+    assert at.selectbox(key=steps.STEP.key).value == len(lesson.STEPS)
     assert any(w.value.startswith("step:") for w in at.warning)
 
 
@@ -118,7 +118,7 @@ def test_next_and_previous_move_the_step_and_the_link():
     at = open_page("lesson", {"step": "1"})
     assert at.button(key="lesson_previous").disabled
     at.button(key="lesson_next").click().run()
-    assert at.selectbox(key="view_step").value == 2
+    assert at.selectbox(key=steps.STEP.key).value == 2
     assert at.query_params["step"] == "2"
     at.button(key="lesson_previous").click().run()
     assert at.query_params["step"] == "1"

@@ -11,6 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from attn_core import decode_flops_per_token
+from explorer.mapping import link as mapping_link
 from explorer.probes.mapping import morph_configs
 from explorer.settings import Settings
 from tests.app.helpers import chart_payload, charts, decode
@@ -80,7 +81,7 @@ def test_the_mapping_in_the_figure_is_the_one_autograd_reads_off_the_module(case
 
 def test_choosing_a_kv_head_highlights_its_readers_and_links_the_heatmaps_to_its_group():
     at = open_mapping(Settings().to_link() | {"map_variant": "gqa"})
-    at.selectbox(key="view_map_store").select("kv1").run()
+    at.selectbox(key=mapping_link.MAP_STORE.key).select("kv1").run()
     assert_clean(at)
     query = mapping_spec(at)["data"][-1]
     assert [o == 1.0 for o in query["marker"]["opacity"]] == [h >= 4 for h in range(8)]  # 8 heads, 2 groups
@@ -102,14 +103,14 @@ def test_mla_links_the_heatmaps_to_every_head():
     params = parse_qs(link.proto.query_string)
     assert params["hm_variant"] == ["mla"]
     assert params["hm_group"] == ["all"]
-    assert at.selectbox(key="view_map_store").value == "c_kv"
+    assert at.selectbox(key=mapping_link.MAP_STORE.key).value == "c_kv"
 
 
 def test_a_link_reopens_the_same_view():
     at = open_mapping(Settings().to_link() | {"map_variant": "mqa", "map_store": "kv0"})
     assert_clean(at)
-    assert at.radio(key="view_map_variant").value == "mqa"
-    assert at.selectbox(key="view_map_store").value == "kv0"
+    assert at.radio(key=mapping_link.MAP_VARIANT.key).value == "mqa"
+    assert at.selectbox(key=mapping_link.MAP_STORE.key).value == "kv0"
     assert not at.warning
 
 

@@ -139,13 +139,13 @@ def test_without_the_model_the_page_says_how_to_install_it(monkeypatch, absence,
 
 
 def step_slider(at):
-    return next(s for s in at.slider if s.key == f"view_{view.STEP.name}")
+    return next(s for s in at.slider if s.key == view.STEP.key)
 
 
 def test_a_new_prompt_opens_its_answer_at_the_last_step(lm):
     at = open_page("trained", {"tm_prompt": "Hi", "tm_step": "3"})
     assert step_slider(at).value == 3  # the link's step stands on the run that opens it
-    box = next(t for t in at.text_input if t.key == f"view_{view.PROMPT.name}")
+    box = next(t for t in at.text_input if t.key == view.PROMPT.key)
     box.input("Explain why the sky is blue in two sentences.").run()
     assert not at.exception
     slider = step_slider(at)
@@ -157,16 +157,16 @@ def test_a_new_prompt_opens_its_answer_at_the_last_step(lm):
 def test_a_paste_longer_than_the_box_takes_is_cut_with_a_note_saying_where(lm):
     at = open_page("trained")
     pasted = "".join(f"word{i} " for i in range(600))  # 3,000+ characters
-    box = next(t for t in at.text_area if t.key == f"view_{view.TEXT.name}")
+    box = next(t for t in at.text_area if t.key == view.TEXT.key)
     box.input(pasted).run()
     assert not at.exception
     kept = pasted[: view.MAX_TEXT_CHARS]
-    assert at.text_area(key=f"view_{view.TEXT.name}").value == kept
+    assert at.text_area(key=view.TEXT.key).value == kept
     assert any(f"the first {view.MAX_TEXT_CHARS:,} are used" in i.value and kept[-10:] in i.value for i in at.info)
     assert chips(at)[:3] == lm.token_strings(lm.encode(kept))[:3]
-    prompt = next(t for t in at.text_input if t.key == f"view_{view.PROMPT.name}")
+    prompt = next(t for t in at.text_input if t.key == view.PROMPT.key)
     prompt.input("why " * 200).run()
-    assert at.text_input(key=f"view_{view.PROMPT.name}").value == ("why " * 200)[: view.PROMPT_CHARS]
+    assert at.text_input(key=view.PROMPT.key).value == ("why " * 200)[: view.PROMPT_CHARS]
     assert any(f"the first {view.PROMPT_CHARS} are used" in i.value for i in at.info)
 
 
@@ -181,5 +181,5 @@ def test_a_long_text_travels_compressed_and_reopens_the_same_view():
     assert len(urlencode({"tm_text": carried})) < len(urlencode({"tm_text": text})) / 10
     again = open_page("trained", {"tm_text": carried})
     assert not again.warning
-    assert again.text_area(key=f"view_{view.TEXT.name}").value == text
+    assert again.text_area(key=view.TEXT.key).value == text
     assert chips(again) == chips(plain)
