@@ -1,7 +1,7 @@
 """A page's own view settings (a head picker, a toggle, ...), declared once with their link name and valid values.
 
 Pure Python: each kind parses untrusted link text into a valid value plus, when it had to change something, a
-sentence saying what. Pages bind them to widgets with ``explorer.state.bound``.
+sentence saying what. Pages bind them to widgets with ``explorer.link.bound``.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ class _InTheLink:
 
     @property
     def key(self) -> str:
-        """The key of the parameter's widget in st.session_state (explorer.state.bound draws it under this key)."""
+        """The key of the parameter's widget in st.session_state (explorer.link.bound draws it under this key)."""
         return f"view_{self.name}"
 
 
@@ -187,7 +187,7 @@ def shown(text: str, limit: int = 24) -> str:
     return "'" + (cleaned[:limit] + "…" if len(cleaned) > limit else cleaned) + "'"
 
 
-# Any of a page's link parameters, as explorer.state.bound takes them.
+# Any of a page's link parameters, as explorer.link.bound takes them.
 Param = Choice | Flag | IntRange | Text
 
 

@@ -12,8 +12,9 @@ from explorer import heatmaps as view
 from explorer.charts import fixed_place, show_chart
 from explorer.glossary import variant_name
 from explorer.i18n import N_, _, language, n_, sentences
+from explorer.link import bound, text_box
 from explorer.params import shown
-from explorer.state import bound, page_settings, text_box
+from explorer.state import page_settings
 from explorer.verbatim import show_verbatim
 
 # The variants' names in the notes' terms (translated where shown).

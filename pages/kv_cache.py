@@ -10,10 +10,12 @@ import explorer.shell  # noqa: F401  (first of ours: see explorer/shell.py)
 
 from attn_core import PRESETS, bytes_per_element
 from explorer import kv_cache as view
-from explorer.charts import format_bytes, show_chart
-from explorer.i18n import _, fmt, sentences
+from explorer.charts import show_chart
+from explorer.i18n import _, fmt, format_bytes, sentences, sig
+from explorer.link import bound, page_link
 from explorer.probes import FLOAT32_TOLERANCE
-from explorer.state import bound, link_shown_after, page_link, page_settings
+from explorer.share import link_shown_after
+from explorer.state import page_settings
 from explorer.verbatim import show_verbatim
 
 settings = page_settings("kv_cache")
@@ -173,7 +175,7 @@ def recompute_chart(step: int) -> None:
             "its reference up-projects: they agree too. Exact zeros are drawn at {floor}.",
             tolerance=f"{FLOAT32_TOLERANCE:.0e}",
             worst=f"{worst:.1e}",
-            scale=view.sig(max(t.out_scale for t in traces.values()), 2),
+            scale=sig(max(t.out_scale for t in traces.values()), 2),
             floor=f"{view.DIFF_FLOOR:g}",
         ),
     )
@@ -218,7 +220,7 @@ def pitfall_notes(step: int) -> None:
                     held=format_bytes(trace.nbytes[step]),
                     needed=format_bytes(honest.nbytes[step]),
                     wasted=format_bytes(wasted),
-                    ratio=view.sig(trace.nbytes[step] / honest.nbytes[step]),
+                    ratio=sig(trace.nbytes[step] / honest.nbytes[step]),
                     diff=f"{max(trace.max_abs_diff):.1e}",
                 ),
                 icon=":material/content_copy:",
@@ -343,11 +345,11 @@ if attention.variant == "mla":
             numbers=published.elements_per_token_layer,
             latent=str(attention.kv_lora_rank),
             rope=str(attention.qk_rope_head_dim),
-            groups=view.sig(published.gqa_equivalent_groups),
+            groups=sig(published.gqa_equivalent_groups),
             head_dim=str(attention.head_dim),
             heads=attention.n_heads,
             mha=mha.elements_per_token_layer,
-            ratio=view.sig(mha.elements_per_token_layer / published.elements_per_token_layer),
+            ratio=sig(mha.elements_per_token_layer / published.elements_per_token_layer),
         ),
         icon=":material/verified:",
     )
@@ -363,8 +365,8 @@ st.markdown(
         latent=str(latent),
         rope=str(rope_dim),
         mla=mla.elements_per_token_layer,
-        ratio=view.sig(mla_saving),
-        groups=view.sig(mla.gqa_equivalent_groups),
+        ratio=sig(mla_saving),
+        groups=sig(mla.gqa_equivalent_groups),
     )
 )
 

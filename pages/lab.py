@@ -8,12 +8,13 @@ import explorer.shell  # noqa: F401  (first of ours: see explorer/shell.py)
 from attn_core import AttentionConfig
 from attn_core.pretrained import ModelNotInstalled, full_latent_rank
 from explorer import lab
-from explorer.charts import format_bytes, show_chart
-from explorer.i18n import N_, _, fmt, language, n_, percent, sentences
+from explorer.charts import show_chart
+from explorer.i18n import N_, _, fmt, format_bytes, language, n_, percent, sentences
 from explorer.lab import computed as cached
+from explorer.link import bound, text_box
 from explorer.model import trained_model
 from explorer.probes import healing
-from explorer.state import bound, page_settings, text_box
+from explorer.state import page_settings
 from explorer.trained import token_chips, token_labels
 from explorer.verbatim import show_verbatim
 

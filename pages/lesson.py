@@ -11,8 +11,9 @@ from explorer import lab
 from explorer import lesson as view
 from explorer.charts import show_chart
 from explorer.i18n import _, language
+from explorer.link import bound, link_query
 from explorer.present import presenting
-from explorer.state import bound, link_query, page_settings
+from explorer.state import page_settings
 
 page_settings("lesson")
 lang = language()

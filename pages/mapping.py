@@ -10,8 +10,9 @@ from explorer import mapping as view
 from explorer.charts import show_chart
 from explorer.heatmaps import link as heatmaps_link
 from explorer.i18n import _, language, n_, sentences
+from explorer.link import bound, link_query, page_link
 from explorer.probes.mapping import CONTEXT_TOKENS
-from explorer.state import bound, link_query, page_link, page_settings
+from explorer.state import page_settings
 
 SUPERSCRIPTS = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
 

@@ -13,8 +13,9 @@ from explorer import masks as view
 from explorer.charts import show_chart
 from explorer.glossary import variant_name
 from explorer.i18n import _, language, n_
+from explorer.link import bound
 from explorer.probes.masks import MAX_TOKENS
-from explorer.state import bound, page_settings
+from explorer.state import page_settings
 
 settings = page_settings("masks")
 

@@ -5,10 +5,11 @@ import streamlit as st
 import explorer.shell  # noqa: F401  (first of ours: see explorer/shell.py)
 
 from explorer import trained as view
-from explorer.charts import format_bytes, shape_text, show_chart
-from explorer.i18n import _, language
+from explorer.charts import shape_text, show_chart
+from explorer.i18n import _, format_bytes, language
+from explorer.link import bound, follow, text_box
 from explorer.model import trained_model
-from explorer.state import bound, follow, page_settings, text_box
+from explorer.state import page_settings
 from explorer.verbatim import show_verbatim
 
 page_settings("trained")

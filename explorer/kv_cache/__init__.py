@@ -47,7 +47,7 @@ from .link import (
     preferred_groups,
 )
 from .tables import fit_columns, fit_table, model_columns, model_table, step_log, step_table
-from .text import PRESET_NOTES, cache_names, parameter_text, shown_name, sig
+from .text import PRESET_NOTES, cache_names, parameter_text, shown_name
 
 __all__ = [
     "DIFF_FLOOR",
@@ -87,7 +87,6 @@ __all__ = [
     "row_line",
     "scale_figure",
     "shown_name",
-    "sig",
     "step_log",
     "step_table",
     "trace_batch",

@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 
 from attn_core import PRESETS, ModelPreset
-from explorer.charts import BYTE_UNITS, VARIANT_COLORS, count_axis, format_bytes, unit_axis
-from explorer.i18n import _, n_
+from explorer.charts import BYTE_UNITS, VARIANT_COLORS, count_axis, unit_axis
+from explorer.i18n import _, format_bytes, n_
 from explorer.probes import FLOAT32_TOLERANCE
 from explorer.probes.kv_cache import (
     DecodeTrace,

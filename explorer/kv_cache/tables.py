@@ -4,11 +4,11 @@ whole model's ways of caching, and what fits in a memory budget."""
 from __future__ import annotations
 
 from attn_core import PRESETS
-from explorer.charts import format_bytes, shape_text
-from explorer.i18n import _, fmt, n_, sentences
+from explorer.charts import shape_text
+from explorer.i18n import _, fmt, format_bytes, n_, sentences, sig
 from explorer.probes.kv_cache import DecodeTrace, MemoryBudget, ModelRow, what_fits
 
-from .text import cache_names, row_description, row_label, shown_name, sig
+from .text import cache_names, row_description, row_label, shown_name
 
 
 def step_log(traces: dict[str, DecodeTrace], step: int) -> str:

@@ -3,7 +3,7 @@ names of its tensors, numbers as said, and the core's preset notes marked for th
 
 from __future__ import annotations
 
-from explorer.i18n import N_, _, fmt, n_
+from explorer.i18n import N_, _, n_
 from explorer.probes.kv_cache import DecodeTrace, ModelRow
 
 # What the core's presets say they leave out (ModelPreset.not_modelled), for the catalog: the page shows
@@ -59,11 +59,3 @@ def cache_names(trace: DecodeTrace) -> tuple[str, str]:
 def parameter_text(count: float) -> str:
     """A model's parameter count as it is usually said: 124 M, 6.74 B, 671 B."""
     return f"{count / 1e9:.3g} B" if count >= 1e9 else f"{count / 1e6:.3g} M"
-
-
-def sig(value: float, digits: int = 3) -> str:
-    """value to `digits` significant digits (as :.3g writes it) in the run's language: 14.2, 0.0156, 2.25."""
-    text = f"{value:.{digits}g}"
-    if "e" in text:  # 10**digits or more (what is shown here is never that small)
-        return fmt(round(float(text)))
-    return fmt(float(text), len(text.split(".")[1]) if "." in text else 0)

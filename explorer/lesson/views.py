@@ -14,9 +14,8 @@ import streamlit as st
 from attn_core import PRESETS
 from explorer import heatmaps, kv_cache, lab, mapping
 from explorer import trained as trained_view
-from explorer.charts import difference, format_bytes
 from explorer.heatmaps import link as hm
-from explorer.i18n import _, language, sentences, speaking
+from explorer.i18n import _, difference, format_bytes, language, sentences, sig, speaking
 from explorer.kv_cache import link as kv
 from explorer.lab import link as lab_link
 from explorer.mapping import link as mp
@@ -345,7 +344,7 @@ def joint_compression(lang: str) -> StepView:
             latent=NOTES_LATENT,
             rope=NOTES_ROPE,
             mla=mla.elements_per_token_layer,
-            ratio=kv_cache.sig(mha.elements_per_token_layer / mla.elements_per_token_layer),
+            ratio=sig(mha.elements_per_token_layer / mla.elements_per_token_layer),
         ),
         "kv_cache",
         {
@@ -475,8 +474,8 @@ def notes_example(lang: str) -> dict[str, object]:
         "rope": NOTES_ROPE,
         "mha": mha,
         "mla": mla,
-        "ratio": kv_cache.sig(mha / mla),
-        "groups": kv_cache.sig(by_key["mla"].gqa_equivalent_groups),
+        "ratio": sig(mha / mla),
+        "groups": sig(by_key["mla"].gqa_equivalent_groups),
     }
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import streamlit as st
 
 from attn_core import AttentionConfig
-from explorer.charts import difference, shape_text
-from explorer.i18n import N_, _, n_, speaking
+from explorer.charts import shape_text
+from explorer.i18n import N_, _, difference, n_, speaking
 from explorer.probes.mapping import FusedProjection
 
 from .computed import fused_result

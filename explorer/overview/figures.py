@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from explorer.charts import FLOP_UNITS, VARIANT_COLORS, format_bytes, format_flops, unit_axis
-from explorer.i18n import _, n_
+from explorer.charts import FLOP_UNITS, VARIANT_COLORS, unit_axis
+from explorer.i18n import _, format_bytes, format_flops, n_
 from explorer.probes.overview import VariantRow
 
 

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from explorer.charts import format_bytes, format_flops
-from explorer.i18n import _, fmt, n_
+from explorer.i18n import _, fmt, format_bytes, format_flops, n_
 from explorer.probes.overview import VariantRow
 
 

@@ -4,8 +4,7 @@ worked out from the rows shown."""
 from __future__ import annotations
 
 from attn_core import AttentionConfig, CachesAsMuchAsMHA, LatentCompressesNothing, decode_flops_per_token
-from explorer.charts import format_flops
-from explorer.i18n import N_, _, sentences
+from explorer.i18n import N_, _, format_flops, sentences
 from explorer.probes.overview import VariantRow
 from explorer.settings import Settings
 

@@ -1,4 +1,4 @@
-"""A small page for the tests of explorer.state.bound: one view control of each kind, bound to the link.
+"""A small page for the tests of explorer.link.bound: one view control of each kind, bound to the link.
 
 Shaped like a real page: shared settings first, then link-backed controls whose valid values depend on them. It
 prints each value as a caption ("t_mode = ...") so a test can read what the page ended up using.
@@ -6,7 +6,8 @@ prints each value as a caption ("t_mode = ...") so a test can read what the page
 
 import streamlit as st
 
-from explorer.state import bound, page_settings
+from explorer.link import bound
+from explorer.state import page_settings
 from tests.app.bound_params import HEAD, MODE, SHOW_MASK, VARIANT
 
 settings = page_settings("bound_page")

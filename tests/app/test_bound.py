@@ -1,4 +1,4 @@
-"""explorer.state.bound: a page's own controls live in the link; a bad link value gives a warning and a valid fallback."""
+"""explorer.link.bound: a page's own controls live in the link; a bad link value gives a warning and a valid fallback."""
 
 from __future__ import annotations
 

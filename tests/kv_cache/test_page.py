@@ -160,7 +160,7 @@ def test_moving_the_step_reads_the_same_trace_and_prints_its_shapes():
 
 def test_the_share_box_shows_the_steps_link_drawn_after_the_fragment():
     """The step slider lives in a fragment; the share box's link, drawn from the page once the fragment returns
-    (explorer.state.link_shown_after), carries the step as the address bar does."""
+    (explorer.share.link_shown_after), carries the step as the address bar does."""
     at = open_page(Settings().to_link() | {"kv_step": "3"})
     assert_clean(at)
     (shown,) = verbatim(at.sidebar)
