@@ -1,5 +1,6 @@
-"""The KV cache page's tables, in this run's language: each cache at one step (and its decode-loop log line), the
-whole model's ways of caching, and what fits in a memory budget."""
+"""The KV cache page's rows, in this run's language: each cache at one step (and its decode-loop log line), the
+whole model's ways of caching, what fits in a memory budget, and the numbers the step charts plot as CSV rows (the
+whole-model figures return their own)."""
 
 from __future__ import annotations
 
@@ -156,3 +157,19 @@ def fit_table(preset_name: str, rows: list[ModelRow], *, batch: int, budget: Mem
             tokens = fmt(fit.tokens_per_sequence)
         table.append(dict(zip(headers, [row_label(row), tokens, fmt(fit.users_at_context)], strict=True)))
     return table
+
+
+def cache_size_rows(traces: dict[str, DecodeTrace]) -> list[dict]:
+    return [
+        {
+            "cache": name,
+            "step": s,
+            "tokens_held": trace.tokens_held[s],
+            "bytes_measured": trace.nbytes[s],
+            "bytes_formula": trace.formula_nbytes[s],
+            "bytes_preallocated": trace.capacity_nbytes[s],
+            "max_abs_diff_vs_full_recompute": trace.max_abs_diff[s],
+        }
+        for name, trace in traces.items()
+        for s in range(len(trace.nbytes))
+    ]

@@ -6,11 +6,11 @@ from dataclasses import replace
 
 import pytest
 
-from explorer import lab as lab_view
-from explorer import trained as trained_view
 from explorer.heatmaps import link as heatmaps_link
+from explorer.lab import link as lab_link
 from explorer.pages import PAGES
 from explorer.settings import LINK_NAMES, LINK_VERSION, VERSION_NAME, Settings, version_note
+from explorer.trained import link as trained_link
 
 from .helpers import is_valid, link_warnings, open_page, sidebar_settings
 
@@ -179,7 +179,7 @@ def test_the_repaired_link_reopens_the_same_view_without_a_warning(page):
 
 
 FREE_TEXT = {
-    param.name for param in (trained_view.TEXT, trained_view.PROMPT, heatmaps_link.TEXT, lab_view.PROMPT, lab_view.TEXT)
+    param.name for param in (trained_link.TEXT, trained_link.PROMPT, heatmaps_link.TEXT, lab_link.PROMPT, lab_link.TEXT)
 }
 
 

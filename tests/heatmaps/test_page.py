@@ -121,7 +121,7 @@ def test_every_figure_sent_is_valid_plotly():
 
 
 def test_moving_the_sequence_length_within_the_same_window_recomputes_nothing(monkeypatch):
-    from explorer.heatmaps import computed, views
+    from explorer.heatmaps import computed, figures
 
     at = open_page(d_model="64", heads="32", groups="4", latent="16", rope_dim="2", seq_len="384")
     assert "the first 362 of 384 tokens" in texts(at)
@@ -130,9 +130,9 @@ def test_moving_the_sequence_length_within_the_same_window_recomputes_nothing(mo
     for module, name in (
         (computed, "explore_variant"),
         (computed, "compare_from_mha"),
-        (views, "grid_figure"),
-        (views, "steps_figure"),
-        (views, "decode_figure"),
+        (figures, "grid_figure"),
+        (figures, "steps_figure"),
+        (figures, "decode_figure"),
     ):
         original = getattr(module, name)
         monkeypatch.setattr(module, name, lambda *a, _f=original, _n=name, **k: calls.append(_n) or _f(*a, **k))
@@ -429,14 +429,14 @@ def test_the_decode_steps_colour_bar_keeps_a_readable_height(heads):
 def test_a_layer_the_core_refuses_is_a_message_in_the_pages_language(monkeypatch, lang, said):
     """The settings are snapped before any layer is built, so the core refusing one is a defect; should it happen,
     the page says so in its reader's language and shows the core's reason as the core's words, not a traceback."""
-    from explorer import heatmaps
+    from explorer.heatmaps import figures
 
     reason = "n_heads=6 is not divisible by n_kv_heads=4."
 
     def refused(*_args, **_kwargs):
         raise ValueError(reason)
 
-    monkeypatch.setattr(heatmaps, "heads_chart", refused)
+    monkeypatch.setattr(figures, "heads_chart", refused)
     at = AppTest.from_file(PAGE, default_timeout=600)
     at.query_params["lang"] = lang
     at.run()

@@ -40,7 +40,7 @@ def unread_arguments(function: ast.FunctionDef) -> list[str]:
 
 def test_the_scan_finds_the_cached_functions():
     names = cached_functions()
-    assert "heatmaps/views.py:heads_chart" in names
+    assert "heatmaps/figures.py:heads_chart" in names
     assert "kv_cache/computed.py:cached_probe(decode_trace)" in names
 
 

@@ -7,8 +7,11 @@ import pytest
 
 import explorer.model
 from attn_core.pretrained import ModelPackageMissing
-from explorer import lab
+from explorer.lab import figures as lab_figures
 from explorer.lab import link as lab_link
+from explorer.lab import stored as lab_stored
+from explorer.lab import text as lab_text
+from explorer.probes.lab import USER_TEXT_MAX_TOKENS
 from explorer.settings import Settings
 from tests.app.helpers import chart_specs, open_page
 
@@ -32,11 +35,11 @@ def test_the_chart_plots_the_stored_table_with_its_frontier():
     no_exception(at)
     assert at.title[0].value == "Trade-off lab"
     spec = chart_specs(at)[0]  # the Pareto chart; the healed view is the second
-    table = lab.load_table()
+    table = lab_stored.load_table()
     # MLA points are named by their latent width on the chart (the legend says so), the others by their short name
     names = {
-        row.key: str(row.options["kv_lora_rank"]) if row.variant == "mla" else lab.point_name(row)
-        for row in lab.table_rows(table)
+        row.key: str(row.options["kv_lora_rank"]) if row.variant == "mla" else lab_text.point_name(row)
+        for row in lab_stored.table_rows(table)
     }
     expected = {names[row["key"]]: (row["cache_bytes_per_token"] / 1024, row["perplexity"]) for row in table["rows"]}
     plotted = {}
@@ -64,9 +67,12 @@ def test_the_labs_cache_figures_are_the_models_float32_whatever_the_sidebar_says
     at = open_page("lab", Settings(dtype=dtype).to_link())
     no_exception(at)
     spec = chart_specs(at)[0]  # the Pareto chart; the healed view is the second
-    original = next(row for row in lab.load_table()["rows"] if row["key"] == "original")
+    original = next(row for row in lab_stored.load_table()["rows"] if row["key"] == "original")
     x = dict(zip(spec["data"][1]["text"], spec["data"][1]["x"], strict=True))
-    assert x[lab.point_name(lab.table_rows(lab.load_table())[0])] == original["cache_bytes_per_token"] / 1024
+    assert (
+        x[lab_text.point_name(lab_stored.table_rows(lab_stored.load_table())[0])]
+        == original["cache_bytes_per_token"] / 1024
+    )
     assert "float32" in spec["layout"]["xaxis"]["title"]["text"]
     assert not at.sidebar.select_slider
     assert not at.sidebar.radio
@@ -74,12 +80,14 @@ def test_the_labs_cache_figures_are_the_models_float32_whatever_the_sidebar_says
 
 def test_the_frontier_sentence_lists_exactly_the_models_its_definition_admits():
     at = open_page("lab")
-    rows = lab.table_rows(lab.load_table())
+    rows = lab_stored.table_rows(lab_stored.load_table())
     as_dicts = [{"cache_bytes_per_token": r.cache_bytes_per_token, "perplexity": r.perplexity} for r in rows]
     caption = next(c.value for c in at.caption if "On the frontier" in c.value)
     listed = caption.split("lower perplexity): ", 1)[1].split(". ", 1)[0]
     assert sorted(listed.split(", ")) == sorted(
-        lab.point_name(row) for row, as_dict in zip(rows, as_dicts, strict=True) if not dominated(as_dict, as_dicts)
+        lab_text.point_name(row)
+        for row, as_dict in zip(rows, as_dicts, strict=True)
+        if not dominated(as_dict, as_dicts)
     )
     assert caption.count("At the same cache") == len(
         [
@@ -139,7 +147,7 @@ def test_user_text_perplexity_is_live_and_capped():
     no_exception(at)
     original, converted = (m.value for m in at.metric)
     assert original == converted  # MHA is exact
-    assert any(f"cut to {lab.USER_TEXT_MAX_TOKENS}" in c.value for c in at.caption)
+    assert any(f"cut to {USER_TEXT_MAX_TOKENS}" in c.value for c in at.caption)
 
 
 def test_a_link_reopens_the_answers_its_sender_saw():
@@ -157,7 +165,7 @@ def test_a_link_reopens_the_answers_its_sender_saw():
 
 
 def test_each_healed_point_is_a_star_below_its_conversion_with_an_arrow_and_a_row():
-    stored = {row["key"]: row for row in lab.load_heal_table()["rows"]}
+    stored = {row["key"]: row for row in lab_stored.load_heal_table()["rows"]}
     at = open_page("lab")
     no_exception(at)
     spec = chart_specs(at)[0]  # the Pareto chart; the healed view is the second
@@ -176,14 +184,14 @@ def test_each_healed_point_is_a_star_below_its_conversion_with_an_arrow_and_a_ro
 
 
 def test_the_healed_findings_are_computed_from_the_stars_drawn():
-    stored = lab.load_heal_table()["rows"]
-    rows = lab.table_rows(lab.load_table())
+    stored = lab_stored.load_heal_table()["rows"]
+    rows = lab_stored.table_rows(lab_stored.load_table())
     original = next(r for r in rows if r.key == "original")
     at = open_page("lab")
     caption = next(c.value for c in at.caption if "On the frontier" in c.value)
     healed_caption = next(c.value for c in at.caption if "After healing, on the frontier" in c.value)
     best = min(stored, key=lambda row: row["perplexity_after"])
-    name = lab.point_name(next(r for r in rows if r.key == best["key"]))
+    name = lab_text.point_name(next(r for r in rows if r.key == best["key"]))
     assert (
         f"Closest to the original once healed: {name} at perplexity {best['perplexity_after']:,.2f}, "
         f"{best['perplexity_after'] / original.perplexity:,.2f}x the original's" in healed_caption
@@ -196,17 +204,17 @@ def test_the_healed_findings_are_computed_from_the_stars_drawn():
     assert caption.count("Healed, at that cache: ") == len(shared)
     for group in shared:
         listed = ", ".join(
-            f"{lab.point_name(next(r for r in rows if r.key == row['key']))} {row['perplexity_after']:,.2f}"
+            f"{lab_text.point_name(next(r for r in rows if r.key == row['key']))} {row['perplexity_after']:,.2f}"
             for row in sorted(group, key=lambda row: row["perplexity_after"])
         )
         assert f"Healed, at that cache: {listed}." in caption
 
 
 def test_the_healed_view_draws_every_healed_point_and_the_frontier_they_make():
-    stored = lab.load_heal_table()["rows"]
-    rows = lab.table_rows(lab.load_table())
+    stored = lab_stored.load_heal_table()["rows"]
+    rows = lab_stored.table_rows(lab_stored.load_table())
     original = next(r for r in rows if r.key == "original")
-    top = lab.HEALED_VIEW_TOP * original.perplexity
+    top = lab_figures.HEALED_VIEW_TOP * original.perplexity
     at = open_page("lab")
     no_exception(at)
     spec = chart_specs(at)[1]
