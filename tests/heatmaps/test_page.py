@@ -14,7 +14,7 @@ from attn_core import build_attention
 from explorer.heatmaps import link
 from explorer.probes.heatmaps import HeadSteps, InputSpec, make_inputs
 from explorer.settings import Settings
-from tests.app.helpers import chart_bytes, chart_payload, charts, verbatim
+from tests.app.helpers import chart_bytes, chart_payload, charts, no_exception, states, verbatim
 
 PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "heatmaps.py")
 PAYLOAD_BUDGET = 1_000_000  # bytes of chart data per page (ARCHITECTURE.md, Budgets)
@@ -37,7 +37,7 @@ def open_page(**params) -> AppTest:
     for name, value in params.items():
         at.query_params[name] = value
     at.run()
-    assert not at.exception, [e.value for e in at.exception]
+    no_exception(at)
     return at
 
 
@@ -124,7 +124,7 @@ def test_moving_the_sequence_length_within_the_same_window_recomputes_nothing(mo
     from explorer.heatmaps import computed, figures
 
     at = open_page(d_model="64", heads="32", groups="4", latent="16", rope_dim="2", seq_len="384")
-    assert "the first 362 of 384 tokens" in texts(at)
+    assert states(texts(at), 362, 384), "the first 362 of 384 tokens are used"
     before = [chart.proto.bytes for chart in charts(at)]
     calls = []
     for module, name in (
@@ -139,8 +139,8 @@ def test_moving_the_sequence_length_within_the_same_window_recomputes_nothing(mo
     at.select_slider(key="setting_seq_len").set_value(512).run()
     at.radio(key="setting_dtype").set_value("float32").run()
     at.select_slider(key="setting_batch").set_value(4).run()
-    assert not at.exception
-    assert "the first 362 of 512 tokens" in texts(at)
+    no_exception(at)
+    assert states(texts(at), 362, 512), "the first 362 of 512 tokens are used"
     assert calls == []  # the window is still 362 tokens: every pass and figure is read back, none recomputed
     assert [chart.proto.bytes for chart in charts(at)] == before
     table = at.table[-1].value  # the cache table follows the dtype without redrawing the decode figure
@@ -172,7 +172,7 @@ def test_every_head_at_default_settings_reruns_cleanly():
     for head in (1, 2, 3, 4, 5, 6, 7):
         at.selectbox(key=link.HEAD.key).set_value(head)
         at.run()
-        assert not at.exception
+        no_exception(at)
 
 
 # --- smallest and largest settings ----------------------------------------------------------------------------------
@@ -192,11 +192,11 @@ def test_largest_settings_stay_within_the_payload_budget(capsys):
     size = chart_bytes(at)
     assert size <= PAYLOAD_BUDGET
     notes = texts(at)
-    assert "the first 128 of 8,192 tokens" in notes
-    assert "Showing heads 0–15 of 128" in notes
+    assert states(notes, 128, 8192), "the first 128 of 8,192 tokens are used"
+    assert states(notes, 0, 15, 128), "heads 0 to 15 of 128 are shown"
     assert "Only the shown heads are computed" in notes
     # no MHA of 4 x 8192^2 weights is built for section 2: the page says why and which width shows it
-    assert "Not computed at d_model 8,192 on 128 tokens" in notes
+    assert states(notes, 8192, 128), "not computed at d_model 8,192 on 128 tokens"
     assert "Pick d_model 1,024 or less" in notes
     assert len(figures(at)) == 3
     grid = heatmaps(figures(at)[0])
@@ -225,7 +225,7 @@ def test_largest_settings_stay_within_the_payload_budget(capsys):
     start = time.perf_counter()
     at.run()
     timings["KV groups 128 -> 8"] = time.perf_counter() - start
-    assert not at.exception
+    no_exception(at)
     assert chart_bytes(at) <= PAYLOAD_BUDGET
     with capsys.disabled():
         print(
@@ -244,7 +244,7 @@ def test_a_page_of_heads_shows_those_heads_of_the_full_layer():
     assert titles == [f"head {h} · KV {h // 8}" for h in range(16, 32)]  # 8 a row: drawn on two lines, so they fit
     for z, weights in zip(grid, expected[16:32], strict=True):
         np.testing.assert_allclose(z, weights, atol=1e-6)
-    assert "Measured on the layer of heads 16–31: its cache holds the 2 KV heads they read" in texts(at)
+    assert states(texts(at), 16, 31, 2), "measured on heads 16 to 31, whose cache holds 2 KV heads"
 
 
 # --- downsampling ---------------------------------------------------------------------------------------------------
@@ -368,7 +368,7 @@ def test_heavy_views_stay_within_the_payload_budget(params, capsys):
 
 def test_text_longer_than_the_token_limit_is_cut_and_the_page_says_so():
     at = open_page(hm_input="text", hm_tokens="chars", hm_text="abcdefghij" * 15)
-    assert "the first 128 of 150 are used" in texts(at)
+    assert states(texts(at), 128, 128, 150), "text is limited to 128 tokens: the first 128 of 150 are used"
     x = figures(at)[0]["data"][0]["x"]
     assert "mean of 2×2 blocks" in texts(at)
     assert x == list(range(0, 128, 2))
@@ -440,7 +440,7 @@ def test_a_layer_the_core_refuses_is_a_message_in_the_pages_language(monkeypatch
     at = AppTest.from_file(PAGE, default_timeout=600)
     at.query_params["lang"] = lang
     at.run()
-    assert not at.exception
+    no_exception(at)
     (error,) = [e.value for e in at.error]
     assert said in error
     assert reason not in error

@@ -17,7 +17,7 @@ import torch
 from explorer.lab import computed as cached
 from explorer.probes import healing
 from explorer.probes.lab import POINTS_BY_KEY, answer, convert_point
-from tests.app.helpers import open_page
+from tests.app.helpers import no_exception, open_page
 
 pytestmark = pytest.mark.slow  # `make test-fast` leaves it out (pytest.ini)
 
@@ -112,7 +112,7 @@ def test_pressing_again_for_a_healed_point_does_not_heal_again(restarted):
     assert restarted.trained == []
     # The page offers no button for it any more: it shows the result, read from the store.
     at = open_page("lab", {"lab_model": KEY})
-    assert not at.exception
+    no_exception(at)
     assert not [b for b in at.button if "healing" in (b.proto.icon or "")]
     assert any("kept on disk" in message.value for message in at.success)
 

@@ -12,7 +12,7 @@ from explorer.lab import computed as cached
 from explorer.lab import link
 from explorer.probes import healing
 from explorer.probes.lab import perplexity_of, reference_text, window_nll_sums
-from tests.app.helpers import chart_specs, open_page
+from tests.app.helpers import chart_specs, no_exception, open_page
 
 pytestmark = pytest.mark.slow  # `make test-fast` leaves it out (pytest.ini)
 
@@ -49,11 +49,11 @@ def test_a_press_heals_the_conversion_live_and_reports_its_own_numbers(lm, fresh
     at = open_page("lab", {"lab_model": KEY})
     button = next(b for b in at.button if "healing" in (b.proto.icon or ""))
     button.click().run()
-    assert not at.exception
+    no_exception(at)
     assert cached.heal_progress(KEY) is not None
     progress = wait_until_done(KEY)
     at.run()
-    assert not at.exception
+    no_exception(at)
     assert len(progress.step_losses) >= 2
     assert progress.step_losses[-1] < progress.first_loss
     (curve,) = [s for s in chart_specs(at) if s["layout"].get("title", {}).get("text", "").startswith("Healing")]
@@ -69,5 +69,5 @@ def test_a_press_heals_the_conversion_live_and_reports_its_own_numbers(lm, fresh
     assert teacher_fingerprint(lm) == before  # the original model is untouched
 
     at.toggle(key=link.ANSWER.key).set_value(True).run()
-    assert not at.exception
+    no_exception(at)
     assert len(at.text) == 3  # original, converted, healed

@@ -13,12 +13,7 @@ from explorer.lab import stored as lab_stored
 from explorer.lab import text as lab_text
 from explorer.probes.lab import USER_TEXT_MAX_TOKENS
 from explorer.settings import Settings
-from tests.app.helpers import chart_specs, open_page
-
-
-def no_exception(at):
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
+from tests.app.helpers import chart_specs, no_exception, open_page
 
 
 def dominated(row, rows):
@@ -32,7 +27,7 @@ def dominated(row, rows):
 
 def test_the_chart_plots_the_stored_table_with_its_frontier():
     at = open_page("lab")
-    no_exception(at)
+    no_exception(at, nor_error=True)
     assert at.title[0].value == "Trade-off lab"
     spec = chart_specs(at)[0]  # the Pareto chart; the healed view is the second
     table = lab_stored.load_table()
@@ -65,7 +60,7 @@ def test_the_chart_plots_the_stored_table_with_its_frontier():
 @pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
 def test_the_labs_cache_figures_are_the_models_float32_whatever_the_sidebar_says(dtype):
     at = open_page("lab", Settings(dtype=dtype).to_link())
-    no_exception(at)
+    no_exception(at, nor_error=True)
     spec = chart_specs(at)[0]  # the Pareto chart; the healed view is the second
     original = next(row for row in lab_stored.load_table()["rows"] if row["key"] == "original")
     x = dict(zip(spec["data"][1]["text"], spec["data"][1]["x"], strict=True))
@@ -103,7 +98,7 @@ def test_mha_answers_exactly_as_the_original_with_three_times_the_cache():
     at.selectbox(key=lab_link.MODEL.key).set_value("mha")
     at.text_input(key=lab_link.PROMPT.key).set_value("Name a colour.")
     at.toggle(key=lab_link.ANSWER.key).set_value(True).run()
-    no_exception(at)
+    no_exception(at, nor_error=True)
     answers = [t.value for t in at.text]
     assert len(answers) == 2
     assert answers[0] == answers[1]
@@ -114,11 +109,11 @@ def test_empty_inputs_give_a_message():
     at = open_page("lab")
     at.text_input(key=lab_link.PROMPT.key).set_value("   ")
     at.toggle(key=lab_link.ANSWER.key).set_value(True).run()
-    no_exception(at)
+    no_exception(at, nor_error=True)
     assert any("Write a prompt first" in w.value for w in at.warning)
     at.text_area(key=lab_link.TEXT.key).set_value("")
     at.toggle(key=lab_link.MEASURE.key).set_value(True).run()
-    no_exception(at)
+    no_exception(at, nor_error=True)
     assert any("Write some text first" in w.value for w in at.warning)
 
 
@@ -133,7 +128,7 @@ def test_a_missing_model_is_a_message_not_a_traceback(monkeypatch):
         at.selectbox(key=lab_link.MODEL.key).set_value("mha")
         at.text_input(key=lab_link.PROMPT.key).set_value("A prompt no other test asks.")
         at.toggle(key=lab_link.ANSWER.key).set_value(True).run()
-        no_exception(at)
+        no_exception(at, nor_error=True)
         assert any("not installed" in w.value for w in at.warning)
     finally:
         explorer.model._load.clear()
@@ -144,7 +139,7 @@ def test_user_text_perplexity_is_live_and_capped():
     at.selectbox(key=lab_link.MODEL.key).set_value("mha")
     at.text_area(key=lab_link.TEXT.key).set_value("word " * 400)  # more than the cap
     at.toggle(key=lab_link.MEASURE.key).set_value(True).run()
-    no_exception(at)
+    no_exception(at, nor_error=True)
     original, converted = (m.value for m in at.metric)
     assert original == converted  # MHA is exact
     assert any(f"cut to {USER_TEXT_MAX_TOKENS}" in c.value for c in at.caption)
@@ -160,14 +155,14 @@ def test_a_link_reopens_the_answers_its_sender_saw():
     assert link["lab_answer"] == "1"
     assert link["lab_prompt"] == "Name a colour."
     again = open_page("lab", link)
-    no_exception(again)
+    no_exception(again, nor_error=True)
     assert [t.value for t in again.text] == [t.value for t in first.text]
 
 
 def test_each_healed_point_is_a_star_below_its_conversion_with_an_arrow_and_a_row():
     stored = {row["key"]: row for row in lab_stored.load_heal_table()["rows"]}
     at = open_page("lab")
-    no_exception(at)
+    no_exception(at, nor_error=True)
     spec = chart_specs(at)[0]  # the Pareto chart; the healed view is the second
     stars = next(trace for trace in spec["data"] if trace.get("marker", {}).get("symbol") == "star")
     drawn = sorted(zip(stars["x"], stars["y"], strict=True))
@@ -216,7 +211,7 @@ def test_the_healed_view_draws_every_healed_point_and_the_frontier_they_make():
     original = next(r for r in rows if r.key == "original")
     top = lab_figures.HEALED_VIEW_TOP * original.perplexity
     at = open_page("lab")
-    no_exception(at)
+    no_exception(at, nor_error=True)
     spec = chart_specs(at)[1]
     line, first, twins = spec["data"]
     assert list(zip(first["x"], first["y"], strict=True)) == [

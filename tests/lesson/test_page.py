@@ -15,7 +15,15 @@ from explorer.i18n import fmt, set_language
 from explorer.lesson import slides, steps, views
 from explorer.settings import LINK_NAMES, Settings
 from tests.app.conftest import media  # noqa: F401  (the fixture: what a download button serves)
-from tests.app.helpers import chart_payload, chart_specs, charts, link_warnings, open_page, sidebar_settings
+from tests.app.helpers import (
+    chart_payload,
+    chart_specs,
+    charts,
+    link_warnings,
+    no_exception,
+    open_page,
+    sidebar_settings,
+)
 
 STEPS = range(1, len(steps.STEPS) + 1)
 NEEDS_MODEL = {"trained"}  # the trained model may be absent: the step then says how to install it
@@ -46,7 +54,7 @@ def step_key(number: int) -> str:
 @pytest.mark.parametrize("number", STEPS)
 def test_every_step_opens_from_its_link_with_its_chart(number, lang):
     at = open_page("lesson", {"step": str(number), "lang": lang})
-    assert not at.exception, [e.value for e in at.exception]
+    no_exception(at)
     assert not at.error, [e.value for e in at.error]
     assert at.query_params["step"] == str(number)
     assert at.query_params["lang"] == lang
@@ -72,7 +80,7 @@ def test_explore_this_opens_the_page_at_the_steps_own_settings(number):
     shown = views.STEP_VIEWS[step_key(number)]
     assert query["lang"] == "zh"
     opened = open_page(path, query)
-    assert not opened.exception, [e.value for e in opened.exception]
+    no_exception(opened)
     assert link_warnings(opened) == [], "the step's settings are valid as they are"
     expected = Settings(
         **{
@@ -101,7 +109,7 @@ def test_the_steps_own_settings_reach_the_explore_link():
 @pytest.mark.parametrize("garbled", ["banana", "", "4.5", "-1e9"])
 def test_a_garbled_step_falls_back_to_step_one_with_a_note(garbled):
     at = open_page("lesson", {"step": garbled})
-    assert not at.exception
+    no_exception(at)
     assert at.selectbox(key=steps.STEP.key).value == 1
     assert at.query_params["step"] == "1"
     assert any(w.value.startswith("step:") for w in at.warning), [w.value for w in at.warning]
@@ -145,7 +153,7 @@ def test_the_slides_gif_decodes_to_the_animations_frames(number, lang, media):  
 def test_presenter_mode_doubles_chart_fonts_and_stays_in_the_link():
     plain = open_page("lesson", {"step": "4"})
     present = open_page("lesson", {"step": "4", "present": "1"})
-    assert not present.exception
+    no_exception(present)
     assert present.query_params["present"] == "1"
     base = chart_payload(charts(plain)[0])["figure"]["layout"]
     big = chart_payload(charts(present)[0])["figure"]["layout"]
@@ -158,7 +166,7 @@ def test_presenter_mode_doubles_chart_fonts_and_stays_in_the_link():
 def test_presenter_mode_works_on_every_page():
     for page in ("overview", "mapping", "heatmaps", "kv_cache", "masks"):
         at = open_page(page, {"present": "1"} | Settings(seq_len=16).to_link())
-        assert not at.exception, (page, [e.value for e in at.exception])
+        no_exception(at)
         assert at.query_params["present"] == "1", page
         layout = chart_payload(charts(at)[0])["figure"]["layout"]
         assert layout["template"]["layout"]["font"]["size"] == 24, page
@@ -223,7 +231,7 @@ def test_the_healing_steps_answer_quotes_the_stored_tables(lang):
     converted = {row["key"]: row for row in json.loads(lab_stored.TABLE_PATH.read_text(encoding="utf-8"))["rows"]}
     best = min(healed, key=lambda row: row["perplexity_after"])
     at = open_page("lesson", {"step": str(len(steps.STEPS)), "lang": lang})
-    assert not at.exception
+    no_exception(at)
     answer = at.expander[0].markdown[0].value
     assert f"{best['perplexity_after']:,.2f}" in answer
     assert f"{converted[best['key']]['perplexity']:,.2f}" in answer

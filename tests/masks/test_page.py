@@ -9,13 +9,9 @@ from attn_core import build_attention
 from explorer.masks import link
 from explorer.probes.masks import token_vectors
 from explorer.settings import Settings, normalize
-from tests.app.helpers import chart_payload, chart_specs, charts, open_page, payload_bytes
+from tests.app.helpers import chart_payload, chart_specs, charts, no_exception, open_page, payload_bytes
 
 PAYLOAD_BUDGET = 1_000_000
-
-
-def no_exception(at):
-    assert not at.exception, [e.value for e in at.exception]
 
 
 def heatmap_z(spec: dict) -> list[np.ndarray]:
