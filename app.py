@@ -16,7 +16,7 @@ from explorer.pages import PAGES
 
 def page_not_found() -> None:
     # explorer.state imports torch: a page's run pays for it, after the menu is drawn (explorer/navigation.py)
-    from explorer.state import page_not_found as draw
+    from explorer.not_found import page_not_found as draw
 
     draw()
 

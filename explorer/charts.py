@@ -362,30 +362,6 @@ def _width(text: str) -> int:
 VARIANT_COLORS = {"mha": "#3b6ea8", "mqa": "#c4573a", "gqa": "#4a9a6b", "mla": "#8a5cb8"}
 
 
-def difference(value: float) -> str:
-    """How closely two computations agree, for a caption: exactly equal is worth saying as such."""
-    return _("exactly (bit for bit)") if value == 0 else _("to within {value}", value=f"{value:.1e}")
-
-
-def format_bytes(n: float) -> str:
-    """Bytes in binary units, as memory is sold and reported (KiB, MiB, GiB)."""
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.2f} {unit}"
-        n /= 1024
-    raise AssertionError("unreachable")
-
-
-def format_flops(n: float) -> str:
-    """A count of floating-point operations with an SI prefix that keeps 1-3 digits before the point:
-    2,200 -> '2.20 kFLOP', 17.9e9 -> '17.92 GFLOP'. FLOPs are counts, so the prefixes are powers of 1000."""
-    for unit in ("FLOP", "kFLOP", "MFLOP", "GFLOP", "TFLOP"):
-        if abs(n) < 1000 or unit == "TFLOP":
-            return f"{n:,.0f} {unit}" if unit == "FLOP" else f"{n:,.2f} {unit}"
-        n /= 1000
-    raise AssertionError("unreachable")
-
-
 BYTE_UNITS = (("B", 1), ("KiB", 1024), ("MiB", 1024**2), ("GiB", 1024**3), ("TiB", 1024**4))
 FLOP_UNITS = (("FLOP", 1), ("kFLOP", 1e3), ("MFLOP", 1e6), ("GFLOP", 1e9), ("TFLOP", 1e12))
 

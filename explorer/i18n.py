@@ -4,12 +4,14 @@
     st.title(_("Attention heatmaps"))
     st.caption(_("{share} of the attention lands on token 0.", share=percent(0.42)))
     st.write(n_("{n} head", "{n} heads", heads))          # "3 heads" / "3 个头"; n is formatted for the language
+    format_bytes(2**20), sig(14.236), difference(0.0)     # "1.00 MiB", "14.2", "exactly (bit for bit)"
     LABELS = {"seq_len": N_("Sequence length")}            # marked where defined, translated where shown: _(LABELS[k])
 
 Which language a run speaks: the sidebar's switch once drawn, else the link's `lang`, else the browser's
 (st.context.locale), else English. `use_language()` decides it at the start of every run and holds it for that run's
 thread, so the core and the probes never see a language. Text in a cached value would keep the language it was cached
-in: cache numbers and arrays, and translate where they are shown (or key the cache by `language()`).
+in: cache numbers and arrays and translate where they are shown, or take the language as an argument and make the
+words in it (`with speaking(lang):`).
 
 The catalog is `explorer/locales/zh/LC_MESSAGES/messages.po`, compiled in memory when first used (no build step, no
 stale .mo). `python -m explorer.locales` re-extracts the messages and updates it; tests/i18n fail on a message
@@ -21,7 +23,8 @@ from __future__ import annotations
 import gettext
 import io
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import cache
 from pathlib import Path
@@ -29,6 +32,8 @@ from pathlib import Path
 from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
 from babel.numbers import format_decimal, format_percent
+
+from explorer.messages import N_
 
 LANGUAGES = {"en": "English", "zh": "中文"}  # each named in itself, as a language menu does
 DEFAULT = "en"
@@ -73,6 +78,17 @@ def set_language(lang: str) -> None:
     _current.set(lang if lang in LANGUAGES else DEFAULT)
 
 
+@contextmanager
+def speaking(lang: str) -> Iterator[None]:
+    """Speak `lang` inside the block, then this run's language again: a cached function whose value holds words takes
+    the language as an argument and makes them in it, so its cache is keyed by the language its words are in."""
+    token = _current.set(lang if lang in LANGUAGES else DEFAULT)
+    try:
+        yield
+    finally:
+        _current.reset(token)
+
+
 def language_from_locale(locale: str | None) -> str:
     """A browser locale ("zh-CN", "zh_TW", "en-US", None) -> the language we have for it."""
     primary = re.split(r"[-_]", locale or "")[0].lower()
@@ -94,11 +110,18 @@ def _filled(text: str, values: dict[str, object]) -> str:
     return text.format(**{name: fmt(value) for name, value in values.items()})
 
 
-def N_(message: str) -> str:
-    """Mark a message for the catalog where it is defined (a module constant); translate it with _() where shown."""
-    return message
+def sentences(*parts: str) -> str:
+    """Whole translated sentences one after another, as the language writes them: a space between English ones, none
+    between Chinese ones (each ends in 。). Empty parts are left out."""
+    text = ""
+    for part in parts:
+        if part:
+            # TRANSLATORS: two sentences one after the other; Chinese needs no space between them.
+            text = _("{first} {second}", first=text, second=part) if text else part
+    return text
 
 
+# --- numbers, as this run's language writes them, with their units -----------------------------------------------
 def fmt(value: object, digits: int | None = None) -> str:
     """A number as this run's language writes it (ints with group separators, floats as given digits or up to 3);
     anything else as str()."""
@@ -111,21 +134,42 @@ def fmt(value: object, digits: int | None = None) -> str:
     return format_decimal(value, format=pattern, locale=locale)
 
 
-def sentences(*parts: str) -> str:
-    """Whole translated sentences one after another, as the language writes them: a space between English ones, none
-    between Chinese ones (each ends in 。). Empty parts are left out."""
-    text = ""
-    for part in parts:
-        if part:
-            # TRANSLATORS: two sentences one after the other; Chinese needs no space between them.
-            text = _("{first} {second}", first=text, second=part) if text else part
-    return text
-
-
 def percent(share: float, digits: int = 0) -> str:
     """0.423 -> "42%" in this run's language."""
     pattern = "#,##0" + ("." + "0" * digits if digits else "") + "%"
     return format_percent(share, format=pattern, locale=_BABEL_LOCALE[language()])
+
+
+def difference(value: float) -> str:
+    """How closely two computations agree, for a caption: exactly equal is worth saying as such."""
+    return _("exactly (bit for bit)") if value == 0 else _("to within {value}", value=f"{value:.1e}")
+
+
+def format_bytes(n: float) -> str:
+    """Bytes in binary units, as memory is sold and reported (KiB, MiB, GiB)."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.2f} {unit}"
+        n /= 1024
+    raise AssertionError("unreachable")
+
+
+def format_flops(n: float) -> str:
+    """A count of floating-point operations with an SI prefix that keeps 1-3 digits before the point:
+    2,200 -> '2.20 kFLOP', 17.9e9 -> '17.92 GFLOP'. FLOPs are counts, so the prefixes are powers of 1000."""
+    for unit in ("FLOP", "kFLOP", "MFLOP", "GFLOP", "TFLOP"):
+        if abs(n) < 1000 or unit == "TFLOP":
+            return f"{n:,.0f} {unit}" if unit == "FLOP" else f"{n:,.2f} {unit}"
+        n /= 1000
+    raise AssertionError("unreachable")
+
+
+def sig(value: float, digits: int = 3) -> str:
+    """value to `digits` significant digits (as :.3g writes it) in the run's language: 14.2, 0.0156, 2.25."""
+    text = f"{value:.{digits}g}"
+    if "e" in text:  # 10**digits or more (what is shown here is never that small)
+        return fmt(round(float(text)))
+    return fmt(float(text), len(text.split(".")[1]) if "." in text else 0)
 
 
 __all__ = [
@@ -134,11 +178,16 @@ __all__ = [
     "LINK_PARAM",
     "N_",
     "_",
+    "difference",
     "fmt",
+    "format_bytes",
+    "format_flops",
     "language",
     "language_from_locale",
     "n_",
     "percent",
     "sentences",
     "set_language",
+    "sig",
+    "speaking",
 ]

@@ -1,7 +1,7 @@
 """A page's own view settings (a head picker, a toggle, ...), declared once with their link name and valid values.
 
 Pure Python: each kind parses untrusted link text into a valid value plus, when it had to change something, a
-sentence saying what. Pages bind them to widgets with ``explorer.state.bound``.
+sentence saying what. Pages bind them to widgets with ``explorer.link.bound``.
 """
 
 from __future__ import annotations
@@ -9,14 +9,26 @@ from __future__ import annotations
 import base64
 import unicodedata
 import zlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import quote_plus
 
 from .i18n import _
 
 
+class _InTheLink:
+    """What every kind shares: its name in the link, and from it its widget's key."""
+
+    name: str
+
+    @property
+    def key(self) -> str:
+        """The key of the parameter's widget in st.session_state (explorer.link.bound draws it under this key)."""
+        return f"view_{self.name}"
+
+
 @dataclass(frozen=True)
-class Choice:
+class Choice(_InTheLink):
     """One of a fixed list of options (strings or ints). Options may depend on the settings: pass them at bind time."""
 
     name: str
@@ -41,7 +53,7 @@ class Choice:
 
 
 @dataclass(frozen=True)
-class Flag:
+class Flag(_InTheLink):
     name: str
     default: bool
 
@@ -60,7 +72,7 @@ class Flag:
 
 
 @dataclass(frozen=True)
-class IntRange:
+class IntRange(_InTheLink):
     name: str
     low: int
     high: int
@@ -95,7 +107,7 @@ class IntRange:
 
 
 @dataclass(frozen=True)
-class Text:
+class Text(_InTheLink):
     """Free text in the link: control characters dropped and the length capped, so any link value is usable."""
 
     name: str
@@ -175,5 +187,10 @@ def shown(text: str, limit: int = 24) -> str:
     return "'" + (cleaned[:limit] + "…" if len(cleaned) > limit else cleaned) + "'"
 
 
-# Any of a page's link parameters, as explorer.state.bound takes them.
+# Any of a page's link parameters, as explorer.link.bound takes them.
 Param = Choice | Flag | IntRange | Text
+
+
+def view_link(view: Mapping[Param, object]) -> dict[str, str]:
+    """A page's view values as its link carries them: a link to another page is built from that page's Params."""
+    return {param.name: param.to_text(value) for param, value in view.items()}

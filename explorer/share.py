@@ -1,15 +1,131 @@
-"""What the share box shows besides the link: a QR code a projector can show and a phone can scan, and whether the
-link points at the computer that opened it (useless to anyone else)."""
+"""The sidebar's Share section: the link to this view (redrawn as the page's own controls write to it), a QR code of
+it in a dialog for a class, and the settings as a JSON download; and whether the link points at the computer that
+opened it (useless to anyone else).
+
+explorer.link tells this box when the link changes (link_changed); explorer.state draws it under the settings.
+"""
 
 from __future__ import annotations
 
 import base64
+import html
 import io
 import ipaddress
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import lru_cache
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 import segno
+import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
+
+from . import i18n
+from .i18n import LINK_PARAM, _
+from .settings import Settings
+from .verbatim import show_verbatim
+
+_SHARE_BOX = "_share_box"  # this run's placeholder for the link; dropped at the start of every run
+_LINK_SHOWN_AFTER = "_link_shown_after"  # set while a fragment's first run defers the box (link_shown_after)
+_SHOW_QR = "_show_qr"  # set by the share box's QR button, for the run it starts
+_SHARE_PARAMS = "_share_params"  # this run's link parameters (shared and the page's own), for the JSON download
+
+
+def forget_last_run() -> None:
+    """Drop last run's placeholders: they are no longer on the page."""
+    for key in (_SHARE_BOX, _LINK_SHOWN_AFTER, _SHARE_PARAMS):
+        st.session_state.pop(key, None)
+
+
+def share_tools(settings: Settings) -> None:
+    st.subheader(_("Share"))
+    st.caption(_("This link opens exactly this view (same weights, inputs and numbers)."))
+    st.session_state[_SHARE_BOX] = box = st.empty()  # redrawn as the page's own controls write to the link
+    _show_link(box)
+    # A dialog drawn on demand: a QR code takes too long to make for every press of every slider.
+    # on_click, not the button's return value: a run that reruns itself (the pages/ folder fix) loses the latter.
+    st.button(
+        _("QR code for the class"),
+        icon=":material/qr_code_2:",
+        width="stretch",
+        on_click=lambda: st.session_state.update({_SHOW_QR: True}),
+    )
+    if st.session_state.pop(_SHOW_QR, False):
+        st.dialog(_("Scan to open this view"), width="large")(_qr_code)()  # titled in this run's language
+    # Everything the link carries, the page's own view settings included (they are bound after this is drawn, so
+    # the dict is filled in as they write to the link, and the JSON is written when the button is clicked).
+    params = st.session_state[_SHARE_PARAMS] = settings.to_link() | {LINK_PARAM: i18n.language()}
+    st.download_button(
+        _("Settings as JSON"),
+        lambda: json.dumps(params, indent=2),
+        file_name="attention-explorer-settings.json",
+        mime="application/json",
+        on_click="ignore",
+        width="stretch",
+        help=_("The settings and this page's own choices: what the link reproduces."),
+    )
+
+
+def link_changed(params: dict[str, str], *, changed: bool) -> None:
+    """The link was written (changed: it now differs): the JSON download holds its parameters, and the box shows it."""
+    if _SHARE_PARAMS in st.session_state:
+        st.session_state[_SHARE_PARAMS].update(params)  # the JSON download, which is written when clicked
+    if changed and _SHARE_BOX in st.session_state:
+        if _LINK_SHOWN_AFTER in st.session_state:
+            st.session_state[_LINK_SHOWN_AFTER] = True  # shown once the fragment returns (link_shown_after)
+        else:
+            _show_link(st.session_state[_SHARE_BOX])  # the page's own view settings join the link shown
+
+
+@contextmanager
+def link_shown_after() -> Iterator[None]:
+    """Around a fragment's call in the page's full run: what its controls write to the link is shown in the share box
+    once it returns, from the page, not from inside it. Streamlit's browser side failed on a fresh session's first run
+    when a fragment redrew that box (outside the fragment) while the page's own run redrew it too ("Cannot set a node
+    at a delta path": the whole page went blank). A fragment's own reruns (▶ Play) still redraw the box themselves."""
+    st.session_state[_LINK_SHOWN_AFTER] = False
+    try:
+        yield
+    finally:
+        if st.session_state.pop(_LINK_SHOWN_AFTER, False) and _SHARE_BOX in st.session_state:
+            _show_link(st.session_state[_SHARE_BOX])
+
+
+def _current_link() -> str:
+    base = (st.context.url or "").split("?")[0]
+    return f"{base}?{urlencode(st.query_params.to_dict())}"
+
+
+def _show_link(box: DeltaGenerator) -> None:
+    link = _current_link()
+    with box.container():
+        show_verbatim(link)
+        _warn_if_local(link)
+
+
+def _warn_if_local(link: str) -> None:
+    if points_at_this_machine(link):
+        st.warning(
+            _(
+                "This link points at this computer (localhost): students' devices cannot open it. Share the hosted "
+                "copy's address, or this computer's address on the network."
+            ),
+            icon=":material/computer:",
+        )
+
+
+def _qr_code() -> None:
+    """The link as a QR code, large enough to scan from a projector's screen across a room."""
+    link = _current_link()
+    if (image := qr_data_uri(link)) is None:
+        st.info(_("This link is too long for a QR code ({n} characters): shorten the page's text.", n=len(link)))
+    else:
+        alt = html.escape(_("QR code of the link: {link}", link=link))
+        st.html(f'<img class="share-qr" src="{image}" alt="{alt}">')
+    _warn_if_local(link)
+    show_verbatim(link)
+
 
 # segno draws QR codes in pure Python (no image library, no native code), with the standard's error correction and
 # mask selection; a hand-written encoder would have to get all of that right.

@@ -1,33 +1,26 @@
-"""Streamlit glue: the shared sidebar, the link <-> settings sync, and link-backed page widgets.
-
-The URL is the source of truth when a session opens (a shared link reproduces the sender's view); after that the
-widgets are, and every change is written back to the URL so the address bar is always a link to what is shown.
+"""The shared settings in the sidebar: read from the link on a session's first run (with a note on anything it could
+not use), drawn as widgets (with the language switch, the share box and the symbols), and written back to the link.
+page_settings() is every page's first call.
 """
 
 from __future__ import annotations
 
-import html
-import json
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, TypeVar
-from urllib.parse import urlencode
 
 import streamlit as st
 import torch
-from streamlit.delta_generator import DeltaGenerator
-from streamlit.errors import StreamlitPageNotFoundError
 
 from attn_core import VARIANTS
 
-from . import i18n, share
+from . import i18n, language_switch, share
 from .glossary import glossary_markdown, variant_name
 from .i18n import LANGUAGES, LINK_PARAM, N_, _
-from .navigation import LANGUAGE_KEY, requested_page, use_language
+from .link import write_link
+from .navigation import use_language
 from .pages import ALL_SETTINGS, PAGES, PageEntry
-from .params import Choice, IntRange, Param, Text, shown
-from .present import present_query, use_presenter
+from .params import shown
+from .present import use_presenter
 from .settings import (
     BATCH_CHOICES,
     D_MODEL_CHOICES,
@@ -43,19 +36,12 @@ from .settings import (
     rope_dim_choices,
     version_note,
 )
-from .verbatim import show_verbatim
-
-T = TypeVar("T")
 
 SETTINGS_KEY = "settings"
 APP_CSS = (Path(__file__).resolve().parents[1] / "assets" / "app.css").read_text(encoding="utf-8")
 _WIDGET = {name: f"setting_{name}" for name in Settings().as_dict()}  # setting name -> widget key
 _LINK_READ = "_link_read"
 _ADJUSTED = "_adjusted_notes"
-_SHARE_BOX = "_share_box"  # this run's placeholder for the link; dropped at the start of every run
-_LINK_SHOWN_AFTER = "_link_shown_after"  # set while a fragment's first run defers the box (link_shown_after)
-_SHOW_QR = "_show_qr"  # set by the share box's QR button, for the run it starts
-_SHARE_PARAMS = "_share_params"  # this run's link parameters (shared and the page's own), for the JSON download
 
 
 def page_settings(page_key: str) -> Settings:
@@ -71,9 +57,9 @@ def page_settings(page_key: str) -> Settings:
         _sidebar_controls(page)
     settings = _read_widgets()
     st.session_state[SETTINGS_KEY] = settings
-    _write_link(settings.to_link() | {LINK_PARAM: i18n.language()})
+    write_link(settings.to_link() | {LINK_PARAM: i18n.language()})
     with st.sidebar:
-        _share_tools(settings)
+        share.share_tools(settings)
         # A popover, not an expander: a folded expander's formulas are typeset anyway, on every new visit before its
         # first chart (benchmarks/MEASUREMENTS.md); a popover draws them when opened
         with st.popover(_("Symbols: what each letter means"), icon=":material/menu_book:", width="stretch"):
@@ -92,11 +78,8 @@ def _start_run() -> None:
     # link's numbers identical to the sender's.
     torch.set_num_threads(1)
     st.html(f"<style>{APP_CSS}</style>")  # style only: Streamlit puts it where it takes no room on the page
-    _phone_language_switch()
-    state = st.session_state
-    state.pop(_SHARE_BOX, None)  # last run's placeholder is no longer on the page
-    state.pop(_LINK_SHOWN_AFTER, None)
-    state.pop(_SHARE_PARAMS, None)
+    language_switch.phone_switch()
+    share.forget_last_run()
 
 
 def _settings_into_widgets() -> None:
@@ -129,14 +112,7 @@ def _settings_into_widgets() -> None:
 
 def _sidebar_controls(page: PageEntry | None) -> None:
     """The language switch and the layer settings the page reads (none on a page that reads none)."""
-    _declare_language()
-    st.segmented_control(
-        _("Language"),
-        tuple(LANGUAGES),
-        format_func=LANGUAGES.__getitem__,
-        key=LANGUAGE_KEY,
-        on_change=_keep_language,
-    )
+    language_switch.sidebar_switch()
     if page is not None and not page.uses:
         # A page that reads none of them shows none: seven sliders that do nothing there would only mislead.
         # Their values stay in the session and the link for the other pages.
@@ -147,82 +123,6 @@ def _sidebar_controls(page: PageEntry | None) -> None:
             st.caption(cue)
     for note in st.session_state.pop(_ADJUSTED, []):
         st.info(note, icon="↪️")
-
-
-def bound(param: Param, render: Callable[[str], T], options: tuple | None = None, *, say_moves: bool = True) -> T:
-    """A page widget whose value lives in the link under param.name.
-
-    render(key) draws the widget with that key and returns its value. options narrows the valid values for this
-    view (a Choice's options, an IntRange's (low, high)). The value survives leaving the page and coming back.
-    say_moves=False: when other controls make the value unavailable it moves without a note (a value that follows
-    another by design, as the head opened up follows the page of heads); a bad link value is still reported.
-    """
-    key, kept = f"view_{param.name}", f"_kept_{param.name}"
-    state = st.session_state
-    if key not in state:
-        raws = st.query_params.get_all(param.name)
-        if raws:
-            value, note = param.parse(raws[-1], options)
-            if len(raws) > 1:
-                note = " ".join(
-                    filter(
-                        None,
-                        [
-                            _(
-                                "{name} appears {times} times in the link, so its last value is the one read.",
-                                name=param.name,
-                                times=len(raws),
-                            ),
-                            note,
-                        ],
-                    )
-                )
-            if note:
-                st.warning(note)  # a value the link carried that does not fit is reported here
-        else:
-            value = state.get(kept, param.default)
-        state[key] = value
-    else:
-        # Re-stated before every draw: a widget whose range changed (a slider's max following another slider) is a
-        # new widget to Streamlit, which would otherwise start it from its minimum and drop a value still valid.
-        state[key] = state[key]
-    if options is not None:
-        # Only a value someone chose is worth a note when it moves; the page's own default moves quietly.
-        _move_into(param, key, options, say_moves and state[key] != param.default)
-    value = render(key)
-    state[kept] = value
-    _write_link({param.name: param.to_text(value)})
-    return value
-
-
-def text_box(param: Text, draw: Callable[..., str], label: str, **options: Any) -> str:
-    """A free-text widget bound to the link that takes any paste. draw is st.text_area or st.text_input.
-
-    No max_chars on the widget: the browser would drop a longer paste whole, with no word. What was typed is cleaned
-    and cut when it is sent, the box shows what is kept, and the page says what changed and where it was cut.
-    """
-    key, note_key = f"view_{param.name}", f"_typed_note_{param.name}"
-
-    def keep_what_fits() -> None:
-        typed = st.session_state[key]
-        kept, _note = param.parse(typed)
-        st.session_state[key] = kept
-        st.session_state[note_key] = param.typed_note(typed, kept)
-
-    value = bound(param, lambda widget: draw(label, key=widget, on_change=keep_what_fits, **options))
-    if note := st.session_state.pop(note_key, None):
-        st.info(note, icon="✂️")
-    return value
-
-
-def follow(param: Param, source: object, value: object) -> None:
-    """Set param's widget to value when source differs from the last run's (a new answer opens at its last step);
-    the link's own value stands on the run that opens it."""
-    key, last_key = f"view_{param.name}", f"_followed_{param.name}"
-    state = st.session_state
-    if last_key in state and state[last_key] != source:
-        state[key] = value
-    state[last_key] = source
 
 
 # The sidebar's sliders, labelled (in English: the browser tests and benchmarks find a slider by its label). Plain
@@ -261,76 +161,6 @@ def settings_cue(uses: tuple[str, ...]) -> str:
         return _("This page uses none of these settings: they shape the other pages.")
     used = [_(SETTING_LABELS[name]) for name in ALL_SETTINGS if name in uses]
     return _("This page uses {used}. Not used here: {unused}.", used=_(", ").join(used), unused=_(", ").join(unused))
-
-
-def page_link(page_path: str, *, label: str, icon: str | None = None, query: dict[str, str] | None = None) -> None:
-    """st.page_link to another page of the app. A page file run alone (outside st.navigation, as in a test) cannot
-    resolve other pages, so the same address is then given as a plain markdown link."""
-    try:
-        st.page_link(page_path, label=label, icon=icon, query_params=query)
-    except StreamlitPageNotFoundError:
-        url_path = Path(page_path).stem
-        st.markdown(f"[{label}]({url_path}{'?' + urlencode(query) if query else ''})")
-
-
-def link_query(settings: Settings, **view: object) -> dict[str, str]:
-    """Query parameters for a link to another page showing these settings and the given view values, in this
-    run's language (and presenter mode, when on)."""
-    return (
-        settings.to_link()
-        | {LINK_PARAM: i18n.language()}
-        | present_query()
-        | {name: str(value) for name, value in view.items()}
-    )
-
-
-def page_not_found() -> None:
-    """What a link to a page that does not exist opens: the sidebar, a sentence in the link's language, and the way
-    to every page."""
-    page_settings("not_found")
-    st.title(_("Page not found"))
-    st.info(
-        _(
-            "This link asks for a page called “{name}”, which the explorer does not have (a typo, or an old "
-            "address). Its settings are kept: every page below opens with them.",
-            name=requested_page() or "",
-        ),
-        icon=":material/explore_off:",
-    )
-    for entry in PAGES.values():
-        page_link(entry.path, label=f"{_(entry.title)}: {_(entry.teaser)}", icon=entry.icon)
-
-
-# --- internals ------------------------------------------------------------------------------------------------------
-def _move_into(param: Param, key: str, options: tuple, say: bool) -> None:
-    """A view value the settings made unavailable (head 7 after heads went to 2) moves to the nearest valid one,
-    and the page says so; a widget given a value outside its range would fail or jump to its minimum instead."""
-    current = st.session_state[key]
-    if isinstance(param, Choice):
-        if current in options:
-            return
-        if isinstance(current, int) and all(isinstance(option, int) for option in options):
-            fixed = min(options, key=lambda option: (abs(option - current), option))  # head 7 of 4 -> head 3
-        else:
-            fixed = param.default if param.default in options else options[0]
-    elif isinstance(param, IntRange):
-        low, high = options
-        fixed = min(max(current, low), high)
-        if fixed == current:
-            return
-    else:
-        return
-    st.session_state[key] = fixed
-    if say:
-        st.info(
-            _(
-                "{name}: {value} is not available at these settings, so {fixed} is shown.",
-                name=param.name,
-                value=str(current),
-                fixed=str(fixed),
-            ),
-            icon="↪️",
-        )
 
 
 def _layer_controls() -> None:
@@ -385,117 +215,11 @@ def _read_widgets() -> Settings:
     return Settings(**values)
 
 
-HTML_LANG = {"en": "en", "zh": "zh-Hans"}
-
-
-def _declare_language() -> None:
-    """The page's language on <html lang>: screen readers pick their voice by it, browsers their fonts and
-    hyphenation. Streamlit's document says "en" whatever the content."""
-    lang = json.dumps(HTML_LANG[i18n.language()])
-    st.html(
-        f'<script>document.documentElement.lang = {lang};</script><span class="no-room" data-lang={lang}></span>',
-        unsafe_allow_javascript=True,
-    )
-
-
-PHONE_LANGUAGE_KEY = "setting_lang_phone"
-
-
-def _phone_language_switch() -> None:
-    """The language switch again, at the top of the page, shown on narrow screens only (assets/app.css): a phone
-    keeps the sidebar, and the sidebar's switch, folded away."""
-    st.session_state[PHONE_LANGUAGE_KEY] = st.session_state[LANGUAGE_KEY]
-    with st.container(key="phone-language"):
-        st.segmented_control(
-            _("Language"),
-            tuple(LANGUAGES),
-            format_func=LANGUAGES.__getitem__,
-            key=PHONE_LANGUAGE_KEY,
-            on_change=_language_from_phone,
-            label_visibility="collapsed",
-        )
-
-
-def _language_from_phone() -> None:
-    chosen = st.session_state.get(PHONE_LANGUAGE_KEY)
-    st.session_state[LANGUAGE_KEY] = chosen if chosen in LANGUAGES else i18n.language()
-
-
-def _keep_language() -> None:
-    """The switch was clicked on the language already shown: a segmented control would then show none."""
-    if st.session_state.get(LANGUAGE_KEY) not in LANGUAGES:
-        st.session_state[LANGUAGE_KEY] = i18n.language()
-
-
 def _on_change() -> None:
     """A control moved: move any setting it made invalid to its nearest valid value, and say so."""
     settings, notes = normalize(_read_widgets())
     _store_in_widgets(settings)
     st.session_state[_ADJUSTED] = notes
-
-
-def _write_link(params: dict[str, str]) -> None:
-    changed = False
-    for name, text in params.items():
-        if st.query_params.get_all(name) != [text]:  # also collapses a key the link repeated
-            st.query_params[name] = text
-            changed = True
-    if _SHARE_PARAMS in st.session_state:
-        st.session_state[_SHARE_PARAMS].update(params)  # and the JSON download, which is written when clicked
-    if changed and _SHARE_BOX in st.session_state:
-        if _LINK_SHOWN_AFTER in st.session_state:
-            st.session_state[_LINK_SHOWN_AFTER] = True  # shown once the fragment returns (link_shown_after)
-        else:
-            _show_link(st.session_state[_SHARE_BOX])  # the page's own view settings join the link shown
-
-
-@contextmanager
-def link_shown_after() -> Iterator[None]:
-    """Around a fragment's call in the page's full run: what its controls write to the link is shown in the share box
-    once it returns, from the page, not from inside it. Streamlit's browser side failed on a fresh session's first run
-    when a fragment redrew that box (outside the fragment) while the page's own run redrew it too ("Cannot set a node
-    at a delta path": the whole page went blank). A fragment's own reruns (▶ Play) still redraw the box themselves."""
-    st.session_state[_LINK_SHOWN_AFTER] = False
-    try:
-        yield
-    finally:
-        if st.session_state.pop(_LINK_SHOWN_AFTER, False) and _SHARE_BOX in st.session_state:
-            _show_link(st.session_state[_SHARE_BOX])
-
-
-def _current_link() -> str:
-    base = (st.context.url or "").split("?")[0]
-    return f"{base}?{urlencode(st.query_params.to_dict())}"
-
-
-def _show_link(box: DeltaGenerator) -> None:
-    link = _current_link()
-    with box.container():
-        show_verbatim(link)
-        _warn_if_local(link)
-
-
-def _warn_if_local(link: str) -> None:
-    if share.points_at_this_machine(link):
-        st.warning(
-            _(
-                "This link points at this computer (localhost): students' devices cannot open it. Share the hosted "
-                "copy's address, or this computer's address on the network."
-            ),
-            icon=":material/computer:",
-        )
-
-
-def _qr_code() -> None:
-    """The link as a QR code, large enough to scan from a projector's screen across a room."""
-    link = _current_link()
-    if (image := share.qr_data_uri(link)) is None:
-        st.info(_("This link is too long for a QR code ({n} characters): shorten the page's text.", n=len(link)))
-    else:
-        alt = html.escape(_("QR code of the link: {link}", link=link))
-        st.html(f'<img class="share-qr" src="{image}" alt="{alt}">')
-    _warn_if_local(link)
-    show_verbatim(link)
 
 
 def _warn_about_link(notes: list[str]) -> None:
@@ -505,46 +229,3 @@ def _warn_about_link(notes: list[str]) -> None:
             + "\n\n"
             + "\n".join(f"- {n}" for n in notes)
         )
-
-
-def _share_tools(settings: Settings) -> None:
-    st.subheader(_("Share"))
-    st.caption(_("This link opens exactly this view (same weights, inputs and numbers)."))
-    st.session_state[_SHARE_BOX] = box = st.empty()  # redrawn as the page's own controls write to the link
-    _show_link(box)
-    # A dialog drawn on demand: a QR code takes too long to make for every press of every slider.
-    # on_click, not the button's return value: a run that reruns itself (the pages/ folder fix) loses the latter.
-    st.button(
-        _("QR code for the class"),
-        icon=":material/qr_code_2:",
-        width="stretch",
-        on_click=lambda: st.session_state.update({_SHOW_QR: True}),
-    )
-    if st.session_state.pop(_SHOW_QR, False):
-        st.dialog(_("Scan to open this view"), width="large")(_qr_code)()  # titled in this run's language
-    # Everything the link carries, the page's own view settings included (they are bound after this is drawn, so
-    # the dict is filled in as they write to the link, and the JSON is written when the button is clicked).
-    params = st.session_state[_SHARE_PARAMS] = settings.to_link() | {LINK_PARAM: i18n.language()}
-    st.download_button(
-        _("Settings as JSON"),
-        lambda: json.dumps(params, indent=2),
-        file_name="attention-explorer-settings.json",
-        mime="application/json",
-        on_click="ignore",
-        width="stretch",
-        help=_("The settings and this page's own choices: what the link reproduces."),
-    )
-
-
-__all__ = [
-    "SETTINGS_KEY",
-    "SLIDER_LABELS",
-    "bound",
-    "follow",
-    "link_query",
-    "link_shown_after",
-    "page_link",
-    "page_not_found",
-    "page_settings",
-    "text_box",
-]

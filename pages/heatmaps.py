@@ -8,12 +8,14 @@ import streamlit as st
 import explorer.shell  # noqa: F401  (first of ours: see explorer/shell.py)
 
 from attn_core import VARIANTS
-from explorer import heatmaps as view
 from explorer.charts import fixed_place, show_chart
 from explorer.glossary import variant_name
+from explorer.heatmaps import computed, figures, link, tables
 from explorer.i18n import N_, _, language, n_, sentences
+from explorer.link import bound, text_box
 from explorer.params import shown
-from explorer.state import bound, page_settings, text_box
+from explorer.probes.heatmaps import MAX_TEXT_CHARS, MAX_TEXT_TOKENS
+from explorer.state import page_settings
 from explorer.verbatim import show_verbatim
 
 # The variants' names in the notes' terms (translated where shown).
@@ -51,7 +53,7 @@ top = st.columns([3, 2, 4])
 offered = tuple(v for v in VARIANTS if v in settings.variants)  # the sidebar's "Variants" choice, in the usual order
 with top[0]:
     variant = bound(  # GQA unless the sidebar leaves it out; a link's variant outside the choice is reported
-        view.VARIANT,
+        link.VARIANT,
         lambda key: st.radio(
             _("Variant opened up"),
             offered,
@@ -64,35 +66,35 @@ with top[0]:
     )
 with top[1]:
     input_kind = bound(
-        view.INPUT,
+        link.INPUT,
         lambda key: st.radio(
             _("Input"),
-            view.INPUT.options,
+            link.INPUT.options,
             key=key,
             horizontal=True,
             format_func=lambda kind: _(INPUT_KINDS[kind]),
         ),
     )
 with top[2]:
-    text, token_mode = view.DEFAULT_TEXT, "words"
+    text, token_mode = link.DEFAULT_TEXT, "words"
     if input_kind == "text":
         text_col, mode_col = st.columns([3, 1])
         with text_col:
             text = text_box(
-                view.TEXT,
+                link.TEXT,
                 st.text_input,
                 _(
                     "Text (at most {chars} characters, {tokens} tokens)",
-                    chars=view.MAX_TEXT_CHARS,
-                    tokens=view.MAX_TEXT_TOKENS,
+                    chars=MAX_TEXT_CHARS,
+                    tokens=MAX_TEXT_TOKENS,
                 ),
             )
         with mode_col:
             token_mode = bound(
-                view.TOKENS,
+                link.TOKENS,
                 lambda key: st.radio(
                     _("Tokens"),
-                    view.TOKENS.options,
+                    link.TOKENS.options,
                     key=key,
                     format_func=lambda mode: _(TOKEN_MODES[mode]),
                     help=_(
@@ -112,10 +114,10 @@ with top[2]:
 controls = st.columns(4)
 with controls[0]:
     scale = bound(
-        view.SCALE,
+        link.SCALE,
         lambda key: st.select_slider(
             _("Input scale"),
-            view.SCALES,
+            link.SCALES,
             key=key,
             help=_(
                 "Each input vector is a standard normal vector times this. Larger inputs give larger scores, and the "
@@ -125,14 +127,14 @@ with controls[0]:
     )
 with controls[1]:
     causal = bound(
-        view.CAUSAL,
+        link.CAUSAL,
         lambda key: st.toggle(
             _("Causal"), key=key, help=_("On: a query sees only itself and earlier tokens, as when generating text.")
         ),
     )
 with controls[2]:
     rope = bound(
-        view.ROPE,
+        link.ROPE,
         lambda key: st.toggle(
             "RoPE",
             key=key,
@@ -144,10 +146,10 @@ with controls[2]:
     )
 with controls[3]:
     pool = bound(
-        view.POOL,
+        link.POOL,
         lambda key: st.radio(
             _("Downsample by"),
-            view.POOL.options,
+            link.POOL.options,
             key=key,
             horizontal=True,
             format_func=lambda how: _(POOLS[how]),
@@ -157,11 +159,11 @@ with controls[3]:
         ),
     )
 
-inputs = view.make_input_spec(settings, kind=input_kind, text=text, tokens=token_mode, scale=scale)
+inputs = computed.make_input_spec(settings, kind=input_kind, text=text, tokens=token_mode, scale=scale)
 spec = inputs.spec
 tokens = spec.labels() if spec.tokens is not None else None
 length = spec.length
-cfg = view.layer_config(settings, variant, rope)
+cfg = computed.layer_config(settings, variant, rope)
 computed_on = fixed_place()
 for note in inputs.notes:
     computed_on.info(note, icon=":material/content_cut:")
@@ -227,29 +229,29 @@ def group_name(group: int | Literal["all"]) -> str:
 pick = st.columns([2, 2, 3])
 with pick[0]:
     group = bound(
-        view.GROUP,
+        link.GROUP,
         lambda key: st.selectbox(_("Heads shown"), group_options, key=key, format_func=group_name),
         group_options,
     )
-pages = view.head_pages(settings.heads, group_size, group)
+pages = computed.head_pages(settings.heads, group_size, group)
 heads = pages[0]
 if len(pages) > 1:
     starts = tuple(page.start for page in pages)
     with pick[1]:
         first = bound(
-            view.FIRST_HEAD,
+            link.FIRST_HEAD,
             lambda key: st.selectbox(
                 _("{n} heads: page", n=sum(map(len, pages))),
                 starts,
                 key=key,
-                format_func=lambda h: view.heads_text(pages[starts.index(h)]),
+                format_func=lambda h: computed.heads_text(pages[starts.index(h)]),
             ),
             starts,
         )
     heads = pages[starts.index(first)]
 with pick[2]:
     head = bound(
-        view.HEAD,
+        link.HEAD,
         lambda key: st.selectbox(
             _("Head opened up"),
             tuple(heads),
@@ -292,7 +294,7 @@ try:
             tokens=n_("{n} token", "{n} tokens", length),
         )
     ):
-        chart = view.heads_chart(cfg, settings.seed, spec, causal, heads, pool, lang)
+        chart = figures.heads_chart(cfg, settings.seed, spec, causal, heads, pool, lang)
 except ValueError as error:  # a configuration the core refuses, with its own sentence
     st.error(_("This layer cannot be built at these settings: change one in the sidebar. The core's reason:"))
     show_verbatim(str(error))  # the library's own words (English), for whoever reports it
@@ -305,9 +307,9 @@ if len(heads) < settings.heads:
             "Showing {shown} of {total} ({limit} at most at once, whole KV groups where they fit): pick a group or a "
             "page above to see the others. Only the shown heads are computed: the layer is built with just them and "
             "the KV heads they read, each head drawn from its own seeded stream, so they are the full layer's heads.",
-            shown=view.heads_text(heads),
+            shown=computed.heads_text(heads),
             total=settings.heads,
-            limit=view.MAX_PANELS,
+            limit=computed.MAX_PANELS,
         )
     )
 if pooling.pooled:
@@ -359,14 +361,14 @@ st.markdown(
         head=head,
     )
 )
-blocked = view.comparison_blocked(settings.d_model, length)
+blocked = computed.comparison_blocked(settings.d_model, length)
 with fixed_place():  # blocked, or a chart and its table
     if blocked:
         st.info(blocked, icon=":material/speed:")
     else:
-        configs = tuple((v, view.layer_config(settings, v, rope)) for v in settings.variants)
+        configs = tuple((v, computed.layer_config(settings, v, rope)) for v in settings.variants)
         with st.spinner(_("Making the variants from one MHA layer…")):
-            compared, table = view.compare_chart(configs, settings.seed, spec, causal, head, pool, lang)
+            compared, table = figures.compare_chart(configs, settings.seed, spec, causal, head, pool, lang)
         if rope and "mla" in settings.variants:
             st.caption(
                 _(
@@ -400,7 +402,7 @@ st.latex(
     r"\begin{aligned} \mathrm{Attention}(Q,K,V) &= \mathrm{softmax}(S)\,V, \\ S &= \frac{QK^\top}{\sqrt{d_k}} + M "
     r"\end{aligned}"
 )
-inside = view.steps_chart(cfg, settings.seed, spec, causal, heads, head, pool, lang)
+inside = figures.steps_chart(cfg, settings.seed, spec, causal, heads, head, pool, lang)
 kv = inside.facts.kv_head
 if variant == "mla":
     where = _(
@@ -443,7 +445,7 @@ show_chart(inside.spec, name="heatmaps-inside-head", rows=inside.csv.csv_text, c
 if len(heads) > 1 and len(heads) == settings.heads:
     outputs_of = _("all {n} heads", n=settings.heads)
 else:
-    outputs_of = view.heads_text(heads)
+    outputs_of = computed.heads_text(heads)
 st.caption(
     _(
         "The outputs of {heads} (each head's ⑤) side by side are what the output projection $W^O$ received in the "
@@ -458,7 +460,7 @@ st.caption(
 # --- 4. one decode step ------------------------------------------------------------------------------------------
 st.header(_("4 · One step of generation"))
 last = f" {shown(tokens[-1])}" if tokens else ""
-step = view.decode_chart(cfg, settings.seed, spec, causal, heads, head, pool, lang)
+step = figures.decode_chart(cfg, settings.seed, spec, causal, heads, head, pool, lang)
 cached = n_("{n} token", "{n} tokens", step.facts.cached_before)
 if variant == "mla":
     stored = _(
@@ -488,14 +490,14 @@ caption = _(
 if step.pooling.pooled:
     caption = sentences(caption, _("Cells are the {pooling}.", pooling=step.pooling.describe()))
 show_chart(step.spec, name="heatmaps-decode-step", rows=step.csv.csv_text, caption=caption)
-st.table(view.cache_table(step.facts.cache_shapes, cfg, settings.dtype), hide_index=True)
+st.table(tables.cache_table(step.facts.cache_shapes, cfg, settings.dtype), hide_index=True)
 if variant != "mla" and len(heads) < settings.heads:
     kv_read = cfg.kv_heads_read(heads)
     st.caption(
         _(
             "Measured on the layer of {heads}: its cache holds the {read} they read. The full layer's cache holds all "
             "{all}: {numbers} numbers per token.",
-            heads=view.heads_text(heads),
+            heads=computed.heads_text(heads),
             read=n_("{n} KV head", "{n} KV heads", len(kv_read)),
             all=n_("{n} KV head", "{n} KV heads", cfg.n_kv_heads),
             numbers=cfg.cache_elements_per_token,

@@ -9,11 +9,21 @@ import streamlit as st
 import explorer.shell  # noqa: F401  (first of ours: see explorer/shell.py)
 
 from attn_core import PRESETS, bytes_per_element
-from explorer import kv_cache as view
-from explorer.charts import format_bytes, show_chart
-from explorer.i18n import _, fmt, language, sentences
+from explorer.charts import show_chart
+from explorer.i18n import _, fmt, format_bytes, sentences, sig
+from explorer.kv_cache import computed, figures, link, tables, text
+from explorer.link import bound, page_link
 from explorer.probes import FLOAT32_TOLERANCE
-from explorer.state import bound, link_shown_after, page_link, page_settings
+from explorer.probes.kv_cache import (
+    MAX_PROMPT_LEN,
+    MAX_STEPS,
+    MAX_TRACE_BATCH,
+    MAX_TRACE_PARAMETERS,
+    MAX_TRACE_WORK,
+    memory_budget,
+)
+from explorer.share import link_shown_after
+from explorer.state import page_settings
 from explorer.verbatim import show_verbatim
 
 settings = page_settings("kv_cache")
@@ -38,14 +48,12 @@ st.header(_("Decode step by step"), divider="gray")
 left, right = st.columns(2)  # the pitfall's toggle on a line of its own: a label in a third of a row was cut short
 with left:
     prompt_len = bound(
-        view.PROMPT, lambda key: st.slider(_("Prompt tokens (prefilled at once)"), 1, view.MAX_PROMPT_LEN, key=key)
+        link.PROMPT, lambda key: st.slider(_("Prompt tokens (prefilled at once)"), 1, MAX_PROMPT_LEN, key=key)
     )
 with right:
-    steps = bound(
-        view.STEPS, lambda key: st.slider(_("Tokens to generate (one at a time)"), 1, view.MAX_STEPS, key=key)
-    )
+    steps = bound(link.STEPS, lambda key: st.slider(_("Tokens to generate (one at a time)"), 1, MAX_STEPS, key=key))
 repeated = bound(
-    view.REPEAT,
+    link.REPEAT,
     lambda key: st.toggle(
         _("Also cache K/V after `repeat_interleave` (the naive GQA pitfall)"),
         key=key,
@@ -54,8 +62,8 @@ repeated = bound(
 )
 
 
-traces, skipped = view.traces_for(settings, prompt_len, steps, repeated)
-batch = view.trace_batch(settings)
+traces, skipped = computed.traces_for(settings, prompt_len, steps, repeated)
+batch = computed.trace_batch(settings)
 bounds = _(
     "Real layers at the sidebar's settings, float32 weights drawn from seed {seed}, fed {tokens} fixed random "
     "token vectors (batch {batch}). The layer computes in float32 so the comparison with a full recompute shows "
@@ -67,11 +75,11 @@ bounds = _(
     tokens=prompt_len + steps,
     batch=batch,
     dtype=settings.dtype,
-    prompt=view.MAX_PROMPT_LEN,
-    steps=view.MAX_STEPS,
-    sequences=view.MAX_TRACE_BATCH,
-    weights=round(view.MAX_TRACE_PARAMETERS / 1e6),
-    work=round(view.MAX_TRACE_WORK / 1e6),
+    prompt=MAX_PROMPT_LEN,
+    steps=MAX_STEPS,
+    sequences=MAX_TRACE_BATCH,
+    weights=round(MAX_TRACE_PARAMETERS / 1e6),
+    work=round(MAX_TRACE_WORK / 1e6),
 )
 st.caption(
     bounds
@@ -104,7 +112,7 @@ PLAY_SECONDS = 0.8  # one step a tick: time to read the shapes as they change
 
 
 def play() -> None:
-    step_key = f"view_{view.STEP.name}"
+    step_key = link.STEP.key
     if st.session_state.get(step_key, steps) >= steps:
         st.session_state[step_key] = 0  # from the start again
     st.session_state[PLAYING] = True
@@ -118,7 +126,7 @@ def pause() -> None:
 def step_section() -> None:
     """Everything that shows one step. A fragment: while playing, it alone reruns every PLAY_SECONDS, one step on."""
     advance_play()
-    step = bound(view.STEP, step_slider, (0, steps))
+    step = bound(link.STEP, step_slider, (0, steps))
     step_shapes(step)
     recompute_chart(step)
     cache_size_chart(step)
@@ -127,7 +135,7 @@ def step_section() -> None:
 
 def advance_play() -> None:
     """While playing, one step on per tick; at the last step, stop, and let the whole page drop the timer."""
-    step_key = f"view_{view.STEP.name}"
+    step_key = link.STEP.key
     if st.session_state.get(PLAYING) and time.monotonic() - st.session_state.get(PLAYED_AT, 0) >= 0.8 * PLAY_SECONDS:
         st.session_state[PLAYED_AT] = time.monotonic()
         st.session_state[step_key] = min(st.session_state.get(step_key, 0) + 1, steps)
@@ -145,9 +153,9 @@ def step_shapes(step: int) -> None:
             step=step,
         )
     )
-    show_verbatim(view.step_log(traces, step))
+    show_verbatim(tables.step_log(traces, step))
     st.dataframe(
-        view.step_table(traces, step),
+        tables.step_table(traces, step),
         hide_index=True,
         width="stretch",
         column_config={
@@ -163,9 +171,9 @@ def recompute_chart(step: int) -> None:
     """Each cache's difference from a full recompute, step by step, against the float32 budget."""
     worst = max(max(trace.max_abs_diff) for trace in traces.values())
     show_chart(
-        view.diff_figure(traces, step),
+        figures.diff_figure(traces, step),
         name="kv-cache-recompute-difference",
-        rows=view.cache_size_rows(traces),
+        rows=tables.cache_size_rows(traces),
         caption=_(
             "Every step stays far below {tolerance} (largest here: {worst}, outputs up to {scale}): the cache changes "
             "the cost, not the result. The reference is one pass over the whole sequence without a cache; with causal "
@@ -173,8 +181,8 @@ def recompute_chart(step: int) -> None:
             "its reference up-projects: they agree too. Exact zeros are drawn at {floor}.",
             tolerance=f"{FLOAT32_TOLERANCE:.0e}",
             worst=f"{worst:.1e}",
-            scale=view.sig(max(t.out_scale for t in traces.values()), 2),
-            floor=f"{view.DIFF_FLOOR:g}",
+            scale=sig(max(t.out_scale for t in traces.values()), 2),
+            floor=f"{figures.DIFF_FLOOR:g}",
         ),
     )
 
@@ -183,9 +191,9 @@ def cache_size_chart(step: int) -> None:
     """Bytes held, formula and preallocated as tokens arrive, marked at the step."""
     st.header(_("Cache size as tokens arrive"), divider="gray")
     show_chart(
-        view.cache_size_figure(traces, step),
+        figures.cache_size_figure(traces, step),
         name="kv-cache-bytes-per-step",
-        rows=view.cache_size_rows(traces),
+        rows=tables.cache_size_rows(traces),
         caption=_(
             "Bytes held (dots, measured) grow by one token's worth per step and sit exactly on the closed form (the "
             "wide pale line beneath): $B \\times T \\times 2 g d_h$ numbers for $g$ KV heads of width $d_h$, or "
@@ -213,12 +221,12 @@ def pitfall_notes(step: int) -> None:
                     "— {wasted} wasted, {ratio}× the memory, as large as MHA's. Its outputs are the same (max |Δ| vs "
                     "full recompute {diff}): the copies add nothing. Cache the KV heads as projected and let attention "
                     "share them.",
-                    name=view.shown_name(name),
+                    name=text.shown_name(name),
                     step=step,
                     held=format_bytes(trace.nbytes[step]),
                     needed=format_bytes(honest.nbytes[step]),
                     wasted=format_bytes(wasted),
-                    ratio=view.sig(trace.nbytes[step] / honest.nbytes[step]),
+                    ratio=sig(trace.nbytes[step] / honest.nbytes[step]),
                     diff=f"{max(trace.max_abs_diff):.1e}",
                 ),
                 icon=":material/content_copy:",
@@ -248,28 +256,28 @@ if traces:
 st.header(_("Published models, and what if they kept their cache another way"), divider="gray")
 cols = st.columns([2, 1, 1, 1])
 with cols[0]:
-    model = bound(view.MODEL, lambda key: st.selectbox(_("Model"), view.MODEL.options, key=key))
+    model = bound(link.MODEL, lambda key: st.selectbox(_("Model"), link.MODEL.options, key=key))
 preset = PRESETS[model]
-group_options = view.group_options(preset.attention.n_heads)
-groups_key = f"view_{view.GROUPS.name}"
+group_options = link.group_options(preset.attention.n_heads)
+groups_key = link.GROUPS.key
 if groups_key in st.session_state and st.session_state[groups_key] not in group_options:
-    st.session_state[groups_key] = view.preferred_groups(model)  # another model: start from its own KV heads
+    st.session_state[groups_key] = link.preferred_groups(model)  # another model: start from its own KV heads
 with cols[1]:
     groups = bound(  # starts from the model's own choice (its KV heads, or the divisor of its heads nearest 8)
-        replace(view.GROUPS, default=view.preferred_groups(model)),
+        replace(link.GROUPS, default=link.preferred_groups(model)),
         lambda key: st.select_slider(_("What-if GQA groups $g$"), group_options, key=key),
         group_options,
     )
 with cols[2]:
-    latent = bound(view.LATENT, lambda key: st.select_slider(_("What-if MLA $d_c$"), view.LATENT.options, key=key))
+    latent = bound(link.LATENT, lambda key: st.select_slider(_("What-if MLA $d_c$"), link.LATENT.options, key=key))
 with cols[3]:
-    rope_dim = bound(view.ROPE, lambda key: st.select_slider(_("What-if MLA $d_h^R$"), view.ROPE.options, key=key))
+    rope_dim = bound(link.ROPE, lambda key: st.select_slider(_("What-if MLA $d_h^R$"), link.ROPE.options, key=key))
 
 
 def notes_example() -> None:
-    st.session_state[f"view_{view.MODEL.name}"] = "Llama-2-7B"
-    st.session_state[f"view_{view.LATENT.name}"] = 512
-    st.session_state[f"view_{view.ROPE.name}"] = 128
+    st.session_state[link.MODEL.key] = "Llama-2-7B"
+    st.session_state[link.LATENT.key] = 512
+    st.session_state[link.ROPE.key] = 128
 
 
 st.button(
@@ -290,7 +298,7 @@ st.caption(
         heads=attention.n_heads,
         head_dim=str(attention.head_dim),
         context=preset.context_len,
-        parameters=view.parameter_text(preset.total_params),
+        parameters=text.parameter_text(preset.total_params),
         source=preset.source,
     )
 )
@@ -307,18 +315,16 @@ if preset.sliding_window is not None:
         icon=":material/swap_horiz:",
     )
 if preset.not_modelled:
-    st.caption(_("Not modelled here: {what}", what=_(preset.not_modelled)))  # the core's notes: view.PRESET_NOTES
+    st.caption(_("Not modelled here: {what}", what=_(preset.not_modelled)))  # the core's notes: text.PRESET_NOTES
 
 with st.spinner(_("Running the model's attention layer on the meta device…")):
-    rows = view.cached_model_rows(
-        model, groups, latent, rope_dim, settings.dtype, settings.batch, repeated, lang=language()
-    )
+    rows = computed.cached_model_rows(model, groups, latent, rope_dim, settings.dtype, settings.batch, repeated)
 st.dataframe(
-    view.model_table(rows, model),
+    tables.model_table(rows, model),
     hide_index=True,
     width="stretch",
     column_config={
-        header: st.column_config.TextColumn(**config) for header, config in view.model_columns(rows, model).items()
+        header: st.column_config.TextColumn(**config) for header, config in tables.model_columns(rows, model).items()
     },
 )
 st.caption(
@@ -345,11 +351,11 @@ if attention.variant == "mla":
             numbers=published.elements_per_token_layer,
             latent=str(attention.kv_lora_rank),
             rope=str(attention.qk_rope_head_dim),
-            groups=view.sig(published.gqa_equivalent_groups),
+            groups=sig(published.gqa_equivalent_groups),
             head_dim=str(attention.head_dim),
             heads=attention.n_heads,
             mha=mha.elements_per_token_layer,
-            ratio=view.sig(mha.elements_per_token_layer / published.elements_per_token_layer),
+            ratio=sig(mha.elements_per_token_layer / published.elements_per_token_layer),
         ),
         icon=":material/verified:",
     )
@@ -365,8 +371,8 @@ st.markdown(
         latent=str(latent),
         rope=str(rope_dim),
         mla=mla.elements_per_token_layer,
-        ratio=view.sig(mla_saving),
-        groups=view.sig(mla.gqa_equivalent_groups),
+        ratio=sig(mla_saving),
+        groups=sig(mla.gqa_equivalent_groups),
     )
 )
 
@@ -374,11 +380,11 @@ st.subheader(_("Will it fit? A whole model's cache against a memory budget"))
 left, right = st.columns(2)
 with left:
     gpu_gib = bound(
-        view.GPU_GIB, lambda key: st.select_slider(_("Memory per GPU (GiB)"), view.GPU_GIB.options, key=key)
+        link.GPU_GIB, lambda key: st.select_slider(_("Memory per GPU (GiB)"), link.GPU_GIB.options, key=key)
     )
 with right:
-    gpus = bound(view.GPUS, lambda key: st.select_slider(_("GPUs"), view.GPUS.options, key=key))
-budget = view.memory_budget(preset, gpu_gib=gpu_gib, gpus=gpus, dtype=settings.dtype)
+    gpus = bound(link.GPUS, lambda key: st.select_slider(_("GPUs"), link.GPUS.options, key=key))
+budget = memory_budget(preset, gpu_gib=gpu_gib, gpus=gpus, dtype=settings.dtype)
 metrics = st.columns(3)
 metrics[0].metric(_("Memory"), format_bytes(budget.memory), help=f"{fmt(gpus)} × {fmt(gpu_gib)} GiB")
 metrics[1].metric(
@@ -386,7 +392,7 @@ metrics[1].metric(
     format_bytes(budget.weights),
     help=_(
         "{parameters} parameters × {size} bytes, in the cache's dtype",
-        parameters=view.parameter_text(preset.total_params),
+        parameters=text.parameter_text(preset.total_params),
         size=bytes_per_element(settings.dtype),
     ),
 )
@@ -401,7 +407,7 @@ if budget.left <= 0:
         ),
     )
 what_if = {"groups": groups, "latent": latent, "rope_dim": rope_dim}
-figure, csv_rows = view.scale_figure(model, rows, what_if, batch=settings.batch, dtype=settings.dtype, budget=budget)
+figure, csv_rows = figures.scale_figure(model, rows, what_if, batch=settings.batch, dtype=settings.dtype, budget=budget)
 show_chart(
     figure,
     name="kv-cache-whole-model",
@@ -427,7 +433,7 @@ show_chart(
     ),
 )
 if budget.left > 0:
-    users, users_csv = view.users_figure(model, rows, budget=budget, dtype=settings.dtype)
+    users, users_csv = figures.users_figure(model, rows, budget=budget, dtype=settings.dtype)
     show_chart(
         users,
         name="kv-cache-sequences-that-fit",
@@ -439,12 +445,12 @@ if budget.left > 0:
         ),
     )
 st.dataframe(
-    view.fit_table(model, rows, batch=settings.batch, budget=budget),
+    tables.fit_table(model, rows, batch=settings.batch, budget=budget),
     hide_index=True,
     width="stretch",
     column_config={
         header: st.column_config.TextColumn(**config)
-        for header, config in view.fit_columns(model, settings.batch).items()
+        for header, config in tables.fit_columns(model, settings.batch).items()
     },
 )
 st.caption(

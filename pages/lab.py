@@ -7,14 +7,17 @@ import explorer.shell  # noqa: F401  (first of ours: see explorer/shell.py)
 
 from attn_core import AttentionConfig
 from attn_core.pretrained import ModelNotInstalled, full_latent_rank
-from explorer import lab
-from explorer.charts import format_bytes, show_chart
-from explorer.i18n import N_, _, fmt, language, n_, percent, sentences
+from explorer.charts import show_chart
+from explorer.i18n import N_, _, fmt, format_bytes, language, n_, percent, sentences
 from explorer.lab import computed as cached
+from explorer.lab import csv_export, figures, link, stored, tables, text
+from explorer.link import bound, text_box
 from explorer.model import trained_model
 from explorer.probes import healing
-from explorer.state import bound, page_settings, text_box
-from explorer.trained import token_chips, token_labels
+from explorer.probes.lab import ANSWER_TOKENS, USER_TEXT_MAX_TOKENS, shared_prefix
+from explorer.state import page_settings
+from explorer.trained.computed import token_labels
+from explorer.trained.text import token_chips
 from explorer.verbatim import show_verbatim
 
 page_settings("lab")
@@ -32,18 +35,18 @@ st.markdown(
 )
 
 try:
-    table = lab.load_table()
+    table = stored.load_table()
 except (OSError, ValueError):
     st.warning(
         _(
             "The lab's table ({file}) is missing or unreadable: run `python benchmarks/lab_table.py` to measure it.",
-            file=lab.TABLE_PATH.name,
+            file=stored.TABLE_PATH.name,
         )
     )
     st.stop()
 
-rows = lab.table_rows(table)
-healed = lab.healed_rows(lab.load_heal_table())  # {} until benchmarks/heal.py has run
+rows = stored.table_rows(table)
+healed = stored.healed_rows(stored.load_heal_table())  # {} until benchmarks/heal.py has run
 by_key = {row.key: row for row in rows}
 original = by_key["original"]
 evaluation = table["evaluation"]
@@ -51,10 +54,10 @@ source = AttentionConfig(**original.attention)
 mla_rope_dims = sorted({r.options["qk_rope_head_dim"] for r in rows if r.variant == "mla"})
 
 context = bound(
-    lab.CONTEXT,
+    link.CONTEXT,
     lambda key: st.select_slider(
         _("Context length for the whole-model cache (tokens)"),
-        options=lab.CONTEXT.options,
+        options=link.CONTEXT.options,
         format_func=fmt,
         key=key,
         help=_("The model's context is {n} tokens.", n=8192),
@@ -73,14 +76,14 @@ st.markdown(
         layers=original.n_layers,
     )
 )
-label = lab.label_shown
-named = lab.point_name  # the names drawn beside the chart's points: the sentences under it use them too
+label = text.label_shown
+named = text.point_name  # the names drawn beside the chart's points: the sentences under it use them too
 show_chart(
-    lab.pareto_figure(rows, context_length=context, healed=healed),
+    figures.pareto_figure(rows, context_length=context, healed=healed),
     name="lab-pareto",
-    rows=lab.pareto_rows(rows, context),
+    rows=csv_export.pareto_rows(rows, context),
     caption=sentences(
-        *lab.pareto_findings(rows, healed),
+        *text.pareto_findings(rows, healed),
         _(
             "Perplexity on {tokens} tokens of Python's own language reference (`pydoc_data.topics`), windows of "
             "{window}.",
@@ -92,13 +95,13 @@ show_chart(
 if healed:
     st.markdown("**" + _("After healing, up close") + "**")
     show_chart(
-        lab.healed_figure(rows, healed),
+        figures.healed_figure(rows, healed),
         name="lab-healed",
-        rows=lab.healed_csv_rows(rows, healed),
-        caption=sentences(*lab.healed_findings(rows, healed, lab.HEALED_VIEW_TOP)),
+        rows=csv_export.healed_csv_rows(rows, healed),
+        caption=sentences(*text.healed_findings(rows, healed, figures.HEALED_VIEW_TOP)),
     )
 st.dataframe(
-    lab.models_table(rows, healed, context),
+    tables.models_table(rows, healed, context),
     hide_index=True,
     # The seconds alone in the cells and their meaning here: "123 s to convert and evaluate" made the table 54 px
     # wider than a laptop's 938 px column.
@@ -155,13 +158,13 @@ with st.expander(_("How each conversion works, and what it keeps")):
             "$\\epsilon$ so far above the latent's scale that it is a constant."
         )
     )
-    kept_rows = lab.kept_table(rows)
+    kept_rows = tables.kept_table(rows)
     if kept_rows:
         st.dataframe(kept_rows, hide_index=True)
         st.caption(_("Fraction of the calibration activations' energy each reduction kept, averaged over layers."))
 
 st.subheader(_("What the papers did that this lab does not"))
-st.markdown(lab.papers_note(healed))
+st.markdown(text.papers_note(healed))
 
 # --- healing, live ---------------------------------------------------------------------------------------------------
 HEAL_PHASES = {
@@ -237,7 +240,7 @@ def heal_view(key: str) -> None:
         )
     if progress.step_losses:
         show_chart(
-            lab.heal_loss_figure(progress.step_losses, progress.first_loss, progress.seconds),
+            figures.heal_loss_figure(progress.step_losses, progress.first_loss, progress.seconds),
             name="lab-heal-loss",
             rows=[{"step": n, "mean_relative_error": loss} for n, loss in enumerate(progress.step_losses, 1)],
             caption=_(
@@ -278,7 +281,7 @@ def heal_view(key: str) -> None:
 st.subheader(_("One conversion: heal it, then ask it"))
 choices = [r.key for r in rows if r.key != "original"]
 key = bound(
-    lab.MODEL,
+    link.MODEL,
     lambda widget: st.selectbox(
         _("Converted model"),
         choices,
@@ -292,12 +295,12 @@ key = bound(
 heal_section(key, label(by_key[key]))
 
 st.markdown("**" + _("The same prompt, answered by each") + "**")
-prompt = text_box(lab.PROMPT, st.text_input, _("Prompt"))
+prompt = text_box(link.PROMPT, st.text_input, _("Prompt"))
 st.caption(
     _(
         "Greedy decoding, {n} new tokens, through each model's own cache. The first answer loads the model, "
         "calibrates and converts (up to a few minutes on a busy 2-core machine); later ones are quick.",
-        n=lab.ANSWER_TOKENS,
+        n=ANSWER_TOKENS,
     )
 )
 if language() == "zh":
@@ -327,7 +330,7 @@ def show_split(text: str, of: str) -> None:
 
 # A toggle, not a button: it lives in the link, so a shared link shows the answers its sender saw (cached, so a
 # rerun costs nothing).
-if bound(lab.ANSWER, lambda widget: st.toggle(_("Answer with both"), key=widget)):
+if bound(link.ANSWER, lambda widget: st.toggle(_("Answer with both"), key=widget)):
     if not prompt.strip():
         st.warning(_("Write a prompt first."))
     elif trained_model() is not None:  # None: it has said why the model is absent and how to install it
@@ -354,7 +357,7 @@ if bound(lab.ANSWER, lambda widget: st.toggle(_("Answer with both"), key=widget)
                             n=reply.cache_tokens,
                         )
                     )
-            shared = lab.shared_prefix(first.tokens, second.tokens)
+            shared = shared_prefix(first.tokens, second.tokens)
             # Per token: the two answers may differ in length, and the cache grows with it.
             per_token = [reply.cache_bytes / reply.cache_tokens for reply in (first, second)]
             st.caption(
@@ -371,15 +374,15 @@ if bound(lab.ANSWER, lambda widget: st.toggle(_("Answer with both"), key=widget)
 
 # --- your own text --------------------------------------------------------------------------------------------------
 st.subheader(_("Perplexity on your own text"))
-user_text = text_box(lab.TEXT, st.text_area, _("Text"))
+user_text = text_box(link.TEXT, st.text_area, _("Text"))
 st.caption(
     _(
         "Scored live on at most {n} tokens (longer text is cut): a short text gives a noisy perplexity, so compare "
         "the two models on the same text rather than against the table.",
-        n=lab.USER_TEXT_MAX_TOKENS,
+        n=USER_TEXT_MAX_TOKENS,
     )
 )
-if bound(lab.MEASURE, lambda widget: st.toggle(_("Measure both"), key=widget)):
+if bound(link.MEASURE, lambda widget: st.toggle(_("Measure both"), key=widget)):
     if not user_text.strip():
         st.warning(_("Write some text first."))
     elif trained_model() is not None:
@@ -394,6 +397,6 @@ if bound(lab.MEASURE, lambda widget: st.toggle(_("Measure both"), key=widget)):
             left.metric(_("Original (GQA)"), f"{ppl_a:,.2f}")
             right.metric(label(by_key[key]), f"{ppl_b:,.2f}", delta=f"{ppl_b / ppl_a:,.2f}x", delta_color="off")
             if cut:
-                st.caption(_("{n} tokens scored (cut to {cap}).", n=n_a, cap=lab.USER_TEXT_MAX_TOKENS))
+                st.caption(_("{n} tokens scored (cut to {cap}).", n=n_a, cap=USER_TEXT_MAX_TOKENS))
             else:
                 st.caption(n_("{n} token scored.", "{n} tokens scored.", n_a))

@@ -7,21 +7,22 @@ import streamlit as st
 
 import explorer.shell  # noqa: F401  (first of ours: see explorer/shell.py)
 
-from explorer import lab
-from explorer import lesson as view
 from explorer.charts import show_chart
 from explorer.i18n import _, language
+from explorer.lab import link as lab_link
+from explorer.lesson import keys, steps, views
+from explorer.link import bound, link_query
 from explorer.present import presenting
-from explorer.state import bound, link_query, page_settings
+from explorer.state import page_settings
 
 page_settings("lesson")
 lang = language()
-steps = view.STEPS
-last = len(steps)
-step_key = f"view_{view.STEP.name}"
+lesson_steps = steps.STEPS
+last = len(lesson_steps)
+step_key = steps.STEP.key
 
 # An arrow key pressed since the last run moves the step before its menu is drawn.
-pressed = view.arrow_key()
+pressed = keys.arrow_key()
 if pressed and step_key in st.session_state:
     moved = st.session_state[step_key] + (1 if pressed == "next" else -1)
     st.session_state[step_key] = min(max(moved, 1), last)
@@ -36,12 +37,12 @@ st.title(_("Lesson: from attention to MLA"))
 back, menu, forward = st.columns([1, 8, 1] if presenting() else [2, 5, 2], vertical_alignment="center")
 with menu:
     number = bound(
-        view.STEP,
+        steps.STEP,
         lambda key: st.selectbox(
             _("Step"),
             range(1, last + 1),
             key=key,
-            format_func=lambda i: _("{i} of {n} · {title}", i=i, n=last, title=_(steps[i - 1].title)),
+            format_func=lambda i: _("{i} of {n} · {title}", i=i, n=last, title=_(lesson_steps[i - 1].title)),
             label_visibility="collapsed",
         ),
         (1, last),
@@ -67,23 +68,23 @@ forward.button(
 if not presenting():
     st.caption(_("The arrow keys ← → move between steps too. Add `present=1` to the link for a projector."))
 
-step = steps[number - 1]
-numbers = view.STEP_NUMBERS[step.key](lang) if step.key in view.STEP_NUMBERS else {}
+step = lesson_steps[number - 1]
+numbers = views.STEP_NUMBERS[step.key](lang) if step.key in views.STEP_NUMBERS else {}
 st.header(_(step.title))
 st.markdown(_(step.text, **numbers))
 
-make = view.STEP_VIEWS[step.key]
+make = views.STEP_VIEWS[step.key]
 if step.key == "gqa":
     groups = bound(
-        view.GROUPS,
-        lambda key: st.select_slider(_("KV groups $g$ (of 8 query heads)"), view.GROUPS.options, key=key),
+        views.GROUPS,
+        lambda key: st.select_slider(_("KV groups $g$ (of 8 query heads)"), views.GROUPS.options, key=key),
     )
     shown = make(lang, groups)
 elif step.key == "choose":
     context = bound(
-        lab.CONTEXT,
+        lab_link.CONTEXT,
         lambda key: st.select_slider(
-            _("Context length for the whole-model cache (tokens)"), lab.CONTEXT.options, key=key
+            _("Context length for the whole-model cache (tokens)"), lab_link.CONTEXT.options, key=key
         ),
     )
     shown = make(lang, context)
@@ -94,7 +95,7 @@ else:
 if shown is not None:
     show_chart(shown.spec, name=f"lesson-{step.key}", rows=shown.rows, caption=shown.caption)
     explore, animation = st.columns(2)
-    target = f"{shown.page}?{urlencode(link_query(shown.settings, **shown.query))}"
+    target = f"{shown.page}?{urlencode(link_query(shown.settings, shown.query))}"
     explore.link_button(
         _("Explore this"),
         target,

@@ -6,11 +6,18 @@ import streamlit as st
 
 import explorer.shell  # noqa: F401  (first of ours: see explorer/shell.py)
 
-from explorer import mapping as view
 from explorer.charts import show_chart
+from explorer.heatmaps import link as heatmaps_link
 from explorer.i18n import _, language, n_, sentences
+from explorer.link import bound, link_query, page_link
+from explorer.mapping import computed as mapping_computed
+from explorer.mapping import figures as mapping_figures
+from explorer.mapping import frames as mapping_frames
+from explorer.mapping import fused as mapping_fused
+from explorer.mapping import link as mapping_link
+from explorer.mapping import tables as mapping_tables
 from explorer.probes.mapping import CONTEXT_TOKENS
-from explorer.state import bound, link_query, page_link, page_settings
+from explorer.state import page_settings
 
 SUPERSCRIPTS = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
 
@@ -29,14 +36,16 @@ st.markdown(
 )
 
 variant = bound(
-    view.MAP_VARIANT,
-    lambda key: st.radio(_("Show"), settings.variants, key=key, horizontal=True, format_func=view.variant_label),
+    mapping_link.MAP_VARIANT,
+    lambda key: st.radio(
+        _("Show"), settings.variants, key=key, horizontal=True, format_func=mapping_frames.variant_label
+    ),
     settings.variants,
 )
 with st.spinner(_("Reading which store each head reads off the layers…")):
-    frames = view.frames_for(settings)
+    frames = mapping_computed.frames_for(settings)
 keys = [frame.key for frame in frames]
-active = keys.index(view.frame_key(settings, variant))
+active = keys.index(mapping_frames.frame_key(settings, variant))
 frame = frames[active]
 if variant == "gqa" and frame.key != f"gqa:{settings.groups}":
     st.info(
@@ -50,12 +59,12 @@ if variant == "gqa" and frame.key != f"gqa:{settings.groups}":
 
 store_options = ("none", *frame.stores)
 store = bound(
-    view.MAP_STORE,
+    mapping_link.MAP_STORE,
     lambda key: st.selectbox(
         _("Highlight the query heads that read"),
         store_options,
         key=key,
-        format_func=view.store_label,
+        format_func=mapping_frames.store_label,
         help=_("Pick a KV head (or MLA's latent) to see which query heads read it."),
     ),
     store_options,
@@ -66,9 +75,9 @@ highlight = None if store == "none" else store
 # a word a line and clipped the figure's notes (issue #14 item 9).
 left, right = st.container(), st.container()
 with left:
-    moved, unmoved = view.separation(frames)
-    width = view.probe_width(settings.d_model)
-    spec, rows = view.mapping_chart(settings, active, highlight, language())
+    moved, unmoved = mapping_tables.separation(frames)
+    width = mapping_computed.probe_width(settings.d_model)
+    spec, rows = mapping_figures.mapping_chart(settings, active, highlight, language())
     show_chart(
         spec,
         name="head-kv-mapping",
@@ -79,7 +88,7 @@ with left:
                 "GQA and MQA keep fewer K/V heads, MLA keeps a latent whose width does not grow with the heads."
             ),
             _("With {n} heads, the rows are drawn in labelled bundles of consecutive heads.", n=settings.heads)
-            if settings.heads > view.MAX_DRAWN
+            if settings.heads > mapping_frames.MAX_DRAWN
             else "",
         ),
     )
@@ -119,7 +128,7 @@ with left:
                 moved=f"{moved:.2g}",
             ),
             _("It agrees with the rule above for every step ✓.")
-            if all(view.formula_agrees(f) for f in frames)
+            if all(mapping_tables.formula_agrees(f) for f in frames)
             else _("⚠ It does not agree with the rule above for every step."),
         )
     )
@@ -132,14 +141,14 @@ with left:
         )
     )
     if highlight:
-        who = view.readers(frame, highlight)
+        who = mapping_frames.readers(frame, highlight)
         st.markdown(
             n_(
                 "**{store}** is read by query head **{heads}**.",
                 "**{store}** is read by query heads **{heads}**.",
                 len(who),
-                store=view.store_label(highlight),
-                heads=view.ranges_text(who),
+                store=mapping_frames.store_label(highlight),
+                heads=mapping_frames.ranges_text(who),
             )
         )
     group = highlight.removeprefix("kv") if highlight and variant != "mla" else "all"
@@ -149,7 +158,7 @@ with left:
         if group != "all"
         else _("Attention heatmaps of every head ({variant})", variant=variant.upper()),
         icon=":material/grid_on:",
-        query=link_query(settings, hm_variant=variant, hm_group=group),
+        query=link_query(settings, {heatmaps_link.VARIANT: variant, heatmaps_link.GROUP: group}),
     )
 
 with right:
@@ -165,13 +174,13 @@ with right:
             keys=settings.seq_len + 1,
         )
     )
-    shapes = view.shape_rows(cfg, batch=settings.batch, seq_len=settings.seq_len)
+    shapes = mapping_computed.shape_rows(cfg, batch=settings.batch, seq_len=settings.seq_len)
     if variant == "mla":
         naive, absorbed = st.tabs([_("Naive: up-project"), _("Absorbed weights")])
-        naive.table(view.shape_table(shapes, "naive"), border="horizontal", hide_index=True)
-        absorbed.table(view.shape_table(shapes, "absorbed"), border="horizontal", hide_index=True)
+        naive.table(mapping_tables.shape_table(shapes, "naive"), border="horizontal", hide_index=True)
+        absorbed.table(mapping_tables.shape_table(shapes, "absorbed"), border="horizontal", hide_index=True)
     else:
-        st.table(view.shape_table(shapes, "both"), border="horizontal", hide_index=True)
+        st.table(mapping_tables.shape_table(shapes, "both"), border="horizontal", hide_index=True)
 
 if variant != "mla":
     st.subheader(_("One weight for q, k and v"))
@@ -186,8 +195,8 @@ if variant != "mla":
             "weights)."
         )
     )
-    fused = view.fused_result(cfg, settings.seed, settings.batch, settings.seq_len)
-    spec, rows = view.fused_chart(cfg, settings.seed, settings.batch, settings.seq_len, language())
+    fused = mapping_computed.fused_result(cfg, settings.seed, settings.batch, settings.seq_len)
+    spec, rows = mapping_fused.fused_chart(cfg, settings.seed, settings.batch, settings.seq_len, language())
     show_chart(
         spec,
         name="fused-qkv-layouts",
@@ -205,7 +214,7 @@ if variant != "mla":
             "your settings, from the real layer on the meta device:",
             seed=settings.seed,
             width=fused.input_width,
-            agreement=view.fused_agreement(fused),
+            agreement=mapping_fused.fused_agreement(fused),
             scale=f"{fused.output_scale:.3g}",
         )
         if fused.input_width != settings.d_model
@@ -214,12 +223,12 @@ if variant != "mla":
             "projection's head {agreement} (largest value {scale}, float32). Shapes at your settings, from the real "
             "layer on the meta device:",
             seed=settings.seed,
-            agreement=view.fused_agreement(fused),
+            agreement=mapping_fused.fused_agreement(fused),
             scale=f"{fused.output_scale:.3g}",
         )
     )
     st.caption(checked)
-    st.table(view.fused_shape_table(fused, cfg), border="horizontal", hide_index=True)
+    st.table(mapping_fused.fused_shape_table(fused, cfg), border="horizontal", hide_index=True)
 
 if variant == "mla":
     st.subheader(_("MLA's two ways to the same numbers"))
@@ -236,7 +245,7 @@ if variant == "mla":
         r" &= \big(q_{t,h}\, W^{UK\top}_h\big)\, c^{KV\top}_s \end{aligned}"
     )
     with st.spinner(_("Timing MLA's two ways of decoding…")):
-        ways = view.mla_ways(cfg, settings.seed)
+        ways = mapping_computed.mla_ways(cfg, settings.seed)
     diff, cost = st.columns([1, 3])
     diff.metric(
         _("Largest |naive − absorbed|"),
@@ -246,11 +255,11 @@ if variant == "mla":
             scale=f"{ways.output_scale:.3g}",
         ),
     )
-    cost.table(view.mla_cost_rows(cfg, ways, settings.seq_len), border="horizontal", hide_index=True)
+    cost.table(mapping_tables.mla_cost_rows(cfg, ways, settings.seq_len), border="horizontal", hide_index=True)
     closing = _(
         "(shorter when the naive step would pass {budget} FLOPs). The naive way's cost grows with the cache, since it "
         "up-projects every cached token at every step; the absorbed way reads the latent as it is.",
-        budget=f"10{str(round(math.log10(view.NAIVE_FLOP_BUDGET))).translate(SUPERSCRIPTS)}",
+        budget=f"10{str(round(math.log10(mapping_computed.NAIVE_FLOP_BUDGET))).translate(SUPERSCRIPTS)}",
     )
     timing = (
         _(

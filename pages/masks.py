@@ -9,12 +9,13 @@ from streamlit.delta_generator import DeltaGenerator
 
 import explorer.shell  # noqa: F401  (first of ours: see explorer/shell.py)
 
-from explorer import masks as view
 from explorer.charts import show_chart
 from explorer.glossary import variant_name
 from explorer.i18n import _, language, n_
+from explorer.link import bound
+from explorer.masks import link, sections
 from explorer.probes.masks import MAX_TOKENS
-from explorer.state import bound, page_settings
+from explorer.state import page_settings
 
 settings = page_settings("masks")
 
@@ -59,7 +60,7 @@ st.markdown(
 top = st.columns(2)
 with top[0]:
     variant = bound(
-        replace(view.VARIANT, default=settings.variants[0]),  # the sidebar's first chosen variant unless the link says
+        replace(link.VARIANT, default=settings.variants[0]),  # the sidebar's first chosen variant unless the link says
         lambda key: st.selectbox(
             _("Variant"),
             settings.variants,
@@ -70,7 +71,7 @@ with top[0]:
     )
 with top[1]:
     head = bound(
-        view.HEAD,
+        link.HEAD,
         lambda key: st.selectbox(
             _("Head"), tuple(range(settings.heads)), key=key, help=_("The query head whose weights are drawn.")
         ),
@@ -81,12 +82,12 @@ with top[1]:
 st.caption(_("Lengths of the sequences each section runs (tokens):"))
 cols: Sequence[DeltaGenerator] = st.columns(3)
 with cols[0]:
-    long_len = bound(view.LONG, slider(_("Long sequence (tokens)"), view.LONG.low, view.LONG.high))
+    long_len = bound(link.LONG, slider(_("Long sequence (tokens)"), link.LONG.low, link.LONG.high))
 with cols[1]:
-    short_len = bound(view.SHORT, slider(_("Short sequence (tokens)"), 1, long_len - 1), (1, long_len - 1))
+    short_len = bound(link.SHORT, slider(_("Short sequence (tokens)"), 1, long_len - 1), (1, long_len - 1))
 with cols[2]:
     causal = bound(
-        view.CAUSAL,
+        link.CAUSAL,
         lambda key: st.toggle(
             _("Causal as well"), key=key, help=_("Combine the padding mask with the causal mask, as a decoder does.")
         ),
@@ -94,38 +95,38 @@ with cols[2]:
 
 cols = st.columns(2)
 with cols[0]:
-    prefill = bound(view.PREFILL, slider(_("Cached tokens P (section 2)"), view.PREFILL.low, view.PREFILL.high))
+    prefill = bound(link.PREFILL, slider(_("Cached tokens P (section 2)"), link.PREFILL.low, link.PREFILL.high))
 with cols[1]:
-    chunk = bound(view.CHUNK, slider(_("New chunk C (section 2)"), 1, MAX_TOKENS - prefill), (1, MAX_TOKENS - prefill))
+    chunk = bound(link.CHUNK, slider(_("New chunk C (section 2)"), 1, MAX_TOKENS - prefill), (1, MAX_TOKENS - prefill))
 cross_available = variant != "mla"
 if cross_available:
     cols = st.columns(2)
     with cols[0]:
         query_len = bound(
-            view.QUERIES, slider(_("Query sequence (section 3, tokens)"), view.QUERIES.low, view.QUERIES.high)
+            link.QUERIES, slider(_("Query sequence (section 3, tokens)"), link.QUERIES.low, link.QUERIES.high)
         )
     with cols[1]:
         memory_len = bound(
-            view.MEMORY, slider(_("Key/value sequence (section 3, tokens)"), view.MEMORY.low, view.MEMORY.high)
+            link.MEMORY, slider(_("Key/value sequence (section 3, tokens)"), link.MEMORY.low, link.MEMORY.high)
         )
 else:
-    query_len, memory_len = view.QUERIES.default, view.MEMORY.default
+    query_len, memory_len = link.QUERIES.default, link.MEMORY.default
 
 lengths = (long_len, short_len, causal, prefill, chunk, query_len, memory_len)
 cfg = settings.config(variant)
 with st.spinner(_("Building the layer and running the three probes…")):
-    result = view.masks_result(cfg, settings.seed, head, *lengths)
+    result = sections.masks_result(cfg, settings.seed, head, *lengths)
 
 
 def chart(section: str, name: str, caption: str) -> None:
-    spec, rows = view.section_chart(section, cfg, settings.seed, lengths, head, language())
+    spec, rows = sections.section_chart(section, cfg, settings.seed, lengths, head, language())
     show_chart(spec, name=name, rows=rows, caption=caption)
 
 
 def checks(weights_diff: float, output_diff: float) -> str:
     """The two check lines of a section, as a markdown list."""
-    weights = view.check_line(_("head {head}: attention weights", head=head), weights_diff)
-    output = view.check_line(_("head {head}: its output through $W^O$", head=head), output_diff)
+    weights = sections.check_line(_("head {head}: attention weights", head=head), weights_diff)
+    output = sections.check_line(_("head {head}: its output through $W^O$", head=head), output_diff)
     return f"- {weights}\n- {output}"
 
 
@@ -141,7 +142,7 @@ st.markdown(
         d_model=settings.d_model,
     )
 )
-st.dataframe(view.mask_table(padding.key_padding_mask), hide_index=True)
+st.dataframe(sections.mask_table(padding.key_padding_mask), hide_index=True)
 largest = f"{padding.padded_key_weight_max:.1g}"
 chart(
     "padding",

@@ -8,8 +8,9 @@ from explorer import overview as view
 from explorer.charts import show_chart
 from explorer.glossary import variant_name
 from explorer.i18n import _, n_
+from explorer.link import page_link
 from explorer.pages import PAGES
-from explorer.state import page_link, page_settings
+from explorer.state import page_settings
 
 settings = page_settings("overview")
 

@@ -4,11 +4,16 @@ import streamlit as st
 
 import explorer.shell  # noqa: F401  (first of ours: see explorer/shell.py)
 
-from explorer import trained as view
-from explorer.charts import format_bytes, shape_text, show_chart
-from explorer.i18n import _, language
+from explorer.charts import shape_text, show_chart
+from explorer.i18n import _, format_bytes, language
+from explorer.link import bound, follow, text_box
 from explorer.model import trained_model
-from explorer.state import bound, follow, page_settings, text_box
+from explorer.state import page_settings
+from explorer.trained import computed as trained_computed
+from explorer.trained import csv_export as trained_csv_export
+from explorer.trained import figures as trained_figures
+from explorer.trained import link as trained_link
+from explorer.trained import text as trained_text
 from explorer.verbatim import show_verbatim
 
 page_settings("trained")
@@ -44,13 +49,13 @@ OTHER = {"en": "zh", "zh": "en"}
 
 
 def _use_other_example() -> None:
-    st.session_state[f"view_{view.TEXT.name}"] = view.DEFAULT_TEXTS[OTHER[language()]]
+    st.session_state[trained_link.TEXT.key] = trained_link.DEFAULT_TEXTS[OTHER[language()]]
 
 
 text = text_box(
-    view.text_param(),
+    trained_link.text_param(),
     st.text_area,
-    _("Text (English or Chinese; at most {n} characters)", n=view.MAX_TEXT_CHARS),
+    _("Text (English or Chinese; at most {n} characters)", n=trained_link.MAX_TEXT_CHARS),
     height=90,
 )
 columns = st.columns([5, 2], vertical_alignment="center")
@@ -75,9 +80,9 @@ else:
     columns[1].button(_("Try a Chinese sentence"), on_click=_use_other_example, width="stretch")
 if not text.strip():
     st.info(_("The text is empty, so the default sentence is shown."))
-    text = view.default_text()
+    text = trained_link.default_text()
 with st.spinner(_("Running SmolLM2-135M on the text…")):
-    result = view.attention_on(text)
+    result = trained_computed.attention_on(text)
 length = len(result.ids)
 if result.total_tokens > length:
     st.markdown(
@@ -89,7 +94,7 @@ if result.total_tokens > length:
     )
 else:
     st.markdown(_("**{total} tokens** as the model splits them:", total=result.total_tokens))
-st.html(view.token_chips(result.labels))
+st.html(trained_text.token_chips(result.labels))
 st.caption(
     _(
         "Byte-level BPE: a character the vocabulary lacks is split into its UTF-8 bytes, each token labelled with "
@@ -99,12 +104,12 @@ st.caption(
 )
 
 st.subheader(_("All {n} heads at once", n=cfg.n_layers * cfg.n_heads))
-if length > view.OVERVIEW_SIDE:
+if length > trained_figures.OVERVIEW_SIDE:
     overview_caption = _(
         "Each small square is one head's {length}×{length} map (queries down, keys across, averaged to "
         "{side}×{side}); colour grows with √weight. Each frame holds the {group} heads that read one KV head.",
         length=length,
-        side=view.OVERVIEW_SIDE,
+        side=trained_figures.OVERVIEW_SIDE,
         group=result.group_size,
     )
 else:
@@ -115,30 +120,32 @@ else:
         group=result.group_size,
     )
 show_chart(
-    view.overview_figure(result),
+    trained_figures.overview_figure(result),
     name="trained-all-heads",
-    rows=lambda: view.overview_csv(result),
+    rows=lambda: trained_csv_export.overview_csv(result),
     caption=overview_caption,
 )
-for line in view.findings(result):
+for line in trained_text.findings(result):
     st.markdown(f"- {line}")
 show_chart(
-    view.shares_figure(result),
+    trained_figures.shares_figure(result),
     name="trained-shares",
-    rows=lambda: view.shares_csv(result),
+    rows=lambda: trained_csv_export.shares_csv(result),
     caption=_("Per head, the mean weight a query gives the first token (left) and the token just before it (right)."),
 )
 
 st.subheader(_("One head up close"))
 pair = st.columns(2)
 with pair[0]:
-    layer = bound(view.LAYER, lambda key: st.slider(_("Layer"), 0, cfg.n_layers - 1, key=key), (0, cfg.n_layers - 1))
+    layer = bound(
+        trained_link.LAYER, lambda key: st.slider(_("Layer"), 0, cfg.n_layers - 1, key=key), (0, cfg.n_layers - 1)
+    )
 with pair[1]:
-    head = bound(view.HEAD, lambda key: st.slider(_("Head"), 0, cfg.n_heads - 1, key=key), (0, cfg.n_heads - 1))
+    head = bound(trained_link.HEAD, lambda key: st.slider(_("Head"), 0, cfg.n_heads - 1, key=key), (0, cfg.n_heads - 1))
 show_chart(
-    view.head_figure(result, layer, head),
+    trained_figures.head_figure(result, layer, head),
     name="trained-head",
-    rows=lambda: view.head_csv(result, layer, head),
+    rows=lambda: trained_csv_export.head_csv(result, layer, head),
     caption=_(
         "Layer {layer}, head {head}: first-token share {first}, previous-token share {previous}. Colour grows with "
         "the square root of the weight, so small weights show beside the sink.",
@@ -149,7 +156,7 @@ show_chart(
     ),
 )
 query = bound(
-    view.QUERY,
+    trained_link.QUERY,
     lambda key: st.slider(
         _("Query token"), 0, length - 1, key=key, help=_("The token whose attention is drawn below.")
     ),
@@ -157,9 +164,9 @@ query = bound(
     say_moves=False,
 )
 show_chart(
-    view.group_rows_figure(result, layer, head, query),
+    trained_figures.group_rows_figure(result, layer, head, query),
     name="trained-group-rows",
-    rows=lambda: view.group_rows_csv(result, layer, head, query),
+    rows=lambda: trained_csv_export.group_rows_csv(result, layer, head, query),
     caption=_(
         "The heads that share KV head {kv} score the same keys with different queries: compare where each puts its "
         "weight.",
@@ -168,13 +175,13 @@ show_chart(
 )
 
 st.header(_("2 · The model writing, with its real KV cache"))
-prompt = text_box(view.prompt_param(), st.text_input, _("Your message to the model"))
+prompt = text_box(trained_link.prompt_param(), st.text_input, _("Your message to the model"))
 if not prompt.strip():
     st.info(_("The message is empty, so the default question is asked."))
-    prompt = view.default_prompt()
-message_tokens = view.token_labels(prompt)
+    prompt = trained_link.default_prompt()
+message_tokens = trained_computed.token_labels(prompt)
 st.markdown(_("Your message is **{n} tokens** as the model splits them:", n=len(message_tokens)))
-st.html(view.token_chips(message_tokens, of="prompt"))
+st.html(trained_text.token_chips(message_tokens, of="prompt"))
 if language() != "zh":
     st.caption(
         _(
@@ -192,11 +199,11 @@ else:
         )
     )
 with st.spinner(_("SmolLM2-135M is writing, one token at a time…")):
-    trace = view.writing_of(prompt)
+    trace = trained_computed.writing_of(prompt)
 generated = len(trace.steps)
-follow(view.STEP, prompt, generated)  # a new answer opens at its last step, whatever step the last one showed
+follow(trained_link.STEP, prompt, generated)  # a new answer opens at its last step, whatever step the last one showed
 step = bound(
-    view.STEP,
+    trained_link.STEP,
     lambda key: st.slider(_("Step (tokens written)"), 1, generated, key=key) if generated > 1 else 1,
     (1, generated),
     say_moves=False,
@@ -239,9 +246,9 @@ else:
     )
 show_verbatim(now.text)
 show_chart(
-    view.cache_growth_figure(trace, step),
+    trained_figures.cache_growth_figure(trace, step),
     name="trained-cache-growth",
-    rows=lambda: view.writing_csv(trace),
+    rows=lambda: trained_csv_export.writing_csv(trace),
     caption=_(
         "Per token the trained model keeps {per_token}; as MHA it would keep {mha}× that, as MQA {mqa}× less. What "
         "converting the model costs in quality: the Trade-off lab.",

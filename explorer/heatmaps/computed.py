@@ -1,14 +1,16 @@
-"""The page's passes, cached by settings: one forward pass per (settings, window, page of heads), and the
-comparison of the variants made from one MHA layer."""
+"""The page's passes, cached by settings: which heads a pass computes (pages of at most MAX_PANELS, whole KV groups
+where they fit), the window of tokens, one forward pass per (settings, window, page of heads), and the comparison of
+the variants made from one MHA layer."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Literal
 
 import numpy as np
 import streamlit as st
 
-from attn_core import AttentionConfig, GroupedQueryAttention
+from attn_core import AttentionConfig, build_attention
 from explorer.i18n import _, fmt
 from explorer.params import clean_text
 from explorer.probes.heatmaps import (
@@ -27,8 +29,39 @@ from explorer.probes.heatmaps import (
 from explorer.settings import D_MODEL_CHOICES, Settings
 from explorer.work import cached_probe, takes_turns
 
-from .heads import MAX_PANELS
 from .link import DEFAULT_TEXT
+
+MAX_PANELS = 16  # heads drawn (and computed) at once in the grid; the page picker moves through the rest
+
+
+def head_pages(n_heads: int, group_size: int, group: int | Literal["all"]) -> list[range]:
+    """The pages of at most MAX_PANELS heads the grid shows, of all heads or of one KV group. A page holds whole KV
+    groups, or heads of one group when a group has more than MAX_PANELS: so each page is a layer of its own
+    (AttentionConfig.head_subset), and only its heads are computed."""
+    candidates = range(n_heads) if group == "all" else range(group * group_size, (group + 1) * group_size)
+    if group_size <= MAX_PANELS:
+        runs, per_page = [candidates], MAX_PANELS // group_size * group_size
+    else:
+        runs = [range(start, start + group_size) for start in range(candidates.start, candidates.stop, group_size)]
+        per_page = MAX_PANELS
+    return [
+        range(start, min(start + per_page, run.stop)) for run in runs for start in range(run.start, run.stop, per_page)
+    ]
+
+
+def heads_text(heads: range) -> str:
+    if len(heads) == 1:
+        return _("head {head}", head=heads.start)
+    return _("heads {first}–{last}", first=heads.start, last=heads.stop - 1)
+
+
+def grid_columns(n_shown: int, group_size: int) -> int:
+    """Columns of the grid: one KV group per row when groups have 2..8 heads, so heads that share keys sit together."""
+    if 2 <= group_size <= 8:
+        return min(group_size, n_shown)
+    if group_size > 8:
+        return min(8, n_shown)
+    return min(4, n_shown)
 
 
 @dataclass(frozen=True)
@@ -78,11 +111,11 @@ variant_result = cached_probe(explore_variant, max_entries=6)
 
 
 @st.cache_data(max_entries=4, show_spinner=False)
-def kv_basis(d_model: int, heads: int, seed: int, _mha: GroupedQueryAttention) -> np.ndarray:
+def kv_basis(d_model: int, heads: int, seed: int) -> np.ndarray:
     """MHA's key-value singular vectors for the MLA conversion. They depend on the MHA weights alone, so a change of
-    window, KV groups or latent width reuses them; on a miss they come from the MHA layer the comparison has just
-    built (_mha: not part of the cache key, which (d_model, heads, seed) determines)."""
-    return joint_kv_basis(_mha).numpy()
+    window, KV groups or latent width reuses them. On a miss the MHA layer is built again from its seed: a fifth of
+    the basis's own time at the widest MLA conversion (MLA_CONVERSION_MAX_D_MODEL)."""
+    return joint_kv_basis(build_attention(AttentionConfig("mha", d_model=d_model, n_heads=heads), seed=seed)).numpy()
 
 
 @st.cache_data(max_entries=4, show_spinner=False)
@@ -92,7 +125,7 @@ def comparison_result(
 ) -> dict[str, Comparison | Skipped]:
     first = configs[0][1]
     return compare_from_mha(
-        dict(configs), seed, spec, causal=causal, basis_of=lambda mha: kv_basis(first.d_model, first.n_heads, seed, mha)
+        dict(configs), seed, spec, causal=causal, basis_of=lambda _mha: kv_basis(first.d_model, first.n_heads, seed)
     )
 
 

@@ -1,12 +1,29 @@
-"""One heatmap panel: a matrix pooled to what the browser gets, its axis labels and hover text."""
+"""Heatmap panels: one matrix pooled to what the browser gets (its axis labels and hover text), a grid of them as one
+figure on the shared subplot grid (explorer/grid.py) with its phone layout, and their numbers for the CSV download."""
 
 from __future__ import annotations
 
+import csv
+import io
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
+from explorer.charts import typed_array
+from explorer.grid import (
+    PHONE_COLUMNS,
+    Slot,
+    Subplot,
+    arrange,
+    even_columns,
+    even_rows,
+    grid_figure,
+    narrow,
+    place,
+    rows_of,
+    with_flat_colorbars,
+)
 from explorer.i18n import N_, _
 from explorer.probes.heatmaps import block_size, pool_blocks
 
@@ -108,3 +125,185 @@ def grid_pooling(length: int, n_panels: int, how: str) -> Pooling:
     side = min(side, math.isqrt(GRID_CELLS // max(n_panels, 1)))
     block = block_size(length, side)
     return Pooling(block, block, how)
+
+
+@dataclass(frozen=True)
+class PanelNumbers:
+    """What a chart's CSV holds, kept as arrays: the CSV text is written only when someone downloads it."""
+
+    names: tuple[str, ...]
+    labels: tuple[list, ...]
+    matrices: tuple[np.ndarray, ...]
+
+    def csv_text(self) -> str:
+        """One line per heatmap row, one column per heatmap column (every line has every column: panels differ in
+        width). Values with 7 significant digits (float32's precision); masked cells are left empty."""
+        width = max(z.shape[1] for z in self.matrices)
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\r\n")
+        writer.writerow(("matrix", "row", *(f"c{j}" for j in range(width))))
+        for name, labels, z in zip(self.names, self.labels, self.matrices, strict=True):
+            padding = ("",) * (width - z.shape[1])
+            for label, line in zip(labels, z.tolist(), strict=True):
+                cells = [f"{v:.7g}" if v == v else "" for v in line]  # v != v: NaN, a masked cell
+                writer.writerow((name, label, *cells, *padding))
+        return out.getvalue()
+
+
+def panel_csv(panels: list[Panel]) -> PanelNumbers:
+    """The panels' numbers for the chart's CSV download."""
+    return PanelNumbers(tuple(p.csv_name for p in panels), tuple(p.y for p in panels), tuple(p.z for p in panels))
+
+
+# Spacing, as fractions of the figure (Plotly's paper coordinates) or in pixels.
+COLUMN_GAP = 0.035  # between two panels of a row
+ROW_GAP_SHARED = 0.16  # between rows, split among them (room for the titles and tick labels of the row below)...
+ROW_GAP_EACH = 0.04  # ...plus this much each
+ROW_GAP_MOST = 64  # px at most between rows: a row's panel titles and the tick labels of the row above
+MARGINS = {"b": 45, "l": 60, "r": 20}  # px
+TOP_MARGIN, TOP_MARGIN_TITLED = 60, 85  # px above the first row: its panel titles, and the figure's title if any
+FRAME_HEIGHT = 70  # px a figure adds to its rows' heights (mostly margins)
+TITLE_HEIGHT = 30  # px the figure's title adds
+X_TITLE_ROOM = 20  # px more between rows whose panels each carry an x title
+TICK_FONT = 9  # px
+NARROW_X_TICKS = 3  # x tick labels at most under a narrow panel of a few positions
+PANEL_TITLE_FONT, PANEL_TITLE_FONT_NARROW = 12, 10  # px; narrow: four panels a row or more (a phone's ~60 px each)
+# A phone's layout (explorer.grid.narrow) has PHONE_COLUMNS panels a row and its colour bars laid flat below the
+# panels. Four 64x64 maps a row left ~35 px each beside a colour bar that took a quarter of the width (issue #28
+# item 10).
+PHONE_ROW_HEIGHT = 190  # px a row of two panels of ~135 px, their titles and tick labels
+PHONE_WIDE_ROW_HEIGHT = 180  # px a row of one panel the phone's width: a few tokens' rows, tall enough to read
+
+
+@dataclass(frozen=True)
+class GridText:
+    """What a grid's axes and figure are called, and whether its panels share their x axis down each column."""
+
+    title: str
+    x_title: str
+    y_title: str
+    share_x: bool
+
+
+def panels_figure(
+    panels: list[Panel],
+    ncols: int,
+    *,
+    coloraxes: dict[str, dict],
+    row_height: int,
+    title: str = "",
+    x_title: str = "",
+    y_title: str = "",
+    layout_cols: list[list[int]] | None = None,
+    share_x: bool = True,
+    phone_columns: int = PHONE_COLUMNS,
+) -> dict:
+    """Heatmaps in a grid, as one figure dict with its axes laid out by hand (make_subplots is several times slower,
+    and every rerun paid for it). layout_cols optionally gives, per row, the column slots used.
+
+    Row labels are drawn on the first panel of each row only, and with share_x column labels only on the lowest panel
+    of each column, so long token labels never run into the neighbouring panel; the hover names every cell anyway.
+    """
+    text = GridText(title, x_title, y_title, share_x)
+    fig = _grid(panels, ncols, row_height=row_height, text=text, layout_cols=layout_cols)
+    for name, axis in coloraxes.items():
+        fig["layout"][name] = axis
+    if ncols > phone_columns:
+        row_height = PHONE_ROW_HEIGHT if phone_columns > 1 else PHONE_WIDE_ROW_HEIGHT
+        phone = _grid(panels, phone_columns, row_height=row_height, text=text, layout_cols=None)["layout"]
+        fig["narrow"] = narrow(with_flat_colorbars(phone, coloraxes))
+    return fig
+
+
+def _grid(
+    panels: list[Panel], ncols: int, *, row_height: int, text: GridText, layout_cols: list[list[int]] | None
+) -> dict:
+    """panels_figure's grid at ncols panels a row, without colour axes."""
+    cells = arrange(len(panels), ncols, layout_cols)
+    nrows = rows_of(cells)
+    height = _height(nrows, row_height, text)
+    # Rows that each carry their own x titles (not share_x) need that much more room under them, in pixels: a title
+    # under one row ran into the next row's panel titles at a projector's width
+    own_title = 0 if text.share_x else X_TITLE_ROOM
+    top = TOP_MARGIN_TITLED if text.title else TOP_MARGIN
+    # A gap in fractions of the figure grows with it: in a tall figure (a phone's column of panels) it is capped
+    gap_y = min(
+        ROW_GAP_SHARED / nrows + ROW_GAP_EACH + own_title / height,
+        (ROW_GAP_MOST + own_title) / (height - top - MARGINS["b"]),
+    )
+    slots = place(cells, even_columns(ncols, COLUMN_GAP), even_rows(nrows, gap_y))
+    layout: dict = {"height": height, "margin": {"t": top, **MARGINS}}
+    if text.title:
+        layout["title"] = {"text": text.title, "font": {"size": 14}}
+    subplots = [_heatmap(panel, slot, ncols, text) for panel, slot in zip(panels, slots, strict=True)]
+    font = PANEL_TITLE_FONT if ncols <= 3 else PANEL_TITLE_FONT_NARROW
+    return grid_figure(slots, subplots, layout=layout, title_font=font)
+
+
+def _height(nrows: int, row_height: int, text: GridText) -> int:
+    """The figure's height in px: its rows, its frame, its title, and the room of rows' own x titles."""
+    own_titles = 0 if text.share_x else X_TITLE_ROOM * (nrows - 1)
+    return row_height * nrows + FRAME_HEIGHT + (TITLE_HEIGHT if text.title else 0) + own_titles
+
+
+def _heatmap(panel: Panel, slot: Slot, ncols: int, text: GridText) -> Subplot:
+    """One panel of the grid: its heatmap, its axes (labelled once a row and, shared, once a column), its title."""
+    trace = {
+        "type": "heatmap",
+        "z": typed_array(panel.z),
+        "x": panel.x,
+        "y": panel.y,
+        "coloraxis": panel.coloraxis,
+        "hovertemplate": panel.hover,
+        "hoverongaps": False,
+    }
+    if panel.show_values:
+        # No font size: Plotly fits the numbers to the cells (12 px at most), so on a phone's narrow panels they
+        # shrink instead of running into each other
+        trace["texttemplate"] = "%{z:.2f}"
+    x_axis, y_axis = _x_axis(slot, ncols, text), _y_axis(slot, text)
+    x_axis |= _position_ticks(panel.x, every_few=ncols >= 3)
+    y_axis |= _position_ticks(panel.y, every_few=False)
+    return Subplot([trace], x_axis, y_axis, _two_lines(panel.title) if ncols >= 3 else panel.title)
+
+
+def _x_axis(slot: Slot, ncols: int, text: GridText) -> dict:
+    # Three or more panels a row leave ~30-60 px each on a phone: one x title and tick labels per column ran into
+    # their neighbours, so with shared columns these are drawn once, under the first column (as row labels are drawn
+    # once, on the first panel of a row); the hover names every cell.
+    titled = ncols < 3 or not text.share_x or slot.col == 0
+    return {
+        "tickfont": {"size": TICK_FONT},
+        "showticklabels": (slot.lowest_in_col or not text.share_x) and titled,
+        "title": {"text": text.x_title if slot.lowest_in_col and titled else ""},
+    }
+
+
+def _y_axis(slot: Slot, text: GridText) -> dict:
+    return {
+        "autorange": "reversed",
+        "tickfont": {"size": TICK_FONT},
+        "showticklabels": slot.first_in_row,
+        "title": {"text": text.y_title if slot.first_in_row else ""},
+    }
+
+
+def _position_ticks(labels: list, *, every_few: bool) -> dict:
+    """A tick on every position of a short axis of positions (Plotly's own would put -0.4 … 0.4 around a single
+    token); across narrow panels (three or more a row: ~30 px each on a phone) every few positions, or the labels
+    run together. Nothing for token labels or long axes."""
+    if not (0 < len(labels) <= SHOW_VALUES_UP_TO and isinstance(labels[0], int)):
+        return {}
+    every = math.ceil(len(labels) / NARROW_X_TICKS) if every_few else 1
+    return {"dtick": (labels[1] - labels[0] if len(labels) > 1 else 1) * every}
+
+
+def _two_lines(title: str) -> str:
+    """A panel title on two lines: three or more panels a row leave ~150 px each on a projector's half width or a
+    phone, and one-line titles ran into each other ("MHA · head 0MQA · head 0")."""
+    if "<br>" in title or title.partition(" ")[2].isdigit():
+        return title  # "head 3" / "头 3" is short, and a number alone on a line reads as nothing
+    for separator in (" · ", " "):
+        if separator in title:
+            return title.replace(separator, "<br>", 1)
+    return title

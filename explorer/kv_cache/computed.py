@@ -77,9 +77,9 @@ def traces_for(
 
 @st.cache_data(max_entries=128, show_spinner=False)  # the page shows a spinner in the reader's language
 def cached_model_rows(
-    preset_name: str, groups: int, latent: int, rope_dim: int, dtype: str, batch: int, repeated: bool, lang: str
+    preset_name: str, groups: int, latent: int, rope_dim: int, dtype: str, batch: int, repeated: bool
 ) -> list[ModelRow]:
-    """The rows hold their labels in `lang` (the run's language(), passed so that the cache is keyed by it)."""
+    """Numbers only: the rows' names and descriptions are worded where shown (text.row_label, row_description)."""
     return model_rows(
         preset_name, groups=groups, latent=latent, rope_dim=rope_dim, dtype=dtype, batch=batch, repeated_heads=repeated
     )

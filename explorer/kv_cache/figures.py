@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 
 from attn_core import PRESETS, ModelPreset
-from explorer.charts import BYTE_UNITS, VARIANT_COLORS, count_axis, format_bytes, unit_axis
-from explorer.i18n import _, n_
+from explorer.charts import BYTE_UNITS, VARIANT_COLORS, count_axis, unit_axis
+from explorer.i18n import _, format_bytes, n_
 from explorer.probes import FLOAT32_TOLERANCE
 from explorer.probes.kv_cache import (
     DecodeTrace,
@@ -22,7 +22,7 @@ from explorer.probes.kv_cache import (
     what_if_configs,
 )
 
-from .text import shown_name
+from .text import row_label, shown_name
 
 DIFF_FLOOR = 1e-10  # where an exact zero is drawn on the log axis
 PITFALL_COLOR = "#d4a017"  # whole-model rows: the published layer cached with repeated heads
@@ -321,12 +321,12 @@ def _cache_lines(
                 "customdata": exact,
                 "text": [format_bytes(b) for b in exact],
                 "mode": "lines",
-                "name": row.label,
+                "name": row_label(row),
                 "legendgroup": row.key,
                 "line": row_line(row),
                 "hovertemplate": _(
                     "{label}<br>{tokens} tokens: {size} ({bytes} bytes)",
-                    label=row.label,
+                    label=row_label(row),
                     tokens="%{x:,}",
                     size="%{text}",
                     bytes="%{customdata:,}",
@@ -342,16 +342,16 @@ def _cache_lines(
                 "y": [measured],
                 "customdata": [measured],
                 "mode": "markers",
-                "name": _("{label} (measured)", label=row.label),
+                "name": _("{label} (measured)", label=row_label(row)),
                 "legendgroup": row.key,
                 "showlegend": False,
                 "marker": {"color": row_line(row)["color"], "size": 10, "symbol": "diamond"},
                 "hovertemplate": _("measured on the meta device: {bytes} bytes", bytes="%{customdata:,}")
-                + f"<extra>{row.label}</extra>",
+                + f"<extra>{row_label(row)}</extra>",
             }
         )
         csv += [
-            {"cache": row.label, "tokens": t, "batch": batch, "bytes": b}
+            {"cache": row_label(row), "tokens": t, "batch": batch, "bytes": b}
             for t, b in zip([0, *grid], [0, *exact], strict=True)
         ]
     return data, csv
@@ -369,12 +369,12 @@ def _running_out(preset: ModelPreset, rows: list[ModelRow], left: int, batch: in
                     "x": [fit.tokens_per_sequence],
                     "y": [left],
                     "mode": "markers",
-                    "name": _("{label} runs out", label=row.label),
+                    "name": _("{label} runs out", label=row_label(row)),
                     "legendgroup": row.key,
                     "showlegend": False,
                     "marker": {"color": row_line(row)["color"], "size": 12, "symbol": "x"},
                     "hovertemplate": _(
-                        "{label}: memory full at {tokens} tokens per sequence", label=row.label, tokens="%{x:,}"
+                        "{label}: memory full at {tokens} tokens per sequence", label=row_label(row), tokens="%{x:,}"
                     )
                     + "<extra></extra>",
                 }
@@ -397,16 +397,16 @@ def users_figure(
                 "x": grid,
                 "y": fits,
                 "mode": "lines",
-                "name": row.label,
+                "name": row_label(row),
                 "line": row_line(row) | {"shape": "hv"},
                 "hovertemplate": _(
-                    "{label}<br>{n} sequences of {tokens} tokens", label=row.label, n="%{y:,}", tokens="%{x:,}"
+                    "{label}<br>{n} sequences of {tokens} tokens", label=row_label(row), n="%{y:,}", tokens="%{x:,}"
                 )
                 + "<extra></extra>",
             }
         )
         csv += [
-            {"cache": row.label, "tokens_per_sequence": t, "sequences_that_fit": n}
+            {"cache": row_label(row), "tokens_per_sequence": t, "sequences_that_fit": n}
             for t, n in zip(grid, fits, strict=True)
         ]
     layout = {

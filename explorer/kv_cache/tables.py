@@ -1,14 +1,15 @@
-"""The KV cache page's tables, in this run's language: each cache at one step (and its decode-loop log line), the
-whole model's ways of caching, and what fits in a memory budget."""
+"""The KV cache page's rows, in this run's language: each cache at one step (and its decode-loop log line), the
+whole model's ways of caching, what fits in a memory budget, and the numbers the step charts plot as CSV rows (the
+whole-model figures return their own)."""
 
 from __future__ import annotations
 
 from attn_core import PRESETS
-from explorer.charts import format_bytes, shape_text
-from explorer.i18n import _, fmt, n_, sentences
+from explorer.charts import shape_text
+from explorer.i18n import _, fmt, format_bytes, n_, sentences, sig
 from explorer.probes.kv_cache import DecodeTrace, MemoryBudget, ModelRow, what_fits
 
-from .text import cache_names, shown_name, sig
+from .text import cache_names, row_description, row_label, shown_name
 
 
 def step_log(traces: dict[str, DecodeTrace], step: int) -> str:
@@ -95,14 +96,14 @@ def model_table(rows: list[ModelRow], preset_name: str) -> list[dict]:
             row.elements_per_token_layer == row.elements_per_token_layer_formula
         )
         cells = [
-            row.label,
+            row_label(row),
             f"{sig(row.ratio_to_mha)}×",
             "✓" if agree else "✗",
             fmt(row.elements_per_token_layer),
             sig(row.gqa_equivalent_groups),
             format_bytes(row.bytes_per_token_model),
             format_bytes(row.model_bytes_measured),
-            row.description,
+            row_description(row),
         ]
         table.append(dict(zip(headers, cells, strict=True)))
     return table
@@ -154,5 +155,21 @@ def fit_table(preset_name: str, rows: list[ModelRow], *, batch: int, budget: Mem
             tokens = _("{context} (limit)", context=preset.context_len)
         else:
             tokens = fmt(fit.tokens_per_sequence)
-        table.append(dict(zip(headers, [row.label, tokens, fmt(fit.users_at_context)], strict=True)))
+        table.append(dict(zip(headers, [row_label(row), tokens, fmt(fit.users_at_context)], strict=True)))
     return table
+
+
+def cache_size_rows(traces: dict[str, DecodeTrace]) -> list[dict]:
+    return [
+        {
+            "cache": name,
+            "step": s,
+            "tokens_held": trace.tokens_held[s],
+            "bytes_measured": trace.nbytes[s],
+            "bytes_formula": trace.formula_nbytes[s],
+            "bytes_preallocated": trace.capacity_nbytes[s],
+            "max_abs_diff_vs_full_recompute": trace.max_abs_diff[s],
+        }
+        for name, trace in traces.items()
+        for s in range(len(trace.nbytes))
+    ]

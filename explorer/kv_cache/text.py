@@ -1,10 +1,10 @@
-"""The KV cache page's words: a cache's name as shown, the textbook's names of its tensors, numbers as said, and the
-core's preset notes marked for the catalog."""
+"""The KV cache page's words: a cache's name as shown, a whole-model row's name and what it stores, the textbook's
+names of its tensors, numbers as said, and the core's preset notes marked for the catalog."""
 
 from __future__ import annotations
 
-from explorer.i18n import N_, _, fmt
-from explorer.probes.kv_cache import DecodeTrace
+from explorer.i18n import N_, _, n_
+from explorer.probes.kv_cache import DecodeTrace, ModelRow
 
 # What the core's presets say they leave out (ModelPreset.not_modelled), for the catalog: the page shows
 # _(preset.not_modelled), so a note not listed here stays in English (and tests/i18n says so).
@@ -21,6 +21,36 @@ def shown_name(name: str) -> str:
     return name
 
 
+def row_label(row: ModelRow) -> str:
+    """A whole-model row's name in tables and legends (in this run's language)."""
+    cfg = row.cfg
+    if row.key == "published":
+        return _("{model} as published ({variant})", model=row.model, variant=cfg.variant.upper())
+    if row.key == "published_repeated":
+        return _("{model}, repeated K/V cached (pitfall)", model=row.model)
+    if row.key == "gqa":
+        return n_("as GQA, {n} group", "as GQA, {n} groups", cfg.n_kv_heads)
+    if row.key == "mla":
+        return _("as MLA, d_c {latent} + d_h^R {rope}", latent=str(cfg.kv_lora_rank), rope=str(cfg.qk_rope_head_dim))
+    return _("as {variant}", variant=row.key.upper())
+
+
+def row_description(row: ModelRow) -> str:
+    """What one token leaves in one layer of the row's cache, in a few words (in this run's language). Short: a table
+    column that must fit a laptop's width; how many query heads read it is the column's help."""
+    cfg = row.cfg
+    if cfg.variant == "mla":
+        return _("c_kv {latent} + k_rope {rope}", latent=str(cfg.kv_lora_rank), rope=str(cfg.qk_rope_head_dim))
+    if row.repeated_heads:
+        return n_(
+            "K, V copied to {n} head × {width}",
+            "K, V copied to {n} heads × {width}",
+            cfg.n_heads,
+            width=str(cfg.head_dim),
+        )
+    return _("K, V: {heads} × {width}", heads=n_("{n} head", "{n} heads", cfg.n_kv_heads), width=str(cfg.head_dim))
+
+
 def cache_names(trace: DecodeTrace) -> tuple[str, str]:
     """How the textbook names the two cached tensors."""
     return ("c_kv", "k_rope") if trace.variant == "mla" else ("k", "v")
@@ -29,11 +59,3 @@ def cache_names(trace: DecodeTrace) -> tuple[str, str]:
 def parameter_text(count: float) -> str:
     """A model's parameter count as it is usually said: 124 M, 6.74 B, 671 B."""
     return f"{count / 1e9:.3g} B" if count >= 1e9 else f"{count / 1e6:.3g} M"
-
-
-def sig(value: float, digits: int = 3) -> str:
-    """value to `digits` significant digits (as :.3g writes it) in the run's language: 14.2, 0.0156, 2.25."""
-    text = f"{value:.{digits}g}"
-    if "e" in text:  # 10**digits or more (what is shown here is never that small)
-        return fmt(round(float(text)))
-    return fmt(float(text), len(text.split(".")[1]) if "." in text else 0)

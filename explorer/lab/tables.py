@@ -3,7 +3,7 @@ kept, in this run's language."""
 
 from __future__ import annotations
 
-from explorer.i18n import _, percent
+from explorer.i18n import _, format_bytes, percent
 
 from .stored import HealedRow, LabRow
 from .text import kept_shown, label_shown, point_name, settings_shown
@@ -12,7 +12,6 @@ from .text import kept_shown, label_shown, point_name, settings_shown
 def models_table(rows: list[LabRow], healed: dict[str, HealedRow], context: int) -> list[dict]:
     """One row per stored model, then one per healed twin. The chart's short names (the table fits a projector's
     width); what a reader came for first, so a phone shows it without scrolling; the recipe last."""
-    from explorer.charts import format_bytes  # charts imports streamlit: the table scripts import this package
 
     original = next(row for row in rows if row.key == "original")
     by_key = {row.key: row for row in rows}

@@ -3,7 +3,7 @@ names of what each reduction kept, in this run's language."""
 
 from __future__ import annotations
 
-from explorer.i18n import N_, _, percent, sentences
+from explorer.i18n import N_, _, format_bytes, percent, sentences
 from explorer.probes.lab import POINTS_BY_KEY
 
 from .stored import HealedRow, LabRow, healed_as_rows, pareto_frontier
@@ -63,7 +63,6 @@ def kept_shown(name: str) -> str:
 def pareto_findings(rows: list[LabRow], healed: dict[str, HealedRow]) -> list[str]:
     """What the Pareto chart shows, in sentences: the frontier, the worst model, the best MLA conversion, what healing
     closed, and the models that share one cache size."""
-    from explorer.charts import format_bytes  # charts imports streamlit: the table scripts import this package
 
     original = next(row for row in rows if row.key == "original")
     frontier = pareto_frontier(rows)

@@ -5,9 +5,3 @@ views   each step's one chart, from the pages' own cached probes and figure buil
 slides  animated GIFs of the head -> KV morph and the cache growing, drawn on the server without a browser
 keys    the arrow keys, as a small component
 """
-
-from .keys import arrow_key
-from .steps import STEP, STEPS, Step
-from .views import GROUPS, STEP_NUMBERS, STEP_VIEWS, StepView
-
-__all__ = ["GROUPS", "STEP", "STEPS", "STEP_NUMBERS", "STEP_VIEWS", "Step", "StepView", "arrow_key"]

@@ -20,9 +20,10 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw, ImageFont
 
-from explorer.charts import VARIANT_COLORS, format_bytes, shape_text
-from explorer.i18n import _
-from explorer.kv_cache import cache_names, color_of, shown_name
+from explorer.charts import VARIANT_COLORS, shape_text
+from explorer.i18n import _, format_bytes
+from explorer.kv_cache.figures import color_of
+from explorer.kv_cache.text import cache_names, shown_name
 from explorer.mapping.figures import EDGE_SLOTS, PALETTE, ROPE_COLOR
 from explorer.mapping.frames import query_label
 from explorer.mapping.geometry import (

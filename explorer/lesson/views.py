@@ -6,22 +6,38 @@ No math here: heatmaps, mapping, kv_cache, trained and lab compute; this module 
 
 from __future__ import annotations
 
-import contextvars
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 import streamlit as st
 
 from attn_core import PRESETS
-from explorer import heatmaps, kv_cache, lab, mapping
-from explorer import trained as trained_view
-from explorer.charts import difference, format_bytes
-from explorer.i18n import _, language, sentences, set_language
+from explorer.heatmaps import computed as heatmaps_computed
+from explorer.heatmaps import figures as heatmaps_figures
+from explorer.heatmaps import link as heatmaps_link
+from explorer.i18n import _, difference, format_bytes, language, sentences, sig, speaking
+from explorer.kv_cache import computed as kv_cache_computed
+from explorer.kv_cache import figures as kv_cache_figures
+from explorer.kv_cache import link as kv_cache_link
+from explorer.kv_cache import tables as kv_cache_tables
+from explorer.lab import csv_export as lab_csv_export
+from explorer.lab import figures as lab_figures
+from explorer.lab import link as lab_link
+from explorer.lab import stored as lab_stored
+from explorer.lab import text as lab_text
+from explorer.mapping import computed as mapping_computed
+from explorer.mapping import figures as mapping_figures
+from explorer.mapping import frames as mapping_frames
+from explorer.mapping import link as mapping_link
 from explorer.model import trained_model
-from explorer.params import Choice
+from explorer.params import Choice, Param
 from explorer.probes.heatmaps import InputSpec
 from explorer.probes.kv_cache import DecodeTrace, memory_budget
 from explorer.settings import Settings
+from explorer.trained import computed as trained_computed
+from explorer.trained import csv_export as trained_csv_export
+from explorer.trained import figures as trained_figures
+from explorer.trained import link as trained_link
 
 from . import slides
 
@@ -62,7 +78,7 @@ class StepView:
     rows: Sequence[dict] | Callable[[], str]
     caption: str
     page: str
-    query: dict[str, str]  # the page's own view values; the settings go into the link too
+    query: dict[Param, object]  # the page's own view values, by its Params; the settings go into the link too
     settings: Settings = field(default_factory=Settings)  # the sidebar settings the chart was made at
     animation: Animation | None = None
 
@@ -71,47 +87,34 @@ def sentence() -> str:
     return SENTENCES[language()]
 
 
-def _in_language(lang: str, make: Callable[[], bytes]) -> Callable[[], bytes]:
-    """make, run in lang: a download's data is made when clicked, outside the run that knew the language."""
-
-    def run() -> bytes:
-        def inside() -> bytes:
-            set_language(lang)
-            return make()
-
-        return contextvars.copy_context().run(inside)
-
-    return run
-
-
 def _text_input(settings: Settings) -> InputSpec:
-    return heatmaps.make_input_spec(settings, kind="text", text=sentence(), tokens="words", scale=SCALE).spec
+    return heatmaps_computed.make_input_spec(settings, kind="text", text=sentence(), tokens="words", scale=SCALE).spec
 
 
-def _heatmaps_query(settings: Settings, variant: str, **view: object) -> dict[str, str]:
+def _heatmaps_view(variant: str) -> dict[Param, object]:
+    """The heatmaps page showing a step's chart: its variant on the step's sentence."""
     return {
-        "hm_variant": variant,
-        "hm_input": "text",
-        "hm_text": sentence(),
-        "hm_tokens": "words",
-        "hm_scale": SCALE,
-        "hm_causal": "1",
-        "hm_rope": "1",
-        "hm_pool": POOL,
-        **{name: str(value) for name, value in view.items()},
+        heatmaps_link.VARIANT: variant,
+        heatmaps_link.INPUT: "text",
+        heatmaps_link.TEXT: sentence(),
+        heatmaps_link.TOKENS: "words",
+        heatmaps_link.SCALE: SCALE,
+        heatmaps_link.CAUSAL: True,
+        heatmaps_link.ROPE: True,
+        heatmaps_link.POOL: POOL,
     }
 
 
 def _first_heads(settings: Settings, variant: str) -> range:
-    cfg = heatmaps.layer_config(settings, variant, True)
-    return heatmaps.head_pages(settings.heads, cfg.group_size, "all")[0]
+    cfg = heatmaps_computed.layer_config(settings, variant, True)
+    return heatmaps_computed.head_pages(settings.heads, cfg.group_size, "all")[0]
 
 
 # --- the steps' charts ----------------------------------------------------------------------------------------------
 def inside_one_head(lang: str) -> StepView:
     settings, variant, head = ONE_HEAD, "mha", 0
-    cfg = heatmaps.layer_config(settings, variant, True)
-    chart = heatmaps.steps_chart(
+    cfg = heatmaps_computed.layer_config(settings, variant, True)
+    chart = heatmaps_figures.steps_chart(
         cfg, settings.seed, _text_input(settings), True, _first_heads(settings, variant), head, POOL, lang
     )
     return StepView(
@@ -125,15 +128,15 @@ def inside_one_head(lang: str) -> StepView:
             agreement=difference(chart.facts.weights_error),
         ),
         "heatmaps",
-        _heatmaps_query(settings, variant, hm_head=head),
+        _heatmaps_view(variant) | {heatmaps_link.HEAD: head},
         settings,
     )
 
 
 def every_head(lang: str) -> StepView:
     settings, variant = MANY_HEADS, "mha"
-    cfg = heatmaps.layer_config(settings, variant, True)
-    chart = heatmaps.heads_chart(
+    cfg = heatmaps_computed.layer_config(settings, variant, True)
+    chart = heatmaps_figures.heads_chart(
         cfg, settings.seed, _text_input(settings), True, _first_heads(settings, variant), POOL, lang
     )
     return StepView(
@@ -146,13 +149,13 @@ def every_head(lang: str) -> StepView:
             agreement=difference(chart.facts.row_sum_error),
         ),
         "heatmaps",
-        _heatmaps_query(settings, variant),
+        _heatmaps_view(variant),
         settings,
     )
 
 
 def _traces(settings: Settings, repeated: bool) -> dict[str, DecodeTrace]:
-    traces, _skipped = kv_cache.traces_for(settings, PROMPT_TOKENS, DECODED_TOKENS, repeated)
+    traces, _skipped = kv_cache_computed.traces_for(settings, PROMPT_TOKENS, DECODED_TOKENS, repeated)
     return traces
 
 
@@ -160,29 +163,32 @@ def _cache_animation(settings: Settings, repeated: bool, lang: str, name: str) -
     traces = _traces(settings, repeated)
     return Animation(
         f"{name}-{lang}.gif",
-        _in_language(lang, lambda: cache_gif(settings, repeated, lang)),
+        lambda: cache_gif(settings, repeated, lang),
         frames=len(next(iter(traces.values())).nbytes),
     )
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def cache_gif(settings: Settings, repeated: bool, lang: str) -> bytes:
-    """The cache growing token by token, as a GIF (lang: its words are in it)."""
-    return slides.cache_gif(_traces(settings, repeated))
+    """The cache growing token by token, as a GIF with its words in `lang` (a download's data is made when clicked,
+    outside the run that knew the language)."""
+    with speaking(lang):
+        return slides.cache_gif(_traces(settings, repeated))
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def morph_gif(settings: Settings, lang: str) -> bytes:
-    """The head -> KV morph, as a GIF (lang: its words are in it)."""
-    return slides.morph_gif(mapping.frames_for(settings), settings)
+    """The head -> KV morph, as a GIF with its words in `lang`."""
+    with speaking(lang):
+        return slides.morph_gif(mapping_computed.frames_for(settings), settings)
 
 
-def _kv_query(**view: object) -> dict[str, str]:
+def _kv_view() -> dict[Param, object]:
+    """The KV cache page at the steps' decode."""
     return {
-        "kv_prompt": str(PROMPT_TOKENS),
-        "kv_steps": str(DECODED_TOKENS),
-        "kv_step": str(DECODED_TOKENS),
-        **{name: str(value) for name, value in view.items()},
+        kv_cache_link.PROMPT: PROMPT_TOKENS,
+        kv_cache_link.STEPS: DECODED_TOKENS,
+        kv_cache_link.STEP: DECODED_TOKENS,
     }
 
 
@@ -191,8 +197,8 @@ def cache_grows(lang: str) -> StepView:
     traces = _traces(settings, False)
     trace = traces["MHA"]
     return StepView(
-        kv_cache.cache_size_figure(traces, DECODED_TOKENS),
-        kv_cache.cache_size_rows(traces),
+        kv_cache_figures.cache_size_figure(traces, DECODED_TOKENS),
+        kv_cache_tables.cache_size_rows(traces),
         _(
             "Measured from the real cache: each decoded token adds {per_token} to this one layer's cache ($2 \\cdot h "
             "\\cdot d_h$ = 2 × {heads} × {head_dim} numbers in {dtype}); after {tokens} tokens it holds {total}. The "
@@ -206,18 +212,20 @@ def cache_grows(lang: str) -> StepView:
             agreement=difference(max(trace.max_abs_diff)),
         ),
         "kv_cache",
-        _kv_query(),
+        _kv_view(),
         settings,
         _cache_animation(settings, False, lang, "kv-cache-growing"),
     )
 
 
 def _morph_view(settings: Settings, variant: str, highlight: str | None, lang: str, caption: str) -> StepView:
-    frames = mapping.frames_for(settings)
+    frames = mapping_computed.frames_for(settings)
     keys = [frame.key for frame in frames]
-    active = keys.index(mapping.frame_key(settings, variant))
-    spec, rows = mapping.mapping_chart(settings, active, highlight, lang)
-    query = {"map_variant": variant} | ({"map_store": highlight} if highlight else {})
+    active = keys.index(mapping_frames.frame_key(settings, variant))
+    spec, rows = mapping_figures.mapping_chart(settings, active, highlight, lang)
+    query: dict[Param, object] = {mapping_link.MAP_VARIANT: variant}
+    if highlight:
+        query[mapping_link.MAP_STORE] = highlight
     return StepView(
         spec,
         rows,
@@ -225,7 +233,7 @@ def _morph_view(settings: Settings, variant: str, highlight: str | None, lang: s
         "mapping",
         query,
         settings,
-        Animation(f"head-kv-morph-{lang}.gif", _in_language(lang, lambda: morph_gif(settings, lang)), len(frames)),
+        Animation(f"head-kv-morph-{lang}.gif", lambda: morph_gif(settings, lang), len(frames)),
     )
 
 
@@ -289,12 +297,12 @@ def real_model(lang: str) -> StepView | None:
     lm = trained_model()  # None after saying how to install it
     if lm is None:
         return None
-    prompt = trained_view.DEFAULT_PROMPTS["en"]  # the model writes English best; the chart shows no words of it
-    trace = trained_view.writing_of(prompt)
+    prompt = trained_link.DEFAULT_PROMPTS["en"]  # the model writes English best; the chart shows no words of it
+    trace = trained_computed.writing_of(prompt)
     step = len(trace.steps)
     return StepView(
-        trained_view.cache_growth_figure(trace, step),
-        lambda: trained_view.writing_csv(trace),
+        trained_figures.cache_growth_figure(trace, step),
+        lambda: trained_csv_export.writing_csv(trace),
         _(
             "{layers} layers, {heads} query heads sharing {kv} KV heads: after {tokens} tokens the model's cache "
             "holds {measured} (measured), {ratio}× less than MHA would.",
@@ -306,7 +314,7 @@ def real_model(lang: str) -> StepView | None:
             ratio=f"{trace.per_token_bytes['mha'] / trace.per_token_bytes['gqa']:.0f}",
         ),
         "trained",
-        {"tm_prompt": prompt, "tm_step": str(step)},
+        {trained_link.PROMPT: prompt, trained_link.STEP: step},
     )
 
 
@@ -315,8 +323,8 @@ def repeated_heads(lang: str) -> StepView:
     traces = _traces(settings, True)
     honest, copies = traces["GQA"], traces["GQA repeated"]
     return StepView(
-        kv_cache.cache_size_figure(traces, DECODED_TOKENS),
-        kv_cache.cache_size_rows(traces),
+        kv_cache_figures.cache_size_figure(traces, DECODED_TOKENS),
+        kv_cache_tables.cache_size_rows(traces),
         _(
             "GQA with {g} KV heads needs {needed}; caching the heads after `repeat_interleave` holds {held}, MHA's "
             "size (the open rings on MHA's line), for the same outputs.",
@@ -325,7 +333,7 @@ def repeated_heads(lang: str) -> StepView:
             held=format_bytes(copies.nbytes[-1]),
         ),
         "kv_cache",
-        _kv_query(kv_repeat="1"),
+        _kv_view() | {kv_cache_link.REPEAT: True},
         settings,
         _cache_animation(settings, True, lang, "kv-cache-repeated-heads"),
     )
@@ -334,11 +342,11 @@ def repeated_heads(lang: str) -> StepView:
 def joint_compression(lang: str) -> StepView:
     model, dtype, batch = NOTES_MODEL, "float16", 1
     preset = PRESETS[model]
-    groups = kv_cache.preferred_groups(model)
-    rows = kv_cache.cached_model_rows(model, groups, NOTES_LATENT, NOTES_ROPE, dtype, batch, False, lang=lang)
+    groups = kv_cache_link.preferred_groups(model)
+    rows = kv_cache_computed.cached_model_rows(model, groups, NOTES_LATENT, NOTES_ROPE, dtype, batch, False)
     budget = memory_budget(preset, gpu_gib=GPU_GIB, gpus=GPUS, dtype=dtype)
     what_if = {"groups": groups, "latent": NOTES_LATENT, "rope_dim": NOTES_ROPE}
-    figure, csv_rows = kv_cache.scale_figure(model, rows, what_if, batch=batch, dtype=dtype, budget=budget)
+    figure, csv_rows = kv_cache_figures.scale_figure(model, rows, what_if, batch=batch, dtype=dtype, budget=budget)
     by_key = {row.key: row for row in rows}
     mha, mla = by_key["mha"], by_key["mla"]
     settings = replace(Settings(), dtype=dtype, batch=batch)
@@ -353,16 +361,16 @@ def joint_compression(lang: str) -> StepView:
             latent=NOTES_LATENT,
             rope=NOTES_ROPE,
             mla=mla.elements_per_token_layer,
-            ratio=kv_cache.sig(mha.elements_per_token_layer / mla.elements_per_token_layer),
+            ratio=sig(mha.elements_per_token_layer / mla.elements_per_token_layer),
         ),
         "kv_cache",
         {
-            "kv_model": model,
-            "kv_groups": str(groups),
-            "kv_latent": str(NOTES_LATENT),
-            "kv_rope": str(NOTES_ROPE),
-            "kv_gpu_gib": str(GPU_GIB),
-            "kv_gpus": str(GPUS),
+            kv_cache_link.MODEL: model,
+            kv_cache_link.GROUPS: groups,
+            kv_cache_link.LATENT: NOTES_LATENT,
+            kv_cache_link.ROPE: NOTES_ROPE,
+            kv_cache_link.GPU_GIB: GPU_GIB,
+            kv_cache_link.GPUS: GPUS,
         },
         settings,
     )
@@ -370,8 +378,8 @@ def joint_compression(lang: str) -> StepView:
 
 def absorbed_decode(lang: str) -> StepView:
     settings, variant, head = LATENT_HEAD, "mla", 0
-    cfg = heatmaps.layer_config(settings, variant, True)
-    chart = heatmaps.decode_chart(
+    cfg = heatmaps_computed.layer_config(settings, variant, True)
+    chart = heatmaps_figures.decode_chart(
         cfg, settings.seed, _text_input(settings), True, _first_heads(settings, variant), head, POOL, lang
     )
     return StepView(
@@ -383,7 +391,7 @@ def absorbed_decode(lang: str) -> StepView:
             agreement=difference(chart.facts.decode_error),
         ),
         "heatmaps",
-        _heatmaps_query(settings, variant, hm_head=head),
+        _heatmaps_view(variant) | {heatmaps_link.HEAD: head},
         settings,
     )
 
@@ -393,15 +401,15 @@ def choosing(lang: str, context: int) -> StepView | None:
         _warn_lab_table_missing()
         return None
     rows, healed = tables
-    frontier = lab.pareto_frontier(rows)
+    frontier = lab_stored.pareto_frontier(rows)
     caption = _(
         "Measured on SmolLM2-135M converted without training: on the frontier, {models}.",
-        models=_(", ").join(lab.point_name(r) for r in frontier),
+        models=_(", ").join(lab_text.point_name(r) for r in frontier),
     )
     if healed:
-        caption = sentences(caption, lab.best_healed_finding(rows, healed))
+        caption = sentences(caption, lab_text.best_healed_finding(rows, healed))
     return StepView(
-        lab.pareto_figure(rows, context_length=context, healed=healed),
+        lab_figures.pareto_figure(rows, context_length=context, healed=healed),
         [
             {
                 "model": r.label,
@@ -415,7 +423,7 @@ def choosing(lang: str, context: int) -> StepView | None:
         ],
         caption,
         "lab",
-        {"lab_context": str(context)},
+        {lab_link.CONTEXT: context},
         replace(Settings(), dtype="float32"),
     )
 
@@ -423,17 +431,17 @@ def choosing(lang: str, context: int) -> StepView | None:
 def _lab_tables() -> tuple[list, dict] | None:
     """The lab's stored conversions and their healed twins; None where the lab's table is missing or unreadable."""
     try:
-        table = lab.load_table()
+        table = lab_stored.load_table()
     except (OSError, ValueError):
         return None
-    return lab.table_rows(table), lab.healed_rows(lab.load_heal_table())
+    return lab_stored.table_rows(table), lab_stored.healed_rows(lab_stored.load_heal_table())
 
 
 def _warn_lab_table_missing() -> None:
     st.warning(
         _(
             "The lab's table ({file}) is missing or unreadable: run `python benchmarks/lab_table.py` to measure it.",
-            file=lab.TABLE_PATH.name,
+            file=lab_stored.TABLE_PATH.name,
         )
     )
 
@@ -447,9 +455,9 @@ def healed_up_close(lang: str) -> StepView | None:
         st.warning(_("No conversion has been healed yet: run `python benchmarks/heal.py` to measure them."))
         return None
     return StepView(
-        lab.healed_figure(rows, healed),
-        lab.healed_csv_rows(rows, healed),
-        sentences(*lab.healed_findings(rows, healed, lab.HEALED_VIEW_TOP)),
+        lab_figures.healed_figure(rows, healed),
+        lab_csv_export.healed_csv_rows(rows, healed),
+        sentences(*lab_text.healed_findings(rows, healed, lab_figures.HEALED_VIEW_TOP)),
         "lab",
         {},
         replace(Settings(), dtype="float32"),
@@ -463,16 +471,16 @@ def healing_numbers(lang: str) -> dict[str, object]:
     if tables is None or not tables[1]:
         return {"closest": "", "before": "—"}
     rows, healed = tables
-    before = {row.key: row for row in rows}[lab.closest_healed(rows, healed).key]
-    return {"closest": lab.best_healed_finding(rows, healed), "before": f"{before.perplexity:,.2f}"}
+    before = {row.key: row for row in rows}[lab_text.closest_healed(rows, healed).key]
+    return {"closest": lab_text.best_healed_finding(rows, healed), "before": f"{before.perplexity:,.2f}"}
 
 
 # Each step's view by its key (explorer.lesson.steps): called with the language, and the step's control if it has one.
 def notes_example(lang: str) -> dict[str, object]:
     """The numbers the MLA step's text and answer quote, read off the same measured caches as its chart."""
     model, attention = NOTES_MODEL, PRESETS[NOTES_MODEL].attention
-    groups = kv_cache.preferred_groups(model)
-    rows = kv_cache.cached_model_rows(model, groups, NOTES_LATENT, NOTES_ROPE, "float16", 1, False, lang=lang)
+    groups = kv_cache_link.preferred_groups(model)
+    rows = kv_cache_computed.cached_model_rows(model, groups, NOTES_LATENT, NOTES_ROPE, "float16", 1, False)
     by_key = {row.key: row for row in rows}
     mha, mla = by_key["mha"].elements_per_token_layer, by_key["mla"].elements_per_token_layer
     return {
@@ -483,8 +491,8 @@ def notes_example(lang: str) -> dict[str, object]:
         "rope": NOTES_ROPE,
         "mha": mha,
         "mla": mla,
-        "ratio": kv_cache.sig(mha / mla),
-        "groups": kv_cache.sig(by_key["mla"].gqa_equivalent_groups),
+        "ratio": sig(mha / mla),
+        "groups": sig(by_key["mla"].gqa_equivalent_groups),
     }
 
 

@@ -14,7 +14,7 @@ import streamlit as st
 
 from attn_core import AttentionConfig
 from explorer.charts import VARIANT_COLORS
-from explorer.i18n import _
+from explorer.i18n import _, speaking
 from explorer.probes.mapping import MorphFrame, morph_configs
 from explorer.settings import Settings
 
@@ -164,11 +164,12 @@ def _frame_content(frame: MorphFrame, cfg: AttentionConfig, settings: Settings, 
 @st.cache_data(max_entries=32, show_spinner=False)
 def mapping_chart(settings: Settings, active: int, highlight: str | None, lang: str) -> tuple[dict, list[dict]]:
     """mapping_figure as the dict sent to the browser, with its CSV rows, made once per (settings, step, highlight,
-    language: its words are in it): at 128 heads building and serialising the animation is a large part of a rerun,
+    language: its words are made in `lang`): at 128 heads building and serialising the animation is a large part of a rerun,
     which one that changed none of them skips."""
-    frames = frames_for(settings)
-    spec = mapping_spec(frames, active, settings, highlight)
-    return spec, mapping_rows(frames)
+    with speaking(lang):
+        frames = frames_for(settings)
+        spec = mapping_spec(frames, active, settings, highlight)
+        return spec, mapping_rows(frames)
 
 
 def mapping_figure(frames: list[MorphFrame], active: int, settings: Settings, highlight: str | None) -> go.Figure:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import streamlit as st
 
 from attn_core import AttentionConfig
-from explorer.charts import difference, shape_text
-from explorer.i18n import N_, _, n_
+from explorer.charts import shape_text
+from explorer.i18n import N_, _, difference, n_, speaking
 from explorer.probes.mapping import FusedProjection
 
 from .computed import fused_result
@@ -43,9 +43,11 @@ def fused_block_rows(result: FusedProjection, cfg: AttentionConfig) -> list[dict
 
 @st.cache_data(max_entries=32, show_spinner=False)
 def fused_chart(cfg: AttentionConfig, seed: int, batch: int, seq_len: int, lang: str) -> tuple[dict, list[dict]]:
-    """fused_figure with its CSV rows, made once per setting and language (its words are in the figure)."""
-    result = fused_result(cfg, seed, batch, seq_len)
-    return fused_figure(result, cfg), fused_block_rows(result, cfg)
+    """fused_figure with its CSV rows, made once per setting and language (its words, made in `lang`, are in the
+    figure)."""
+    with speaking(lang):
+        result = fused_result(cfg, seed, batch, seq_len)
+        return fused_figure(result, cfg), fused_block_rows(result, cfg)
 
 
 def _head_word(row: dict) -> str:

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from attn_core import AttentionConfig, bytes_per_element, kv_cache_bytes
-from explorer.charts import format_bytes
-from explorer.i18n import _, n_
+from explorer.i18n import _, format_bytes, n_
 from explorer.probes.mapping import MorphFrame
 from explorer.settings import Settings
 

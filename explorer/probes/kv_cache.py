@@ -40,7 +40,7 @@ from attn_core import (
     parameter_count,
     repeated_kv_cache_bytes,
 )
-from explorer.i18n import N_, _, n_
+from explorer.messages import N_
 
 from .measured import measure_cache
 
@@ -219,10 +219,10 @@ class ModelRow:
     """One way of keeping a published model's cache: per token, per layer, whole model, at its context length."""
 
     key: str  # "published", "mha", "mqa", "gqa", "mla" or "published_repeated"
+    model: str  # the preset's name
+    cfg: AttentionConfig  # the layer this row keeps the cache of
     variant: str
     repeated_heads: bool
-    label: str  # in the language of the run that built it: cache rows by language
-    description: str  # what one token leaves in one layer's cache, in a few words (same)
     elements_per_token_layer: int  # read off the measured cache
     elements_per_token_layer_formula: int
     bytes_per_token_layer: int
@@ -291,21 +291,6 @@ def what_if_configs(preset: ModelPreset, *, groups: int, latent: int, rope_dim: 
     }
 
 
-def describe(cfg: AttentionConfig, *, repeated_heads: bool = False) -> str:
-    """What one token leaves in one layer's cache, in a few words (in this run's language). Short: a table column
-    that must fit a laptop's width; how many query heads read it is the column's help."""
-    if cfg.variant == "mla":
-        return _("c_kv {latent} + k_rope {rope}", latent=str(cfg.kv_lora_rank), rope=str(cfg.qk_rope_head_dim))
-    if repeated_heads:
-        return n_(
-            "K, V copied to {n} head × {width}",
-            "K, V copied to {n} heads × {width}",
-            cfg.n_heads,
-            width=str(cfg.head_dim),
-        )
-    return _("K, V: {heads} × {width}", heads=n_("{n} head", "{n} heads", cfg.n_kv_heads), width=str(cfg.head_dim))
-
-
 def tokens_held(preset: ModelPreset, tokens: int) -> int:
     """Tokens one layer's cache holds after `tokens` tokens: a sliding window's rolling cache keeps the last W only."""
     return tokens if preset.sliding_window is None else min(tokens, preset.sliding_window)
@@ -338,10 +323,10 @@ def model_rows(
         rows.append(
             ModelRow(
                 key=key,
+                model=preset.name,
+                cfg=cfg,
                 variant=cfg.variant,
                 repeated_heads=repeated,
-                label=label(key, cfg, preset),
-                description=describe(cfg, repeated_heads=repeated),
                 elements_per_token_layer=elements,
                 elements_per_token_layer_formula=(
                     2 * cfg.n_heads * cfg.head_dim if repeated else cfg.cache_elements_per_token
@@ -361,19 +346,6 @@ def model_rows(
             )
         )
     return rows
-
-
-def label(key: str, cfg: AttentionConfig, preset: ModelPreset) -> str:
-    """A row's name in tables and legends (in this run's language)."""
-    if key == "published":
-        return _("{model} as published ({variant})", model=preset.name, variant=cfg.variant.upper())
-    if key == "published_repeated":
-        return _("{model}, repeated K/V cached (pitfall)", model=preset.name)
-    if key == "gqa":
-        return n_("as GQA, {n} group", "as GQA, {n} groups", cfg.n_kv_heads)
-    if key == "mla":
-        return _("as MLA, d_c {latent} + d_h^R {rope}", latent=str(cfg.kv_lora_rank), rope=str(cfg.qk_rope_head_dim))
-    return _("as {variant}", variant=key.upper())
 
 
 def model_bytes(

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from attn_core.pretrained import Calibration, Conversion, PretrainedLM, calibrate, convert_attention
-from explorer.i18n import N_
+from explorer.messages import N_
 
 # sha256 of reference_text() under CPython 3.11's pydoc_data (the text the stored table was measured on)
 REFERENCE_TEXT_SHA256 = "71f2ff5d99bdc1f9c48c5c2353ad138201c5ca1c377e0226857ef8fa89b8bcee"

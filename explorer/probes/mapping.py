@@ -31,7 +31,7 @@ from attn_core import (
     fused_blocks,
     kv_head_counts,
 )
-from explorer.i18n import N_
+from explorer.messages import N_
 from explorer.probes import with_weights
 
 CONTEXT_TOKENS = 3  # cached tokens before the probing decode step: a few suffice, every head then reads every store

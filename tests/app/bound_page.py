@@ -1,4 +1,4 @@
-"""A small page for the tests of explorer.state.bound: one view control of each kind, bound to the link.
+"""A small page for the tests of explorer.link.bound: one view control of each kind, bound to the link.
 
 Shaped like a real page: shared settings first, then link-backed controls whose valid values depend on them. It
 prints each value as a caption ("t_mode = ...") so a test can read what the page ended up using.
@@ -6,13 +6,9 @@ prints each value as a caption ("t_mode = ...") so a test can read what the page
 
 import streamlit as st
 
-from explorer.params import Choice, Flag, IntRange
-from explorer.state import bound, page_settings
-
-MODE = Choice("t_mode", ("weights", "scores", "output"), "weights")
-VARIANT = Choice("t_variant", ("mha", "mqa", "gqa", "mla"), "gqa")  # narrowed to the chosen variants below
-SHOW_MASK = Flag("t_mask", True)
-HEAD = IntRange("t_head", 0, 127, 0)  # narrowed to the current head count below
+from explorer.link import bound
+from explorer.state import page_settings
+from tests.app.bound_params import HEAD, MODE, SHOW_MASK, VARIANT
 
 settings = page_settings("bound_page")
 st.title("bound() test page")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -34,6 +35,31 @@ LARGEST = Settings(
 LARGEST_BY_GROUPS = {groups: replace(LARGEST, groups=groups) for groups in (128, 8, 1)}
 
 LINK_WARNING = "This link had settings"  # how explorer.state opens the one warning about a link
+
+
+def no_exception(at: AppTest, *, nor_error: bool = False) -> None:
+    """The run raised nothing (nor_error: and showed no st.error either); a failure lists what it showed."""
+    assert not at.exception, [e.value for e in at.exception]
+    if nor_error:
+        assert not at.error, [e.value for e in at.error]
+
+
+NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
+
+
+def numbers(text: str) -> list[float]:
+    """The numbers a text states, in order, as values ("8,192 tokens" -> 8192.0)."""
+    return [float(found.replace(",", "")) for found in NUMBER.findall(text)]
+
+
+def states(text: str, *expected: float) -> bool:
+    """Some line of text states these numbers one after another, whatever its words: a numbers test that a copy edit
+    does not fail ("Showing heads 0–15 of 128" states 0, 15, 128)."""
+    for line in text.splitlines():
+        found = numbers(line)
+        if any(found[i : i + len(expected)] == list(expected) for i in range(len(found))):
+            return True
+    return False
 
 
 def page_file(name: str) -> str:

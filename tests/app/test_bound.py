@@ -1,4 +1,4 @@
-"""explorer.state.bound: a page's own controls live in the link; a bad link value gives a warning and a valid fallback."""
+"""explorer.link.bound: a page's own controls live in the link; a bad link value gives a warning and a valid fallback."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 
 from explorer.settings import Settings
+from tests.app import bound_params
+from tests.app.helpers import no_exception
 
 from .helpers import LINK_WARNING, open_script, sidebar_settings
 
@@ -26,7 +28,7 @@ def view_warnings(at) -> list[str]:
 
 def test_without_view_params_the_defaults_are_used_and_written_to_the_link():
     at = open_script(PAGE)
-    assert not at.exception
+    no_exception(at)
     assert shown_values(at) == {"t_mode": "weights", "t_variant": "gqa", "t_mask": "True", "t_head": "0"}
     assert {name: at.query_params[name] for name in VIEW_NAMES} == {
         "t_mode": "weights",
@@ -40,7 +42,7 @@ def test_without_view_params_the_defaults_are_used_and_written_to_the_link():
 def test_valid_view_params_are_reproduced_without_a_warning():
     link = {"t_mode": "scores", "t_variant": "mla", "t_mask": "0", "t_head": "5"}
     at = open_script(PAGE, link)
-    assert not at.exception
+    no_exception(at)
     assert view_warnings(at) == []
     assert shown_values(at) == {"t_mode": "scores", "t_variant": "mla", "t_mask": "False", "t_head": "5"}
     assert {name: at.query_params[name] for name in VIEW_NAMES} == link
@@ -59,7 +61,7 @@ BAD_VALUES = {
 def test_a_bad_view_value_gives_one_warning_and_the_fallback(name):
     text, fallback = BAD_VALUES[name]
     at = open_script(PAGE, {"variant": "mha,gqa", "heads": "8", name: text})
-    assert not at.exception
+    no_exception(at)
     warnings = view_warnings(at)
     assert len(warnings) == 1, warnings
     assert warnings[0].startswith(f"{name}:"), warnings
@@ -74,7 +76,7 @@ def test_a_bad_view_value_gives_one_warning_and_the_fallback(name):
 )
 def test_garbled_view_values_never_raise_and_never_echo_markup(text):
     at = open_script(PAGE, {name: text for name in VIEW_NAMES})
-    assert not at.exception, [e.value for e in at.exception]
+    no_exception(at)
     values = shown_values(at)
     assert values["t_mode"] in ("weights", "scores", "output")
     assert values["t_mask"] in ("True", "False")
@@ -85,7 +87,7 @@ def test_garbled_view_values_never_raise_and_never_echo_markup(text):
 
 def test_a_repeated_view_key_is_read_once_with_a_warning_and_collapsed_in_the_url():
     at = open_script(PAGE, {"t_head": ["2", "3"]})
-    assert not at.exception
+    no_exception(at)
     warnings = view_warnings(at)
     assert len(warnings) == 1
     assert "t_head appears 2 times" in warnings[0]
@@ -95,11 +97,11 @@ def test_a_repeated_view_key_is_read_once_with_a_warning_and_collapsed_in_the_ur
 
 def test_changing_a_view_control_writes_the_link():
     at = open_script(PAGE)
-    at.radio(key="view_t_mode").set_value("output")
-    at.number_input(key="view_t_head").set_value(4)
-    at.toggle(key="view_t_mask").set_value(False)
+    at.radio(key=bound_params.MODE.key).set_value("output")
+    at.number_input(key=bound_params.HEAD.key).set_value(4)
+    at.toggle(key=bound_params.SHOW_MASK.key).set_value(False)
     at.run()
-    assert not at.exception
+    no_exception(at)
     assert {name: at.query_params[name] for name in ("t_mode", "t_head", "t_mask")} == {
         "t_mode": "output",
         "t_head": "4",
@@ -112,12 +114,12 @@ def test_a_view_value_made_invalid_by_the_settings_moves_into_range():
     at = open_script(PAGE, {"t_head": "7", "t_variant": "mla"})
     assert shown_values(at)["t_head"] == "7"
     at.sidebar.select_slider(key="setting_heads").set_value(2).run()
-    assert not at.exception, [e.value for e in at.exception]
+    no_exception(at)
     assert shown_values(at)["t_head"] == "1"
     assert at.query_params["t_head"] == "1"
     assert any(info.value.startswith("t_head: 7 is not available") for info in at.info), "the user is told"
     at.sidebar.button_group(key="setting_variants").set_value(["mha"]).run()
-    assert not at.exception, [e.value for e in at.exception]
+    no_exception(at)
     assert shown_values(at)["t_variant"] == "mha"
     assert at.query_params["t_variant"] == "mha"
 
@@ -140,7 +142,7 @@ def notes(at) -> str:
 def test_a_default_that_does_not_fit_the_settings_moves_quietly():
     """t_variant's default (gqa) with only MHA chosen: nobody set gqa, so nobody is told it moved."""
     at = open_script(PAGE, {"variant": "mha"})
-    assert not at.exception, [e.value for e in at.exception]
+    no_exception(at)
     assert shown_values(at)["t_variant"] == "mha"
     assert "is not available" not in notes(at)
     at.sidebar.select_slider(key="setting_heads").set_value(2).run()  # head 0 (the default) is still valid

@@ -6,11 +6,12 @@ from dataclasses import replace
 
 import pytest
 
-from explorer import lab as lab_view
-from explorer import trained as trained_view
 from explorer.heatmaps import link as heatmaps_link
+from explorer.lab import link as lab_link
 from explorer.pages import PAGES
 from explorer.settings import LINK_NAMES, LINK_VERSION, VERSION_NAME, Settings, version_note
+from explorer.trained import link as trained_link
+from tests.app.helpers import no_exception
 
 from .helpers import is_valid, link_warnings, open_page, sidebar_settings
 
@@ -36,7 +37,7 @@ def shared_params(at) -> dict[str, str]:
 @pytest.mark.parametrize("page", PAGES)
 def test_a_link_reproduces_its_settings_in_the_sidebar_and_the_url(page):
     at = open_page(page, LINKED.to_link())
-    assert not at.exception
+    no_exception(at)
     assert link_warnings(at) == []
     assert sidebar_settings(at) == LINKED
     assert shared_params(at) == LINKED.to_link()
@@ -46,7 +47,7 @@ def test_a_link_reproduces_its_settings_in_the_sidebar_and_the_url(page):
 def test_moving_a_sidebar_slider_updates_the_url(page):
     at = open_page(page, SMALL.to_link())
     at.sidebar.select_slider(key="setting_seq_len").set_value(16).run()
-    assert not at.exception
+    no_exception(at)
     assert at.query_params["seq_len"] == "16"
     assert shared_params(at) == replace(SMALL, seq_len=16).to_link()
 
@@ -70,7 +71,7 @@ def test_every_sidebar_control_writes_its_value_to_the_url(change):
     at = open_page("overview", SMALL.to_link())
     getattr(at.sidebar, kind)(key=key).set_value(value).run()
     expected = replace(SMALL, **fields)
-    assert not at.exception
+    no_exception(at)
     assert sidebar_settings(at) == expected
     assert shared_params(at) == expected.to_link()
     assert not at.sidebar.info, "nothing else had to move"
@@ -101,7 +102,7 @@ def test_a_control_that_makes_another_invalid_moves_it_to_the_nearest_valid_valu
     start, key, value, follows, sentence = ADJUSTMENTS[case]
     at = open_page("overview", start.to_link())
     at.sidebar.select_slider(key=key).set_value(value).run()
-    assert not at.exception
+    no_exception(at)
     expected = replace(start, **follows)
     assert sidebar_settings(at) == expected
     assert is_valid(expected)
@@ -115,7 +116,7 @@ def test_a_control_that_makes_another_invalid_moves_it_to_the_nearest_valid_valu
 def test_deselecting_every_variant_shows_all_four_and_says_so():
     at = open_page("overview", SMALL.to_link())
     at.sidebar.button_group(key="setting_variants").set_value([]).run()
-    assert not at.exception
+    no_exception(at)
     assert sidebar_settings(at).variants == ("mha", "mqa", "gqa", "mla")
     assert any("No variant chosen" in info.value for info in at.sidebar.info)
 
@@ -158,7 +159,7 @@ GARBLED = {
 @pytest.mark.parametrize("page", PAGES)
 def test_a_garbled_link_gives_one_warning_and_valid_settings(page, query):
     at = open_page(page, query)
-    assert not at.exception, [e.value for e in at.exception]
+    no_exception(at)
     assert not at.error
     warnings = link_warnings(at)
     assert len(warnings) == 1, warnings
@@ -179,7 +180,7 @@ def test_the_repaired_link_reopens_the_same_view_without_a_warning(page):
 
 
 FREE_TEXT = {
-    param.name for param in (trained_view.TEXT, trained_view.PROMPT, heatmaps_link.TEXT, lab_view.PROMPT, lab_view.TEXT)
+    param.name for param in (trained_link.TEXT, trained_link.PROMPT, heatmaps_link.TEXT, lab_link.PROMPT, lab_link.TEXT)
 }
 
 
@@ -189,7 +190,7 @@ def test_garbled_page_controls_in_a_link_are_repaired_without_an_exception(page)
     view_names = [name for name in open_page(page, SMALL.to_link()).query_params if name not in LINK_NAMES]
     query = SMALL.to_link() | {name: "<script>alert(1)</script>" for name in view_names}
     at = open_page(page, query)
-    assert not at.exception, [e.value for e in at.exception]
+    no_exception(at)
     assert len([w for w in at.warning if "<script" not in w.value]) == len(at.warning)
     repaired = dict(at.query_params)
     # free text (what a user may type, markup included) is kept as typed and shown as text; every other control
@@ -206,7 +207,7 @@ def test_settings_carry_from_the_overview_to_each_page(page):
     at = open_page("overview", LINKED.to_link())
     at.sidebar.select_slider(key="setting_seq_len").set_value(256).run()
     at.switch_page(PAGES[page].path).run()
-    assert not at.exception, [e.value for e in at.exception]
+    no_exception(at)
     assert sidebar_settings(at) == replace(LINKED, seq_len=256)
     assert shared_params(at) == replace(LINKED, seq_len=256).to_link()
 
@@ -226,7 +227,7 @@ def test_a_link_of_this_version_says_nothing_about_versions():
 def test_a_hand_written_link_without_a_version_gets_todays_numbers_and_no_note(page):
     """A teacher typing ?heads=16: no `v` is no older link (only a link carrying an older `v` is one)."""
     at = open_page(page, {"heads": "16"})
-    assert not at.exception
+    no_exception(at)
     assert "version of the explorer" not in infos(at)
     assert sidebar_settings(at).heads == 16
     assert at.query_params[VERSION_NAME] == str(LINK_VERSION)
@@ -237,7 +238,7 @@ def test_a_link_of_another_version_says_its_numbers_are_not_the_senders(version,
     link = {name: value for name, value in SMALL.to_link().items() if name != VERSION_NAME}
     link[VERSION_NAME] = version
     at = open_page("overview", link)
-    assert not at.exception
+    no_exception(at)
     assert said in infos(at)
     assert "the numbers are not the ones its sender saw" in infos(at)
     assert sidebar_settings(at) == SMALL  # the settings are used as linked
@@ -255,7 +256,7 @@ def test_the_switch_at_the_top_of_the_page_changes_the_language_too():
     """Phones see this one (the sidebar starts folded there); it and the sidebar's always agree."""
     at = open_page("overview", {"lang": "en"})
     at.button_group(key="setting_lang_phone").set_value("zh").run()
-    assert not at.exception
+    no_exception(at)
     assert at.query_params["lang"] == "zh"
     assert at.title[0].value != "Overview"
     assert at.sidebar.button_group(key="setting_lang").value == "zh"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from attn_core import decode_flops_per_token, kv_cache_bytes
-from explorer.charts import format_bytes
+from explorer.i18n import format_bytes
 from explorer.settings import Settings
 
 from .helpers import LARGEST, SMALLEST, chart_specs, open_page

@@ -9,6 +9,7 @@ from streamlit.testing.v1 import AppTest
 
 from explorer.pages import PAGES
 from explorer.settings import Settings
+from tests.app.helpers import no_exception
 
 from .helpers import LARGEST_BY_GROUPS, REPO, SMALLEST, TIMEOUT, chart_specs, link_warnings, open_page, sidebar_settings
 
@@ -20,7 +21,7 @@ CASES = {"default": Settings(), "smallest": SMALLEST} | {f"largest-groups{g}": s
 def test_page_renders_through_a_link(page, settings):
     at = open_page(page, settings.to_link())
 
-    assert not at.exception, [e.value for e in at.exception]
+    no_exception(at)
     assert not at.error, [e.value for e in at.error]
     assert link_warnings(at) == []  # these settings are valid: nothing to warn about
     assert sidebar_settings(at) == settings
@@ -46,7 +47,7 @@ def test_every_page_file_exists_and_is_registered_with_its_own_url():
 
 def test_app_entry_opens_the_overview_with_every_page_in_the_menu():
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=TIMEOUT).run()
-    assert not at.exception, [e.value for e in at.exception]
+    no_exception(at)
     assert at.title[0].value == "Attention Explorer"
     assert chart_specs(at)
     # st.navigation registered one page per PAGES entry (AppTest keeps that registry to switch pages with).

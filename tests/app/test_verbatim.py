@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from streamlit.testing.v1 import AppTest
 
+from tests.app.helpers import no_exception
+
 from .helpers import verbatim
 
 
@@ -16,7 +18,7 @@ def show(text: str) -> None:
 def test_odd_text_is_shown_exactly_and_never_runs():
     odd = '<script>alert("x")</script> &amp; <b>bold</b>\n  indented 注意力 `code` $d_h$'
     at = AppTest.from_function(show, args=(odd,)).run()
-    assert not at.exception
+    no_exception(at)
     assert verbatim(at) == [odd]
     (body,) = [element.value for element in at.get("html")]
     assert '<script>alert("x")' not in body  # escaped: only the copy button's own script is a script

@@ -7,6 +7,8 @@ import re
 
 import pytest
 
+from tests.app.helpers import no_exception
+
 from .helpers import SMALLEST, all_elements, chart_specs, open_page
 
 # The pages others own (trained) are left to their branch; every other page at the smallest settings.
@@ -30,6 +32,6 @@ def page_text(at) -> str:
 @pytest.mark.parametrize("page", PAGES_CHECKED)
 def test_no_plural_after_one_at_the_smallest_settings(page):
     at = open_page(page, SMALLEST.to_link() | SMALLEST_VIEWS.get(page, {}))
-    assert not at.exception, [e.value for e in at.exception]
+    no_exception(at)
     wrong = sorted({match.group(0) for match in WRONG.finditer(page_text(at))})
     assert wrong == [], f"{page} says: {wrong}"

@@ -9,8 +9,9 @@ from urllib.parse import urlencode
 import pytest
 from PIL import Image, ImageChops
 
-from explorer import i18n, lesson
+from explorer import i18n
 from explorer.lesson import slides, views
+from explorer.lesson import steps as lesson_steps
 from explorer.pages import PAGES
 from explorer.probes.mapping import morph_configs
 from explorer.settings import Settings
@@ -72,7 +73,7 @@ def heading(tab) -> str:
 def title(number: int, lang: str) -> str:
     i18n.set_language(lang)
     try:
-        return i18n._(lesson.STEPS[number - 1].title)
+        return i18n._(lesson_steps.STEPS[number - 1].title)
     finally:
         i18n.set_language("en")
 
@@ -117,7 +118,7 @@ def test_the_arrow_keys_stop_at_the_first_step(server, browser):
 def test_presenter_mode_reads_cleanly_on_a_projector_at_every_step(server, browser, lang, size):
     context, tab = open_lesson(browser, server, {"step": "1", "lang": lang, "present": "1"}, size=size)
     try:
-        for number in range(1, len(lesson.STEPS) + 1):
+        for number in range(1, len(lesson_steps.STEPS) + 1):
             if number > 1:
                 tab.evaluate("() => document.activeElement && document.activeElement.blur()")
                 tab.keyboard.press("ArrowRight")

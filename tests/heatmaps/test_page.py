@@ -10,9 +10,10 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from attn_core import build_attention
+from explorer.heatmaps import link
 from explorer.probes.heatmaps import HeadSteps, InputSpec, make_inputs
 from explorer.settings import Settings
-from tests.app.helpers import chart_bytes, chart_payload, charts, verbatim
+from tests.app.helpers import chart_bytes, chart_payload, charts, no_exception, states, verbatim
 
 PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "heatmaps.py")
 PAYLOAD_BUDGET = 1_000_000  # bytes of chart data per page (ARCHITECTURE.md, Budgets)
@@ -35,7 +36,7 @@ def open_page(**params) -> AppTest:
     for name, value in params.items():
         at.query_params[name] = value
     at.run()
-    assert not at.exception, [e.value for e in at.exception]
+    no_exception(at)
     return at
 
 
@@ -119,26 +120,26 @@ def test_every_figure_sent_is_valid_plotly():
 
 
 def test_moving_the_sequence_length_within_the_same_window_recomputes_nothing(monkeypatch):
-    from explorer.heatmaps import computed, views
+    from explorer.heatmaps import computed, figures
 
     at = open_page(d_model="64", heads="32", groups="4", latent="16", rope_dim="2", seq_len="384")
-    assert "the first 362 of 384 tokens" in texts(at)
+    assert states(texts(at), 362, 384), "the first 362 of 384 tokens are used"
     before = [chart.proto.bytes for chart in charts(at)]
     calls = []
     for module, name in (
         (computed, "explore_variant"),
         (computed, "compare_from_mha"),
-        (views, "grid_figure"),
-        (views, "steps_figure"),
-        (views, "decode_figure"),
+        (figures, "grid_figure"),
+        (figures, "steps_figure"),
+        (figures, "decode_figure"),
     ):
         original = getattr(module, name)
         monkeypatch.setattr(module, name, lambda *a, _f=original, _n=name, **k: calls.append(_n) or _f(*a, **k))
     at.select_slider(key="setting_seq_len").set_value(512).run()
     at.radio(key="setting_dtype").set_value("float32").run()
     at.select_slider(key="setting_batch").set_value(4).run()
-    assert not at.exception
-    assert "the first 362 of 512 tokens" in texts(at)
+    no_exception(at)
+    assert states(texts(at), 362, 512), "the first 362 of 512 tokens are used"
     assert calls == []  # the window is still 362 tokens: every pass and figure is read back, none recomputed
     assert [chart.proto.bytes for chart in charts(at)] == before
     table = at.table[-1].value  # the cache table follows the dtype without redrawing the decode figure
@@ -168,9 +169,9 @@ def test_every_head_at_default_settings_reruns_cleanly():
     # Rerun timings are benchmarks/app.py's (against the budget): here only that each head's rerun works
     at = open_page()
     for head in (1, 2, 3, 4, 5, 6, 7):
-        at.selectbox(key="view_hm_head").set_value(head)
+        at.selectbox(key=link.HEAD.key).set_value(head)
         at.run()
-        assert not at.exception
+        no_exception(at)
 
 
 # --- smallest and largest settings ----------------------------------------------------------------------------------
@@ -187,11 +188,11 @@ def test_largest_settings_stay_within_the_payload_budget():
     at = open_page(**LARGEST)
     assert chart_bytes(at) <= PAYLOAD_BUDGET
     notes = texts(at)
-    assert "the first 128 of 8,192 tokens" in notes
-    assert "Showing heads 0–15 of 128" in notes
+    assert states(notes, 128, 8192), "the first 128 of 8,192 tokens are used"
+    assert states(notes, 0, 15, 128), "heads 0 to 15 of 128 are shown"
     assert "Only the shown heads are computed" in notes
     # no MHA of 4 x 8192^2 weights is built for section 2: the page says why and which width shows it
-    assert "Not computed at d_model 8,192 on 128 tokens" in notes
+    assert states(notes, 8192, 128), "not computed at d_model 8,192 on 128 tokens"
     assert "Pick d_model 1,024 or less" in notes
     assert len(figures(at)) == 3
     grid = heatmaps(figures(at)[0])
@@ -200,17 +201,17 @@ def test_largest_settings_stay_within_the_payload_budget():
     np.testing.assert_allclose(np.stack(grid).sum(-1) * 2, 1.0, atol=1e-5)  # a block row: the mean of 2 rows' 2 keys
     # Reruns at these settings each work and stay within the budget (their times are benchmarks/app.py's)
     for kind, key, value in (
-        ("selectbox", "view_hm_head", 5),
-        ("selectbox", "view_hm_head", 0),
+        ("selectbox", link.HEAD.key, 5),
+        ("selectbox", link.HEAD.key, 0),
         ("select_slider", "setting_seq_len", 6144),
-        ("selectbox", "view_hm_from", 16),
+        ("selectbox", link.FIRST_HEAD.key, 16),
         ("select_slider", "setting_groups", 8),
     ):
         getattr(at, kind)(key=key).set_value(value).run()
-        assert not at.exception, (key, [e.value for e in at.exception])
+        no_exception(at)
         assert chart_bytes(at) <= PAYLOAD_BUDGET, key
-        if key == "view_hm_from":
-            assert at.selectbox(key="view_hm_head").value == 16  # the head opened up moves onto the page shown
+        if key == link.FIRST_HEAD.key:
+            assert at.selectbox(key=link.HEAD.key).value == 16  # the head opened up moves onto the page shown
 
 
 def test_a_page_of_heads_shows_those_heads_of_the_full_layer():
@@ -223,7 +224,7 @@ def test_a_page_of_heads_shows_those_heads_of_the_full_layer():
     assert titles == [f"head {h} · KV {h // 8}" for h in range(16, 32)]  # 8 a row: drawn on two lines, so they fit
     for z, weights in zip(grid, expected[16:32], strict=True):
         np.testing.assert_allclose(z, weights, atol=1e-6)
-    assert "Measured on the layer of heads 16–31: its cache holds the 2 KV heads they read" in texts(at)
+    assert states(texts(at), 16, 31, 2), "measured on heads 16 to 31, whose cache holds 2 KV heads"
 
 
 # --- downsampling ---------------------------------------------------------------------------------------------------
@@ -300,7 +301,7 @@ def test_any_text_is_usable(text):
     at = open_page(hm_input="text", hm_text=text)
     assert len(figures(at)) == 4
     if len(text) > 200:
-        assert len(at.text_input(key="view_hm_text").value) == 200
+        assert len(at.text_input(key=link.TEXT.key).value) == 200
 
 
 def test_same_link_same_pictures():
@@ -344,7 +345,7 @@ def test_heavy_views_stay_within_the_payload_budget(params):
 
 def test_text_longer_than_the_token_limit_is_cut_and_the_page_says_so():
     at = open_page(hm_input="text", hm_tokens="chars", hm_text="abcdefghij" * 15)
-    assert "the first 128 of 150 are used" in texts(at)
+    assert states(texts(at), 128, 128, 150), "text is limited to 128 tokens: the first 128 of 150 are used"
     x = figures(at)[0]["data"][0]["x"]
     assert "mean of 2×2 blocks" in texts(at)
     assert x == list(range(0, 128, 2))
@@ -374,20 +375,20 @@ def test_only_the_sidebars_variants_are_offered():
     """The sidebar's "Variants" choice limits the variant opened up; GQA, the page's default, moves quietly when left
     out (to the first variant chosen)."""
     at = open_page(variant="mha,mla")
-    radio = at.radio(key="view_hm_variant")
+    radio = at.radio(key=link.VARIANT.key)
     assert list(radio.options) == ["MHA", "MLA"]
     assert radio.value == "mha"
     assert not at.warning, [w.value for w in at.warning]  # the page's own default moved: nothing to report
     assert at.query_params["hm_variant"] == "mha"
 
     at = open_page(variant="mqa,gqa")
-    assert list(at.radio(key="view_hm_variant").options) == ["MQA", "GQA"]
-    assert at.radio(key="view_hm_variant").value == "gqa"
+    assert list(at.radio(key=link.VARIANT.key).options) == ["MQA", "GQA"]
+    assert at.radio(key=link.VARIANT.key).value == "gqa"
 
 
 def test_a_link_asking_for_a_variant_left_out_falls_back_and_says_so():
     at = open_page(variant="mha,mqa", hm_variant="mla")
-    assert at.radio(key="view_hm_variant").value == "mha"
+    assert at.radio(key=link.VARIANT.key).value == "mha"
     assert at.query_params["hm_variant"] == "mha"
     assert any("hm_variant" in w.value for w in at.warning), [w.value for w in at.warning]
 
@@ -405,18 +406,18 @@ def test_the_decode_steps_colour_bar_keeps_a_readable_height(heads):
 def test_a_layer_the_core_refuses_is_a_message_in_the_pages_language(monkeypatch, lang, said):
     """The settings are snapped before any layer is built, so the core refusing one is a defect; should it happen,
     the page says so in its reader's language and shows the core's reason as the core's words, not a traceback."""
-    from explorer import heatmaps
+    from explorer.heatmaps import figures
 
     reason = "n_heads=6 is not divisible by n_kv_heads=4."
 
     def refused(*_args, **_kwargs):
         raise ValueError(reason)
 
-    monkeypatch.setattr(heatmaps, "heads_chart", refused)
+    monkeypatch.setattr(figures, "heads_chart", refused)
     at = AppTest.from_file(PAGE, default_timeout=600)
     at.query_params["lang"] = lang
     at.run()
-    assert not at.exception
+    no_exception(at)
     (error,) = [e.value for e in at.error]
     assert said in error
     assert reason not in error

@@ -9,7 +9,7 @@ import pytest
 
 from explorer import i18n
 from explorer.navigation import LANGUAGE_KEY
-from tests.app.helpers import LINK_WARNING, open_page
+from tests.app.helpers import LINK_WARNING, no_exception, open_page
 from tests.i18n.visible import CJK
 
 
@@ -24,7 +24,7 @@ def sidebar_heading(at) -> str:
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_the_link_language_is_spoken_and_kept_in_the_link(lang):
     at = open_page("overview", {"lang": lang, "heads": "16"})
-    assert not at.exception
+    no_exception(at)
     assert switch(at).value == lang
     assert at.query_params["lang"] == lang
     assert (CJK.search(sidebar_heading(at)) is not None) == (lang == "zh")
@@ -46,7 +46,7 @@ def test_the_switch_changes_the_language_and_keeps_the_other_settings():
     at = open_page("overview", {"lang": "en", "heads": "16", "seq_len": "512"})
     before = {name: value for name, value in at.query_params.items() if name != "lang"}
     switch(at).set_value("zh").run()
-    assert not at.exception
+    no_exception(at)
     assert at.query_params["lang"] == "zh"
     assert {name: value for name, value in at.query_params.items() if name != "lang"} == before
     assert CJK.search(sidebar_heading(at))
@@ -57,7 +57,7 @@ def test_the_switch_changes_the_language_and_keeps_the_other_settings():
 @pytest.mark.parametrize("garbled", ["xx", "", "ZH-cn<script>", "zh,en"])
 def test_a_link_with_an_unknown_language_says_so_and_opens(garbled):
     at = open_page("overview", {"lang": garbled})
-    assert not at.exception
+    no_exception(at)
     assert switch(at).value in i18n.LANGUAGES
     warnings = [w.value for w in at.warning if w.value.startswith(LINK_WARNING)]
     assert warnings

@@ -8,7 +8,7 @@ import pytest
 
 from explorer.pages import PAGES
 from explorer.settings import LINK_NAMES
-from tests.app.helpers import open_page
+from tests.app.helpers import no_exception, open_page
 
 from .visible import CJK, english_words, user_text, visible_texts
 
@@ -26,7 +26,7 @@ def shown(at) -> list[str]:
 @pytest.mark.parametrize("page", list(PAGES))
 def test_chinese_page_has_no_english_left(page, link):
     at = open_page(page, {"lang": "zh"} | link)
-    assert not at.exception, [e.value for e in at.exception]
+    no_exception(at)
     names = frozenset(LINK_NAMES) | frozenset(at.query_params)  # a note about the link names its parameters as written
     left = {text: words for text in shown(at) if (words := english_words(text, names))}
     assert left == {}, f"{page} at lang=zh shows English: {left}"
@@ -36,6 +36,6 @@ def test_chinese_page_has_no_english_left(page, link):
 @pytest.mark.parametrize("page", list(PAGES))
 def test_english_page_has_no_chinese(page, link):
     at = open_page(page, {"lang": "en"} | link)
-    assert not at.exception, [e.value for e in at.exception]
+    no_exception(at)
     left = [text for text in shown(at) if CJK.search(text)]
     assert left == [], f"{page} at lang=en shows Chinese: {left}"

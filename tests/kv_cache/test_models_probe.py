@@ -68,9 +68,9 @@ def test_every_row_measured_on_the_meta_device_equals_the_closed_form(name):
     rows = model_rows(name, groups=groups, latent=256, rope_dim=32, dtype="float16", batch=3, repeated_heads=True)
     configs = what_if_configs(preset, groups=groups, latent=256, rope_dim=32)
     for row in rows:
-        assert row.layer_bytes_measured == row.layer_bytes_formula, row.label
-        assert row.model_bytes_batch_measured == row.model_bytes_batch_formula, row.label
-        assert row.elements_per_token_layer == row.elements_per_token_layer_formula, row.label
+        assert row.layer_bytes_measured == row.layer_bytes_formula, row.key
+        assert row.model_bytes_batch_measured == row.model_bytes_batch_formula, row.key
+        assert row.elements_per_token_layer == row.elements_per_token_layer_formula, row.key
         if not row.repeated_heads:
             held = min(preset.context_len, preset.sliding_window or preset.context_len)
             assert row.model_bytes_batch_measured == preset.n_layers * kv_cache_bytes(

@@ -7,7 +7,7 @@ import torch
 
 from attn_core.pretrained import ModelNotInstalled, load_pretrained
 from attn_core.pretrained.convert import calibrate
-from explorer import lab
+from explorer.probes.lab import EVAL_TOKENS, reference_text, split_tokens
 
 SHORT_EVAL_TOKENS = 256  # a slice of the lab's evaluation text: enough to order the ranks, quick on 2 cores
 SHORT_CALIBRATION_TOKENS = 512
@@ -25,7 +25,7 @@ def lm():
 
 @pytest.fixture(scope="session")
 def lab_ids(lm):
-    return lab.split_tokens(lm)
+    return split_tokens(lm)
 
 
 @pytest.fixture(scope="session")
@@ -41,8 +41,8 @@ def lm64():
 def train_text(lm):
     """Training text for healing: tokens right after the lab's evaluation tokens (disjoint from evaluation, and from
     calibration, which is the text's end)."""
-    ids = lm.encode(lab.reference_text())
-    return lm.decode(ids[lab.EVAL_TOKENS : lab.EVAL_TOKENS + SHORT_TRAINING_TOKENS])
+    ids = lm.encode(reference_text())
+    return lm.decode(ids[EVAL_TOKENS : EVAL_TOKENS + SHORT_TRAINING_TOKENS])
 
 
 @pytest.fixture(scope="session")

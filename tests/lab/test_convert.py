@@ -11,7 +11,16 @@ import torch
 from attn_core import MultiHeadLatentAttention, bytes_per_element
 from attn_core.pretrained import convert_attention, full_latent_rank
 from attn_core.pretrained.convert import LATENT_NORM_EPS
-from explorer import lab
+from explorer.lab import stored
+from explorer.probes.lab import (
+    POINTS_BY_KEY,
+    WINDOW,
+    convert_point,
+    perplexity_of,
+    reference_text,
+    text_sha256,
+    window_nll_sums,
+)
 
 
 def logits_of(model, ids):
@@ -71,7 +80,7 @@ def test_perplexity_does_not_increase_with_latent_width(lm, calibration, short_e
     perplexities = []
     for rank in (96, 192, 288):
         mla = convert_attention(lm, "mla", kv_lora_rank=rank, qk_rope_head_dim=32, calibration=calibration).model
-        perplexities.append(lab.perplexity_of(lab.window_nll_sums(mla, short_eval_ids)))
+        perplexities.append(perplexity_of(window_nll_sums(mla, short_eval_ids)))
     assert perplexities == sorted(perplexities, reverse=True), perplexities
 
 
@@ -137,15 +146,15 @@ def test_conversion_options_are_checked(lm):
 def test_the_stored_table_is_reproduced_for_one_point(lm, lab_ids):
     """Recompute the first evaluation window of the mean-pooled MQA point (no calibration needed: the cheapest)
     and compare with what the table stored; check the table's totals and cache figures against the formula."""
-    if not lab.TABLE_PATH.exists():
-        pytest.fail(f"{lab.TABLE_PATH} is missing: run `python benchmarks/lab_table.py`")
-    table = lab.load_table()
-    if table["evaluation"]["text_sha256"] != lab.text_sha256(lab.reference_text()):
+    if not stored.TABLE_PATH.exists():
+        pytest.fail(f"{stored.TABLE_PATH} is missing: run `python benchmarks/lab_table.py`")
+    table = stored.load_table()
+    if table["evaluation"]["text_sha256"] != text_sha256(reference_text()):
         pytest.skip("this Python's pydoc_data text is not the one the table was measured on")
     rows = {row["key"]: row for row in table["rows"]}
-    assert set(rows) == set(lab.POINTS_BY_KEY)
+    assert set(rows) == set(POINTS_BY_KEY)
     for row in rows.values():
-        assert row["perplexity"] == pytest.approx(lab.perplexity_of(row["window_nll_sums"]), rel=1e-12)
+        assert row["perplexity"] == pytest.approx(perplexity_of(row["window_nll_sums"]), rel=1e-12)
         per_layer = row["cache_bytes_per_token_per_layer"]
         assert row["cache_bytes_per_token"] == per_layer * lm.config.n_layers
         attention = row["attention"]
@@ -155,10 +164,10 @@ def test_the_stored_table_is_reproduced_for_one_point(lm, lab_ids):
             else 2 * attention["n_kv_heads"] * attention["head_dim"]
         )
         assert per_layer == elements * 4
-    point = lab.POINTS_BY_KEY["mqa-mean"]
-    model = lab.convert_point(lm, point, None)
+    point = POINTS_BY_KEY["mqa-mean"]
+    model = convert_point(lm, point, None)
     eval_ids = lab_ids[0]
-    (recomputed,) = lab.window_nll_sums(model, eval_ids[: lab.WINDOW])
+    (recomputed,) = window_nll_sums(model, eval_ids[:WINDOW])
     stored_sum, stored_count = rows["mqa-mean"]["window_nll_sums"][0]
     assert recomputed[1] == stored_count
     assert math.isclose(recomputed[0], stored_sum, rel_tol=1e-4), (recomputed, stored_sum)

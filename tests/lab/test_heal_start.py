@@ -14,7 +14,7 @@ import pytest
 from attn_core.pretrained import ModelNotInstalled
 from explorer.lab import computed as cached
 from explorer.probes import healing
-from tests.app.helpers import open_page, verbatim
+from tests.app.helpers import no_exception, open_page, verbatim
 
 CALIBRATING = "mla-128-32"  # needs calibration: its thread stops at the held step
 ALSO_CALIBRATING = "mqa-pca"
@@ -106,10 +106,10 @@ def test_a_failure_in_the_heal_thread_reaches_the_page_as_a_message(lm, held):
     at = open_page("lab", {"lab_model": CALIBRATING})
     (button,) = [b for b in at.button if "healing" in (b.proto.icon or "")]
     button.click().run()
-    assert not at.exception
+    no_exception(at)
     join_heals()
     at.run()
-    assert not at.exception
+    no_exception(at)
     # The page's sentence; the server's own report beside it, as code, word for word.
     assert any("stopped before it finished" in warning.value for warning in at.warning)
     assert any(FAILURE in text for text in verbatim(at.main))
@@ -121,7 +121,7 @@ def test_a_failed_heal_is_worded_in_the_pages_language(lm, held, missing, said):
     error = "ModelNotInstalled: gone" if missing else f"OSError: {FAILURE}"
     cached._heals[CALIBRATING] = healing.HealProgress(CALIBRATING, phase="failed", error=error, model_missing=missing)
     at = open_page("lab", {"lab_model": CALIBRATING, "lang": "zh"})
-    assert not at.exception
+    no_exception(at)
     (warning,) = [w.value for w in at.warning if said in w.value]
     assert "OSError" not in warning
     assert "ModelNotInstalled" not in warning

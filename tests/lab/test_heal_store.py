@@ -14,10 +14,10 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from explorer import lab
 from explorer.lab import computed as cached
 from explorer.probes import healing
-from tests.app.helpers import open_page
+from explorer.probes.lab import POINTS_BY_KEY, answer, convert_point
+from tests.app.helpers import no_exception, open_page
 
 pytestmark = pytest.mark.slow  # `make test-fast` leaves it out (pytest.ini)
 
@@ -60,12 +60,12 @@ def stored(lm, tmp_path_factory):
         forget_heals()
         progress = heal_once(KEY)
         healed_model = cached.healed(KEY)
-        result = root, progress, attention_weights(healed_model), lab.answer(healed_model, PROMPT)
+        result = root, progress, attention_weights(healed_model), answer(healed_model, PROMPT)
         forget_heals()
     assert not progress.from_disk
     assert len(progress.step_losses) >= 1
     (file,) = (root / "healed").iterdir()
-    assert file == healing.stored_path(lab.POINTS_BY_KEY[KEY], SECONDS, root)
+    assert file == healing.stored_path(POINTS_BY_KEY[KEY], SECONDS, root)
     return result
 
 
@@ -84,7 +84,7 @@ def restarted(stored, monkeypatch, tmp_path):
     monkeypatch.setattr(healing, "heal", refused)
     forget_heals()
     yield SimpleNamespace(
-        path=healing.stored_path(lab.POINTS_BY_KEY[KEY], SECONDS, tmp_path), trained=trained, monkeypatch=monkeypatch
+        path=healing.stored_path(POINTS_BY_KEY[KEY], SECONDS, tmp_path), trained=trained, monkeypatch=monkeypatch
     )
     wait_for_heals()
     forget_heals()
@@ -100,7 +100,7 @@ def test_a_stored_heal_is_read_back_without_training(restarted, stored):
     reloaded = attention_weights(cached.healed(KEY))
     assert len(reloaded) == len(weights)
     assert all(torch.equal(a, b) for a, b in zip(weights, reloaded, strict=True))
-    assert lab.answer(cached.healed(KEY), PROMPT) == answer
+    assert answer(cached.healed(KEY), PROMPT) == answer
 
 
 def test_pressing_again_for_a_healed_point_does_not_heal_again(restarted):
@@ -112,7 +112,7 @@ def test_pressing_again_for_a_healed_point_does_not_heal_again(restarted):
     assert restarted.trained == []
     # The page offers no button for it any more: it shows the result, read from the store.
     at = open_page("lab", {"lab_model": KEY})
-    assert not at.exception
+    no_exception(at)
     assert not [b for b in at.button if "healing" in (b.proto.icon or "")]
     assert any("kept on disk" in message.value for message in at.success)
 
@@ -153,7 +153,7 @@ def test_a_damaged_store_is_healed_again_and_rewritten(restarted, lm, damage):
     assert restarted.trained == ["heal"]
     assert not progress.from_disk
     # nothing of the damaged file was loaded: the model is the plain conversion
-    plain = attention_weights(lab.convert_point(lm, lab.POINTS_BY_KEY[KEY], None))
+    plain = attention_weights(convert_point(lm, POINTS_BY_KEY[KEY], None))
     assert all(torch.equal(a, b) for a, b in zip(plain, attention_weights(cached.healed(KEY)), strict=True))
     # and the store is whole again: the next server reads it back
     forget_heals()

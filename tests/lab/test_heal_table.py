@@ -8,7 +8,8 @@ import math
 import pytest
 
 from attn_core.pretrained import heal
-from explorer import lab
+from explorer.lab import stored as lab_stored
+from explorer.probes.lab import POINTS_BY_KEY, convert_point, reference_text, text_sha256
 
 pytestmark = pytest.mark.slow  # records the teacher over the whole training text (`make test-fast` leaves it out)
 
@@ -21,8 +22,8 @@ class Stop(Exception):
 
 @pytest.fixture(scope="module")
 def table():
-    table = lab.load_heal_table()
-    if table["evaluation"]["text_sha256"] != lab.text_sha256(lab.reference_text()):
+    table = lab_stored.load_heal_table()
+    if table["evaluation"]["text_sha256"] != text_sha256(reference_text()):
         pytest.skip("this Python's pydoc_data text is not the one the table was measured on")
     return table
 
@@ -42,12 +43,12 @@ def test_a_stored_recipe_reproduces_its_first_steps(lm, table):
         pytest.fail(f"{CHECKED_KEY} has no stored first steps: run `python benchmarks/heal.py --points {CHECKED_KEY}`")
     row = rows[CHECKED_KEY]
     recipe = row["recipe"]
-    ids = lm.encode(lab.reference_text())
+    ids = lm.encode(reference_text())
     start, end = (int(part) for part in recipe["which"].removeprefix("tokens ").split(" ")[0].split(".."))
     train_text = lm.decode(ids[start : end + 1])
-    assert lab.text_sha256(train_text) == recipe["train_text_sha256"]
+    assert text_sha256(train_text) == recipe["train_text_sha256"]
 
-    student = lab.convert_point(lm, lab.POINTS_BY_KEY[CHECKED_KEY], None)
+    student = convert_point(lm, POINTS_BY_KEY[CHECKED_KEY], None)
     expected = row["losses_first_steps"]
     seen: list[list[float]] = []
 

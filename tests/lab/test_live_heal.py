@@ -8,10 +8,11 @@ import time
 
 import pytest
 
-from explorer import lab
 from explorer.lab import computed as cached
+from explorer.lab import link
 from explorer.probes import healing
-from tests.app.helpers import chart_specs, open_page
+from explorer.probes.lab import perplexity_of, reference_text, window_nll_sums
+from tests.app.helpers import chart_specs, no_exception, open_page
 
 pytestmark = pytest.mark.slow  # `make test-fast` leaves it out (pytest.ini)
 
@@ -48,11 +49,11 @@ def test_a_press_heals_the_conversion_live_and_reports_its_own_numbers(lm, fresh
     at = open_page("lab", {"lab_model": KEY})
     button = next(b for b in at.button if "healing" in (b.proto.icon or ""))
     button.click().run()
-    assert not at.exception
+    no_exception(at)
     assert cached.heal_progress(KEY) is not None
     progress = wait_until_done(KEY)
     at.run()
-    assert not at.exception
+    no_exception(at)
     assert len(progress.step_losses) >= 2
     assert progress.step_losses[-1] < progress.first_loss
     (curve,) = [s for s in chart_specs(at) if s["layout"].get("title", {}).get("text", "").startswith("Healing")]
@@ -60,13 +61,13 @@ def test_a_press_heals_the_conversion_live_and_reports_its_own_numbers(lm, fresh
     successes = " ".join(s.value for s in at.success)
     assert f"{progress.perplexity_before:,.2f} converted → {progress.perplexity_after:,.2f} healed" in successes
     # the reported perplexities, recomputed independently of the heal's own bookkeeping
-    eval_ids = lm.encode(lab.reference_text())[: healing.LIVE_EVAL_TOKENS]
+    eval_ids = lm.encode(reference_text())[: healing.LIVE_EVAL_TOKENS]
     healed_model = cached.healed(KEY)
-    assert lab.perplexity_of(lab.window_nll_sums(healed_model, eval_ids)) == pytest.approx(progress.perplexity_after)
-    assert lab.perplexity_of(lab.window_nll_sums(lm, eval_ids)) == pytest.approx(progress.perplexity_original)
+    assert perplexity_of(window_nll_sums(healed_model, eval_ids)) == pytest.approx(progress.perplexity_after)
+    assert perplexity_of(window_nll_sums(lm, eval_ids)) == pytest.approx(progress.perplexity_original)
     assert progress.perplexity_after < progress.perplexity_before
     assert teacher_fingerprint(lm) == before  # the original model is untouched
 
-    at.toggle(key="view_lab_answer").set_value(True).run()
-    assert not at.exception
+    at.toggle(key=link.ANSWER.key).set_value(True).run()
+    no_exception(at)
     assert len(at.text) == 3  # original, converted, healed

@@ -7,14 +7,13 @@ import pytest
 
 import explorer.model
 from attn_core.pretrained import ModelPackageMissing
-from explorer import lab
+from explorer.lab import figures as lab_figures
+from explorer.lab import link as lab_link
+from explorer.lab import stored as lab_stored
+from explorer.lab import text as lab_text
+from explorer.probes.lab import USER_TEXT_MAX_TOKENS
 from explorer.settings import Settings
-from tests.app.helpers import chart_specs, open_page
-
-
-def no_exception(at):
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
+from tests.app.helpers import chart_specs, no_exception, open_page
 
 
 def dominated(row, rows):
@@ -28,14 +27,14 @@ def dominated(row, rows):
 
 def test_the_chart_plots_the_stored_table_with_its_frontier():
     at = open_page("lab")
-    no_exception(at)
+    no_exception(at, nor_error=True)
     assert at.title[0].value == "Trade-off lab"
     spec = chart_specs(at)[0]  # the Pareto chart; the healed view is the second
-    table = lab.load_table()
+    table = lab_stored.load_table()
     # MLA points are named by their latent width on the chart (the legend says so), the others by their short name
     names = {
-        row.key: str(row.options["kv_lora_rank"]) if row.variant == "mla" else lab.point_name(row)
-        for row in lab.table_rows(table)
+        row.key: str(row.options["kv_lora_rank"]) if row.variant == "mla" else lab_text.point_name(row)
+        for row in lab_stored.table_rows(table)
     }
     expected = {names[row["key"]]: (row["cache_bytes_per_token"] / 1024, row["perplexity"]) for row in table["rows"]}
     plotted = {}
@@ -61,11 +60,14 @@ def test_the_chart_plots_the_stored_table_with_its_frontier():
 @pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
 def test_the_labs_cache_figures_are_the_models_float32_whatever_the_sidebar_says(dtype):
     at = open_page("lab", Settings(dtype=dtype).to_link())
-    no_exception(at)
+    no_exception(at, nor_error=True)
     spec = chart_specs(at)[0]  # the Pareto chart; the healed view is the second
-    original = next(row for row in lab.load_table()["rows"] if row["key"] == "original")
+    original = next(row for row in lab_stored.load_table()["rows"] if row["key"] == "original")
     x = dict(zip(spec["data"][1]["text"], spec["data"][1]["x"], strict=True))
-    assert x[lab.point_name(lab.table_rows(lab.load_table())[0])] == original["cache_bytes_per_token"] / 1024
+    assert (
+        x[lab_text.point_name(lab_stored.table_rows(lab_stored.load_table())[0])]
+        == original["cache_bytes_per_token"] / 1024
+    )
     assert "float32" in spec["layout"]["xaxis"]["title"]["text"]
     assert not at.sidebar.select_slider
     assert not at.sidebar.radio
@@ -73,12 +75,14 @@ def test_the_labs_cache_figures_are_the_models_float32_whatever_the_sidebar_says
 
 def test_the_frontier_sentence_lists_exactly_the_models_its_definition_admits():
     at = open_page("lab")
-    rows = lab.table_rows(lab.load_table())
+    rows = lab_stored.table_rows(lab_stored.load_table())
     as_dicts = [{"cache_bytes_per_token": r.cache_bytes_per_token, "perplexity": r.perplexity} for r in rows]
     caption = next(c.value for c in at.caption if "On the frontier" in c.value)
     listed = caption.split("lower perplexity): ", 1)[1].split(". ", 1)[0]
     assert sorted(listed.split(", ")) == sorted(
-        lab.point_name(row) for row, as_dict in zip(rows, as_dicts, strict=True) if not dominated(as_dict, as_dicts)
+        lab_text.point_name(row)
+        for row, as_dict in zip(rows, as_dicts, strict=True)
+        if not dominated(as_dict, as_dicts)
     )
     assert caption.count("At the same cache") == len(
         [
@@ -91,10 +95,10 @@ def test_the_frontier_sentence_lists_exactly_the_models_its_definition_admits():
 
 def test_mha_answers_exactly_as_the_original_with_three_times_the_cache():
     at = open_page("lab")
-    at.selectbox(key="view_lab_model").set_value("mha")
-    at.text_input(key="view_lab_prompt").set_value("Name a colour.")
-    at.toggle(key="view_lab_answer").set_value(True).run()
-    no_exception(at)
+    at.selectbox(key=lab_link.MODEL.key).set_value("mha")
+    at.text_input(key=lab_link.PROMPT.key).set_value("Name a colour.")
+    at.toggle(key=lab_link.ANSWER.key).set_value(True).run()
+    no_exception(at, nor_error=True)
     answers = [t.value for t in at.text]
     assert len(answers) == 2
     assert answers[0] == answers[1]
@@ -103,13 +107,13 @@ def test_mha_answers_exactly_as_the_original_with_three_times_the_cache():
 
 def test_empty_inputs_give_a_message():
     at = open_page("lab")
-    at.text_input(key="view_lab_prompt").set_value("   ")
-    at.toggle(key="view_lab_answer").set_value(True).run()
-    no_exception(at)
+    at.text_input(key=lab_link.PROMPT.key).set_value("   ")
+    at.toggle(key=lab_link.ANSWER.key).set_value(True).run()
+    no_exception(at, nor_error=True)
     assert any("Write a prompt first" in w.value for w in at.warning)
-    at.text_area(key="view_lab_text").set_value("")
-    at.toggle(key="view_lab_measure").set_value(True).run()
-    no_exception(at)
+    at.text_area(key=lab_link.TEXT.key).set_value("")
+    at.toggle(key=lab_link.MEASURE.key).set_value(True).run()
+    no_exception(at, nor_error=True)
     assert any("Write some text first" in w.value for w in at.warning)
 
 
@@ -121,10 +125,10 @@ def test_a_missing_model_is_a_message_not_a_traceback(monkeypatch):
     monkeypatch.setattr(explorer.model, "load_pretrained", missing)
     try:
         at = open_page("lab")
-        at.selectbox(key="view_lab_model").set_value("mha")
-        at.text_input(key="view_lab_prompt").set_value("A prompt no other test asks.")
-        at.toggle(key="view_lab_answer").set_value(True).run()
-        no_exception(at)
+        at.selectbox(key=lab_link.MODEL.key).set_value("mha")
+        at.text_input(key=lab_link.PROMPT.key).set_value("A prompt no other test asks.")
+        at.toggle(key=lab_link.ANSWER.key).set_value(True).run()
+        no_exception(at, nor_error=True)
         assert any("not installed" in w.value for w in at.warning)
     finally:
         explorer.model._load.clear()
@@ -132,33 +136,33 @@ def test_a_missing_model_is_a_message_not_a_traceback(monkeypatch):
 
 def test_user_text_perplexity_is_live_and_capped():
     at = open_page("lab")
-    at.selectbox(key="view_lab_model").set_value("mha")
-    at.text_area(key="view_lab_text").set_value("word " * 400)  # more than the cap
-    at.toggle(key="view_lab_measure").set_value(True).run()
-    no_exception(at)
+    at.selectbox(key=lab_link.MODEL.key).set_value("mha")
+    at.text_area(key=lab_link.TEXT.key).set_value("word " * 400)  # more than the cap
+    at.toggle(key=lab_link.MEASURE.key).set_value(True).run()
+    no_exception(at, nor_error=True)
     original, converted = (m.value for m in at.metric)
     assert original == converted  # MHA is exact
-    assert any(f"cut to {lab.USER_TEXT_MAX_TOKENS}" in c.value for c in at.caption)
+    assert any(f"cut to {USER_TEXT_MAX_TOKENS}" in c.value for c in at.caption)
 
 
 def test_a_link_reopens_the_answers_its_sender_saw():
     first = open_page("lab")
-    first.selectbox(key="view_lab_model").set_value("mha")
-    first.text_input(key="view_lab_prompt").set_value("Name a colour.")
-    first.toggle(key="view_lab_answer").set_value(True).run()
+    first.selectbox(key=lab_link.MODEL.key).set_value("mha")
+    first.text_input(key=lab_link.PROMPT.key).set_value("Name a colour.")
+    first.toggle(key=lab_link.ANSWER.key).set_value(True).run()
     link = dict(first.query_params)
     assert link["lab_model"] == "mha"
     assert link["lab_answer"] == "1"
     assert link["lab_prompt"] == "Name a colour."
     again = open_page("lab", link)
-    no_exception(again)
+    no_exception(again, nor_error=True)
     assert [t.value for t in again.text] == [t.value for t in first.text]
 
 
 def test_each_healed_point_is_a_star_below_its_conversion_with_an_arrow_and_a_row():
-    stored = {row["key"]: row for row in lab.load_heal_table()["rows"]}
+    stored = {row["key"]: row for row in lab_stored.load_heal_table()["rows"]}
     at = open_page("lab")
-    no_exception(at)
+    no_exception(at, nor_error=True)
     spec = chart_specs(at)[0]  # the Pareto chart; the healed view is the second
     stars = next(trace for trace in spec["data"] if trace.get("marker", {}).get("symbol") == "star")
     drawn = sorted(zip(stars["x"], stars["y"], strict=True))
@@ -175,14 +179,14 @@ def test_each_healed_point_is_a_star_below_its_conversion_with_an_arrow_and_a_ro
 
 
 def test_the_healed_findings_are_computed_from_the_stars_drawn():
-    stored = lab.load_heal_table()["rows"]
-    rows = lab.table_rows(lab.load_table())
+    stored = lab_stored.load_heal_table()["rows"]
+    rows = lab_stored.table_rows(lab_stored.load_table())
     original = next(r for r in rows if r.key == "original")
     at = open_page("lab")
     caption = next(c.value for c in at.caption if "On the frontier" in c.value)
     healed_caption = next(c.value for c in at.caption if "After healing, on the frontier" in c.value)
     best = min(stored, key=lambda row: row["perplexity_after"])
-    name = lab.point_name(next(r for r in rows if r.key == best["key"]))
+    name = lab_text.point_name(next(r for r in rows if r.key == best["key"]))
     assert (
         f"Closest to the original once healed: {name} at perplexity {best['perplexity_after']:,.2f}, "
         f"{best['perplexity_after'] / original.perplexity:,.2f}x the original's" in healed_caption
@@ -195,19 +199,19 @@ def test_the_healed_findings_are_computed_from_the_stars_drawn():
     assert caption.count("Healed, at that cache: ") == len(shared)
     for group in shared:
         listed = ", ".join(
-            f"{lab.point_name(next(r for r in rows if r.key == row['key']))} {row['perplexity_after']:,.2f}"
+            f"{lab_text.point_name(next(r for r in rows if r.key == row['key']))} {row['perplexity_after']:,.2f}"
             for row in sorted(group, key=lambda row: row["perplexity_after"])
         )
         assert f"Healed, at that cache: {listed}." in caption
 
 
 def test_the_healed_view_draws_every_healed_point_and_the_frontier_they_make():
-    stored = lab.load_heal_table()["rows"]
-    rows = lab.table_rows(lab.load_table())
+    stored = lab_stored.load_heal_table()["rows"]
+    rows = lab_stored.table_rows(lab_stored.load_table())
     original = next(r for r in rows if r.key == "original")
-    top = lab.HEALED_VIEW_TOP * original.perplexity
+    top = lab_figures.HEALED_VIEW_TOP * original.perplexity
     at = open_page("lab")
-    no_exception(at)
+    no_exception(at, nor_error=True)
     spec = chart_specs(at)[1]
     line, first, twins = spec["data"]
     assert list(zip(first["x"], first["y"], strict=True)) == [

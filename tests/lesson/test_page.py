@@ -11,14 +11,21 @@ import pytest
 from PIL import Image, ImageChops
 
 from attn_core import PRESETS
-from explorer import lesson
 from explorer.i18n import fmt, set_language
-from explorer.lesson import slides, views
+from explorer.lesson import slides, steps, views
 from explorer.settings import LINK_NAMES, Settings
 from tests.app.conftest import media  # noqa: F401  (the fixture: what a download button serves)
-from tests.app.helpers import chart_payload, chart_specs, charts, link_warnings, open_page, sidebar_settings
+from tests.app.helpers import (
+    chart_payload,
+    chart_specs,
+    charts,
+    link_warnings,
+    no_exception,
+    open_page,
+    sidebar_settings,
+)
 
-STEPS = range(1, len(lesson.STEPS) + 1)
+STEPS = range(1, len(steps.STEPS) + 1)
 NEEDS_MODEL = {"trained"}  # the trained model may be absent: the step then says how to install it
 
 
@@ -40,18 +47,18 @@ def explore_link(at) -> tuple[str, dict[str, str]]:
 
 
 def step_key(number: int) -> str:
-    return lesson.STEPS[number - 1].key
+    return steps.STEPS[number - 1].key
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 @pytest.mark.parametrize("number", STEPS)
 def test_every_step_opens_from_its_link_with_its_chart(number, lang):
     at = open_page("lesson", {"step": str(number), "lang": lang})
-    assert not at.exception, [e.value for e in at.exception]
+    no_exception(at)
     assert not at.error, [e.value for e in at.error]
     assert at.query_params["step"] == str(number)
     assert at.query_params["lang"] == lang
-    assert at.selectbox(key="view_step").value == number
+    assert at.selectbox(key=steps.STEP.key).value == number
     if step_key(number) in NEEDS_MODEL and not model_installed():
         assert any("not installed" in w.value or "未安装" in w.value for w in at.warning)
         return
@@ -70,10 +77,10 @@ def test_explore_this_opens_the_page_at_the_steps_own_settings(number):
         pytest.skip("the trained model is not installed")
     at = open_page("lesson", {"step": str(number), "lang": "zh"})
     path, query = explore_link(at)
-    shown = lesson.STEP_VIEWS[step_key(number)]
+    shown = views.STEP_VIEWS[step_key(number)]
     assert query["lang"] == "zh"
     opened = open_page(path, query)
-    assert not opened.exception, [e.value for e in opened.exception]
+    no_exception(opened)
     assert link_warnings(opened) == [], "the step's settings are valid as they are"
     expected = Settings(
         **{
@@ -102,15 +109,15 @@ def test_the_steps_own_settings_reach_the_explore_link():
 @pytest.mark.parametrize("garbled", ["banana", "", "4.5", "-1e9"])
 def test_a_garbled_step_falls_back_to_step_one_with_a_note(garbled):
     at = open_page("lesson", {"step": garbled})
-    assert not at.exception
-    assert at.selectbox(key="view_step").value == 1
+    no_exception(at)
+    assert at.selectbox(key=steps.STEP.key).value == 1
     assert at.query_params["step"] == "1"
     assert any(w.value.startswith("step:") for w in at.warning), [w.value for w in at.warning]
 
 
 def test_a_step_past_the_end_opens_the_last_with_a_note():
     at = open_page("lesson", {"step": "99"})
-    assert at.selectbox(key="view_step").value == len(lesson.STEPS)
+    assert at.selectbox(key=steps.STEP.key).value == len(steps.STEPS)
     assert any(w.value.startswith("step:") for w in at.warning)
 
 
@@ -118,11 +125,11 @@ def test_next_and_previous_move_the_step_and_the_link():
     at = open_page("lesson", {"step": "1"})
     assert at.button(key="lesson_previous").disabled
     at.button(key="lesson_next").click().run()
-    assert at.selectbox(key="view_step").value == 2
+    assert at.selectbox(key=steps.STEP.key).value == 2
     assert at.query_params["step"] == "2"
     at.button(key="lesson_previous").click().run()
     assert at.query_params["step"] == "1"
-    last = open_page("lesson", {"step": str(len(lesson.STEPS))})
+    last = open_page("lesson", {"step": str(len(steps.STEPS))})
     assert last.button(key="lesson_next").disabled
 
 
@@ -130,7 +137,7 @@ def test_next_and_previous_move_the_step_and_the_link():
 def test_the_slides_gif_decodes_to_the_animations_frames(number, lang, media):  # noqa: F811
     at = open_page("lesson", {"step": str(number), "lang": lang})
     (button,) = [b for b in at.get("download_button") if b.proto.id and "gif_" in b.proto.id]
-    shown = lesson.STEP_VIEWS[step_key(number)]
+    shown = views.STEP_VIEWS[step_key(number)]
     frames = shown(lang).animation.frames
     image = Image.open(io.BytesIO(media.content(button)))
     assert image.format == "GIF"
@@ -146,7 +153,7 @@ def test_the_slides_gif_decodes_to_the_animations_frames(number, lang, media):  
 def test_presenter_mode_doubles_chart_fonts_and_stays_in_the_link():
     plain = open_page("lesson", {"step": "4"})
     present = open_page("lesson", {"step": "4", "present": "1"})
-    assert not present.exception
+    no_exception(present)
     assert present.query_params["present"] == "1"
     base = chart_payload(charts(plain)[0])["figure"]["layout"]
     big = chart_payload(charts(present)[0])["figure"]["layout"]
@@ -159,7 +166,7 @@ def test_presenter_mode_doubles_chart_fonts_and_stays_in_the_link():
 def test_presenter_mode_works_on_every_page():
     for page in ("overview", "mapping", "heatmaps", "kv_cache", "masks"):
         at = open_page(page, {"present": "1"} | Settings(seq_len=16).to_link())
-        assert not at.exception, (page, [e.value for e in at.exception])
+        no_exception(at)
         assert at.query_params["present"] == "1", page
         layout = chart_payload(charts(at)[0])["figure"]["layout"]
         assert layout["template"]["layout"]["font"]["size"] == 24, page
@@ -173,8 +180,8 @@ def test_every_steps_settings_are_valid_as_they_are(number):
     if step_key(number) in NEEDS_MODEL and not model_installed():
         pytest.skip("the trained model is not installed")
     set_language("en")
-    control = {"gqa": (lesson.GROUPS.default,), "choose": (8192,)}.get(step_key(number), ())
-    shown = lesson.STEP_VIEWS[step_key(number)]("en", *control)
+    control = {"gqa": (views.GROUPS.default,), "choose": (8192,)}.get(step_key(number), ())
+    shown = views.STEP_VIEWS[step_key(number)]("en", *control)
     link = {name: [value] for name, value in shown.settings.to_link().items()}
     assert from_link(link) == (shown.settings, []), "a link to the step's settings opens them unchanged"
 
@@ -200,7 +207,7 @@ def test_the_mla_steps_numbers_are_the_formulas_for_the_notes_model(lang):
     attention = PRESETS[views.NOTES_MODEL].attention
     mha = 2 * attention.n_heads * attention.head_dim
     mla = views.NOTES_LATENT + views.NOTES_ROPE
-    number = next(i for i, step in enumerate(lesson.STEPS, 1) if step.key == "mla")
+    number = next(i for i, step in enumerate(steps.STEPS, 1) if step.key == "mla")
     at = open_page("lesson", {"step": str(number), "lang": lang})
     text = " ".join(m.value for m in at.markdown)
     set_language(lang)
@@ -218,11 +225,13 @@ def test_the_healing_steps_answer_quotes_the_stored_tables(lang):
     directly, not through explorer.lab), and the step opens on the lab's close-up of the healed points."""
     import json
 
-    healed = json.loads(views.lab.HEAL_TABLE_PATH.read_text(encoding="utf-8"))["rows"]
-    converted = {row["key"]: row for row in json.loads(views.lab.TABLE_PATH.read_text(encoding="utf-8"))["rows"]}
+    from explorer.lab import stored as lab_stored
+
+    healed = json.loads(lab_stored.HEAL_TABLE_PATH.read_text(encoding="utf-8"))["rows"]
+    converted = {row["key"]: row for row in json.loads(lab_stored.TABLE_PATH.read_text(encoding="utf-8"))["rows"]}
     best = min(healed, key=lambda row: row["perplexity_after"])
-    at = open_page("lesson", {"step": str(len(lesson.STEPS)), "lang": lang})
-    assert not at.exception
+    at = open_page("lesson", {"step": str(len(steps.STEPS)), "lang": lang})
+    no_exception(at)
     answer = at.expander[0].markdown[0].value
     assert f"{best['perplexity_after']:,.2f}" in answer
     assert f"{converted[best['key']]['perplexity']:,.2f}" in answer

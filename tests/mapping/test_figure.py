@@ -7,7 +7,10 @@ from dataclasses import replace
 
 import pytest
 
-from explorer import mapping as view
+from explorer.mapping import computed as mapping_computed
+from explorer.mapping import figures as mapping_figures
+from explorer.mapping import frames as mapping_frames
+from explorer.mapping import tables as mapping_tables
 from explorer.probes.mapping import morph_configs, read_morph
 from explorer.settings import Settings, heads_choices
 
@@ -29,7 +32,7 @@ def kv_trace(data):
 
 
 def test_the_figure_has_one_named_frame_per_step_and_a_slider_step_for_each(frames):
-    fig = view.mapping_figure(frames, 2, SETTINGS, None)
+    fig = mapping_figures.mapping_figure(frames, 2, SETTINGS, None)
     assert [f.name for f in fig.frames] == ["mha", "gqa:4", "gqa:2", "mqa", "mla"]
     slider = fig.layout.sliders[0]
     assert slider.active == 2
@@ -39,7 +42,7 @@ def test_the_figure_has_one_named_frame_per_step_and_a_slider_step_for_each(fram
 
 
 def test_each_frame_carries_the_per_head_mapping_the_probe_read(frames):
-    fig = view.mapping_figure(frames, 0, SETTINGS, None)
+    fig = mapping_figures.mapping_figure(frames, 0, SETTINGS, None)
     for frame, probe in zip(fig.frames, frames, strict=True):
         meta = query_trace(frame.data).meta
         assert meta["stores"] == probe.stores
@@ -48,11 +51,11 @@ def test_each_frame_carries_the_per_head_mapping_the_probe_read(frames):
 
 
 def test_edges_join_each_query_head_to_the_stores_it_reads(frames):
-    fig = view.mapping_figure(frames, 0, SETTINGS, None)
+    fig = mapping_figures.mapping_figure(frames, 0, SETTINGS, None)
     for frame, probe in zip(fig.frames, frames, strict=True):
         queries, stores = query_trace(frame.data), kv_trace(frame.data)
         segments = set()
-        for trace in frame.data[: view.EDGE_SLOTS + 1]:
+        for trace in frame.data[: mapping_figures.EDGE_SLOTS + 1]:
             xs = list(trace.x or [])
             for i in range(0, len(xs), 3):
                 segments.add((round(xs[i], 9), round(xs[i + 1], 9)))
@@ -66,7 +69,7 @@ def test_edges_join_each_query_head_to_the_stores_it_reads(frames):
 
 
 def test_the_kv_row_is_as_wide_as_the_cache_relative_to_mha(frames):
-    fig = view.mapping_figure(frames, 0, SETTINGS, None)
+    fig = mapping_figures.mapping_figure(frames, 0, SETTINGS, None)
     configs = dict(morph_configs(SETTINGS.d_model, SETTINGS.heads, SETTINGS.latent, SETTINGS.rope_dim))
     mha = configs["mha"].cache_elements_per_token
     for frame in fig.frames:
@@ -76,7 +79,7 @@ def test_the_kv_row_is_as_wide_as_the_cache_relative_to_mha(frames):
 
 
 def test_the_hover_gives_group_shapes_and_bytes_read(frames):
-    fig = view.mapping_figure(frames, 2, SETTINGS, None)
+    fig = mapping_figures.mapping_figure(frames, 2, SETTINGS, None)
     text = query_trace(fig.data).hovertext[5]  # GQA with 2 groups of 4: head 5 reads KV head 1
     assert "query head 5" in text
     assert "KV head 1" in text
@@ -89,7 +92,7 @@ def test_the_hover_gives_group_shapes_and_bytes_read(frames):
 
 
 def test_highlighting_a_store_lights_exactly_its_readers(frames):
-    fig = view.mapping_figure(frames, 2, SETTINGS, "kv1")
+    fig = mapping_figures.mapping_figure(frames, 2, SETTINGS, "kv1")
     opacity = query_trace(fig.data).marker.opacity
     assert [o == 1.0 for o in opacity] == [h >= 4 for h in range(8)]
     assert list(kv_trace(fig.data).marker.opacity) == [0.25, 1.0]
@@ -97,28 +100,28 @@ def test_highlighting_a_store_lights_exactly_its_readers(frames):
 
 
 def test_frame_key_maps_gqa_with_every_or_one_group_to_mha_or_mqa():
-    assert view.frame_key(replace(SETTINGS, groups=8), "gqa") == "mha"
-    assert view.frame_key(replace(SETTINGS, groups=1), "gqa") == "mqa"
-    assert view.frame_key(SETTINGS, "gqa") == "gqa:2"
-    assert view.frame_key(SETTINGS, "mla") == "mla"
+    assert mapping_frames.frame_key(replace(SETTINGS, groups=8), "gqa") == "mha"
+    assert mapping_frames.frame_key(replace(SETTINGS, groups=1), "gqa") == "mqa"
+    assert mapping_frames.frame_key(SETTINGS, "gqa") == "gqa:2"
+    assert mapping_frames.frame_key(SETTINGS, "mla") == "mla"
 
 
 @pytest.mark.parametrize("heads", sorted({h for d in (768, 5120, 6144, 7168, 8192) for h in heads_choices(d)}))
 def test_bundles_cover_every_head_once_in_at_most_32_consecutive_ranges(heads):
-    ranges = view.bundles(heads)
-    assert len(ranges) <= view.MAX_DRAWN
+    ranges = mapping_frames.bundles(heads)
+    assert len(ranges) <= mapping_frames.MAX_DRAWN
     assert ranges[0][0] == 0
     assert ranges[-1][1] == heads
     assert all(a[1] == b[0] for a, b in itertools.pairwise(ranges))
     assert all(stop > start for start, stop in ranges)
-    if heads <= view.MAX_DRAWN:
+    if heads <= mapping_frames.MAX_DRAWN:
         assert len(ranges) == heads
 
 
 def test_at_128_heads_the_figure_stays_light_and_exact():
     settings = Settings(d_model=256, heads=128, groups=8, latent=16, rope_dim=2)
-    frames = read_morph(256, 128, 16, 2, seed=0, input_width=view.NARROW_WIDTH)
-    fig = view.mapping_figure(frames, 4, settings, "kv3")
+    frames = read_morph(256, 128, 16, 2, seed=0, input_width=mapping_computed.NARROW_WIDTH)
+    fig = mapping_figures.mapping_figure(frames, 4, settings, "kv3")
     assert len(fig.frames) == 9
     assert len(query_trace(fig.data).x) == 32  # bundles of 4 heads
     assert len(fig.to_json()) < 400_000
@@ -126,20 +129,20 @@ def test_at_128_heads_the_figure_stays_light_and_exact():
 
 
 def test_ranges_text_joins_consecutive_heads():
-    assert view.ranges_text([0, 1, 2, 5, 7, 8]) == "0–2, 5, 7–8"
-    assert view.ranges_text([3]) == "3"
+    assert mapping_frames.ranges_text([0, 1, 2, 5, 7, 8]) == "0–2, 5, 7–8"
+    assert mapping_frames.ranges_text([3]) == "3"
 
 
 def test_the_formula_check_agrees_with_every_step(frames):
-    assert all(view.formula_agrees(frame) for frame in frames)
+    assert all(mapping_tables.formula_agrees(frame) for frame in frames)
     broken = replace(frames[1], reads=frames[1].reads[::-1])
-    assert not view.formula_agrees(broken)
+    assert not mapping_tables.formula_agrees(broken)
 
 
 def test_mlas_rotary_key_is_labelled_beside_its_sliver_and_every_other_store_inside(frames):
     """k_rope is a sliver next to the latent (issue #14 item 13): its name is drawn above it, unshrunk; the other
     stores' names stay inside their bars."""
-    fig = view.mapping_figure(frames, 0, SETTINGS, None)
+    fig = mapping_figures.mapping_figure(frames, 0, SETTINGS, None)
     for frame in fig.frames:
         stores = kv_trace(frame.data)
         assert stores.constraintext == "inside", "an outside label is not shrunk to the sliver's width"

