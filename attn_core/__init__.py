@@ -27,7 +27,7 @@ from .accounting import (
 )
 from .attend import allowed_positions, causal_allowed
 from .build import build_attention, seeded_generator
-from .cache import GroupedKVCache, LatentKVCache, RepeatedHeadsCache, empty_cache
+from .cache import GroupedKVCache, LatentKVCache, RepeatedHeadsCache, WindowedKVCache, empty_cache
 from .config import (
     VARIANTS,
     AttentionConfig,
@@ -43,7 +43,9 @@ from .contract import AttentionLayer, KVCache, Queries
 from .fused import LAYOUTS, falcon_attention_state, fuse_qkv, fused_blocks, gpt2_attention_state, split_qkv
 from .grouped import GroupedQueryAttention
 from .latent import MultiHeadLatentAttention
+from .options import AttentionOptions
 from .presets import PRESETS, ModelPreset
+from .rope import RopeScaling
 
 __all__ = [
     "DTYPES",
@@ -52,6 +54,7 @@ __all__ = [
     "VARIANTS",
     "AttentionConfig",
     "AttentionLayer",
+    "AttentionOptions",
     "CachesAsMuchAsMHA",
     "ConfigWarning",
     "GroupedKVCache",
@@ -65,7 +68,9 @@ __all__ = [
     "MultiHeadLatentAttention",
     "Queries",
     "RepeatedHeadsCache",
+    "RopeScaling",
     "Variant",
+    "WindowedKVCache",
     "allowed_positions",
     "as_dtype",
     "build_attention",

@@ -21,6 +21,7 @@ from .attend import allowed_positions, attend
 from .cache import LatentKVCache
 from .config import AttentionConfig
 from .contract import Queries
+from .options import NO_OPTIONS, AttentionOptions
 from .rope import apply_rope, rope_cos_sin
 
 
@@ -47,12 +48,21 @@ class MultiHeadLatentAttention(nn.Module):
     """Parameter names as DeepSeek-V3's attention, so its checkpoints load with load_state_dict as they are."""
 
     def __init__(
-        self, cfg: AttentionConfig, *, device: torch.device | str | None = None, dtype: torch.dtype | None = None
+        self,
+        cfg: AttentionConfig,
+        *,
+        options: AttentionOptions | None = None,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
         if cfg.variant != "mla":
             raise ValueError("MultiHeadLatentAttention takes variant='mla'.")
         self.cfg = cfg
+        # scale and rope_scaling only (DeepSeek-V3's YaRN: its frequencies, and mscale² on the scores)
+        self.options = options = NO_OPTIONS if options is None else options
+        options.check_for(cfg)
+        self.scale = options.score_scale(cfg)
         self.widths = widths = cfg.latent_widths  # resolved once: forward() reads them at every step
         kw: dict[str, Any] = {"device": device, "dtype": dtype}
         heads, qk_dim = cfg.n_heads, cfg.qk_head_dim
@@ -77,10 +87,26 @@ class MultiHeadLatentAttention(nn.Module):
             batch_size, self.widths.kv_lora_rank, self.widths.qk_rope_head_dim, dtype=weight.dtype, device=weight.device
         )
 
+    def cache_after(self, tokens: int, batch_size: int = 1) -> LatentKVCache:
+        """The cache after a prefill of `tokens` tokens, built on the meta device through its own append (no
+        attention computed, no memory)."""
+        widths, dtype = self.widths, self.kv_a_proj_with_mqa.weight.dtype
+        cache = LatentKVCache(batch_size, widths.kv_lora_rank, widths.qk_rope_head_dim, dtype=dtype, device="meta")
+        if tokens:
+            c_kv = torch.empty(batch_size, 1, tokens, widths.kv_lora_rank, device="meta", dtype=dtype)
+            cache.append(c_kv, torch.empty(batch_size, 1, tokens, widths.qk_rope_head_dim, device="meta", dtype=dtype))
+        return cache
+
     def _rotary(self, start: int, length: int, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         cfg = self.cfg
         return rope_cos_sin(
-            start, length, self.widths.qk_rope_head_dim, cfg.rope_theta, device=like.device, dtype=like.dtype
+            start,
+            length,
+            self.widths.qk_rope_head_dim,
+            cfg.rope_theta,
+            device=like.device,
+            dtype=like.dtype,
+            scaling=self.options.rope_scaling,
         )
 
     def queries(self, x: torch.Tensor, start: int) -> Queries:
@@ -135,7 +161,7 @@ class MultiHeadLatentAttention(nn.Module):
         absorb: None chooses the absorbed way when decoding after a prefilled cache and the naive way otherwise
         (for a long prompt, up-projecting once is cheaper than attending at width d_c).
         """
-        cfg, d_c = self.cfg, self.widths.kv_lora_rank
+        d_c = self.widths.kv_lora_rank
         start = cache.seq_len if cache is not None else 0
         q_nope, q_rope = self.queries(x, start)
         c_kv, k_rope = self.compress(x, start)
@@ -146,7 +172,7 @@ class MultiHeadLatentAttention(nn.Module):
         mask = allowed_positions(
             x.shape[1], latent.shape[2], causal=causal, key_padding_mask=key_padding_mask, device=x.device
         )
-        scale = cfg.qk_head_dim**-0.5
+        scale = self.scale
         if absorb:
             w_uk, w_uv = self.absorbed_weights()
             q_latent = torch.einsum("bhln,hnc->bhlc", q_nope, w_uk)  # [B, H, L, d_c]
