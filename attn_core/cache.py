@@ -218,13 +218,16 @@ class WindowedKVCache:
         device: torch.device | str | None,
     ):
         self.window, self.sink_tokens = window, sink_tokens
-        self.storage_k = torch.empty(batch_size, n_kv_heads, sink_tokens + window, head_dim, dtype=dtype, device=device)
-        self.storage_v = torch.empty_like(self.storage_k)
+        shape = (batch_size, n_kv_heads, sink_tokens + window, head_dim)
+        # torch.empty, not empty_like: on the meta device empty_like goes through Python refs, seconds to set up
+        self.storage_k = torch.empty(shape, dtype=dtype, device=device)
+        self.storage_v = torch.empty(shape, dtype=dtype, device=device)
         self.seq_len = 0
         self._ring_filled = 0  # ring slots holding tokens (window - 1 of them, or all window right after a step)
         self._ring_next = 0  # the ring slot the next token goes to: the oldest one once the ring is full
         self._read_tokens = 0
-        self.key_positions: torch.Tensor | None = None  # positions of the keys the last chunk returned, in order
+        # the last chunk's keys, in order: held sinks [0, a), then positions [b, seq_len); None after one token
+        self._returned: tuple[int, int] | None = None
 
     # --- sizes ----------------------------------------------------------------------------------------------------
     @property
@@ -276,12 +279,17 @@ class WindowedKVCache:
     def v(self) -> torch.Tensor:
         return self._ordered(self.storage_v)
 
-    def held_positions(self) -> torch.Tensor:
-        """[held] positions of k and v, oldest first."""
-        sinks = min(self.seq_len, self.sink_tokens)
-        start = self.seq_len - (self.held_tokens - sinks)
+    @property
+    def key_positions(self) -> torch.Tensor | None:
+        """[S] positions of the keys the last append returned, in order (for the caller's mask); None when it
+        returned a ring view (one token: nothing to mask). Built when asked: the meta-device caches of
+        describe_model never ask."""
+        if self._returned is None:
+            return None
+        sinks, start = self._returned
         device = self.storage_k.device
-        return torch.cat((torch.arange(sinks, device=device), torch.arange(start, self.seq_len, device=device)))
+        window_part = torch.arange(start, self.seq_len, device=device)
+        return torch.cat((torch.arange(sinks, device=device), window_part)) if sinks else window_part
 
     # --- appending --------------------------------------------------------------------------------------------------
     def append(self, k: torch.Tensor, v: torch.Tensor, *, ordered: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
@@ -294,12 +302,15 @@ class WindowedKVCache:
         new = k.shape[2]
         if new == 1 and not ordered:
             return self._append_one(k, v)
-        positions = torch.cat((self.held_positions(), torch.arange(self.seq_len, self.seq_len + new, device=k.device)))
-        keys, values = torch.cat((self.k, k), dim=2), torch.cat((self.v, v), dim=2)
+        sinks = min(self.seq_len, self.sink_tokens)
+        self._returned = (sinks, self.seq_len - (self.held_tokens - sinks))
+        if self.held_tokens:
+            keys, values = torch.cat((self.k, k), dim=2), torch.cat((self.v, v), dim=2)
+        else:  # a prompt into an empty cache: nothing to join (and no cat on the meta device, slow to set up)
+            keys, values = k, v
         self.seq_len += new
-        self._lay_out(keys, values, positions)
+        self._lay_out(keys, values)
         self._read_tokens = self._read_for_last_query()
-        self.key_positions = positions
         return keys, values
 
     def _append_one(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -314,11 +325,12 @@ class WindowedKVCache:
         self.seq_len += 1
         filled = min(self.seq_len, self.sink_tokens) + self._ring_filled
         self._read_tokens = filled
-        self.key_positions = None
+        self._returned = None
         return self.storage_k[:, :, :filled], self.storage_v[:, :, :filled]
 
-    def _lay_out(self, keys: torch.Tensor, values: torch.Tensor, positions: torch.Tensor) -> None:
-        """Store the sinks and the window - 1 latest of keys/values (at `positions`, in order): the ring from slot 0."""
+    def _lay_out(self, keys: torch.Tensor, values: torch.Tensor) -> None:
+        """Store the sinks and the window - 1 latest of keys/values (all seen, in order, sinks first): the ring from
+        slot 0."""
         sinks = min(self.seq_len, self.sink_tokens)
         self.storage_k[:, :, :sinks] = keys[:, :, :sinks]
         self.storage_v[:, :, :sinks] = values[:, :, :sinks]

@@ -218,9 +218,10 @@ class GroupedQueryAttention(nn.Module):
         """Where L new queries may look among the S keys a windowed call attends to."""
         window, sink_tokens = self.options.window or 0, self.options.sink_tokens
         if isinstance(cache, WindowedKVCache):
-            if cache.key_positions is None:  # one token, ring order: every key held is in its window
+            returned = cache.key_positions
+            if returned is None:  # one token, ring order: every key held is in its window
                 return KeyMask(None)
-            key_positions = cache.key_positions
+            key_positions = returned
         else:
             if q_len <= window:  # a window as long as the prompt: plain causal
                 return allowed_positions(q_len, k_len, causal=True, key_padding_mask=None, device=device)

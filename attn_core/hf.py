@@ -415,7 +415,11 @@ def read_gemma3_text(hf: Mapping[str, Any], layer_idx: int) -> tuple[str, LayerS
     nested = hf.get("rope_parameters")
     if isinstance(nested, Mapping) and layer_type in nested:
         params = nested[layer_type] or {}
-        default_theta = 10000.0 if layer_type == "sliding_attention" else 1_000_000.0
+        # a nested entry without its theta takes the flat field, as Gemma3TextConfig fills it in
+        if layer_type == "sliding_attention":
+            default_theta = _number(hf, "rope_local_base_freq", 10000.0)
+        else:
+            default_theta = _number(hf, "rope_theta", 1_000_000.0)
         theta = _number({"rope_theta": params.get("rope_theta")}, "rope_theta", default_theta)
         scaling = RopeScaling.from_hf(params, context)
     elif layer_type == "sliding_attention":

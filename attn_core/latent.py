@@ -92,9 +92,9 @@ class MultiHeadLatentAttention(nn.Module):
         attention computed, no memory)."""
         widths, dtype = self.widths, self.kv_a_proj_with_mqa.weight.dtype
         cache = LatentKVCache(batch_size, widths.kv_lora_rank, widths.qk_rope_head_dim, dtype=dtype, device="meta")
-        if tokens:
-            c_kv = torch.empty(batch_size, 1, tokens, widths.kv_lora_rank, device="meta", dtype=dtype)
-            cache.append(c_kv, torch.empty(batch_size, 1, tokens, widths.qk_rope_head_dim, device="meta", dtype=dtype))
+        if tokens:  # its one buffer's append: append() would join c_kv and k_rope first (a cat, slow to set up on meta)
+            width = widths.kv_lora_rank + widths.qk_rope_head_dim
+            cache.buffers["latent"].append(torch.empty(batch_size, 1, tokens, width, device="meta", dtype=dtype))
         return cache
 
     def _rotary(self, start: int, length: int, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
