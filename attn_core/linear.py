@@ -189,13 +189,10 @@ def _chunks(
     else:
         cum = rearrange(g, "b h (n c) -> b h n c 1", c=CHUNK).cumsum(dim=3)
     k_beta, v_beta = k * beta, v * beta
-    # decay[i, j] = exp(cum_i - cum_j) for j <= i (what token j's update has decayed by at token i), 0 above
-    above = torch.ones(CHUNK, CHUNK, dtype=torch.bool, device=q.device).triu(1)
-    if per_channel:  # one decay per key channel: the products sum over d_k with it inside
-        pairwise = (cum.unsqueeze(4) - cum.unsqueeze(3)).masked_fill_(above[..., None], float("-inf")).exp_()
-        kk = torch.einsum("bhnid,bhnjd,bhnijd->bhnij", k_beta, k, pairwise)
-        qk = torch.einsum("bhnid,bhnjd,bhnijd->bhnij", q, k, pairwise)
-    else:
+    if per_channel:  # one decay per key channel: sum_c x_i[c] k_j[c] exp(cum_i[c] - cum_j[c]) is no plain product
+        qk, kk = _channel_decayed_products(q, k_beta, k, cum)
+    else:  # decay[i, j] = exp(cum_i - cum_j) for j <= i (what token j's update has decayed by at token i), 0 above
+        above = torch.ones(CHUNK, CHUNK, dtype=torch.bool, device=q.device).triu(1)
         c = cum[..., 0]
         pairwise = (c.unsqueeze(4) - c.unsqueeze(3)).masked_fill_(above, float("-inf")).exp_()  # [B, H, N, c, c]
         kk = (k_beta @ k.transpose(-1, -2)).mul_(pairwise)
@@ -215,6 +212,46 @@ def _chunks(
         out[:, :, n] = q_decayed[:, :, n] @ state + qk[:, :, n] @ v_new
         state = state * chunk_decay[:, :, n] + k_to_end[:, :, n].transpose(-1, -2) @ v_new
     return rearrange(out, "b h n c d -> b h (n c) d")[:, :, :length], state
+
+
+SUB_CHUNK = 8  # KDA's decayed products: blocks of a chunk with one reference point each (8: fastest here)
+
+
+def _channel_decayed_products(
+    q: torch.Tensor, k_beta: torch.Tensor, k: torch.Tensor, cum: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """q, k_beta, k, cum [B, H, N, c, d_k] (cum: log decay since the chunk's start, per channel, non-increasing) ->
+    qk, kk [B, H, N, c, c]: x_i . (k_j * exp(cum_i - cum_j)) for j <= i, 0 above.
+
+    Written out, that is a [c, c, d_k] tensor per chunk (HF's way). exp(cum_i - cum_j) = exp(cum_i - cum_r) *
+    exp(cum_r - cum_j) for any r, and with r the first token of i's block of SUB_CHUNK tokens and j in an earlier
+    block both factors are <= 1 (no overflow, however strong the decay): those blocks become matrix products. Only
+    the diagonal blocks, j and i in the same block, are written out, SUB_CHUNK x SUB_CHUNK at a time.
+    """
+    *lead, chunk, width = q.shape
+    blocks = chunk // SUB_CHUNK
+    ref = cum[..., ::SUB_CHUNK, :]  # [B, H, N, blocks, d_k]: cum at each block's first token
+    position = torch.arange(chunk, device=q.device)
+    before = position[None, :] < position[::SUB_CHUNK, None]  # [blocks, c]: token j precedes block I
+    to_ref = (ref.unsqueeze(-2) - cum.unsqueeze(-3)).masked_fill_(~before[..., None], float("-inf")).exp_()
+    right = k.unsqueeze(-3) * to_ref  # [B, H, N, blocks, c, d_k]: k_j decayed to block I's start (0 from it on)
+    from_ref = (cum - ref.repeat_interleave(SUB_CHUNK, dim=-2)).exp_()  # [B, H, N, c, d_k]
+    products = []
+    within_mask = torch.ones(SUB_CHUNK, SUB_CHUNK, dtype=torch.bool, device=q.device).triu(1)
+    block_cum = cum.view(*lead, blocks, SUB_CHUNK, width)
+    within = (block_cum.unsqueeze(-2) - block_cum.unsqueeze(-3)).masked_fill_(within_mask[..., None], float("-inf"))
+    within = within.exp_()  # [B, H, N, blocks, s, s, d_k]: exp(cum_i - cum_j) inside a block, 0 above
+    k_blocks = k.view(*lead, blocks, 1, SUB_CHUNK, width)
+    for x in (q, k_beta):
+        left = (x * from_ref).view(*lead, blocks, SUB_CHUNK, width)
+        full = (left @ right.transpose(-1, -2)).view(*lead, chunk, chunk)  # earlier blocks' part
+        diagonal = (x.view(*lead, blocks, SUB_CHUNK, 1, width) * within * k_blocks).sum(-1)  # [.., blocks, s, s]
+        # the diagonal blocks of full, as a view: [.., s, s, blocks]
+        torch.diagonal(full.view(*lead, blocks, SUB_CHUNK, blocks, SUB_CHUNK), dim1=-4, dim2=-2).copy_(
+            diagonal.movedim(-3, -1)
+        )
+        products.append(full)
+    return products[0], products[1]
 
 
 def delta_rule(

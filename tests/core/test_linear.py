@@ -327,3 +327,18 @@ def test_a_bad_config_raises_a_value_error_naming_the_field(case):
     make, field = BAD[case]
     with pytest.raises(ValueError, match=field):
         make()
+
+
+def test_kda_decayed_products_match_the_written_out_sum_even_under_strong_decay():
+    # sum_c x_i[c] k_j[c] exp(cum_i[c] - cum_j[c]) for j <= i, written out as HF does; decay of up to 80 nats per
+    # token, where exp(-cum_j) alone would overflow float32
+    generator = torch.Generator().manual_seed(0)
+    q, k_beta, k = (torch.randn(1, 2, 3, linear_module.CHUNK, 8, generator=generator) for _ in range(3))
+    cum = (-80 * torch.rand(1, 2, 3, linear_module.CHUNK, 8, generator=generator)).cumsum(3)
+    above = torch.ones(linear_module.CHUNK, linear_module.CHUNK, dtype=torch.bool).triu(1)
+    decay = (cum.unsqueeze(4) - cum.unsqueeze(3)).masked_fill(above[..., None], float("-inf")).exp()
+    qk, kk = linear_module._channel_decayed_products(q, k_beta, k, cum)
+    assert torch.isfinite(qk).all()
+    assert (qk - (q.unsqueeze(4) * k.unsqueeze(3) * decay).sum(-1)).abs().max() <= 1e-5
+    strictly_lower = (kk - (k_beta.unsqueeze(4) * k.unsqueeze(3) * decay).sum(-1)).tril(-1)
+    assert strictly_lower.abs().max() <= 1e-5

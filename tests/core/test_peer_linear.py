@@ -139,7 +139,7 @@ def gated_delta_net_pair(**overrides):
     return ours.eval(), Peer(module, hf_config, linear_drive)
 
 
-def kimi_delta_pair(**overrides):
+def kimi_delta_pair(strong_decay=False, **overrides):
     hf_config = kimi_config(**overrides)
     torch.manual_seed(0)
     module = KimiLinearDeltaAttention(hf_config, layer_idx=0)
@@ -147,6 +147,9 @@ def kimi_delta_pair(**overrides):
     gate.A_log.copy_(torch.empty_like(gate.A_log).uniform_(1.0, 16.0).log())
     dt = torch.empty_like(gate.dt_bias).uniform_(-7.0, -2.0).exp()
     gate.dt_bias.copy_(dt + torch.log(-torch.expm1(-dt)))
+    if strong_decay:  # A = 16 and softplus ~ 5: about 80 nats per token and channel, past float32's exp range
+        gate.A_log.fill_(torch.tensor(16.0).log())
+        gate.dt_bias.fill_(5.0)
     _randomise(module, ("o_norm",), around=1.0)
     ours = KimiDeltaAttention(KimiDeltaConfig.from_hf(hf_config.to_dict(), 0))
     ours.load_state_dict(module.state_dict(), strict=True)
@@ -180,6 +183,7 @@ LINEAR = {
         dict(linear_num_value_heads=2, linear_value_head_dim=16, linear_conv_kernel_dim=3),
     ),
     "kimi-delta": (kimi_delta_pair, {}),
+    "kimi-delta-strong-decay": (kimi_delta_pair, dict(strong_decay=True)),
     "kimi-delta-kernel-2": (
         kimi_delta_pair,
         dict(
