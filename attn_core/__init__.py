@@ -41,8 +41,17 @@ from .config import (
 )
 from .contract import AttentionLayer, KVCache, Queries
 from .fused import LAYOUTS, falcon_attention_state, fuse_qkv, fused_blocks, gpt2_attention_state, split_qkv
+from .gated import GatedAttention, GatedAttentionConfig, GatedKVCache
 from .grouped import GroupedQueryAttention
 from .latent import MultiHeadLatentAttention
+from .linear import (
+    GatedDeltaNet,
+    GatedDeltaNetConfig,
+    KimiDeltaAttention,
+    KimiDeltaConfig,
+    LinearStateCache,
+    kimi_attention_config,
+)
 from .options import AttentionOptions
 from .presets import PRESETS, ModelPreset
 from .rope import RopeScaling
@@ -57,13 +66,21 @@ __all__ = [
     "AttentionOptions",
     "CachesAsMuchAsMHA",
     "ConfigWarning",
+    "GatedAttention",
+    "GatedAttentionConfig",
+    "GatedDeltaNet",
+    "GatedDeltaNetConfig",
+    "GatedKVCache",
     "GroupedKVCache",
     "GroupedQueryAttention",
     "GroupedVariant",
     "KVCache",
+    "KimiDeltaAttention",
+    "KimiDeltaConfig",
     "LatentCompressesNothing",
     "LatentKVCache",
     "LatentWidths",
+    "LinearStateCache",
     "ModelPreset",
     "MultiHeadLatentAttention",
     "Queries",
@@ -82,6 +99,7 @@ __all__ = [
     "fuse_qkv",
     "fused_blocks",
     "gpt2_attention_state",
+    "kimi_attention_config",
     "kv_cache_bytes",
     "kv_head_counts",
     "naive_up_projection_flops",
