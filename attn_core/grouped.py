@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, overload
 
 import torch
 import torch.nn.functional as F
@@ -14,6 +14,7 @@ from .cache import GroupedKVCache
 from .config import AttentionConfig
 from .contract import Queries
 from .packed import PackedRows, linear
+from .quant import CacheBits, QuantizedKVCache
 from .rope import apply_rope, rope_cos_sin
 
 
@@ -34,10 +35,30 @@ class GroupedQueryAttention(nn.Module):
         self.o_proj = nn.Linear(cfg.n_heads * cfg.head_dim, cfg.d_model, **(kw | {"bias": cfg.o_bias}))
         self._packed_weight, self._packed_bias = PackedRows(), PackedRows()
 
-    def new_cache(self, batch_size: int = 1) -> GroupedKVCache:
+    @overload
+    def new_cache(self, batch_size: int = 1, *, bits: None = None) -> GroupedKVCache: ...
+    @overload
+    def new_cache(
+        self, batch_size: int = 1, *, bits: int, group_size: int = 32, residual: int = 128, keys: str = "channel"
+    ) -> QuantizedKVCache: ...
+    def new_cache(
+        self,
+        batch_size: int = 1,
+        *,
+        bits: int | None = None,
+        group_size: int = 32,
+        residual: int = 128,
+        keys: str = "channel",
+    ) -> GroupedKVCache | QuantizedKVCache:
+        """An empty cache; with `bits`, quantised (KIVI's layout, attn_core.quant): `bits` per number in groups of
+        `group_size`, keys per "channel" or "token", the newest `residual` tokens exact."""
         weight = self.k_proj.weight
-        return GroupedKVCache(
-            batch_size, self.cfg.n_kv_heads, self.cfg.head_dim, dtype=weight.dtype, device=weight.device
+        cfg = self.cfg
+        if bits is None:
+            return GroupedKVCache(batch_size, cfg.n_kv_heads, cfg.head_dim, dtype=weight.dtype, device=weight.device)
+        spec = CacheBits(bits, group_size, residual, keys)
+        return QuantizedKVCache(
+            batch_size, cfg.n_kv_heads, cfg.head_dim, spec, dtype=weight.dtype, device=weight.device
         )
 
     def _rotated(self, t: torch.Tensor, start: int | None) -> torch.Tensor:
@@ -98,7 +119,7 @@ class GroupedQueryAttention(nn.Module):
         self,
         x: torch.Tensor,
         *,
-        cache: GroupedKVCache | None = None,
+        cache: GroupedKVCache | QuantizedKVCache | None = None,
         key_padding_mask: torch.Tensor | None = None,
         return_weights: bool = False,
         causal: bool = True,
@@ -129,7 +150,7 @@ class GroupedQueryAttention(nn.Module):
         out, weights = attend(q, k, v, scale=cfg.head_dim**-0.5, mask=mask, return_weights=return_weights)
         return self.o_proj(rearrange(out, "b h l d -> b l (h d)")), weights
 
-    def _decode_step(self, x: torch.Tensor, cache: GroupedKVCache, start: int) -> torch.Tensor:
+    def _decode_step(self, x: torch.Tensor, cache: GroupedKVCache | QuantizedKVCache, start: int) -> torch.Tensor:
         """x [B, 1, d_model], one new token at position start -> out [B, 1, d_model]: forward()'s numbers with less
         work per token. The newest position may see every key, so no mask is drawn; with one query row per head,
         "b l (h d) -> b h l d" is a plain view; each KV head's R query heads are one block of R query rows, so one
