@@ -152,7 +152,12 @@ class DSACache(LatentKVCache):
     ):
         super().__init__(batch_size, kv_lora_rank, rope_dim, dtype=dtype, device=device)
         self.buffers["index_k"] = GrowingSequenceBuffer(batch_size, 1, index_head_dim, dtype=dtype, device=device)
-        self.read_nbytes = 0
+        self.last_read_nbytes = 0  # set by each call: what its last query's top-k reading touched
+
+    @property
+    def read_nbytes(self) -> int:
+        """Bytes the last call's last query read: every indexer key, and the top-k latent entries it picked."""
+        return self.last_read_nbytes
 
     def append_index_keys(self, keys: torch.Tensor) -> torch.Tensor:
         """keys [B, 1, L, d_I] -> every indexer key held, [B, 1, S, d_I] (a view)."""
@@ -237,7 +242,7 @@ class DeepSeekSparseAttention(MultiHeadLatentAttention):
             torch.empty(batch_size, 1, tokens, cfg.qk_rope_head_dim, device="meta", dtype=dtype),
         )
         cache.append_index_keys(torch.empty(batch_size, 1, tokens, cfg.index_head_dim, device="meta", dtype=dtype))
-        cache.read_nbytes = batch_size * cfg.read_elements(tokens) * cache.latent.element_size()
+        cache.last_read_nbytes = batch_size * cfg.read_elements(tokens) * cache.latent.element_size()
         return cache
 
     def forward(  # type: ignore[override]
@@ -287,7 +292,7 @@ class DeepSeekSparseAttention(MultiHeadLatentAttention):
             mask = KeyMask(allowed & picked[:, None])
             out, weights = self.attend_latent(queries, latent, mask, absorb=absorb, return_weights=return_weights)
         if cache is not None:
-            cache.read_nbytes = batch * cfg.read_elements(keys_len) * latent.element_size()
+            cache.last_read_nbytes = batch * cfg.read_elements(keys_len) * latent.element_size()
         return self.o_proj(rearrange(out, "b h l d -> b l (h d)")), weights
 
     @staticmethod

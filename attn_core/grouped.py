@@ -237,9 +237,7 @@ class GroupedQueryAttention(nn.Module):
         out, weights = attend(q, k, v, scale=self.scale, mask=mask, return_weights=return_weights, sinks=self.sinks)
         return self.o_proj(rearrange(out, "b h l d -> b l (h d)")), weights
 
-    def _window_mask(
-        self, q_len: int, k_len: int, cache: GroupedKVCache | WindowedKVCache | None, device: torch.device
-    ) -> KeyMask:
+    def _window_mask(self, q_len: int, k_len: int, cache: object, device: torch.device) -> KeyMask:
         """Where L new queries may look among the S keys a windowed call attends to."""
         window, sink_tokens = self.options.window or 0, self.options.sink_tokens
         if isinstance(cache, WindowedKVCache):
