@@ -237,10 +237,10 @@ class DeepSeekSparseAttention(MultiHeadLatentAttention):
         cache = self._cache(batch_size, self.kv_a_proj_with_mqa.weight.dtype, "meta")
         dtype = self.kv_a_proj_with_mqa.weight.dtype
         check_tokens(tokens)
-        cache.append(
-            torch.empty(batch_size, 1, tokens, cfg.kv_lora_rank, device="meta", dtype=dtype),
-            torch.empty(batch_size, 1, tokens, cfg.qk_rope_head_dim, device="meta", dtype=dtype),
-        )
+        # the latent buffer's own append: the cache's append joins c_kv and k_rope with a cat, which on the meta
+        # device first imports torch's reference kernels (seconds, once per process)
+        width = cfg.kv_lora_rank + cfg.qk_rope_head_dim
+        cache.buffers["latent"].append(torch.empty(batch_size, 1, tokens, width, device="meta", dtype=dtype))
         cache.append_index_keys(torch.empty(batch_size, 1, tokens, cfg.index_head_dim, device="meta", dtype=dtype))
         cache.last_read_nbytes = batch_size * cfg.read_elements(tokens) * cache.latent.element_size()
         return cache
