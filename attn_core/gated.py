@@ -1,4 +1,5 @@
-"""Gated full attention, as Qwen3-Next's full-attention layers (HF's Qwen3NextAttention, same parameter names).
+"""Gated full attention, as Qwen3-Next's and Qwen3.5's full-attention layers (HF's Qwen3NextAttention and
+Qwen3_5Attention, same parameter names).
 
 Grouped-query attention with three changes: q_proj gives each head its query and an output gate (the head's output
 is multiplied by sigmoid(gate) before o_proj), queries and keys are RMS-normalised per head with zero-centred weights
@@ -20,7 +21,7 @@ from torch import nn
 from .attend import allowed_positions, attend
 from .build import seeded_generator
 from .cache import GroupedKVCache
-from .linear import hf_field, layer_kind, qwen3_next_layer_types, require_model_type
+from .linear import hf_field, layer_kind, qwen3_next_layer_types, qwen_text_config
 from .rope import apply_rope, rope_cos_sin
 
 CACHE_FORMULA = "2 · G · D · T · b · B (keys and values of the G KV heads)"
@@ -58,10 +59,12 @@ class GatedAttentionConfig:
 
     @classmethod
     def from_hf(cls, hf: Mapping[str, Any], layer_idx: int) -> GatedAttentionConfig:
-        """Layer layer_idx of a qwen3_next config.json (or transformers' to_dict()); it must be a full-attention layer.
-        RoPE's theta and partial_rotary_factor come from rope_parameters (transformers 5) or the top level (the
-        published config.json); partial_rotary_factor defaults to 0.25 as transformers' Qwen3NextConfig does."""
-        require_model_type(hf, "qwen3_next")
+        """Layer layer_idx of a Qwen3-Next or Qwen3.5 config.json (or transformers' to_dict()); it must be a
+        full-attention layer. RoPE's theta and partial_rotary_factor come from rope_parameters (transformers 5) or the
+        top level (Qwen3-Next's published config.json); partial_rotary_factor defaults to 0.25 as transformers does.
+        Qwen3.5's multimodal RoPE (mrope_section) rotates text tokens as plain RoPE: their three position axes agree."""
+        model = str(hf.get("model_type")) if isinstance(hf, Mapping) else ""
+        hf = qwen_text_config(hf)
         kind = layer_kind(qwen3_next_layer_types(hf), layer_idx, hf["num_hidden_layers"], "layer_types")
         if kind != "full_attention":
             raise ValueError(
@@ -73,7 +76,7 @@ class GatedAttentionConfig:
         rope_type = rope.get("rope_type", rope.get("type", "default"))
         if rope_type != "default":
             raise ValueError(f"rope_parameters.rope_type={rope_type!r}: only the default RoPE is built (no scaling).")
-        get = lambda key, default=None: hf_field(hf, key, default, model="qwen3_next")  # noqa: E731
+        get = lambda key, default=None: hf_field(hf, key, default, model=model)  # noqa: E731
         n_heads = get("num_attention_heads")
         head_dim = hf.get("head_dim") or get("hidden_size") // n_heads
         factor = rope.get("partial_rotary_factor", hf.get("partial_rotary_factor", 0.25))

@@ -257,6 +257,16 @@ def test_qwen3_next_config_json_gives_the_published_shapes():
     )
 
 
+def test_qwen3_5_config_json_is_read_from_its_text_config_with_separate_projections():
+    qwen3_5 = {"model_type": "qwen3_5", "text_config": QWEN3_NEXT | {"model_type": "qwen3_5_text"}}
+    assert GatedDeltaNetConfig.from_hf(qwen3_5, 0) == GatedDeltaNetConfig(
+        2048, 16, 32, 128, 128, 4, 1e-6, fused_projections=False
+    )
+    assert GatedAttentionConfig.from_hf(qwen3_5, 3) == GatedAttentionConfig.from_hf(QWEN3_NEXT, 3)
+    layer = GatedDeltaNet(GatedDeltaNetConfig.from_hf(qwen3_5, 0), device="meta")
+    assert {name for name, _ in layer.named_children()} >= {"in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a"}
+
+
 def test_kimi_config_json_numbers_its_full_attention_layers_from_one():
     for number in range(1, 28):
         if number in KIMI_FULL_LAYERS:
@@ -279,6 +289,10 @@ def test_kimi_linear_attn_config_wins_over_the_flat_fields_as_in_transformers():
 
 BAD = {
     "model_type": (lambda: GatedDeltaNetConfig.from_hf(QWEN3_NEXT | {"model_type": "llama"}, 0), "model_type"),
+    "qwen3_5 without text_config": (
+        lambda: GatedDeltaNetConfig.from_hf(QWEN3_NEXT | {"model_type": "qwen3_5"}, 0),
+        "text_config",
+    ),
     "missing field": (
         lambda: GatedDeltaNetConfig.from_hf({k: v for k, v in QWEN3_NEXT.items() if k != "linear_key_head_dim"}, 0),
         "linear_key_head_dim",
