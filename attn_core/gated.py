@@ -21,7 +21,7 @@ from torch import nn
 from .attend import allowed_positions, attend
 from .build import seeded_generator
 from .cache import GroupedKVCache
-from .linear import hf_field, layer_kind, qwen3_next_layer_types, qwen_text_config
+from .linear import hf_field, layer_kind, qwen_layer_types, qwen_text_config
 from .rope import apply_rope, rope_cos_sin
 
 CACHE_FORMULA = "2 · G · D · T · b · B (keys and values of the G KV heads)"
@@ -65,7 +65,7 @@ class GatedAttentionConfig:
         Qwen3.5's multimodal RoPE (mrope_section) rotates text tokens as plain RoPE: their three position axes agree."""
         model = str(hf.get("model_type")) if isinstance(hf, Mapping) else ""
         hf = qwen_text_config(hf)
-        kind = layer_kind(qwen3_next_layer_types(hf), layer_idx, hf["num_hidden_layers"], "layer_types")
+        kind = layer_kind(qwen_layer_types(hf), layer_idx, hf["num_hidden_layers"], "layer_types")
         if kind != "full_attention":
             raise ValueError(
                 f"Layer {layer_idx} is {kind!r} in layer_types: GatedAttention builds full_attention layers."

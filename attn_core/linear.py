@@ -62,12 +62,11 @@ class LinearStateCache:
         conv_channels: int,
         conv_kernel: int,
         dtype: torch.dtype,
-        device: torch.device | str | None,
     ) -> None:
         self.batch_size, self.conv_channels, self.conv_kernel = batch_size, conv_channels, conv_kernel
         self.state_shape = (batch_size, heads, key_dim, value_dim)
-        self.dtype, self.device = dtype, device
-        # Allocated at the first token, as HF's cache: an empty cache holds nothing.
+        self.dtype = dtype  # the conv tail's; the state is STATE_DTYPE
+        # Allocated at the first token on the device computing it, as HF's cache: an empty cache holds nothing.
         self.state: torch.Tensor | None = None  # [B, H_v, d_k, d_v]
         self.conv: torch.Tensor | None = None  # [B, C, K - 1]
         self.seq_len = 0
@@ -336,7 +335,7 @@ def layer_kind(layer_types: Any, layer_idx: int, n_layers: int, field: str) -> s
     return str(layer_types[layer_idx])
 
 
-def qwen3_next_layer_types(hf: Mapping[str, Any]) -> list[str]:
+def qwen_layer_types(hf: Mapping[str, Any]) -> list[str]:
     """ "linear_attention" or "full_attention" per layer: layer_types as given (transformers' to_dict), else every
     full_attention_interval-th layer full (config.json as published; 4 when absent, as transformers defaults)."""
     n_layers = hf_field(hf, "num_hidden_layers", model=str(hf.get("model_type")))
@@ -458,7 +457,7 @@ class GatedDeltaNetConfig:
         """Layer layer_idx of a Qwen3-Next or Qwen3.5 config.json (or transformers' to_dict()); it must be a linear
         layer."""
         text = qwen_text_config(hf)
-        kind = layer_kind(qwen3_next_layer_types(text), layer_idx, text["num_hidden_layers"], "layer_types")
+        kind = layer_kind(qwen_layer_types(text), layer_idx, text["num_hidden_layers"], "layer_types")
         if kind != "linear_attention":
             raise ValueError(
                 f"Layer {layer_idx} is {kind!r} in layer_types: Gated DeltaNet builds linear_attention layers."
@@ -582,9 +581,9 @@ class _LinearLayer(nn.Module, Generic[ConfigT]):
     conv1d: nn.Conv1d
 
     def new_cache(self, batch_size: int = 1) -> LinearStateCache:
-        return self._cache(batch_size, self.conv1d.weight.dtype, self.conv1d.weight.device)
+        return self._cache(batch_size, self.conv1d.weight.dtype)
 
-    def _cache(self, batch_size: int, dtype: torch.dtype, device: torch.device | str | None) -> LinearStateCache:
+    def _cache(self, batch_size: int, dtype: torch.dtype) -> LinearStateCache:
         cfg = self.cfg
         return LinearStateCache(
             batch_size,
@@ -594,7 +593,6 @@ class _LinearLayer(nn.Module, Generic[ConfigT]):
             conv_channels=cfg.conv_channels,
             conv_kernel=cfg.conv_kernel,
             dtype=dtype,
-            device=device,
         )
 
     def cache_after(self, tokens: int, batch_size: int = 1, dtype: torch.dtype | None = None) -> LinearStateCache:
@@ -603,7 +601,7 @@ class _LinearLayer(nn.Module, Generic[ConfigT]):
         if not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 0:
             raise ValueError(f"tokens={tokens!r}: give a count of tokens >= 0.")
         _positive("batch_size", batch_size)
-        cache = self._cache(batch_size, dtype or self.conv1d.weight.dtype, "meta")
+        cache = self._cache(batch_size, dtype or self.conv1d.weight.dtype)
         if tokens:
             window = cache.window(
                 torch.empty(batch_size, self.cfg.conv_channels, tokens, device="meta", dtype=cache.dtype)
@@ -614,6 +612,11 @@ class _LinearLayer(nn.Module, Generic[ConfigT]):
     def _convolved(self, mixed: torch.Tensor, cache: LinearStateCache | None) -> tuple[torch.Tensor, torch.Tensor]:
         """mixed [B, L, C] -> the convolution's output [B, L, C] and the window it read [B, C, K - 1 + L]."""
         new = mixed.transpose(1, 2)
+        if cache is not None and cache.batch_size != new.shape[0]:
+            raise ValueError(
+                f"The cache holds {cache.batch_size} sequences but x has {new.shape[0]}: give new_cache(batch_size=...) "
+                "the batch you decode."
+            )
         window = cache.window(new) if cache is not None else F.pad(new, (self.cfg.conv_kernel - 1, 0))
         return causal_conv(window, self.conv1d.weight).transpose(1, 2), window
 

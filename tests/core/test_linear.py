@@ -9,7 +9,7 @@ import time
 import pytest
 import torch
 
-from attn_core import MultiHeadLatentAttention
+from attn_core import KVCache, MultiHeadLatentAttention
 from attn_core import linear as linear_module
 from attn_core.gated import GatedAttention, GatedAttentionConfig
 from attn_core.gated import cache_bytes_formula as gated_bytes_formula
@@ -146,6 +146,13 @@ def test_a_decoding_step_reads_the_state_and_the_conv_tail(kind):
     shapes = cache.shapes()
     assert shapes["conv"] == (1, layer.cfg.conv_channels, cfg.conv_kernel - 1)
     assert cache.read_nbytes == cache.nbytes == expected_bytes(cfg)
+
+
+@pytest.mark.parametrize("kind", LAYERS)
+def test_the_state_cache_meets_the_cache_contract(kind):
+    cache = seeded(LAYERS[kind]).cache_after(5)
+    assert isinstance(cache, KVCache)
+    assert cache.capacity_nbytes == cache.nbytes
 
 
 @pytest.mark.parametrize("kind", LAYERS)
@@ -333,6 +340,10 @@ BAD = {
     ),
     "negative tokens": (lambda: GatedDeltaNet(SMALL_GDN, device="meta").cache_after(-1), "tokens"),
     "zero head dim": (lambda: KimiDeltaConfig(d_model=8, n_heads=2, head_dim=0), "head_dim"),
+    "cache of another batch": (
+        lambda: seeded(SMALL_KDA)(randn(2, 3, 32), cache=seeded(SMALL_KDA).new_cache(1)),
+        "batch_size",
+    ),
 }
 
 
