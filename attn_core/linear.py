@@ -631,7 +631,7 @@ class _LinearLayer(nn.Module, Generic[ConfigT]):
             drawn = torch.empty(param.shape)
             generator = seeded_generator(f"{seed}/{name}")
             if isinstance(module, nn.Linear | nn.Conv1d):
-                fan_in = math.prod(param.shape[1:])
+                fan_in = math.prod(module.weight.shape[1:])  # in_features; a depthwise conv's K
                 bound = 1.0 / math.sqrt(fan_in)
                 drawn.uniform_(-bound, bound, generator=generator)
             elif isinstance(module, GatedRMSNorm):

@@ -367,3 +367,13 @@ def test_kda_decayed_products_match_the_written_out_sum_even_under_strong_decay(
     assert (qk - (q.unsqueeze(4) * k.unsqueeze(3) * decay).sum(-1)).abs().max() <= 1e-5
     strictly_lower = (kk - (k_beta.unsqueeze(4) * k.unsqueeze(3) * decay).sum(-1)).tril(-1)
     assert strictly_lower.abs().max() <= 1e-5
+
+
+@pytest.mark.parametrize("kind", LAYERS)
+def test_seeded_projections_and_conv_are_uniform_within_one_over_root_fan_in(kind):
+    layer = seeded(LAYERS[kind])
+    for name, module in layer.named_modules():
+        if isinstance(module, torch.nn.Linear | torch.nn.Conv1d):
+            bound = module.weight[0].numel() ** -0.5  # in_features, or K for the depthwise conv
+            assert module.weight.abs().max() <= bound, name
+            assert module.weight.abs().max() > 0.8 * bound, name
