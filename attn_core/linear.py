@@ -313,6 +313,13 @@ def hf_field(hf: Mapping[str, Any], key: str, default: Any = None, *, model: str
     return default
 
 
+def hf_count(hf: Mapping[str, Any], key: str, default: int | None = None, *, model: str, prefix: str = "") -> int:
+    """hf_field for a size: a positive whole number, or a ValueError naming the config's own key."""
+    value = hf_field(hf, key, default, model=model)
+    _positive(prefix + key, value)
+    return int(value)
+
+
 def require_model_type(hf: Mapping[str, Any], expected: str) -> None:
     if not isinstance(hf, Mapping):
         raise ValueError(f"Give the model's config.json as a dict, got {type(hf).__name__}.")
@@ -464,15 +471,15 @@ class GatedDeltaNetConfig:
             )
         model = str(hf["model_type"])
         require_silu(text, model)
-        get = lambda key, default=None: hf_field(text, key, default, model=model)  # noqa: E731
+        count = lambda key, default=None: hf_count(text, key, default, model=model)  # noqa: E731
         return cls(
-            d_model=get("hidden_size"),
-            n_key_heads=get("linear_num_key_heads"),
-            n_value_heads=get("linear_num_value_heads"),
-            key_head_dim=get("linear_key_head_dim"),
-            value_head_dim=get("linear_value_head_dim"),
-            conv_kernel=get("linear_conv_kernel_dim", 4),
-            norm_eps=get("rms_norm_eps", 1e-6),
+            d_model=count("hidden_size"),
+            n_key_heads=count("linear_num_key_heads"),
+            n_value_heads=count("linear_num_value_heads"),
+            key_head_dim=count("linear_key_head_dim"),
+            value_head_dim=count("linear_value_head_dim"),
+            conv_kernel=count("linear_conv_kernel_dim", 4),
+            norm_eps=hf_field(text, "rms_norm_eps", 1e-6, model=model),
             fused_projections=model == "qwen3_next",
         )
 
@@ -523,13 +530,18 @@ class KimiDeltaConfig:
             raise ValueError(f"Layer {layer_idx} is {kind!r}: KimiDeltaAttention builds the linear_attention layers.")
         require_silu(hf, "kimi_linear")
         sub = kimi_linear_attn_config(hf)  # the checkpoint's sub-dict wins, as in transformers
-        get = lambda key, default=None: hf_field(hf, key, default, model="kimi_linear")  # noqa: E731
+        count = lambda key, default=None: hf_count(hf, key, default, model="kimi_linear")  # noqa: E731
+        nested = lambda key, flat, default: (  # noqa: E731
+            hf_count(sub, key, model="kimi_linear", prefix="linear_attn_config.")
+            if key in sub
+            else count(flat, default)
+        )
         return cls(
-            d_model=get("hidden_size"),
-            n_heads=sub.get("num_heads", get("linear_num_heads", 32)),
-            head_dim=sub.get("head_dim", get("linear_head_dim", 128)),
-            conv_kernel=sub.get("short_conv_kernel_size", get("linear_conv_kernel_dim", 4)),
-            norm_eps=get("rms_norm_eps", 1e-5),
+            d_model=count("hidden_size"),
+            n_heads=nested("num_heads", "linear_num_heads", 32),
+            head_dim=nested("head_dim", "linear_head_dim", 128),
+            conv_kernel=nested("short_conv_kernel_size", "linear_conv_kernel_dim", 4),
+            norm_eps=hf_field(hf, "rms_norm_eps", 1e-5, model="kimi_linear"),
         )
 
 
@@ -541,7 +553,7 @@ def kimi_attention_config(hf: Mapping[str, Any], layer_idx: int) -> AttentionCon
     kind = layer_kind(kimi_layer_types(hf), layer_idx, hf["num_hidden_layers"], "layer_types")
     if kind != "full_attention":
         raise ValueError(f"Layer {layer_idx} is {kind!r}: the MLA layers are the full_attention ones.")
-    get = lambda key, default=None: hf_field(hf, key, default, model="kimi_linear")  # noqa: E731
+    get = lambda key: hf_count(hf, key, model="kimi_linear")  # noqa: E731
     n_heads = get("num_attention_heads")
     kv_heads = hf.get("num_key_value_heads")
     if kv_heads not in (None, n_heads):
@@ -557,7 +569,7 @@ def kimi_attention_config(hf: Mapping[str, Any], layer_idx: int) -> AttentionCon
         n_heads=n_heads,
         head_dim=v_head_dim,  # MLA's widths are all given: head_dim only sizes the "as much as MHA" comparison
         kv_lora_rank=get("kv_lora_rank"),
-        q_lora_rank=hf.get("q_lora_rank"),
+        q_lora_rank=None if hf.get("q_lora_rank") is None else get("q_lora_rank"),
         qk_nope_head_dim=get("qk_nope_head_dim"),
         qk_rope_head_dim=get("qk_rope_head_dim"),
         v_head_dim=v_head_dim,

@@ -314,7 +314,17 @@ BAD = {
     ),
     "zero conv kernel": (
         lambda: GatedDeltaNetConfig.from_hf(QWEN3_NEXT | {"linear_conv_kernel_dim": 0}, 0),
-        "conv_kernel",
+        "linear_conv_kernel_dim",
+    ),
+    "kimi zero heads": (
+        lambda: KimiDeltaConfig.from_hf(
+            KIMI_LINEAR | {"linear_attn_config": KIMI_LINEAR["linear_attn_config"] | {"num_heads": 0}}, 0
+        ),
+        "linear_attn_config.num_heads",
+    ),
+    "fractional head count": (
+        lambda: GatedAttentionConfig.from_hf(QWEN3_NEXT | {"num_key_value_heads": 1.5}, 3),
+        "num_key_value_heads",
     ),
     "activation": (lambda: KimiDeltaConfig.from_hf(KIMI_LINEAR | {"hidden_act": "gelu"}, 0), "hidden_act"),
     "rope scaling": (
