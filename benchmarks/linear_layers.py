@@ -40,6 +40,7 @@ from attn_core.linear import GatedDeltaNet, GatedDeltaNetConfig, KimiDeltaAttent
 from benchmarks import core
 from benchmarks.core import additive_causal_mask, check, cpu_name, ms, race, verdict
 
+STEPS_PER_SAMPLE = 16
 LINEAR_TOLERANCE = 1e-4  # the budget for linear layers (float32); softmax attention keeps core.TOLERANCE
 
 
@@ -130,12 +131,16 @@ def report(name: str, times: dict[str, float], diff: float) -> None:
 
 def decode(args, pairs) -> None:
     short, long = 1024, args.long
-    print(f"\n2. One decoding step after {short} and after {long} tokens, batch 1 (budget: flat, <= 1.2x)")
+    print(
+        f"\n2. One decoding step after {short} and after {long} tokens, batch 1 (budget: flat, <= 1.2x; median of "
+        f"samples of {STEPS_PER_SAMPLE} successive steps)"
+    )
     print(
         f"   {'':28s} {'after ' + str(short):>12s} {'after ' + str(long):>12s}   {'long/short':>10s}   "
         f"{'HF after ' + str(short):>12s}   {'state held':>10s}"
     )
-    steps = torch.randn(args.warmup + args.rounds, 1, 1, 1024)
+    # A sample is STEPS_PER_SAMPLE successive steps (a step is ~2 ms: alone, a busy machine's scheduling would decide it)
+    steps = torch.randn((args.warmup + args.rounds) * STEPS_PER_SAMPLE, 1, 1, 1024)
     prompt = torch.randn(1, long, 1024)
     for name, (ours, hf) in pairs.items():
         caches = {}
@@ -156,14 +161,22 @@ def decode(args, pairs) -> None:
 
         def stepper(run):
             token = iter(steps)
-            return lambda: run(next(token))
+
+            def sample():
+                for _ in range(STEPS_PER_SAMPLE):
+                    run(next(token))
+
+            return sample
 
         contenders = {
             "short": stepper(lambda t, ours=ours, c=caches[short]: ours(t, cache=c)[0]),
             "long": stepper(lambda t, ours=ours, c=caches[long]: ours(t, cache=c)[0]),
             "hf": stepper(lambda t, hf=hf, c=hf_cache: hf(t, cache_params=c)),
         }
-        times = race(contenders, rounds=args.rounds, warmup=args.warmup)
+        times = {
+            name: seconds / STEPS_PER_SAMPLE
+            for name, seconds in race(contenders, rounds=args.rounds, warmup=args.warmup).items()
+        }
         ratio = times["long"] / times["short"]
         held = caches[long].nbytes
         assert held == caches[short].nbytes, "the state must not grow with the length"
