@@ -11,6 +11,7 @@ from torch import nn
 from .config import AttentionConfig
 from .gated import GatedAttention, GatedAttentionConfig
 from .linear import (
+    QWEN_HYBRIDS,
     GatedDeltaNet,
     GatedDeltaNetConfig,
     KimiDeltaAttention,
@@ -26,7 +27,7 @@ from .linear import (
 HybridConfig = GatedDeltaNetConfig | KimiDeltaConfig | GatedAttentionConfig | AttentionConfig
 
 # the model types these entries read (Qwen3.5's: the vision-language config.json, or its text part)
-QWEN_MODEL_TYPES = ("qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text")
+QWEN_MODEL_TYPES = QWEN_HYBRIDS
 KIMI_MODEL_TYPES = ("kimi_linear",)
 
 # each new config type's layer class (Kimi's MLA is an AttentionConfig: MultiHeadLatentAttention, as DeepSeek's)
