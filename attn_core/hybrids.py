@@ -1,20 +1,16 @@
 """Which layer a linear-attention hybrid has at each index, read from its config.json: the entries the registry in
-attn_core.hf takes ((hf, layer_idx) -> (kind, config), and each config type's layer class)."""
+attn_core.hf takes ((hf, layer_idx) -> (kind, config))."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from torch import nn
-
 from .config import AttentionConfig
-from .gated import GatedAttention, GatedAttentionConfig
+from .gated import GatedAttentionConfig
 from .linear import (
     QWEN_HYBRIDS,
-    GatedDeltaNet,
     GatedDeltaNetConfig,
-    KimiDeltaAttention,
     KimiDeltaConfig,
     kimi_attention_config,
     kimi_layer_types,
@@ -29,13 +25,6 @@ HybridConfig = GatedDeltaNetConfig | KimiDeltaConfig | GatedAttentionConfig | At
 # the model types these entries read (Qwen3.5's: the vision-language config.json, or its text part)
 QWEN_MODEL_TYPES = QWEN_HYBRIDS
 KIMI_MODEL_TYPES = ("kimi_linear",)
-
-# each new config type's layer class (Kimi's MLA is an AttentionConfig: MultiHeadLatentAttention, as DeepSeek's)
-LAYER_CLASSES: dict[type, type[nn.Module]] = {
-    GatedDeltaNetConfig: GatedDeltaNet,
-    KimiDeltaConfig: KimiDeltaAttention,
-    GatedAttentionConfig: GatedAttention,
-}
 
 
 def qwen_hybrid_layer(hf: Mapping[str, Any], layer_idx: int) -> tuple[str, HybridConfig]:

@@ -13,7 +13,8 @@ from attn_core import KVCache, MultiHeadLatentAttention
 from attn_core import linear as linear_module
 from attn_core.gated import GatedAttention, GatedAttentionConfig
 from attn_core.gated import cache_bytes_formula as gated_bytes_formula
-from attn_core.hybrids import LAYER_CLASSES, kimi_linear_layer, qwen_hybrid_layer
+from attn_core.hf import build_layer
+from attn_core.hybrids import kimi_linear_layer, qwen_hybrid_layer
 from attn_core.linear import (
     GatedDeltaNet,
     GatedDeltaNetConfig,
@@ -395,8 +396,10 @@ def test_the_hybrids_registry_entries_give_every_layer_a_kind_and_a_class():
     kimi = [kimi_linear_layer(KIMI_LINEAR, i) for i in range(27)]
     assert [kind for kind, _ in qwen] == ["linear", "linear", "linear", "full"] * 12
     assert [i + 1 for i, (kind, _) in enumerate(kimi) if kind == "mla"] == KIMI_FULL_LAYERS
-    for kind, cfg in qwen[:4] + kimi[:3]:  # Kimi's MLA layer is MultiHeadLatentAttention's (test above)
-        layer = LAYER_CLASSES[type(cfg)](cfg, device="meta")
-        element_bytes = 2
-        expected = (cache_bytes_formula if kind == "linear" else gated_bytes_formula)(cfg, 10**6, 1, element_bytes)
-        assert layer.cache_after(10**6, dtype=torch.bfloat16).nbytes == expected
+    # Kimi's MLA layer is MultiHeadLatentAttention's (test above)
+    for hf, index, (kind, cfg) in [(QWEN3_NEXT, i, qwen[i]) for i in range(4)] + [
+        (KIMI_LINEAR, i, kimi[i]) for i in range(3)
+    ]:
+        layer = build_layer(hf, index, device="meta", dtype=torch.bfloat16)
+        expected = (cache_bytes_formula if kind == "linear" else gated_bytes_formula)(cfg, 10**6, 1, 2)
+        assert layer.cache_after(10**6).nbytes == expected
