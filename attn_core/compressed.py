@@ -30,6 +30,7 @@ import torch.nn.functional as F
 from einops import rearrange
 from torch import nn
 
+from .attend import KeyMask, attend
 from .build import _draw_uniform
 from .dsa import check_tokens
 from .hf_fields import layer_index, positive_float, positive_int
@@ -543,6 +544,8 @@ class CompressedAttention(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """q [B, H, L, D] over the one K=V head keys [B, 1, S, D], with each head's sink logit in the softmax."""
         batch, heads, q_len, dim = q.shape
+        if not return_weights:
+            return self._attend_fused(q, keys, allowed), None
         scores = torch.matmul(q.reshape(batch, 1, heads * q_len, dim), keys.transpose(-1, -2))
         scores = scores.view(batch, heads, q_len, -1).mul_(dim**-0.5)  # [B, H, L, S]
         if allowed is not None:
@@ -552,3 +555,19 @@ class CompressedAttention(nn.Module):
         weights = torch.softmax(logits - logits.amax(dim=-1, keepdim=True), dim=-1)[..., :-1]
         out = torch.matmul(weights.reshape(batch, 1, heads * q_len, -1), keys).view(batch, heads, q_len, dim)
         return out, weights if return_weights else None
+
+    def _attend_fused(self, q: torch.Tensor, keys: torch.Tensor, allowed: torch.Tensor | None) -> torch.Tensor:
+        """As _attend, through attend() (torch's fused kernel, no [B, H, L, S] weights drawn): the sink becomes one
+        more key, [0, ..., 0, 1], always allowed, whose logit is the extra query channel sink_h * sqrt(D); its value
+        is 0 in the D channels read out (the extra one is dropped)."""
+        batch, heads, q_len, dim = q.shape
+        scale = dim**-0.5
+        sink_q = (self.sinks / scale).to(q.dtype).view(1, heads, 1, 1).expand(batch, -1, q_len, 1)
+        q = torch.cat((q, sink_q), dim=-1)  # [B, H, L, D + 1]
+        kv = keys.new_zeros(batch, 1, keys.shape[2] + 1, dim + 1)  # [B, 1, S + 1, D + 1]
+        kv[:, :, :-1, :dim] = keys
+        kv[:, :, -1, dim] = 1.0
+        mask = KeyMask(None)
+        if allowed is not None:
+            mask = KeyMask(torch.cat((allowed, allowed.new_ones(*allowed.shape[:-1], 1)), dim=-1))
+        return attend(q, kv, kv, scale=scale, mask=mask, return_weights=False)[0][..., :dim]
