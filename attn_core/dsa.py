@@ -308,7 +308,7 @@ class DeepSeekSparseAttention(MultiHeadLatentAttention):
         """One query per sequence: the top-k latent entries gathered ([B, 1, k, d_c + d_h^R]), attended absorbed."""
         scores = self.indexer.scores(x, q_resid, index_keys, cos, sin)  # [B, 1, S]
         # in cache order: reading rows in order is ~100x faster on a CPU than in score order, and attention is the same
-        chosen = scores.topk(self.dsa_cfg.index_topk, dim=-1, sorted=False).indices.sort(dim=-1).values  # [B, 1, k]
+        chosen = scores.topk(self.dsa_cfg.index_topk, dim=-1).indices.sort(dim=-1).values  # [B, 1, k], as HF picks
         rows = torch.arange(latent.shape[0], device=x.device)[:, None]
         gathered = latent[:, 0][rows, chosen[:, 0]][:, None]  # [B, 1, k, d_c + d_h^R]
         out, weights = self.attend_latent(queries, gathered, KeyMask(None), absorb=True, return_weights=return_weights)
