@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from einops import rearrange
@@ -24,7 +24,7 @@ from .attend import KeyMask, allowed_positions
 from .build import _init_from_seed
 from .cache import GrowingSequenceBuffer, LatentKVCache
 from .config import AttentionConfig
-from .contract import Queries
+from .contract import AttentionLayer, Queries
 from .hf_fields import layer_index, positive_int, rope_settings
 from .latent import MultiHeadLatentAttention
 from .rope import apply_rope
@@ -316,3 +316,9 @@ class DeepSeekSparseAttention(MultiHeadLatentAttention):
             spread = weights.new_zeros(*weights.shape[:3], latent.shape[2])
             weights = spread.scatter_(-1, chosen[:, None].expand(-1, weights.shape[1], -1, -1), weights)
         return out, weights
+
+
+if TYPE_CHECKING:  # mypy checks here that the DSA layer meets the core's contract, as MLA does
+
+    def _meet_the_contract(layer: DeepSeekSparseAttention) -> AttentionLayer[DSACache]:
+        return layer
