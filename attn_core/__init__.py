@@ -27,7 +27,7 @@ from .accounting import (
 )
 from .attend import allowed_positions, causal_allowed
 from .build import build_attention, seeded_generator
-from .cache import GroupedKVCache, LatentKVCache, RepeatedHeadsCache, empty_cache
+from .cache import GroupedKVCache, LatentKVCache, RepeatedHeadsCache, WindowedKVCache, empty_cache
 from .config import (
     VARIANTS,
     AttentionConfig,
@@ -41,9 +41,20 @@ from .config import (
 )
 from .contract import AttentionLayer, KVCache, Queries
 from .fused import LAYOUTS, falcon_attention_state, fuse_qkv, fused_blocks, gpt2_attention_state, split_qkv
+from .gated import GatedAttention, GatedAttentionConfig, GatedKVCache
 from .grouped import GroupedQueryAttention
 from .latent import MultiHeadLatentAttention
+from .linear import (
+    GatedDeltaNet,
+    GatedDeltaNetConfig,
+    KimiDeltaAttention,
+    KimiDeltaConfig,
+    LinearStateCache,
+    kimi_attention_config,
+)
+from .options import AttentionOptions
 from .presets import PRESETS, ModelPreset
+from .rope import RopeScaling
 
 __all__ = [
     "DTYPES",
@@ -52,20 +63,31 @@ __all__ = [
     "VARIANTS",
     "AttentionConfig",
     "AttentionLayer",
+    "AttentionOptions",
     "CachesAsMuchAsMHA",
     "ConfigWarning",
+    "GatedAttention",
+    "GatedAttentionConfig",
+    "GatedDeltaNet",
+    "GatedDeltaNetConfig",
+    "GatedKVCache",
     "GroupedKVCache",
     "GroupedQueryAttention",
     "GroupedVariant",
     "KVCache",
+    "KimiDeltaAttention",
+    "KimiDeltaConfig",
     "LatentCompressesNothing",
     "LatentKVCache",
     "LatentWidths",
+    "LinearStateCache",
     "ModelPreset",
     "MultiHeadLatentAttention",
     "Queries",
     "RepeatedHeadsCache",
+    "RopeScaling",
     "Variant",
+    "WindowedKVCache",
     "allowed_positions",
     "as_dtype",
     "build_attention",
@@ -77,6 +99,7 @@ __all__ = [
     "fuse_qkv",
     "fused_blocks",
     "gpt2_attention_state",
+    "kimi_attention_config",
     "kv_cache_bytes",
     "kv_head_counts",
     "naive_up_projection_flops",

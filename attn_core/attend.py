@@ -73,6 +73,16 @@ def allowed_positions(
     return KeyMask(mask)
 
 
+def window_allowed(
+    query_positions: torch.Tensor, key_positions: torch.Tensor, *, window: int, sink_tokens: int = 0
+) -> KeyMask:
+    """query_positions [L], key_positions [S] -> where a sliding-window layer may attend, [1, 1, L, S]: earlier or
+    the same position, and within the window (p - window < key) or among the first sink_tokens."""
+    distance = query_positions[:, None] - key_positions[None, :]
+    allowed = (distance >= 0) & ((distance < window) | (key_positions[None, :] < sink_tokens))
+    return KeyMask(allowed[None, None])
+
+
 def attend(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -81,17 +91,21 @@ def attend(
     scale: float,
     mask: KeyMask,
     return_weights: bool,
+    sinks: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """q [B, H, L, D], k [B, G, S, D], v [B, G, S, Dv] with H a multiple of G -> out [B, H, L, Dv], weights.
 
     Query head h reads KV head h // (H / G); mask is what allowed_positions() returns. Without weights this is
     torch's fused SDPA where it has a kernel; with weights (or shared keys wider than values) an explicit softmax
     path that never materialises the repeated keys either (queries are grouped instead).
+
+    sinks [H]: one more logit per head in each softmax, with no value (gpt-oss): weights then sum to less than 1.
+    The explicit path computes them.
     """
     n_heads, n_kv_heads = q.shape[1], k.shape[1]
     # Shared KV heads with keys wider than values (MLA's absorbed step: d_c + d_h^R against d_c) have no fused kernel,
     # and torch's math path scales a copy of every cached key at every step: the explicit path below does not.
-    explicit = return_weights or (n_kv_heads != n_heads and k.shape[-1] != v.shape[-1])
+    explicit = return_weights or sinks is not None or (n_kv_heads != n_heads and k.shape[-1] != v.shape[-1])
     if not explicit and (mask.plain_causal or n_kv_heads == n_heads):
         out = F.scaled_dot_product_attention(
             q,
@@ -123,6 +137,21 @@ def attend(
         scores.add_(causal_bias(q_len, q.device, scores.dtype))
     elif mask.allowed is not None:
         scores.masked_fill_(~mask.allowed, float("-inf"))
-    weights = torch.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
+    if sinks is None:
+        weights = torch.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
+    else:
+        weights = _softmax_with_sinks(scores, sinks)
     out = torch.matmul(weights.view(batch, n_kv_heads, -1, k_len), v).view(batch, n_heads, q_len, v.shape[3])
     return out, weights if return_weights else None
+
+
+def _softmax_with_sinks(scores: torch.Tensor, sinks: torch.Tensor) -> torch.Tensor:
+    """scores [B, H, L, S] (masked with -inf) -> softmax over (scores, the head's sink logit), the sink's share
+    dropped: exp(s - m) / (sum exp(s - m) + exp(sink - m)), m the larger of the row's max and the sink, without
+    concatenating a column to the scores (as HF's GptOssAttention does)."""
+    sink = sinks.view(1, -1, 1, 1).to(torch.float32)
+    scores32 = scores.float()  # the caller's own tensor (in float32): changed in place
+    top = torch.maximum(scores32.amax(dim=-1, keepdim=True), sink)
+    weights = scores32.sub_(top).exp_()
+    weights.div_(weights.sum(dim=-1, keepdim=True) + (sink - top).exp())
+    return weights.to(scores.dtype)

@@ -9,11 +9,12 @@ from typing import TYPE_CHECKING, Literal, NamedTuple, overload
 import torch
 from torch import nn
 
-from .cache import GroupedKVCache, LatentKVCache
+from .cache import GroupedKVCache, LatentKVCache, WindowedKVCache
 from .config import AttentionConfig, GroupedVariant, Variant
 from .contract import AttentionLayer
-from .grouped import GroupedQueryAttention
+from .grouped import GroupedQueryAttention, UnitOffsetRMSNorm
 from .latent import MultiHeadLatentAttention, RMSNorm
+from .options import AttentionOptions
 
 
 @overload
@@ -24,6 +25,7 @@ def build_attention(
     device: torch.device | str | None = None,
     dtype: torch.dtype | None = None,
     heads: range | None = None,
+    options: AttentionOptions | None = None,
 ) -> MultiHeadLatentAttention: ...
 @overload
 def build_attention(
@@ -33,6 +35,7 @@ def build_attention(
     device: torch.device | str | None = None,
     dtype: torch.dtype | None = None,
     heads: range | None = None,
+    options: AttentionOptions | None = None,
 ) -> GroupedQueryAttention: ...
 @overload
 def build_attention(
@@ -42,6 +45,7 @@ def build_attention(
     device: torch.device | str | None = None,
     dtype: torch.dtype | None = None,
     heads: range | None = None,
+    options: AttentionOptions | None = None,
 ) -> GroupedQueryAttention | MultiHeadLatentAttention: ...
 def build_attention(
     cfg: AttentionConfig[Variant],
@@ -50,6 +54,7 @@ def build_attention(
     device: torch.device | str | None = None,
     dtype: torch.dtype | None = None,
     heads: range | None = None,
+    options: AttentionOptions | None = None,
 ) -> GroupedQueryAttention | MultiHeadLatentAttention:
     """A layer for cfg. With a seed, weights are drawn from CPU generators keyed by the seed, so a seed gives the same
     weights on every machine (and so a shared link the same pictures). On the meta device no memory is allocated.
@@ -59,15 +64,18 @@ def build_attention(
     _init_from_seed), so head i of that layer is head heads[i] of the full layer, number for number; its output is
     those heads' share of the full layer's output (o_proj's columns for them, plus o_proj's bias). A probe that shows
     a few heads of a wide layer draws and multiplies only those.
+
+    options: what a published model adds (attn_core.options: a window, sinks, q/k norms, a scale, RoPE scaling);
+    None for none.
     """
     module_type = MultiHeadLatentAttention if cfg.variant == "mla" else GroupedQueryAttention
     heads = range(cfg.n_heads) if heads is None else heads
     shape = cfg.head_subset(heads)
     target = torch.device(device) if device is not None else torch.get_default_device()
     if seed is None or target.type == "meta":
-        return module_type(shape, device=target, dtype=dtype)
+        return module_type(shape, options=options, device=target, dtype=dtype)
     # Allocate without torch's default init, which the seeded init would overwrite (it costs as much again).
-    layer = module_type(shape, device="meta", dtype=dtype).to_empty(device=target)
+    layer = module_type(shape, options=options, device="meta", dtype=dtype).to_empty(device=target)
     _init_from_seed(layer, cfg, seed, heads)
     return layer
 
@@ -76,7 +84,7 @@ if TYPE_CHECKING:  # mypy checks here that both layer classes meet the contract
 
     def _meet_the_contract(
         grouped: GroupedQueryAttention, latent: MultiHeadLatentAttention
-    ) -> tuple[AttentionLayer[GroupedKVCache], AttentionLayer[LatentKVCache]]:
+    ) -> tuple[AttentionLayer[GroupedKVCache | WindowedKVCache], AttentionLayer[LatentKVCache]]:
         return grouped, latent
 
 
@@ -114,17 +122,27 @@ def head_blocks(cfg: AttentionConfig) -> dict[str, HeadBlocks]:
     }
 
 
+SINK_INIT_STD = 0.02  # gpt-oss's initializer_range
+
+
 @torch.no_grad()
 def _init_from_seed(layer: nn.Module, cfg: AttentionConfig, seed: int, heads: range) -> None:
     """torch's default Linear init, U(-1/sqrt(fan_in), 1/sqrt(fan_in)) with the full layer's fan-in, drawn from one
     generator per (seed, parameter, head): a head's block does not depend on how many heads the layer has, or which
-    others are built. Parameters shared by all heads get one stream each."""
+    others are built. Parameters shared by all heads get one stream each.
+
+    Norm scales start as HF's do: 1 (0 for Gemma's 1 + weight). gpt-oss's sink logits as HF's _init_weights draws
+    them, N(0, 0.02²), all n_heads from one stream, this layer's heads taken from it."""
     blocks = head_blocks(cfg)
     units = {"query": heads, "kv": cfg.kv_heads_read(heads)}
     all_units = {"query": cfg.n_heads, "kv": cfg.n_kv_heads}
+    sinks = getattr(layer, "sinks", None)
+    if sinks is not None:
+        drawn = torch.empty(cfg.n_heads).normal_(0.0, SINK_INIT_STD, generator=seeded_generator(f"{seed}/sinks"))
+        sinks.copy_(drawn[heads.start : heads.stop])
     for name, module in layer.named_modules():
         if isinstance(module, RMSNorm):
-            module.weight.fill_(1.0)
+            module.weight.fill_(0.0 if isinstance(module, UnitOffsetRMSNorm) else 1.0)
         if not isinstance(module, nn.Linear):
             continue
         split = blocks.get(name)

@@ -76,6 +76,11 @@ class _Cache:
         """Bytes preallocated, held or not."""
         return sum(buffer.capacity_nbytes for buffer in self.buffers.values())
 
+    @property
+    def read_nbytes(self) -> int:
+        """Bytes of cache the last call's last query read: all that is held (0 before any call)."""
+        return self.nbytes
+
     def shapes(self) -> dict[str, tuple[int, ...]]:
         """The shape of each stored tensor as read back (sequence axis = tokens held)."""
         return {name: tuple(buffer.view().shape) for name, buffer in self.buffers.items()}
@@ -186,3 +191,155 @@ def empty_cache(
     if repeated_heads:
         return RepeatedHeadsCache(batch_size, cfg.n_heads, cfg.head_dim, cfg.group_size, dtype=dtype, device=device)
     return GroupedKVCache(batch_size, cfg.n_kv_heads, cfg.head_dim, dtype=dtype, device=device)
+
+
+class WindowedKVCache:
+    """A sliding-window layer's keys and values: the first ``sink_tokens`` tokens and the ``window - 1`` latest, never
+    more (what the next query needs besides itself, as HF's DynamicSlidingWindowLayer keeps).
+
+    Storage [B, G, sink_tokens + window, D]: the sinks, then a ring of window slots. A decoding step writes its token
+    over the slot of the one token that just left the window and reads the whole filled storage as it is (a view, no
+    copy, no mask: every slot is in the new query's window, in ring order, which attention does not depend on), so a
+    step costs the same at any length. A chunk of several tokens (a prompt, or when weights are asked for) is attended
+    in position order, (held + new), with key_positions for the mask, and the ring is then laid out again.
+
+    seq_len is the tokens seen (the next token's position), not the tokens held.
+    """
+
+    def __init__(
+        self,
+        batch_size: int,
+        n_kv_heads: int,
+        head_dim: int,
+        *,
+        window: int,
+        sink_tokens: int = 0,
+        dtype: torch.dtype,
+        device: torch.device | str | None,
+    ):
+        self.window, self.sink_tokens = window, sink_tokens
+        shape = (batch_size, n_kv_heads, sink_tokens + window, head_dim)
+        # torch.empty, not empty_like: on the meta device empty_like goes through Python refs, seconds to set up
+        self.storage_k = torch.empty(shape, dtype=dtype, device=device)
+        self.storage_v = torch.empty(shape, dtype=dtype, device=device)
+        self.seq_len = 0
+        self._ring_filled = 0  # ring slots holding tokens (window - 1 of them, or all window right after a step)
+        self._ring_next = 0  # the ring slot the next token goes to: the oldest one once the ring is full
+        self._read_tokens = 0
+        # the last chunk's keys, in order: held sinks [0, a), then positions [b, seq_len); None after one token
+        self._returned: tuple[int, int] | None = None
+
+    # --- sizes ----------------------------------------------------------------------------------------------------
+    @property
+    def _token_nbytes(self) -> int:
+        batch, heads, _, width = self.storage_k.shape
+        return 2 * batch * heads * width * self.storage_k.element_size()
+
+    @property
+    def held_tokens(self) -> int:
+        sinks = min(self.seq_len, self.sink_tokens)
+        return sinks + min(self.seq_len - sinks, self.window - 1)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of what is held: 2 · B · G · D · (min(T, n_s) + min(T - min(T, n_s), W - 1)) · element size."""
+        return self.held_tokens * self._token_nbytes
+
+    @property
+    def capacity_nbytes(self) -> int:
+        return (self.storage_k.numel() + self.storage_v.numel()) * self.storage_k.element_size()
+
+    @property
+    def read_nbytes(self) -> int:
+        """Bytes of keys and values the last call's last query read: its sinks and its window (0 before any call)."""
+        return self._read_tokens * self._token_nbytes
+
+    def shapes(self) -> dict[str, tuple[int, ...]]:
+        shape = (*self.storage_k.shape[:2], self.held_tokens, self.storage_k.shape[3])
+        return {"k": shape, "v": shape}
+
+    # --- reading back, in position order ----------------------------------------------------------------------------
+    def _ordered(self, storage: torch.Tensor) -> torch.Tensor:
+        """What is held, [B, G, held, D], oldest first (a copy once the ring has wrapped)."""
+        sinks = storage[:, :, : min(self.seq_len, self.sink_tokens)]
+        ring = storage[:, :, self.sink_tokens :]
+        keep = self.held_tokens - sinks.shape[2]
+        if self._ring_filled < self.window:  # not wrapped: slots 0 .. filled - 1 in order
+            window_part = ring[:, :, self._ring_filled - keep : self._ring_filled]
+        else:  # wrapped: the oldest slot is _ring_next (out of the window now), then around
+            order = [(self._ring_next + 1 + i) % self.window for i in range(keep)]
+            window_part = ring[:, :, order]
+        return torch.cat((sinks, window_part), dim=2) if sinks.shape[2] else window_part
+
+    @property
+    def k(self) -> torch.Tensor:
+        return self._ordered(self.storage_k)
+
+    @property
+    def v(self) -> torch.Tensor:
+        return self._ordered(self.storage_v)
+
+    @property
+    def key_positions(self) -> torch.Tensor | None:
+        """[S] positions of the keys the last append returned, in order (for the caller's mask); None when it
+        returned a ring view (one token: nothing to mask). Built when asked: the meta-device caches of
+        describe_model never ask."""
+        if self._returned is None:
+            return None
+        sinks, start = self._returned
+        device = self.storage_k.device
+        window_part = torch.arange(start, self.seq_len, device=device)
+        return torch.cat((torch.arange(sinks, device=device), window_part)) if sinks else window_part
+
+    # --- appending --------------------------------------------------------------------------------------------------
+    def append(self, k: torch.Tensor, v: torch.Tensor, *, ordered: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+        """k, v [B, G, L, D] at positions seq_len.. -> the keys and values these queries may need, [B, G, S, D].
+
+        One token (unless ordered): a view of the storage, every key in the new query's window, in ring order, and
+        key_positions None (nothing to mask). Otherwise (held + new) in position order and key_positions [S] set, for
+        the caller's mask.
+        """
+        new = k.shape[2]
+        if new == 1 and not ordered:
+            return self._append_one(k, v)
+        sinks = min(self.seq_len, self.sink_tokens)
+        self._returned = (sinks, self.seq_len - (self.held_tokens - sinks))
+        if self.held_tokens:
+            keys, values = torch.cat((self.k, k), dim=2), torch.cat((self.v, v), dim=2)
+        else:  # a prompt into an empty cache: nothing to join (and no cat on the meta device, slow to set up)
+            keys, values = k, v
+        self.seq_len += new
+        self._lay_out(keys, values)
+        self._read_tokens = self._read_for_last_query()
+        return keys, values
+
+    def _append_one(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        if self.seq_len < self.sink_tokens:
+            slot = self.seq_len
+        else:
+            slot = self.sink_tokens + self._ring_next
+            self._ring_next = (self._ring_next + 1) % self.window
+            self._ring_filled = min(self._ring_filled + 1, self.window)
+        self.storage_k[:, :, slot : slot + 1] = k
+        self.storage_v[:, :, slot : slot + 1] = v
+        self.seq_len += 1
+        filled = min(self.seq_len, self.sink_tokens) + self._ring_filled
+        self._read_tokens = filled
+        self._returned = None
+        return self.storage_k[:, :, :filled], self.storage_v[:, :, :filled]
+
+    def _lay_out(self, keys: torch.Tensor, values: torch.Tensor) -> None:
+        """Store the sinks and the window - 1 latest of keys/values (all seen, in order, sinks first): the ring from
+        slot 0."""
+        sinks = min(self.seq_len, self.sink_tokens)
+        self.storage_k[:, :, :sinks] = keys[:, :, :sinks]
+        self.storage_v[:, :, :sinks] = values[:, :, :sinks]
+        keep = self.held_tokens - sinks
+        ring = slice(self.sink_tokens, self.sink_tokens + keep)
+        self.storage_k[:, :, ring] = keys[:, :, keys.shape[2] - keep :]
+        self.storage_v[:, :, ring] = values[:, :, values.shape[2] - keep :]
+        self._ring_filled, self._ring_next = keep, keep % self.window
+
+    def _read_for_last_query(self) -> int:
+        sinks = min(self.seq_len, self.sink_tokens)
+        return sinks + min(self.seq_len - sinks, self.window)

@@ -2,50 +2,138 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, overload
 
 import torch
 import torch.nn.functional as F
 from einops import rearrange
 from torch import nn
 
-from .attend import allowed_positions, attend
-from .cache import GroupedKVCache
+from .attend import KeyMask, allowed_positions, attend, window_allowed
+from .cache import GroupedKVCache, WindowedKVCache
 from .config import AttentionConfig
 from .contract import Queries
+from .latent import RMSNorm
+from .options import NO_OPTIONS, AttentionOptions
 from .packed import PackedRows, linear
+from .quant import CacheBits, QuantizedKVCache
 from .rope import apply_rope, rope_cos_sin
 
 
+class UnitOffsetRMSNorm(RMSNorm):
+    """Gemma's RMSNorm: scales by 1 + weight (weight starts at 0), computed in float32 and cast back at the end."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x32 = x.float()
+        normed = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
+        return (normed * (1.0 + self.weight.float())).type_as(x)
+
+
 class GroupedQueryAttention(nn.Module):
-    """Parameter names as Llama's attention (q_proj, k_proj, v_proj, o_proj), so its checkpoints load as they are."""
+    """Parameter names as Llama's attention (q_proj, k_proj, v_proj, o_proj), so its checkpoints load as they are;
+    with options (attn_core.options), also q_norm and k_norm (Qwen3, Gemma 3) and sinks (gpt-oss) as HF names them."""
 
     def __init__(
-        self, cfg: AttentionConfig, *, device: torch.device | str | None = None, dtype: torch.dtype | None = None
+        self,
+        cfg: AttentionConfig,
+        *,
+        options: AttentionOptions | None = None,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
         if cfg.variant == "mla":
             raise ValueError("GroupedQueryAttention takes mha, mqa or gqa; build mla with MultiHeadLatentAttention.")
         self.cfg = cfg
+        self.options = options = NO_OPTIONS if options is None else options
+        self.scale = options.score_scale(cfg)
         kw: dict[str, Any] = {"device": device, "dtype": dtype, "bias": cfg.bias}
         self.q_proj = nn.Linear(cfg.d_model, cfg.n_heads * cfg.head_dim, **kw)
         self.k_proj = nn.Linear(cfg.d_model, cfg.n_kv_heads * cfg.head_dim, **kw)
         self.v_proj = nn.Linear(cfg.d_model, cfg.n_kv_heads * cfg.head_dim, **kw)
         self.o_proj = nn.Linear(cfg.n_heads * cfg.head_dim, cfg.d_model, **(kw | {"bias": cfg.o_bias}))
         self._packed_weight, self._packed_bias = PackedRows(), PackedRows()
+        self.q_norm: RMSNorm | None = None
+        self.k_norm: RMSNorm | None = None
+        if options.qk_norm is not None:
+            norm = UnitOffsetRMSNorm if options.qk_norm == "rms_unit_offset" else RMSNorm
+            self.q_norm = norm(cfg.head_dim, cfg.norm_eps, device=device, dtype=dtype)
+            self.k_norm = norm(cfg.head_dim, cfg.norm_eps, device=device, dtype=dtype)
+        self.sinks: nn.Parameter | None = None
+        if options.learned_sinks:
+            self.sinks = nn.Parameter(torch.zeros(cfg.n_heads, device=device, dtype=dtype))
 
-    def new_cache(self, batch_size: int = 1) -> GroupedKVCache:
-        weight = self.k_proj.weight
-        return GroupedKVCache(
-            batch_size, self.cfg.n_kv_heads, self.cfg.head_dim, dtype=weight.dtype, device=weight.device
+    @overload
+    def new_cache(self, batch_size: int = 1, *, bits: None = None) -> GroupedKVCache | WindowedKVCache: ...
+    @overload
+    def new_cache(
+        self, batch_size: int = 1, *, bits: int, group_size: int = 32, residual: int = 128, keys: str = "channel"
+    ) -> QuantizedKVCache: ...
+    def new_cache(
+        self,
+        batch_size: int = 1,
+        *,
+        bits: int | None = None,
+        group_size: int = 32,
+        residual: int = 128,
+        keys: str = "channel",
+    ) -> GroupedKVCache | WindowedKVCache | QuantizedKVCache:
+        """An empty cache; with `bits`, quantised (KIVI's layout, attn_core.quant): `bits` per number in groups of
+        `group_size`, keys per "channel" or "token", the newest `residual` tokens exact."""
+        if bits is None:
+            return self._empty_cache(batch_size, self.k_proj.weight.device)
+        if self.options.window is not None:
+            raise ValueError("bits: a quantised cache is for full-attention layers; this layer has a window.")
+        cfg, weight = self.cfg, self.k_proj.weight
+        spec = CacheBits(bits, group_size, residual, keys)
+        return QuantizedKVCache(
+            batch_size, cfg.n_kv_heads, cfg.head_dim, spec, dtype=weight.dtype, device=weight.device
         )
+
+    def _empty_cache(self, batch_size: int, device: torch.device) -> GroupedKVCache | WindowedKVCache:
+        cfg, options, dtype = self.cfg, self.options, self.k_proj.weight.dtype
+        if options.window is not None:
+            return WindowedKVCache(
+                batch_size,
+                cfg.n_kv_heads,
+                cfg.head_dim,
+                window=options.window,
+                sink_tokens=options.sink_tokens,
+                dtype=dtype,
+                device=device,
+            )
+        return GroupedKVCache(batch_size, cfg.n_kv_heads, cfg.head_dim, dtype=dtype, device=device)
+
+    def cache_after(self, tokens: int, batch_size: int = 1) -> GroupedKVCache | WindowedKVCache:
+        """The cache after a prefill of `tokens` tokens, built on the meta device through the cache's own append
+        (no attention computed, no memory): its nbytes and read_nbytes are the layer's at that length."""
+        cache = self._empty_cache(batch_size, torch.device("meta"))
+        if tokens:
+            kv = torch.empty(
+                batch_size,
+                self.cfg.n_kv_heads,
+                tokens,
+                self.cfg.head_dim,
+                device="meta",
+                dtype=self.k_proj.weight.dtype,
+            )
+            cache.append(kv, kv)
+        return cache
 
     def _rotated(self, t: torch.Tensor, start: int | None) -> torch.Tensor:
         """t [B, heads, L, D] at positions start..start+L-1, rotated; as it is without RoPE or a position (None)."""
         cfg = self.cfg
         if not cfg.rope or start is None:
             return t
-        cos, sin = rope_cos_sin(start, t.shape[2], cfg.head_dim, cfg.rope_theta, device=t.device, dtype=t.dtype)
+        cos, sin = rope_cos_sin(
+            start,
+            t.shape[2],
+            cfg.head_dim,
+            cfg.rope_theta,
+            device=t.device,
+            dtype=t.dtype,
+            scaling=self.options.rope_scaling,
+        )
         return apply_rope(t, cos, sin, cfg.rope_interleave)
 
     def queries(self, x: torch.Tensor, start: int | None) -> Queries:
@@ -55,13 +143,15 @@ class GroupedQueryAttention(nn.Module):
         return Queries(q[..., :0], q)
 
     def _query_heads(self, x: torch.Tensor, start: int | None) -> torch.Tensor:
-        """queries() as one tensor, q [B, H, L, D]: what forward() attends with."""
-        return self._rotated(rearrange(self.q_proj(x), "b l (h d) -> b h l d", h=self.cfg.n_heads), start)
+        """queries() as one tensor, q [B, H, L, D]: what forward() attends with (normed per head before RoPE, with
+        a q_norm)."""
+        q = rearrange(self.q_proj(x), "b l (h d) -> b h l d", h=self.cfg.n_heads)
+        return self._rotated(q if self.q_norm is None else self.q_norm(q), start)
 
     def keys_values(self, x: torch.Tensor, start: int) -> tuple[torch.Tensor, torch.Tensor]:
         """x [B, L, d_model] -> k (rotated), v [B, G, L, D]: what the forward pass caches for these tokens."""
         k, v = self.project_kv(x)
-        return self._rotated(k, start), v
+        return self._rotated(k if self.k_norm is None else self.k_norm(k), start), v
 
     def packed_qkv(self) -> tuple[torch.Tensor, torch.Tensor | None] | None:
         """q_proj, k_proj and v_proj's weights [(H + 2G) * D, d_model] (and biases) as one, a view, when they lie end to
@@ -79,7 +169,7 @@ class GroupedQueryAttention(nn.Module):
         a self-attention step computes before its scores. With packed weights, one matrix product for all three, and
         one rotation for queries and keys, which lie side by side in its output."""
         cfg = self.cfg
-        packed = self.packed_qkv()
+        packed = self.packed_qkv() if self.q_norm is None else None  # norms come before RoPE, per part
         if packed is None:
             q = self._query_heads(x, start)
             k, v = self.keys_values(x, start)
@@ -98,7 +188,7 @@ class GroupedQueryAttention(nn.Module):
         self,
         x: torch.Tensor,
         *,
-        cache: GroupedKVCache | None = None,
+        cache: GroupedKVCache | WindowedKVCache | QuantizedKVCache | None = None,
         key_padding_mask: torch.Tensor | None = None,
         return_weights: bool = False,
         causal: bool = True,
@@ -108,8 +198,15 @@ class GroupedQueryAttention(nn.Module):
 
         kv_input: another sequence to attend to (cross-attention): no causal mask and no RoPE, since positions in two
         sequences are not comparable. key_padding_mask [B, S]: True for real keys (S = cached + new).
+        With a window, S is the keys the call's queries may need (the cache's sinks and window, and the new tokens);
+        weights come in position order.
         """
-        cfg = self.cfg
+        window = self.options.window
+        if window is not None and (kv_input is not None or key_padding_mask is not None or not causal):
+            raise ValueError(
+                "A sliding-window layer is causal self-attention: kv_input, key_padding_mask and causal=False do not "
+                "apply to it."
+            )
         if kv_input is not None:
             if cache is not None:
                 raise ValueError("Cross-attention (kv_input) takes no cache: its keys do not grow token by token.")
@@ -118,27 +215,56 @@ class GroupedQueryAttention(nn.Module):
             causal = False
         else:
             start = cache.seq_len if cache is not None else 0
-            if cache is not None and x.shape[1] == 1 and key_padding_mask is None and not return_weights:
+            if (
+                cache is not None
+                and x.shape[1] == 1
+                and key_padding_mask is None
+                and not return_weights
+                and self.sinks is None
+            ):
                 return self._decode_step(x, cache, start), None
             q, k, v = self.rotated_qkv(x, start)
-            if cache is not None:
+            if isinstance(cache, WindowedKVCache):
+                k, v = cache.append(k, v, ordered=return_weights)
+            elif cache is not None:
                 k, v = cache.append(k, v)
-        mask = allowed_positions(
-            q.shape[2], k.shape[2], causal=causal, key_padding_mask=key_padding_mask, device=x.device
-        )
-        out, weights = attend(q, k, v, scale=cfg.head_dim**-0.5, mask=mask, return_weights=return_weights)
+        if window is None:
+            mask = allowed_positions(
+                q.shape[2], k.shape[2], causal=causal, key_padding_mask=key_padding_mask, device=x.device
+            )
+        else:
+            mask = self._window_mask(q.shape[2], k.shape[2], cache, x.device)
+        out, weights = attend(q, k, v, scale=self.scale, mask=mask, return_weights=return_weights, sinks=self.sinks)
         return self.o_proj(rearrange(out, "b h l d -> b l (h d)")), weights
 
-    def _decode_step(self, x: torch.Tensor, cache: GroupedKVCache, start: int) -> torch.Tensor:
+    def _window_mask(self, q_len: int, k_len: int, cache: object, device: torch.device) -> KeyMask:
+        """Where L new queries may look among the S keys a windowed call attends to."""
+        window, sink_tokens = self.options.window or 0, self.options.sink_tokens
+        if isinstance(cache, WindowedKVCache):
+            returned = cache.key_positions
+            if returned is None:  # one token, ring order: every key held is in its window
+                return KeyMask(None)
+            key_positions = returned
+        else:
+            if q_len <= window:  # a window as long as the prompt: plain causal
+                return allowed_positions(q_len, k_len, causal=True, key_padding_mask=None, device=device)
+            key_positions = torch.arange(k_len, device=device)
+        query_positions = key_positions[-q_len:]
+        return window_allowed(query_positions, key_positions, window=window, sink_tokens=sink_tokens)
+
+    def _decode_step(
+        self, x: torch.Tensor, cache: GroupedKVCache | WindowedKVCache | QuantizedKVCache, start: int
+    ) -> torch.Tensor:
         """x [B, 1, d_model], one new token at position start -> out [B, 1, d_model]: forward()'s numbers with less
-        work per token. The newest position may see every key, so no mask is drawn; with one query row per head,
-        "b l (h d) -> b h l d" is a plain view; each KV head's R query heads are one block of R query rows, so one
-        product per group reads the cached keys as they are, never repeated."""
+        work per token. The newest position may see every key returned (a windowed cache returns its sinks and window
+        only), so no mask is drawn; with one query row per head, "b l (h d) -> b h l d" is a plain view; each KV
+        head's R query heads are one block of R query rows, so one product per group reads the cached keys as they
+        are, never repeated."""
         batch, heads, width = x.shape[0], self.cfg.n_heads, self.cfg.head_dim
         q, k, v = self.rotated_qkv(x, start)  # [B, H, 1, D], [B, G, 1, D], [B, G, 1, D]
         keys, values = cache.append(k, v)  # [B, G, S, D]
         groups = keys.shape[1]  # G, or H for a cache that repeats heads
         out = F.scaled_dot_product_attention(
-            q.reshape(batch, groups, heads // groups, width), keys, values, scale=width**-0.5
+            q.reshape(batch, groups, heads // groups, width), keys, values, scale=self.scale
         )  # [B, G, R, D]: row r of group g is query head g * R + r, the order of o_proj's columns
         return self.o_proj(out.reshape(batch, 1, heads * width))

@@ -17,10 +17,11 @@ import torch.nn.functional as F
 from einops import rearrange
 from torch import nn
 
-from .attend import allowed_positions, attend
+from .attend import KeyMask, allowed_positions, attend
 from .cache import LatentKVCache
 from .config import AttentionConfig
 from .contract import Queries
+from .options import NO_OPTIONS, AttentionOptions
 from .rope import apply_rope, rope_cos_sin
 
 
@@ -47,12 +48,21 @@ class MultiHeadLatentAttention(nn.Module):
     """Parameter names as DeepSeek-V3's attention, so its checkpoints load with load_state_dict as they are."""
 
     def __init__(
-        self, cfg: AttentionConfig, *, device: torch.device | str | None = None, dtype: torch.dtype | None = None
+        self,
+        cfg: AttentionConfig,
+        *,
+        options: AttentionOptions | None = None,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
         if cfg.variant != "mla":
             raise ValueError("MultiHeadLatentAttention takes variant='mla'.")
         self.cfg = cfg
+        # scale and rope_scaling only (DeepSeek-V3's YaRN: its frequencies, and mscale² on the scores)
+        self.options = options = NO_OPTIONS if options is None else options
+        options.check_for(cfg)
+        self.scale = options.score_scale(cfg)
         self.widths = widths = cfg.latent_widths  # resolved once: forward() reads them at every step
         kw: dict[str, Any] = {"device": device, "dtype": dtype}
         heads, qk_dim = cfg.n_heads, cfg.qk_head_dim
@@ -77,20 +87,41 @@ class MultiHeadLatentAttention(nn.Module):
             batch_size, self.widths.kv_lora_rank, self.widths.qk_rope_head_dim, dtype=weight.dtype, device=weight.device
         )
 
+    def cache_after(self, tokens: int, batch_size: int = 1) -> LatentKVCache:
+        """The cache after a prefill of `tokens` tokens, built on the meta device through its own append (no
+        attention computed, no memory)."""
+        widths, dtype = self.widths, self.kv_a_proj_with_mqa.weight.dtype
+        cache = LatentKVCache(batch_size, widths.kv_lora_rank, widths.qk_rope_head_dim, dtype=dtype, device="meta")
+        if tokens:  # its one buffer's append: append() would join c_kv and k_rope first (a cat, slow to set up on meta)
+            width = widths.kv_lora_rank + widths.qk_rope_head_dim
+            cache.buffers["latent"].append(torch.empty(batch_size, 1, tokens, width, device="meta", dtype=dtype))
+        return cache
+
     def _rotary(self, start: int, length: int, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         cfg = self.cfg
         return rope_cos_sin(
-            start, length, self.widths.qk_rope_head_dim, cfg.rope_theta, device=like.device, dtype=like.dtype
+            start,
+            length,
+            self.widths.qk_rope_head_dim,
+            cfg.rope_theta,
+            device=like.device,
+            dtype=like.dtype,
+            scaling=self.options.rope_scaling,
         )
 
     def queries(self, x: torch.Tensor, start: int) -> Queries:
         """x [B, L, d_model] -> q_nope [B, H, L, d_nope], q_rope [B, H, L, d_h^R] (rotated) as Queries."""
         cfg = self.cfg
         q = self.q_proj(x) if cfg.q_lora_rank is None else self.q_b_proj(self.q_a_layernorm(self.q_a_proj(x)))
+        return self.split_queries(q, start)
+
+    def split_queries(self, q: torch.Tensor, start: int) -> Queries:
+        """Projected queries [B, L, H * d_k] -> Queries, rotated (for a subclass that needs q_lora's residual too)."""
+        cfg = self.cfg
         q = rearrange(q, "b l (h d) -> b h l d", h=cfg.n_heads)
         q_nope, q_rope = q.split([self.widths.qk_nope_head_dim, self.widths.qk_rope_head_dim], dim=-1)
         if cfg.rope:
-            q_rope = apply_rope(q_rope, *self._rotary(start, x.shape[1], q), cfg.rope_interleave)
+            q_rope = apply_rope(q_rope, *self._rotary(start, q.shape[2], q), cfg.rope_interleave)
         return Queries(q_nope, q_rope)
 
     def compress(self, x: torch.Tensor, start: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -135,7 +166,6 @@ class MultiHeadLatentAttention(nn.Module):
         absorb: None chooses the absorbed way when decoding after a prefilled cache and the naive way otherwise
         (for a long prompt, up-projecting once is cheaper than attending at width d_c).
         """
-        cfg, d_c = self.cfg, self.widths.kv_lora_rank
         start = cache.seq_len if cache is not None else 0
         q_nope, q_rope = self.queries(x, start)
         c_kv, k_rope = self.compress(x, start)
@@ -146,17 +176,28 @@ class MultiHeadLatentAttention(nn.Module):
         mask = allowed_positions(
             x.shape[1], latent.shape[2], causal=causal, key_padding_mask=key_padding_mask, device=x.device
         )
-        scale = cfg.qk_head_dim**-0.5
+        out, weights = self.attend_latent(
+            Queries(q_nope, q_rope), latent, mask, absorb=absorb, return_weights=return_weights
+        )
+        return self.o_proj(rearrange(out, "b h l d -> b l (h d)")), weights
+
+    def attend_latent(
+        self, queries: Queries, latent: torch.Tensor, mask: KeyMask, *, absorb: bool, return_weights: bool
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Queries [B, H, L, *] over latent [B, 1, S, d_c + d_h^R] -> out [B, H, L, d_v] (before o_proj), weights."""
+        d_c = self.widths.kv_lora_rank
+        scale = self.scale
         if absorb:
             w_uk, w_uv = self.absorbed_weights()
-            q_latent = torch.einsum("bhln,hnc->bhlc", q_nope, w_uk)  # [B, H, L, d_c]
-            queries = torch.cat((q_latent, q_rope), dim=-1)
+            q_latent = torch.einsum("bhln,hnc->bhlc", queries.nope, w_uk)  # [B, H, L, d_c]
             out_latent, weights = attend(
-                queries, latent, latent[..., :d_c], scale=scale, mask=mask, return_weights=return_weights
+                torch.cat((q_latent, queries.rope), dim=-1),
+                latent,
+                latent[..., :d_c],
+                scale=scale,
+                mask=mask,
+                return_weights=return_weights,
             )  # [B, H, L, d_c]
-            out = torch.einsum("bhlc,hvc->bhlv", out_latent, w_uv)
-        else:
-            keys, values = self.up_project(latent[..., :d_c], latent[..., d_c:])
-            queries = torch.cat((q_nope, q_rope), dim=-1)
-            out, weights = attend(queries, keys, values, scale=scale, mask=mask, return_weights=return_weights)
-        return self.o_proj(rearrange(out, "b h l d -> b l (h d)")), weights
+            return torch.einsum("bhlc,hvc->bhlv", out_latent, w_uv), weights
+        keys, values = self.up_project(latent[..., :d_c], latent[..., d_c:])
+        return attend(queries.joined(), keys, values, scale=scale, mask=mask, return_weights=return_weights)

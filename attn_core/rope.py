@@ -1,10 +1,152 @@
-"""Rotary position embedding (RoPE), in the rotate-half layout (Llama) or the interleaved one (DeepSeek)."""
+"""Rotary position embedding (RoPE), in the rotate-half layout (Llama) or the interleaved one (DeepSeek), with the
+context-extension scalings published models use (RopeScaling: linear, Llama 3's, YaRN), computed as HF transformers'
+modeling_rope_utils computes them."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import torch
+
+ROPE_KINDS = ("default", "linear", "llama3", "yarn")
+
+
+@dataclass(frozen=True)
+class RopeScaling:
+    """How a model stretches RoPE's frequencies past its pretraining length (HF's rope_parameters / rope_scaling).
+
+    kind "default": plain RoPE. "linear": every frequency divided by factor. "llama3": low frequencies divided by
+    factor, high ones kept, a smooth blend between (low_freq_factor, high_freq_factor over
+    original_max_position_embeddings). "yarn": YaRN's per-frequency blend of interpolation and extrapolation (beta_fast,
+    beta_slow, truncate), and cos/sin multiplied by attention_factor (resolved from factor and mscale as HF does: see
+    from_hf).
+    """
+
+    kind: str = "default"
+    factor: float = 1.0
+    original_max_position_embeddings: int | None = None
+    low_freq_factor: float = 1.0
+    high_freq_factor: float = 4.0
+    beta_fast: float = 32.0
+    beta_slow: float = 1.0
+    truncate: bool = True
+    attention_factor: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.kind not in ROPE_KINDS:
+            raise ValueError(f"rope_type={self.kind!r} is not supported: choose one of {', '.join(ROPE_KINDS)}.")
+        if not isinstance(self.factor, int | float) or isinstance(self.factor, bool) or not self.factor > 0:
+            raise ValueError(f"rope factor must be a positive number, got {self.factor!r}.")
+        if self.kind in ("llama3", "yarn"):
+            original = self.original_max_position_embeddings
+            if not isinstance(original, int) or isinstance(original, bool) or original <= 0:
+                raise ValueError(
+                    f"rope_type={self.kind!r} needs original_max_position_embeddings, a positive whole number; "
+                    f"got {original!r}."
+                )
+        if self.kind == "llama3" and not self.high_freq_factor > self.low_freq_factor > 0:
+            raise ValueError(
+                f"llama3 rope needs high_freq_factor > low_freq_factor > 0, got {self.high_freq_factor!r} and "
+                f"{self.low_freq_factor!r}."
+            )
+
+    @classmethod
+    def from_hf(cls, params: Mapping[str, Any] | None, max_position_embeddings: int | None) -> RopeScaling:
+        """From one (not nested) rope_parameters / rope_scaling dict of a config.json, old key "type" or new
+        "rope_type"; llama3 and yarn default original_max_position_embeddings to max_position_embeddings, as HF's
+        standardize_rope_params does."""
+        if params is None:
+            return cls()
+        if not isinstance(params, Mapping):
+            raise ValueError(f"rope_parameters must be a dict, got {type(params).__name__}.")
+        kind = params.get("rope_type", params.get("type", "default"))
+        if kind == "default":
+            return cls()
+        if kind not in ROPE_KINDS:
+            raise ValueError(f"rope_type={kind!r} is not supported: choose one of {', '.join(ROPE_KINDS)}.")
+        if params.get("partial_rotary_factor", 1.0) != 1.0:
+            raise ValueError("partial_rotary_factor other than 1 is not supported: every dimension is rotated here.")
+        original = params.get("original_max_position_embeddings", max_position_embeddings)
+        factor = params.get("factor")
+        if kind == "yarn" and factor is None and original:  # HF: the ratio of the lengths (DeepSeek-V3's configs)
+            factor = (max_position_embeddings or 0) / original
+        if factor is None:
+            raise ValueError(f"rope_type={kind!r} needs a factor.")
+        common = {"kind": kind, "factor": factor}
+        if kind == "linear":
+            return cls(**common)
+        if kind == "llama3":
+            return cls(
+                **common,
+                original_max_position_embeddings=original,
+                low_freq_factor=params.get("low_freq_factor", 1.0),
+                high_freq_factor=params.get("high_freq_factor", 4.0),
+            )
+        attention_factor = params.get("attention_factor")
+        if attention_factor is None:
+            mscale, mscale_all_dim = params.get("mscale"), params.get("mscale_all_dim")
+            if mscale and mscale_all_dim:
+                attention_factor = yarn_mscale(factor, mscale) / yarn_mscale(factor, mscale_all_dim)
+            else:
+                attention_factor = yarn_mscale(factor)
+        return cls(
+            **common,
+            original_max_position_embeddings=original,
+            beta_fast=params.get("beta_fast") or 32.0,
+            beta_slow=params.get("beta_slow") or 1.0,
+            truncate=params.get("truncate", True),
+            attention_factor=float(attention_factor),
+        )
+
+    def inv_freq(self, dim: int, theta: float) -> torch.Tensor:
+        """[dim / 2] float32 on the CPU: each rotated pair's angle per position, in HF's operation order."""
+        inv_freq = 1.0 / (theta ** (torch.arange(0, dim, 2, dtype=torch.int64).to(torch.float32) / dim))
+        if self.kind == "linear":
+            return inv_freq / self.factor
+        if self.kind == "llama3":
+            return self._llama3(inv_freq)
+        if self.kind == "yarn":
+            return self._yarn(dim, theta)
+        return inv_freq
+
+    def _llama3(self, inv_freq: torch.Tensor) -> torch.Tensor:
+        old_context = self.original_max_position_embeddings or 0
+        low_wavelen, high_wavelen = old_context / self.low_freq_factor, old_context / self.high_freq_factor
+        wavelen = 2 * math.pi / inv_freq
+        scaled = torch.where(wavelen > low_wavelen, inv_freq / self.factor, inv_freq)
+        smooth = (old_context / wavelen - self.low_freq_factor) / (self.high_freq_factor - self.low_freq_factor)
+        smoothed = (1 - smooth) * scaled / self.factor + smooth * scaled
+        medium = ~(wavelen < high_wavelen) * ~(wavelen > low_wavelen)
+        return torch.where(medium, smoothed, scaled)
+
+    def _yarn(self, dim: int, theta: float) -> torch.Tensor:
+        original = self.original_max_position_embeddings or 0
+
+        def correction_dim(rotations: float) -> float:
+            return (dim * math.log(original / (rotations * 2 * math.pi))) / (2 * math.log(theta))
+
+        low, high = correction_dim(self.beta_fast), correction_dim(self.beta_slow)
+        if self.truncate:
+            low, high = math.floor(low), math.ceil(high)
+        low, high = max(low, 0), min(high, dim - 1)
+        if low == high:
+            high += 0.001  # as HF: no division by zero
+        ramp = ((torch.arange(dim // 2, dtype=torch.float32) - low) / (high - low)).clamp(0, 1)
+        extrapolation = 1 - ramp
+        pos_freqs = theta ** (torch.arange(0, dim, 2).to(torch.float32) / dim)
+        return (1.0 / (self.factor * pos_freqs)) * (1 - extrapolation) + (1.0 / pos_freqs) * extrapolation
+
+
+def yarn_mscale(scale: float, mscale: float = 1.0) -> float:
+    """YaRN's attention temperature for a context stretched by scale (1 when not stretched)."""
+    return 1.0 if scale <= 1 else 0.1 * mscale * math.log(scale) + 1.0
+
+
+PLAIN = RopeScaling()
 
 MEMOISED_LENGTH = 16  # decode steps: every layer of a model asks for the same few positions at each step
 # A prompt's table is asked for by every layer of a forward pass (twice: queries and keys), so the last few are kept
@@ -20,25 +162,33 @@ def rope_cos_sin(
     *,
     device: torch.device | str | None = None,
     dtype: torch.dtype = torch.float32,
+    scaling: RopeScaling = PLAIN,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """cos and sin for positions start..start+length-1, each [length, dim] laid out as cat(freqs, freqs).
+    """cos and sin for positions start..start+length-1, each [length, dim] laid out as cat(freqs, freqs), with
+    scaling's frequencies (and YaRN's attention factor on both).
 
     Memoised: short spans (decode steps), the last few prompts' spans up to MEMOISED_PROMPT_ELEMENTS numbers, and any
     span on the meta device (no memory; shape-only passes there cost milliseconds per op): callers must not modify
     the result.
     """
     if length <= MEMOISED_LENGTH or (device is not None and torch.device(device).type == "meta"):
-        return _memoised_cos_sin(start, length, dim, theta, device, dtype)
+        return _memoised_cos_sin(start, length, dim, theta, device, dtype, scaling)
     if length * dim <= MEMOISED_PROMPT_ELEMENTS:
-        return _memoised_prompt_cos_sin(start, length, dim, theta, device, dtype)
-    return _cos_sin(start, length, dim, theta, device, dtype)
+        return _memoised_prompt_cos_sin(start, length, dim, theta, device, dtype, scaling)
+    return _cos_sin(start, length, dim, theta, device, dtype, scaling)
 
 
 def _normal_cos_sin(
-    start: int, length: int, dim: int, theta: float, device: torch.device | str | None, dtype: torch.dtype
+    start: int,
+    length: int,
+    dim: int,
+    theta: float,
+    device: torch.device | str | None,
+    dtype: torch.dtype,
+    scaling: RopeScaling,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     with torch.inference_mode(False):  # normal tensors, usable later where autograd records (fine-tuning)
-        return _cos_sin(start, length, dim, theta, device, dtype)
+        return _cos_sin(start, length, dim, theta, device, dtype, scaling)
 
 
 _memoised_cos_sin = lru_cache(maxsize=128)(_normal_cos_sin)
@@ -46,14 +196,23 @@ _memoised_prompt_cos_sin = lru_cache(maxsize=4)(_normal_cos_sin)
 
 
 def _cos_sin(
-    start: int, length: int, dim: int, theta: float, device: torch.device | str | None, dtype: torch.dtype
+    start: int,
+    length: int,
+    dim: int,
+    theta: float,
+    device: torch.device | str | None,
+    dtype: torch.dtype,
+    scaling: RopeScaling,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     # Angles in float32 whatever the compute dtype, as the reference implementations do.
-    inv_freq = 1.0 / (theta ** (torch.arange(0, dim, 2, device=device, dtype=torch.float32) / dim))
+    inv_freq = scaling.inv_freq(dim, theta).to(device)
     positions = torch.arange(start, start + length, device=device, dtype=torch.float32)
     angles = torch.outer(positions, inv_freq)  # [L, dim/2]
     angles = torch.cat((angles, angles), dim=-1)  # [L, dim]
-    return angles.cos().to(dtype), angles.sin().to(dtype)
+    cos, sin = angles.cos(), angles.sin()
+    if scaling.attention_factor != 1.0:
+        cos, sin = cos * scaling.attention_factor, sin * scaling.attention_factor
+    return cos.to(dtype), sin.to(dtype)
 
 
 def rotate_half(x: torch.Tensor) -> torch.Tensor:

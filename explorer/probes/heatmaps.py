@@ -319,6 +319,7 @@ def prefilled_cache(
             latent.append(c_kv[:, :, :-1], k_rope[:, :, :-1])
         return latent
     grouped = layer.new_cache(1)
+    assert isinstance(grouped, GroupedKVCache)  # the app's layers have no window (attn_core.options)
     if x.shape[1] > 1:
         grouped.append(parts.k[None, :, :-1], parts.v[None, :, :-1])  # [1, K, L - 1, d_h]
     return grouped

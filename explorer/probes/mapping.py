@@ -234,7 +234,9 @@ def _trace(
             x = torch.empty(batch, 1 if decode else seq_len, cfg.d_model, device=meta)
             if isinstance(layer, MultiHeadLatentAttention):
                 return _latent_rows(layer, cfg, x, _cache_after(layer, batch, prefill), concat)
-            return _grouped_rows(layer, cfg, x, _cache_after(layer, batch, prefill), concat)
+            grouped = _cache_after(layer, batch, prefill)
+            assert isinstance(grouped, GroupedKVCache)  # the app's layers have no window (attn_core.options)
+            return _grouped_rows(layer, cfg, x, grouped, concat)
     finally:
         hook.remove()
 
