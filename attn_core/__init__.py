@@ -41,9 +41,18 @@ from .config import (
 )
 from .contract import AttentionLayer, KVCache, Queries
 from .fused import LAYOUTS, falcon_attention_state, fuse_qkv, fused_blocks, gpt2_attention_state, split_qkv
+from .gated import GatedAttention, GatedAttentionConfig, GatedKVCache
 from .grouped import GroupedQueryAttention
 from .hf import ModelDescription, build_layer, describe_model
 from .latent import MultiHeadLatentAttention
+from .linear import (
+    GatedDeltaNet,
+    GatedDeltaNetConfig,
+    KimiDeltaAttention,
+    KimiDeltaConfig,
+    LinearStateCache,
+    kimi_attention_config,
+)
 from .options import AttentionOptions
 from .presets import PRESETS, ModelPreset
 from .published import PUBLISHED, SOURCES, context_length, published_config
@@ -61,13 +70,21 @@ __all__ = [
     "AttentionOptions",
     "CachesAsMuchAsMHA",
     "ConfigWarning",
+    "GatedAttention",
+    "GatedAttentionConfig",
+    "GatedDeltaNet",
+    "GatedDeltaNetConfig",
+    "GatedKVCache",
     "GroupedKVCache",
     "GroupedQueryAttention",
     "GroupedVariant",
     "KVCache",
+    "KimiDeltaAttention",
+    "KimiDeltaConfig",
     "LatentCompressesNothing",
     "LatentKVCache",
     "LatentWidths",
+    "LinearStateCache",
     "ModelDescription",
     "ModelPreset",
     "MultiHeadLatentAttention",
@@ -90,6 +107,7 @@ __all__ = [
     "fuse_qkv",
     "fused_blocks",
     "gpt2_attention_state",
+    "kimi_attention_config",
     "kv_cache_bytes",
     "kv_head_counts",
     "naive_up_projection_flops",

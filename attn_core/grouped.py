@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, overload
 
 import torch
 import torch.nn.functional as F
@@ -16,6 +16,7 @@ from .contract import Queries
 from .latent import RMSNorm
 from .options import NO_OPTIONS, AttentionOptions
 from .packed import PackedRows, linear
+from .quant import CacheBits, QuantizedKVCache
 from .rope import apply_rope, rope_cos_sin
 
 
@@ -62,8 +63,32 @@ class GroupedQueryAttention(nn.Module):
         if options.learned_sinks:
             self.sinks = nn.Parameter(torch.zeros(cfg.n_heads, device=device, dtype=dtype))
 
-    def new_cache(self, batch_size: int = 1) -> GroupedKVCache | WindowedKVCache:
-        return self._empty_cache(batch_size, self.k_proj.weight.device)
+    @overload
+    def new_cache(self, batch_size: int = 1, *, bits: None = None) -> GroupedKVCache | WindowedKVCache: ...
+    @overload
+    def new_cache(
+        self, batch_size: int = 1, *, bits: int, group_size: int = 32, residual: int = 128, keys: str = "channel"
+    ) -> QuantizedKVCache: ...
+    def new_cache(
+        self,
+        batch_size: int = 1,
+        *,
+        bits: int | None = None,
+        group_size: int = 32,
+        residual: int = 128,
+        keys: str = "channel",
+    ) -> GroupedKVCache | WindowedKVCache | QuantizedKVCache:
+        """An empty cache; with `bits`, quantised (KIVI's layout, attn_core.quant): `bits` per number in groups of
+        `group_size`, keys per "channel" or "token", the newest `residual` tokens exact."""
+        if bits is None:
+            return self._empty_cache(batch_size, self.k_proj.weight.device)
+        if self.options.window is not None:
+            raise ValueError("bits: a quantised cache is for full-attention layers; this layer has a window.")
+        cfg, weight = self.cfg, self.k_proj.weight
+        spec = CacheBits(bits, group_size, residual, keys)
+        return QuantizedKVCache(
+            batch_size, cfg.n_kv_heads, cfg.head_dim, spec, dtype=weight.dtype, device=weight.device
+        )
 
     def _empty_cache(self, batch_size: int, device: torch.device) -> GroupedKVCache | WindowedKVCache:
         cfg, options, dtype = self.cfg, self.options, self.k_proj.weight.dtype
@@ -163,7 +188,7 @@ class GroupedQueryAttention(nn.Module):
         self,
         x: torch.Tensor,
         *,
-        cache: GroupedKVCache | WindowedKVCache | None = None,
+        cache: GroupedKVCache | WindowedKVCache | QuantizedKVCache | None = None,
         key_padding_mask: torch.Tensor | None = None,
         return_weights: bool = False,
         causal: bool = True,
@@ -212,9 +237,7 @@ class GroupedQueryAttention(nn.Module):
         out, weights = attend(q, k, v, scale=self.scale, mask=mask, return_weights=return_weights, sinks=self.sinks)
         return self.o_proj(rearrange(out, "b h l d -> b l (h d)")), weights
 
-    def _window_mask(
-        self, q_len: int, k_len: int, cache: GroupedKVCache | WindowedKVCache | None, device: torch.device
-    ) -> KeyMask:
+    def _window_mask(self, q_len: int, k_len: int, cache: object, device: torch.device) -> KeyMask:
         """Where L new queries may look among the S keys a windowed call attends to."""
         window, sink_tokens = self.options.window or 0, self.options.sink_tokens
         if isinstance(cache, WindowedKVCache):
@@ -229,7 +252,9 @@ class GroupedQueryAttention(nn.Module):
         query_positions = key_positions[-q_len:]
         return window_allowed(query_positions, key_positions, window=window, sink_tokens=sink_tokens)
 
-    def _decode_step(self, x: torch.Tensor, cache: GroupedKVCache | WindowedKVCache, start: int) -> torch.Tensor:
+    def _decode_step(
+        self, x: torch.Tensor, cache: GroupedKVCache | WindowedKVCache | QuantizedKVCache, start: int
+    ) -> torch.Tensor:
         """x [B, 1, d_model], one new token at position start -> out [B, 1, d_model]: forward()'s numbers with less
         work per token. The newest position may see every key returned (a windowed cache returns its sinks and window
         only), so no mask is drawn; with one query row per head, "b l (h d) -> b h l d" is a plain view; each KV

@@ -23,9 +23,22 @@ from typing import Any
 import torch
 from torch import nn
 
+from . import compressed, dsa, gated, linear
 from .accounting import as_dtype, bytes_per_element
 from .build import build_attention
+from .compressed import CompressedAttention, CompressedConfig
 from .config import AttentionConfig, GroupedVariant
+from .dsa import DeepSeekSparseAttention, DSAConfig
+from .gated import GatedAttention, GatedAttentionConfig
+from .linear import (
+    GatedDeltaNet,
+    GatedDeltaNetConfig,
+    KimiDeltaAttention,
+    KimiDeltaConfig,
+    kimi_attention_config,
+    kimi_layer_types,
+    qwen3_next_layer_types,
+)
 from .options import NO_OPTIONS, AttentionOptions, QkNorm, held_tokens
 from .rope import RopeScaling, yarn_mscale
 
@@ -505,3 +518,53 @@ READERS.update(
     }
 )
 WRAPPERS = {"gemma3": "gemma3_text"}  # multimodal configs whose text_config is read
+
+
+# --- the designs after MLA that live in modules of their own --------------------------------------------------------
+def read_qwen3_next(hf: Mapping[str, Any], layer_idx: int) -> tuple[str, Any]:
+    """Qwen3NextConfig: Gated DeltaNet layers, and a gated full-attention layer every full_attention_interval-th."""
+    if qwen3_next_layer_types(hf)[layer_idx] == "linear_attention":
+        return "linear", GatedDeltaNetConfig.from_hf(hf, layer_idx)
+    return "full", GatedAttentionConfig.from_hf(hf, layer_idx)
+
+
+def read_kimi_linear(hf: Mapping[str, Any], layer_idx: int) -> tuple[str, Any]:
+    """KimiLinearConfig: KDA layers, and MLA without RoPE on the full_attn_layers."""
+    if kimi_layer_types(hf)[layer_idx] == "linear_attention":
+        return "linear", KimiDeltaConfig.from_hf(hf, layer_idx)
+    return "mla", LayerShape(kimi_attention_config(hf, layer_idx))
+
+
+def read_deepseek_v32(hf: Mapping[str, Any], layer_idx: int) -> tuple[str, Any]:
+    """DeepseekV32Config: MLA with the lightning indexer's top-k reading on every layer."""
+    return "sparse", DSAConfig.from_hf(hf, layer_idx)
+
+
+def read_deepseek_v4(hf: Mapping[str, Any], layer_idx: int) -> tuple[str, Any]:
+    """DeepseekV4Config: a sliding window on every layer, with compressed entries picked top-k (csa) or read whole
+    (hca) on the compressed ones."""
+    config = CompressedConfig.from_hf(hf, layer_idx)
+    return config.kind, config
+
+
+READERS.update(
+    {
+        "qwen3_next": read_qwen3_next,
+        "kimi_linear": read_kimi_linear,
+        "deepseek_v32": read_deepseek_v32,
+        "deepseek_v4": read_deepseek_v4,
+    }
+)
+DESIGNS.update(
+    {
+        GatedDeltaNetConfig: design_of_class(GatedDeltaNet, linear.cache_bytes_formula, linear.CACHE_FORMULA),
+        KimiDeltaConfig: design_of_class(KimiDeltaAttention, linear.cache_bytes_formula, linear.CACHE_FORMULA),
+        GatedAttentionConfig: design_of_class(GatedAttention, gated.cache_bytes_formula, gated.CACHE_FORMULA),
+        DSAConfig: design_of_class(DeepSeekSparseAttention, dsa.cache_bytes_formula, dsa.CACHE_FORMULA),
+        CompressedConfig: Design(
+            build=design_of_class(CompressedAttention, compressed.cache_bytes_formula, "").build,
+            cache_bytes=compressed.cache_bytes_formula,
+            formula=lambda config: compressed.CACHE_FORMULA[config.kind],
+        ),
+    }
+)

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from einops import rearrange
 from torch import nn
 
-from .attend import allowed_positions, attend
+from .attend import KeyMask, allowed_positions, attend
 from .cache import LatentKVCache
 from .config import AttentionConfig
 from .contract import Queries
@@ -113,10 +113,15 @@ class MultiHeadLatentAttention(nn.Module):
         """x [B, L, d_model] -> q_nope [B, H, L, d_nope], q_rope [B, H, L, d_h^R] (rotated) as Queries."""
         cfg = self.cfg
         q = self.q_proj(x) if cfg.q_lora_rank is None else self.q_b_proj(self.q_a_layernorm(self.q_a_proj(x)))
+        return self.split_queries(q, start)
+
+    def split_queries(self, q: torch.Tensor, start: int) -> Queries:
+        """Projected queries [B, L, H * d_k] -> Queries, rotated (for a subclass that needs q_lora's residual too)."""
+        cfg = self.cfg
         q = rearrange(q, "b l (h d) -> b h l d", h=cfg.n_heads)
         q_nope, q_rope = q.split([self.widths.qk_nope_head_dim, self.widths.qk_rope_head_dim], dim=-1)
         if cfg.rope:
-            q_rope = apply_rope(q_rope, *self._rotary(start, x.shape[1], q), cfg.rope_interleave)
+            q_rope = apply_rope(q_rope, *self._rotary(start, q.shape[2], q), cfg.rope_interleave)
         return Queries(q_nope, q_rope)
 
     def compress(self, x: torch.Tensor, start: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -161,7 +166,6 @@ class MultiHeadLatentAttention(nn.Module):
         absorb: None chooses the absorbed way when decoding after a prefilled cache and the naive way otherwise
         (for a long prompt, up-projecting once is cheaper than attending at width d_c).
         """
-        d_c = self.widths.kv_lora_rank
         start = cache.seq_len if cache is not None else 0
         q_nope, q_rope = self.queries(x, start)
         c_kv, k_rope = self.compress(x, start)
@@ -172,17 +176,28 @@ class MultiHeadLatentAttention(nn.Module):
         mask = allowed_positions(
             x.shape[1], latent.shape[2], causal=causal, key_padding_mask=key_padding_mask, device=x.device
         )
+        out, weights = self.attend_latent(
+            Queries(q_nope, q_rope), latent, mask, absorb=absorb, return_weights=return_weights
+        )
+        return self.o_proj(rearrange(out, "b h l d -> b l (h d)")), weights
+
+    def attend_latent(
+        self, queries: Queries, latent: torch.Tensor, mask: KeyMask, *, absorb: bool, return_weights: bool
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Queries [B, H, L, *] over latent [B, 1, S, d_c + d_h^R] -> out [B, H, L, d_v] (before o_proj), weights."""
+        d_c = self.widths.kv_lora_rank
         scale = self.scale
         if absorb:
             w_uk, w_uv = self.absorbed_weights()
-            q_latent = torch.einsum("bhln,hnc->bhlc", q_nope, w_uk)  # [B, H, L, d_c]
-            queries = torch.cat((q_latent, q_rope), dim=-1)
+            q_latent = torch.einsum("bhln,hnc->bhlc", queries.nope, w_uk)  # [B, H, L, d_c]
             out_latent, weights = attend(
-                queries, latent, latent[..., :d_c], scale=scale, mask=mask, return_weights=return_weights
+                torch.cat((q_latent, queries.rope), dim=-1),
+                latent,
+                latent[..., :d_c],
+                scale=scale,
+                mask=mask,
+                return_weights=return_weights,
             )  # [B, H, L, d_c]
-            out = torch.einsum("bhlc,hvc->bhlv", out_latent, w_uv)
-        else:
-            keys, values = self.up_project(latent[..., :d_c], latent[..., d_c:])
-            queries = torch.cat((q_nope, q_rope), dim=-1)
-            out, weights = attend(queries, keys, values, scale=scale, mask=mask, return_weights=return_weights)
-        return self.o_proj(rearrange(out, "b h l d -> b l (h d)")), weights
+            return torch.einsum("bhlc,hvc->bhlv", out_latent, w_uv), weights
+        keys, values = self.up_project(latent[..., :d_c], latent[..., d_c:])
+        return attend(queries.joined(), keys, values, scale=scale, mask=mask, return_weights=return_weights)

@@ -1,0 +1,320 @@
+"""DeepSeek sparse attention (DSA, DeepSeek-V3.2): MLA whose queries each read only the top-k cached tokens.
+
+A lightning indexer, cheap next to MLA (a few heads of width d_I, a ReLU instead of a softmax), scores every cached
+token for each query; attention then reads only the index_topk best. The cache keeps everything (MLA's latent and one
+indexer key of width d_I per token): the *reading* shrinks, not the cache. Numbers as HF transformers'
+DeepseekV32Attention: the indexer's rotary part is the first d_h^R of its key, in the rotate-half layout (MLA's own
+is interleaved), its key goes through a LayerNorm, its scores are sum_h w_h * ReLU(q_h . k / sqrt(d_I)).
+
+A decoding step gathers the chosen latent entries and attends over those alone (HF's module scores all and masks);
+when no more than index_topk tokens are cached the indexer would choose them all, so it is not run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from einops import rearrange
+from torch import nn
+
+from .attend import KeyMask, allowed_positions
+from .build import _init_from_seed
+from .cache import GrowingSequenceBuffer, LatentKVCache
+from .config import AttentionConfig
+from .contract import Queries
+from .hf_fields import layer_index, positive_int, rope_settings
+from .latent import MultiHeadLatentAttention
+from .rope import apply_rope
+
+MAX_TOKENS = 1 << 40  # cache_after refuses more: a typo, not a context length
+CACHE_FORMULA = "(d_c + d_h^R + d_I) · T · b  (read per step: d_I · T + (d_c + d_h^R) · min(T, k), in units of b)"
+
+
+def check_tokens(tokens: int) -> int:
+    if not isinstance(tokens, int) or isinstance(tokens, bool) or not 0 <= tokens <= MAX_TOKENS:
+        raise ValueError(f"tokens must be a whole number from 0 to {MAX_TOKENS}, got {tokens!r}.")
+    return tokens
+
+
+@dataclass(frozen=True)
+class DSAConfig:
+    """One DeepSeek-V3.2 attention layer: MLA's widths (HF names) and the indexer's (index_*)."""
+
+    d_model: int
+    n_heads: int
+    q_lora_rank: int
+    kv_lora_rank: int
+    qk_nope_head_dim: int
+    qk_rope_head_dim: int
+    v_head_dim: int
+    index_n_heads: int
+    index_head_dim: int
+    index_topk: int
+    attention_bias: bool = False
+    rope_theta: float = 10000.0
+    rope_type: str = "default"  # kept from the config; forward() computes with "default" only
+
+    def __post_init__(self) -> None:
+        for name in (
+            "d_model",
+            "n_heads",
+            "q_lora_rank",
+            "kv_lora_rank",
+            "qk_nope_head_dim",
+            "qk_rope_head_dim",
+            "v_head_dim",
+            "index_n_heads",
+            "index_head_dim",
+            "index_topk",
+        ):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise ValueError(f"{name} must be a positive whole number, got {value!r}.")
+        if self.qk_rope_head_dim % 2:
+            raise ValueError(f"qk_rope_head_dim={self.qk_rope_head_dim} is odd: RoPE rotates pairs.")
+        if self.index_head_dim < self.qk_rope_head_dim:
+            raise ValueError(
+                f"index_head_dim={self.index_head_dim} is smaller than qk_rope_head_dim={self.qk_rope_head_dim}: "
+                "the indexer rotates the first qk_rope_head_dim of its key."
+            )
+
+    @property
+    def latent(self) -> AttentionConfig:
+        """The MLA part, as attn_core's MLA layer takes it (HF's MLA norms use eps 1e-6 whatever rms_norm_eps says)."""
+        return AttentionConfig(
+            "mla",
+            d_model=self.d_model,
+            n_heads=self.n_heads,
+            q_lora_rank=self.q_lora_rank,
+            kv_lora_rank=self.kv_lora_rank,
+            qk_nope_head_dim=self.qk_nope_head_dim,
+            qk_rope_head_dim=self.qk_rope_head_dim,
+            v_head_dim=self.v_head_dim,
+            rope_interleave=True,
+            rope_theta=self.rope_theta,
+            bias=self.attention_bias,
+            o_bias=self.attention_bias,
+        )
+
+    @classmethod
+    def from_hf(cls, hf: Mapping[str, Any], layer_idx: int) -> DSAConfig:
+        """From DeepSeek-V3.2's config.json (or DeepseekV32Config.to_dict()); every layer is DSA."""
+        layer_index(hf, layer_idx)
+        theta, rope_type = rope_settings(hf)
+        bias = hf.get("attention_bias", False)
+        if not isinstance(bias, bool):
+            raise ValueError(f"config field 'attention_bias' must be true or false, got {bias!r}.")
+        return cls(
+            d_model=positive_int(hf, "hidden_size"),
+            n_heads=positive_int(hf, "num_attention_heads"),
+            q_lora_rank=positive_int(hf, "q_lora_rank"),
+            kv_lora_rank=positive_int(hf, "kv_lora_rank"),
+            qk_nope_head_dim=positive_int(hf, "qk_nope_head_dim"),
+            qk_rope_head_dim=positive_int(hf, "qk_rope_head_dim"),
+            v_head_dim=positive_int(hf, "v_head_dim"),
+            index_n_heads=positive_int(hf, "index_n_heads", 64),
+            index_head_dim=positive_int(hf, "index_head_dim", 128),
+            index_topk=positive_int(hf, "index_topk", 2048),
+            attention_bias=bias,
+            rope_theta=theta,
+            rope_type=rope_type,
+        )
+
+    def read_elements(self, tokens: int) -> int:
+        """Numbers one query at position tokens - 1 reads from the cache: the indexer keys it scores (none when all
+        tokens would be chosen anyway) and the latent entries it attends to."""
+        latent_width = self.kv_lora_rank + self.qk_rope_head_dim
+        if tokens <= self.index_topk:
+            return tokens * latent_width
+        return tokens * self.index_head_dim + self.index_topk * latent_width
+
+
+def cache_bytes_formula(cfg: DSAConfig, tokens: int, batch: int, element_bytes: int) -> int:
+    return (cfg.kv_lora_rank + cfg.qk_rope_head_dim + cfg.index_head_dim) * tokens * batch * element_bytes
+
+
+class DSACache(LatentKVCache):
+    """MLA's latent [B, 1, S, d_c + d_h^R] and the indexer's keys [B, 1, S, d_I] (rotated, normalised)."""
+
+    def __init__(
+        self,
+        batch_size: int,
+        kv_lora_rank: int,
+        rope_dim: int,
+        index_head_dim: int,
+        *,
+        dtype: torch.dtype,
+        device: torch.device | str | None,
+    ):
+        super().__init__(batch_size, kv_lora_rank, rope_dim, dtype=dtype, device=device)
+        self.buffers["index_k"] = GrowingSequenceBuffer(batch_size, 1, index_head_dim, dtype=dtype, device=device)
+        self.last_read_nbytes = 0  # set by each call: what its last query's top-k reading touched
+
+    @property
+    def read_nbytes(self) -> int:
+        """Bytes the last call's last query read: every indexer key, and the top-k latent entries it picked."""
+        return self.last_read_nbytes
+
+    def append_index_keys(self, keys: torch.Tensor) -> torch.Tensor:
+        """keys [B, 1, L, d_I] -> every indexer key held, [B, 1, S, d_I] (a view)."""
+        return self.buffers["index_k"].append(keys)
+
+    @property
+    def index_k(self) -> torch.Tensor:
+        return self.buffers["index_k"].view()
+
+    def shapes(self) -> dict[str, tuple[int, ...]]:
+        return super().shapes() | {"index_k": tuple(self.index_k.shape)}
+
+
+class LightningIndexer(nn.Module):
+    """HF's DeepseekV32Indexer: wq_b reads MLA's normalised query residual, wk and weights_proj the layer input."""
+
+    def __init__(self, cfg: DSAConfig, *, device: torch.device | str | None = None, dtype: torch.dtype | None = None):
+        super().__init__()
+        kw: dict[str, Any] = {"device": device, "dtype": dtype, "bias": False}
+        self.cfg = cfg
+        self.wq_b = nn.Linear(cfg.q_lora_rank, cfg.index_n_heads * cfg.index_head_dim, **kw)
+        self.wk = nn.Linear(cfg.d_model, cfg.index_head_dim, **kw)
+        self.k_norm = nn.LayerNorm(cfg.index_head_dim, eps=1e-6, device=device, dtype=dtype)
+        self.weights_proj = nn.Linear(cfg.d_model, cfg.index_n_heads, **kw)
+
+    def _rotate(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        rot, rest = x.split([self.cfg.qk_rope_head_dim, x.shape[-1] - self.cfg.qk_rope_head_dim], dim=-1)
+        return torch.cat((apply_rope(rot, cos, sin), rest), dim=-1)
+
+    def keys(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        """x [B, L, d_model] -> keys [B, 1, L, d_I], what the cache keeps."""
+        return self._rotate(self.k_norm(self.wk(x)), cos, sin)[:, None]
+
+    def scores(
+        self, x: torch.Tensor, q_resid: torch.Tensor, keys: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor
+    ) -> torch.Tensor:
+        """Index scores [B, L, S] of L queries against keys [B, 1, S, d_I], in HF's order of operations (the top-k
+        it picks from these must be the same one, ties included)."""
+        cfg = self.cfg
+        q = rearrange(self.wq_b(q_resid), "b l (h d) -> b l h d", h=cfg.index_n_heads)
+        q = self._rotate(q, cos[:, None], sin[:, None])  # [B, L, H_I, d_I]
+        scores = torch.matmul(q.float(), keys.transpose(-1, -2).float()) * cfg.index_head_dim**-0.5  # [B,L,H_I,S]
+        weights = self.weights_proj(x).float() * cfg.index_n_heads**-0.5  # [B, L, H_I]
+        return torch.matmul(weights.unsqueeze(-2), F.relu(scores)).squeeze(-2)
+
+
+class DeepSeekSparseAttention(MultiHeadLatentAttention):
+    """MLA (attn_core's layer, absorbed decoding) plus HF's indexer; state_dict as DeepseekV32Attention's."""
+
+    def __init__(self, cfg: DSAConfig, *, device: torch.device | str | None = None, dtype: torch.dtype | None = None):
+        super().__init__(cfg.latent, device=device, dtype=dtype)
+        self.dsa_cfg = cfg
+        self.indexer = LightningIndexer(cfg, device=device, dtype=dtype)
+
+    @torch.no_grad()
+    def init_from_seed(self, seed: int) -> None:
+        """Linear weights U(+-1/sqrt(fan_in)) per (seed, parameter[, head]) as build_attention draws MLA's (so the MLA
+        part equals build_attention(cfg.latent, seed)'s); RMSNorm scales ones; the indexer's LayerNorm weight ones and
+        bias zeros, as HF's _init_weights sets them."""
+        _init_from_seed(self, self.cfg, seed, range(self.cfg.n_heads))
+        self.indexer.k_norm.weight.fill_(1.0)
+        self.indexer.k_norm.bias.zero_()
+
+    def new_cache(self, batch_size: int = 1) -> DSACache:
+        weight = self.kv_a_proj_with_mqa.weight
+        return self._cache(batch_size, weight.dtype, weight.device)
+
+    def _cache(self, batch_size: int, dtype: torch.dtype, device: torch.device | str) -> DSACache:
+        cfg = self.dsa_cfg
+        return DSACache(
+            batch_size, cfg.kv_lora_rank, cfg.qk_rope_head_dim, cfg.index_head_dim, dtype=dtype, device=device
+        )
+
+    def cache_after(self, tokens: int, batch_size: int = 1) -> DSACache:
+        """The cache after a prefill of tokens tokens, on the meta device (shapes only, no memory)."""
+        cfg = self.dsa_cfg
+        cache = self._cache(batch_size, self.kv_a_proj_with_mqa.weight.dtype, "meta")
+        dtype = self.kv_a_proj_with_mqa.weight.dtype
+        check_tokens(tokens)
+        # the latent buffer's own append: the cache's append joins c_kv and k_rope with a cat, which on the meta
+        # device first imports torch's reference kernels (seconds, once per process)
+        width = cfg.kv_lora_rank + cfg.qk_rope_head_dim
+        cache.buffers["latent"].append(torch.empty(batch_size, 1, tokens, width, device="meta", dtype=dtype))
+        cache.append_index_keys(torch.empty(batch_size, 1, tokens, cfg.index_head_dim, device="meta", dtype=dtype))
+        cache.last_read_nbytes = batch_size * cfg.read_elements(tokens) * cache.latent.element_size()
+        return cache
+
+    def forward(  # type: ignore[override]
+        self,
+        x: torch.Tensor,
+        *,
+        cache: DSACache | None = None,
+        key_padding_mask: torch.Tensor | None = None,
+        return_weights: bool = False,
+        causal: bool = True,
+        absorb: bool | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """x [B, L, d_model] -> out [B, L, d_model], weights [B, H, L, S] (zero outside each query's top-k) or None.
+
+        absorb: as MLA's (None: absorbed when decoding after a prefilled cache).
+        """
+        cfg = self.dsa_cfg
+        if cfg.rope_type != "default":
+            raise ValueError(
+                f"rope type {cfg.rope_type!r} (rope_scaling) is not implemented by attn_core's layers: cache sizes "
+                "from this config are right, outputs would not be; use a config with default RoPE to compute."
+            )
+        batch, q_len, _ = x.shape
+        start = cache.seq_len if cache is not None else 0
+        q_resid = self.q_a_layernorm(self.q_a_proj(x))
+        queries = self.split_queries(self.q_b_proj(q_resid), start)
+        c_kv, k_rope = self.compress(x, start)
+        cos, sin = self._rotary(start, q_len, x)
+        index_keys = self.indexer.keys(x, cos, sin)
+        if cache is not None:
+            latent, index_keys = cache.append(c_kv, k_rope), cache.append_index_keys(index_keys)
+        else:
+            latent = torch.cat((c_kv, k_rope), dim=-1)
+        keys_len = latent.shape[2]
+        absorb = start > 0 if absorb is None else absorb
+        mask = allowed_positions(q_len, keys_len, causal=causal, key_padding_mask=key_padding_mask, device=x.device)
+        if keys_len <= cfg.index_topk:  # the indexer would choose every key: plain MLA
+            out, weights = self.attend_latent(queries, latent, mask, absorb=absorb, return_weights=return_weights)
+        elif q_len == 1 and mask.allowed is None:  # a decoding step: read the chosen entries only
+            out, weights = self._attend_chosen(x, q_resid, queries, latent, index_keys, cos, sin, return_weights)
+        else:
+            allowed = mask.allowed if mask.allowed is not None else self._causal(q_len, keys_len, x.device)
+            bias = torch.zeros(allowed.shape, device=x.device).masked_fill_(~allowed, torch.finfo(torch.float32).min)
+            scores = self.indexer.scores(x, q_resid, index_keys, cos, sin) + bias[:, 0]  # [B, L, S]
+            chosen = scores.topk(cfg.index_topk, dim=-1).indices  # [B, L, k]
+            picked = torch.zeros(batch, q_len, keys_len, dtype=torch.bool, device=x.device).scatter_(-1, chosen, True)
+            mask = KeyMask(allowed & picked[:, None])
+            out, weights = self.attend_latent(queries, latent, mask, absorb=absorb, return_weights=return_weights)
+        if cache is not None:
+            cache.last_read_nbytes = batch * cfg.read_elements(keys_len) * latent.element_size()
+        return self.o_proj(rearrange(out, "b h l d -> b l (h d)")), weights
+
+    @staticmethod
+    def _causal(q_len: int, k_len: int, device: torch.device) -> torch.Tensor:
+        return torch.ones(q_len, k_len, dtype=torch.bool, device=device).tril(diagonal=k_len - q_len)[None, None]
+
+    def _attend_chosen(
+        self,
+        x: torch.Tensor,
+        q_resid: torch.Tensor,
+        queries: Queries,
+        latent: torch.Tensor,
+        index_keys: torch.Tensor,
+        cos: torch.Tensor,
+        sin: torch.Tensor,
+        return_weights: bool,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """One query per sequence: the top-k latent entries gathered ([B, 1, k, d_c + d_h^R]), attended absorbed."""
+        chosen = self.indexer.scores(x, q_resid, index_keys, cos, sin).topk(self.dsa_cfg.index_topk, dim=-1).indices
+        gathered = latent[:, 0].gather(1, chosen[:, 0, :, None].expand(-1, -1, latent.shape[-1]))[:, None]
+        out, weights = self.attend_latent(queries, gathered, KeyMask(None), absorb=True, return_weights=return_weights)
+        if weights is not None:  # [B, H, 1, k] -> [B, H, 1, S], zero where not chosen
+            spread = weights.new_zeros(*weights.shape[:3], latent.shape[2])
+            weights = spread.scatter_(-1, chosen[:, None].expand(-1, weights.shape[1], -1, -1), weights)
+        return out, weights

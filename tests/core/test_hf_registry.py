@@ -1,0 +1,71 @@
+"""attn_core.hf reads the designs after MLA that live in their own modules: every layer's kind as transformers'
+config class lays the layers out, built as that design's layer, its cache bytes as that design's closed form."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from attn_core.compressed import CompressedAttention
+from attn_core.dsa import DeepSeekSparseAttention
+from attn_core.gated import GatedAttention
+from attn_core.hf import build_layer, describe_model
+from attn_core.latent import MultiHeadLatentAttention
+from attn_core.linear import GatedDeltaNet, KimiDeltaAttention
+
+transformers = pytest.importorskip("transformers")
+
+# model_type -> (transformers' config class, HF layer type -> (our kind, our layer class))
+FAMILIES = {
+    "qwen3_next": (
+        "Qwen3NextConfig",
+        {"linear_attention": ("linear", GatedDeltaNet), "full_attention": ("full", GatedAttention)},
+    ),
+    "kimi_linear": (
+        "KimiLinearConfig",
+        {"linear_attention": ("linear", KimiDeltaAttention), "full_attention": ("mla", MultiHeadLatentAttention)},
+    ),
+    "deepseek_v4": (
+        "DeepseekV4Config",
+        {
+            "sliding_attention": ("sliding", CompressedAttention),
+            "compressed_sparse_attention": ("csa", CompressedAttention),
+            "heavily_compressed_attention": ("hca", CompressedAttention),
+        },
+    ),
+}
+
+
+@pytest.mark.parametrize("model_type", sorted(FAMILIES))
+def test_layer_kinds_follow_the_config_class_layer_types(model_type):
+    class_name, kinds = FAMILIES[model_type]
+    hf_config = getattr(transformers, class_name)()
+    model = describe_model(hf_config.to_dict())
+    assert model.layer_kinds == [kinds[t][0] for t in hf_config.layer_types]
+    for index in {0, hf_config.layer_types.index(hf_config.layer_types[-1]), len(hf_config.layer_types) - 1}:
+        layer = build_layer(hf_config.to_dict(), index, device="meta")
+        assert type(layer) is kinds[hf_config.layer_types[index]][1]
+
+
+def test_every_deepseek_v32_layer_is_sparse():
+    hf_config = transformers.DeepseekV32Config()
+    model = describe_model(hf_config.to_dict())
+    assert model.layer_kinds == ["sparse"] * hf_config.num_hidden_layers
+    assert type(build_layer(hf_config.to_dict(), 0, device="meta")) is DeepSeekSparseAttention
+
+
+@pytest.mark.parametrize("class_name", ["Qwen3NextConfig", "KimiLinearConfig", "DeepseekV32Config", "DeepseekV4Config"])
+@pytest.mark.parametrize("tokens", [0, 1, 127, 4096, 1 << 20])
+def test_measured_cache_equals_each_designs_closed_form(class_name, tokens):
+    model = describe_model(getattr(transformers, class_name)().to_dict())
+    assert model.cache_bytes(tokens=tokens, batch=2) == model.formula_bytes(tokens=tokens, batch=2)
+
+
+def test_a_seeded_layer_is_the_same_for_the_same_seed():
+    hf = transformers.Qwen3NextConfig(
+        hidden_size=64, num_attention_heads=4, num_key_value_heads=2, head_dim=16, num_hidden_layers=4,
+        linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=16, linear_value_head_dim=16,
+    ).to_dict()  # fmt: skip
+    first, second = build_layer(hf, 0, seed=3), build_layer(hf, 0, seed=3)
+    for (name, a), (_, b) in zip(first.state_dict().items(), second.state_dict().items(), strict=True):
+        assert torch.equal(a, b), name
