@@ -2,6 +2,7 @@
 the four axes' cuts at one length, and any config.json a reader pastes."""
 
 import json
+import math
 
 import streamlit as st
 
@@ -55,7 +56,16 @@ figure, csv_rows = view.context_figure(models, measure, tokens)
 captions: list[str | None] = (
     [view.plateau_sentence(p) for m in models for p in view.plateaus(m)] if measure == "held" else []
 )
-captions += [view.crossing_sentence(c, measure) for c in view.crossings(models, measure)]
+found = view.crossings(models, measure)
+nearest = sorted(sorted(found, key=lambda c: abs(math.log(c.tokens / tokens)))[:4], key=lambda c: c.tokens)
+captions += [view.crossing_sentence(c, measure) for c in nearest]
+captions.append(view.more_crossings(len(found) - len(nearest)) if len(found) > len(nearest) else None)
+by_name = {m.name: m for m in models}
+captions += [
+    view.successor_sentence(by_name[old], by_name[new], tokens)
+    for old, new in view.SUCCESSORS
+    if old in by_name and new in by_name
+]
 captions += [view.reading_sentence(m, tokens) for m in models]
 captions.append(view.extremes_sentence(models, tokens, measure))
 show_chart(
@@ -89,10 +99,13 @@ st.dataframe(
         header: st.column_config.TextColumn(**config) for header, config in view.kinds_columns(tokens).items()
     },
 )
+with st.expander(_("Each layer kind's formula"), icon=":material/functions:"):
+    st.markdown(view.formulas_markdown(models))
 st.caption(
     _(
         "Every layer kind of every model at {tokens} tokens: the bytes its layers hold and what one decoding step "
-        "reads, both measured on the `meta` device, and the core's closed form for one layer. Sources: {sources}.",
+        "reads, both measured on the `meta` device; the core's closed form for one layer above (T tokens, B "
+        "sequences, b bytes per number). Sources: {sources}.",
         tokens=tokens,
         sources=_("; ").join(f"{m.name}: `{SOURCES[m.name]}`" for m in models),
     )
@@ -229,3 +242,4 @@ elif result.curves is not None:
             header: st.column_config.TextColumn(**config) for header, config in view.kinds_columns(tokens).items()
         },
     )
+    st.markdown(view.formulas_markdown([mine]))

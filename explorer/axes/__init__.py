@@ -14,23 +14,27 @@ from explorer.probes.axes import MAX_CONFIG_CHARS, TOKEN_GRID, axis_cuts, crossi
 from .computed import cached_custom, cached_published
 from .figures import axes_figure, context_figure
 from .link import CONFIG, MEASURE, TOKENS
-from .tables import cuts_table, kinds_columns, kinds_table
+from .tables import cuts_table, formulas_markdown, kinds_columns, kinds_table
 from .text import (
+    SUCCESSORS,
     axis_leaders,
     crossing_sentence,
     extremes_sentence,
     kind_name,
+    more_crossings,
     plateau_sentence,
     problem_source,
     problem_text,
     reading_sentence,
     sentences_of,
+    successor_sentence,
 )
 
 __all__ = [
     "CONFIG",
     "MAX_CONFIG_CHARS",
     "MEASURE",
+    "SUCCESSORS",
     "TOKENS",
     "TOKEN_GRID",
     "axes_figure",
@@ -43,13 +47,16 @@ __all__ = [
     "crossings",
     "cuts_table",
     "extremes_sentence",
+    "formulas_markdown",
     "kind_name",
     "kinds_columns",
     "kinds_table",
+    "more_crossings",
     "plateau_sentence",
     "plateaus",
     "problem_source",
     "problem_text",
     "reading_sentence",
     "sentences_of",
+    "successor_sentence",
 ]

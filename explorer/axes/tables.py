@@ -7,7 +7,7 @@ from explorer.charts import format_bytes
 from explorer.i18n import _, fmt
 from explorer.probes.axes import AxisCuts, ModelCurves
 
-from .text import AXES, kind_label, times
+from .text import AXES, kind_label, kind_name, times
 
 
 def kinds_columns(tokens: int) -> dict[str, dict]:
@@ -19,10 +19,6 @@ def kinds_columns(tokens: int) -> dict[str, dict]:
         _("Held"): {"help": _("What these layers' caches hold after {tokens} tokens, all of them.", tokens=tokens)},
         _("Read per step"): {
             "help": _("What the decoding step of token {tokens} reads from these layers' caches.", tokens=tokens)
-        },
-        _("Formula"): {
-            "help": _("The core's closed form for one layer: T tokens, B sequences, b bytes per number."),
-            "width": "large",
         },
     }
 
@@ -39,10 +35,24 @@ def kinds_table(models: list[ModelCurves], tokens: int) -> list[dict]:
                 fmt(kind.count),
                 format_bytes(kind.held[i]),
                 format_bytes(kind.read[i]),
-                kind.formula,
             ]
             rows.append(dict(zip(headers, cells, strict=True)))
     return rows
+
+
+def formulas_markdown(models: list[ModelCurves]) -> str:
+    """Each layer kind's closed form for one layer, as the core states it (in its own notation and words: shown as
+    code), one row per model and kind, as a Markdown table."""
+    headers = (_("Model"), _("Layer kind"), _("Formula (one layer, as the core states it)"))
+    lines = [
+        "| " + " | ".join(headers) + " |",
+        "| --- | --- | --- |",
+    ]
+    for model in models:
+        for kind in model.kinds:
+            formula = kind.formula.replace("|", "\\|")
+            lines.append(f"| {model.name} | {kind_name(kind.kind)} | `{formula}` |")
+    return "\n".join(lines)
 
 
 def cuts_table(cuts: list[AxisCuts]) -> list[dict]:

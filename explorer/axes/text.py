@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from explorer.charts import format_bytes
-from explorer.i18n import N_, _, fmt, percent, sentences
+from explorer.i18n import N_, _, fmt, n_, percent, sentences
 from explorer.probes.axes import AxisCuts, ConfigProblem, Crossing, ModelCurves, Plateau
 
 # The core's layer kinds (attn_core.hf readers' words) as the page names them; a kind not listed is shown as the
@@ -17,6 +17,7 @@ KIND_NAMES = {
     "sliding": N_("sliding window"),
     "mla": "MLA",
     "dsa": "DSA",
+    "sparse": N_("sparse attention"),
     "csa": "CSA",
     "hca": "HCA",
     "linear": N_("linear attention"),
@@ -134,6 +135,31 @@ def crossing_sentence(crossing: Crossing, measure: str) -> str:
         lower=crossing.lower_first,
         other=crossing.other,
         tokens=crossing.tokens,
+    )
+
+
+def more_crossings(count: int) -> str:
+    return n_(
+        "One more crossing lies farther from T (all are in the CSV's numbers).",
+        "{n} more crossings lie farther from T (all are in the CSV's numbers).",
+        count,
+    )
+
+
+# Successors whose caches the page compares at T (names of attn_core.published), when both are drawn
+SUCCESSORS = (("DeepSeek-V3", "DeepSeek-V3.2"), ("DeepSeek-V3", "DeepSeek-V4-Flash"))
+
+
+def successor_sentence(old: ModelCurves, new: ModelCurves, tokens: int) -> str:
+    i, j = old.at(tokens), new.at(tokens)
+    return _(
+        "At {tokens} tokens {new} holds {held} of {old}'s cache, and a decoding step reads {read} of what {old}'s "
+        "reads.",
+        tokens=tokens,
+        new=new.name,
+        old=old.name,
+        held=percent(new.held[j] / old.held[i], 1),
+        read=percent(new.read[j] / old.read[i], 1),
     )
 
 

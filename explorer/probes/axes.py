@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from attn_core import PUBLISHED, bytes_per_element, context_length, describe_model
+from attn_core import PUBLISHED, ModelDescription, bytes_per_element, context_length, describe_model
 
 # Context lengths drawn: 1k to 1M tokens, at 2^n and 1.5 · 2^n (a log axis evenly, with round numbers to pick).
 TOKEN_GRID: tuple[int, ...] = tuple(sorted({base * 2**n for n in range(11) for base in (1024, 1536)} - {1536 * 1024}))
@@ -32,7 +32,7 @@ class KindCurve:
     formula: str
     held: tuple[int, ...]  # held after each grid length of tokens
     read: tuple[int, ...]  # read by the decoding step of that token
-    first_token: int  # held after a single token: one token's entry in these layers
+    entry: float  # bytes of one cache entry in all these layers: one token's, or what a compressed entry pools
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,7 @@ def model_curves(
         raise ValueError(f"num_hidden_layers={layers} is more than {MAX_LAYERS}: check the config.")
     model = describe_model(hf)
     per_length = [model.kinds(tokens=t, batch=batch, dtype=dtype) for t in tokens]
-    first = {k.kind: k.nbytes for k in model.kinds(tokens=1, batch=batch, dtype=dtype)}
+    entries = _entry_bytes(model, batch, dtype)
     kinds = tuple(
         KindCurve(
             kind=summary.kind,
@@ -88,7 +88,7 @@ def model_curves(
             formula=summary.formula,
             held=tuple(step[i].nbytes for step in per_length),
             read=tuple(step[i].read_nbytes for step in per_length),
-            first_token=first[summary.kind],
+            entry=entries[summary.kind],
         )
         for i, summary in enumerate(per_length[0])
     )
@@ -103,6 +103,20 @@ def model_curves(
         kinds=kinds,
         mha_entry_numbers=mha_entry_numbers(text),
     )
+
+
+def _entry_bytes(model: ModelDescription, batch: int, dtype: str) -> dict[str, float]:
+    """Bytes one cache entry takes in all layers of each kind: what one token leaves (the cache after a single token),
+    or, for a kind whose entries each pool `compress_rate` tokens (DeepSeek-V4's), its long-run growth per token
+    times that rate (after one token such a cache holds its waiting tokens, not an entry)."""
+    first = {k.kind: float(k.nbytes) for k in model.kinds(tokens=1, batch=batch, dtype=dtype)}
+    long, longer = (model.kinds(tokens=t, batch=batch, dtype=dtype) for t in (1 << 19, 1 << 20))
+    growth = {a.kind: (b.nbytes - a.nbytes) / (1 << 19) for a, b in zip(long, longer, strict=True)}
+    for kind, config in zip(model.layer_kinds, model.layer_configs, strict=True):
+        rate = getattr(config, "compress_rate", 0)
+        if isinstance(rate, int) and rate > 1 and growth[kind] > 0:
+            first[kind] = growth[kind] * rate
+    return first
 
 
 def mha_entry_numbers(text: Mapping[str, Any]) -> int | None:
@@ -238,7 +252,7 @@ def axis_cuts(curves: ModelCurves, tokens: int) -> AxisCuts:
     total = sum(held.values())
     heavy = max(curves.kinds, key=lambda k: (k.held[i] / k.count, k.count))
     per_layer = heavy.held[i] / heavy.count
-    entry = heavy.first_token / heavy.count  # bytes after one token in one layer of that kind
+    entry = heavy.entry / heavy.count  # one cache entry in one layer of that kind
     layers = curves.layers * per_layer / total if total else 1.0
     token_cut = tokens * entry / per_layer if per_layer else 1.0
     width = None

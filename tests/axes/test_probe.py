@@ -39,9 +39,21 @@ HELD = {
     "gpt-oss-120b": lambda t: kv(18, 8, 64, min(t, 127)) + kv(18, 8, 64, t),
     "DeepSeek-V3": lambda t: 61 * (512 + 64) * t * BF16,
     "SmolLM2-135M": lambda t: kv(30, 3, 64, t),
+    # DSA keeps MLA's latent and rotary key plus one indexer key of d_I = 128 per token
+    "DeepSeek-V3.2": lambda t: 61 * (512 + 64 + 128) * t * BF16,
+    # Gated DeltaNet: 32 value heads' 128 x 128 states in float32, and the convolution's last K - 1 = 3 inputs of
+    # its q, k, v channels (2 * 16 * 128 + 32 * 128); every 4th layer full attention with 2 KV heads of 256
+    "Qwen3-Next-80B-A3B": lambda t: (
+        36 * (32 * 128 * 128 * 4 + 3 * (2 * 16 * 128 + 32 * 128) * BF16) + kv(12, 2, 256, t)
+    ),
+    # KDA: 32 heads' 128 x 128 states in float32 and 3 inputs of q, k, v (3 * 32 * 128); MLA on 7 of 27 layers
+    "Kimi Linear 48B-A3B": lambda t: 20 * (32 * 128 * 128 * 4 + 3 * 3 * 32 * 128 * BF16) + 7 * (512 + 64) * t * BF16,
 }
 # Read by the decoding step of token T: the window (itself and the W - 1 before) on a sliding layer, all on a full one
 READ = {
+    # DSA: up to its top-k of 2048 every latent is read (the indexer would pick them all, so it is not run); past it
+    # the indexer scores every cached key and attention reads the 2048 latents it picks
+    "DeepSeek-V3.2": lambda t: 61 * ((512 + 64) * t if t <= 2048 else 128 * t + (512 + 64) * 2048) * BF16,
     "gpt-oss-120b": lambda t: kv(18, 8, 64, min(t, 128)) + kv(18, 8, 64, t),
     "Mistral 7B": lambda t: kv(32, 8, 128, min(t, 4096)),
 }
@@ -61,7 +73,7 @@ def test_each_models_curve_is_its_formula_at_every_length(drawn, name):
 
 
 @pytest.mark.parametrize("name", READ)
-def test_the_read_curve_is_the_window_on_sliding_layers_and_everything_on_full_ones(drawn, name):
+def test_the_read_curve_is_what_each_layer_kind_reads(drawn, name):
     assert list(drawn[0][name].read) == [READ[name](t) for t in TOKEN_GRID]
 
 
@@ -145,6 +157,14 @@ def test_each_design_cuts_its_own_axis(drawn):
     assert axis_cuts(drawn[0]["DeepSeek-V3"], at).width == pytest.approx(128 * 320 / 576)
     assert axis_cuts(drawn[0]["Llama 3 8B"], at).width == pytest.approx(4)
     assert axis_cuts(drawn[0]["Llama 3 8B"], at).bytes == 1
+
+
+def test_v4s_compressed_layers_cut_tokens_by_their_rate_and_width_by_one_shared_head(drawn):
+    cuts = axis_cuts(drawn[0]["DeepSeek-V4-Flash"], 1 << 20)
+    assert cuts.heaviest == "csa"
+    # one entry of a 512-wide shared K=V head plus a 128-wide indexer key, against 64 heads' keys and values of 512
+    assert cuts.width == pytest.approx(64 * (512 + 512) / (512 + 128))
+    assert 3.9 < cuts.tokens < 4  # one entry per 4 tokens, less the 128-token window's and waiting tokens' share
 
 
 def test_a_float32_cache_doubles_the_bytes_axis_the_wrong_way():
