@@ -28,7 +28,7 @@ st.markdown(
     )
 )
 
-left, right = st.columns([3, 2])
+left, right = st.columns(2)
 with left:
     tokens = bound(
         view.TOKENS,
@@ -40,7 +40,7 @@ with right:
         lambda key: st.segmented_control(
             _("Show"),
             view.MEASURE.options,
-            format_func=lambda option: _("Held in the cache") if option == "held" else _("Read per decoding step"),
+            format_func=lambda option: _("Held") if option == "held" else _("Read per step"),
             key=key,
             required=True,
         ),
@@ -53,9 +53,9 @@ st.header(_("Published models, cache against context"), divider="gray")
 with st.spinner(_("Measuring every layer's cache on the `meta` device…")):
     models, missing = view.cached_published(batch=batch, dtype=dtype)
 figure, csv_rows = view.context_figure(models, measure, tokens)
-captions: list[str | None] = (
-    [view.plateau_sentence(p) for m in models for p in view.plateaus(m)] if measure == "held" else []
-)
+captions: list[str | None] = []
+if measure == "held":
+    captions += view.plateau_sentences([p for m in models for p in view.plateaus(m)])
 found = view.crossings(models, measure)
 nearest = sorted(sorted(found, key=lambda c: abs(math.log(c.tokens / tokens)))[:4], key=lambda c: c.tokens)
 captions += [view.crossing_sentence(c, measure) for c in nearest]
@@ -230,7 +230,7 @@ elif result.curves is not None:
                 sequences=n_("{n} sequence", "{n} sequences", batch),
                 dtype=dtype,
             ),
-            *[view.plateau_sentence(p) for p in view.plateaus(mine)],
+            *view.plateau_sentences(view.plateaus(mine)),
             view.reading_sentence(mine, tokens),
         ),
     )

@@ -9,6 +9,7 @@ import numpy as np
 
 from attn_core import PUBLISHED
 from explorer.charts import BYTE_UNITS, format_bytes
+from explorer.grid import narrow
 from explorer.i18n import _
 from explorer.probes.axes import AxisCuts, ModelCurves
 
@@ -165,12 +166,14 @@ def context_figure(
                 "line": {"color": "#888", "width": 1, "dash": "dash"},
             }
         ],
-        "height": 520,
-        "margin": {"t": 60, "b": 50, "l": 80, "r": 20},
-        "legend": {"orientation": "h", "y": -0.18, "x": 0, "yanchor": "top"},
+        "height": 540,
+        "margin": {"t": 60, "b": 60, "l": 80, "r": 20},
+        "legend": {"orientation": "h", "y": -0.27, "x": 0, "yanchor": "top"},
         "hovermode": "closest",
     }
-    return {"data": data, "layout": layout}, csv
+    # on a phone the legend takes several rows: a taller chart, the legend lower below its axis title
+    phone = layout | {"height": 760, "legend": {"orientation": "h", "y": -0.22, "x": 0, "yanchor": "top"}}
+    return {"data": data, "layout": layout, "narrow": narrow(phone)}, csv
 
 
 def axes_figure(cuts: list[AxisCuts], tokens: int) -> tuple[dict, list[dict]]:

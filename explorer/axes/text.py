@@ -104,22 +104,40 @@ def problem_source(problem: ConfigProblem) -> str:
 
 
 # --- captions --------------------------------------------------------------------------------------------------------
-def plateau_sentence(plateau: Plateau) -> str:
-    if plateau.kind is None:
-        return _(
+def plateau_sentences(found: list[Plateau]) -> list[str]:
+    """A model whose every layer stops growing, a sentence each; models some of whose layers do, one sentence per
+    length they stop at."""
+    sentences_ = [
+        _(
             "{model} stops growing at {tokens} tokens: every layer keeps a window, {bytes} at any length beyond.",
             model=plateau.name,
             tokens=plateau.tokens,
             bytes=format_bytes(plateau.nbytes),
         )
-    return _(
-        "{model}'s {kind} layers hold {bytes} from {tokens} tokens on (the drawn range starts there); its other "
-        "layers keep growing.",
-        model=plateau.name,
-        kind=kind_name(plateau.kind),
-        bytes=format_bytes(plateau.nbytes),
-        tokens=plateau.tokens,
-    )
+        for plateau in found
+        if plateau.kind is None
+    ]
+    partial = [plateau for plateau in found if plateau.kind is not None]
+    for tokens in sorted({plateau.tokens for plateau in partial}):
+        models = [
+            _(
+                "{model}'s {kind} layers ({bytes})",
+                model=plateau.name,
+                kind=kind_name(plateau.kind or ""),
+                bytes=format_bytes(plateau.nbytes),
+            )
+            for plateau in partial
+            if plateau.tokens == tokens
+        ]
+        sentences_.append(
+            _(
+                "From {tokens} tokens on, some layers hold the same at every length while the others keep growing: "
+                "{models}.",
+                tokens=tokens,
+                models=_("; ").join(models),
+            )
+        )
+    return sentences_
 
 
 def crossing_sentence(crossing: Crossing, measure: str) -> str:
