@@ -11,15 +11,20 @@ from .text import AXES, kind_label, kind_name, times
 
 
 def kinds_columns(tokens: int) -> dict[str, dict]:
-    """Headers -> column help, in table order (kinds_table uses the same headers)."""
+    """Headers -> column help, in table order (kinds_table uses the same headers): on a phone the pinned model and
+    its bytes are in view without scrolling."""
     return {
         _("Model"): {"width": "medium", "pinned": True},
+        _("Held"): {
+            "help": _("What these layers' caches hold after {tokens} tokens, all of them.", tokens=tokens),
+            "width": "small",
+        },
+        _("Read per step"): {
+            "help": _("What the decoding step of token {tokens} reads from these layers' caches.", tokens=tokens),
+            "width": "small",
+        },
         _("Layer kind"): {},
         _("Layers"): {"help": _("How many of the model's layers are of this kind.")},
-        _("Held"): {"help": _("What these layers' caches hold after {tokens} tokens, all of them.", tokens=tokens)},
-        _("Read per step"): {
-            "help": _("What the decoding step of token {tokens} reads from these layers' caches.", tokens=tokens)
-        },
     }
 
 
@@ -31,10 +36,10 @@ def kinds_table(models: list[ModelCurves], tokens: int) -> list[dict]:
         for kind in model.kinds:
             cells = [
                 model.name,
-                kind_label(kind.kind),
-                fmt(kind.count),
                 format_bytes(kind.held[i]),
                 format_bytes(kind.read[i]),
+                kind_label(kind.kind),
+                fmt(kind.count),
             ]
             rows.append(dict(zip(headers, cells, strict=True)))
     return rows
