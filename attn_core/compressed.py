@@ -30,6 +30,7 @@ import torch.nn.functional as F
 from einops import rearrange
 from torch import nn
 
+from .attend import KeyMask, attend
 from .build import _draw_uniform
 from .dsa import check_tokens
 from .hf_fields import layer_index, positive_float, positive_int
@@ -499,9 +500,9 @@ class CompressedAttention(nn.Module):
             visible = torch.arange(entries.shape[2], device=x.device)[None] < (query_pos + 1) // cfg.compress_rate
             visible = visible[None, None].expand(batch, 1, -1, -1)  # [B, 1, L, E]
             if isinstance(self.compressor, SparseCompressor):
-                visible, chosen = self._choose(x, q_resid, cache, visible, start)
-            if chosen is not None and q_len == 1:  # a decoding step: gather the chosen entries
-                gathered = entries[:, 0].gather(1, chosen[:, 0, :, None].expand(-1, -1, cfg.head_dim))[:, None]
+                visible, chosen = self._choose(self.compressor.indexer, x, q_resid, cache, visible, start)
+            if chosen is not None and q_len == 1:  # a decoding step: gather the chosen entries (in cache order)
+                gathered = entries[:, 0][torch.arange(batch, device=x.device)[:, None], chosen[:, 0]][:, None]
                 keys, mask = torch.cat((keys, gathered), dim=2), None
             else:
                 keys, mask = torch.cat((keys, entries), dim=2), torch.cat((allowed, visible), dim=-1)
@@ -511,7 +512,7 @@ class CompressedAttention(nn.Module):
             spread.scatter_(-1, chosen[:, None].expand(-1, cfg.n_heads, -1, -1), weights[..., -chosen.shape[-1] :])
             weights = torch.cat((window, spread), dim=-1)
         cache.seq_len += q_len
-        cache.read_nbytes = batch * cfg.read_elements(cache.seq_len) * x.element_size()
+        cache.read_nbytes = batch * cfg.read_elements(cache.seq_len) * cache.window.element_size()
         out = rotate_last_pairs(out, cos, -sin)  # the values' rotation, undone at the query's position
         grouped = rearrange(out, "b h l d -> (b l) (h d)").view(batch * q_len, cfg.o_groups, -1)  # [B*L, g, in]
         w = self.o_a_proj.weight.view(cfg.o_groups, cfg.o_lora_rank, -1).transpose(1, 2)  # [g, in, o_lora_rank]
@@ -519,13 +520,17 @@ class CompressedAttention(nn.Module):
         return self.o_b_proj(mixed), weights
 
     def _choose(
-        self, x: torch.Tensor, q_resid: torch.Tensor, cache: CompressedCache, visible: torch.Tensor, start: int
+        self,
+        indexer: Indexer,
+        x: torch.Tensor,
+        q_resid: torch.Tensor,
+        cache: CompressedCache,
+        visible: torch.Tensor,
+        start: int,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """The indexer's pick among the visible entries: (visible & chosen [B, 1, L, E], or for a decoding step with
         more than index_topk entries the chosen indices [B, 1, k])."""
         cfg = self.cfg
-        assert isinstance(self.compressor, SparseCompressor)
-        indexer = self.compressor.indexer
         index_keys = indexer.compress(x, cache.states["indexer"])[:, 0]  # [B, E, d_I]: compressed every call
         entries = index_keys.shape[1]
         if entries <= cfg.index_topk:  # the indexer would choose every visible entry
@@ -533,8 +538,8 @@ class CompressedAttention(nn.Module):
         cos, sin = _pair_angles(start, x.shape[1], cfg, cfg.compress_rope_theta, x)
         scores = indexer.scores(x, q_resid, index_keys, cos, sin).masked_fill(~visible[:, 0], float("-inf"))
         chosen = scores.topk(cfg.index_topk, dim=-1).indices  # [B, L, k]
-        if x.shape[1] == 1:
-            return visible, chosen
+        if x.shape[1] == 1:  # rows read in cache order are read much faster, and attention is the same
+            return visible, chosen.sort(dim=-1).values
         picked = torch.zeros_like(visible[:, 0]).scatter_(-1, chosen, True)
         return visible & picked[:, None], None
 
@@ -543,6 +548,8 @@ class CompressedAttention(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """q [B, H, L, D] over the one K=V head keys [B, 1, S, D], with each head's sink logit in the softmax."""
         batch, heads, q_len, dim = q.shape
+        if not return_weights:
+            return self._attend_fused(q, keys, allowed), None
         scores = torch.matmul(q.reshape(batch, 1, heads * q_len, dim), keys.transpose(-1, -2))
         scores = scores.view(batch, heads, q_len, -1).mul_(dim**-0.5)  # [B, H, L, S]
         if allowed is not None:
@@ -551,4 +558,20 @@ class CompressedAttention(nn.Module):
         logits = torch.cat((scores, sinks), dim=-1)
         weights = torch.softmax(logits - logits.amax(dim=-1, keepdim=True), dim=-1)[..., :-1]
         out = torch.matmul(weights.reshape(batch, 1, heads * q_len, -1), keys).view(batch, heads, q_len, dim)
-        return out, weights if return_weights else None
+        return out, weights
+
+    def _attend_fused(self, q: torch.Tensor, keys: torch.Tensor, allowed: torch.Tensor | None) -> torch.Tensor:
+        """As _attend, through attend() (torch's fused kernel, no [B, H, L, S] weights drawn): the sink becomes one
+        more key, [0, ..., 0, 1], always allowed, whose logit is the extra query channel sink_h * sqrt(D); its value
+        is 0 in the D channels read out (the extra one is dropped)."""
+        batch, heads, q_len, dim = q.shape
+        scale = dim**-0.5
+        sink_q = (self.sinks / scale).to(q.dtype).view(1, heads, 1, 1).expand(batch, -1, q_len, 1)
+        q = torch.cat((q, sink_q), dim=-1)  # [B, H, L, D + 1]
+        kv = keys.new_zeros(batch, 1, keys.shape[2] + 1, dim + 1)  # [B, 1, S + 1, D + 1]
+        kv[:, :, :-1, :dim] = keys
+        kv[:, :, -1, dim] = 1.0
+        mask = KeyMask(None)
+        if allowed is not None:
+            mask = KeyMask(torch.cat((allowed, allowed.new_ones(*allowed.shape[:-1], 1)), dim=-1))
+        return attend(q, kv, kv, scale=scale, mask=mask, return_weights=False)[0][..., :dim]

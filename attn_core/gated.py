@@ -1,4 +1,5 @@
-"""Gated full attention, as Qwen3-Next's full-attention layers (HF's Qwen3NextAttention, same parameter names).
+"""Gated full attention, as Qwen3-Next's and Qwen3.5's full-attention layers (HF's Qwen3NextAttention and
+Qwen3_5Attention, same parameter names).
 
 Grouped-query attention with three changes: q_proj gives each head its query and an output gate (the head's output
 is multiplied by sigmoid(gate) before o_proj), queries and keys are RMS-normalised per head with zero-centred weights
@@ -20,7 +21,7 @@ from torch import nn
 from .attend import allowed_positions, attend
 from .build import seeded_generator
 from .cache import GroupedKVCache
-from .linear import hf_field, layer_kind, qwen3_next_layer_types, require_model_type
+from .linear import hf_count, hf_field, layer_kind, qwen_layer_types, qwen_text_config
 from .rope import apply_rope, rope_cos_sin
 
 CACHE_FORMULA = "2 · G · D · T · b · B (keys and values of the G KV heads)"
@@ -58,11 +59,13 @@ class GatedAttentionConfig:
 
     @classmethod
     def from_hf(cls, hf: Mapping[str, Any], layer_idx: int) -> GatedAttentionConfig:
-        """Layer layer_idx of a qwen3_next config.json (or transformers' to_dict()); it must be a full-attention layer.
-        RoPE's theta and partial_rotary_factor come from rope_parameters (transformers 5) or the top level (the
-        published config.json); partial_rotary_factor defaults to 0.25 as transformers' Qwen3NextConfig does."""
-        require_model_type(hf, "qwen3_next")
-        kind = layer_kind(qwen3_next_layer_types(hf), layer_idx, hf["num_hidden_layers"], "layer_types")
+        """Layer layer_idx of a Qwen3-Next or Qwen3.5 config.json (or transformers' to_dict()); it must be a
+        full-attention layer. RoPE's theta and partial_rotary_factor come from rope_parameters (transformers 5) or the
+        top level (Qwen3-Next's published config.json); partial_rotary_factor defaults to 0.25 as transformers does.
+        Qwen3.5's multimodal RoPE (mrope_section) rotates text tokens as plain RoPE: their three position axes agree."""
+        model = str(hf.get("model_type")) if isinstance(hf, Mapping) else ""
+        hf = qwen_text_config(hf)
+        kind = layer_kind(qwen_layer_types(hf), layer_idx, hf["num_hidden_layers"], "layer_types")
         if kind != "full_attention":
             raise ValueError(
                 f"Layer {layer_idx} is {kind!r} in layer_types: GatedAttention builds full_attention layers."
@@ -73,21 +76,21 @@ class GatedAttentionConfig:
         rope_type = rope.get("rope_type", rope.get("type", "default"))
         if rope_type != "default":
             raise ValueError(f"rope_parameters.rope_type={rope_type!r}: only the default RoPE is built (no scaling).")
-        get = lambda key, default=None: hf_field(hf, key, default, model="qwen3_next")  # noqa: E731
-        n_heads = get("num_attention_heads")
-        head_dim = hf.get("head_dim") or get("hidden_size") // n_heads
+        count = lambda key: hf_count(hf, key, model=model)  # noqa: E731
+        n_heads = count("num_attention_heads")
+        head_dim = count("head_dim") if hf.get("head_dim") is not None else count("hidden_size") // n_heads
         factor = rope.get("partial_rotary_factor", hf.get("partial_rotary_factor", 0.25))
         if isinstance(factor, bool) or not isinstance(factor, int | float) or not 0 < factor <= 1:
             raise ValueError(f"partial_rotary_factor={factor!r} must be a fraction in (0, 1].")
         return cls(
-            d_model=get("hidden_size"),
+            d_model=count("hidden_size"),
             n_heads=n_heads,
-            n_kv_heads=get("num_key_value_heads"),
+            n_kv_heads=count("num_key_value_heads"),
             head_dim=head_dim,
             rotary_dim=int(head_dim * factor),  # as transformers rounds it
             rope_theta=float(rope.get("rope_theta", hf.get("rope_theta", 10000.0))),
             bias=bool(hf.get("attention_bias", False)),
-            norm_eps=get("rms_norm_eps", 1e-6),
+            norm_eps=hf_field(hf, "rms_norm_eps", 1e-6, model=model),
         )
 
 

@@ -30,15 +30,8 @@ from .compressed import CompressedAttention, CompressedConfig
 from .config import AttentionConfig, GroupedVariant
 from .dsa import DeepSeekSparseAttention, DSAConfig
 from .gated import GatedAttention, GatedAttentionConfig
-from .linear import (
-    GatedDeltaNet,
-    GatedDeltaNetConfig,
-    KimiDeltaAttention,
-    KimiDeltaConfig,
-    kimi_attention_config,
-    kimi_layer_types,
-    qwen3_next_layer_types,
-)
+from .hybrids import KIMI_MODEL_TYPES, QWEN_MODEL_TYPES, kimi_linear_layer, qwen_hybrid_layer
+from .linear import GatedDeltaNet, GatedDeltaNetConfig, KimiDeltaAttention, KimiDeltaConfig
 from .options import NO_OPTIONS, AttentionOptions, QkNorm, held_tokens
 from .rope import RopeScaling, yarn_mscale
 
@@ -517,22 +510,18 @@ READERS.update(
         "deepseek_v3": read_deepseek_v3,
     }
 )
-WRAPPERS = {"gemma3": "gemma3_text"}  # multimodal configs whose text_config is read
+WRAPPERS = {
+    "gemma3": "gemma3_text",
+    "qwen3_5": "qwen3_5_text",
+    "qwen3_5_moe": "qwen3_5_moe_text",
+}  # multimodal configs whose text_config is read
 
 
 # --- the designs after MLA that live in modules of their own --------------------------------------------------------
-def read_qwen3_next(hf: Mapping[str, Any], layer_idx: int) -> tuple[str, Any]:
-    """Qwen3NextConfig: Gated DeltaNet layers, and a gated full-attention layer every full_attention_interval-th."""
-    if qwen3_next_layer_types(hf)[layer_idx] == "linear_attention":
-        return "linear", GatedDeltaNetConfig.from_hf(hf, layer_idx)
-    return "full", GatedAttentionConfig.from_hf(hf, layer_idx)
-
-
 def read_kimi_linear(hf: Mapping[str, Any], layer_idx: int) -> tuple[str, Any]:
-    """KimiLinearConfig: KDA layers, and MLA without RoPE on the full_attn_layers."""
-    if kimi_layer_types(hf)[layer_idx] == "linear_attention":
-        return "linear", KimiDeltaConfig.from_hf(hf, layer_idx)
-    return "mla", LayerShape(kimi_attention_config(hf, layer_idx))
+    """KimiLinearConfig: KDA layers, and MLA without RoPE on the full_attn_layers (a LayerShape, as DeepSeek's)."""
+    kind, config = kimi_linear_layer(hf, layer_idx)
+    return kind, LayerShape(config) if isinstance(config, AttentionConfig) else config
 
 
 def read_deepseek_v32(hf: Mapping[str, Any], layer_idx: int) -> tuple[str, Any]:
@@ -549,8 +538,8 @@ def read_deepseek_v4(hf: Mapping[str, Any], layer_idx: int) -> tuple[str, Any]:
 
 READERS.update(
     {
-        "qwen3_next": read_qwen3_next,
-        "kimi_linear": read_kimi_linear,
+        **dict.fromkeys(QWEN_MODEL_TYPES, qwen_hybrid_layer),
+        **dict.fromkeys(KIMI_MODEL_TYPES, read_kimi_linear),
         "deepseek_v32": read_deepseek_v32,
         "deepseek_v4": read_deepseek_v4,
     }

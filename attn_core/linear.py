@@ -62,12 +62,11 @@ class LinearStateCache:
         conv_channels: int,
         conv_kernel: int,
         dtype: torch.dtype,
-        device: torch.device | str | None,
     ) -> None:
         self.batch_size, self.conv_channels, self.conv_kernel = batch_size, conv_channels, conv_kernel
         self.state_shape = (batch_size, heads, key_dim, value_dim)
-        self.dtype, self.device = dtype, device
-        # Allocated at the first token, as HF's cache: an empty cache holds nothing.
+        self.dtype = dtype  # the conv tail's; the state is STATE_DTYPE
+        # Allocated at the first token on the device computing it, as HF's cache: an empty cache holds nothing.
         self.state: torch.Tensor | None = None  # [B, H_v, d_k, d_v]
         self.conv: torch.Tensor | None = None  # [B, C, K - 1]
         self.seq_len = 0
@@ -314,6 +313,13 @@ def hf_field(hf: Mapping[str, Any], key: str, default: Any = None, *, model: str
     return default
 
 
+def hf_count(hf: Mapping[str, Any], key: str, default: int | None = None, *, model: str, prefix: str = "") -> int:
+    """hf_field for a size: a positive whole number, or a ValueError naming the config's own key."""
+    value = hf_field(hf, key, default, model=model)
+    _positive(prefix + key, value)
+    return int(value)
+
+
 def require_model_type(hf: Mapping[str, Any], expected: str) -> None:
     if not isinstance(hf, Mapping):
         raise ValueError(f"Give the model's config.json as a dict, got {type(hf).__name__}.")
@@ -336,16 +342,36 @@ def layer_kind(layer_types: Any, layer_idx: int, n_layers: int, field: str) -> s
     return str(layer_types[layer_idx])
 
 
-def qwen3_next_layer_types(hf: Mapping[str, Any]) -> list[str]:
+def qwen_layer_types(hf: Mapping[str, Any]) -> list[str]:
     """ "linear_attention" or "full_attention" per layer: layer_types as given (transformers' to_dict), else every
     full_attention_interval-th layer full (config.json as published; 4 when absent, as transformers defaults)."""
-    n_layers = hf_field(hf, "num_hidden_layers", model="qwen3_next")
+    n_layers = hf_field(hf, "num_hidden_layers", model=str(hf.get("model_type")))
     _positive("num_hidden_layers", n_layers)
     if hf.get("layer_types") is not None:
         return list(hf["layer_types"])
     interval = hf.get("full_attention_interval", 4)
     _positive("full_attention_interval", interval)
     return ["linear_attention" if (i + 1) % interval else "full_attention" for i in range(n_layers)]
+
+
+# Qwen's hybrids: Qwen3-Next, and Qwen3.5 (dense and MoE) whose config.json nests the text model's fields in
+# text_config. Same layers; Qwen3.5's Gated DeltaNet projects q, k, v, z, b and a with four separate matrices.
+QWEN_HYBRIDS = ("qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text")
+
+
+def qwen_text_config(hf: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The text model's fields of a Qwen hybrid's config: text_config for qwen3_5 and qwen3_5_moe, else hf itself."""
+    if not isinstance(hf, Mapping):
+        raise ValueError(f"Give the model's config.json as a dict, got {type(hf).__name__}.")
+    model_type = hf.get("model_type")
+    if model_type not in QWEN_HYBRIDS:
+        raise ValueError(f"model_type={model_type!r}: these layers read {', '.join(QWEN_HYBRIDS)} configs.")
+    if model_type in ("qwen3_5", "qwen3_5_moe"):
+        text = hf.get("text_config")
+        if not isinstance(text, Mapping):
+            raise ValueError(f"The {model_type} config has no text_config dict: the text model's fields live there.")
+        return text
+    return hf
 
 
 def kimi_linear_attn_config(hf: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -384,8 +410,10 @@ def kimi_layer_types(hf: Mapping[str, Any]) -> list[str]:
 
 @dataclass(frozen=True)
 class GatedDeltaNetConfig:
-    """A Gated DeltaNet layer's shape (Qwen3-Next's linear layers). HF's names: hidden_size, linear_num_key_heads,
-    linear_num_value_heads, linear_key_head_dim, linear_value_head_dim, linear_conv_kernel_dim, rms_norm_eps."""
+    """A Gated DeltaNet layer's shape (the linear layers of Qwen3-Next and Qwen3.5). HF's names: hidden_size,
+    linear_num_key_heads, linear_num_value_heads, linear_key_head_dim, linear_value_head_dim, linear_conv_kernel_dim,
+    rms_norm_eps. fused_projections: Qwen3-Next's in_proj_qkvz and in_proj_ba (rows grouped per key head); False for
+    Qwen3.5's in_proj_qkv, in_proj_z, in_proj_b and in_proj_a."""
 
     d_model: int
     n_key_heads: int
@@ -394,6 +422,7 @@ class GatedDeltaNetConfig:
     value_head_dim: int
     conv_kernel: int = 4
     norm_eps: float = 1e-6
+    fused_projections: bool = True
 
     def __post_init__(self) -> None:
         for name in ("d_model", "n_key_heads", "n_value_heads", "key_head_dim", "value_head_dim", "conv_kernel"):
@@ -432,23 +461,26 @@ class GatedDeltaNetConfig:
 
     @classmethod
     def from_hf(cls, hf: Mapping[str, Any], layer_idx: int) -> GatedDeltaNetConfig:
-        """Layer layer_idx of a qwen3_next config.json (or transformers' to_dict()); it must be a linear layer."""
-        require_model_type(hf, "qwen3_next")
-        kind = layer_kind(qwen3_next_layer_types(hf), layer_idx, hf["num_hidden_layers"], "layer_types")
+        """Layer layer_idx of a Qwen3-Next or Qwen3.5 config.json (or transformers' to_dict()); it must be a linear
+        layer."""
+        text = qwen_text_config(hf)
+        kind = layer_kind(qwen_layer_types(text), layer_idx, text["num_hidden_layers"], "layer_types")
         if kind != "linear_attention":
             raise ValueError(
                 f"Layer {layer_idx} is {kind!r} in layer_types: Gated DeltaNet builds linear_attention layers."
             )
-        require_silu(hf, "qwen3_next")
-        get = lambda key, default=None: hf_field(hf, key, default, model="qwen3_next")  # noqa: E731
+        model = str(hf["model_type"])
+        require_silu(text, model)
+        count = lambda key, default=None: hf_count(text, key, default, model=model)  # noqa: E731
         return cls(
-            d_model=get("hidden_size"),
-            n_key_heads=get("linear_num_key_heads"),
-            n_value_heads=get("linear_num_value_heads"),
-            key_head_dim=get("linear_key_head_dim"),
-            value_head_dim=get("linear_value_head_dim"),
-            conv_kernel=get("linear_conv_kernel_dim", 4),
-            norm_eps=get("rms_norm_eps", 1e-6),
+            d_model=count("hidden_size"),
+            n_key_heads=count("linear_num_key_heads"),
+            n_value_heads=count("linear_num_value_heads"),
+            key_head_dim=count("linear_key_head_dim"),
+            value_head_dim=count("linear_value_head_dim"),
+            conv_kernel=count("linear_conv_kernel_dim", 4),
+            norm_eps=hf_field(text, "rms_norm_eps", 1e-6, model=model),
+            fused_projections=model == "qwen3_next",
         )
 
 
@@ -498,13 +530,18 @@ class KimiDeltaConfig:
             raise ValueError(f"Layer {layer_idx} is {kind!r}: KimiDeltaAttention builds the linear_attention layers.")
         require_silu(hf, "kimi_linear")
         sub = kimi_linear_attn_config(hf)  # the checkpoint's sub-dict wins, as in transformers
-        get = lambda key, default=None: hf_field(hf, key, default, model="kimi_linear")  # noqa: E731
+        count = lambda key, default=None: hf_count(hf, key, default, model="kimi_linear")  # noqa: E731
+        nested = lambda key, flat, default: (  # noqa: E731
+            hf_count(sub, key, model="kimi_linear", prefix="linear_attn_config.")
+            if key in sub
+            else count(flat, default)
+        )
         return cls(
-            d_model=get("hidden_size"),
-            n_heads=sub.get("num_heads", get("linear_num_heads", 32)),
-            head_dim=sub.get("head_dim", get("linear_head_dim", 128)),
-            conv_kernel=sub.get("short_conv_kernel_size", get("linear_conv_kernel_dim", 4)),
-            norm_eps=get("rms_norm_eps", 1e-5),
+            d_model=count("hidden_size"),
+            n_heads=nested("num_heads", "linear_num_heads", 32),
+            head_dim=nested("head_dim", "linear_head_dim", 128),
+            conv_kernel=nested("short_conv_kernel_size", "linear_conv_kernel_dim", 4),
+            norm_eps=hf_field(hf, "rms_norm_eps", 1e-5, model="kimi_linear"),
         )
 
 
@@ -516,7 +553,7 @@ def kimi_attention_config(hf: Mapping[str, Any], layer_idx: int) -> AttentionCon
     kind = layer_kind(kimi_layer_types(hf), layer_idx, hf["num_hidden_layers"], "layer_types")
     if kind != "full_attention":
         raise ValueError(f"Layer {layer_idx} is {kind!r}: the MLA layers are the full_attention ones.")
-    get = lambda key, default=None: hf_field(hf, key, default, model="kimi_linear")  # noqa: E731
+    get = lambda key: hf_count(hf, key, model="kimi_linear")  # noqa: E731
     n_heads = get("num_attention_heads")
     kv_heads = hf.get("num_key_value_heads")
     if kv_heads not in (None, n_heads):
@@ -532,7 +569,7 @@ def kimi_attention_config(hf: Mapping[str, Any], layer_idx: int) -> AttentionCon
         n_heads=n_heads,
         head_dim=v_head_dim,  # MLA's widths are all given: head_dim only sizes the "as much as MHA" comparison
         kv_lora_rank=get("kv_lora_rank"),
-        q_lora_rank=hf.get("q_lora_rank"),
+        q_lora_rank=None if hf.get("q_lora_rank") is None else get("q_lora_rank"),
         qk_nope_head_dim=get("qk_nope_head_dim"),
         qk_rope_head_dim=get("qk_rope_head_dim"),
         v_head_dim=v_head_dim,
@@ -556,9 +593,9 @@ class _LinearLayer(nn.Module, Generic[ConfigT]):
     conv1d: nn.Conv1d
 
     def new_cache(self, batch_size: int = 1) -> LinearStateCache:
-        return self._cache(batch_size, self.conv1d.weight.dtype, self.conv1d.weight.device)
+        return self._cache(batch_size, self.conv1d.weight.dtype)
 
-    def _cache(self, batch_size: int, dtype: torch.dtype, device: torch.device | str | None) -> LinearStateCache:
+    def _cache(self, batch_size: int, dtype: torch.dtype) -> LinearStateCache:
         cfg = self.cfg
         return LinearStateCache(
             batch_size,
@@ -568,7 +605,6 @@ class _LinearLayer(nn.Module, Generic[ConfigT]):
             conv_channels=cfg.conv_channels,
             conv_kernel=cfg.conv_kernel,
             dtype=dtype,
-            device=device,
         )
 
     def cache_after(self, tokens: int, batch_size: int = 1, dtype: torch.dtype | None = None) -> LinearStateCache:
@@ -577,7 +613,7 @@ class _LinearLayer(nn.Module, Generic[ConfigT]):
         if not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 0:
             raise ValueError(f"tokens={tokens!r}: give a count of tokens >= 0.")
         _positive("batch_size", batch_size)
-        cache = self._cache(batch_size, dtype or self.conv1d.weight.dtype, "meta")
+        cache = self._cache(batch_size, dtype or self.conv1d.weight.dtype)
         if tokens:
             window = cache.window(
                 torch.empty(batch_size, self.cfg.conv_channels, tokens, device="meta", dtype=cache.dtype)
@@ -588,6 +624,11 @@ class _LinearLayer(nn.Module, Generic[ConfigT]):
     def _convolved(self, mixed: torch.Tensor, cache: LinearStateCache | None) -> tuple[torch.Tensor, torch.Tensor]:
         """mixed [B, L, C] -> the convolution's output [B, L, C] and the window it read [B, C, K - 1 + L]."""
         new = mixed.transpose(1, 2)
+        if cache is not None and cache.batch_size != new.shape[0]:
+            raise ValueError(
+                f"The cache holds {cache.batch_size} sequences but x has {new.shape[0]}: give new_cache(batch_size=...) "
+                "the batch you decode."
+            )
         window = cache.window(new) if cache is not None else F.pad(new, (self.cfg.conv_kernel - 1, 0))
         return causal_conv(window, self.conv1d.weight).transpose(1, 2), window
 
@@ -602,7 +643,7 @@ class _LinearLayer(nn.Module, Generic[ConfigT]):
             drawn = torch.empty(param.shape)
             generator = seeded_generator(f"{seed}/{name}")
             if isinstance(module, nn.Linear | nn.Conv1d):
-                fan_in = math.prod(param.shape[1:])
+                fan_in = math.prod(module.weight.shape[1:])  # in_features; a depthwise conv's K
                 bound = 1.0 / math.sqrt(fan_in)
                 drawn.uniform_(-bound, bound, generator=generator)
             elif isinstance(module, GatedRMSNorm):
@@ -616,11 +657,13 @@ class _LinearLayer(nn.Module, Generic[ConfigT]):
 
 
 class GatedDeltaNet(_LinearLayer[GatedDeltaNetConfig]):
-    """Qwen3-Next's linear attention layer (HF's Qwen3NextGatedDeltaNet, same parameter names).
+    """Qwen3-Next's and Qwen3.5's linear attention layer (HF's Qwen3NextGatedDeltaNet and Qwen3_5GatedDeltaNet, same
+    parameter names).
 
-    in_proj_qkvz gives, per key head, its query, key, its H_v / H_k value heads' values and output gates z;
-    in_proj_ba their update strengths b (beta = sigmoid(b)) and decay inputs a (g = -exp(A_log) softplus(a + dt_bias),
-    one decay per value head and token). q, k and v pass a causal depthwise convolution (K taps, silu); the gated
+    Each token gets queries and keys (H_k heads), values and output gates z (H_v heads), update strengths b
+    (beta = sigmoid(b)) and decay inputs a (g = -exp(A_log) softplus(a + dt_bias), one decay per value head and
+    token). Qwen3-Next's in_proj_qkvz holds, per key head, its q, k, and its H_v / H_k value heads' v and z, and
+    in_proj_ba their b and a; Qwen3.5 has one matrix each for q|k|v, z, b and a. q, k and v pass a causal depthwise convolution (K taps, silu); the gated
     delta rule's output per value head is RMS-normalised and gated by silu(z), then out_proj.
     """
 
@@ -632,8 +675,14 @@ class GatedDeltaNet(_LinearLayer[GatedDeltaNetConfig]):
         kw: dict[str, Any] = {"device": device, "dtype": dtype}
         channels = cfg.conv_channels
         self.conv1d = nn.Conv1d(channels, channels, cfg.conv_kernel, groups=channels, bias=False, **kw)
-        self.in_proj_qkvz = nn.Linear(cfg.d_model, 2 * cfg.key_dim + 2 * cfg.value_dim, bias=False, **kw)
-        self.in_proj_ba = nn.Linear(cfg.d_model, 2 * cfg.n_value_heads, bias=False, **kw)
+        if cfg.fused_projections:
+            self.in_proj_qkvz = nn.Linear(cfg.d_model, 2 * cfg.key_dim + 2 * cfg.value_dim, bias=False, **kw)
+            self.in_proj_ba = nn.Linear(cfg.d_model, 2 * cfg.n_value_heads, bias=False, **kw)
+        else:
+            self.in_proj_qkv = nn.Linear(cfg.d_model, channels, bias=False, **kw)
+            self.in_proj_z = nn.Linear(cfg.d_model, cfg.value_dim, bias=False, **kw)
+            self.in_proj_b = nn.Linear(cfg.d_model, cfg.n_value_heads, bias=False, **kw)
+            self.in_proj_a = nn.Linear(cfg.d_model, cfg.n_value_heads, bias=False, **kw)
         self.dt_bias = nn.Parameter(torch.ones(cfg.n_value_heads, **kw))
         self.A_log = nn.Parameter(torch.zeros(cfg.n_value_heads, **kw))
         self.norm = GatedRMSNorm(cfg.value_head_dim, cfg.norm_eps, F.silu, **kw)
@@ -648,6 +697,27 @@ class GatedDeltaNet(_LinearLayer[GatedDeltaNetConfig]):
         else:
             raise ValueError(f"{name}: no initialisation known.")
 
+    def _projected(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """x [B, L, d_model] -> q|k|v [B, L, C] (all heads' queries, then keys, then values), z [B, L, H_v, d_v],
+        b and a [B, L, H_v]."""
+        cfg = self.cfg
+        batch, length, _ = x.shape
+        if not cfg.fused_projections:
+            z = self.in_proj_z(x).view(batch, length, cfg.n_value_heads, cfg.value_head_dim)
+            return self.in_proj_qkv(x), z, self.in_proj_b(x), self.in_proj_a(x)
+        per_key_head = cfg.n_value_heads // cfg.n_key_heads
+        widths = [
+            cfg.key_head_dim,
+            cfg.key_head_dim,
+            per_key_head * cfg.value_head_dim,
+            per_key_head * cfg.value_head_dim,
+        ]
+        q, k, v, z = self.in_proj_qkvz(x).view(batch, length, cfg.n_key_heads, -1).split(widths, dim=-1)
+        b, a = self.in_proj_ba(x).view(batch, length, cfg.n_key_heads, -1).split(per_key_head, dim=-1)
+        mixed = torch.cat([t.reshape(batch, length, -1) for t in (q, k, v)], dim=-1)
+        z = z.reshape(batch, length, cfg.n_value_heads, cfg.value_head_dim)
+        return mixed, z, b.reshape(batch, length, -1), a.reshape(batch, length, -1)
+
     def forward(
         self, x: torch.Tensor, *, cache: LinearStateCache | None = None, return_weights: bool = False
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -655,16 +725,7 @@ class GatedDeltaNet(_LinearLayer[GatedDeltaNetConfig]):
         cfg = self.cfg
         batch, length, _ = x.shape
         per_key_head = cfg.n_value_heads // cfg.n_key_heads
-        qkvz = self.in_proj_qkvz(x).view(batch, length, cfg.n_key_heads, -1)
-        widths = [
-            cfg.key_head_dim,
-            cfg.key_head_dim,
-            per_key_head * cfg.value_head_dim,
-            per_key_head * cfg.value_head_dim,
-        ]
-        q, k, v, z = qkvz.split(widths, dim=-1)
-        b, a = self.in_proj_ba(x).view(batch, length, cfg.n_key_heads, -1).split(per_key_head, dim=-1)
-        mixed = torch.cat([t.reshape(batch, length, -1) for t in (q, k, v)], dim=-1)  # [B, L, C]
+        mixed, z, b, a = self._projected(x)
         mixed, window = self._convolved(mixed, cache)
         q, k, v = mixed.float().split([cfg.key_dim, cfg.key_dim, cfg.value_dim], dim=-1)
         # [B, H_v, L, d]: each key head's query and key serve its H_v / H_k value heads
@@ -673,15 +734,13 @@ class GatedDeltaNet(_LinearLayer[GatedDeltaNetConfig]):
         v = rearrange(v, "b l (h d) -> b h l d", d=cfg.value_head_dim)
         q = l2_normalised(q) * cfg.key_head_dim**-0.5
         k = l2_normalised(k)
-        beta = rearrange(b.reshape(batch, length, -1), "b l h -> b h l").float().sigmoid()
-        decay_in = rearrange(a.reshape(batch, length, -1), "b l h -> b h l").float() + self.dt_bias.float()[:, None]
+        beta = rearrange(b, "b l h -> b h l").float().sigmoid()
+        decay_in = rearrange(a, "b l h -> b h l").float() + self.dt_bias.float()[:, None]
         g = -self.A_log.float().exp()[:, None] * F.softplus(decay_in)  # [B, H_v, L], log decay per token
         out, state = delta_rule(q, k, v, g, beta, cache.state if cache is not None else None)
         if cache is not None:
             cache.update(window, state, length)
-        out = self.norm(
-            rearrange(out, "b h l d -> b l h d").to(x.dtype), z.reshape(batch, length, -1, cfg.value_head_dim)
-        )
+        out = self.norm(rearrange(out, "b h l d -> b l h d").to(x.dtype), z)
         return self.out_proj(out.reshape(batch, length, cfg.value_dim)), None
 
 

@@ -21,6 +21,10 @@ FAMILIES = {
         "Qwen3NextConfig",
         {"linear_attention": ("linear", GatedDeltaNet), "full_attention": ("full", GatedAttention)},
     ),
+    "qwen3_5": (
+        "Qwen3_5Config",
+        {"linear_attention": ("linear", GatedDeltaNet), "full_attention": ("full", GatedAttention)},
+    ),
     "kimi_linear": (
         "KimiLinearConfig",
         {"linear_attention": ("linear", KimiDeltaAttention), "full_attention": ("mla", MultiHeadLatentAttention)},
@@ -40,11 +44,12 @@ FAMILIES = {
 def test_layer_kinds_follow_the_config_class_layer_types(model_type):
     class_name, kinds = FAMILIES[model_type]
     hf_config = getattr(transformers, class_name)()
+    layer_types = getattr(hf_config, "text_config", hf_config).layer_types  # Qwen3.5: a vision-language wrapper
     model = describe_model(hf_config.to_dict())
-    assert model.layer_kinds == [kinds[t][0] for t in hf_config.layer_types]
-    for index in {0, hf_config.layer_types.index(hf_config.layer_types[-1]), len(hf_config.layer_types) - 1}:
-        layer = build_layer(hf_config.to_dict(), index, device="meta")
-        assert type(layer) is kinds[hf_config.layer_types[index]][1]
+    assert model.layer_kinds == [kinds[t][0] for t in layer_types]
+    for kind in set(layer_types):
+        layer = build_layer(hf_config.to_dict(), layer_types.index(kind), device="meta")
+        assert type(layer) is kinds[kind][1]
 
 
 def test_every_deepseek_v32_layer_is_sparse():
@@ -54,7 +59,9 @@ def test_every_deepseek_v32_layer_is_sparse():
     assert type(build_layer(hf_config.to_dict(), 0, device="meta")) is DeepSeekSparseAttention
 
 
-@pytest.mark.parametrize("class_name", ["Qwen3NextConfig", "KimiLinearConfig", "DeepseekV32Config", "DeepseekV4Config"])
+@pytest.mark.parametrize(
+    "class_name", ["Qwen3NextConfig", "Qwen3_5Config", "KimiLinearConfig", "DeepseekV32Config", "DeepseekV4Config"]
+)
 @pytest.mark.parametrize("tokens", [0, 1, 127, 4096, 1 << 20])
 def test_measured_cache_equals_each_designs_closed_form(class_name, tokens):
     model = describe_model(getattr(transformers, class_name)().to_dict())

@@ -9,10 +9,12 @@ import time
 import pytest
 import torch
 
-from attn_core import MultiHeadLatentAttention
+from attn_core import KVCache, MultiHeadLatentAttention
 from attn_core import linear as linear_module
 from attn_core.gated import GatedAttention, GatedAttentionConfig
 from attn_core.gated import cache_bytes_formula as gated_bytes_formula
+from attn_core.hf import build_layer
+from attn_core.hybrids import kimi_linear_layer, qwen_hybrid_layer
 from attn_core.linear import (
     GatedDeltaNet,
     GatedDeltaNetConfig,
@@ -149,6 +151,13 @@ def test_a_decoding_step_reads_the_state_and_the_conv_tail(kind):
 
 
 @pytest.mark.parametrize("kind", LAYERS)
+def test_the_state_cache_meets_the_cache_contract(kind):
+    cache = seeded(LAYERS[kind]).cache_after(5)
+    assert isinstance(cache, KVCache)
+    assert cache.capacity_nbytes == cache.nbytes
+
+
+@pytest.mark.parametrize("kind", LAYERS)
 def test_seq_len_counts_the_tokens_seen(kind):
     cfg = LAYERS[kind]
     layer = seeded(cfg)
@@ -257,6 +266,16 @@ def test_qwen3_next_config_json_gives_the_published_shapes():
     )
 
 
+def test_qwen3_5_config_json_is_read_from_its_text_config_with_separate_projections():
+    qwen3_5 = {"model_type": "qwen3_5", "text_config": QWEN3_NEXT | {"model_type": "qwen3_5_text"}}
+    assert GatedDeltaNetConfig.from_hf(qwen3_5, 0) == GatedDeltaNetConfig(
+        2048, 16, 32, 128, 128, 4, 1e-6, fused_projections=False
+    )
+    assert GatedAttentionConfig.from_hf(qwen3_5, 3) == GatedAttentionConfig.from_hf(QWEN3_NEXT, 3)
+    layer = GatedDeltaNet(GatedDeltaNetConfig.from_hf(qwen3_5, 0), device="meta")
+    assert {name for name, _ in layer.named_children()} >= {"in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a"}
+
+
 def test_kimi_config_json_numbers_its_full_attention_layers_from_one():
     for number in range(1, 28):
         if number in KIMI_FULL_LAYERS:
@@ -279,6 +298,10 @@ def test_kimi_linear_attn_config_wins_over_the_flat_fields_as_in_transformers():
 
 BAD = {
     "model_type": (lambda: GatedDeltaNetConfig.from_hf(QWEN3_NEXT | {"model_type": "llama"}, 0), "model_type"),
+    "qwen3_5 without text_config": (
+        lambda: GatedDeltaNetConfig.from_hf(QWEN3_NEXT | {"model_type": "qwen3_5"}, 0),
+        "text_config",
+    ),
     "missing field": (
         lambda: GatedDeltaNetConfig.from_hf({k: v for k, v in QWEN3_NEXT.items() if k != "linear_key_head_dim"}, 0),
         "linear_key_head_dim",
@@ -292,7 +315,17 @@ BAD = {
     ),
     "zero conv kernel": (
         lambda: GatedDeltaNetConfig.from_hf(QWEN3_NEXT | {"linear_conv_kernel_dim": 0}, 0),
-        "conv_kernel",
+        "linear_conv_kernel_dim",
+    ),
+    "kimi zero heads": (
+        lambda: KimiDeltaConfig.from_hf(
+            KIMI_LINEAR | {"linear_attn_config": KIMI_LINEAR["linear_attn_config"] | {"num_heads": 0}}, 0
+        ),
+        "linear_attn_config.num_heads",
+    ),
+    "fractional head count": (
+        lambda: GatedAttentionConfig.from_hf(QWEN3_NEXT | {"num_key_value_heads": 1.5}, 3),
+        "num_key_value_heads",
     ),
     "activation": (lambda: KimiDeltaConfig.from_hf(KIMI_LINEAR | {"hidden_act": "gelu"}, 0), "hidden_act"),
     "rope scaling": (
@@ -319,6 +352,10 @@ BAD = {
     ),
     "negative tokens": (lambda: GatedDeltaNet(SMALL_GDN, device="meta").cache_after(-1), "tokens"),
     "zero head dim": (lambda: KimiDeltaConfig(d_model=8, n_heads=2, head_dim=0), "head_dim"),
+    "cache of another batch": (
+        lambda: seeded(SMALL_KDA)(randn(2, 3, 32), cache=seeded(SMALL_KDA).new_cache(1)),
+        "batch_size",
+    ),
 }
 
 
@@ -342,3 +379,27 @@ def test_kda_decayed_products_match_the_written_out_sum_even_under_strong_decay(
     assert (qk - (q.unsqueeze(4) * k.unsqueeze(3) * decay).sum(-1)).abs().max() <= 1e-5
     strictly_lower = (kk - (k_beta.unsqueeze(4) * k.unsqueeze(3) * decay).sum(-1)).tril(-1)
     assert strictly_lower.abs().max() <= 1e-5
+
+
+@pytest.mark.parametrize("kind", LAYERS)
+def test_seeded_projections_and_conv_are_uniform_within_one_over_root_fan_in(kind):
+    layer = seeded(LAYERS[kind])
+    for name, module in layer.named_modules():
+        if isinstance(module, torch.nn.Linear | torch.nn.Conv1d):
+            bound = module.weight[0].numel() ** -0.5  # in_features, or K for the depthwise conv
+            assert module.weight.abs().max() <= bound, name
+            assert module.weight.abs().max() > 0.8 * bound, name
+
+
+def test_the_hybrids_registry_entries_give_every_layer_a_kind_and_a_class():
+    qwen = [qwen_hybrid_layer(QWEN3_NEXT, i) for i in range(48)]
+    kimi = [kimi_linear_layer(KIMI_LINEAR, i) for i in range(27)]
+    assert [kind for kind, _ in qwen] == ["linear", "linear", "linear", "full"] * 12
+    assert [i + 1 for i, (kind, _) in enumerate(kimi) if kind == "mla"] == KIMI_FULL_LAYERS
+    # Kimi's MLA layer is MultiHeadLatentAttention's (test above)
+    for hf, index, (kind, cfg) in [(QWEN3_NEXT, i, qwen[i]) for i in range(4)] + [
+        (KIMI_LINEAR, i, kimi[i]) for i in range(3)
+    ]:
+        layer = build_layer(hf, index, device="meta", dtype=torch.bfloat16)
+        expected = (cache_bytes_formula if kind == "linear" else gated_bytes_formula)(cfg, 10**6, 1, 2)
+        assert layer.cache_after(10**6).nbytes == expected

@@ -123,6 +123,38 @@ def test_dsa_prefill_longer_than_topk_then_five_decode_steps_match_hf(shape):
     assert max(diffs) <= TOL, diffs
 
 
+def random_shape(seed: int, choices: dict[str, list]) -> dict:
+    """One value per field, drawn from a generator seeded here: the same configs on every run."""
+    generator = torch.Generator().manual_seed(seed)
+    return {k: v[int(torch.randint(len(v), (1,), generator=generator))] for k, v in choices.items()}
+
+
+DSA_RANDOM = dict(
+    num_attention_heads=[1, 2, 4],
+    q_lora_rank=[8, 12, 20],
+    kv_lora_rank=[8, 16, 24],
+    qk_nope_head_dim=[4, 8, 16],
+    qk_rope_head_dim=[2, 4, 8],
+    v_head_dim=[4, 12],
+    index_n_heads=[2, 4, 8],
+    index_head_dim=[8, 16],
+    index_topk=[1, 3, 7],
+    attention_bias=[False, True],
+)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(4))
+def test_dsa_random_small_configs_match_hf_over_prefill_and_five_steps(seed):
+    shape = random_shape(seed, DSA_RANDOM)
+    ours, peer = dsa_pair(**shape, num_key_value_heads=shape["num_attention_heads"])  # HF's MLA: one per head
+    x = randn(2, 20, ours.cfg.d_model)
+    cache = ours.new_cache(2)
+    diffs = [max_diff(ours(x[:, :15], cache=cache)[0], peer(x[:, :15])[0])]
+    diffs += [max_diff(ours(x[:, t : t + 1], cache=cache)[0], peer(x[:, t : t + 1])[0]) for t in range(15, 20)]
+    assert max(diffs) <= TOL, diffs
+
+
 @pytest.mark.slow
 def test_dsa_weights_are_hfs_zero_outside_each_querys_top_k():
     ours, peer = dsa_pair()
@@ -328,7 +360,7 @@ class V4Peer:
     """HF's DeepseekV4Attention for one layer kind, with the sliding-window mask (masking_utils), the position
     embeddings dict and position_ids DeepseekV4Model passes, and its cache (DynamicCache -> HCA/CSA cache layers)."""
 
-    def __init__(self, kind: str):
+    def __init__(self, kind: str, **overrides):
         from transformers import DeepseekV4Config, DynamicCache
         from transformers.models.deepseek_v4.modeling_deepseek_v4 import (
             DeepseekV4Attention,
@@ -336,7 +368,7 @@ class V4Peer:
         )
 
         # the layer alone: one layer of that kind, so that the cache sizes the mask by it (as in a full model)
-        fields = V4_HF | {"layer_types": [V4_HF["layer_types"][V4_KINDS[kind]]], "num_hidden_layers": 1}
+        fields = V4_HF | overrides | {"layer_types": [V4_HF["layer_types"][V4_KINDS[kind]]], "num_hidden_layers": 1}
         self.config = DeepseekV4Config(**fields, n_routed_experts=4, num_experts_per_tok=2, vocab_size=32)
         self.config._attn_implementation = "eager"
         torch.manual_seed(0)
@@ -366,9 +398,9 @@ class V4Peer:
         return out, weights
 
 
-def v4_pair(kind: str) -> tuple[CompressedAttention, V4Peer]:
-    peer = V4Peer(kind)
-    ours = CompressedAttention(CompressedConfig.from_hf(V4_HF, layer_idx=V4_KINDS[kind])).eval()
+def v4_pair(kind: str, **overrides) -> tuple[CompressedAttention, V4Peer]:
+    peer = V4Peer(kind, **overrides)
+    ours = CompressedAttention(CompressedConfig.from_hf(peer.config.to_dict(), layer_idx=0)).eval()
     ours.load_state_dict(peer.module.state_dict(), strict=True)
     return ours, peer
 
@@ -390,6 +422,39 @@ def test_v4_prefill_longer_than_window_rate_and_topk_then_five_decode_steps_matc
     cache, diffs = ours.new_cache(2), []
     for start, end in ((0, 31), (31, 32), (32, 33), (33, 34), (34, 35), (35, 36)):
         diffs.append(max_diff(ours(x[:, start:end], cache=cache)[0], peer(x[:, start:end])[0]))
+    assert max(diffs) <= TOL, diffs
+
+
+V4_RANDOM = dict(
+    num_attention_heads=[1, 2, 4],
+    head_dim=[16, 32],
+    q_lora_rank=[8, 20],
+    partial_rotary_factor=[0.25, 0.5],
+    o_groups=[1, 2],
+    o_lora_rank=[4, 12],
+    sliding_window=[2, 5, 9],
+    index_n_heads=[2, 4],
+    index_head_dim=[16, 24],
+    index_topk=[1, 2, 5],
+    csa_rate=[2, 3, 4],
+    hca_rate=[3, 6, 8],
+)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", V4_KINDS)
+@pytest.mark.parametrize("seed", range(3))
+def test_v4_random_small_configs_match_hf_over_prefill_and_five_steps(kind, seed):
+    shape = random_shape(seed, V4_RANDOM)
+    rates = {
+        "compressed_sparse_attention": shape.pop("csa_rate"),
+        "heavily_compressed_attention": shape.pop("hca_rate"),
+    }
+    ours, peer = v4_pair(kind, **shape, compress_rates=rates)
+    x = randn(2, 32, 64)
+    cache = ours.new_cache(2)
+    diffs = [max_diff(ours(x[:, :27], cache=cache)[0], peer(x[:, :27])[0])]
+    diffs += [max_diff(ours(x[:, t : t + 1], cache=cache)[0], peer(x[:, t : t + 1])[0]) for t in range(27, 32)]
     assert max(diffs) <= TOL, diffs
 
 

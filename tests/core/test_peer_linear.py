@@ -1,6 +1,6 @@
 """Peers: HF transformers' own modules for the linear-attention hybrids, run on the CPU in float32 with their torch
-fallbacks: Qwen3NextGatedDeltaNet and Qwen3NextAttention (Qwen3-Next), KimiLinearDeltaAttention and
-KimiLinearAttention (Kimi Linear). Same weights (HF's state_dict loaded strictly), same numbers: a prompt longer than
+fallbacks: Qwen3NextGatedDeltaNet and Qwen3NextAttention (Qwen3-Next), Qwen3_5GatedDeltaNet, Qwen3_5MoeGatedDeltaNet
+and Qwen3_5Attention (Qwen3.5, dense and MoE), KimiLinearDeltaAttention and KimiLinearAttention (Kimi Linear). Same weights (HF's state_dict loaded strictly), same numbers: a prompt longer than
 a chunk of the delta rule (64 tokens), then five decoding steps through each side's own cache.
 
 HF's softmax attention modules leave masking to the model: they get the additive causal mask the model would build.
@@ -12,8 +12,14 @@ import pytest
 import torch
 
 pytest.importorskip("transformers")
-from transformers import DynamicCache, KimiLinearConfig, Qwen3NextConfig
+from transformers import DynamicCache, KimiLinearConfig, Qwen3_5Config, Qwen3_5MoeConfig, Qwen3NextConfig
 from transformers.models.kimi_linear.modeling_kimi_linear import KimiLinearAttention, KimiLinearDeltaAttention
+from transformers.models.qwen3_5.modeling_qwen3_5 import (
+    Qwen3_5Attention,
+    Qwen3_5GatedDeltaNet,
+    Qwen3_5TextRotaryEmbedding,
+)
+from transformers.models.qwen3_5_moe.modeling_qwen3_5_moe import Qwen3_5MoeGatedDeltaNet
 from transformers.models.qwen3_next.modeling_qwen3_next import (
     Qwen3NextAttention,
     Qwen3NextGatedDeltaNet,
@@ -74,10 +80,11 @@ def linear_drive(peer: Peer, x):
     return peer.module(x, cache_params=peer.cache)
 
 
-def qwen3_next_attention_drive(peer: Peer, x):
+def qwen_attention_drive(peer: Peer, x):
     b, l, _ = x.shape
     positions = torch.arange(peer.seen, peer.seen + l)[None].expand(b, -1)
-    embeddings = Qwen3NextRotaryEmbedding(peer.config)(x, positions)
+    rotary = Qwen3NextRotaryEmbedding if isinstance(peer.config, Qwen3NextConfig) else Qwen3_5TextRotaryEmbedding
+    embeddings = rotary(peer.config)(x, positions)
     mask = additive_causal_mask(l, peer.seen + l)
     return peer.module(x, position_embeddings=embeddings, attention_mask=mask, past_key_values=peer.cache)[0]
 
@@ -87,23 +94,32 @@ def kimi_attention_drive(peer: Peer, x):
     return peer.module(x, attention_mask=mask, past_key_values=peer.cache)[0]
 
 
+QWEN_SHAPE = dict(
+    hidden_size=64,
+    num_hidden_layers=4,  # layers 0-2 linear, 3 full (full_attention_interval 4)
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    head_dim=32,
+    linear_num_key_heads=2,
+    linear_num_value_heads=4,
+    linear_key_head_dim=16,
+    linear_value_head_dim=12,
+    linear_conv_kernel_dim=4,
+    rms_norm_eps=1e-6,
+)
+
+
 def qwen3_next_config(**overrides) -> Qwen3NextConfig:
-    shape = dict(
-        hidden_size=64,
-        num_hidden_layers=4,  # layers 0-2 linear, 3 full (full_attention_interval 4)
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=32,
-        linear_num_key_heads=2,
-        linear_num_value_heads=4,
-        linear_key_head_dim=16,
-        linear_value_head_dim=12,
-        linear_conv_kernel_dim=4,
-        rms_norm_eps=1e-6,
-    )
-    hf_config = Qwen3NextConfig(**(shape | overrides))
+    hf_config = Qwen3NextConfig(**(QWEN_SHAPE | overrides))
     hf_config._attn_implementation = "eager"
     return hf_config
+
+
+def qwen3_5_config(moe=False, **overrides):
+    """Qwen3.5's config nests the text model's: the modules take text_config, from_hf reads the whole to_dict()."""
+    whole = (Qwen3_5MoeConfig if moe else Qwen3_5Config)(text_config=QWEN_SHAPE | overrides)
+    whole.text_config._attn_implementation = "eager"
+    return whole
 
 
 def kimi_config(**overrides) -> KimiLinearConfig:
@@ -139,6 +155,26 @@ def gated_delta_net_pair(**overrides):
     return ours.eval(), Peer(module, hf_config, linear_drive)
 
 
+def qwen3_5_delta_net_pair(moe=False, **overrides):
+    whole = qwen3_5_config(moe, **overrides)
+    torch.manual_seed(0)
+    module = (Qwen3_5MoeGatedDeltaNet if moe else Qwen3_5GatedDeltaNet)(whole.text_config, layer_idx=1)
+    _randomise(module, ("norm.weight", "dt_bias"), around=1.0)
+    ours = GatedDeltaNet(GatedDeltaNetConfig.from_hf(whole.to_dict(), 1))
+    ours.load_state_dict(module.state_dict(), strict=True)
+    return ours.eval(), Peer(module, whole.text_config, linear_drive)
+
+
+def qwen3_5_attention_pair(**overrides):
+    whole = qwen3_5_config(**overrides)
+    torch.manual_seed(0)
+    module = Qwen3_5Attention(whole.text_config, layer_idx=3)
+    _randomise(module, ("q_norm", "k_norm"), around=0.0)
+    ours = GatedAttention(GatedAttentionConfig.from_hf(whole.to_dict(), 3))
+    ours.load_state_dict(module.state_dict(), strict=True)
+    return ours.eval(), Peer(module, whole.text_config, qwen_attention_drive)
+
+
 def kimi_delta_pair(strong_decay=False, **overrides):
     hf_config = kimi_config(**overrides)
     torch.manual_seed(0)
@@ -163,7 +199,7 @@ def gated_attention_pair(**overrides):
     _randomise(module, ("q_norm", "k_norm"), around=0.0)
     ours = GatedAttention(GatedAttentionConfig.from_hf(hf_config.to_dict(), 3))
     ours.load_state_dict(module.state_dict(), strict=True)
-    return ours.eval(), Peer(module, hf_config, qwen3_next_attention_drive)
+    return ours.eval(), Peer(module, hf_config, qwen_attention_drive)
 
 
 def kimi_attention_pair(**overrides):
@@ -182,6 +218,8 @@ LINEAR = {
         gated_delta_net_pair,
         dict(linear_num_value_heads=2, linear_value_head_dim=16, linear_conv_kernel_dim=3),
     ),
+    "qwen3.5-gated-deltanet": (qwen3_5_delta_net_pair, {}),
+    "qwen3.5-moe-gated-deltanet": (qwen3_5_delta_net_pair, dict(moe=True)),
     "kimi-delta": (kimi_delta_pair, {}),
     "kimi-delta-strong-decay": (kimi_delta_pair, dict(strong_decay=True)),
     "kimi-delta-kernel-2": (
@@ -206,6 +244,7 @@ SOFTMAX = {
             rope_parameters={"rope_type": "default", "rope_theta": 5e5, "partial_rotary_factor": 0.5},
         ),
     ),
+    "qwen3.5-gated": (qwen3_5_attention_pair, {}),
     "kimi-mla-nope": (kimi_attention_pair, {}),
     "kimi-mla-nope-low-rank-q-bias": (kimi_attention_pair, dict(q_lora_rank=20, attention_bias=True)),
 }
@@ -253,7 +292,7 @@ def test_state_and_conv_tail_are_what_hf_caches(peer):
     cache = ours.new_cache(2)
     ours(x, cache=cache)
     theirs(x)
-    layer = theirs.cache.layers[0]
+    layer = theirs.cache.layers[theirs.module.layer_idx]
     assert max_diff(cache.state, layer.recurrent_states[0]) <= LINEAR_TOL
     assert max_diff(cache.conv, layer.conv_states[0][..., 1:]) == 0
 
