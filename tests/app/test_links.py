@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import pytest
 
+from explorer import axes as axes_view
 from explorer import lab as lab_view
 from explorer import trained as trained_view
 from explorer.heatmaps import link as heatmaps_link
@@ -179,7 +180,15 @@ def test_the_repaired_link_reopens_the_same_view_without_a_warning(page):
 
 
 FREE_TEXT = {
-    param.name for param in (trained_view.TEXT, trained_view.PROMPT, heatmaps_link.TEXT, lab_view.PROMPT, lab_view.TEXT)
+    param.name
+    for param in (
+        trained_view.TEXT,
+        trained_view.PROMPT,
+        heatmaps_link.TEXT,
+        lab_view.PROMPT,
+        lab_view.TEXT,
+        axes_view.CONFIG,
+    )
 }
 
 
