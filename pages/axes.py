@@ -113,13 +113,16 @@ st.caption(
 
 # --- 2. the four axes ------------------------------------------------------------------------------------------------
 st.header(_("Which design cuts which axis"), divider="gray")
-cuts = [view.axis_cuts(model, tokens) for model in models]
-axes_chart, axes_csv = view.axes_figure(cuts, tokens)
+cuts = [view.axis_cuts(model, tokens, measure) for model in models]
+axes_chart, axes_csv = view.axes_figure(cuts, tokens, measure)
 show_chart(
     axes_chart,
     name="axes-four-axes",
     rows=axes_csv,
     caption=view.sentences_of(
+        None
+        if measure == "held"
+        else _("Here what one decoding step reads, against MHA reading every token's keys and values on every layer."),
         _(
             "Each cell: how many times less the model keeps than MHA keeping every token of every layer in 16 bits, "
             "on one axis; the last column multiplies the four. **Layers**: every layer as its heaviest kind ÷ the "

@@ -176,7 +176,7 @@ def context_figure(
     return {"data": data, "layout": layout, "narrow": narrow(phone)}, csv
 
 
-def axes_figure(cuts: list[AxisCuts], tokens: int) -> tuple[dict, list[dict]]:
+def axes_figure(cuts: list[AxisCuts], tokens: int, measure: str = "held") -> tuple[dict, list[dict]]:
     """The four axes' cuts at one length as a grid: a row per model, a column per axis (and their product), each
     cell the factor by which the design keeps less than MHA keeping every token in 16 bits on every layer."""
     columns = ["layers", "tokens", "width", "bytes", "total"]
@@ -209,7 +209,11 @@ def axes_figure(cuts: list[AxisCuts], tokens: int) -> tuple[dict, list[dict]]:
             }
         ],
         "layout": {
-            "title": {"text": _("What each design cuts, at {tokens} tokens", tokens=tokens)},
+            "title": {
+                "text": _("What each design cuts, at {tokens} tokens", tokens=tokens)
+                if measure == "held"
+                else _("What each design's decoding step reads less of, at {tokens} tokens", tokens=tokens)
+            },
             "xaxis": {"side": "top", "title": {"text": ""}},
             "yaxis": {"automargin": True},
             "height": 110 + 30 * len(rows),
@@ -217,7 +221,7 @@ def axes_figure(cuts: list[AxisCuts], tokens: int) -> tuple[dict, list[dict]]:
         },
     }
     csv = [
-        {"model": cut.name, "tokens": tokens, "heaviest_kind": cut.heaviest}
+        {"model": cut.name, "tokens": tokens, "measure": measure, "heaviest_kind": cut.heaviest}
         | {f"{column}_cut": getattr(cut, column) for column in columns}
         for cut in cuts
     ]

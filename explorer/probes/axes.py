@@ -246,12 +246,14 @@ class AxisCuts:
     heaviest: str  # the kind the tokens and width axes describe
 
 
-def axis_cuts(curves: ModelCurves, tokens: int) -> AxisCuts:
+def axis_cuts(curves: ModelCurves, tokens: int, measure: str = "held") -> AxisCuts:
+    """The cuts of what is held at `tokens` tokens, or (measure "read") of what the decoding step of that token reads
+    against MHA reading every token's keys and values."""
     i = curves.at(tokens)
-    held = {k.kind: k.held[i] for k in curves.kinds}
-    total = sum(held.values())
-    heavy = max(curves.kinds, key=lambda k: (k.held[i] / k.count, k.count))
-    per_layer = heavy.held[i] / heavy.count
+    values = {k.kind: getattr(k, measure)[i] for k in curves.kinds}
+    total = sum(values.values())
+    heavy = max(curves.kinds, key=lambda k: (values[k.kind] / k.count, k.count))
+    per_layer = values[heavy.kind] / heavy.count
     entry = heavy.entry / heavy.count  # one cache entry in one layer of that kind
     layers = curves.layers * per_layer / total if total else 1.0
     token_cut = tokens * entry / per_layer if per_layer else 1.0

@@ -214,3 +214,12 @@ def test_the_json_readers_position_is_kept():
     problem = read_config('{\n  "model_type": "llama",\n  oops\n}').problem
     assert problem.values == {"line": 3, "column": 3}
     assert "line 3 column 3" in problem.message
+
+
+def test_dsa_keeps_v3s_width_but_a_step_reads_a_bounded_part_of_its_tokens(drawn):
+    at = 131072
+    held, read = axis_cuts(drawn[0]["DeepSeek-V3.2"], at), axis_cuts(drawn[0]["DeepSeek-V3.2"], at, "read")
+    assert held.tokens == 1  # the cache keeps every token
+    # a step reads the indexer's key of every token and the top 2048 tokens' latents: 704 numbers a token kept
+    assert read.tokens == pytest.approx(at * 704 / (128 * at + 576 * 2048))
+    assert read.width == held.width == pytest.approx(128 * 320 / 704)
