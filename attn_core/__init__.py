@@ -43,6 +43,7 @@ from .contract import AttentionLayer, KVCache, Queries
 from .fused import LAYOUTS, falcon_attention_state, fuse_qkv, fused_blocks, gpt2_attention_state, split_qkv
 from .gated import GatedAttention, GatedAttentionConfig, GatedKVCache
 from .grouped import GroupedQueryAttention
+from .hf import ModelDescription, build_layer, describe_model
 from .latent import MultiHeadLatentAttention
 from .linear import (
     GatedDeltaNet,
@@ -54,12 +55,15 @@ from .linear import (
 )
 from .options import AttentionOptions
 from .presets import PRESETS, ModelPreset
+from .published import PUBLISHED, SOURCES, context_length, published_config
 from .rope import RopeScaling
 
 __all__ = [
     "DTYPES",
     "LAYOUTS",
     "PRESETS",
+    "PUBLISHED",
+    "SOURCES",
     "VARIANTS",
     "AttentionConfig",
     "AttentionLayer",
@@ -81,6 +85,7 @@ __all__ = [
     "LatentKVCache",
     "LatentWidths",
     "LinearStateCache",
+    "ModelDescription",
     "ModelPreset",
     "MultiHeadLatentAttention",
     "Queries",
@@ -91,9 +96,12 @@ __all__ = [
     "allowed_positions",
     "as_dtype",
     "build_attention",
+    "build_layer",
     "bytes_per_element",
     "causal_allowed",
+    "context_length",
     "decode_flops_per_token",
+    "describe_model",
     "empty_cache",
     "falcon_attention_state",
     "fuse_qkv",
@@ -104,6 +112,7 @@ __all__ = [
     "kv_head_counts",
     "naive_up_projection_flops",
     "parameter_count",
+    "published_config",
     "repeated_kv_cache_bytes",
     "seeded_generator",
     "split_qkv",

@@ -52,6 +52,13 @@ PAGES: dict[str, PageEntry] = {
         N_("Every head's weights, grouped by shared keys; inside one head; one decode step."),
         (*LAYER, "seq_len", "dtype", "seed"),
     ),
+    "axes": PageEntry(
+        "pages/axes.py",
+        N_("The cache's four axes"),
+        ":material/stacked_line_chart:",
+        N_("Windows, sparse reading, compression, linear state and bytes: published models' caches, and yours."),
+        ("batch", "dtype"),
+    ),
     "trained": PageEntry(
         "pages/trained.py",
         N_("Trained model"),

@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import pytest
 
+from explorer import axes as axes_view
 from explorer.heatmaps import link as heatmaps_link
 from explorer.lab import link as lab_link
 from explorer.pages import PAGES
@@ -180,7 +181,15 @@ def test_the_repaired_link_reopens_the_same_view_without_a_warning(page):
 
 
 FREE_TEXT = {
-    param.name for param in (trained_link.TEXT, trained_link.PROMPT, heatmaps_link.TEXT, lab_link.PROMPT, lab_link.TEXT)
+    param.name
+    for param in (
+        trained_link.TEXT,
+        trained_link.PROMPT,
+        heatmaps_link.TEXT,
+        lab_link.PROMPT,
+        lab_link.TEXT,
+        axes_view.CONFIG,
+    )
 }
 
 

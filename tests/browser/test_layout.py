@@ -27,7 +27,11 @@ SIZES = {"laptop": (1400, 900), "projector": (1024, 768), "phone": (400, 800)}
 LOCAL_HOSTS = {"127.0.0.1", "localhost"}
 # Columns that carry a page's point: each must be in view, unscrolled, wherever its table is drawn (as must every
 # table's first two columns: what a row is, and its first answer).
-POINT_COLUMNS = {"overview": ("Agree", "vs MHA"), "kv_cache": ("Agree", "vs MHA", "Tokens each", "Users")}
+POINT_COLUMNS = {
+    "overview": ("Agree", "vs MHA"),
+    "kv_cache": ("Agree", "vs MHA", "Tokens each", "Users"),
+    "axes": ("Held", "Read per step"),
+}
 # Chart text drawn smaller than this is not read from a desk (Plotly shrinks bar labels to fit their bars: ~6 px at
 # 1024 px, issue #28 item 9). Tick labels of heatmap panels are set at 9 px; labels of values (bars, points) at 10.
 MIN_TEXT_PX, MIN_VALUE_LABEL_PX = 9, 10

@@ -1,0 +1,228 @@
+"""The axes page's figures, as plain dicts: caches against context on log axes (each model, or one model's layer
+kinds), and the four axes' cuts at one length."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from attn_core import PUBLISHED
+from explorer.charts import BYTE_UNITS, format_bytes
+from explorer.grid import narrow
+from explorer.i18n import _
+from explorer.probes.axes import AxisCuts, ModelCurves
+
+from .text import AXES, kind_label, sig
+
+PALETTE = (
+    "#3b6ea8", "#c4573a", "#4a9a6b", "#8a5cb8", "#d4a017", "#17a2b8",
+    "#d45fa8", "#6b6b6b", "#8c564b", "#9aa01a", "#1f3b70", "#e07b00",
+)  # fmt: skip
+MODEL_COLORS = {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(PUBLISHED)}
+TOKEN_TICKS = [1024 * 4**n for n in range(6)]  # 1K … 1M
+
+
+def token_label(tokens: int) -> str:
+    return f"{tokens // 1048576}M" if tokens >= 1048576 else f"{tokens // 1024}K"
+
+
+def log_bytes_axis(low: float, high: float) -> dict:
+    """A log axis of bytes ticked at powers of four in binary units (1 MiB, 4 MiB, …), never Plotly's SI "B"."""
+    low, high = max(low, 1.0), max(high, low * 2)
+    first, last = int(np.floor(np.log2(low))), int(np.ceil(np.log2(high)))
+    stride = 2 if last - first <= 14 else 4
+    powers = [k for k in range(first - 1, last + 2) if k % stride == 0]
+    text = []
+    for k in powers:
+        unit, size = next((name, size) for name, size in reversed(BYTE_UNITS) if 2**k >= size or size == 1)
+        text.append(f"{2**k / size:g} {unit}")
+    return {
+        "type": "log",
+        "tickvals": [float(2**k) for k in powers],
+        "ticktext": text,
+        "range": [math.log10(low / 1.5), math.log10(high * 1.5)],
+    }
+
+
+def _breakdown(model: ModelCurves, measure: str, i: int) -> str:
+    return "<br>".join(
+        _(
+            "{kind} × {count}: {bytes}",
+            kind=kind_label(kind.kind),
+            count=kind.count,
+            bytes=format_bytes(getattr(kind, measure)[i]),
+        )
+        for kind in model.kinds
+    )
+
+
+def context_figure(
+    models: list[ModelCurves], measure: str, tokens: int, *, by_kind: bool = False
+) -> tuple[dict, list[dict]]:
+    """Bytes held (or read by one decoding step) against context, log-log: one line per model, solid within its
+    published context and dotted beyond; or, by_kind, one model's total and each kind of its layers. Markers at the
+    reader's length; the hover lists the layer kinds."""
+    data: list[dict] = []
+    csv: list[dict] = []
+    for index, model in enumerate(models):
+        values = getattr(model, measure)
+        color = PALETTE[index % len(PALETTE)] if by_kind else MODEL_COLORS.get(model.name, PALETTE[0])
+        hover = [_breakdown(model, measure, i) for i in range(len(model.tokens))]
+        template = (
+            _("{model}, {tokens} tokens: {bytes} bytes", model=model.name, tokens="%{x:,}", bytes="%{y:,}")
+            + "<br>%{customdata}<extra></extra>"
+        )
+        inside = [i for i, t in enumerate(model.tokens) if model.context is None or t <= model.context]
+        beyond = [i for i in range(len(model.tokens)) if i not in inside]
+        if beyond and inside:
+            beyond = [inside[-1], *beyond]  # the dotted part starts where the solid one ends
+        for part, dash, shown in ((inside, "solid", True), (beyond, "dot", not inside)):
+            if not part:
+                continue
+            data.append(
+                {
+                    "type": "scatter",
+                    "mode": "lines",
+                    "x": [model.tokens[i] for i in part],
+                    "y": [values[i] for i in part],
+                    "customdata": [hover[i] for i in part],
+                    "name": model.name,
+                    "legendgroup": model.name,
+                    "showlegend": shown,
+                    "line": {"color": color, "dash": dash, "width": 3 if by_kind else 2},
+                    "hovertemplate": template,
+                }
+            )
+        if by_kind:
+            for k_index, kind in enumerate(model.kinds):
+                data.append(
+                    {
+                        "type": "scatter",
+                        "mode": "lines",
+                        "x": list(model.tokens),
+                        "y": list(getattr(kind, measure)),
+                        "name": _("{kind} layers (× {count})", kind=kind_label(kind.kind), count=kind.count),
+                        "line": {"color": PALETTE[(k_index + 1) % len(PALETTE)], "dash": "dash", "width": 2},
+                        "hovertemplate": _(
+                            "{kind} layers, {tokens} tokens: {bytes} bytes",
+                            kind=kind_label(kind.kind),
+                            tokens="%{x:,}",
+                            bytes="%{y:,}",
+                        )
+                        + "<extra></extra>",
+                    }
+                )
+        csv += [
+            {
+                "model": model.name,
+                "kind": kind.kind,
+                "layers": kind.count,
+                "tokens": t,
+                "held_bytes": kind.held[i],
+                "read_bytes": kind.read[i],
+            }
+            for kind in model.kinds
+            for i, t in enumerate(model.tokens)
+        ]
+    marks = [m for m in models if getattr(m, measure)[m.at(tokens)] > 0]
+    data.append(
+        {
+            "type": "scatter",
+            "mode": "markers",
+            "x": [tokens] * len(marks),
+            "y": [getattr(m, measure)[m.at(tokens)] for m in marks],
+            "text": [m.name for m in marks],
+            "marker": {
+                "size": 10,
+                "color": [PALETTE[0] if by_kind else MODEL_COLORS.get(m.name, PALETTE[0]) for m in marks],
+                "line": {"color": "white", "width": 1.5},
+            },
+            "showlegend": False,
+            "hovertemplate": "%{text}: %{y:,} B<extra></extra>",
+        }
+    )
+    every = [v for trace in data for v in trace["y"] if v > 0]
+    title = _("Cache held against context") if measure == "held" else _("Cache read by one decoding step")
+    layout = {
+        "title": {"text": title},
+        "xaxis": {
+            "title": {"text": _("context T (tokens, log scale)")},
+            "type": "log",
+            "tickvals": TOKEN_TICKS,
+            "ticktext": [token_label(t) for t in TOKEN_TICKS],
+            "range": [math.log10(900), math.log10(1.2 * 1048576)],
+        },
+        "yaxis": {"title": {"text": _("bytes (batch {batch}, log scale)", batch=models[0].batch)}}
+        | log_bytes_axis(min(every, default=1), max(every, default=2)),
+        "shapes": [
+            {
+                "type": "line",
+                "yref": "paper",
+                "y0": 0,
+                "y1": 1,
+                "x0": tokens,
+                "x1": tokens,
+                "line": {"color": "#888", "width": 1, "dash": "dash"},
+            }
+        ],
+        "height": 540,
+        "margin": {"t": 60, "b": 60, "l": 80, "r": 20},
+        "legend": {"orientation": "h", "y": -0.27, "x": 0, "yanchor": "top"},
+        "hovermode": "closest",
+    }
+    # on a phone the legend takes several rows: a taller chart, the legend lower below its axis title
+    phone = layout | {"height": 760, "legend": {"orientation": "h", "y": -0.22, "x": 0, "yanchor": "top"}}
+    return {"data": data, "layout": layout, "narrow": narrow(phone)}, csv
+
+
+def axes_figure(cuts: list[AxisCuts], tokens: int, measure: str = "held") -> tuple[dict, list[dict]]:
+    """The four axes' cuts at one length as a grid: a row per model, a column per axis (and their product), each
+    cell the factor by which the design keeps less than MHA keeping every token in 16 bits on every layer."""
+    columns = ["layers", "tokens", "width", "bytes", "total"]
+    rows = list(reversed(cuts))  # the first model on top
+    z, text = [], []
+    for cut in rows:
+        factors = [getattr(cut, column) for column in columns]
+        z.append([None if f is None else math.log2(max(f, 1e-9)) for f in factors])
+        text.append(["—" if f is None else f"{sig(f)}×" for f in factors])
+    top = max((abs(v) for line in z for v in line if v is not None), default=1.0)
+    figure = {
+        "data": [
+            {
+                "type": "heatmap",
+                "x": [_(AXES[c]) for c in columns],
+                "y": [cut.name for cut in rows],
+                "z": z,
+                "text": text,
+                "texttemplate": "%{text}",
+                "textfont": {"size": 13},
+                "zmid": 0,
+                "zmin": -top,
+                "zmax": top,
+                "colorscale": [[0, "#c4573a"], [0.5, "#f7f7f7"], [1, "#3b6ea8"]],
+                "showscale": False,
+                "xgap": 2,
+                "ygap": 2,
+                "hovertemplate": _("{model}, {axis}: {factor} smaller", model="%{y}", axis="%{x}", factor="%{text}")
+                + "<extra></extra>",
+            }
+        ],
+        "layout": {
+            "title": {
+                "text": _("What each design cuts, at {tokens} tokens", tokens=tokens)
+                if measure == "held"
+                else _("What each design's decoding step reads less of, at {tokens} tokens", tokens=tokens)
+            },
+            "xaxis": {"side": "top", "title": {"text": ""}},
+            "yaxis": {"automargin": True},
+            "height": 110 + 30 * len(rows),
+            "margin": {"t": 90, "b": 20, "l": 150, "r": 20},
+        },
+    }
+    csv = [
+        {"model": cut.name, "tokens": tokens, "measure": measure, "heaviest_kind": cut.heaviest}
+        | {f"{column}_cut": getattr(cut, column) for column in columns}
+        for cut in cuts
+    ]
+    return figure, csv

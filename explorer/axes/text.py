@@ -1,0 +1,243 @@
+"""The axes page's words, worked out from the probe's numbers in this run's language: layer kinds' names, what is
+wrong with a pasted config, and the captions the curves say (where they stop growing, where two cross, what a
+decoding step reads of what is held, which design cuts which axis most)."""
+
+from __future__ import annotations
+
+import re
+
+from explorer.charts import format_bytes
+from explorer.i18n import N_, _, fmt, n_, percent, sentences
+from explorer.probes.axes import AxisCuts, ConfigProblem, Crossing, ModelCurves, Plateau
+
+# The core's layer kinds (attn_core.hf readers' words) as the page names them; a kind not listed is shown as the
+# core names it, in code type.
+KIND_NAMES = {
+    "full": N_("full attention"),
+    "sliding": N_("sliding window"),
+    "mla": "MLA",
+    "dsa": "DSA",
+    "sparse": N_("sparse attention"),
+    "csa": "CSA",
+    "hca": "HCA",
+    "linear": N_("linear attention"),
+    "gated_deltanet": N_("linear attention"),
+    "kda": N_("linear attention"),
+}
+
+
+def kind_name(kind: str) -> str:
+    return _(KIND_NAMES[kind]) if kind in KIND_NAMES else f"`{kind}`"
+
+
+def kind_label(kind: str) -> str:
+    """A kind's name where Markdown is not drawn (tables, charts): without the code marks."""
+    return kind_name(kind).strip("`")
+
+
+def sig(value: float, digits: int = 3) -> str:
+    """value to `digits` significant digits in the run's language: 6.2, 128, 0.5."""
+    if value >= 10 ** (digits - 1):
+        return fmt(round(value))
+    text = f"{value:.{digits}g}"
+    return fmt(float(text), len(text.split(".")[1]) if "." in text else 0)
+
+
+def times(value: float | None) -> str:
+    return "—" if value is None else f"{sig(value)}×"
+
+
+# --- a pasted config -------------------------------------------------------------------------------------------------
+def problem_text(problem: ConfigProblem) -> str:
+    """What is wrong with a pasted config, in this run's language (the parser's or core's message goes beside it)."""
+    values = problem.values
+    if problem.kind == "empty":
+        return _("Paste a `config.json` above, upload one, or start from a published model: its cache is drawn here.")
+    if problem.kind == "too_long":
+        return _(
+            "This text has {chars} characters: a `config.json` has a few thousand, and at most {limit} are read. Nothing "
+            "was read: paste the `config.json` file alone.",
+            chars=values["chars"],
+            limit=values["limit"],
+        )
+    if problem.kind == "not_json":
+        return _(
+            "This is not JSON: the reader stopped at line {line}, column {column}. Paste the `config.json` file as it "
+            "is.",
+            line=values["line"],
+            column=values["column"],
+        )
+    if problem.kind == "not_object":
+        return _(
+            "This JSON is a single value ({found}), not an object: a `config.json` is one {{…}} of named fields.",
+            found=str(values["found"]),
+        )
+    if problem.kind == "no_model_type":
+        return _(
+            "This config has no `model_type`: it names the design its layers are read as (`llama`, `gpt_oss`, "
+            "`deepseek_v3`, …)."
+        )
+    if problem.kind == "unsupported":
+        return _(
+            "`model_type` “{model_type}” is not one the core reads yet: its message lists the ones it reads.",
+            model_type=str(values["model_type"]),
+        )
+    if problem.kind == "core_failed":
+        return _(
+            "The core failed on this config instead of saying what is wrong with it (a value it should have refused, "
+            "such as a width too large to build): check the numbers. Its error:"
+        )
+    field = re.search(r"'(\w+)'|\b(\w+)=", problem.message)
+    name = next((group for group in field.groups() if group), None) if field else None
+    if name:
+        return _(
+            "The core could not read this config: the field `{field}` is missing or has a value it cannot use. Its "
+            "message says what it needs.",
+            field=name,
+        )
+    return _("The core could not read this config: its message says what it needs.")
+
+
+def problem_source(problem: ConfigProblem) -> str:
+    """Whose message is shown verbatim beside the page's sentence."""
+    return _("The JSON reader says:") if problem.kind == "not_json" else _("The core says:")
+
+
+# --- captions --------------------------------------------------------------------------------------------------------
+def plateau_sentences(found: list[Plateau]) -> list[str]:
+    """A model whose every layer stops growing, a sentence each; models some of whose layers do, one sentence per
+    length they stop at."""
+    sentences_ = [
+        _(
+            "{model} stops growing at {tokens} tokens: every layer keeps a window, {bytes} at any length beyond.",
+            model=plateau.name,
+            tokens=plateau.tokens,
+            bytes=format_bytes(plateau.nbytes),
+        )
+        for plateau in found
+        if plateau.kind is None
+    ]
+    partial = [plateau for plateau in found if plateau.kind is not None]
+    for tokens in sorted({plateau.tokens for plateau in partial}):
+        models = [
+            _(
+                "{model}'s {kind} layers ({bytes})",
+                model=plateau.name,
+                kind=kind_name(plateau.kind or ""),
+                bytes=format_bytes(plateau.nbytes),
+            )
+            for plateau in partial
+            if plateau.tokens == tokens
+        ]
+        sentences_.append(
+            _(
+                "From {tokens} tokens on, some layers hold the same at every length while the others keep growing: "
+                "{models}.",
+                tokens=tokens,
+                models=_("; ").join(models),
+            )
+        )
+    return sentences_
+
+
+def crossing_sentence(crossing: Crossing, measure: str) -> str:
+    if measure == "read":
+        return _(
+            "{lower} and {other} cross near {tokens} tokens: before it a step of {lower} reads less, after it more.",
+            lower=crossing.lower_first,
+            other=crossing.other,
+            tokens=crossing.tokens,
+        )
+    return _(
+        "{lower} and {other} cross near {tokens} tokens: before it {lower} keeps less, after it more.",
+        lower=crossing.lower_first,
+        other=crossing.other,
+        tokens=crossing.tokens,
+    )
+
+
+def more_crossings(count: int) -> str:
+    return n_(
+        "One more crossing lies farther from T (all are in the CSV's numbers).",
+        "{n} more crossings lie farther from T (all are in the CSV's numbers).",
+        count,
+    )
+
+
+# Successors whose caches the page compares at T (names of attn_core.published), when both are drawn
+SUCCESSORS = (("DeepSeek-V3", "DeepSeek-V3.2"), ("DeepSeek-V3", "DeepSeek-V4-Flash"))
+
+
+def successor_sentence(old: ModelCurves, new: ModelCurves, tokens: int) -> str:
+    i, j = old.at(tokens), new.at(tokens)
+    return _(
+        "At {tokens} tokens {new} holds {held} of {old}'s cache, and a decoding step reads {read} of what {old}'s "
+        "reads.",
+        tokens=tokens,
+        new=new.name,
+        old=old.name,
+        held=percent(new.held[j] / old.held[i], 1),
+        read=percent(new.read[j] / old.read[i], 1),
+    )
+
+
+def reading_sentence(curves: ModelCurves, tokens: int) -> str | None:
+    """Said of a model whose decoding step reads clearly less than it holds (a window's worth, a top-k)."""
+    i = curves.at(tokens)
+    held, read = curves.held[i], curves.read[i]
+    if not held or read >= 0.9 * held:
+        return None
+    return _(
+        "At {tokens} tokens a decoding step of {model} reads {read} of the {held} it holds ({share}).",
+        tokens=tokens,
+        model=curves.name,
+        read=format_bytes(read),
+        held=format_bytes(held),
+        share=percent(read / held, 1),
+    )
+
+
+def extremes_sentence(models: list[ModelCurves], tokens: int, measure: str) -> str:
+    values = {m.name: getattr(m, measure)[m.at(tokens)] for m in models}
+    largest, smallest = max(values, key=values.__getitem__), min(values, key=values.__getitem__)
+    if not values[smallest]:
+        return ""
+    return _(
+        "At {tokens} tokens {largest} needs the most ({big}) and {smallest} the least ({small}): {ratio}× apart.",
+        tokens=tokens,
+        largest=largest,
+        big=format_bytes(values[largest]),
+        smallest=smallest,
+        small=format_bytes(values[smallest]),
+        ratio=sig(values[largest] / values[smallest]),
+    )
+
+
+AXES = {
+    "layers": N_("layers"),
+    "tokens": N_("tokens"),
+    "width": N_("width"),
+    "bytes": N_("bytes"),
+    "total": N_("all four"),
+}
+
+
+def axis_leaders(cuts: list[AxisCuts], tokens: int) -> str:
+    """Which model cuts each axis most at this length, as the picture shows it."""
+    parts = []
+    for axis in ("layers", "tokens", "width"):
+        known = [c for c in cuts if getattr(c, axis) is not None]
+        if not known:
+            continue
+        best = max(known, key=lambda c: getattr(c, axis))
+        if getattr(best, axis) > 1.05:
+            parts.append(
+                _("{axis}: {model} ({factor})", axis=_(AXES[axis]), model=best.name, factor=times(getattr(best, axis)))
+            )
+    if not parts:
+        return ""
+    return _("At {tokens} tokens the largest cut on each axis — {list}.", tokens=tokens, list=_("; ").join(parts))
+
+
+def sentences_of(*parts: str | None) -> str:
+    return sentences(*(part for part in parts if part))

@@ -1,0 +1,248 @@
+"""The cache's four axes: published models' caches against context, measured by the core from their config.json,
+the four axes' cuts at one length, and any config.json a reader pastes."""
+
+import json
+import math
+
+import streamlit as st
+
+import explorer.shell  # noqa: F401  (first of ours: see explorer/shell.py)
+
+from attn_core import PUBLISHED, SOURCES, published_config
+from explorer import axes as view
+from explorer.charts import show_chart
+from explorer.i18n import _, fmt, n_
+from explorer.state import bound, page_settings
+from explorer.verbatim import show_verbatim
+
+settings = page_settings("axes")
+
+st.title(_("The cache's four axes"))
+st.markdown(
+    _(
+        "A KV cache is **layers × tokens × width × bytes**. MHA, MQA, GQA and MLA cut the **width** one token leaves "
+        "in a layer. The designs that shipped since cut the others: a **sliding window** or **sparse attention** "
+        "keeps or reads fewer **tokens**, **compression** pools them, **linear attention** keeps a fixed state "
+        "instead, hybrids mix **layers** of different kinds, and **quantization** shrinks the **bytes** per number. "
+        "Every number below is measured by the core from the model's own `config.json`, on PyTorch's `meta` device."
+    )
+)
+
+left, right = st.columns(2)
+with left:
+    tokens = bound(
+        view.TOKENS,
+        lambda key: st.select_slider(_("Context length T (tokens)"), view.TOKEN_GRID, format_func=fmt, key=key),
+    )
+with right:
+    measure = bound(
+        view.MEASURE,
+        lambda key: st.segmented_control(
+            _("Show"),
+            view.MEASURE.options,
+            format_func=lambda option: _("Held") if option == "held" else _("Read per step"),
+            key=key,
+            required=True,
+        ),
+    )
+measure = str(measure or view.MEASURE.default)
+batch, dtype = settings.batch, settings.dtype
+
+# --- 1. published models ---------------------------------------------------------------------------------------------
+st.header(_("Published models, cache against context"), divider="gray")
+with st.spinner(_("Measuring every layer's cache on the `meta` device…")):
+    models, missing = view.cached_published(batch=batch, dtype=dtype)
+figure, csv_rows = view.context_figure(models, measure, tokens)
+captions: list[str | None] = []
+if measure == "held":
+    captions += view.plateau_sentences([p for m in models for p in view.plateaus(m)])
+found = view.crossings(models, measure)
+nearest = sorted(sorted(found, key=lambda c: abs(math.log(c.tokens / tokens)))[:4], key=lambda c: c.tokens)
+captions += [view.crossing_sentence(c, measure) for c in nearest]
+captions.append(view.more_crossings(len(found) - len(nearest)) if len(found) > len(nearest) else None)
+by_name = {m.name: m for m in models}
+captions += [
+    view.successor_sentence(by_name[old], by_name[new], tokens)
+    for old, new in view.SUCCESSORS
+    if old in by_name and new in by_name
+]
+captions += [view.reading_sentence(m, tokens) for m in models]
+captions.append(view.extremes_sentence(models, tokens, measure))
+show_chart(
+    figure,
+    name="axes-published-models",
+    rows=csv_rows,
+    caption=_(
+        "Each line is a whole model's cache ({sequences}, {dtype}), measured at every length drawn; dotted beyond the "
+        "context the model was published for. Hover a line for its layer kinds; the dashed line marks T.",
+        sequences=n_("{n} sequence", "{n} sequences", batch),
+        dtype=dtype,
+    ),
+)
+st.markdown("\n".join(f"- {sentence}" for sentence in captions if sentence))
+if missing:
+    st.info(
+        _(
+            "Not drawn yet: {models}. The core does not read their `model_type` yet; they appear here when it does. "
+            "Its message:",
+            models=_(", ").join(f"{m.name} (`{m.model_type}`)" for m in missing),
+        ),
+        icon=":material/hourglass_empty:",
+    )
+    show_verbatim(missing[0].message)
+
+st.dataframe(
+    view.kinds_table(models, tokens),
+    hide_index=True,
+    width="stretch",
+    column_config={
+        header: st.column_config.TextColumn(**config) for header, config in view.kinds_columns(tokens).items()
+    },
+)
+with st.expander(_("Each layer kind's formula"), icon=":material/functions:"):
+    st.markdown(view.formulas_markdown(models))
+st.caption(
+    _(
+        "Every layer kind of every model at {tokens} tokens: the bytes its layers hold and what one decoding step "
+        "reads, both measured on the `meta` device; the core's closed form for one layer above (T tokens, B "
+        "sequences, b bytes per number). Sources: {sources}.",
+        tokens=tokens,
+        sources=_("; ").join(f"{m.name}: `{SOURCES[m.name]}`" for m in models),
+    )
+)
+
+# --- 2. the four axes ------------------------------------------------------------------------------------------------
+st.header(_("Which design cuts which axis"), divider="gray")
+cuts = [view.axis_cuts(model, tokens, measure) for model in models]
+axes_chart, axes_csv = view.axes_figure(cuts, tokens, measure)
+show_chart(
+    axes_chart,
+    name="axes-four-axes",
+    rows=axes_csv,
+    caption=view.sentences_of(
+        None
+        if measure == "held"
+        else _("Here what one decoding step reads, against MHA reading every token's keys and values on every layer."),
+        _(
+            "Each cell: how many times less the model keeps than MHA keeping every token of every layer in 16 bits, "
+            "on one axis; the last column multiplies the four. **Layers**: every layer as its heaviest kind ÷ the "
+            "layers as they are. **Tokens**: that kind keeping one entry per token ÷ what it holds. **Width**: MHA's "
+            "entry (a key and a value per query head) ÷ one token's entry in that kind. **Bytes**: 16 bits ÷ the "
+            "cache's bits ({dtype}). Below 1× (red) is more, not less.",
+            dtype=dtype,
+        ),
+        view.axis_leaders(cuts, tokens),
+    ),
+)
+
+# --- 3. your model ---------------------------------------------------------------------------------------------------
+st.header(_("Your model"), divider="gray")
+config_key, last_key, note_key = f"view_{view.CONFIG.name}", "_axes_last_config", "_axes_config_note"
+
+
+def start_from() -> None:
+    """A published model's config, written into the box to read or change."""
+    name = st.session_state.get("axes_start")
+    if name:
+        st.session_state[config_key] = json.dumps(published_config(name), indent=1)
+
+
+def keep_typed() -> None:
+    """A paste longer than any config.json is refused whole (the box keeps what it had), not cut into broken JSON."""
+    typed = st.session_state[config_key]
+    if len(typed) > view.MAX_CONFIG_CHARS:
+        st.session_state[config_key] = st.session_state.get(last_key, "")
+        st.session_state[note_key] = len(typed)
+
+
+def read_upload() -> None:
+    upload = st.session_state.get("axes_upload")
+    if upload is None:
+        return
+    raw = upload.getvalue()
+    if len(raw) > 4 * view.MAX_CONFIG_CHARS:
+        st.session_state[note_key] = len(raw)
+        return
+    st.session_state[config_key] = raw.decode("utf-8", errors="replace")
+
+
+left, right = st.columns(2)
+with left:
+    st.selectbox(
+        _("Start from a published model"),
+        list(PUBLISHED),
+        index=None,
+        placeholder=_("(paste your own)"),
+        key="axes_start",
+        on_change=start_from,
+    )
+with right:
+    st.file_uploader(_("Or upload a `config.json`"), key="axes_upload", on_change=read_upload)
+text = bound(
+    view.CONFIG,
+    lambda key: st.text_area(
+        _("Your `config.json`"),
+        key=key,
+        height=220,
+        on_change=keep_typed,
+        placeholder='{"model_type": "llama", "hidden_size": 4096, …}',
+    ),
+)
+st.session_state[last_key] = text
+if (refused := st.session_state.pop(note_key, None)) is not None:
+    st.error(
+        _(
+            "That text had {chars} characters: a `config.json` has a few thousand, and at most {limit} are read. "
+            "Nothing was read from it.",
+            chars=refused,
+            limit=view.MAX_CONFIG_CHARS,
+        ),
+        icon=":material/block:",
+    )
+
+result = view.cached_custom(text, batch=batch, dtype=dtype)
+if result.problem is not None:
+    if result.problem.kind == "empty":
+        st.info(view.problem_text(result.problem), icon=":material/upload_file:")
+    else:
+        st.error(view.problem_text(result.problem), icon=":material/error:")
+        if result.problem.message:
+            st.caption(view.problem_source(result.problem))
+            show_verbatim(result.problem.message)
+elif result.curves is not None:
+    mine = result.curves
+    st.markdown(
+        _(
+            "**`{model_type}`**: {layers}, of {kinds}.",
+            model_type=mine.model_type,
+            layers=n_("{n} layer", "{n} layers", mine.layers),
+            kinds=_(", ").join(
+                _("{count} {kind}", count=kind.count, kind=view.kind_name(kind.kind)) for kind in mine.kinds
+            ),
+        )
+    )
+    my_figure, my_csv = view.context_figure([mine], measure, tokens, by_kind=True)
+    show_chart(
+        my_figure,
+        name="axes-your-model",
+        rows=my_csv,
+        caption=view.sentences_of(
+            _(
+                "Your model's cache ({sequences}, {dtype}) and each kind of its layers, measured as the published "
+                "models' are.",
+                sequences=n_("{n} sequence", "{n} sequences", batch),
+                dtype=dtype,
+            ),
+            *view.plateau_sentences(view.plateaus(mine)),
+            view.reading_sentence(mine, tokens),
+        ),
+    )
+    st.dataframe(
+        view.kinds_table([mine], tokens),
+        hide_index=True,
+        width="stretch",
+        column_config={
+            header: st.column_config.TextColumn(**config) for header, config in view.kinds_columns(tokens).items()
+        },
+    )
+    st.markdown(view.formulas_markdown([mine]))

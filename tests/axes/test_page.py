@@ -1,0 +1,105 @@
+"""The axes page through AppTest, opened by a link as a reader would: the published models' curves it sends are the
+probe's measurements, in both languages, under the payload budget; a bad link value is reported and replaced; a bad
+config in the box is named beside the core's or JSON reader's message, with nothing else on the page disturbed."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from attn_core import PUBLISHED
+from explorer.probes.axes import MAX_CONFIG_CHARS, published_curves
+from tests.app.helpers import chart_bytes, chart_specs, open_page, verbatim
+
+PAYLOAD_BUDGET = 1_000_000  # bytes of chart data per page (ARCHITECTURE.md, Budgets)
+
+
+def curves_sent(spec: dict) -> dict[str, list[tuple[int, int]]]:
+    """Each model's (tokens, bytes) points as drawn, its solid and dotted parts joined."""
+    points: dict[str, set] = {}
+    for trace in spec["data"]:
+        if trace.get("mode") == "lines":
+            points.setdefault(trace["name"], set()).update(zip(trace["x"], trace["y"], strict=True))
+    return {name: sorted(found) for name, found in points.items()}
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_published_models_chart_is_the_measured_curves(lang):
+    at = open_page("axes", {"lang": lang})
+    assert not at.exception, [e.value for e in at.exception]
+    models, missing = published_curves()
+    sent = curves_sent(chart_specs(at)[0])
+    assert sent == {m.name: list(zip(m.tokens, m.held, strict=True)) for m in models}
+    shown = " ".join(info.value for info in at.info)
+    for model in missing:  # named on the page, not dropped
+        assert model.name in shown
+
+
+def test_the_read_toggle_draws_what_a_decoding_step_reads():
+    at = open_page("axes", {"ax_measure": "read", "batch": "4", "dtype": "float32"})
+    models, _ = published_curves(batch=4, dtype="float32")
+    sent = curves_sent(chart_specs(at)[0])
+    assert sent == {m.name: list(zip(m.tokens, m.read, strict=True)) for m in models}
+
+
+def test_the_table_has_a_row_per_layer_kind_at_the_chosen_length():
+    at = open_page("axes", {"ax_tokens": "4096"})
+    models, _ = published_curves()
+    table = at.dataframe[0].value
+    assert len(table) == sum(len(m.kinds) for m in models)
+    mistral = table[table["Model"] == "Mistral 7B"].iloc[0]
+    assert (mistral["Layers"], mistral["Held"]) == ("32", "511.88 MiB")  # 32 · 2 · 8 · 128 · 4095 · 2 bytes
+
+
+def test_a_bad_link_value_is_reported_and_replaced():
+    at = open_page("axes", {"ax_tokens": "banana", "ax_measure": "everything"})
+    assert not at.exception
+    warned = " ".join(w.value for w in at.warning)
+    assert "ax_tokens" in warned
+    assert "ax_measure" in warned
+    assert at.select_slider[0].value == 131072
+
+
+def test_the_charts_stay_under_the_payload_budget():
+    at = open_page("axes", {"ax_config": json.dumps(PUBLISHED["Gemma 3 27B"])})
+    assert len(chart_specs(at)) == 3
+    assert chart_bytes(at) <= PAYLOAD_BUDGET
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_bad_config_is_named_and_nothing_else_moves(lang):
+    at = open_page("axes", {"lang": lang})
+    before = chart_specs(at)
+    at.text_area[0].input('{"model_type": "llama", "hidden_size": 4096').run()
+    assert not at.exception
+    assert len(at.error) == 1
+    assert "Expecting" in verbatim(at.main)[-1]  # the JSON reader's own message, verbatim
+    assert chart_specs(at) == before  # the published models' charts as they were
+
+
+def test_a_missing_field_shows_the_cores_message():
+    config = {k: v for k, v in PUBLISHED["Llama 3 8B"].items() if k != "num_attention_heads"}
+    at = open_page("axes", {"lang": "en"})
+    at.text_area[0].input(json.dumps(config)).run()
+    assert "num_attention_heads" in at.error[0].value
+    assert "num_attention_heads" in verbatim(at.main)[-1]
+
+
+def test_a_huge_paste_is_refused_whole_and_the_box_keeps_its_config():
+    good = json.dumps(PUBLISHED["Mistral 7B"])
+    at = open_page("axes", {"lang": "en", "ax_config": good})
+    at.text_area[0].input(" " * (MAX_CONFIG_CHARS + 1) + good).run()
+    assert not at.exception
+    assert at.text_area[0].value == good
+    assert any("characters" in e.value for e in at.error)
+    assert len(chart_specs(at)) == 3  # the box's model is still drawn
+
+
+def test_a_published_model_picked_fills_the_box_and_is_drawn():
+    at = open_page("axes", {"lang": "en"})
+    at.selectbox(key="axes_start").select("gpt-oss-120b").run()
+    assert json.loads(at.text_area[0].value) == PUBLISHED["gpt-oss-120b"]
+    mine = chart_specs(at)[2]
+    names = list(dict.fromkeys(trace["name"] for trace in mine["data"] if trace.get("mode") == "lines"))
+    assert len(names) == 3  # the whole model, then its sliding and full layers
