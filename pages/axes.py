@@ -9,10 +9,13 @@ import streamlit as st
 import explorer.shell  # noqa: F401  (first of ours: see explorer/shell.py)
 
 from attn_core import PUBLISHED, SOURCES, published_config
-from explorer import axes as view
+from explorer.axes import computed, figures, tables, text
+from explorer.axes import link as view_link
 from explorer.charts import show_chart
 from explorer.i18n import _, fmt, n_
-from explorer.state import bound, page_settings
+from explorer.link import bound
+from explorer.probes import axes as measured
+from explorer.state import page_settings
 from explorer.verbatim import show_verbatim
 
 settings = page_settings("axes")
@@ -31,43 +34,43 @@ st.markdown(
 left, right = st.columns(2)
 with left:
     tokens = bound(
-        view.TOKENS,
-        lambda key: st.select_slider(_("Context length T (tokens)"), view.TOKEN_GRID, format_func=fmt, key=key),
+        view_link.TOKENS,
+        lambda key: st.select_slider(_("Context length T (tokens)"), measured.TOKEN_GRID, format_func=fmt, key=key),
     )
 with right:
     measure = bound(
-        view.MEASURE,
+        view_link.MEASURE,
         lambda key: st.segmented_control(
             _("Show"),
-            view.MEASURE.options,
+            view_link.MEASURE.options,
             format_func=lambda option: _("Held") if option == "held" else _("Read per step"),
             key=key,
             required=True,
         ),
     )
-measure = str(measure or view.MEASURE.default)
+measure = str(measure or view_link.MEASURE.default)
 batch, dtype = settings.batch, settings.dtype
 
 # --- 1. published models ---------------------------------------------------------------------------------------------
 st.header(_("Published models, cache against context"), divider="gray")
 with st.spinner(_("Measuring every layer's cache on the `meta` device…")):
-    models, missing = view.cached_published(batch=batch, dtype=dtype)
-figure, csv_rows = view.context_figure(models, measure, tokens)
+    models, missing = computed.cached_published(batch=batch, dtype=dtype)
+figure, csv_rows = figures.context_figure(models, measure, tokens)
 captions: list[str | None] = []
 if measure == "held":
-    captions += view.plateau_sentences([p for m in models for p in view.plateaus(m)])
-found = view.crossings(models, measure)
+    captions += text.plateau_sentences([p for m in models for p in measured.plateaus(m)])
+found = measured.crossings(models, measure)
 nearest = sorted(sorted(found, key=lambda c: abs(math.log(c.tokens / tokens)))[:4], key=lambda c: c.tokens)
-captions += [view.crossing_sentence(c, measure) for c in nearest]
-captions.append(view.more_crossings(len(found) - len(nearest)) if len(found) > len(nearest) else None)
+captions += [text.crossing_sentence(c, measure) for c in nearest]
+captions.append(text.more_crossings(len(found) - len(nearest)) if len(found) > len(nearest) else None)
 by_name = {m.name: m for m in models}
 captions += [
-    view.successor_sentence(by_name[old], by_name[new], tokens)
-    for old, new in view.SUCCESSORS
+    text.successor_sentence(by_name[old], by_name[new], tokens)
+    for old, new in text.SUCCESSORS
     if old in by_name and new in by_name
 ]
-captions += [view.reading_sentence(m, tokens) for m in models]
-captions.append(view.extremes_sentence(models, tokens, measure))
+captions += [text.reading_sentence(m, tokens) for m in models]
+captions.append(text.extremes_sentence(models, tokens, measure))
 show_chart(
     figure,
     name="axes-published-models",
@@ -92,15 +95,15 @@ if missing:
     show_verbatim(missing[0].message)
 
 st.dataframe(
-    view.kinds_table(models, tokens),
+    tables.kinds_table(models, tokens),
     hide_index=True,
     width="stretch",
     column_config={
-        header: st.column_config.TextColumn(**config) for header, config in view.kinds_columns(tokens).items()
+        header: st.column_config.TextColumn(**config) for header, config in tables.kinds_columns(tokens).items()
     },
 )
 with st.expander(_("Each layer kind's formula"), icon=":material/functions:"):
-    st.markdown(view.formulas_markdown(models))
+    st.markdown(tables.formulas_markdown(models))
 st.caption(
     _(
         "Every layer kind of every model at {tokens} tokens: the bytes its layers hold and what one decoding step "
@@ -113,13 +116,13 @@ st.caption(
 
 # --- 2. the four axes ------------------------------------------------------------------------------------------------
 st.header(_("Which design cuts which axis"), divider="gray")
-cuts = [view.axis_cuts(model, tokens, measure) for model in models]
-axes_chart, axes_csv = view.axes_figure(cuts, tokens, measure)
+cuts = [measured.axis_cuts(model, tokens, measure) for model in models]
+axes_chart, axes_csv = figures.axes_figure(cuts, tokens, measure)
 show_chart(
     axes_chart,
     name="axes-four-axes",
     rows=axes_csv,
-    caption=view.sentences_of(
+    caption=text.sentences_of(
         None
         if measure == "held"
         else _("Here what one decoding step reads, against MHA reading every token's keys and values on every layer."),
@@ -131,13 +134,13 @@ show_chart(
             "cache's bits ({dtype}). Below 1× (red) is more, not less.",
             dtype=dtype,
         ),
-        view.axis_leaders(cuts, tokens),
+        text.axis_leaders(cuts, tokens),
     ),
 )
 
 # --- 3. your model ---------------------------------------------------------------------------------------------------
 st.header(_("Your model"), divider="gray")
-config_key, last_key, note_key = f"view_{view.CONFIG.name}", "_axes_last_config", "_axes_config_note"
+config_key, last_key, note_key = view_link.CONFIG.key, "_axes_last_config", "_axes_config_note"
 
 
 def start_from() -> None:
@@ -150,7 +153,7 @@ def start_from() -> None:
 def keep_typed() -> None:
     """A paste longer than any config.json is refused whole (the box keeps what it had), not cut into broken JSON."""
     typed = st.session_state[config_key]
-    if len(typed) > view.MAX_CONFIG_CHARS:
+    if len(typed) > measured.MAX_CONFIG_CHARS:
         st.session_state[config_key] = st.session_state.get(last_key, "")
         st.session_state[note_key] = len(typed)
 
@@ -160,7 +163,7 @@ def read_upload() -> None:
     if upload is None:
         return
     raw = upload.getvalue()
-    if len(raw) > 4 * view.MAX_CONFIG_CHARS:
+    if len(raw) > 4 * measured.MAX_CONFIG_CHARS:
         st.session_state[note_key] = len(raw)
         return
     st.session_state[config_key] = raw.decode("utf-8", errors="replace")
@@ -178,8 +181,8 @@ with left:
     )
 with right:
     st.file_uploader(_("Or upload a `config.json`"), key="axes_upload", on_change=read_upload)
-text = bound(
-    view.CONFIG,
+pasted = bound(
+    view_link.CONFIG,
     lambda key: st.text_area(
         _("Your `config.json`"),
         key=key,
@@ -188,26 +191,26 @@ text = bound(
         placeholder='{"model_type": "llama", "hidden_size": 4096, …}',
     ),
 )
-st.session_state[last_key] = text
+st.session_state[last_key] = pasted
 if (refused := st.session_state.pop(note_key, None)) is not None:
     st.error(
         _(
             "That text had {chars} characters: a `config.json` has a few thousand, and at most {limit} are read. "
             "Nothing was read from it.",
             chars=refused,
-            limit=view.MAX_CONFIG_CHARS,
+            limit=measured.MAX_CONFIG_CHARS,
         ),
         icon=":material/block:",
     )
 
-result = view.cached_custom(text, batch=batch, dtype=dtype)
+result = computed.cached_custom(pasted, batch=batch, dtype=dtype)
 if result.problem is not None:
     if result.problem.kind == "empty":
-        st.info(view.problem_text(result.problem), icon=":material/upload_file:")
+        st.info(text.problem_text(result.problem), icon=":material/upload_file:")
     else:
-        st.error(view.problem_text(result.problem), icon=":material/error:")
+        st.error(text.problem_text(result.problem), icon=":material/error:")
         if result.problem.message:
-            st.caption(view.problem_source(result.problem))
+            st.caption(text.problem_source(result.problem))
             show_verbatim(result.problem.message)
 elif result.curves is not None:
     mine = result.curves
@@ -217,32 +220,32 @@ elif result.curves is not None:
             model_type=mine.model_type,
             layers=n_("{n} layer", "{n} layers", mine.layers),
             kinds=_(", ").join(
-                _("{count} {kind}", count=kind.count, kind=view.kind_name(kind.kind)) for kind in mine.kinds
+                _("{count} {kind}", count=kind.count, kind=text.kind_name(kind.kind)) for kind in mine.kinds
             ),
         )
     )
-    my_figure, my_csv = view.context_figure([mine], measure, tokens, by_kind=True)
+    my_figure, my_csv = figures.context_figure([mine], measure, tokens, by_kind=True)
     show_chart(
         my_figure,
         name="axes-your-model",
         rows=my_csv,
-        caption=view.sentences_of(
+        caption=text.sentences_of(
             _(
                 "Your model's cache ({sequences}, {dtype}) and each kind of its layers, measured as the published "
                 "models' are.",
                 sequences=n_("{n} sequence", "{n} sequences", batch),
                 dtype=dtype,
             ),
-            *view.plateau_sentences(view.plateaus(mine)),
-            view.reading_sentence(mine, tokens),
+            *text.plateau_sentences(measured.plateaus(mine)),
+            text.reading_sentence(mine, tokens),
         ),
     )
     st.dataframe(
-        view.kinds_table([mine], tokens),
+        tables.kinds_table([mine], tokens),
         hide_index=True,
         width="stretch",
         column_config={
-            header: st.column_config.TextColumn(**config) for header, config in view.kinds_columns(tokens).items()
+            header: st.column_config.TextColumn(**config) for header, config in tables.kinds_columns(tokens).items()
         },
     )
-    st.markdown(view.formulas_markdown([mine]))
+    st.markdown(tables.formulas_markdown([mine]))

@@ -8,9 +8,9 @@ import math
 import numpy as np
 
 from attn_core import PUBLISHED
-from explorer.charts import BYTE_UNITS, format_bytes
+from explorer.charts import BYTE_UNITS
 from explorer.grid import narrow
-from explorer.i18n import _
+from explorer.i18n import _, format_bytes
 from explorer.probes.axes import AxisCuts, ModelCurves
 
 from .text import AXES, kind_label, sig

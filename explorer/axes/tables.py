@@ -3,8 +3,7 @@ language."""
 
 from __future__ import annotations
 
-from explorer.charts import format_bytes
-from explorer.i18n import _, fmt
+from explorer.i18n import _, fmt, format_bytes
 from explorer.probes.axes import AxisCuts, ModelCurves
 
 from .text import AXES, kind_label, kind_name, times

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import re
 
-from explorer.charts import format_bytes
-from explorer.i18n import N_, _, fmt, n_, percent, sentences
+from explorer.i18n import N_, _, fmt, format_bytes, n_, percent, sentences
 from explorer.probes.axes import AxisCuts, ConfigProblem, Crossing, ModelCurves, Plateau
 
 # The core's layer kinds (attn_core.hf readers' words) as the page names them; a kind not listed is shown as the

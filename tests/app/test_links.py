@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from explorer import axes as axes_view
+from explorer.axes import link as axes_link
 from explorer.heatmaps import link as heatmaps_link
 from explorer.lab import link as lab_link
 from explorer.pages import PAGES
@@ -188,7 +188,7 @@ FREE_TEXT = {
         heatmaps_link.TEXT,
         lab_link.PROMPT,
         lab_link.TEXT,
-        axes_view.CONFIG,
+        axes_link.CONFIG,
     )
 }
 
