@@ -44,6 +44,7 @@ from .fused import LAYOUTS, falcon_attention_state, fuse_qkv, fused_blocks, gpt2
 from .grouped import GroupedQueryAttention
 from .latent import MultiHeadLatentAttention
 from .presets import PRESETS, ModelPreset
+from .quant import CacheBits, QuantizedKVCache, QuantizedLatentKVCache
 
 __all__ = [
     "DTYPES",
@@ -52,6 +53,7 @@ __all__ = [
     "VARIANTS",
     "AttentionConfig",
     "AttentionLayer",
+    "CacheBits",
     "CachesAsMuchAsMHA",
     "ConfigWarning",
     "GroupedKVCache",
@@ -63,6 +65,8 @@ __all__ = [
     "LatentWidths",
     "ModelPreset",
     "MultiHeadLatentAttention",
+    "QuantizedKVCache",
+    "QuantizedLatentKVCache",
     "Queries",
     "RepeatedHeadsCache",
     "Variant",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attn_core import AttentionConfig, build_attention
+from attn_core import AttentionConfig, KVCache, build_attention
 from attn_core.quant import CacheBits, QuantizedKVCache, cache_bytes_formula, fake_quantize, pack, unpack
 
 CFG = AttentionConfig("gqa", d_model=128, n_heads=8, n_kv_heads=2)  # head width 16
@@ -137,6 +137,13 @@ def test_nbytes_is_the_formula(tokens, residual, bits, keys, dtype):
     element = torch.empty((), dtype=dtype).element_size()
     expected = formula(tokens, 2, element, bits, 4, residual, keys)
     assert cache.nbytes == expected == cache_bytes_formula(tokens, 2, CFG.n_kv_heads, WIDTH, element, spec)
+
+
+def test_meets_the_cores_cache_contract():
+    cache, _, _ = filled(CacheBits(4, 4, 4), 9)
+    assert isinstance(cache, KVCache)
+    assert cache.seq_len == 9
+    assert cache.capacity_nbytes >= cache.nbytes
 
 
 def test_codes_are_uint8_and_scales_are_in_the_caches_dtype():
