@@ -214,6 +214,7 @@ def test_bad_arguments_raise_a_value_error_naming_the_argument(options, named):
         build_attention(CFG).new_cache(**options)
 
 
+@pytest.mark.slow  # importing optimum-quanto registers its torch ops: seconds
 def test_matches_optimum_quanto_the_backend_of_hf_quantized_cache():
     """HF transformers' QuantizedCache quantises with optimum-quanto's MaxOptimizer and quantize_weight: per token
     along axis 0 with groups of the head width; per channel is the same on the transposed keys (KIVI)."""
