@@ -1,7 +1,7 @@
 """Quantised KV caches on the trained model (KIVI; attn_core.pretrained.with_cache_bits): perplexity on the lab's
 evaluation text at 8, 4 and 2 bits, keys per channel and per token, against the original; and issue 36's goals.
 
-    python benchmarks/cache_bits.py                      # ~5 minutes on an idle 2-core box, 25 on a busy one
+    python benchmarks/cache_bits.py                      # 20 evaluations: 32 minutes at load average 15 on 2 cores
     python benchmarks/cache_bits.py --residuals 0 --mla ""   # every token quantised as soon as it can be
     python benchmarks/cache_bits.py --json /tmp/bits.json
 
