@@ -56,6 +56,7 @@ from .linear import (
 from .options import AttentionOptions
 from .presets import PRESETS, ModelPreset
 from .published import PUBLISHED, SOURCES, context_length, published_config
+from .quant import CacheBits, QuantizedKVCache, QuantizedLatentKVCache
 from .rope import RopeScaling
 
 __all__ = [
@@ -68,6 +69,7 @@ __all__ = [
     "AttentionConfig",
     "AttentionLayer",
     "AttentionOptions",
+    "CacheBits",
     "CachesAsMuchAsMHA",
     "ConfigWarning",
     "GatedAttention",
@@ -88,6 +90,8 @@ __all__ = [
     "ModelDescription",
     "ModelPreset",
     "MultiHeadLatentAttention",
+    "QuantizedKVCache",
+    "QuantizedLatentKVCache",
     "Queries",
     "RepeatedHeadsCache",
     "RopeScaling",

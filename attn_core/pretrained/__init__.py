@@ -8,6 +8,7 @@
     student, kept = convert_attention(lm, "mla", kv_lora_rank=128, qk_rope_head_dim=32, calibration_text=cal_text)
     report = heal(student, lm, train_text, seconds=120)   # its attention trained to reproduce lm's, layer by layer
     heal_end_to_end(student, lm, train_text, steps=50)    # then through the whole model, to lm's next-token odds
+    q = with_cache_bits(lm, bits=4, group_size=32, residual=128, keys="channel")   # a quantised KV cache (KIVI)
 
 The GGUF file is converted once into a cache directory ($ATTN_CORE_CACHE, else ~/.cache/attn_core); later loads map
 that file into memory.
@@ -20,6 +21,7 @@ from pathlib import Path
 import torch
 
 from ..config import AttentionConfig
+from .cache_bits import QuantizedCacheLM, with_cache_bits
 from .checkpoint import (
     GGUF_NAME,
     INSTALL_COMMAND,
@@ -53,6 +55,7 @@ __all__ = [
     "ModelPackageMissing",
     "ModelTokenizer",
     "PretrainedLM",
+    "QuantizedCacheLM",
     "cache_root",
     "calibrate",
     "convert_attention",
@@ -61,6 +64,7 @@ __all__ = [
     "heal",
     "heal_end_to_end",
     "load_pretrained",
+    "with_cache_bits",
 ]
 
 

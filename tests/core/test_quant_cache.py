@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attn_core import AttentionConfig, build_attention
+from attn_core import AttentionConfig, KVCache, build_attention
 from attn_core.quant import CacheBits, QuantizedKVCache, cache_bytes_formula, fake_quantize, pack, unpack
 
 CFG = AttentionConfig("gqa", d_model=128, n_heads=8, n_kv_heads=2)  # head width 16
@@ -139,6 +139,13 @@ def test_nbytes_is_the_formula(tokens, residual, bits, keys, dtype):
     assert cache.nbytes == expected == cache_bytes_formula(tokens, 2, CFG.n_kv_heads, WIDTH, element, spec)
 
 
+def test_meets_the_cores_cache_contract():
+    cache, _, _ = filled(CacheBits(4, 4, 4), 9)
+    assert isinstance(cache, KVCache)
+    assert cache.seq_len == 9
+    assert cache.capacity_nbytes >= cache.nbytes
+
+
 def test_codes_are_uint8_and_scales_are_in_the_caches_dtype():
     cache, _, _ = filled(CacheBits(4, 4, 4, "channel"), 20, dtype=torch.bfloat16)
     part = cache.parts["k"]
@@ -207,6 +214,7 @@ def test_bad_arguments_raise_a_value_error_naming_the_argument(options, named):
         build_attention(CFG).new_cache(**options)
 
 
+@pytest.mark.slow  # importing optimum-quanto registers its torch ops: seconds
 def test_matches_optimum_quanto_the_backend_of_hf_quantized_cache():
     """HF transformers' QuantizedCache quantises with optimum-quanto's MaxOptimizer and quantize_weight: per token
     along axis 0 with groups of the head width; per channel is the same on the transposed keys (KIVI)."""
@@ -219,3 +227,56 @@ def test_matches_optimum_quanto_the_backend_of_hf_quantized_cache():
             theirs = quanto.quantize_weight(t, qtype, 0, scale, shift, 32).dequantize()
             theirs = theirs if layout == "token" else theirs.transpose(2, 3)
             assert torch.equal(fake_quantize(x, CacheBits(bits, 32, 0, layout), layout), theirs)
+
+
+# --- layers that read every position as a decoding step through the quantised cache would (pretrained.cache_bits) --
+MLA = AttentionConfig(
+    "mla", d_model=32, n_heads=4, kv_lora_rank=12, qk_nope_head_dim=8, qk_rope_head_dim=4, v_head_dim=6
+)
+
+
+def quantised_layer(cfg: AttentionConfig, spec: CacheBits):
+    from attn_core.pretrained.cache_bits import QuantizedCacheAttention, QuantizedCacheLatentAttention
+
+    kind = QuantizedCacheLatentAttention if cfg.variant == "mla" else QuantizedCacheAttention
+    layer = kind(cfg, spec)
+    layer.load_state_dict(build_attention(cfg, seed=0).state_dict())
+    return layer
+
+
+@pytest.mark.parametrize("keys", ["channel", "token"])
+@pytest.mark.parametrize("cfg", [CFG, MLA], ids=["gqa", "mla"])
+def test_chunks_and_decoding_steps_through_the_cache_equal_one_forward_without_it(cfg, keys):
+    spec = CacheBits(2, group_size=4, residual=3, keys=keys)
+    layer = quantised_layer(cfg, spec)
+    x = torch.randn(1, 40, cfg.d_model, generator=generator(4))
+    cache = layer.new_cache()
+    with torch.no_grad():
+        whole, _ = layer(x)
+        parts = [layer(x[:, :9], cache=cache)[0], layer(x[:, 9:20], cache=cache)[0]]
+        parts += [layer(x[:, t : t + 1], cache=cache)[0] for t in range(20, 40)]
+    assert cache.part.quantized if cfg.variant == "mla" else cache.parts["v"].quantized  # some were quantised
+    torch.testing.assert_close(torch.cat(parts, dim=1), whole, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("cfg", [CFG, MLA], ids=["gqa", "mla"])
+def test_a_position_reads_exactly_what_its_decoding_step_reads(cfg):
+    """Weights per key from one forward equal each decoding step's (the copies folded back into one per key)."""
+    layer = quantised_layer(cfg, CacheBits(2, group_size=4, residual=3))
+    x = torch.randn(1, 16, cfg.d_model, generator=generator(6))
+    cache = layer.new_cache()
+    with torch.no_grad():
+        _, whole = layer(x, return_weights=True)
+        layer(x[:, :1], cache=cache)
+        for t in range(1, 16):
+            _, step = layer(x[:, t : t + 1], cache=cache, return_weights=True)
+            torch.testing.assert_close(step[:, :, 0], whole[:, :, t, : t + 1], atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("cfg", [CFG, MLA], ids=["gqa", "mla"])
+def test_a_window_longer_than_the_text_changes_nothing(cfg):
+    layer = quantised_layer(cfg, CacheBits(2, group_size=4, residual=64))
+    plain = build_attention(cfg, seed=0)
+    x = torch.randn(2, 20, cfg.d_model, generator=generator(7))
+    with torch.no_grad():
+        torch.testing.assert_close(layer(x)[0], plain(x)[0], atol=1e-6, rtol=0)

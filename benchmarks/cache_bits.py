@@ -1,0 +1,150 @@
+"""Quantised KV caches on the trained model (KIVI; attn_core.pretrained.with_cache_bits): perplexity on the lab's
+evaluation text at 8, 4 and 2 bits, keys per channel and per token, against the original; and issue 36's goals.
+
+    python benchmarks/cache_bits.py                      # 20 evaluations: 32 minutes at load average 15 on 2 cores
+    python benchmarks/cache_bits.py --residuals 0 --mla ""   # every token quantised as soon as it can be
+    python benchmarks/cache_bits.py --json /tmp/bits.json
+
+Each residual (the newest tokens kept exact; default: KIVI's 128, and 0) gets its table and the goals.
+
+Text: the lab's (explorer.probes.lab): the first 4,096 tokens of pydoc_data.topics in non-overlapping windows of 512,
+each token predicted as a decoding step through the quantised cache would predict it (every token older than the
+exact window read back from its codes). The MLA rows convert with the lab's calibration (the text's last 1,024 tokens).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
+
+from attn_core.pretrained import PretrainedLM, QuantizedCacheLM, load_pretrained, with_cache_bits
+from benchmarks.lab_table import machine
+from explorer import lab
+
+BITS = (8, 4, 2)
+KEYS = ("channel", "token")
+
+
+def measure(model: PretrainedLM, ids: list[int]) -> tuple[float, float]:
+    """(perplexity, seconds) on the evaluation windows."""
+    started = time.perf_counter()
+    perplexity = lab.perplexity_of(lab.window_nll_sums(model, ids))
+    return perplexity, time.perf_counter() - started
+
+
+def goals(original: float, rows: dict[tuple[int, str], float]) -> list[tuple[str, bool]]:
+    """Issue 36's goals for the quantised cache, each with whether it holds."""
+    ratio = {key: value / original for key, value in rows.items()}
+    return [
+        (
+            f"8-bit within 0.5 % of the original (channel {ratio[8, 'channel'] - 1:+.2%}, "
+            f"token {ratio[8, 'token'] - 1:+.2%})",
+            max(ratio[8, "channel"], ratio[8, "token"]) <= 1.005,
+        ),
+        (f"4-bit, keys per channel, within 3 % ({ratio[4, 'channel'] - 1:+.2%})", ratio[4, "channel"] <= 1.03),
+        (
+            f"keys per channel better than per token at 4 bits ({rows[4, 'channel']:.3f} vs {rows[4, 'token']:.3f})",
+            rows[4, "channel"] < rows[4, "token"],
+        ),
+        (
+            f"keys per channel better than per token at 2 bits ({rows[2, 'channel']:.3f} vs {rows[2, 'token']:.3f})",
+            rows[2, "channel"] < rows[2, "token"],
+        ),
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (1 is fastest on a busy 2-core box)")
+    parser.add_argument("--group-size", type=int, default=32)
+    parser.add_argument("--residuals", default="128,0", help="newest tokens kept exact, one table each")
+    parser.add_argument("--mla", default="192,32", help="d_c,d_h^R of an MLA conversion to quantise too ('' for none)")
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+
+    lm = load_pretrained()
+    eval_ids, calibration_ids = lab.split_tokens(lm)
+    original, seconds = measure(lm, eval_ids)
+    per_token = lab.cache_bytes_per_token(lm)
+    print(f"{len(eval_ids)} tokens in windows of {lab.WINDOW}, original perplexity {original:.3f} ({seconds:.0f} s)")
+    out: list[dict[str, Any]] = [{"model": "original", "perplexity": original, "bytes_per_token": per_token}]
+    checks: list[tuple[str, bool]] = []
+    mla = None
+
+    def row(name: str, model: PretrainedLM, reference: float, residual: int) -> float:
+        perplexity, seconds = measure(model, eval_ids)
+        if isinstance(model, QuantizedCacheLM):
+            long_run = model.kv_cache_bytes_per_token() * model.config.n_layers
+            at_window = model.cache_nbytes(lab.WINDOW) / lab.WINDOW
+        else:
+            long_run = at_window = lab.cache_bytes_per_token(model)
+        print(
+            f"{name:<28} {perplexity:10.3f} {perplexity / reference - 1:+11.2%} {long_run:8d} {at_window:11.1f} "
+            f"{seconds:6.1f}",
+            flush=True,
+        )
+        out.append(
+            {
+                "model": name,
+                "residual": residual,
+                "perplexity": perplexity,
+                "bytes_per_token": long_run,
+                "bytes_per_token_at_512": at_window,
+            }
+        )
+        return perplexity
+
+    for residual in (int(r) for r in args.residuals.split(",")):
+        print(f"\ngroup {args.group_size}, residual {residual} (B/token: long run; @512: held at 512 tokens / 512)")
+        print(f"{'model':<28} {'perplexity':>10} {'vs original':>11} {'B/token':>8} {'B/token@512':>11} {'s':>6}")
+        print(f"{'original (float32 cache)':<28} {original:10.3f} {'':>11} {per_token:8d} {per_token:11d}")
+        rows = {}
+        for bits in BITS:
+            for keys in KEYS:
+                model = with_cache_bits(lm, bits=bits, group_size=args.group_size, residual=residual, keys=keys)
+                rows[bits, keys] = row(f"{bits}-bit, keys per {keys}", model, original, residual)
+        if args.mla:
+            d_c, d_r = (int(n) for n in args.mla.split(","))
+            name = f"MLA {d_c}+{d_r}"
+            if mla is None:
+                calibration = lab.lab_calibration(lm, calibration_ids)
+                mla = lab.convert_point(lm, lab.POINTS_BY_KEY[f"mla-{d_c}-{d_r}"], calibration)
+                mla_ppl = row(f"{name} (float32 cache)", mla, original, residual)
+            for bits in BITS:
+                model = with_cache_bits(mla, bits=bits, group_size=args.group_size, residual=residual)
+                row(f"{name}, {bits}-bit latent", model, mla_ppl, residual)
+            print("(MLA rows with bits: change against the float MLA; the float MLA: against the original)")
+        print(f"issue 36's goals at residual {residual}:")
+        for text, holds in goals(original, rows):
+            print(f"  [{'met' if holds else 'NOT met'}] {text}")
+            checks.append((f"residual {residual}: {text}", holds))
+    if args.json:
+        args.json.write_text(
+            json.dumps(
+                {
+                    "date": datetime.date.today().isoformat(),
+                    "machine": machine(),
+                    "tokens": len(eval_ids),
+                    "window": lab.WINDOW,
+                    "group_size": args.group_size,
+                    "rows": out,
+                    "goals": [{"goal": text, "met": holds} for text, holds in checks],
+                },
+                indent=1,
+            )
+            + "\n"
+        )
+
+
+if __name__ == "__main__":
+    main()
