@@ -8,6 +8,7 @@ from typing import Any
 
 from .config import AttentionConfig
 from .gated import GatedAttentionConfig
+from .hf_fields import require_model_type
 from .linear import (
     QWEN_HYBRIDS,
     GatedDeltaNetConfig,
@@ -17,7 +18,6 @@ from .linear import (
     layer_kind,
     qwen_layer_types,
     qwen_text_config,
-    require_model_type,
 )
 
 HybridConfig = GatedDeltaNetConfig | KimiDeltaConfig | GatedAttentionConfig | AttentionConfig

@@ -30,6 +30,7 @@ from torch import nn
 
 from .build import seeded_generator
 from .config import AttentionConfig
+from .hf_fields import float_field, int_field, positive_fields, positive_float, positive_int, require_model_type
 
 CHUNK = 64  # tokens per chunk of the chunked rule, as HF's torch_chunk_gated_delta_rule and FLA's kernels
 # A chunked call holds [B, H, chunks, CHUNK, CHUNK] matrices (times d_k for KDA's per-channel decay): a long prompt is
@@ -294,39 +295,6 @@ class GatedRMSNorm(nn.Module):
 # --- configs -----------------------------------------------------------------------------------------------------
 
 
-def _positive(name: str, value: object) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-        raise ValueError(f"{name} must be a positive whole number, got {value!r}.")
-
-
-def _positive_float(name: str, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-        raise ValueError(f"{name} must be a positive number, got {value!r}.")
-
-
-def hf_field(hf: Mapping[str, Any], key: str, default: Any = None, *, model: str) -> Any:
-    """hf[key], or default when given; a missing field without one is a ValueError naming it."""
-    if key in hf and hf[key] is not None:
-        return hf[key]
-    if default is None:
-        raise ValueError(f"The {model} config has no {key!r}: the layer needs it.")
-    return default
-
-
-def hf_count(hf: Mapping[str, Any], key: str, default: int | None = None, *, model: str, prefix: str = "") -> int:
-    """hf_field for a size: a positive whole number, or a ValueError naming the config's own key."""
-    value = hf_field(hf, key, default, model=model)
-    _positive(prefix + key, value)
-    return int(value)
-
-
-def require_model_type(hf: Mapping[str, Any], expected: str) -> None:
-    if not isinstance(hf, Mapping):
-        raise ValueError(f"Give the model's config.json as a dict, got {type(hf).__name__}.")
-    if hf.get("model_type") != expected:
-        raise ValueError(f"model_type={hf.get('model_type')!r}: this layer reads {expected!r} configs.")
-
-
 def require_silu(hf: Mapping[str, Any], model: str) -> None:
     act = hf.get("hidden_act", "silu")
     if act != "silu":
@@ -345,12 +313,10 @@ def layer_kind(layer_types: Any, layer_idx: int, n_layers: int, field: str) -> s
 def qwen_layer_types(hf: Mapping[str, Any]) -> list[str]:
     """ "linear_attention" or "full_attention" per layer: layer_types as given (transformers' to_dict), else every
     full_attention_interval-th layer full (config.json as published; 4 when absent, as transformers defaults)."""
-    n_layers = hf_field(hf, "num_hidden_layers", model=str(hf.get("model_type")))
-    _positive("num_hidden_layers", n_layers)
+    n_layers = int_field(hf, "num_hidden_layers")
     if hf.get("layer_types") is not None:
         return list(hf["layer_types"])
-    interval = hf.get("full_attention_interval", 4)
-    _positive("full_attention_interval", interval)
+    interval = int_field(hf, "full_attention_interval", 4)
     return ["linear_attention" if (i + 1) % interval else "full_attention" for i in range(n_layers)]
 
 
@@ -385,8 +351,7 @@ def kimi_linear_attn_config(hf: Mapping[str, Any]) -> Mapping[str, Any]:
 def kimi_layer_types(hf: Mapping[str, Any]) -> list[str]:
     """transformers' precedence: layer_types, else linear_attn_config's full_attn_layers and kda_layers (1-indexed in
     the checkpoint), else a full layer every 4th from layer 4 (0-indexed: i and i % 4 == 0)."""
-    n_layers = hf_field(hf, "num_hidden_layers", model="kimi_linear")
-    _positive("num_hidden_layers", n_layers)
+    n_layers = int_field(hf, "num_hidden_layers", model="kimi_linear")
     if hf.get("layer_types") is not None:
         return list(hf["layer_types"])
     sub = kimi_linear_attn_config(hf)
@@ -425,9 +390,10 @@ class GatedDeltaNetConfig:
     fused_projections: bool = True
 
     def __post_init__(self) -> None:
-        for name in ("d_model", "n_key_heads", "n_value_heads", "key_head_dim", "value_head_dim", "conv_kernel"):
-            _positive(name, getattr(self, name))
-        _positive_float("norm_eps", self.norm_eps)
+        positive_fields(
+            self, "d_model", "n_key_heads", "n_value_heads", "key_head_dim", "value_head_dim", "conv_kernel"
+        )
+        positive_float("norm_eps", self.norm_eps)
         if self.n_value_heads % self.n_key_heads:
             raise ValueError(
                 f"n_value_heads={self.n_value_heads} is not a multiple of n_key_heads={self.n_key_heads}: each key "
@@ -471,7 +437,7 @@ class GatedDeltaNetConfig:
             )
         model = str(hf["model_type"])
         require_silu(text, model)
-        count = lambda key, default=None: hf_count(text, key, default, model=model)  # noqa: E731
+        count = lambda key, default=None: int_field(text, key, default, model=model)  # noqa: E731
         return cls(
             d_model=count("hidden_size"),
             n_key_heads=count("linear_num_key_heads"),
@@ -479,7 +445,7 @@ class GatedDeltaNetConfig:
             key_head_dim=count("linear_key_head_dim"),
             value_head_dim=count("linear_value_head_dim"),
             conv_kernel=count("linear_conv_kernel_dim", 4),
-            norm_eps=hf_field(text, "rms_norm_eps", 1e-6, model=model),
+            norm_eps=float_field(text, "rms_norm_eps", 1e-6, model=model),
             fused_projections=model == "qwen3_next",
         )
 
@@ -497,9 +463,8 @@ class KimiDeltaConfig:
     norm_eps: float = 1e-5
 
     def __post_init__(self) -> None:
-        for name in ("d_model", "n_heads", "head_dim", "conv_kernel"):
-            _positive(name, getattr(self, name))
-        _positive_float("norm_eps", self.norm_eps)
+        positive_fields(self, "d_model", "n_heads", "head_dim", "conv_kernel")
+        positive_float("norm_eps", self.norm_eps)
 
     @property
     def inner_dim(self) -> int:
@@ -530,9 +495,9 @@ class KimiDeltaConfig:
             raise ValueError(f"Layer {layer_idx} is {kind!r}: KimiDeltaAttention builds the linear_attention layers.")
         require_silu(hf, "kimi_linear")
         sub = kimi_linear_attn_config(hf)  # the checkpoint's sub-dict wins, as in transformers
-        count = lambda key, default=None: hf_count(hf, key, default, model="kimi_linear")  # noqa: E731
+        count = lambda key, default=None: int_field(hf, key, default, model="kimi_linear")  # noqa: E731
         nested = lambda key, flat, default: (  # noqa: E731
-            hf_count(sub, key, model="kimi_linear", prefix="linear_attn_config.")
+            int_field(sub, key, model="kimi_linear", name=f"linear_attn_config.{key}")
             if key in sub
             else count(flat, default)
         )
@@ -541,7 +506,7 @@ class KimiDeltaConfig:
             n_heads=nested("num_heads", "linear_num_heads", 32),
             head_dim=nested("head_dim", "linear_head_dim", 128),
             conv_kernel=nested("short_conv_kernel_size", "linear_conv_kernel_dim", 4),
-            norm_eps=hf_field(hf, "rms_norm_eps", 1e-5, model="kimi_linear"),
+            norm_eps=float_field(hf, "rms_norm_eps", 1e-5, model="kimi_linear"),
         )
 
 
@@ -553,7 +518,7 @@ def kimi_attention_config(hf: Mapping[str, Any], layer_idx: int) -> AttentionCon
     kind = layer_kind(kimi_layer_types(hf), layer_idx, hf["num_hidden_layers"], "layer_types")
     if kind != "full_attention":
         raise ValueError(f"Layer {layer_idx} is {kind!r}: the MLA layers are the full_attention ones.")
-    get = lambda key: hf_count(hf, key, model="kimi_linear")  # noqa: E731
+    get = lambda key: int_field(hf, key, model="kimi_linear")  # noqa: E731
     n_heads = get("num_attention_heads")
     kv_heads = hf.get("num_key_value_heads")
     if kv_heads not in (None, n_heads):
@@ -612,7 +577,7 @@ class _LinearLayer(nn.Module, Generic[ConfigT]):
         (no memory, no arithmetic): a state and a tail whatever the count."""
         if not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 0:
             raise ValueError(f"tokens={tokens!r}: give a count of tokens >= 0.")
-        _positive("batch_size", batch_size)
+        positive_int("batch_size", batch_size)
         cache = self._cache(batch_size, dtype or self.conv1d.weight.dtype)
         if tokens:
             window = cache.window(
