@@ -1,4 +1,6 @@
-"""The attention core: MHA, MQA, GQA and MLA as exact, cache-aware PyTorch modules (no UI code here).
+"""The attention core: MHA, MQA, GQA and MLA as exact, cache-aware PyTorch modules (no UI code here), and the designs
+after MLA (sliding windows and sinks, DeepSeek's sparse and compressed attention, linear attention, quantised caches)
+with build_layer and describe_model reading any supported model's config.json.
 
 Shapes are named with one legend, here and in every shape comment of the project:
 
@@ -28,6 +30,7 @@ from .accounting import (
 from .attend import allowed_positions, causal_allowed
 from .build import build_attention, seeded_generator
 from .cache import GroupedKVCache, LatentKVCache, RepeatedHeadsCache, WindowedKVCache, empty_cache
+from .compressed import CompressedAttention, CompressedCache, CompressedConfig
 from .config import (
     VARIANTS,
     AttentionConfig,
@@ -39,10 +42,12 @@ from .config import (
     Variant,
     kv_head_counts,
 )
-from .contract import AttentionLayer, KVCache, Queries
+from .contract import AttentionLayer, CachedLayer, KVCache, Queries
+from .dsa import DeepSeekSparseAttention, DSACache, DSAConfig
 from .fused import LAYOUTS, falcon_attention_state, fuse_qkv, fused_blocks, gpt2_attention_state, split_qkv
 from .gated import GatedAttention, GatedAttentionConfig, GatedKVCache
 from .grouped import GroupedQueryAttention
+from .hf import ModelDescription, build_layer, describe_model
 from .latent import MultiHeadLatentAttention
 from .linear import (
     GatedDeltaNet,
@@ -54,6 +59,7 @@ from .linear import (
 )
 from .options import AttentionOptions
 from .presets import PRESETS, ModelPreset
+from .quant import CacheBits, QuantizedKVCache, QuantizedLatentKVCache
 from .rope import RopeScaling
 
 __all__ = [
@@ -64,8 +70,16 @@ __all__ = [
     "AttentionConfig",
     "AttentionLayer",
     "AttentionOptions",
+    "CacheBits",
+    "CachedLayer",
     "CachesAsMuchAsMHA",
+    "CompressedAttention",
+    "CompressedCache",
+    "CompressedConfig",
     "ConfigWarning",
+    "DSACache",
+    "DSAConfig",
+    "DeepSeekSparseAttention",
     "GatedAttention",
     "GatedAttentionConfig",
     "GatedDeltaNet",
@@ -81,8 +95,11 @@ __all__ = [
     "LatentKVCache",
     "LatentWidths",
     "LinearStateCache",
+    "ModelDescription",
     "ModelPreset",
     "MultiHeadLatentAttention",
+    "QuantizedKVCache",
+    "QuantizedLatentKVCache",
     "Queries",
     "RepeatedHeadsCache",
     "RopeScaling",
@@ -91,9 +108,11 @@ __all__ = [
     "allowed_positions",
     "as_dtype",
     "build_attention",
+    "build_layer",
     "bytes_per_element",
     "causal_allowed",
     "decode_flops_per_token",
+    "describe_model",
     "empty_cache",
     "falcon_attention_state",
     "fuse_qkv",

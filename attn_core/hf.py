@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -28,6 +28,7 @@ from .accounting import as_dtype, bytes_per_element
 from .build import build_attention
 from .compressed import CompressedAttention, CompressedConfig
 from .config import AttentionConfig, GroupedVariant
+from .contract import CachedLayer
 from .dsa import DeepSeekSparseAttention, DSAConfig
 from .gated import GatedAttention, GatedAttentionConfig
 from .hf_fields import (
@@ -43,6 +44,14 @@ from .hybrids import KIMI_MODEL_TYPES, QWEN_MODEL_TYPES, kimi_linear_layer, qwen
 from .linear import GatedDeltaNet, GatedDeltaNetConfig, KimiDeltaAttention, KimiDeltaConfig
 from .options import NO_OPTIONS, AttentionOptions, QkNorm, held_tokens
 from .rope import RopeScaling
+
+if TYPE_CHECKING:
+    from .cache import GroupedKVCache, LatentKVCache, WindowedKVCache
+    from .compressed import CompressedCache
+    from .dsa import DSACache
+    from .grouped import GroupedQueryAttention
+    from .latent import MultiHeadLatentAttention
+    from .linear import LinearStateCache
 
 # A cache at more tokens than this is a typo, not a question (a billion tokens; published contexts reach 10M).
 MAX_TOKENS = 1 << 30
@@ -520,3 +529,25 @@ DESIGNS.update(
         ),
     }
 )
+
+
+if TYPE_CHECKING:  # mypy checks here that every design's layer meets the contract, and its cache the KVCache protocol
+
+    def _meet_the_contract(
+        grouped: GroupedQueryAttention,
+        latent: MultiHeadLatentAttention,
+        sparse: DeepSeekSparseAttention,
+        compressed: CompressedAttention,
+        gated: GatedAttention,
+        delta: GatedDeltaNet,
+        kimi: KimiDeltaAttention,
+    ) -> tuple[
+        CachedLayer[GroupedKVCache | WindowedKVCache],
+        CachedLayer[LatentKVCache],
+        CachedLayer[DSACache],
+        CachedLayer[CompressedCache],
+        CachedLayer[GroupedKVCache],
+        CachedLayer[LinearStateCache],
+        CachedLayer[LinearStateCache],
+    ]:
+        return grouped, latent, sparse, compressed, gated, delta, kimi

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from attn_core import CachedLayer, KVCache
 from attn_core.compressed import CompressedAttention
 from attn_core.dsa import DeepSeekSparseAttention
 from attn_core.gated import GatedAttention
@@ -52,6 +53,19 @@ def test_layer_kinds_follow_the_config_class_layer_types(model_type):
     for kind in set(layer_types):
         layer = build_layer(hf_config.to_dict(), layer_types.index(kind), device="meta")
         assert type(layer) is kinds[kind][1]
+
+
+@pytest.mark.parametrize("model_type", sorted(FAMILIES))
+def test_every_layer_kind_is_a_cached_layer_with_a_kv_cache(model_type):
+    class_name, _ = FAMILIES[model_type]
+    hf = getattr(transformers, class_name)().to_dict()
+    model = describe_model(hf)
+    for kind in set(model.layer_kinds):
+        layer = build_layer(hf, model.layer_kinds.index(kind), device="meta")
+        assert isinstance(layer, CachedLayer)
+        cache = layer.cache_after(300)
+        assert isinstance(cache, KVCache)
+        assert cache.seq_len == 300
 
 
 def test_every_deepseek_v32_layer_is_sparse():
