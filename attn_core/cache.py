@@ -7,6 +7,14 @@ import torch
 from .config import AttentionConfig
 
 INITIAL_CAPACITY = 16
+MAX_TOKENS = 1 << 40  # cache_after refuses more: a typo, not a context length
+
+
+def checked_tokens(tokens: object) -> int:
+    """cache_after's token count, checked: a whole number from 0 to MAX_TOKENS."""
+    if not isinstance(tokens, int) or isinstance(tokens, bool) or not 0 <= tokens <= MAX_TOKENS:
+        raise ValueError(f"tokens must be a whole number from 0 to {MAX_TOKENS}, got {tokens!r}.")
+    return tokens
 
 
 class GrowingSequenceBuffer:

@@ -20,7 +20,6 @@ rather than masking the others, and runs no scoring while every entry would be c
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -31,8 +30,8 @@ from einops import rearrange
 from torch import nn
 
 from .attend import KeyMask, attend
-from .build import _draw_uniform
-from .dsa import check_tokens
+from .build import seed_dense_weights
+from .cache import checked_tokens
 from .hf_fields import float_field, int_field, layer_index, positive_fields, rope_parameters, rope_settings
 from .latent import RMSNorm
 from .rope import PLAIN, RopeScaling, rope_cos_sin
@@ -442,10 +441,9 @@ class CompressedAttention(nn.Module):
     def init_from_seed(self, seed: int) -> None:
         """Linear weights U(+-1/sqrt(fan_in)) from seeded_generator(f"{seed}/{name}"); RMSNorm scales ones; sinks and
         position_bias zeros, as HF's _init_weights sets them."""
-        for name, module in self.named_modules():
-            if isinstance(module, nn.Linear):
-                _draw_uniform(module.weight, f"{seed}/{name}.weight", 1.0 / math.sqrt(module.in_features))
-            elif isinstance(module, RMSNorm):
+        seed_dense_weights(self, seed)
+        for module in self.modules():
+            if isinstance(module, RMSNorm):
                 module.weight.fill_(1.0)
             elif isinstance(module, Compressor):
                 module.position_bias.zero_()
@@ -460,7 +458,7 @@ class CompressedAttention(nn.Module):
         bookkeeping run on shape-only tensors."""
         cfg, dtype = self.cfg, self.kv_proj.weight.dtype
         cache = CompressedCache(cfg, batch_size, dtype=dtype, device="meta")
-        cache.append(torch.empty(batch_size, 1, check_tokens(tokens), cfg.head_dim, dtype=dtype, device="meta"))
+        cache.append(torch.empty(batch_size, 1, checked_tokens(tokens), cfg.head_dim, dtype=dtype, device="meta"))
         for state in cache.states.values():
             halves = 2 if state.overlap else 1
             projected = torch.empty(batch_size, tokens, halves * state.width, dtype=dtype, device="meta")

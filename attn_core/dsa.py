@@ -22,7 +22,7 @@ from torch import nn
 
 from .attend import KeyMask, allowed_positions
 from .build import _init_from_seed
-from .cache import GrowingSequenceBuffer, LatentKVCache
+from .cache import GrowingSequenceBuffer, LatentKVCache, checked_tokens
 from .config import AttentionConfig
 from .contract import AttentionLayer, Queries
 from .hf_fields import (
@@ -38,14 +38,7 @@ from .latent import MultiHeadLatentAttention
 from .options import AttentionOptions
 from .rope import PLAIN, RopeScaling, apply_rope
 
-MAX_TOKENS = 1 << 40  # cache_after refuses more: a typo, not a context length
 CACHE_FORMULA = "(d_c + d_h^R + d_I) · T · b  (read per step: d_I · T + (d_c + d_h^R) · min(T, k), in units of b)"
-
-
-def check_tokens(tokens: int) -> int:
-    if not isinstance(tokens, int) or isinstance(tokens, bool) or not 0 <= tokens <= MAX_TOKENS:
-        raise ValueError(f"tokens must be a whole number from 0 to {MAX_TOKENS}, got {tokens!r}.")
-    return tokens
 
 
 @dataclass(frozen=True)
@@ -247,7 +240,7 @@ class DeepSeekSparseAttention(MultiHeadLatentAttention):
         cfg = self.dsa_cfg
         cache = self._cache(batch_size, self.kv_a_proj_with_mqa.weight.dtype, "meta")
         dtype = self.kv_a_proj_with_mqa.weight.dtype
-        check_tokens(tokens)
+        checked_tokens(tokens)
         # the latent buffer's own append: the cache's append joins c_kv and k_rope with a cat, which on the meta
         # device first imports torch's reference kernels (seconds, once per process)
         width = cfg.kv_lora_rank + cfg.qk_rope_head_dim

@@ -19,8 +19,8 @@ from einops import rearrange
 from torch import nn
 
 from .attend import allowed_positions, attend
-from .build import seeded_generator
-from .cache import GroupedKVCache
+from .build import seed_dense_weights
+from .cache import GroupedKVCache, checked_tokens
 from .hf_fields import (
     MISSING,
     bool_field,
@@ -155,8 +155,7 @@ class GatedAttention(nn.Module):
 
     def cache_after(self, tokens: int, batch_size: int = 1, dtype: torch.dtype | None = None) -> GatedKVCache:
         """What the cache holds after a prefill of `tokens` tokens, appended on the meta device (no memory)."""
-        if not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 0:
-            raise ValueError(f"tokens={tokens!r}: give a count of tokens >= 0.")
+        checked_tokens(tokens)
         cfg = self.cfg
         cache = GatedKVCache(
             batch_size, cfg.n_kv_heads, cfg.head_dim, dtype=dtype or self.k_proj.weight.dtype, device="meta"
@@ -170,14 +169,9 @@ class GatedAttention(nn.Module):
     def init_from_seed(self, seed: int) -> None:
         """Linear weights and biases U(-1/sqrt(fan_in), +) from seeded_generator(f"{seed}/{name}") (CPU float32, then
         copied); the norms' weights 0, i.e. a scale of 1, as HF's _init_weights."""
-        for name, param in self.named_parameters():
-            drawn = torch.zeros(param.shape)
-            if not name.startswith(("q_norm", "k_norm")):
-                module = self.get_submodule(name.rpartition(".")[0])
-                assert isinstance(module, nn.Linear)
-                bound = module.in_features**-0.5
-                drawn.uniform_(-bound, bound, generator=seeded_generator(f"{seed}/{name}"))
-            param.copy_(drawn)
+        seed_dense_weights(self, seed)
+        self.q_norm.weight.zero_()
+        self.k_norm.weight.zero_()
 
     def _rotated(self, t: torch.Tensor, start: int) -> torch.Tensor:
         """t [B, heads, L, D]: its first rotary_dim dims rotated for positions start.., the rest as they are."""

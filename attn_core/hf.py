@@ -247,7 +247,7 @@ def _text_config(hf: Mapping[str, Any]) -> Mapping[str, Any]:
         hf = {"model_type": WRAPPERS[model_type], **text}
         model_type = hf["model_type"]
     if model_type not in READERS:
-        supported = ", ".join(sorted([*READERS, *WRAPPERS]))
+        supported = ", ".join(sorted({*READERS, *WRAPPERS}))
         raise ValueError(f"model_type={model_type!r} is not supported: supported are {supported}.")
     return hf
 

@@ -28,7 +28,8 @@ import torch.nn.functional as F
 from einops import rearrange
 from torch import nn
 
-from .build import seeded_generator
+from .build import seed_dense_weights, seeded_generator
+from .cache import checked_tokens
 from .config import AttentionConfig
 from .hf_fields import float_field, int_field, positive_fields, positive_float, positive_int, require_model_type
 
@@ -575,8 +576,7 @@ class _LinearLayer(nn.Module, Generic[ConfigT]):
     def cache_after(self, tokens: int, batch_size: int = 1, dtype: torch.dtype | None = None) -> LinearStateCache:
         """What the cache holds after a prefill of `tokens` tokens, built on the meta device by the cache's own update
         (no memory, no arithmetic): a state and a tail whatever the count."""
-        if not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 0:
-            raise ValueError(f"tokens={tokens!r}: give a count of tokens >= 0.")
+        checked_tokens(tokens)
         positive_int("batch_size", batch_size)
         cache = self._cache(batch_size, dtype or self.conv1d.weight.dtype)
         if tokens:
@@ -602,19 +602,17 @@ class _LinearLayer(nn.Module, Generic[ConfigT]):
         """Every parameter from its own stream seeded_generator(f"{seed}/{name}"), drawn in float32 on the CPU and
         copied: Linear and conv weights U(-1/sqrt(fan_in), +) as torch's defaults (a depthwise conv's fan_in is K),
         norm weights ones, and the decay parameters as HF's _init_weights draws them (see _init_design)."""
+        seed_dense_weights(self, seed)
         for name, param in self.named_parameters():
             module_name = name.rpartition(".")[0]
             module = self.get_submodule(module_name) if module_name else self
-            drawn = torch.empty(param.shape)
-            generator = seeded_generator(f"{seed}/{name}")
             if isinstance(module, nn.Linear | nn.Conv1d):
-                fan_in = math.prod(module.weight.shape[1:])  # in_features; a depthwise conv's K
-                bound = 1.0 / math.sqrt(fan_in)
-                drawn.uniform_(-bound, bound, generator=generator)
-            elif isinstance(module, GatedRMSNorm):
+                continue
+            drawn = torch.empty(param.shape)
+            if isinstance(module, GatedRMSNorm):
                 drawn.fill_(1.0)
             else:
-                self._init_design(name, drawn, generator)
+                self._init_design(name, drawn, seeded_generator(f"{seed}/{name}"))
             param.copy_(drawn)
 
     def _init_design(self, name: str, drawn: torch.Tensor, generator: torch.Generator) -> None:
