@@ -32,7 +32,7 @@ from torch import nn
 from .attend import KeyMask, attend
 from .build import seed_dense_weights
 from .cache import checked_tokens
-from .hf_fields import float_field, int_field, layer_index, positive_fields, rope_parameters, rope_settings
+from .hf_fields import float_field, int_field, layer_index, layer_types, positive_fields, rope_parameters, rope_settings
 from .latent import RMSNorm
 from .rope import PLAIN, RopeScaling, rope_cos_sin
 
@@ -168,11 +168,8 @@ class CompressedConfig:
 
 
 def _layer_kind(hf: Mapping[str, Any], layer_idx: int) -> Kind:
-    types = hf.get("layer_types")
-    if types is not None:
-        if not isinstance(types, list | tuple) or len(types) <= layer_idx or types[layer_idx] not in HF_LAYER_TYPES:
-            raise ValueError(f"config field 'layer_types' must give one of {', '.join(HF_LAYER_TYPES)} for each layer.")
-        return HF_LAYER_TYPES[types[layer_idx]]
+    if hf.get("layer_types") is not None:
+        return HF_LAYER_TYPES[layer_types(hf, tuple(HF_LAYER_TYPES), str)[layer_idx]]
     ratios = hf.get("compress_ratios")
     if ratios is not None:
         if not isinstance(ratios, list | tuple) or len(ratios) <= layer_idx or ratios[layer_idx] not in (0, 4, 128):

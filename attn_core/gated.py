@@ -26,11 +26,12 @@ from .hf_fields import (
     bool_field,
     float_field,
     int_field,
+    layer_index,
     positive_fields,
     rope_parameters,
     rope_settings,
 )
-from .linear import layer_kind, qwen_layer_types, qwen_text_config
+from .linear import qwen_layer_types, qwen_text_config
 from .rope import PLAIN, RopeScaling, apply_rope, rope_cos_sin
 
 CACHE_FORMULA = "2 · G · D · T · b · B (keys and values of the G KV heads)"
@@ -72,7 +73,7 @@ class GatedAttentionConfig:
         Qwen3.5's multimodal RoPE (mrope_section) rotates text tokens as plain RoPE: their three position axes agree."""
         model = str(hf.get("model_type")) if isinstance(hf, Mapping) else ""
         hf = qwen_text_config(hf)
-        kind = layer_kind(qwen_layer_types(hf), layer_idx, hf["num_hidden_layers"], "layer_types")
+        kind = qwen_layer_types(hf)[layer_index(hf, layer_idx)]
         if kind != "full_attention":
             raise ValueError(
                 f"Layer {layer_idx} is {kind!r} in layer_types: GatedAttention builds full_attention layers."

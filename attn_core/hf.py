@@ -36,6 +36,7 @@ from .hf_fields import (
     float_field,
     int_field,
     layer_index,
+    layer_types,
     mla_softmax_scale,
     rope_parameters,
     rope_settings,
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
     from .latent import MultiHeadLatentAttention
     from .linear import LinearStateCache
 
+GROUPED_LAYER_TYPES = ("full_attention", "sliding_attention")
 # A cache at more tokens than this is a typo, not a question (a billion tokens; published contexts reach 10M).
 MAX_TOKENS = 1 << 30
 MAX_BATCH = 1 << 16
@@ -261,21 +263,6 @@ def _checked(tokens: object, batch: object, dtype: torch.dtype | str) -> tuple[i
 
 
 # --- reading config fields (attn_core.hf_fields) ------------------------------------------------------------
-def _layer_types(hf: Mapping[str, Any], default: Callable[[int], str]) -> list[str]:
-    """layer_types as given (checked), else as the config class fills it in: default(i) for layer i."""
-    layers = int_field(hf, "num_hidden_layers")
-    given = hf.get("layer_types")
-    if given is None:
-        return [default(i) for i in range(layers)]
-    known = ("full_attention", "sliding_attention")
-    if not isinstance(given, list) or len(given) != layers or any(t not in known for t in given):
-        raise ValueError(
-            f"config field 'layer_types' must list {layers} entries (num_hidden_layers), each one of "
-            f"{', '.join(known)}."
-        )
-    return list(given)
-
-
 def _window(hf: Mapping[str, Any], default: int | None, context: int) -> int | None:
     window = hf.get("sliding_window", default)
     if window is None:
@@ -355,8 +342,10 @@ def _qwen(hf: Mapping[str, Any], layer_idx: int, *, qwen3: bool) -> tuple[str, L
     use_window = bool_field(hf, "use_sliding_window", False)
     window = _window(hf, 4096, context) if use_window else None
     first_windowed = int_field(hf, "max_window_layers", 28, minimum=0)
-    types = _layer_types(
-        hf, lambda i: "sliding_attention" if window is not None and i >= first_windowed else "full_attention"
+    types = layer_types(
+        hf,
+        GROUPED_LAYER_TYPES,
+        lambda i: "sliding_attention" if window is not None and i >= first_windowed else "full_attention",
     )
     layer_window = window if types[layer_idx] == "sliding_attention" else None
     if types[layer_idx] == "sliding_attention" and window is None:
@@ -392,7 +381,9 @@ def read_gemma3_text(hf: Mapping[str, Any], layer_idx: int) -> tuple[str, LayerS
         raise ValueError("use_bidirectional_attention is not supported: these layers are causal.")
     context = int_field(hf, "max_position_embeddings", 131072)
     pattern = int_field(hf, "sliding_window_pattern", 6)
-    types = _layer_types(hf, lambda i: "sliding_attention" if (i + 1) % pattern else "full_attention")
+    types = layer_types(
+        hf, GROUPED_LAYER_TYPES, lambda i: "sliding_attention" if (i + 1) % pattern else "full_attention"
+    )
     layer_type = types[layer_idx]
     nested = hf.get("rope_parameters")
     if isinstance(nested, Mapping) and layer_type in nested:
@@ -436,7 +427,7 @@ def read_gpt_oss(hf: Mapping[str, Any], layer_idx: int) -> tuple[str, LayerShape
     context = int_field(hf, "max_position_embeddings", 131072)
     rope_given = hf.get("rope_parameters") or hf.get("rope_scaling")
     theta, scaling = rope_settings(hf if rope_given else {**hf, "rope_parameters": GPT_OSS_ROPE}, 150000.0, context)
-    types = _layer_types(hf, lambda i: "sliding_attention" if (i + 1) % 2 else "full_attention")
+    types = layer_types(hf, GROUPED_LAYER_TYPES, lambda i: "sliding_attention" if (i + 1) % 2 else "full_attention")
     window = _window(hf, 128, context) if types[layer_idx] == "sliding_attention" else None
     options = AttentionOptions(window=window, learned_sinks=True, rope_scaling=scaling)
     bias = bool_field(hf, "attention_bias", True)

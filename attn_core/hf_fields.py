@@ -7,7 +7,7 @@ what it must be. `name=` says how a field of a nested dict is named ("linear_att
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .rope import RopeScaling, yarn_mscale
@@ -66,6 +66,21 @@ def layer_index(hf: Mapping[str, Any], layer_idx: int) -> int:
     if not isinstance(layer_idx, int) or isinstance(layer_idx, bool) or not 0 <= layer_idx < layers:
         raise ValueError(f"layer_idx={layer_idx!r}: this model has layers 0 to {layers - 1} (num_hidden_layers).")
     return layer_idx
+
+
+def layer_types(hf: Mapping[str, Any], known: Sequence[str], default: Callable[[int], str]) -> list[str]:
+    """layer_types as given (one of known per layer, checked), else as the config class fills it in: default(i) for
+    layer i."""
+    layers = int_field(hf, "num_hidden_layers")
+    given = hf.get("layer_types")
+    if given is None:
+        return [default(i) for i in range(layers)]
+    if not isinstance(given, list | tuple) or len(given) != layers or any(t not in known for t in given):
+        raise ValueError(
+            f"config field 'layer_types' must list {layers} entries (num_hidden_layers), each one of "
+            f"{', '.join(known)}."
+        )
+    return [str(t) for t in given]
 
 
 def require_model_type(hf: Mapping[str, Any], expected: str) -> None:

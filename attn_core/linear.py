@@ -31,7 +31,16 @@ from torch import nn
 from .build import seed_dense_weights, seeded_generator
 from .cache import checked_tokens
 from .config import AttentionConfig
-from .hf_fields import float_field, int_field, positive_fields, positive_float, positive_int, require_model_type
+from .hf_fields import (
+    float_field,
+    int_field,
+    layer_index,
+    layer_types,
+    positive_fields,
+    positive_float,
+    positive_int,
+    require_model_type,
+)
 
 CHUNK = 64  # tokens per chunk of the chunked rule, as HF's torch_chunk_gated_delta_rule and FLA's kernels
 # A chunked call holds [B, H, chunks, CHUNK, CHUNK] matrices (times d_k for KDA's per-channel decay): a long prompt is
@@ -302,23 +311,14 @@ def require_silu(hf: Mapping[str, Any], model: str) -> None:
         raise ValueError(f"hidden_act={act!r}: the {model} linear layers are built with silu (the published models').")
 
 
-def layer_kind(layer_types: Any, layer_idx: int, n_layers: int, field: str) -> str:
-    """layer_types[layer_idx], checked: a list of one type per layer."""
-    if not isinstance(layer_idx, int) or isinstance(layer_idx, bool) or not 0 <= layer_idx < n_layers:
-        raise ValueError(f"layer_idx={layer_idx!r} is outside the model's {n_layers} layers (num_hidden_layers).")
-    if not isinstance(layer_types, list | tuple) or len(layer_types) != n_layers:
-        raise ValueError(f"{field} must list one type per layer ({n_layers}), got {layer_types!r}.")
-    return str(layer_types[layer_idx])
+HYBRID_LAYER_TYPES = ("linear_attention", "full_attention")
 
 
 def qwen_layer_types(hf: Mapping[str, Any]) -> list[str]:
     """ "linear_attention" or "full_attention" per layer: layer_types as given (transformers' to_dict), else every
     full_attention_interval-th layer full (config.json as published; 4 when absent, as transformers defaults)."""
-    n_layers = int_field(hf, "num_hidden_layers")
-    if hf.get("layer_types") is not None:
-        return list(hf["layer_types"])
     interval = int_field(hf, "full_attention_interval", 4)
-    return ["linear_attention" if (i + 1) % interval else "full_attention" for i in range(n_layers)]
+    return layer_types(hf, HYBRID_LAYER_TYPES, lambda i: "linear_attention" if (i + 1) % interval else "full_attention")
 
 
 # Qwen's hybrids: Qwen3-Next, and Qwen3.5 (dense and MoE) whose config.json nests the text model's fields in
@@ -354,7 +354,7 @@ def kimi_layer_types(hf: Mapping[str, Any]) -> list[str]:
     the checkpoint), else a full layer every 4th from layer 4 (0-indexed: i and i % 4 == 0)."""
     n_layers = int_field(hf, "num_hidden_layers", model="kimi_linear")
     if hf.get("layer_types") is not None:
-        return list(hf["layer_types"])
+        return layer_types(hf, HYBRID_LAYER_TYPES, str)
     sub = kimi_linear_attn_config(hf)
     if "full_attn_layers" in sub and "kda_layers" in sub:
         kinds: list[str | None] = [None] * n_layers
@@ -431,7 +431,7 @@ class GatedDeltaNetConfig:
         """Layer layer_idx of a Qwen3-Next or Qwen3.5 config.json (or transformers' to_dict()); it must be a linear
         layer."""
         text = qwen_text_config(hf)
-        kind = layer_kind(qwen_layer_types(text), layer_idx, text["num_hidden_layers"], "layer_types")
+        kind = qwen_layer_types(text)[layer_index(text, layer_idx)]
         if kind != "linear_attention":
             raise ValueError(
                 f"Layer {layer_idx} is {kind!r} in layer_types: Gated DeltaNet builds linear_attention layers."
@@ -491,7 +491,7 @@ class KimiDeltaConfig:
     def from_hf(cls, hf: Mapping[str, Any], layer_idx: int) -> KimiDeltaConfig:
         """Layer layer_idx of a kimi_linear config.json (or transformers' to_dict()); it must be a KDA layer."""
         require_model_type(hf, "kimi_linear")
-        kind = layer_kind(kimi_layer_types(hf), layer_idx, hf["num_hidden_layers"], "layer_types")
+        kind = kimi_layer_types(hf)[layer_index(hf, layer_idx)]
         if kind != "linear_attention":
             raise ValueError(f"Layer {layer_idx} is {kind!r}: KimiDeltaAttention builds the linear_attention layers.")
         require_silu(hf, "kimi_linear")
@@ -516,7 +516,7 @@ def kimi_attention_config(hf: Mapping[str, Any], layer_idx: int) -> AttentionCon
     (NoPE: the "rope" part of the key is shared but never rotated), latent norms at eps 1e-6 (HF builds them without
     rms_norm_eps), attention_bias on q_a_proj, kv_a_proj_with_mqa and o_proj."""
     require_model_type(hf, "kimi_linear")
-    kind = layer_kind(kimi_layer_types(hf), layer_idx, hf["num_hidden_layers"], "layer_types")
+    kind = kimi_layer_types(hf)[layer_index(hf, layer_idx)]
     if kind != "full_attention":
         raise ValueError(f"Layer {layer_idx} is {kind!r}: the MLA layers are the full_attention ones.")
     get = lambda key: int_field(hf, key, model="kimi_linear")  # noqa: E731
