@@ -20,7 +20,7 @@ import torch
 from einops import rearrange
 from torch import nn
 
-from .attend import KeyMask, allowed_positions
+from .attend import KeyMask, allowed_positions, causal_allowed
 from .build import _init_from_seed
 from .cache import GrowingSequenceBuffer, LatentKVCache, checked_tokens
 from .config import AttentionConfig
@@ -283,7 +283,7 @@ class DeepSeekSparseAttention(MultiHeadLatentAttention):
         elif q_len == 1 and mask.allowed is None:  # a decoding step: read the chosen entries only
             out, weights = self._attend_chosen(x, q_resid, queries, latent, index_keys, cos, sin, return_weights)
         else:
-            allowed = mask.allowed if mask.allowed is not None else self._causal(q_len, keys_len, x.device)
+            allowed = mask.allowed if mask.allowed is not None else causal_allowed(q_len, keys_len, x.device)
             bias = torch.zeros(allowed.shape, device=x.device).masked_fill_(~allowed, torch.finfo(torch.float32).min)
             scores = self.indexer.scores(x, q_resid, index_keys, cos, sin) + bias[:, 0]  # [B, L, S]
             chosen = scores.topk(cfg.index_topk, dim=-1).indices  # [B, L, k]
@@ -293,10 +293,6 @@ class DeepSeekSparseAttention(MultiHeadLatentAttention):
         if cache is not None:
             cache.read_nbytes = batch * cfg.read_elements(keys_len) * latent.element_size()
         return self.o_proj(rearrange(out, "b h l d -> b l (h d)")), weights
-
-    @staticmethod
-    def _causal(q_len: int, k_len: int, device: torch.device) -> torch.Tensor:
-        return torch.ones(q_len, k_len, dtype=torch.bool, device=device).tril(diagonal=k_len - q_len)[None, None]
 
     def _attend_chosen(
         self,
