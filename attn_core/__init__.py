@@ -1,4 +1,6 @@
-"""The attention core: MHA, MQA, GQA and MLA as exact, cache-aware PyTorch modules (no UI code here).
+"""The attention core: MHA, MQA, GQA and MLA as exact, cache-aware PyTorch modules (no UI code here), and the designs
+after MLA (sliding windows and sinks, DeepSeek's sparse and compressed attention, linear attention, quantised caches)
+with build_layer and describe_model reading any supported model's config.json.
 
 Shapes are named with one legend, here and in every shape comment of the project:
 
@@ -28,6 +30,7 @@ from .accounting import (
 from .attend import allowed_positions, causal_allowed
 from .build import build_attention, seeded_generator
 from .cache import GroupedKVCache, LatentKVCache, RepeatedHeadsCache, WindowedKVCache, empty_cache
+from .compressed import CompressedAttention, CompressedCache, CompressedConfig
 from .config import (
     VARIANTS,
     AttentionConfig,
@@ -39,7 +42,8 @@ from .config import (
     Variant,
     kv_head_counts,
 )
-from .contract import AttentionLayer, KVCache, Queries
+from .contract import AttentionLayer, CachedLayer, KVCache, Queries
+from .dsa import DeepSeekSparseAttention, DSACache, DSAConfig
 from .fused import LAYOUTS, falcon_attention_state, fuse_qkv, fused_blocks, gpt2_attention_state, split_qkv
 from .gated import GatedAttention, GatedAttentionConfig, GatedKVCache
 from .grouped import GroupedQueryAttention
@@ -70,8 +74,15 @@ __all__ = [
     "AttentionLayer",
     "AttentionOptions",
     "CacheBits",
+    "CachedLayer",
     "CachesAsMuchAsMHA",
+    "CompressedAttention",
+    "CompressedCache",
+    "CompressedConfig",
     "ConfigWarning",
+    "DSACache",
+    "DSAConfig",
+    "DeepSeekSparseAttention",
     "GatedAttention",
     "GatedAttentionConfig",
     "GatedDeltaNet",

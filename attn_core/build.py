@@ -161,6 +161,20 @@ def _init_from_seed(layer: nn.Module, cfg: AttentionConfig, seed: int, heads: ra
                 _draw_uniform(block, f"{key}/{unit}", bound, scratch)
 
 
+@torch.no_grad()
+def seed_dense_weights(layer: nn.Module, seed: int) -> None:
+    """Every nn.Linear's and nn.Conv1d's weight and bias in layer: U(-1/sqrt(fan_in), +), torch's default bound (fan_in
+    the weight's numbers per output: in_features, a depthwise conv's K), from seeded_generator(f"{seed}/{name}") by
+    parameter name. The seeded init of the designs after MLA, whose parameters are not split per head."""
+    for name, module in layer.named_modules():
+        if isinstance(module, nn.Linear | nn.Conv1d):
+            bound = 1.0 / math.sqrt(math.prod(module.weight.shape[1:]))
+            for kind in ("weight", "bias"):
+                param = getattr(module, kind)
+                if param is not None:
+                    _draw_uniform(param, f"{seed}/{name}.{kind}", bound)
+
+
 def _draw_uniform(target: torch.Tensor, key: str, bound: float, scratch: torch.Tensor | None = None) -> None:
     """Fill target with U(-bound, bound) from key's stream, in target's row-major order, computed in float32 on the
     CPU so that every dtype and device gets the float32 layer's numbers (rounded)."""

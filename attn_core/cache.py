@@ -7,6 +7,14 @@ import torch
 from .config import AttentionConfig
 
 INITIAL_CAPACITY = 16
+MAX_TOKENS = 1 << 40  # cache_after refuses more: a typo, not a context length
+
+
+def checked_tokens(tokens: object) -> int:
+    """cache_after's token count, checked: a whole number from 0 to MAX_TOKENS."""
+    if not isinstance(tokens, int) or isinstance(tokens, bool) or not 0 <= tokens <= MAX_TOKENS:
+        raise ValueError(f"tokens must be a whole number from 0 to {MAX_TOKENS}, got {tokens!r}.")
+    return tokens
 
 
 class GrowingSequenceBuffer:
@@ -60,7 +68,11 @@ class GrowingSequenceBuffer:
 
 
 class _Cache:
+    """What the caches built on GrowingSequenceBuffers share. Their last query reads all that is held, unless the
+    layer says otherwise by setting read_nbytes (DSA's top-k reading)."""
+
     buffers: dict[str, GrowingSequenceBuffer]
+    _read_nbytes: int | None = None
 
     @property
     def seq_len(self) -> int:
@@ -78,8 +90,12 @@ class _Cache:
 
     @property
     def read_nbytes(self) -> int:
-        """Bytes of cache the last call's last query read: all that is held (0 before any call)."""
-        return self.nbytes
+        """Bytes of cache the last call's last query read: all that is held unless set (0 before any call)."""
+        return self.nbytes if self._read_nbytes is None else self._read_nbytes
+
+    @read_nbytes.setter
+    def read_nbytes(self, value: int) -> None:
+        self._read_nbytes = value
 
     def shapes(self) -> dict[str, tuple[int, ...]]:
         """The shape of each stored tensor as read back (sequence axis = tokens held)."""

@@ -20,7 +20,6 @@ rather than masking the others, and runs no scoring while every entry would be c
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -31,11 +30,11 @@ from einops import rearrange
 from torch import nn
 
 from .attend import KeyMask, attend
-from .build import _draw_uniform
-from .dsa import check_tokens
-from .hf_fields import layer_index, positive_float, positive_int
+from .build import seed_dense_weights
+from .cache import checked_tokens
+from .hf_fields import float_field, int_field, layer_index, layer_types, positive_fields, rope_parameters, rope_settings
 from .latent import RMSNorm
-from .rope import rope_cos_sin
+from .rope import PLAIN, RopeScaling, rope_cos_sin
 
 Kind = Literal["sliding", "csa", "hca"]
 Device = torch.device | str | None
@@ -71,13 +70,15 @@ class CompressedConfig:
     index_topk: int = 512
     rope_theta: float = 10000.0
     compress_rope_theta: float = 160000.0
-    compress_rope_type: str = "default"  # kept from the config; compressed layers compute with "default" only
+    rope_scaling: RopeScaling = PLAIN  # the sliding layers' ("main"): plain in published configs
+    compress_rope_scaling: RopeScaling = PLAIN  # the compressed layers' and their compressors' (YaRN, published)
     norm_eps: float = 1e-6
 
     def __post_init__(self) -> None:
         if self.kind not in CACHE_FORMULA:
             raise ValueError(f"kind={self.kind!r} is unknown: choose one of {', '.join(CACHE_FORMULA)}.")
-        for name in (
+        positive_fields(
+            self,
             "d_model",
             "n_heads",
             "head_dim",
@@ -89,10 +90,7 @@ class CompressedConfig:
             "index_n_heads",
             "index_head_dim",
             "index_topk",
-        ):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-                raise ValueError(f"{name} must be a positive whole number, got {value!r}.")
+        )
         if self.qk_rope_head_dim % 2 or self.qk_rope_head_dim > self.head_dim:
             raise ValueError(
                 f"qk_rope_head_dim={self.qk_rope_head_dim} must be even and at most head_dim={self.head_dim} "
@@ -121,34 +119,35 @@ class CompressedConfig:
         rates = {"csa": 4, "hca": 128}
         if isinstance(hf.get("compress_rates"), Mapping):
             named = {HF_LAYER_TYPES[k]: v for k, v in hf["compress_rates"].items() if k in HF_LAYER_TYPES}
-            rates |= {k: positive_int({"compress_rates": v}, "compress_rates") for k, v in named.items()}
+            rates |= {k: int_field({"compress_rates": v}, "compress_rates") for k, v in named.items()}
         for key, short in (("compress_rate_csa", "csa"), ("compress_rate_hca", "hca")):
             if key in hf:
-                rates[short] = positive_int(hf, key)
-        head_dim = positive_int(hf, "head_dim")
+                rates[short] = int_field(hf, key)
+        head_dim = int_field(hf, "head_dim")
         if hf.get("partial_rotary_factor") is not None:
-            rope_dim = int(head_dim * positive_float(hf, "partial_rotary_factor"))
+            rope_dim = int(head_dim * float_field(hf, "partial_rotary_factor"))
         else:
-            rope_dim = positive_int(hf, "qk_rope_head_dim", 64)
-        main_theta, compress_theta, compress_type = _rope(hf)
+            rope_dim = int_field(hf, "qk_rope_head_dim", 64)
+        (main_theta, main_scaling), (compress_theta, compress_scaling) = _rope(hf)
         return cls(
             kind=kind,
-            d_model=positive_int(hf, "hidden_size"),
-            n_heads=positive_int(hf, "num_attention_heads"),
+            d_model=int_field(hf, "hidden_size"),
+            n_heads=int_field(hf, "num_attention_heads"),
             head_dim=head_dim,
-            q_lora_rank=positive_int(hf, "q_lora_rank"),
+            q_lora_rank=int_field(hf, "q_lora_rank"),
             qk_rope_head_dim=rope_dim,
-            o_groups=positive_int(hf, "o_groups"),
-            o_lora_rank=positive_int(hf, "o_lora_rank"),
-            sliding_window=positive_int(hf, "sliding_window"),
+            o_groups=int_field(hf, "o_groups"),
+            o_lora_rank=int_field(hf, "o_lora_rank"),
+            sliding_window=int_field(hf, "sliding_window"),
             compress_rate=0 if kind == "sliding" else rates[kind],
-            index_n_heads=positive_int(hf, "index_n_heads") if kind == "csa" else 64,
-            index_head_dim=positive_int(hf, "index_head_dim") if kind == "csa" else 128,
-            index_topk=positive_int(hf, "index_topk") if kind == "csa" else 512,
+            index_n_heads=int_field(hf, "index_n_heads") if kind == "csa" else 64,
+            index_head_dim=int_field(hf, "index_head_dim") if kind == "csa" else 128,
+            index_topk=int_field(hf, "index_topk") if kind == "csa" else 512,
             rope_theta=main_theta,
             compress_rope_theta=compress_theta,
-            compress_rope_type=compress_type,
-            norm_eps=positive_float(hf, "rms_norm_eps", 1e-6),
+            rope_scaling=main_scaling,
+            compress_rope_scaling=compress_scaling,
+            norm_eps=float_field(hf, "rms_norm_eps", 1e-6),
         )
 
     @property
@@ -169,11 +168,8 @@ class CompressedConfig:
 
 
 def _layer_kind(hf: Mapping[str, Any], layer_idx: int) -> Kind:
-    types = hf.get("layer_types")
-    if types is not None:
-        if not isinstance(types, list | tuple) or len(types) <= layer_idx or types[layer_idx] not in HF_LAYER_TYPES:
-            raise ValueError(f"config field 'layer_types' must give one of {', '.join(HF_LAYER_TYPES)} for each layer.")
-        return HF_LAYER_TYPES[types[layer_idx]]
+    if hf.get("layer_types") is not None:
+        return HF_LAYER_TYPES[layer_types(hf, tuple(HF_LAYER_TYPES), str)[layer_idx]]
     ratios = hf.get("compress_ratios")
     if ratios is not None:
         if not isinstance(ratios, list | tuple) or len(ratios) <= layer_idx or ratios[layer_idx] not in (0, 4, 128):
@@ -185,19 +181,23 @@ def _layer_kind(hf: Mapping[str, Any], layer_idx: int) -> Kind:
     return "hca" if layer_idx < 2 or layer_idx % 2 == 0 else "csa"
 
 
-def _rope(hf: Mapping[str, Any]) -> tuple[float, float, str]:
-    """(main theta, compressed layers' theta, compressed layers' rope type). YaRN applies to compressed layers only."""
+def _rope(hf: Mapping[str, Any]) -> tuple[tuple[float, RopeScaling], tuple[float, RopeScaling]]:
+    """(theta, scaling) of the sliding layers ("main") and of the compressed ones ("compress"), as DeepseekV4Config
+    resolves them: nested rope_parameters (to_dict()) as given; else the flat rope_parameters / rope_scaling
+    (config.json) goes to the compressed layers with attention_factor 1 for YaRN (V4 does not scale cos/sin), and the
+    sliding layers keep plain RoPE. partial_rotary_factor is qk_rope_head_dim's business, not the scaling's."""
+    context = int_field(hf, "max_position_embeddings", 1048576)
     params = hf.get("rope_parameters")
     if isinstance(params, Mapping) and isinstance(params.get("main"), Mapping):
         main, compress = params["main"], params.get("compress") or {}
-        return (
-            positive_float(main, "rope_theta", 10000.0),
-            positive_float(compress, "rope_theta", 160000.0),
-            str(compress.get("rope_type", "default")),
-        )
-    flat = params if isinstance(params, Mapping) else hf.get("rope_scaling")
-    rope_type = str(flat.get("rope_type", flat.get("type", "default"))) if isinstance(flat, Mapping) else "default"
-    return positive_float(hf, "rope_theta", 10000.0), positive_float(hf, "compress_rope_theta", 160000.0), rope_type
+    else:
+        flat = {k: v for k, v in rope_parameters(hf).items() if k not in ("main", "compress")}
+        main = {"rope_theta": float_field(hf, "rope_theta", 10000.0)}
+        compress = {**flat, "rope_theta": float_field(hf, "compress_rope_theta", 160000.0)}
+        if compress.get("rope_type", compress.get("type")) == "yarn":
+            compress.setdefault("attention_factor", 1.0)
+    rotary = lambda p: {k: v for k, v in p.items() if k != "partial_rotary_factor"}  # noqa: E731
+    return rope_settings(hf, 10000.0, context, rotary(main)), rope_settings(hf, 160000.0, context, rotary(compress))
 
 
 def cache_bytes_formula(cfg: CompressedConfig, tokens: int, batch: int, element_bytes: int) -> int:
@@ -217,10 +217,16 @@ def cache_bytes_formula(cfg: CompressedConfig, tokens: int, batch: int, element_
 
 
 def _pair_angles(
-    start: int, length: int, cfg: CompressedConfig, theta: float, like: torch.Tensor, stride: int = 1
+    start: int, length: int, cfg: CompressedConfig, like: torch.Tensor, *, compressed: bool, stride: int = 1
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """cos, sin [length, d_h^R / 2] for positions start, start + stride, ...: one angle per rotated pair."""
-    cos, sin = rope_cos_sin(start, length * stride, cfg.qk_rope_head_dim, theta, device=like.device, dtype=like.dtype)
+    """cos, sin [length, d_h^R / 2] for positions start, start + stride, ...: one angle per rotated pair, with the
+    compressed layers' RoPE (compressed) or the sliding layers'."""
+    theta, scaling = (
+        (cfg.compress_rope_theta, cfg.compress_rope_scaling) if compressed else (cfg.rope_theta, cfg.rope_scaling)
+    )
+    cos, sin = rope_cos_sin(
+        start, length * stride, cfg.qk_rope_head_dim, theta, device=like.device, dtype=like.dtype, scaling=scaling
+    )
     half = cfg.qk_rope_head_dim // 2
     return cos[::stride, :half], sin[::stride, :half]
 
@@ -364,7 +370,7 @@ class Compressor(nn.Module):
             state.last_kv, state.last_gate = kv[:, -1, :, :width].clone(), gate[:, -1, :, :width].clone()
             kv, gate = pooled_kv, pooled_gate
         entries = self.kv_norm((kv * gate.softmax(dim=2, dtype=torch.float32).to(kv.dtype)).sum(dim=2))  # [B, n, w]
-        cos, sin = _pair_angles(first, n, self.cfg, self.cfg.compress_rope_theta, entries, stride=m)
+        cos, sin = _pair_angles(first, n, self.cfg, entries, compressed=True, stride=m)
         return state.add(rotate_last_pairs(entries, cos, sin)[:, None])
 
 
@@ -432,10 +438,9 @@ class CompressedAttention(nn.Module):
     def init_from_seed(self, seed: int) -> None:
         """Linear weights U(+-1/sqrt(fan_in)) from seeded_generator(f"{seed}/{name}"); RMSNorm scales ones; sinks and
         position_bias zeros, as HF's _init_weights sets them."""
-        for name, module in self.named_modules():
-            if isinstance(module, nn.Linear):
-                _draw_uniform(module.weight, f"{seed}/{name}.weight", 1.0 / math.sqrt(module.in_features))
-            elif isinstance(module, RMSNorm):
+        seed_dense_weights(self, seed)
+        for module in self.modules():
+            if isinstance(module, RMSNorm):
                 module.weight.fill_(1.0)
             elif isinstance(module, Compressor):
                 module.position_bias.zero_()
@@ -450,7 +455,7 @@ class CompressedAttention(nn.Module):
         bookkeeping run on shape-only tensors."""
         cfg, dtype = self.cfg, self.kv_proj.weight.dtype
         cache = CompressedCache(cfg, batch_size, dtype=dtype, device="meta")
-        cache.append(torch.empty(batch_size, 1, check_tokens(tokens), cfg.head_dim, dtype=dtype, device="meta"))
+        cache.append(torch.empty(batch_size, 1, checked_tokens(tokens), cfg.head_dim, dtype=dtype, device="meta"))
         for state in cache.states.values():
             halves = 2 if state.overlap else 1
             projected = torch.empty(batch_size, tokens, halves * state.width, dtype=dtype, device="meta")
@@ -474,16 +479,10 @@ class CompressedAttention(nn.Module):
         """x [B, L, d_model] -> out [B, L, d_model], weights [B, H, L, S] or None; S = the window's keys (held and
         new), then every entry held (zero where a query may not, or did not choose to, read it)."""
         cfg = self.cfg
-        if cfg.kind != "sliding" and cfg.compress_rope_type != "default":
-            raise ValueError(
-                f"rope type {cfg.compress_rope_type!r} (rope_scaling) is not implemented by attn_core's layers: "
-                "cache sizes from this config are right, outputs would not be; use default RoPE to compute."
-            )
         batch, q_len, _ = x.shape
         cache = self.new_cache(batch) if cache is None else cache
         start, held = cache.seq_len, cache.window.shape[2]
-        theta = cfg.rope_theta if cfg.kind == "sliding" else cfg.compress_rope_theta
-        cos, sin = _pair_angles(start, q_len, cfg, theta, x)
+        cos, sin = _pair_angles(start, q_len, cfg, x, compressed=cfg.kind != "sliding")
         q_resid = self.q_a_norm(self.q_a_proj(x))
         q = rearrange(self.q_b_proj(q_resid), "b l (h d) -> b h l d", h=cfg.n_heads)
         q = rotate_last_pairs(F.rms_norm(q, (cfg.head_dim,), eps=cfg.norm_eps), cos, sin)  # [B, H, L, D]
@@ -535,7 +534,7 @@ class CompressedAttention(nn.Module):
         entries = index_keys.shape[1]
         if entries <= cfg.index_topk:  # the indexer would choose every visible entry
             return visible, None
-        cos, sin = _pair_angles(start, x.shape[1], cfg, cfg.compress_rope_theta, x)
+        cos, sin = _pair_angles(start, x.shape[1], cfg, x, compressed=True)
         scores = indexer.scores(x, q_resid, index_keys, cos, sin).masked_fill(~visible[:, 0], float("-inf"))
         chosen = scores.topk(cfg.index_topk, dim=-1).indices  # [B, L, k]
         if x.shape[1] == 1:  # rows read in cache order are read much faster, and attention is the same

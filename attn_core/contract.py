@@ -2,6 +2,8 @@
 
 GroupedQueryAttention (MHA, MQA, GQA) is an AttentionLayer[GroupedKVCache], MultiHeadLatentAttention an
 AttentionLayer[LatentKVCache]. A layer may take options of its own after these (kv_input=, absorb=), keyword-only too.
+Every layer of a design after MLA (attn_core.hf's DESIGNS: gated, linear, DSA, V4's compressed layers, and the grouped
+and latent layers too) is a CachedLayer: what describe_model measures on the meta device.
 """
 
 from __future__ import annotations
@@ -37,12 +39,19 @@ class KVCache(Protocol):
 
     @property
     def seq_len(self) -> int:
-        """Tokens held."""
+        """Tokens processed so far: the next token's position. For a cache that keeps every token (MHA...MLA, DSA)
+        also the tokens held; a window, compressed entries or a linear layer's state hold fewer."""
         ...
 
     @property
     def nbytes(self) -> int:
-        """Bytes of what is held."""
+        """Bytes of exactly what is held (what the next step needs)."""
+        ...
+
+    @property
+    def read_nbytes(self) -> int:
+        """Bytes of cache the most recent call's last query read (0 before any call): all held for a full layer,
+        the sinks and window for a sliding one, the top-k chosen entries and the indexer's keys for DSA and CSA."""
         ...
 
     @property
@@ -98,4 +107,25 @@ class AttentionLayer(Protocol[CacheT]):
         causal: bool = True,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """forward(), through torch's hooks (as nn.Module calls it)."""
+        ...
+
+
+@runtime_checkable
+class CachedLayer(Protocol[CacheT]):
+    """A layer of any design attn_core.hf builds: x [B, L, d_model] -> out [B, L, d_model] (and weights [B, H, L, S]
+    where the design has them, None for a linear layer), positions from cache.seq_len, causal."""
+
+    def new_cache(self, batch_size: int = 1) -> CacheT:
+        """An empty cache for this layer."""
+        ...
+
+    def cache_after(self, tokens: int, batch_size: int = 1) -> CacheT:
+        """What the cache holds after a prefill of `tokens` tokens, built on the meta device through the cache's own
+        code (no attention computed, no memory)."""
+        ...
+
+    def __call__(
+        self, x: torch.Tensor, *, cache: CacheT | None = None, return_weights: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """forward(), through torch's hooks."""
         ...

@@ -20,23 +20,25 @@ import torch
 from einops import rearrange
 from torch import nn
 
-from .attend import KeyMask, allowed_positions
+from .attend import KeyMask, allowed_positions, causal_allowed
 from .build import _init_from_seed
-from .cache import GrowingSequenceBuffer, LatentKVCache
+from .cache import GrowingSequenceBuffer, LatentKVCache, checked_tokens
 from .config import AttentionConfig
 from .contract import AttentionLayer, Queries
-from .hf_fields import layer_index, positive_int, rope_settings
+from .hf_fields import (
+    bool_field,
+    int_field,
+    layer_index,
+    mla_softmax_scale,
+    positive_fields,
+    rope_parameters,
+    rope_settings,
+)
 from .latent import MultiHeadLatentAttention
-from .rope import apply_rope
+from .options import AttentionOptions
+from .rope import PLAIN, RopeScaling, apply_rope
 
-MAX_TOKENS = 1 << 40  # cache_after refuses more: a typo, not a context length
 CACHE_FORMULA = "(d_c + d_h^R + d_I) · T · b  (read per step: d_I · T + (d_c + d_h^R) · min(T, k), in units of b)"
-
-
-def check_tokens(tokens: int) -> int:
-    if not isinstance(tokens, int) or isinstance(tokens, bool) or not 0 <= tokens <= MAX_TOKENS:
-        raise ValueError(f"tokens must be a whole number from 0 to {MAX_TOKENS}, got {tokens!r}.")
-    return tokens
 
 
 @dataclass(frozen=True)
@@ -55,10 +57,12 @@ class DSAConfig:
     index_topk: int
     attention_bias: bool = False
     rope_theta: float = 10000.0
-    rope_type: str = "default"  # kept from the config; forward() computes with "default" only
+    rope_scaling: RopeScaling = PLAIN  # YaRN in the published configs: MLA's and the indexer's rotary parts
+    softmax_scale: float | None = None  # MLA's score scale; None: 1/sqrt(d_nope + d_h^R) (YaRN's mscale² on it)
 
     def __post_init__(self) -> None:
-        for name in (
+        positive_fields(
+            self,
             "d_model",
             "n_heads",
             "q_lora_rank",
@@ -69,10 +73,7 @@ class DSAConfig:
             "index_n_heads",
             "index_head_dim",
             "index_topk",
-        ):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-                raise ValueError(f"{name} must be a positive whole number, got {value!r}.")
+        )
         if self.qk_rope_head_dim % 2:
             raise ValueError(f"qk_rope_head_dim={self.qk_rope_head_dim} is odd: RoPE rotates pairs.")
         if self.index_head_dim < self.qk_rope_head_dim:
@@ -99,28 +100,35 @@ class DSAConfig:
             o_bias=self.attention_bias,
         )
 
+    @property
+    def options(self) -> AttentionOptions:
+        """What MLA takes beside its shape: the score scale and the RoPE scaling."""
+        return AttentionOptions(scale=self.softmax_scale, rope_scaling=self.rope_scaling)
+
     @classmethod
     def from_hf(cls, hf: Mapping[str, Any], layer_idx: int) -> DSAConfig:
-        """From DeepSeek-V3.2's config.json (or DeepseekV32Config.to_dict()); every layer is DSA."""
+        """From DeepSeek-V3.2's config.json (or DeepseekV32Config.to_dict()); every layer is DSA. RoPE as DeepSeek-V3's
+        (attn_core.hf.read_deepseek_v3): YaRN's frequencies and attention factor on MLA's rotary part and on the
+        indexer's, and MLA's scores scaled by yarn_mscale(factor, mscale_all_dim)² on top of 1/sqrt(d_nope + d_h^R)."""
         layer_index(hf, layer_idx)
-        theta, rope_type = rope_settings(hf)
-        bias = hf.get("attention_bias", False)
-        if not isinstance(bias, bool):
-            raise ValueError(f"config field 'attention_bias' must be true or false, got {bias!r}.")
+        context = int_field(hf, "max_position_embeddings", 163840)
+        theta, scaling = rope_settings(hf, 10000.0, context)
+        nope, rope = int_field(hf, "qk_nope_head_dim"), int_field(hf, "qk_rope_head_dim")
         return cls(
-            d_model=positive_int(hf, "hidden_size"),
-            n_heads=positive_int(hf, "num_attention_heads"),
-            q_lora_rank=positive_int(hf, "q_lora_rank"),
-            kv_lora_rank=positive_int(hf, "kv_lora_rank"),
-            qk_nope_head_dim=positive_int(hf, "qk_nope_head_dim"),
-            qk_rope_head_dim=positive_int(hf, "qk_rope_head_dim"),
-            v_head_dim=positive_int(hf, "v_head_dim"),
-            index_n_heads=positive_int(hf, "index_n_heads", 64),
-            index_head_dim=positive_int(hf, "index_head_dim", 128),
-            index_topk=positive_int(hf, "index_topk", 2048),
-            attention_bias=bias,
+            d_model=int_field(hf, "hidden_size"),
+            n_heads=int_field(hf, "num_attention_heads"),
+            q_lora_rank=int_field(hf, "q_lora_rank"),
+            kv_lora_rank=int_field(hf, "kv_lora_rank"),
+            qk_nope_head_dim=nope,
+            qk_rope_head_dim=rope,
+            v_head_dim=int_field(hf, "v_head_dim"),
+            index_n_heads=int_field(hf, "index_n_heads", 64),
+            index_head_dim=int_field(hf, "index_head_dim", 128),
+            index_topk=int_field(hf, "index_topk", 2048),
+            attention_bias=bool_field(hf, "attention_bias", False),
             rope_theta=theta,
-            rope_type=rope_type,
+            rope_scaling=scaling,
+            softmax_scale=mla_softmax_scale(rope_parameters(hf), scaling, nope + rope),
         )
 
     def read_elements(self, tokens: int) -> int:
@@ -151,12 +159,8 @@ class DSACache(LatentKVCache):
     ):
         super().__init__(batch_size, kv_lora_rank, rope_dim, dtype=dtype, device=device)
         self.buffers["index_k"] = GrowingSequenceBuffer(batch_size, 1, index_head_dim, dtype=dtype, device=device)
-        self.last_read_nbytes = 0  # set by each call: what its last query's top-k reading touched
-
-    @property
-    def read_nbytes(self) -> int:
-        """Bytes the last call's last query read: every indexer key, and the top-k latent entries it picked."""
-        return self.last_read_nbytes
+        # read_nbytes, set by each call: every indexer key its last query scored, and the latent entries it picked
+        self.read_nbytes = 0
 
     def append_index_keys(self, keys: torch.Tensor) -> torch.Tensor:
         """keys [B, 1, L, d_I] -> every indexer key held, [B, 1, S, d_I] (a view)."""
@@ -208,7 +212,7 @@ class DeepSeekSparseAttention(MultiHeadLatentAttention):
     """MLA (attn_core's layer, absorbed decoding) plus HF's indexer; state_dict as DeepseekV32Attention's."""
 
     def __init__(self, cfg: DSAConfig, *, device: torch.device | str | None = None, dtype: torch.dtype | None = None):
-        super().__init__(cfg.latent, device=device, dtype=dtype)
+        super().__init__(cfg.latent, options=cfg.options, device=device, dtype=dtype)
         self.dsa_cfg = cfg
         self.indexer = LightningIndexer(cfg, device=device, dtype=dtype)
 
@@ -236,13 +240,13 @@ class DeepSeekSparseAttention(MultiHeadLatentAttention):
         cfg = self.dsa_cfg
         cache = self._cache(batch_size, self.kv_a_proj_with_mqa.weight.dtype, "meta")
         dtype = self.kv_a_proj_with_mqa.weight.dtype
-        check_tokens(tokens)
+        checked_tokens(tokens)
         # the latent buffer's own append: the cache's append joins c_kv and k_rope with a cat, which on the meta
         # device first imports torch's reference kernels (seconds, once per process)
         width = cfg.kv_lora_rank + cfg.qk_rope_head_dim
         cache.buffers["latent"].append(torch.empty(batch_size, 1, tokens, width, device="meta", dtype=dtype))
         cache.append_index_keys(torch.empty(batch_size, 1, tokens, cfg.index_head_dim, device="meta", dtype=dtype))
-        cache.last_read_nbytes = batch_size * cfg.read_elements(tokens) * cache.latent.element_size()
+        cache.read_nbytes = batch_size * cfg.read_elements(tokens) * cache.latent.element_size()
         return cache
 
     def forward(  # type: ignore[override]
@@ -260,11 +264,6 @@ class DeepSeekSparseAttention(MultiHeadLatentAttention):
         absorb: as MLA's (None: absorbed when decoding after a prefilled cache).
         """
         cfg = self.dsa_cfg
-        if cfg.rope_type != "default":
-            raise ValueError(
-                f"rope type {cfg.rope_type!r} (rope_scaling) is not implemented by attn_core's layers: cache sizes "
-                "from this config are right, outputs would not be; use a config with default RoPE to compute."
-            )
         batch, q_len, _ = x.shape
         start = cache.seq_len if cache is not None else 0
         q_resid = self.q_a_layernorm(self.q_a_proj(x))
@@ -284,7 +283,7 @@ class DeepSeekSparseAttention(MultiHeadLatentAttention):
         elif q_len == 1 and mask.allowed is None:  # a decoding step: read the chosen entries only
             out, weights = self._attend_chosen(x, q_resid, queries, latent, index_keys, cos, sin, return_weights)
         else:
-            allowed = mask.allowed if mask.allowed is not None else self._causal(q_len, keys_len, x.device)
+            allowed = mask.allowed if mask.allowed is not None else causal_allowed(q_len, keys_len, x.device)
             bias = torch.zeros(allowed.shape, device=x.device).masked_fill_(~allowed, torch.finfo(torch.float32).min)
             scores = self.indexer.scores(x, q_resid, index_keys, cos, sin) + bias[:, 0]  # [B, L, S]
             chosen = scores.topk(cfg.index_topk, dim=-1).indices  # [B, L, k]
@@ -292,12 +291,8 @@ class DeepSeekSparseAttention(MultiHeadLatentAttention):
             mask = KeyMask(allowed & picked[:, None])
             out, weights = self.attend_latent(queries, latent, mask, absorb=absorb, return_weights=return_weights)
         if cache is not None:
-            cache.last_read_nbytes = batch * cfg.read_elements(keys_len) * latent.element_size()
+            cache.read_nbytes = batch * cfg.read_elements(keys_len) * latent.element_size()
         return self.o_proj(rearrange(out, "b h l d -> b l (h d)")), weights
-
-    @staticmethod
-    def _causal(q_len: int, k_len: int, device: torch.device) -> torch.Tensor:
-        return torch.ones(q_len, k_len, dtype=torch.bool, device=device).tril(diagonal=k_len - q_len)[None, None]
 
     def _attend_chosen(
         self,

@@ -19,10 +19,20 @@ from einops import rearrange
 from torch import nn
 
 from .attend import allowed_positions, attend
-from .build import seeded_generator
-from .cache import GroupedKVCache
-from .linear import hf_count, hf_field, layer_kind, qwen_layer_types, qwen_text_config
-from .rope import apply_rope, rope_cos_sin
+from .build import seed_dense_weights
+from .cache import GroupedKVCache, checked_tokens
+from .hf_fields import (
+    MISSING,
+    bool_field,
+    float_field,
+    int_field,
+    layer_index,
+    positive_fields,
+    rope_parameters,
+    rope_settings,
+)
+from .linear import qwen_layer_types, qwen_text_config
+from .rope import PLAIN, RopeScaling, apply_rope, rope_cos_sin
 
 CACHE_FORMULA = "2 · G · D · T · b · B (keys and values of the G KV heads)"
 
@@ -40,12 +50,10 @@ class GatedAttentionConfig:
     rope_theta: float = 10000.0
     bias: bool = False
     norm_eps: float = 1e-6
+    rope_scaling: RopeScaling = PLAIN  # over the rotary_dim frequencies, as HF computes it for a partial rotary
 
     def __post_init__(self) -> None:
-        for name in ("d_model", "n_heads", "n_kv_heads", "head_dim"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-                raise ValueError(f"{name} must be a positive whole number, got {value!r}.")
+        positive_fields(self, "d_model", "n_heads", "n_kv_heads", "head_dim")
         if self.n_heads % self.n_kv_heads:
             raise ValueError(f"n_heads={self.n_heads} is not divisible by n_kv_heads={self.n_kv_heads}.")
         if not isinstance(self.rotary_dim, int) or not 0 <= self.rotary_dim <= self.head_dim or self.rotary_dim % 2:
@@ -65,32 +73,35 @@ class GatedAttentionConfig:
         Qwen3.5's multimodal RoPE (mrope_section) rotates text tokens as plain RoPE: their three position axes agree."""
         model = str(hf.get("model_type")) if isinstance(hf, Mapping) else ""
         hf = qwen_text_config(hf)
-        kind = layer_kind(qwen_layer_types(hf), layer_idx, hf["num_hidden_layers"], "layer_types")
+        kind = qwen_layer_types(hf)[layer_index(hf, layer_idx)]
         if kind != "full_attention":
             raise ValueError(
                 f"Layer {layer_idx} is {kind!r} in layer_types: GatedAttention builds full_attention layers."
             )
-        rope = hf.get("rope_parameters") or hf.get("rope_scaling") or {}
-        if not isinstance(rope, Mapping):
-            raise ValueError(f"rope_parameters must be a dict, got {type(rope).__name__}.")
-        rope_type = rope.get("rope_type", rope.get("type", "default"))
-        if rope_type != "default":
-            raise ValueError(f"rope_parameters.rope_type={rope_type!r}: only the default RoPE is built (no scaling).")
-        count = lambda key: hf_count(hf, key, model=model)  # noqa: E731
+        rope = rope_parameters(hf)
+        count = lambda key, default=MISSING: int_field(hf, key, default, model=model)  # noqa: E731
         n_heads = count("num_attention_heads")
-        head_dim = count("head_dim") if hf.get("head_dim") is not None else count("hidden_size") // n_heads
+        d_model = count("hidden_size")
+        head_dim = count("head_dim", d_model // n_heads)
         factor = rope.get("partial_rotary_factor", hf.get("partial_rotary_factor", 0.25))
         if isinstance(factor, bool) or not isinstance(factor, int | float) or not 0 < factor <= 1:
             raise ValueError(f"partial_rotary_factor={factor!r} must be a fraction in (0, 1].")
+        theta, scaling = rope_settings(
+            hf,
+            10000.0,
+            count("max_position_embeddings", 32768),
+            {k: v for k, v in rope.items() if k != "partial_rotary_factor"},
+        )
         return cls(
-            d_model=count("hidden_size"),
+            d_model=d_model,
             n_heads=n_heads,
             n_kv_heads=count("num_key_value_heads"),
             head_dim=head_dim,
             rotary_dim=int(head_dim * factor),  # as transformers rounds it
-            rope_theta=float(rope.get("rope_theta", hf.get("rope_theta", 10000.0))),
-            bias=bool(hf.get("attention_bias", False)),
-            norm_eps=hf_field(hf, "rms_norm_eps", 1e-6, model=model),
+            rope_theta=theta,
+            bias=bool_field(hf, "attention_bias", False),
+            norm_eps=float_field(hf, "rms_norm_eps", 1e-6, model=model),
+            rope_scaling=scaling,
         )
 
 
@@ -103,16 +114,7 @@ def cache_bytes_formula(cfg: GatedAttentionConfig, tokens: int, batch: int, elem
     return 2 * cfg.n_kv_heads * cfg.head_dim * tokens * element_bytes * batch
 
 
-class GatedKVCache(GroupedKVCache):
-    """GQA's cache (keys and values of the G KV heads), and what the latest call's last query read: every key and
-    value held."""
-
-    read_nbytes: int = 0
-
-    def append(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        keys, values = super().append(k, v)
-        self.read_nbytes = self.nbytes
-        return keys, values
+GatedKVCache = GroupedKVCache  # GQA's cache as it is: the G KV heads' keys and values, all read by the last query
 
 
 class ZeroCentredRMSNorm(nn.Module):
@@ -154,8 +156,7 @@ class GatedAttention(nn.Module):
 
     def cache_after(self, tokens: int, batch_size: int = 1, dtype: torch.dtype | None = None) -> GatedKVCache:
         """What the cache holds after a prefill of `tokens` tokens, appended on the meta device (no memory)."""
-        if not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 0:
-            raise ValueError(f"tokens={tokens!r}: give a count of tokens >= 0.")
+        checked_tokens(tokens)
         cfg = self.cfg
         cache = GatedKVCache(
             batch_size, cfg.n_kv_heads, cfg.head_dim, dtype=dtype or self.k_proj.weight.dtype, device="meta"
@@ -169,21 +170,18 @@ class GatedAttention(nn.Module):
     def init_from_seed(self, seed: int) -> None:
         """Linear weights and biases U(-1/sqrt(fan_in), +) from seeded_generator(f"{seed}/{name}") (CPU float32, then
         copied); the norms' weights 0, i.e. a scale of 1, as HF's _init_weights."""
-        for name, param in self.named_parameters():
-            drawn = torch.zeros(param.shape)
-            if not name.startswith(("q_norm", "k_norm")):
-                module = self.get_submodule(name.rpartition(".")[0])
-                assert isinstance(module, nn.Linear)
-                bound = module.in_features**-0.5
-                drawn.uniform_(-bound, bound, generator=seeded_generator(f"{seed}/{name}"))
-            param.copy_(drawn)
+        seed_dense_weights(self, seed)
+        self.q_norm.weight.zero_()
+        self.k_norm.weight.zero_()
 
     def _rotated(self, t: torch.Tensor, start: int) -> torch.Tensor:
         """t [B, heads, L, D]: its first rotary_dim dims rotated for positions start.., the rest as they are."""
         rot = self.cfg.rotary_dim
         if rot == 0:
             return t
-        cos, sin = rope_cos_sin(start, t.shape[2], rot, self.cfg.rope_theta, device=t.device, dtype=t.dtype)
+        cos, sin = rope_cos_sin(
+            start, t.shape[2], rot, self.cfg.rope_theta, device=t.device, dtype=t.dtype, scaling=self.cfg.rope_scaling
+        )
         if rot == t.shape[-1]:
             return apply_rope(t, cos, sin)
         return torch.cat((apply_rope(t[..., :rot], cos, sin), t[..., rot:]), dim=-1)

@@ -10,7 +10,7 @@ from einops import rearrange
 from torch import nn
 
 from .attend import KeyMask, allowed_positions, attend, window_allowed
-from .cache import GroupedKVCache, WindowedKVCache
+from .cache import GroupedKVCache, WindowedKVCache, checked_tokens
 from .config import AttentionConfig
 from .contract import Queries
 from .latent import RMSNorm
@@ -108,7 +108,7 @@ class GroupedQueryAttention(nn.Module):
         """The cache after a prefill of `tokens` tokens, built on the meta device through the cache's own append
         (no attention computed, no memory): its nbytes and read_nbytes are the layer's at that length."""
         cache = self._empty_cache(batch_size, torch.device("meta"))
-        if tokens:
+        if checked_tokens(tokens):
             kv = torch.empty(
                 batch_size,
                 self.cfg.n_kv_heads,

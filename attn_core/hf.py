@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -28,13 +28,33 @@ from .accounting import as_dtype, bytes_per_element
 from .build import build_attention
 from .compressed import CompressedAttention, CompressedConfig
 from .config import AttentionConfig, GroupedVariant
+from .contract import CachedLayer
 from .dsa import DeepSeekSparseAttention, DSAConfig
 from .gated import GatedAttention, GatedAttentionConfig
+from .hf_fields import (
+    bool_field,
+    float_field,
+    int_field,
+    layer_index,
+    layer_types,
+    mla_softmax_scale,
+    rope_parameters,
+    rope_settings,
+)
 from .hybrids import KIMI_MODEL_TYPES, QWEN_MODEL_TYPES, kimi_linear_layer, qwen_hybrid_layer
 from .linear import GatedDeltaNet, GatedDeltaNetConfig, KimiDeltaAttention, KimiDeltaConfig
 from .options import NO_OPTIONS, AttentionOptions, QkNorm, held_tokens
-from .rope import RopeScaling, yarn_mscale
+from .rope import RopeScaling
 
+if TYPE_CHECKING:
+    from .cache import GroupedKVCache, LatentKVCache, WindowedKVCache
+    from .compressed import CompressedCache
+    from .dsa import DSACache
+    from .grouped import GroupedQueryAttention
+    from .latent import MultiHeadLatentAttention
+    from .linear import LinearStateCache
+
+GROUPED_LAYER_TYPES = ("full_attention", "sliding_attention")
 # A cache at more tokens than this is a typo, not a question (a billion tokens; published contexts reach 10M).
 MAX_TOKENS = 1 << 30
 MAX_BATCH = 1 << 16
@@ -132,9 +152,7 @@ def read_layer(hf: Mapping[str, Any], layer_idx: int) -> tuple[str, Any]:
     """(kind, layer config) of layer layer_idx of the model hf describes."""
     hf = _text_config(hf)
     reader = READERS[hf["model_type"]]
-    layers = _int(hf, "num_hidden_layers")
-    if not isinstance(layer_idx, int) or isinstance(layer_idx, bool) or not 0 <= layer_idx < layers:
-        raise ValueError(f"layer_idx={layer_idx!r}: this model has layers 0 to {layers - 1}.")
+    layer_index(hf, layer_idx)
     return reader(hf, layer_idx)
 
 
@@ -214,7 +232,7 @@ class ModelDescription:
 def describe_model(hf: Mapping[str, Any]) -> ModelDescription:
     """Every layer of the model hf (a config.json dict) describes: kinds, configs and caches (nothing allocated)."""
     hf = _text_config(hf)
-    layers = [READERS[hf["model_type"]](hf, i) for i in range(_int(hf, "num_hidden_layers"))]
+    layers = [READERS[hf["model_type"]](hf, i) for i in range(int_field(hf, "num_hidden_layers"))]
     return ModelDescription(hf["model_type"], layers)
 
 
@@ -231,7 +249,7 @@ def _text_config(hf: Mapping[str, Any]) -> Mapping[str, Any]:
         hf = {"model_type": WRAPPERS[model_type], **text}
         model_type = hf["model_type"]
     if model_type not in READERS:
-        supported = ", ".join(sorted([*READERS, *WRAPPERS]))
+        supported = ", ".join(sorted({*READERS, *WRAPPERS}))
         raise ValueError(f"model_type={model_type!r} is not supported: supported are {supported}.")
     return hf
 
@@ -244,73 +262,18 @@ def _checked(tokens: object, batch: object, dtype: torch.dtype | str) -> tuple[i
     return tokens, batch, as_dtype(dtype)
 
 
-# --- reading config fields ------------------------------------------------------------------------------------------
-_REQUIRED = object()
-
-
-def _int(hf: Mapping[str, Any], name: str, default: object = _REQUIRED, *, minimum: int = 1) -> int:
-    value = hf.get(name, default)
-    if value is None and default is not _REQUIRED:
-        value = default
-    if value is _REQUIRED or value is None:
-        raise ValueError(f"config field {name!r} is missing: {hf.get('model_type')} needs it.")
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise ValueError(f"config field {name!r} must be a whole number >= {minimum}, got {value!r}.")
-    return value
-
-
-def _number(hf: Mapping[str, Any], name: str, default: float) -> float:
-    value = hf.get(name, default)
-    value = default if value is None else value
-    if not isinstance(value, int | float) or isinstance(value, bool) or not value > 0:
-        raise ValueError(f"config field {name!r} must be a positive number, got {value!r}.")
-    return float(value)
-
-
-def _flag(hf: Mapping[str, Any], name: str, default: bool) -> bool:
-    value = hf.get(name, default)
-    value = default if value is None else value
-    if not isinstance(value, bool):
-        raise ValueError(f"config field {name!r} must be true or false, got {value!r}.")
-    return value
-
-
-def _layer_types(hf: Mapping[str, Any], default: Callable[[int], str]) -> list[str]:
-    """layer_types as given (checked), else as the config class fills it in: default(i) for layer i."""
-    layers = _int(hf, "num_hidden_layers")
-    given = hf.get("layer_types")
-    if given is None:
-        return [default(i) for i in range(layers)]
-    known = ("full_attention", "sliding_attention")
-    if not isinstance(given, list) or len(given) != layers or any(t not in known for t in given):
-        raise ValueError(
-            f"config field 'layer_types' must list {layers} entries (num_hidden_layers), each one of "
-            f"{', '.join(known)}."
-        )
-    return list(given)
-
-
+# --- reading config fields (attn_core.hf_fields) ------------------------------------------------------------
 def _window(hf: Mapping[str, Any], default: int | None, context: int) -> int | None:
     window = hf.get("sliding_window", default)
     if window is None:
         return None
-    window = _int({**hf, "sliding_window": window}, "sliding_window")
+    window = int_field({**hf, "sliding_window": window}, "sliding_window")
     if window > context:
         raise ValueError(
             f"sliding_window={window} is larger than the context (max_position_embeddings={context}): a window that "
             "long is no window; check the config."
         )
     return window
-
-
-def _rope(hf: Mapping[str, Any], default_theta: float, context: int) -> tuple[float, RopeScaling]:
-    """(theta, scaling) of a config with one RoPE for all layers: rope_parameters (transformers 5) or rope_scaling
-    and rope_theta (older config.json files)."""
-    params = hf.get("rope_parameters") or hf.get("rope_scaling") or {}
-    if not isinstance(params, Mapping):
-        raise ValueError("config field 'rope_parameters' (or 'rope_scaling') must be a dict.")
-    theta = _number({"rope_theta": params.get("rope_theta", hf.get("rope_theta"))}, "rope_theta", default_theta)
-    return theta, RopeScaling.from_hf(params, context)
 
 
 def _grouped(
@@ -325,9 +288,9 @@ def _grouped(
 ) -> LayerShape:
     """A grouped layer: hidden_size, num_attention_heads, num_key_value_heads and head_dim as the config class
     resolves them (a missing num_key_value_heads: kv_heads_default, None meaning num_attention_heads)."""
-    d_model, heads = _int(hf, "hidden_size"), _int(hf, "num_attention_heads")
-    kv_heads = _int(hf, "num_key_value_heads", heads if kv_heads_default is None else kv_heads_default)
-    head_dim = _int(hf, "head_dim", d_model // heads if head_dim_default is None else head_dim_default)
+    d_model, heads = int_field(hf, "hidden_size"), int_field(hf, "num_attention_heads")
+    kv_heads = int_field(hf, "num_key_value_heads", heads if kv_heads_default is None else kv_heads_default)
+    head_dim = int_field(hf, "head_dim", d_model // heads if head_dim_default is None else head_dim_default)
     if heads % kv_heads:
         raise ValueError(
             f"num_attention_heads={heads} is not a multiple of num_key_value_heads={kv_heads}: check the config."
@@ -342,7 +305,7 @@ def _grouped(
         rope_theta=theta,
         bias=bias,
         o_bias=o_bias,
-        norm_eps=_number(hf, "rms_norm_eps", 1e-6),
+        norm_eps=float_field(hf, "rms_norm_eps", 1e-6),
     )
     return LayerShape(cfg, options)
 
@@ -354,9 +317,9 @@ def _kind(shape: LayerShape) -> str:
 # --- one reader per model_type ------------------------------------------------------------------------------------
 def read_llama(hf: Mapping[str, Any], layer_idx: int) -> tuple[str, LayerShape]:
     """LlamaConfig: num_key_value_heads defaults to the heads, head_dim to hidden_size / heads, no window."""
-    context = _int(hf, "max_position_embeddings", 2048)
-    theta, scaling = _rope(hf, 10000.0, context)
-    bias = _flag(hf, "attention_bias", False)
+    context = int_field(hf, "max_position_embeddings", 2048)
+    theta, scaling = rope_settings(hf, 10000.0, context)
+    bias = bool_field(hf, "attention_bias", False)
     options = AttentionOptions(rope_scaling=scaling)
     shape = _grouped(hf, kv_heads_default=None, head_dim_default=None, bias=bias, theta=theta, options=options)
     return "full", shape
@@ -364,8 +327,8 @@ def read_llama(hf: Mapping[str, Any], layer_idx: int) -> tuple[str, LayerShape]:
 
 def read_mistral(hf: Mapping[str, Any], layer_idx: int) -> tuple[str, LayerShape]:
     """MistralConfig: 8 KV heads and sliding_window 4096 unless given (null: full attention); every layer alike."""
-    context = _int(hf, "max_position_embeddings", 4096 * 32)
-    theta, scaling = _rope(hf, 10000.0, context)
+    context = int_field(hf, "max_position_embeddings", 4096 * 32)
+    theta, scaling = rope_settings(hf, 10000.0, context)
     options = AttentionOptions(window=_window(hf, 4096, context), rope_scaling=scaling)
     shape = _grouped(hf, kv_heads_default=8, head_dim_default=None, bias=False, theta=theta, options=options)
     return _kind(shape), shape
@@ -374,13 +337,15 @@ def read_mistral(hf: Mapping[str, Any], layer_idx: int) -> tuple[str, LayerShape
 def _qwen(hf: Mapping[str, Any], layer_idx: int, *, qwen3: bool) -> tuple[str, LayerShape]:
     """Qwen2Config / Qwen3Config: a window only with use_sliding_window, on layers from max_window_layers on (or as
     layer_types say); Qwen2 has biases on q, k, v (not o), Qwen3 attention_bias on all four and q/k RMSNorm."""
-    context = _int(hf, "max_position_embeddings", 32768)
-    theta, scaling = _rope(hf, 10000.0, context)
-    use_window = _flag(hf, "use_sliding_window", False)
+    context = int_field(hf, "max_position_embeddings", 32768)
+    theta, scaling = rope_settings(hf, 10000.0, context)
+    use_window = bool_field(hf, "use_sliding_window", False)
     window = _window(hf, 4096, context) if use_window else None
-    first_windowed = _int(hf, "max_window_layers", 28, minimum=0)
-    types = _layer_types(
-        hf, lambda i: "sliding_attention" if window is not None and i >= first_windowed else "full_attention"
+    first_windowed = int_field(hf, "max_window_layers", 28, minimum=0)
+    types = layer_types(
+        hf,
+        GROUPED_LAYER_TYPES,
+        lambda i: "sliding_attention" if window is not None and i >= first_windowed else "full_attention",
     )
     layer_window = window if types[layer_idx] == "sliding_attention" else None
     if types[layer_idx] == "sliding_attention" and window is None:
@@ -388,7 +353,7 @@ def _qwen(hf: Mapping[str, Any], layer_idx: int, *, qwen3: bool) -> tuple[str, L
     qk_norm: QkNorm | None = "rms" if qwen3 else None
     options = AttentionOptions(window=layer_window, qk_norm=qk_norm, rope_scaling=scaling)
     if qwen3:
-        bias = _flag(hf, "attention_bias", False)
+        bias = bool_field(hf, "attention_bias", False)
         shape = _grouped(hf, kv_heads_default=32, head_dim_default=128, bias=bias, theta=theta, options=options)
     else:
         shape = _grouped(
@@ -414,33 +379,34 @@ def read_gemma3_text(hf: Mapping[str, Any], layer_idx: int) -> tuple[str, LayerS
         raise ValueError("attn_logit_softcapping is not supported (Gemma 3 publishes none; Gemma 2 caps at 50).")
     if hf.get("use_bidirectional_attention"):
         raise ValueError("use_bidirectional_attention is not supported: these layers are causal.")
-    context = _int(hf, "max_position_embeddings", 131072)
-    pattern = _int(hf, "sliding_window_pattern", 6)
-    types = _layer_types(hf, lambda i: "sliding_attention" if (i + 1) % pattern else "full_attention")
+    context = int_field(hf, "max_position_embeddings", 131072)
+    pattern = int_field(hf, "sliding_window_pattern", 6)
+    types = layer_types(
+        hf, GROUPED_LAYER_TYPES, lambda i: "sliding_attention" if (i + 1) % pattern else "full_attention"
+    )
     layer_type = types[layer_idx]
     nested = hf.get("rope_parameters")
     if isinstance(nested, Mapping) and layer_type in nested:
         params = nested[layer_type] or {}
         # a nested entry without its theta takes the flat field, as Gemma3TextConfig fills it in
         if layer_type == "sliding_attention":
-            default_theta = _number(hf, "rope_local_base_freq", 10000.0)
+            default_theta = float_field(hf, "rope_local_base_freq", 10000.0)
         else:
-            default_theta = _number(hf, "rope_theta", 1_000_000.0)
-        theta = _number({"rope_theta": params.get("rope_theta")}, "rope_theta", default_theta)
-        scaling = RopeScaling.from_hf(params, context)
+            default_theta = float_field(hf, "rope_theta", 1_000_000.0)
+        theta, scaling = rope_settings(hf, default_theta, context, params=params)
     elif layer_type == "sliding_attention":
-        theta, scaling = _number(hf, "rope_local_base_freq", 10000.0), RopeScaling()
+        theta, scaling = float_field(hf, "rope_local_base_freq", 10000.0), RopeScaling()
     else:
-        theta = _number(hf, "rope_theta", 1_000_000.0)
+        theta = float_field(hf, "rope_theta", 1_000_000.0)
         scaling = RopeScaling.from_hf(hf.get("rope_scaling"), context)
     window = _window(hf, 4096, context) if layer_type == "sliding_attention" else None
     options = AttentionOptions(
         window=window,
         qk_norm="rms_unit_offset",
-        scale=_number(hf, "query_pre_attn_scalar", 256) ** -0.5,
+        scale=float_field(hf, "query_pre_attn_scalar", 256) ** -0.5,
         rope_scaling=scaling,
     )
-    bias = _flag(hf, "attention_bias", False)
+    bias = bool_field(hf, "attention_bias", False)
     shape = _grouped(hf, kv_heads_default=4, head_dim_default=256, bias=bias, theta=theta, options=options)
     return _kind(shape), shape
 
@@ -458,13 +424,13 @@ GPT_OSS_ROPE = {
 def read_gpt_oss(hf: Mapping[str, Any], layer_idx: int) -> tuple[str, LayerShape]:
     """GptOssConfig: sliding (window 128) and full layers alternating, a learned sink logit per head, biases on all
     four projections, YaRN (factor 32) with rope_theta 150,000."""
-    context = _int(hf, "max_position_embeddings", 131072)
+    context = int_field(hf, "max_position_embeddings", 131072)
     rope_given = hf.get("rope_parameters") or hf.get("rope_scaling")
-    theta, scaling = _rope(hf if rope_given else {**hf, "rope_parameters": GPT_OSS_ROPE}, 150000.0, context)
-    types = _layer_types(hf, lambda i: "sliding_attention" if (i + 1) % 2 else "full_attention")
+    theta, scaling = rope_settings(hf if rope_given else {**hf, "rope_parameters": GPT_OSS_ROPE}, 150000.0, context)
+    types = layer_types(hf, GROUPED_LAYER_TYPES, lambda i: "sliding_attention" if (i + 1) % 2 else "full_attention")
     window = _window(hf, 128, context) if types[layer_idx] == "sliding_attention" else None
     options = AttentionOptions(window=window, learned_sinks=True, rope_scaling=scaling)
-    bias = _flag(hf, "attention_bias", True)
+    bias = bool_field(hf, "attention_bias", True)
     shape = _grouped(hf, kv_heads_default=8, head_dim_default=64, bias=bias, theta=theta, options=options)
     return _kind(shape), shape
 
@@ -473,29 +439,26 @@ def read_deepseek_v3(hf: Mapping[str, Any], layer_idx: int) -> tuple[str, LayerS
     """DeepseekV3Config: MLA on every layer; with YaRN, its frequencies and attention factor on the rotary part, and
     the scores scaled by yarn_mscale(factor, mscale_all_dim)² on top of 1/sqrt(d_nope + d_h^R), as
     DeepseekV3Attention does."""
-    context = _int(hf, "max_position_embeddings", 4096)
-    theta, scaling = _rope(hf, 10000.0, context)
+    context = int_field(hf, "max_position_embeddings", 4096)
+    theta, scaling = rope_settings(hf, 10000.0, context)
     q_lora_rank = hf.get("q_lora_rank", 1536)
-    value_width = _int(hf, "v_head_dim", 128)
+    value_width = int_field(hf, "v_head_dim", 128)
     cfg = AttentionConfig(
         "mla",
-        d_model=_int(hf, "hidden_size"),
-        n_heads=_int(hf, "num_attention_heads"),
+        d_model=int_field(hf, "hidden_size"),
+        n_heads=int_field(hf, "num_attention_heads"),
         head_dim=value_width,
-        kv_lora_rank=_int(hf, "kv_lora_rank", 512),
-        qk_nope_head_dim=_int(hf, "qk_nope_head_dim", 128),
-        qk_rope_head_dim=_int(hf, "qk_rope_head_dim", 64),
+        kv_lora_rank=int_field(hf, "kv_lora_rank", 512),
+        qk_nope_head_dim=int_field(hf, "qk_nope_head_dim", 128),
+        qk_rope_head_dim=int_field(hf, "qk_rope_head_dim", 64),
         v_head_dim=value_width,
-        q_lora_rank=None if q_lora_rank is None else _int(hf, "q_lora_rank"),
-        rope_interleave=_flag(hf, "rope_interleave", True),
+        q_lora_rank=None if q_lora_rank is None else int_field(hf, "q_lora_rank"),
+        rope_interleave=bool_field(hf, "rope_interleave", True),
         rope_theta=theta,
-        bias=_flag(hf, "attention_bias", False),
-        norm_eps=_number(hf, "rms_norm_eps", 1e-6),
+        bias=bool_field(hf, "attention_bias", False),
+        norm_eps=float_field(hf, "rms_norm_eps", 1e-6),
     )
-    params = hf.get("rope_parameters") or hf.get("rope_scaling") or {}
-    scale = cfg.qk_head_dim**-0.5
-    if scaling.kind != "default" and params.get("mscale_all_dim"):
-        scale *= yarn_mscale(scaling.factor, params["mscale_all_dim"]) ** 2
+    scale = mla_softmax_scale(rope_parameters(hf), scaling, cfg.qk_head_dim)
     return "mla", LayerShape(cfg, AttentionOptions(scale=scale, rope_scaling=scaling))
 
 
@@ -557,3 +520,25 @@ DESIGNS.update(
         ),
     }
 )
+
+
+if TYPE_CHECKING:  # mypy checks here that every design's layer meets the contract, and its cache the KVCache protocol
+
+    def _meet_the_contract(
+        grouped: GroupedQueryAttention,
+        latent: MultiHeadLatentAttention,
+        sparse: DeepSeekSparseAttention,
+        compressed: CompressedAttention,
+        gated: GatedAttention,
+        delta: GatedDeltaNet,
+        kimi: KimiDeltaAttention,
+    ) -> tuple[
+        CachedLayer[GroupedKVCache | WindowedKVCache],
+        CachedLayer[LatentKVCache],
+        CachedLayer[DSACache],
+        CachedLayer[CompressedCache],
+        CachedLayer[GroupedKVCache],
+        CachedLayer[LinearStateCache],
+        CachedLayer[LinearStateCache],
+    ]:
+        return grouped, latent, sparse, compressed, gated, delta, kimi

@@ -8,16 +8,15 @@ from typing import Any
 
 from .config import AttentionConfig
 from .gated import GatedAttentionConfig
+from .hf_fields import layer_index, require_model_type
 from .linear import (
     QWEN_HYBRIDS,
     GatedDeltaNetConfig,
     KimiDeltaConfig,
     kimi_attention_config,
     kimi_layer_types,
-    layer_kind,
     qwen_layer_types,
     qwen_text_config,
-    require_model_type,
 )
 
 HybridConfig = GatedDeltaNetConfig | KimiDeltaConfig | GatedAttentionConfig | AttentionConfig
@@ -30,7 +29,7 @@ KIMI_MODEL_TYPES = ("kimi_linear",)
 def qwen_hybrid_layer(hf: Mapping[str, Any], layer_idx: int) -> tuple[str, HybridConfig]:
     """("linear", GatedDeltaNetConfig) or ("full", GatedAttentionConfig) for layer layer_idx."""
     text = qwen_text_config(hf)
-    kind = layer_kind(qwen_layer_types(text), layer_idx, text["num_hidden_layers"], "layer_types")
+    kind = qwen_layer_types(text)[layer_index(text, layer_idx)]
     if kind == "linear_attention":
         return "linear", GatedDeltaNetConfig.from_hf(hf, layer_idx)
     if kind == "full_attention":
@@ -41,7 +40,7 @@ def qwen_hybrid_layer(hf: Mapping[str, Any], layer_idx: int) -> tuple[str, Hybri
 def kimi_linear_layer(hf: Mapping[str, Any], layer_idx: int) -> tuple[str, HybridConfig]:
     """("linear", KimiDeltaConfig) or ("mla", AttentionConfig of MLA without RoPE) for layer layer_idx."""
     require_model_type(hf, "kimi_linear")
-    kind = layer_kind(kimi_layer_types(hf), layer_idx, hf["num_hidden_layers"], "layer_types")
+    kind = kimi_layer_types(hf)[layer_index(hf, layer_idx)]
     if kind == "linear_attention":
         return "linear", KimiDeltaConfig.from_hf(hf, layer_idx)
     if kind == "full_attention":

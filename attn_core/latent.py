@@ -18,7 +18,7 @@ from einops import rearrange
 from torch import nn
 
 from .attend import KeyMask, allowed_positions, attend
-from .cache import LatentKVCache
+from .cache import LatentKVCache, checked_tokens
 from .config import AttentionConfig
 from .contract import Queries
 from .options import NO_OPTIONS, AttentionOptions
@@ -92,7 +92,9 @@ class MultiHeadLatentAttention(nn.Module):
         attention computed, no memory)."""
         widths, dtype = self.widths, self.kv_a_proj_with_mqa.weight.dtype
         cache = LatentKVCache(batch_size, widths.kv_lora_rank, widths.qk_rope_head_dim, dtype=dtype, device="meta")
-        if tokens:  # its one buffer's append: append() would join c_kv and k_rope first (a cat, slow to set up on meta)
+        if checked_tokens(
+            tokens
+        ):  # its one buffer's append: append() would join c_kv and k_rope first (a cat, slow to set up on meta)
             width = widths.kv_lora_rank + widths.qk_rope_head_dim
             cache.buffers["latent"].append(torch.empty(batch_size, 1, tokens, width, device="meta", dtype=dtype))
         return cache

@@ -28,8 +28,19 @@ import torch.nn.functional as F
 from einops import rearrange
 from torch import nn
 
-from .build import seeded_generator
+from .build import seed_dense_weights, seeded_generator
+from .cache import checked_tokens
 from .config import AttentionConfig
+from .hf_fields import (
+    float_field,
+    int_field,
+    layer_index,
+    layer_types,
+    positive_fields,
+    positive_float,
+    positive_int,
+    require_model_type,
+)
 
 CHUNK = 64  # tokens per chunk of the chunked rule, as HF's torch_chunk_gated_delta_rule and FLA's kernels
 # A chunked call holds [B, H, chunks, CHUNK, CHUNK] matrices (times d_k for KDA's per-channel decay): a long prompt is
@@ -294,64 +305,20 @@ class GatedRMSNorm(nn.Module):
 # --- configs -----------------------------------------------------------------------------------------------------
 
 
-def _positive(name: str, value: object) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-        raise ValueError(f"{name} must be a positive whole number, got {value!r}.")
-
-
-def _positive_float(name: str, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-        raise ValueError(f"{name} must be a positive number, got {value!r}.")
-
-
-def hf_field(hf: Mapping[str, Any], key: str, default: Any = None, *, model: str) -> Any:
-    """hf[key], or default when given; a missing field without one is a ValueError naming it."""
-    if key in hf and hf[key] is not None:
-        return hf[key]
-    if default is None:
-        raise ValueError(f"The {model} config has no {key!r}: the layer needs it.")
-    return default
-
-
-def hf_count(hf: Mapping[str, Any], key: str, default: int | None = None, *, model: str, prefix: str = "") -> int:
-    """hf_field for a size: a positive whole number, or a ValueError naming the config's own key."""
-    value = hf_field(hf, key, default, model=model)
-    _positive(prefix + key, value)
-    return int(value)
-
-
-def require_model_type(hf: Mapping[str, Any], expected: str) -> None:
-    if not isinstance(hf, Mapping):
-        raise ValueError(f"Give the model's config.json as a dict, got {type(hf).__name__}.")
-    if hf.get("model_type") != expected:
-        raise ValueError(f"model_type={hf.get('model_type')!r}: this layer reads {expected!r} configs.")
-
-
 def require_silu(hf: Mapping[str, Any], model: str) -> None:
     act = hf.get("hidden_act", "silu")
     if act != "silu":
         raise ValueError(f"hidden_act={act!r}: the {model} linear layers are built with silu (the published models').")
 
 
-def layer_kind(layer_types: Any, layer_idx: int, n_layers: int, field: str) -> str:
-    """layer_types[layer_idx], checked: a list of one type per layer."""
-    if not isinstance(layer_idx, int) or isinstance(layer_idx, bool) or not 0 <= layer_idx < n_layers:
-        raise ValueError(f"layer_idx={layer_idx!r} is outside the model's {n_layers} layers (num_hidden_layers).")
-    if not isinstance(layer_types, list | tuple) or len(layer_types) != n_layers:
-        raise ValueError(f"{field} must list one type per layer ({n_layers}), got {layer_types!r}.")
-    return str(layer_types[layer_idx])
+HYBRID_LAYER_TYPES = ("linear_attention", "full_attention")
 
 
 def qwen_layer_types(hf: Mapping[str, Any]) -> list[str]:
     """ "linear_attention" or "full_attention" per layer: layer_types as given (transformers' to_dict), else every
     full_attention_interval-th layer full (config.json as published; 4 when absent, as transformers defaults)."""
-    n_layers = hf_field(hf, "num_hidden_layers", model=str(hf.get("model_type")))
-    _positive("num_hidden_layers", n_layers)
-    if hf.get("layer_types") is not None:
-        return list(hf["layer_types"])
-    interval = hf.get("full_attention_interval", 4)
-    _positive("full_attention_interval", interval)
-    return ["linear_attention" if (i + 1) % interval else "full_attention" for i in range(n_layers)]
+    interval = int_field(hf, "full_attention_interval", 4)
+    return layer_types(hf, HYBRID_LAYER_TYPES, lambda i: "linear_attention" if (i + 1) % interval else "full_attention")
 
 
 # Qwen's hybrids: Qwen3-Next, and Qwen3.5 (dense and MoE) whose config.json nests the text model's fields in
@@ -385,10 +352,9 @@ def kimi_linear_attn_config(hf: Mapping[str, Any]) -> Mapping[str, Any]:
 def kimi_layer_types(hf: Mapping[str, Any]) -> list[str]:
     """transformers' precedence: layer_types, else linear_attn_config's full_attn_layers and kda_layers (1-indexed in
     the checkpoint), else a full layer every 4th from layer 4 (0-indexed: i and i % 4 == 0)."""
-    n_layers = hf_field(hf, "num_hidden_layers", model="kimi_linear")
-    _positive("num_hidden_layers", n_layers)
+    n_layers = int_field(hf, "num_hidden_layers", model="kimi_linear")
     if hf.get("layer_types") is not None:
-        return list(hf["layer_types"])
+        return layer_types(hf, HYBRID_LAYER_TYPES, str)
     sub = kimi_linear_attn_config(hf)
     if "full_attn_layers" in sub and "kda_layers" in sub:
         kinds: list[str | None] = [None] * n_layers
@@ -425,9 +391,10 @@ class GatedDeltaNetConfig:
     fused_projections: bool = True
 
     def __post_init__(self) -> None:
-        for name in ("d_model", "n_key_heads", "n_value_heads", "key_head_dim", "value_head_dim", "conv_kernel"):
-            _positive(name, getattr(self, name))
-        _positive_float("norm_eps", self.norm_eps)
+        positive_fields(
+            self, "d_model", "n_key_heads", "n_value_heads", "key_head_dim", "value_head_dim", "conv_kernel"
+        )
+        positive_float("norm_eps", self.norm_eps)
         if self.n_value_heads % self.n_key_heads:
             raise ValueError(
                 f"n_value_heads={self.n_value_heads} is not a multiple of n_key_heads={self.n_key_heads}: each key "
@@ -464,14 +431,14 @@ class GatedDeltaNetConfig:
         """Layer layer_idx of a Qwen3-Next or Qwen3.5 config.json (or transformers' to_dict()); it must be a linear
         layer."""
         text = qwen_text_config(hf)
-        kind = layer_kind(qwen_layer_types(text), layer_idx, text["num_hidden_layers"], "layer_types")
+        kind = qwen_layer_types(text)[layer_index(text, layer_idx)]
         if kind != "linear_attention":
             raise ValueError(
                 f"Layer {layer_idx} is {kind!r} in layer_types: Gated DeltaNet builds linear_attention layers."
             )
         model = str(hf["model_type"])
         require_silu(text, model)
-        count = lambda key, default=None: hf_count(text, key, default, model=model)  # noqa: E731
+        count = lambda key, default=None: int_field(text, key, default, model=model)  # noqa: E731
         return cls(
             d_model=count("hidden_size"),
             n_key_heads=count("linear_num_key_heads"),
@@ -479,7 +446,7 @@ class GatedDeltaNetConfig:
             key_head_dim=count("linear_key_head_dim"),
             value_head_dim=count("linear_value_head_dim"),
             conv_kernel=count("linear_conv_kernel_dim", 4),
-            norm_eps=hf_field(text, "rms_norm_eps", 1e-6, model=model),
+            norm_eps=float_field(text, "rms_norm_eps", 1e-6, model=model),
             fused_projections=model == "qwen3_next",
         )
 
@@ -497,9 +464,8 @@ class KimiDeltaConfig:
     norm_eps: float = 1e-5
 
     def __post_init__(self) -> None:
-        for name in ("d_model", "n_heads", "head_dim", "conv_kernel"):
-            _positive(name, getattr(self, name))
-        _positive_float("norm_eps", self.norm_eps)
+        positive_fields(self, "d_model", "n_heads", "head_dim", "conv_kernel")
+        positive_float("norm_eps", self.norm_eps)
 
     @property
     def inner_dim(self) -> int:
@@ -525,14 +491,14 @@ class KimiDeltaConfig:
     def from_hf(cls, hf: Mapping[str, Any], layer_idx: int) -> KimiDeltaConfig:
         """Layer layer_idx of a kimi_linear config.json (or transformers' to_dict()); it must be a KDA layer."""
         require_model_type(hf, "kimi_linear")
-        kind = layer_kind(kimi_layer_types(hf), layer_idx, hf["num_hidden_layers"], "layer_types")
+        kind = kimi_layer_types(hf)[layer_index(hf, layer_idx)]
         if kind != "linear_attention":
             raise ValueError(f"Layer {layer_idx} is {kind!r}: KimiDeltaAttention builds the linear_attention layers.")
         require_silu(hf, "kimi_linear")
         sub = kimi_linear_attn_config(hf)  # the checkpoint's sub-dict wins, as in transformers
-        count = lambda key, default=None: hf_count(hf, key, default, model="kimi_linear")  # noqa: E731
+        count = lambda key, default=None: int_field(hf, key, default, model="kimi_linear")  # noqa: E731
         nested = lambda key, flat, default: (  # noqa: E731
-            hf_count(sub, key, model="kimi_linear", prefix="linear_attn_config.")
+            int_field(sub, key, model="kimi_linear", name=f"linear_attn_config.{key}")
             if key in sub
             else count(flat, default)
         )
@@ -541,7 +507,7 @@ class KimiDeltaConfig:
             n_heads=nested("num_heads", "linear_num_heads", 32),
             head_dim=nested("head_dim", "linear_head_dim", 128),
             conv_kernel=nested("short_conv_kernel_size", "linear_conv_kernel_dim", 4),
-            norm_eps=hf_field(hf, "rms_norm_eps", 1e-5, model="kimi_linear"),
+            norm_eps=float_field(hf, "rms_norm_eps", 1e-5, model="kimi_linear"),
         )
 
 
@@ -550,10 +516,10 @@ def kimi_attention_config(hf: Mapping[str, Any], layer_idx: int) -> AttentionCon
     (NoPE: the "rope" part of the key is shared but never rotated), latent norms at eps 1e-6 (HF builds them without
     rms_norm_eps), attention_bias on q_a_proj, kv_a_proj_with_mqa and o_proj."""
     require_model_type(hf, "kimi_linear")
-    kind = layer_kind(kimi_layer_types(hf), layer_idx, hf["num_hidden_layers"], "layer_types")
+    kind = kimi_layer_types(hf)[layer_index(hf, layer_idx)]
     if kind != "full_attention":
         raise ValueError(f"Layer {layer_idx} is {kind!r}: the MLA layers are the full_attention ones.")
-    get = lambda key: hf_count(hf, key, model="kimi_linear")  # noqa: E731
+    get = lambda key: int_field(hf, key, model="kimi_linear")  # noqa: E731
     n_heads = get("num_attention_heads")
     kv_heads = hf.get("num_key_value_heads")
     if kv_heads not in (None, n_heads):
@@ -610,9 +576,8 @@ class _LinearLayer(nn.Module, Generic[ConfigT]):
     def cache_after(self, tokens: int, batch_size: int = 1, dtype: torch.dtype | None = None) -> LinearStateCache:
         """What the cache holds after a prefill of `tokens` tokens, built on the meta device by the cache's own update
         (no memory, no arithmetic): a state and a tail whatever the count."""
-        if not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 0:
-            raise ValueError(f"tokens={tokens!r}: give a count of tokens >= 0.")
-        _positive("batch_size", batch_size)
+        checked_tokens(tokens)
+        positive_int("batch_size", batch_size)
         cache = self._cache(batch_size, dtype or self.conv1d.weight.dtype)
         if tokens:
             window = cache.window(
@@ -637,19 +602,17 @@ class _LinearLayer(nn.Module, Generic[ConfigT]):
         """Every parameter from its own stream seeded_generator(f"{seed}/{name}"), drawn in float32 on the CPU and
         copied: Linear and conv weights U(-1/sqrt(fan_in), +) as torch's defaults (a depthwise conv's fan_in is K),
         norm weights ones, and the decay parameters as HF's _init_weights draws them (see _init_design)."""
+        seed_dense_weights(self, seed)
         for name, param in self.named_parameters():
             module_name = name.rpartition(".")[0]
             module = self.get_submodule(module_name) if module_name else self
-            drawn = torch.empty(param.shape)
-            generator = seeded_generator(f"{seed}/{name}")
             if isinstance(module, nn.Linear | nn.Conv1d):
-                fan_in = math.prod(module.weight.shape[1:])  # in_features; a depthwise conv's K
-                bound = 1.0 / math.sqrt(fan_in)
-                drawn.uniform_(-bound, bound, generator=generator)
-            elif isinstance(module, GatedRMSNorm):
+                continue
+            drawn = torch.empty(param.shape)
+            if isinstance(module, GatedRMSNorm):
                 drawn.fill_(1.0)
             else:
-                self._init_design(name, drawn, generator)
+                self._init_design(name, drawn, seeded_generator(f"{seed}/{name}"))
             param.copy_(drawn)
 
     def _init_design(self, name: str, drawn: torch.Tensor, generator: torch.Generator) -> None:

@@ -6,12 +6,15 @@ from __future__ import annotations
 import pytest
 import torch
 
+from attn_core import CachedLayer, KVCache
 from attn_core.compressed import CompressedAttention
 from attn_core.dsa import DeepSeekSparseAttention
 from attn_core.gated import GatedAttention
 from attn_core.hf import build_layer, describe_model
 from attn_core.latent import MultiHeadLatentAttention
 from attn_core.linear import GatedDeltaNet, KimiDeltaAttention
+
+from .published_configs import DEEPSEEK_V3
 
 transformers = pytest.importorskip("transformers")
 
@@ -52,11 +55,35 @@ def test_layer_kinds_follow_the_config_class_layer_types(model_type):
         assert type(layer) is kinds[kind][1]
 
 
+@pytest.mark.parametrize("model_type", sorted(FAMILIES))
+def test_every_layer_kind_is_a_cached_layer_with_a_kv_cache(model_type):
+    class_name, _ = FAMILIES[model_type]
+    hf = getattr(transformers, class_name)().to_dict()
+    model = describe_model(hf)
+    for kind in set(model.layer_kinds):
+        layer = build_layer(hf, model.layer_kinds.index(kind), device="meta")
+        assert isinstance(layer, CachedLayer)
+        cache = layer.cache_after(300)
+        assert isinstance(cache, KVCache)
+        assert cache.seq_len == 300
+
+
 def test_every_deepseek_v32_layer_is_sparse():
     hf_config = transformers.DeepseekV32Config()
     model = describe_model(hf_config.to_dict())
     assert model.layer_kinds == ["sparse"] * hf_config.num_hidden_layers
     assert type(build_layer(hf_config.to_dict(), 0, device="meta")) is DeepSeekSparseAttention
+
+
+def test_a_published_deepseek_v32_layer_computes_with_its_yarn():
+    # deepseek-ai/DeepSeek-V3.2-Exp config.json: DeepSeek-V3's attention (YaRN factor 40 over 4096 positions) and
+    # the indexer's 64 heads of width 128 picking the top 2048
+    hf = DEEPSEEK_V3 | {"model_type": "deepseek_v32", "index_n_heads": 64, "index_head_dim": 128, "index_topk": 2048}
+    layer = build_layer(hf, 0, device="meta")
+    assert layer.dsa_cfg.rope_scaling.kind == "yarn"
+    assert layer.scale == build_layer(DEEPSEEK_V3, 0, device="meta").scale  # MLA's mscale², as DeepSeek-V3's
+    out, _ = layer(torch.empty(1, 3, 7168, device="meta"), cache=layer.new_cache(1))
+    assert out.shape == (1, 3, 7168)
 
 
 @pytest.mark.parametrize(

@@ -329,7 +329,7 @@ BAD = {
     ),
     "activation": (lambda: KimiDeltaConfig.from_hf(KIMI_LINEAR | {"hidden_act": "gelu"}, 0), "hidden_act"),
     "rope scaling": (
-        lambda: GatedAttentionConfig.from_hf(QWEN3_NEXT | {"rope_scaling": {"rope_type": "yarn", "factor": 4.0}}, 3),
+        lambda: GatedAttentionConfig.from_hf(QWEN3_NEXT | {"rope_scaling": {"rope_type": "dynamic", "factor": 4.0}}, 3),
         "rope_type",
     ),
     "rotary factor": (

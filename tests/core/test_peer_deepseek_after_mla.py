@@ -7,6 +7,8 @@ Fast tests check the caches' bytes against formulas written here, independently 
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
@@ -60,7 +62,8 @@ class DSAPeer:
 
         fields = DSA_HF | overrides
         theta = fields.pop("rope_theta")
-        self.config = DeepseekV32Config(**fields, rope_parameters={"rope_type": "default", "rope_theta": theta})
+        rope = {"rope_type": "default"} | fields.pop("rope_parameters", {}) | {"rope_theta": theta}
+        self.config = DeepseekV32Config(**fields, rope_parameters=rope)
         self.config._attn_implementation = "eager"
         torch.manual_seed(0)
         self.module = DeepseekV32Attention(self.config, layer_idx=0).eval()  # the cache sizes masks by layer 0
@@ -316,20 +319,36 @@ def test_dsa_cache_after_refuses_absurd_token_counts(tokens):
         layer.cache_after(tokens)
 
 
-def test_dsa_yarn_config_sizes_caches_but_refuses_to_compute():
-    yarn = {
-        "type": "yarn",
-        "factor": 40,
-        "mscale": 1.0,
-        "mscale_all_dim": 1.0,
-        "original_max_position_embeddings": 4096,
-    }
-    cfg = dsa_config(rope_scaling=yarn)
-    assert cfg.rope_type == "yarn"
+DEEPSEEK_YARN = {  # DeepSeek-V3.2's published rope_scaling (context 163,840 = 40 x 4,096)
+    "type": "yarn",
+    "factor": 40,
+    "beta_fast": 32,
+    "beta_slow": 1,
+    "mscale": 1.0,
+    "mscale_all_dim": 1.0,
+    "original_max_position_embeddings": 4096,
+}
+
+
+def test_dsa_yarn_config_reads_the_scaling_and_mla_s_score_scale():
+    cfg = dsa_config(rope_scaling=DEEPSEEK_YARN, max_position_embeddings=163840)
+    assert (cfg.rope_scaling.kind, cfg.rope_scaling.factor) == ("yarn", 40)
+    # HF's yarn_get_mscale(40, 1.0)² on 1/sqrt(16 + 8)
+    assert cfg.softmax_scale == pytest.approx((0.1 * math.log(40) + 1.0) ** 2 / math.sqrt(24))
     assert DeepSeekSparseAttention(cfg, device="meta").cache_after(100).nbytes == dsa_bytes(100, 1, 4)
-    layer = DeepSeekSparseAttention(cfg)
-    with pytest.raises(ValueError, match="rope_scaling"):
-        layer(randn(1, 3, 64))
+
+
+@pytest.mark.slow
+def test_dsa_with_yarn_matches_hf_over_prefill_and_five_steps():
+    ours, peer = dsa_pair(
+        rope_parameters={k: v for k, v in DEEPSEEK_YARN.items() if k != "type"} | {"rope_type": "yarn"}
+    )
+    assert ours.dsa_cfg.rope_scaling.kind == "yarn"
+    x = randn(2, 25, 64)
+    cache = ours.new_cache(2)
+    diffs = [max_diff(ours(x[:, :20], cache=cache)[0], peer(x[:, :20])[0])]
+    diffs += [max_diff(ours(x[:, t : t + 1], cache=cache)[0], peer(x[:, t : t + 1])[0]) for t in range(20, 25)]
+    assert max(diffs) <= TOL, diffs
 
 
 # --- V4: exact against DeepseekV4Attention ----------------------------------------------------------------------------
@@ -581,10 +600,27 @@ def test_v4_published_style_config_reads_compress_ratios_and_legacy_keys():
         ("csa", 4, 8),
         ("hca", 128, 8),
     ]
-    assert configs[2].compress_rope_type == "yarn"
-    CompressedAttention(configs[0])(randn(1, 3, 64))  # YaRN is for the compressed layers only
-    with pytest.raises(ValueError, match="rope_scaling"):
-        CompressedAttention(configs[2])(randn(1, 3, 64))
+    # YaRN is for the compressed layers only, with cos/sin unscaled (attention_factor 1), as DeepseekV4Config sets it
+    assert configs[0].rope_scaling.kind == "default"
+    assert [(c.compress_rope_scaling.kind, c.compress_rope_scaling.attention_factor) for c in configs[1:]] == [
+        ("yarn", 1.0),
+        ("yarn", 1.0),
+    ]
+
+
+V4_YARN = {"rope_type": "yarn", "factor": 16, "original_max_position_embeddings": 64, "beta_fast": 32, "beta_slow": 1}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", V4_KINDS)
+def test_v4_with_yarn_matches_hf_over_prefill_and_five_steps(kind):
+    ours, peer = v4_pair(kind, rope_parameters=V4_YARN, max_position_embeddings=1024)
+    assert ours.cfg.compress_rope_scaling.kind == "yarn"
+    x = randn(2, 36, 64)
+    cache = ours.new_cache(2)
+    diffs = [max_diff(ours(x[:, :31], cache=cache)[0], peer(x[:, :31])[0])]
+    diffs += [max_diff(ours(x[:, t : t + 1], cache=cache)[0], peer(x[:, t : t + 1])[0]) for t in range(31, 36)]
+    assert max(diffs) <= TOL, diffs
 
 
 @pytest.mark.parametrize(

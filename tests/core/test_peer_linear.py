@@ -244,6 +244,19 @@ SOFTMAX = {
             rope_parameters={"rope_type": "default", "rope_theta": 5e5, "partial_rotary_factor": 0.5},
         ),
     ),
+    "qwen3-next-gated-yarn": (  # YaRN over the partial rotary's frequencies, as HF computes them
+        gated_attention_pair,
+        dict(
+            max_position_embeddings=4096,
+            rope_parameters={
+                "rope_type": "yarn",
+                "rope_theta": 1e4,
+                "partial_rotary_factor": 0.25,
+                "factor": 4.0,
+                "original_max_position_embeddings": 1024,
+            },
+        ),
+    ),
     "qwen3.5-gated": (qwen3_5_attention_pair, {}),
     "kimi-mla-nope": (kimi_attention_pair, {}),
     "kimi-mla-nope-low-rank-q-bias": (kimi_attention_pair, dict(q_lora_rank=20, attention_bias=True)),
