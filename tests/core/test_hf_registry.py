@@ -13,8 +13,7 @@ from attn_core.gated import GatedAttention
 from attn_core.hf import build_layer, describe_model
 from attn_core.latent import MultiHeadLatentAttention
 from attn_core.linear import GatedDeltaNet, KimiDeltaAttention
-
-from .published_configs import DEEPSEEK_V3
+from attn_core.published import DEEPSEEK_V3
 
 transformers = pytest.importorskip("transformers")
 
