@@ -74,13 +74,48 @@ def allowed_positions(
 
 
 def window_allowed(
-    query_positions: torch.Tensor, key_positions: torch.Tensor, *, window: int, sink_tokens: int = 0
+    query_start: int,
+    q_len: int,
+    *,
+    sinks_held: int,
+    key_start: int,
+    window: int,
+    sink_tokens: int = 0,
+    device: torch.device | str | None = None,
 ) -> KeyMask:
-    """query_positions [L], key_positions [S] -> where a sliding-window layer may attend, [1, 1, L, S]: earlier or
-    the same position, and within the window (p - window < key) or among the first sink_tokens."""
-    distance = query_positions[:, None] - key_positions[None, :]
-    allowed = (distance >= 0) & ((distance < window) | (key_positions[None, :] < sink_tokens))
-    return KeyMask(allowed[None, None])
+    """Where L queries at positions query_start.. of a sliding-window layer may attend, [1, 1, L, S]: among keys at
+    positions 0 .. sinks_held - 1 (kept first tokens) then key_start .. query_start + L - 1, a key is visible when
+    it is not later than the query and within its window (query - key < window) or among the first sink_tokens.
+
+    Drawn as a band (tril/triu) rather than from a [L, S] matrix of distances, and memoised for the sizes a prompt
+    asks for in every layer (callers must not modify the result)."""
+    if q_len * (sinks_held + query_start + q_len - key_start) <= MEMOISED_BIAS_ELEMENTS * 16:
+        return KeyMask(_memoised_window(query_start, q_len, sinks_held, key_start, window, sink_tokens, device))
+    return KeyMask(_window(query_start, q_len, sinks_held, key_start, window, sink_tokens, device))
+
+
+def _window(
+    query_start: int,
+    q_len: int,
+    sinks_held: int,
+    key_start: int,
+    window: int,
+    sink_tokens: int,
+    device: torch.device | str | None,
+) -> torch.Tensor:
+    offset, width = query_start - key_start, query_start + q_len - key_start  # query i sees window key j <= i + offset
+    with torch.inference_mode(False):  # a normal tensor, usable where autograd records
+        causal = torch.ones(q_len, width, dtype=torch.bool, device=device).tril_(diagonal=offset)
+        allowed = causal.triu(diagonal=offset - window + 1)
+        first_tokens = min(max(sink_tokens - key_start, 0), width)  # window-part keys that are also kept first tokens
+        if first_tokens:
+            allowed[:, :first_tokens] = causal[:, :first_tokens]
+        if sinks_held:  # kept first tokens come before every query
+            allowed = torch.cat((torch.ones(q_len, sinks_held, dtype=torch.bool, device=device), allowed), dim=1)
+        return allowed[None, None]
+
+
+_memoised_window = lru_cache(maxsize=4)(_window)
 
 
 def attend(

@@ -217,7 +217,7 @@ class WindowedKVCache:
     over the slot of the one token that just left the window and reads the whole filled storage as it is (a view, no
     copy, no mask: every slot is in the new query's window, in ring order, which attention does not depend on), so a
     step costs the same at any length. A chunk of several tokens (a prompt, or when weights are asked for) is attended
-    in position order, (held + new), with key_positions for the mask, and the ring is then laid out again.
+    in position order, (held + new), with returned_spans for the mask, and the ring is then laid out again.
 
     seq_len is the tokens seen (the next token's position), not the tokens held.
     """
@@ -296,24 +296,18 @@ class WindowedKVCache:
         return self._ordered(self.storage_v)
 
     @property
-    def key_positions(self) -> torch.Tensor | None:
-        """[S] positions of the keys the last append returned, in order (for the caller's mask); None when it
-        returned a ring view (one token: nothing to mask). Built when asked: the meta-device caches of
-        describe_model never ask."""
-        if self._returned is None:
-            return None
-        sinks, start = self._returned
-        device = self.storage_k.device
-        window_part = torch.arange(start, self.seq_len, device=device)
-        return torch.cat((torch.arange(sinks, device=device), window_part)) if sinks else window_part
+    def returned_spans(self) -> tuple[int, int] | None:
+        """The keys the last append returned: sinks 0 .. a - 1 then b .. seq_len - 1, as (a, b); None when it
+        returned a ring view (one token: nothing to mask)."""
+        return self._returned
 
     # --- appending --------------------------------------------------------------------------------------------------
     def append(self, k: torch.Tensor, v: torch.Tensor, *, ordered: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
         """k, v [B, G, L, D] at positions seq_len.. -> the keys and values these queries may need, [B, G, S, D].
 
         One token (unless ordered): a view of the storage, every key in the new query's window, in ring order, and
-        key_positions None (nothing to mask). Otherwise (held + new) in position order and key_positions [S] set, for
-        the caller's mask.
+        returned_spans None (nothing to mask). Otherwise (held + new) in position order, returned_spans saying which
+        positions they are, for the caller's mask.
         """
         new = k.shape[2]
         if new == 1 and not ordered:

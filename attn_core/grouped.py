@@ -241,16 +241,24 @@ class GroupedQueryAttention(nn.Module):
         """Where L new queries may look among the S keys a windowed call attends to."""
         window, sink_tokens = self.options.window or 0, self.options.sink_tokens
         if isinstance(cache, WindowedKVCache):
-            returned = cache.key_positions
-            if returned is None:  # one token, ring order: every key held is in its window
+            spans = cache.returned_spans
+            if spans is None:  # one token, ring order: every key held is in its window
                 return KeyMask(None)
-            key_positions = returned
+            sinks_held, key_start = spans
+            query_start = cache.seq_len - q_len
         else:
             if q_len <= window:  # a window as long as the prompt: plain causal
                 return allowed_positions(q_len, k_len, causal=True, key_padding_mask=None, device=device)
-            key_positions = torch.arange(k_len, device=device)
-        query_positions = key_positions[-q_len:]
-        return window_allowed(query_positions, key_positions, window=window, sink_tokens=sink_tokens)
+            sinks_held, key_start, query_start = 0, 0, 0
+        return window_allowed(
+            query_start,
+            q_len,
+            sinks_held=sinks_held,
+            key_start=key_start,
+            window=window,
+            sink_tokens=sink_tokens,
+            device=device,
+        )
 
     def _decode_step(
         self, x: torch.Tensor, cache: GroupedKVCache | WindowedKVCache | QuantizedKVCache, start: int

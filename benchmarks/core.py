@@ -6,6 +6,10 @@
 1. Grouped prefill vs HF transformers' LlamaAttention (eager and sdpa), same weights.   budget: <= 1.1x its time
 2. MLA decode step with a 4096-token cache vs HF's DeepseekV3Attention with its cache.  budget: >= 5x faster
 3. Our GQA cache and decode step vs the textbook way of repeating KV heads before caching them.
+4. The grouped family's published layers (attn_core.hf.build_layer: Mistral's and Gemma 3's sliding layers, Qwen3's
+   and Gemma 3's full ones with q/k norms, gpt-oss's sliding and full layers with sinks): prefill vs HF's own module
+   at the same shapes and weights (budget: <= 1.1x its time), and a sliding layer's decode step at 32k cached tokens
+   vs at 1k (budget: <= 1.2x; a full layer's shown beside it).
 
 Implementations are timed in turns (one call of each per round, after warm-up), and each figure is the median of the
 rounds, so a slow moment of the machine falls on all of them alike. Every comparison also checks that the outputs
@@ -28,14 +32,27 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch
 import transformers
-from transformers import DeepseekV3Config, DynamicCache, LlamaConfig
+from transformers import (
+    DeepseekV3Config,
+    DynamicCache,
+    Gemma3TextConfig,
+    GptOssConfig,
+    LlamaConfig,
+    MistralConfig,
+    Qwen3Config,
+)
 from transformers.models.deepseek_v3.modeling_deepseek_v3 import (
     DeepseekV3Attention,
     DeepseekV3RotaryEmbedding,
 )
+from transformers.models.gemma3.modeling_gemma3 import Gemma3Attention, Gemma3RotaryEmbedding
+from transformers.models.gpt_oss.modeling_gpt_oss import GptOssAttention, GptOssRotaryEmbedding
 from transformers.models.llama.modeling_llama import LlamaAttention, LlamaRotaryEmbedding
+from transformers.models.mistral.modeling_mistral import MistralAttention, MistralRotaryEmbedding
+from transformers.models.qwen3.modeling_qwen3 import Qwen3Attention, Qwen3RotaryEmbedding
 
 from attn_core import AttentionConfig, build_attention, kv_cache_bytes, repeated_kv_cache_bytes
+from attn_core.hf import build_layer
 
 TOLERANCE = 2e-5  # max abs difference between implementations, float32
 MISMATCHES: list[str] = []
@@ -44,8 +61,9 @@ MISMATCHES: list[str] = []
 # --- measuring ---------------------------------------------------------------------------------------------------------
 
 
-def race(contenders: dict[str, callable], *, rounds: int, warmup: int) -> dict[str, float]:
-    """Median seconds per call of each contender, called in turns: round r calls every contender once."""
+def race(contenders: dict, *, rounds: int, warmup: int, statistic=statistics.median) -> dict:
+    """Median (or another statistic of the rounds) seconds per call of each contender, called in turns: round r calls
+    every contender once."""
     for _ in range(warmup):
         for fn in contenders.values():
             fn()
@@ -55,7 +73,7 @@ def race(contenders: dict[str, callable], *, rounds: int, warmup: int) -> dict[s
             start = time.perf_counter()
             fn()
             times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(samples) for name, samples in times.items()}
+    return {name: statistic(samples) for name, samples in times.items()}
 
 
 def check(what: str, ours: torch.Tensor, peer: torch.Tensor, tolerance: float = TOLERANCE) -> float:
@@ -308,6 +326,131 @@ def gqa_cache(args) -> None:
     )
 
 
+# --- 4. the grouped family's published layers vs HF's modules ----------------------------------------------------------
+
+
+def family_peers(window: int) -> dict[str, tuple]:
+    """name -> (HF config, HF attention class, rotary embedding, layer index, window or None, layer_type), one layer
+    of each published kind at one shape: d_model 1024, 16 heads, 4 KV heads of 64."""
+    shape = dict(hidden_size=1024, num_attention_heads=16, num_key_value_heads=4, head_dim=64)
+    mistral = MistralConfig(**shape, num_hidden_layers=1, sliding_window=window)
+    qwen3 = Qwen3Config(**shape, num_hidden_layers=1)
+    gemma3 = Gemma3TextConfig(
+        **shape,
+        num_hidden_layers=2,
+        query_pre_attn_scalar=64,
+        sliding_window=window,
+        layer_types=["sliding_attention", "full_attention"],
+    )
+    gpt_oss = GptOssConfig(**shape, num_hidden_layers=2, sliding_window=window)
+    return {
+        "Mistral sliding": (mistral, MistralAttention, MistralRotaryEmbedding(mistral), 0, window, None),
+        "Qwen3 full, q/k norms": (qwen3, Qwen3Attention, Qwen3RotaryEmbedding(qwen3), 0, None, None),
+        "Gemma 3 sliding": (gemma3, Gemma3Attention, Gemma3RotaryEmbedding(gemma3), 0, window, "sliding_attention"),
+        "Gemma 3 full": (gemma3, Gemma3Attention, Gemma3RotaryEmbedding(gemma3), 1, None, "full_attention"),
+        "gpt-oss sliding, sinks": (gpt_oss, GptOssAttention, GptOssRotaryEmbedding(gpt_oss), 0, window, None),
+        "gpt-oss full, sinks": (gpt_oss, GptOssAttention, GptOssRotaryEmbedding(gpt_oss), 1, None, None),
+    }
+
+
+def additive_window_mask(tokens: int, window: int | None) -> torch.Tensor:
+    """[1, 1, L, L]: what HF's model passes a sliding (or full) layer for a prompt: causal, and within the window."""
+    distance = torch.arange(tokens)[:, None] - torch.arange(tokens)[None, :]
+    allowed = (distance >= 0) & (distance < (window or tokens))
+    return torch.zeros(tokens, tokens).masked_fill(~allowed, torch.finfo(torch.float32).min)[None, None]
+
+
+def family_prefill(args) -> None:
+    tokens, window = (512, 128) if args.quick else (2048, 512)
+    print(
+        f"\n4a. Published layers' prefill vs HF's module: d_model 1024, 16 heads, 4 KV heads of 64, window {window}, "
+        f"{tokens} tokens, batch 1, float32 (ours: attn_core.hf.build_layer from the HF config's to_dict())"
+    )
+    x = torch.randn(1, tokens, 1024)
+    print(f"   {'layer':26s} {'ours':>12s}   {'HF':>20s} {'':12s}   {'ours / HF':>9s}   budget     max |diff|")
+    for name, (config, attention, rotary, idx, layer_window, layer_type) in family_peers(window).items():
+        torch.manual_seed(0)
+        peer = attention(config, layer_idx=idx).eval()
+        with torch.no_grad():  # biases, norms and sinks away from their initial values
+            for param_name, param in peer.named_parameters():
+                if param_name.endswith("bias") or "norm" in param_name or param_name == "sinks":
+                    param.add_(0.1 * torch.randn(param.shape))
+        ours = build_layer(config.to_dict(), idx).eval()
+        ours.load_state_dict(peer.state_dict(), strict=True)
+        positions = torch.arange(tokens)[None]
+        cos_sin = rotary(x, positions) if layer_type is None else rotary(x, positions, layer_type)
+        mask = additive_window_mask(tokens, layer_window)
+
+        def hf(implementation: str, peer=peer, cos_sin=cos_sin, mask=mask, config=config, layer_window=layer_window):
+            # sdpa is causal by itself without a mask, as HF's model calls a full layer on a plain prompt
+            given = None if implementation == "sdpa" and layer_window is None else mask
+
+            def call():
+                config._attn_implementation = implementation
+                return peer(x, position_embeddings=cos_sin, attention_mask=given)[0]
+
+            return call
+
+        implementations = ["eager"] if attention is GptOssAttention else ["eager", "sdpa"]  # gpt-oss: no sdpa in HF
+        contenders = {"ours": lambda ours=ours: ours(x)[0]} | {f"HF {impl}": hf(impl) for impl in implementations}
+        diffs = {
+            n: check(f"{name} prefill vs {n}", contenders["ours"](), fn())
+            for n, fn in contenders.items()
+            if n != "ours"
+        }
+        times = race(contenders, rounds=args.rounds, warmup=args.warmup)
+        for hf_name in diffs:
+            ratio = times["ours"] / times[hf_name]
+            print(
+                f"   {name:26s} {ms(times['ours'])}   {attention.__name__ + ' ' + hf_name[3:]:>20s} "
+                f"{ms(times[hf_name])}   {ratio:8.2f}x   <= 1.1x   {diffs[hf_name]:10.1e}   {verdict(ratio <= 1.1)}"
+            )
+
+
+def tenth_percentile(samples: list[float]) -> float:
+    return statistics.quantiles(samples, n=10)[0]
+
+
+def family_decode(args) -> None:
+    window, short, long, chunk = 1024, 1024, 32768, 2048
+    print(
+        f"\n4b. Decode step at {long} vs {short} cached tokens: the same shapes, window {window} (Gemma 3's local "
+        f"layers); the caches filled through the layer in chunks of {chunk}; 10th percentile of {40 * args.rounds} steps "
+        "each (on a shared machine the slower steps time the other work)"
+    )
+    peers = family_peers(window)
+    print(f"   {'layer':26s} {'at ' + str(short):>12s} {'at ' + str(long):>12s}   {'ratio':>7s}   budget   cache held")
+    for name in ("Gemma 3 sliding", "gpt-oss sliding, sinks", "Gemma 3 full"):
+        config, _, _, idx, layer_window, _ = peers[name]
+        layer = build_layer(config.to_dict(), idx, seed=0).eval()
+        caches = {}
+        for length in (short, long):
+            cache = layer.new_cache(1)
+            for start in range(0, length, chunk):
+                layer(torch.randn(1, min(chunk, length - start), 1024), cache=cache)
+            caches[length] = cache
+        # a step takes milliseconds: many more rounds than the prefills, of which a low percentile is the layer's own
+        rounds = 40 * args.rounds
+        steps = torch.randn(args.warmup + rounds, 1, 1, 1024)
+
+        def stepper(cache, layer=layer, steps=steps):
+            token = iter(steps)
+            return lambda: layer(next(token), cache=cache)[0]
+
+        times = race(
+            {length: stepper(cache) for length, cache in caches.items()},
+            rounds=rounds,
+            warmup=args.warmup,
+            statistic=tenth_percentile,
+        )
+        ratio = times[long] / times[short]
+        budget = f"<= 1.2x   {verdict(ratio <= 1.2)}" if layer_window is not None else "(grows with the cache)"
+        print(
+            f"   {name:26s} {ms(times[short])} {ms(times[long])}   {ratio:6.2f}x   {budget}   "
+            f"{mib(caches[long].nbytes).strip()} at {long}"
+        )
+
+
 # --- main --------------------------------------------------------------------------------------------------------------
 
 
@@ -325,6 +468,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer repeats and 1024 cached tokens")
     parser.add_argument("--threads", type=int, default=os.cpu_count(), help="torch threads (default: all cores)")
+    parser.add_argument(
+        "--sections", default="1234", help="which sections to run, e.g. 4 for the published layers alone (default: all)"
+    )
     args = parser.parse_args()
     args.rounds, args.warmup, args.cached = (5, 2, 1024) if args.quick else (25, 3, 4096)
 
@@ -344,9 +490,15 @@ def main() -> int:
     if os.getloadavg()[0] > 0.5 * (os.cpu_count() or 1):
         print("WARNING: the machine is busy with other work; timings (more than ratios) will be off. Rerun when idle.")
     with torch.inference_mode():
-        grouped_prefill(args)
-        mla_decode(args)
-        gqa_cache(args)
+        sections = {
+            "1": [grouped_prefill],
+            "2": [mla_decode],
+            "3": [gqa_cache],
+            "4": [family_prefill, family_decode],
+        }
+        for section in args.sections:
+            for run in sections[section]:
+                run(args)
     print(f"\nload average {os.getloadavg()[0]:.2f} at end")
     if MISMATCHES:
         print("\nNUMERICS MISMATCH:\n  " + "\n  ".join(MISMATCHES))
