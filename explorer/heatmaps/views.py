@@ -74,10 +74,20 @@ def _tokens(spec: InputSpec) -> list[str] | None:
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def heads_chart(
-    cfg: AttentionConfig, seed: int, spec: InputSpec, causal: bool, heads: range, pool: str, lang: str
+    cfg: AttentionConfig,
+    seed: int,
+    spec: InputSpec,
+    causal: bool,
+    heads: range,
+    pool: str,
+    lang: str,
+    slide_height: int | None = None,
 ) -> Chart[HeadsFacts]:
+    """Every head's weights (slide_height: drawn that tall on a lesson's slide)."""
     result = variant_result(cfg, seed, spec, causal=causal, heads=heads)
-    fig, rows, pooling = grid_figure(result, cfg.variant, cfg.group_size, pool=pool, tokens=_tokens(spec))
+    fig, rows, pooling = grid_figure(
+        result, cfg.variant, cfg.group_size, pool=pool, tokens=_tokens(spec), slide_height=slide_height
+    )
     weights = result.weights
     facts = HeadsFacts(
         row_sum_error=float(np.abs(weights.sum(-1) - 1).max()),
@@ -106,12 +116,22 @@ def compare_chart(
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def steps_chart(
-    cfg: AttentionConfig, seed: int, spec: InputSpec, causal: bool, heads: range, head: int, pool: str, lang: str
+    cfg: AttentionConfig,
+    seed: int,
+    spec: InputSpec,
+    causal: bool,
+    heads: range,
+    head: int,
+    pool: str,
+    lang: str,
+    slide_height: int | None = None,
 ) -> Chart[StepFacts]:
-    """Head `head` (one of the page's heads) step by step."""
+    """Head `head` (one of the page's heads) step by step (slide_height: drawn that tall on a lesson's slide)."""
     result = variant_result(cfg, seed, spec, causal=causal, heads=heads)
     steps = steps_of_head(result, head, causal)
-    fig, rows, pooling = steps_figure(steps, causal=causal, pool=pool, tokens=_tokens(spec), d_k=steps.q.shape[1])
+    fig, rows, pooling = steps_figure(
+        steps, causal=causal, pool=pool, tokens=_tokens(spec), d_k=steps.q.shape[1], slide_height=slide_height
+    )
     index = result.heads.index(head)
     facts = StepFacts(
         kv_head=result.kv_head[index],
