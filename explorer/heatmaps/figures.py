@@ -14,7 +14,7 @@ from explorer.probes.heatmaps import Comparison, HeadSteps, Skipped, VariantPass
 from .csv_export import PanelNumbers, panel_csv
 from .heads import grid_columns
 from .layout import panels_figure
-from .panels import HOW, Panel, Pooling, attention_panel, axis_labels, grid_pooling
+from .panels import HOW, SHOW_VALUES_UP_TO, Panel, Pooling, attention_panel, axis_labels, grid_pooling
 
 STEP_SIDE = 64  # cells per side of each step of "inside one head"
 DECODE_CELLS = 2**14  # cells of the decode step's figure (heads x keys)
@@ -322,7 +322,8 @@ def decode_figure(
     else:
         key, weight = _("key"), _("weight")
         hover = f"%{{y}}<br>{key} %{{x}}<br>{weight} %{{z:.4g}}<extra></extra>"
-    panel = Panel("", z, x, y, hover, csv_name=_("decode step"))
+    # A few heads over a short sentence: each weight written in its cell (Plotly fits the numbers to the cells)
+    panel = Panel("", z, x, y, hover, show_values=max(z.shape) <= SHOW_VALUES_UP_TO, csv_name=_("decode step"))
     fig = panels_figure(
         [panel],
         1,

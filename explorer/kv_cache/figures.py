@@ -95,18 +95,29 @@ def _bytes_lines(name: str, trace: DecodeTrace) -> list[dict]:
 
 
 def _markers_at(traces: dict[str, DecodeTrace], step: int) -> dict:
-    """One trace holding every cache's point at the step."""
+    """One trace holding every cache's point at the step, each named on the chart (not only in the legend) above and
+    left of it, where its rising line leaves room; caches holding the same bytes (the repeated heads on MHA's line)
+    share one label."""
     names = list(traces)
+    held = [traces[name].nbytes[step] for name in names]
+    labels: dict[int, list[str]] = {}
+    for name, nbytes in zip(names, held, strict=True):
+        labels.setdefault(nbytes, []).append(shown_name(name))
+    first = {nbytes: names[held.index(nbytes)] for nbytes in labels}
     return {
         "type": "scatter",
         "x": [step] * len(names),
-        "y": [traces[name].nbytes[step] for name in names],
-        "text": [shown_name(name) for name in names],
-        "mode": "markers",
+        "y": held,
+        "customdata": [shown_name(name) for name in names],
+        "text": [" = ".join(labels[n]) if first[n] == name else "" for name, n in zip(names, held, strict=True)],
+        "mode": "markers+text",
+        "textposition": "top left",
+        "textfont": {"color": [color_of(name) for name in names], "size": 12},
+        "cliponaxis": False,
         "name": _("at the step"),
         "showlegend": False,
         "marker": {"color": [color_of(name) for name in names], "size": 14, "line": {"color": "white", "width": 2}},
-        "hovertemplate": _("{name}, step {step}: {bytes} bytes", name="%{text}", step="%{x}", bytes="%{y:,}")
+        "hovertemplate": _("{name}, step {step}: {bytes} bytes", name="%{customdata}", step="%{x}", bytes="%{y:,}")
         + "<extra></extra>",
     }
 
