@@ -8,6 +8,7 @@ import csv
 import functools
 import io
 import json
+import math
 import re
 import unicodedata
 from collections.abc import Callable, Sequence
@@ -23,7 +24,7 @@ import streamlit.components.v1 as components_v1
 from streamlit.delta_generator import DeltaGenerator
 
 from .i18n import N_, _, language
-from .present import for_projector, presenting
+from .present import MIN_TEXT_PX, SLIDE_FONT_SCALE, for_projector, presenting
 
 PLOTLY_CONFIG: dict[str, Any] = {
     "displayModeBar": True,  # always shown, not only on hover: the camera icon saves a PNG
@@ -112,6 +113,8 @@ STREAMLIT_COLORWAY = [
     "#d5dae5",
 ]
 CHART_GREY, CHART_GRID = "#808495", "#e6eaf1"
+# The light greys of labels and notes (the template's and the mapping chart's), darkened on a projector
+LIGHT_GREYS = frozenset({CHART_GREY, "#6f7a85"})
 CHART_FONT = '"Source Sans", sans-serif'  # Streamlit's sans-serif body font
 
 
@@ -219,11 +222,22 @@ def csv_text(rows: Sequence[dict]) -> str:
     return out.getvalue()
 
 
-def show_chart(fig: go.Figure | dict, *, name: str, rows: Sequence[dict] | Callable[[], str], caption: str) -> None:
+def show_chart(
+    fig: go.Figure | dict,
+    *,
+    name: str,
+    rows: Sequence[dict] | Callable[[], str],
+    caption: str,
+    slide_height: int | None = None,
+    caption_place: DeltaGenerator | None = None,
+) -> None:
     """Draw fig (a Figure, or a figure dict built by hand, sent as it is: the tests validate those with Plotly) with
     its caption and a CSV download of rows (the numbers it plots), or of a callable giving their CSV text. The CSV is
     written when the button is clicked, not on every rerun. name keys the widgets and the chart, which is updated in
-    place when its figure changes (LIVE_CHART). Every chart is drawn in PLOTLY_TEMPLATE, set here."""
+    place when its figure changes (LIVE_CHART). Every chart is drawn in PLOTLY_TEMPLATE, set here.
+
+    In presenter mode, slide_height draws the chart as a slide's (exactly that tall, its fonts scaled by
+    SLIDE_FONT_SCALE); caption_place puts the caption and the CSV button there rather than under the chart."""
     # A Figure goes as its dict too: setting the template dict on it with update_layout validated the whole
     # template in every rerun
     spec = fig if isinstance(fig, dict) else fig.to_dict()
@@ -232,17 +246,21 @@ def show_chart(fig: go.Figure | dict, *, name: str, rows: Sequence[dict] | Calla
     # so where the chart is narrower than that (live_chart.js)
     narrow = spec.get("narrow")
     spec = {key: value for key, value in spec.items() if key != "narrow"}
-    shown = _as_drawn(spec)
+    shown = _as_drawn(spec, slide_height)
     if narrow:
         narrow = {
             "below": narrow["below"],
-            "layout": _as_drawn({**spec, "layout": narrow["layout"]})["layout"] if "layout" in narrow else None,
+            "layout": _as_drawn({**spec, "layout": narrow["layout"]}, slide_height)["layout"]
+            if "layout" in narrow
+            else None,
             "unlabelled": bool(narrow.get("unlabelled")),
         }
     to_image = dict(PLOTLY_CONFIG["toImageButtonOptions"], filename=name)
     config = PLOTLY_CONFIG | {"toImageButtonOptions": to_image} | plotly_locale()
+    least = 0
     if presenting():  # one row of tools, clear of the larger title, on a projector's half-width column
         config["modeBarButtonsToRemove"] = [*PLOTLY_CONFIG["modeBarButtonsToRemove"], *PRESENTER_REMOVES]
+        least = MIN_TEXT_PX  # numbers Plotly fits into heatmap cells smaller than this are left to the hover
     # Plotly's own JSON writer (numpy arrays, NaN), without building Plotly's object tree for a dict: that costs
     # milliseconds a chart for figures of many heatmaps, every rerun
     figure = plotly.io.to_json(shown, validate=False)
@@ -256,12 +274,13 @@ def show_chart(fig: go.Figure | dict, *, name: str, rows: Sequence[dict] | Calla
     payload = (
         f'{{"plotly": {json.dumps(plotly_js_url())}, "label": {json.dumps(label, ensure_ascii=False)}, '
         f'"said": {json.dumps(said, ensure_ascii=False)}, "config": {json.dumps(config)}, "narrow": {narrow_json}, '
+        f'"leastCellText": {least}, '
         f'"figure": {figure}}}'
     )
     LIVE_CHART(key=f"chart_{name}", data=payload.encode("utf-8"))
     # A row that does not wrap: the caption takes what the button leaves, and the button keeps its label whole (as a
     # column of a fixed share it shrank to "C" in a chart's half of a projector's width).
-    row = st.container(horizontal=True, wrap=False, vertical_alignment="center")
+    row = (caption_place or st).container(horizontal=True, wrap=False, vertical_alignment="center")
     row.caption(caption)
     row.download_button(
         "CSV",
@@ -287,12 +306,18 @@ def chart_description(layout: dict, caption: str) -> str:
     return stop.join(parts) + stop.strip() if parts else ""
 
 
-def _as_drawn(spec: dict) -> dict:
-    """The figure as it is sent: in PLOTLY_TEMPLATE, fonts scaled in presenter mode, the title below the toolbar."""
+def _as_drawn(spec: dict, slide_height: int | None = None) -> dict:
+    """The figure as it is sent: in PLOTLY_TEMPLATE, fonts scaled in presenter mode (as a slide's, slide_height tall,
+    if given), the title below the toolbar."""
     spec = {**spec, "layout": {**spec.get("layout", {}), "template": PLOTLY_TEMPLATE}}
-    if presenting():  # present=1: fonts about twice their size for a projector
-        spec = for_projector(spec)
-    return {**spec, "layout": with_unmeasured_tick_labels(title_below_toolbar(spec["layout"]))}
+    if presenting() and slide_height:  # a lesson's step on a projector: the chart fits what the slide leaves
+        spec = for_projector(spec, SLIDE_FONT_SCALE, height=slide_height, greys=LIGHT_GREYS)
+        spec = as_slide(spec)
+    elif presenting():  # present=1: fonts about twice their size for a projector
+        spec = for_projector(spec, greys=LIGHT_GREYS)
+    # A slide's chart has the screen's width: its title breaks only where it would not fit there
+    title_width = SLIDE_TITLE_WIDTH if presenting() and slide_height else TITLE_WIDTH
+    return {**spec, "layout": with_unmeasured_tick_labels(title_below_toolbar(spec["layout"], title_width))}
 
 
 def fixed_place() -> DeltaGenerator:
@@ -319,7 +344,10 @@ def with_unmeasured_tick_labels(layout: dict) -> dict:
     return {**layout, **{name: {"ticklabeloverflow": "allow", **(layout.get(name) or {})} for name in axes}}
 
 
-def title_below_toolbar(layout: dict) -> dict:
+TITLE_WIDTH, SLIDE_TITLE_WIDTH = 48, 80  # Latin letters a chart's title takes on one line: a column, a slide
+
+
+def title_below_toolbar(layout: dict, width: int = TITLE_WIDTH) -> dict:
     """The layout with its title seated just above the plot, so the always-visible toolbar (top right of the chart)
     never covers it on a narrow screen, and a top margin that leaves room for both. A copy: figures are cached."""
     title = layout.get("title")
@@ -327,13 +355,8 @@ def title_below_toolbar(layout: dict) -> dict:
         return layout
     title = dict(title) if isinstance(title, dict) else {"text": title}
     text = title.get("text") or ""
-    if _width(text) > 48 and "<br>" not in text:  # Plotly does not wrap: two lines fit half a projector and a phone
-        middle = _width(text) / 2
-        # A line may break at a space, or between two Chinese characters (Chinese puts no spaces between words).
-        cuts = [i for i, ch in enumerate(text) if ch == " " or (i and _is_wide(text[i - 1]) and _is_wide(ch))]
-        if cuts:
-            cut = min(cuts, key=lambda i: abs(_width(text[:i]) - middle))
-            title["text"] = text[:cut] + "<br>" + text[cut:].removeprefix(" ")
+    if _width(text) > width:  # Plotly does not wrap: two lines fit half a projector and a phone
+        title["text"] = in_two_lines(text)
     # Hung from the top of the chart below the toolbar's row, and the plot pushed down by the title's lines: a title
     # stood on the plot's top edge instead (yanchor bottom) lets Plotly's second line fall onto the plot.
     height = layout.get("height") or 450  # Streamlit's default height for a chart that sets none
@@ -347,6 +370,139 @@ def title_below_toolbar(layout: dict) -> dict:
     margin = dict(layout.get("margin") or {})
     margin["t"] = max(margin.get("t", 0), below + round(lines * size * 1.3) + 12)
     return {**layout, "title": title, "margin": margin}
+
+
+def in_two_lines(text: str) -> str:
+    """text broken into two lines near its middle (Plotly does not wrap), unless it has lines already."""
+    if "<br>" in text:
+        return text
+    middle = _width(text) / 2
+    # A line may break at a space, or between two Chinese characters (Chinese puts no spaces between words).
+    cuts = [i for i, ch in enumerate(text) if ch == " " or (i and _is_wide(text[i - 1]) and _is_wide(ch))]
+    if not cuts:
+        return text
+    cut = min(cuts, key=lambda i: abs(_width(text[:i]) - middle))
+    return text[:cut] + "<br>" + text[cut:].removeprefix(" ")
+
+
+SLIDE_Y_TITLE = 28  # a y axis title wider than this (in Latin letters) is longer than a slide's plot is tall
+
+
+def as_slide(spec: dict) -> dict:
+    """A slide's figure (wide and short: explorer.lesson in presenter mode): a legend laid below the plot stands at its
+    right instead, where the slide has room, a long y axis title goes on two lines, and bar labels keep their size
+    (Plotly shrinks a label to fit its bar: the short bars of a short chart took them under MIN_TEXT_PX). A copy:
+    figures are cached."""
+    layout = dict(spec["layout"])
+    legend = layout.get("legend")
+    if isinstance(legend, dict) and legend.get("orientation") == "h" and (legend.get("y") or 0) < 0:
+        layout["legend"] = {**legend, "orientation": "v", "x": 1.02, "xanchor": "left", "y": 1, "yanchor": "top"}
+    for name, axis in spec["layout"].items():
+        title = axis.get("title") if name.startswith("yaxis") and isinstance(axis, dict) else None
+        text = title.get("text") if isinstance(title, dict) else title
+        if isinstance(text, str) and _width(text) > SLIDE_Y_TITLE:
+            layout[name] = {**axis, "title": {**(title if isinstance(title, dict) else {}), "text": in_two_lines(text)}}
+
+    def whole_labels(traces: list) -> list:
+        return [{**t, "constraintext": "none"} if t.get("type") == "bar" and t.get("text") else t for t in traces]
+
+    out = {**spec, "layout": layout, "data": whole_labels(spec.get("data") or [])}
+    if spec.get("frames"):
+        out["frames"] = [{**frame, "data": whole_labels(frame.get("data") or [])} for frame in spec["frames"]]
+    return out
+
+
+# Where Plotly sets a point's text: the text box's centre from the point, in half box widths and heights (y up)
+TEXT_OFFSETS = {
+    "top right": (1, 1),
+    "top center": (0, 1),
+    "top left": (-1, 1),
+    "middle right": (1, 0),
+    "bottom right": (1, -1),
+    "bottom center": (0, -1),
+    "bottom left": (-1, -1),
+    "middle left": (-1, 0),
+}
+# The plots a chart of named points is drawn in (plot width and height in px, font px): a lesson's slide, a page in
+# presenter mode at 1024 px, a page at 1400 px, and the narrowest that still names its points
+DRAWN_AT = ((640, 260, 18), (800, 380, 24), (850, 330, 12), (440, 300, 12))
+MARKER_PX = 14
+PAD_PX = 3  # a name's room each side: names that merely touch read as one
+AMBIGUOUS = 400  # px² a name costs for each point it sits nearer than its own
+
+
+def apart(
+    points: Sequence[tuple[float, float, str] | tuple[float, float, str, Sequence[str]]],
+    x_range: tuple[float, float],
+    y_range: tuple[float, float],
+    positions: Sequence[str] = tuple(TEXT_OFFSETS),
+) -> list[str]:
+    """A text position for each named point (x, y in data units of linear axes, or their log10 on log axes; its text;
+    optionally the positions it may take, else `positions`, in order of preference), so that no name covers another
+    name or another point wherever the chart is drawn (DRAWN_AT): each point in turn takes the first position that
+    is clear at every size and nearer its own point than any other, or the least covered. Names are measured roughly
+    (a Latin letter 0.55 of the font's size, a Chinese character twice that, PAD_PX more each side), which is why
+    several sizes are asked."""
+    placed: dict[tuple[int, int, int], list[tuple[float, ...]]] = {size: [] for size in DRAWN_AT}
+    chosen = []
+    for index, (x, y, text, *allowed) in enumerate(points):
+        best: tuple[float, str, dict] | None = None
+        for position in allowed[0] if allowed else positions:
+            ox, oy = TEXT_OFFSETS[position]
+            cost, boxes = 0.0, {}
+            for width, height, font in DRAWN_AT:
+                px, py = _to_px(x, y, x_range, y_range, width, height)
+                w, h, gap = _width(text) * 0.55 * font, 1.25 * font, MARKER_PX / 2 + 2
+                cx, cy = px + ox * (w / 2 + gap), py + oy * (h / 2 + gap)
+                box = (cx - w / 2 - PAD_PX, cy - h / 2 - PAD_PX, cx + w / 2 + PAD_PX, cy + h / 2 + PAD_PX)
+                boxes[(width, height, font)] = box
+                markers = [
+                    _around(_to_px(mx, my, x_range, y_range, width, height), MARKER_PX)
+                    for other, (mx, my, *_rest) in enumerate(points)
+                    if other != index
+                ]
+                cost += sum(_covered(box, other) for other in [*placed[(width, height, font)], *markers])
+                # a name nearer another point than its own reads as that point's
+                near = _distance(box, (px, py))
+                cost += AMBIGUOUS * sum(_distance(box, _centre(m)) < near + MARKER_PX / 2 for m in markers)
+                cost += (w + 2 * PAD_PX) * (h + 2 * PAD_PX) - _covered(
+                    box, (-PAD_PX, 0, width + PAD_PX, height + font)
+                )  # outside the plot (a little above is room)
+            if best is None or cost < best[0]:
+                best = (cost, position, boxes)
+            if cost == 0:
+                break
+        assert best is not None
+        for size, box in best[2].items():
+            placed[size].append(box)
+        chosen.append(best[1])
+    return chosen
+
+
+def _to_px(
+    x: float, y: float, x_range: tuple[float, float], y_range: tuple[float, float], width: int, height: int
+) -> tuple[float, float]:
+    return (x - x_range[0]) / (x_range[1] - x_range[0]) * width, (y - y_range[0]) / (y_range[1] - y_range[0]) * height
+
+
+def _centre(box: tuple[float, ...]) -> tuple[float, float]:
+    return (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
+
+
+def _distance(box: tuple[float, ...], point: tuple[float, float]) -> float:
+    """How far point is from the nearest edge of box (0 inside it)."""
+    dx = max(box[0] - point[0], 0.0, point[0] - box[2])
+    dy = max(box[1] - point[1], 0.0, point[1] - box[3])
+    return math.hypot(dx, dy)
+
+
+def _around(point: tuple[float, float], size: float) -> tuple[float, ...]:
+    x, y = point
+    return (x - size / 2, y - size / 2, x + size / 2, y + size / 2)
+
+
+def _covered(a: tuple[float, ...], b: tuple[float, ...]) -> float:
+    return max(0.0, min(a[2], b[2]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
 
 
 def _is_wide(ch: str) -> bool:

@@ -8,8 +8,8 @@
 // data: the UTF-8 bytes of {"plotly": url of plotly.js, "label": the chart's text alternative (its title and
 // caption), "said": {"unloaded", "failed", "fullscreen"} (words in the reader's language), "config": {...}, "narrow":
 // null or {"below": px, "layout": {...} or null, "unlabelled": bool}, "figure": {"data": [...], "layout": {...},
-// "frames": [...]}}. A chart narrower than "below" px (a phone) is drawn with the narrow layout, and without its
-// points' text labels if "unlabelled": only the browser knows the width.
+// "frames": [...]}, "leastCellText": px (0: any size)}. A chart narrower than "below" px (a phone) is drawn with the
+// narrow layout, and without its points' text labels if "unlabelled": only the browser knows the width.
 
 const state = (window.__attentionExplorerCharts ??= {
   plotly: null, // the promise of plotly.js, loaded once per page
@@ -164,6 +164,7 @@ function drawNext(Plotly) {
         const { l, r, t, b } = div._fullLayout._size;
         state.margins.set(div, { key, margins: { l, r, t, b } });
         reachableByKeyboard(div);
+        keepCellTextReadable(div);
       });
     } catch (error) {
       div.textContent = spec.said.failed.replace("{error}", error.message); // and the charts after it still are
@@ -171,6 +172,25 @@ function drawNext(Plotly) {
   }
   // After this frame is painted: the chart just drawn shows before the next one is started.
   afterPaint(() => drawNext(Plotly));
+}
+
+// Presenter mode ("leastCellText": px): numbers Plotly fits into heatmap cells too small to read from the back row are
+// taken away, at every drawing (a resize draws them again); the hover still gives each cell's value.
+function keepCellTextReadable(div) {
+  if (!state.shown.get(div)?.spec?.leastCellText) return;
+  if (!div.__cellTextWatched) {
+    div.__cellTextWatched = true;
+    div.on("plotly_afterplot", () => dropSmallCellText(div));
+  }
+  dropSmallCellText(div);
+}
+
+function dropSmallCellText(div) {
+  const least = state.shown.get(div)?.spec?.leastCellText ?? 0;
+  for (const label of div.querySelectorAll("g.heatmap-label")) {
+    const text = label.querySelector("text");
+    if (text && parseFloat(text.style.fontSize || getComputedStyle(text).fontSize) < least) label.remove();
+  }
 }
 
 // Plotly draws its buttons (an animation's ▶ Play and ❚❚ Pause) as SVG shapes that Tab passes by: each becomes a

@@ -16,6 +16,12 @@ from .params import Flag
 
 PRESENT = Flag("present", False)
 FONT_SCALE = 2.0  # chart fonts, as the body text (assets/present.css)
+# A lesson step is a slide: its chart shares the screen with the step's title, words and question, so its fonts grow
+# less (the chart is sized to what the slide leaves, explorer.lesson.views.slide_height)
+SLIDE_FONT_SCALE = 1.5
+MIN_TEXT_PX = 14  # nothing on a presented chart is drawn smaller: read from the back row
+# Grey labels (tick labels, axis titles, notes) darkened on a projector, whose light greys wash out
+PRESENT_GREY = "#464a57"
 MIN_HEIGHT = 400  # a short chart (one decode step's few rows) leaves its colour bar no room for doubled tick labels
 TITLE_SIZE = 16  # a chart title's size in explorer.charts.PLOTLY_TEMPLATE
 HEIGHT_SCALE = 1.35  # a chart's height: doubled fonts need room, and a 768-px screen must still show the chart whole
@@ -52,15 +58,19 @@ def present_query() -> dict[str, str]:
     return {PRESENT.name: "1"} if presenting() else {}
 
 
-def for_projector(spec: dict, scale: float = FONT_SCALE) -> dict:
-    """A figure dict with every font size (layout, traces, frames, template) times scale and its height raised: a
-    copy, since figures are cached."""
-    scaled = _scaled(spec, scale)
+def for_projector(
+    spec: dict, scale: float = FONT_SCALE, *, height: int | None = None, greys: frozenset[str] = frozenset()
+) -> dict:
+    """A figure dict with every font size (layout, traces, frames, template) times scale, none under MIN_TEXT_PX,
+    font colours in greys darkened to PRESENT_GREY, and its height raised (or set: a slide's chart, sized to what the
+    slide leaves): a copy, since figures are cached."""
+    scaled = _scaled(spec, scale, greys)
     layout = dict(scaled.get("layout") or {})
     panels = sum(1 for name in layout if name.startswith("xaxis"))
-    # A grid of panels keeps its gaps as shares of its height: doubled labels need it doubled to stay apart.
-    height = round((layout.get("height") or 450) * (scale if panels > 1 else HEIGHT_SCALE))
-    layout["height"] = max(height, MIN_HEIGHT)
+    if height is None:
+        # A grid of panels keeps its gaps as shares of its height: doubled labels need it doubled to stay apart.
+        height = max(round((layout.get("height") or 450) * (scale if panels > 1 else HEIGHT_SCALE)), MIN_HEIGHT)
+    layout["height"] = height
     # Margins hold labels: the top one titles (the chart's, subplots' above the top row), scaled as they are; the
     # others tick labels, which Plotly's automargin widens as needed, so they grow by half as much and leave the plot
     # its room
@@ -78,23 +88,25 @@ def for_projector(spec: dict, scale: float = FONT_SCALE) -> dict:
     return {**scaled, "layout": layout}
 
 
-def _scaled(value: Any, scale: float, font: bool = False) -> Any:
+def _scaled(value: Any, scale: float, greys: frozenset[str], font: bool = False) -> Any:
     if isinstance(value, dict):
         out: dict[str, Any] = {}
         for key, item in value.items():
             if font and key == "size":
-                out[key] = _times(item, scale)
+                out[key] = _times(item, scale, least=MIN_TEXT_PX)
+            elif font and key == "color" and isinstance(item, str) and item.lower() in greys:
+                out[key] = PRESENT_GREY
             else:
-                out[key] = _scaled(item, scale, font=key.endswith("font") and isinstance(item, dict))
+                out[key] = _scaled(item, scale, greys, font=key.endswith("font") and isinstance(item, dict))
         return out
     if isinstance(value, list):
-        return [_scaled(item, scale) for item in value]
+        return [_scaled(item, scale, greys) for item in value]
     return value
 
 
-def _times(size: object, scale: float) -> object:
+def _times(size: object, scale: float, least: float = 0) -> object:
     if isinstance(size, (int, float)) and not isinstance(size, bool):
-        return round(size * scale, 1)
+        return max(round(size * scale, 1), least)
     if isinstance(size, list):
-        return [_times(s, scale) for s in size]
+        return [_times(s, scale, least) for s in size]
     return size

@@ -1,9 +1,15 @@
 """Lesson: the course notes' path through the explorer, one step at a time, with one live chart a step, a link that
-opens the full page at the step's settings, and a question for the class."""
+opens the full page at the step's settings, and a question for the class.
 
+In presenter mode (present=1) a step is a slide on one 1024x768 screen: its title beside ← →, a few sentences, its
+chart sized to what is left and the question; the answer, the step's whole text, the caption and the links folded
+below."""
+
+from typing import Any
 from urllib.parse import urlencode
 
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 import explorer.shell  # noqa: F401  (first of ours: see explorer/shell.py)
 
@@ -17,6 +23,7 @@ from explorer.state import page_settings
 
 page_settings("lesson")
 lang = language()
+present = presenting()
 lesson_steps = steps.STEPS
 last = len(lesson_steps)
 step_key = steps.STEP.key
@@ -32,69 +39,115 @@ def go(by: int) -> None:
     st.session_state[step_key] = min(max(st.session_state[step_key] + by, 1), last)
 
 
-st.title(_("Lesson: from attention to MLA"))
-# On a projector the arrows alone: the step's title needs the row's width at twice the size.
-back, menu, forward = st.columns([1, 8, 1] if presenting() else [2, 5, 2], vertical_alignment="center")
-with menu:
-    number = bound(
-        steps.STEP,
-        lambda key: st.selectbox(
-            _("Step"),
-            range(1, last + 1),
-            key=key,
-            format_func=lambda i: _("{i} of {n} · {title}", i=i, n=last, title=_(lesson_steps[i - 1].title)),
-            label_visibility="collapsed",
-        ),
-        (1, last),
+def step_menu(key: str) -> int:
+    return st.selectbox(
+        _("Step"),
+        range(1, last + 1),
+        key=key,
+        format_func=lambda i: _("{i} of {n} · {title}", i=i, n=last, title=_(lesson_steps[i - 1].title)),
+        label_visibility="collapsed",
     )
-back.button(
-    "←" if presenting() else _("← Previous"),
-    on_click=go,
-    args=(-1,),
-    disabled=number <= 1,
-    width="stretch",
-    key="lesson_previous",
-    help=_("Previous step (← key)"),
-)
-forward.button(
-    "→" if presenting() else _("Next →"),
-    on_click=go,
-    args=(1,),
-    disabled=number >= last,
-    width="stretch",
-    key="lesson_next",
-    help=_("Next step (→ key)"),
-)
-if not presenting():
-    st.caption(_("The arrow keys ← → move between steps too. Add `present=1` to the link for a projector."))
+
+
+# A slide's parts in one container (key "lesson-slide": assets/present.css sets them closer together). Its places are
+# made in the slide's order and filled once the step is known, which the menu, folded at its foot, decides.
+page = st.container(key="lesson-slide") if present else st.container()
+menu: DeltaGenerator  # where the step menu goes: the nav row, or a slide's fold
+more: DeltaGenerator  # where the caption and the links go: under the chart, or a slide's fold
+with page:
+    if present:
+        heading, count, back, forward = st.columns([9, 1.3, 1, 1], vertical_alignment="center", gap="small")
+        body, control, chart, question = st.container(), st.container(), st.container(), st.container()
+        answer = st.expander(_("Answer"))
+        more = st.expander(_("More: the step menu, the step's whole text, the chart's caption and links"))
+        menu = more
+    else:
+        st.title(_("Lesson: from attention to MLA"))
+        back, menu, forward = st.columns([2, 5, 2], vertical_alignment="center")
+        body = st.container()
+with menu:
+    number = bound(steps.STEP, step_menu, (1, last))
+with page:
+    back.button(
+        "←" if present else _("← Previous"),
+        on_click=go,
+        args=(-1,),
+        disabled=number <= 1,
+        width="stretch",
+        key="lesson_previous",
+        help=_("Previous step (← key)"),
+    )
+    forward.button(
+        "→" if present else _("Next →"),
+        on_click=go,
+        args=(1,),
+        disabled=number >= last,
+        width="stretch",
+        key="lesson_next",
+        help=_("Next step (→ key)"),
+    )
+keys.open_at_top(number)
 
 step = lesson_steps[number - 1]
 numbers = views.STEP_NUMBERS[step.key](lang) if step.key in views.STEP_NUMBERS else {}
-st.header(_(step.title))
-st.markdown(_(step.text, **numbers))
-
-make = views.STEP_VIEWS[step.key]
-if step.key == "gqa":
-    groups = bound(
-        views.GROUPS,
-        lambda key: st.select_slider(_("KV groups $g$ (of 8 query heads)"), views.GROUPS.options, key=key),
-    )
-    shown = make(lang, groups)
-elif step.key == "choose":
-    context = bound(
-        lab_link.CONTEXT,
-        lambda key: st.select_slider(
-            _("Context length for the whole-model cache (tokens)"), lab_link.CONTEXT.options, key=key
-        ),
-    )
-    shown = make(lang, context)
+if present:
+    heading.header(_(step.title))
+    count.container(key="lesson-count").markdown(f"{number}/{last}")
+    body.markdown(_(step.lead, **numbers))
+    more.markdown(_(step.text, **numbers))
 else:
-    with st.spinner(_("Computing the step's chart…")):
-        shown = make(lang)
+    with body:
+        st.caption(_("The arrow keys ← → move between steps too. Add `present=1` to the link for a projector."))
+        st.header(_(step.title))
+        st.markdown(_(step.text, **numbers))
+        # The step's control, its chart with the caption and links, the question and, folded, the answer
+        control, chart, question = st.container(), st.container(), st.container()
+        answer = st.expander(_("Answer"))
+        more = chart
+
+
+def step_control(label: str, options: tuple, key: str) -> Any:
+    """A step's own control: on a slide its label beside it, in one row above the chart."""
+    if not present:
+        return st.select_slider(label, options, key=key)
+    name, slider = st.columns([3, 2], vertical_alignment="center")
+    name.container(key="lesson-control").markdown(label)
+    return slider.select_slider(label, options, key=key, label_visibility="collapsed")
+
+
+with control:
+    make = views.STEP_VIEWS[step.key]
+    if step.key == "gqa":
+        groups = bound(
+            views.GROUPS, lambda key: step_control(_("KV groups $g$ (of 8 query heads)"), views.GROUPS.options, key)
+        )
+        shown = make(lang, groups)
+    elif step.key == "choose":
+        context = bound(
+            lab_link.CONTEXT,
+            lambda key: step_control(
+                _("Context length for the whole-model cache (tokens)"), lab_link.CONTEXT.options, key
+            ),
+        )
+        shown = make(lang, context)
+    else:
+        with st.spinner(_("Computing the step's chart…")):
+            shown = make(lang)
+
+question.markdown(_("**Question for the class:** {question}", question=_(step.question, **numbers)))
+answer.markdown(_(step.answer, **numbers))
 
 if shown is not None:
-    show_chart(shown.spec, name=f"lesson-{step.key}", rows=shown.rows, caption=shown.caption)
-    explore, animation = st.columns(2)
+    with chart:
+        show_chart(
+            shown.spec,
+            name=f"lesson-{step.key}",
+            rows=shown.rows,
+            caption=shown.caption,
+            slide_height=views.slide_height(step.key) if present else None,
+            caption_place=more if present else None,
+        )
+    explore, animation = more.columns(2)
     target = f"{shown.page}?{urlencode(link_query(shown.settings, shown.query))}"
     explore.link_button(
         _("Explore this"),
@@ -119,7 +172,3 @@ if shown is not None:
                 n=shown.animation.frames,
             ),
         )
-
-st.markdown(_("**Question for the class:** {question}", question=_(step.question, **numbers)))
-with st.expander(_("Answer")):
-    st.markdown(_(step.answer, **numbers))

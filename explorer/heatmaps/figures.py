@@ -28,6 +28,7 @@ from explorer.probes.heatmaps import (
 from .computed import comparison_result, grid_columns, variant_result
 from .panels import (
     HOW,
+    SHOW_VALUES_UP_TO,
     Panel,
     PanelNumbers,
     Pooling,
@@ -89,9 +90,16 @@ def head_label(head: int, kv_head: int, variant: str, *, two_lines: bool = False
 
 
 def grid_figure(
-    result: VariantPass, variant: str, group_size: int, *, pool: str, tokens: list[str] | None
+    result: VariantPass,
+    variant: str,
+    group_size: int,
+    *,
+    pool: str,
+    tokens: list[str] | None,
+    slide_height: int | None = None,
 ) -> tuple[dict, PanelNumbers, Pooling]:
-    """Every computed head's weights, one KV group per row where groups are 2..8 heads wide."""
+    """Every computed head's weights, one KV group per row where groups are 2..8 heads wide (slide_height: drawn that
+    tall on a slide, explorer.heatmaps.panels.panels_figure)."""
     weights, heads = result.weights, result.heads
     pooling = grid_pooling(weights.shape[1], len(heads), pool)
     ncols = grid_columns(len(heads), group_size)
@@ -113,7 +121,9 @@ def grid_figure(
         coloraxes={"coloraxis": weights_axis(vmax)},
         row_height=240 if ncols <= 4 else 170,
         x_title=_("key position") if not two_lines else _("key"),
-        y_title=_("query position"),
+        # a slide's short rows: the short name, which fits beside one row
+        y_title=_("query") if slide_height else _("query position"),
+        height=slide_height,
     )
     return fig, panel_csv(panels), pooling
 
@@ -150,12 +160,22 @@ def compare_figure(
 # other. On a phone (two a row) the grid's own order applies.
 STEP_ROWS = [[0, 1, 2], [0, 1, 2], [0, 1]]
 STEP_COLOR_BAR_ROOM = 110  # px of right margin for the standing colour bars beside the rows
+# On a slide (wide and short) two rows of four, in the formula's order, and two colour bars side by side beside each
+SLIDE_STEP_COLUMNS = 4
+SLIDE_COLOR_BAR_ROOM = 190
 
 
 def steps_figure(
-    steps: HeadSteps, *, causal: bool, pool: str, tokens: list[str] | None, d_k: int
+    steps: HeadSteps,
+    *,
+    causal: bool,
+    pool: str,
+    tokens: list[str] | None,
+    d_k: int,
+    slide_height: int | None = None,
 ) -> tuple[dict, PanelNumbers, Pooling]:
-    """Q, K, V, then Q·Kᵀ, ÷√d_k, masked, softmax and ×V as matrices, in the order the formula applies them."""
+    """Q, K, V, then Q·Kᵀ, ÷√d_k, masked, softmax and ×V as matrices, in the order the formula applies them
+    (slide_height: two rows of four, drawn that tall on a slide)."""
     length, keys = steps.scores.shape
     square = Pooling(block_size(length, STEP_SIDE), block_size(keys, STEP_SIDE), pool)
     panels = [
@@ -163,22 +183,25 @@ def steps_figure(
         *_score_panels(steps, causal=causal, square=square, tokens=tokens, d_k=d_k),
         _output_panel(steps, pool=pool, tokens=tokens),
     ]
-    coloraxes = _step_coloraxes(steps, softmax=panels[6])
+    coloraxes = _step_coloraxes(steps, softmax=panels[6], slide=slide_height is not None)
     # A phone shows panels with numbers in their cells one a row: two a row left ~20 px a cell, the numbers 5 px.
     phone_columns = 1 if any(panel.show_values for panel in panels) else PHONE_COLUMNS
     fig = panels_figure(
         panels,
-        3,
+        SLIDE_STEP_COLUMNS if slide_height else 3,
         coloraxes=coloraxes,
         row_height=250,
-        layout_cols=STEP_ROWS,
+        layout_cols=None if slide_height else STEP_ROWS,
         share_x=False,
         phone_columns=phone_columns,
+        height=slide_height,
     )
     layout = fig["layout"]
-    layout["margin"] = {**layout["margin"], "r": max(layout["margin"].get("r", 0), STEP_COLOR_BAR_ROOM)}
-    # The first panel of each row names its rows: three a row (wide), two or one a row (a phone's layout)
-    _name_step_axes(layout, panels, {0: _("token"), 3: _("query"), 6: _("query")})
+    room = SLIDE_COLOR_BAR_ROOM if slide_height else STEP_COLOR_BAR_ROOM
+    layout["margin"] = {**layout["margin"], "r": max(layout["margin"].get("r", 0), room)}
+    # The first panel of each row names its rows: three a row (wide) or four (a slide), two or one a row (a phone's)
+    first = {0: _("token"), 4: _("query")} if slide_height else {0: _("token"), 3: _("query"), 6: _("query")}
+    _name_step_axes(layout, panels, first)
     if "narrow" in fig:
         row_names = (
             {0: _("token"), 2: _("key"), 4: _("query"), 6: _("query")}
@@ -253,10 +276,18 @@ def _output_panel(steps: HeadSteps, *, pool: str, tokens: list[str] | None) -> P
     )
 
 
-def _step_coloraxes(steps: HeadSteps, *, softmax: Panel) -> dict[str, dict]:
-    """Every step's colour scale, each bar beside the row it scales. ① and ② (and ③) share one: ÷√d_k shrinks the
-    scores, and on a scale of their own the two looked identical: the lesson of that step was invisible."""
+def _step_coloraxes(steps: HeadSteps, *, softmax: Panel, slide: bool = False) -> dict[str, dict]:
+    """Every step's colour scale, each bar beside the row it scales (on a slide, two side by side beside each of its
+    two rows). ① and ② (and ③) share one: ÷√d_k shrinks the scores, and on a scale of their own the two looked
+    identical: the lesson of that step was invisible."""
     inputs = np.concatenate([steps.q.ravel(), steps.k.ravel(), steps.v.ravel()])
+    if slide:
+        return {
+            "coloraxis": weights_axis(float(np.nanmax(softmax.z))) | _standing_bar(0.22, _("④ weight"), 0.4, 1.02),
+            "coloraxis2": diverging_axis(inputs, "q, k, v") | _standing_bar(0.78, "Q, K, V", 0.4, 1.02),
+            "coloraxis3": diverging_axis(steps.scores, "") | _standing_bar(0.78, _("①②③ score"), 0.4, 1.14),
+            "coloraxis5": diverging_axis(steps.out, "") | _standing_bar(0.22, _("⑤ output"), 0.4, 1.14),
+        }
     return {
         "coloraxis": weights_axis(float(np.nanmax(softmax.z))) | _standing_bar(0.225, _("④ weight"), 90),
         "coloraxis2": diverging_axis(inputs, "q, k, v") | _standing_bar(0.856, "Q, K, V", 180),
@@ -265,16 +296,17 @@ def _step_coloraxes(steps: HeadSteps, *, softmax: Panel) -> dict[str, dict]:
     }
 
 
-def _standing_bar(y: float, title: str, length: float) -> dict:
-    """A colour bar standing right of the panels, centred at y (paper), `length` px tall."""
+def _standing_bar(y: float, title: str, length: float, x: float = 1.02) -> dict:
+    """A colour bar standing right of the panels at x, centred at y (paper), `length` px tall (a share of the plot's
+    height if at most 1)."""
     return {
         "colorbar": {
             "title": {"text": title, "side": "right"},
             "thickness": 10,
             "len": length,
-            "lenmode": "pixels",
+            "lenmode": "fraction" if length <= 1 else "pixels",
             "ypad": 0,
-            "x": 1.02,
+            "x": x,
             "y": y,
             "yanchor": "middle",
             "tickfont": {"size": 9},
@@ -314,7 +346,8 @@ def decode_figure(
     else:
         key, weight = _("key"), _("weight")
         hover = f"%{{y}}<br>{key} %{{x}}<br>{weight} %{{z:.4g}}<extra></extra>"
-    panel = Panel("", z, x, y, hover, csv_name=_("decode step"))
+    # A few heads over a short sentence: each weight written in its cell (Plotly fits the numbers to the cells)
+    panel = Panel("", z, x, y, hover, show_values=max(z.shape) <= SHOW_VALUES_UP_TO, csv_name=_("decode step"))
     fig = panels_figure(
         [panel],
         1,
@@ -392,11 +425,21 @@ def _tokens(spec: InputSpec) -> list[str] | None:
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def heads_chart(
-    cfg: AttentionConfig, seed: int, spec: InputSpec, causal: bool, heads: range, pool: str, lang: str
+    cfg: AttentionConfig,
+    seed: int,
+    spec: InputSpec,
+    causal: bool,
+    heads: range,
+    pool: str,
+    lang: str,
+    slide_height: int | None = None,
 ) -> Chart[HeadsFacts]:
+    """Every head's weights (slide_height: drawn that tall on a lesson's slide)."""
     with speaking(lang):
         result = variant_result(cfg, seed, spec, causal=causal, heads=heads)
-        fig, rows, pooling = grid_figure(result, cfg.variant, cfg.group_size, pool=pool, tokens=_tokens(spec))
+        fig, rows, pooling = grid_figure(
+            result, cfg.variant, cfg.group_size, pool=pool, tokens=_tokens(spec), slide_height=slide_height
+        )
         weights = result.weights
         facts = HeadsFacts(
             row_sum_error=float(np.abs(weights.sum(-1) - 1).max()),
@@ -426,13 +469,23 @@ def compare_chart(
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def steps_chart(
-    cfg: AttentionConfig, seed: int, spec: InputSpec, causal: bool, heads: range, head: int, pool: str, lang: str
+    cfg: AttentionConfig,
+    seed: int,
+    spec: InputSpec,
+    causal: bool,
+    heads: range,
+    head: int,
+    pool: str,
+    lang: str,
+    slide_height: int | None = None,
 ) -> Chart[StepFacts]:
-    """Head `head` (one of the page's heads) step by step."""
+    """Head `head` (one of the page's heads) step by step (slide_height: drawn that tall on a lesson's slide)."""
     with speaking(lang):
         result = variant_result(cfg, seed, spec, causal=causal, heads=heads)
         steps = steps_of_head(result, head, causal)
-        fig, rows, pooling = steps_figure(steps, causal=causal, pool=pool, tokens=_tokens(spec), d_k=steps.q.shape[1])
+        fig, rows, pooling = steps_figure(
+            steps, causal=causal, pool=pool, tokens=_tokens(spec), d_k=steps.q.shape[1], slide_height=slide_height
+        )
         index = result.heads.index(head)
         facts = StepFacts(
             kv_head=result.kv_head[index],

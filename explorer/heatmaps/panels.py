@@ -162,6 +162,7 @@ ROW_GAP_EACH = 0.04  # ...plus this much each
 ROW_GAP_MOST = 64  # px at most between rows: a row's panel titles and the tick labels of the row above
 MARGINS = {"b": 45, "l": 60, "r": 20}  # px
 TOP_MARGIN, TOP_MARGIN_TITLED = 60, 85  # px above the first row: its panel titles, and the figure's title if any
+SLIDE_TOP_MARGIN = 45  # px above a slide's first row (its one-line panel titles)
 FRAME_HEIGHT = 70  # px a figure adds to its rows' heights (mostly margins)
 TITLE_HEIGHT = 30  # px the figure's title adds
 X_TITLE_ROOM = 20  # px more between rows whose panels each carry an x title
@@ -183,6 +184,7 @@ class GridText:
     x_title: str
     y_title: str
     share_x: bool
+    one_line: bool = False  # panel titles on one line (a slide: wide panels, short rows)
 
 
 def panels_figure(
@@ -197,14 +199,19 @@ def panels_figure(
     layout_cols: list[list[int]] | None = None,
     share_x: bool = True,
     phone_columns: int = PHONE_COLUMNS,
+    height: int | None = None,
 ) -> dict:
     """Heatmaps in a grid, as one figure dict with its axes laid out by hand (make_subplots is several times slower,
-    and every rerun paid for it). layout_cols optionally gives, per row, the column slots used.
+    and every rerun paid for it). layout_cols optionally gives, per row, the column slots used. height (a slide's:
+    explorer.lesson draws it so in presenter mode) makes the rows share that height, their titles on one line.
 
     Row labels are drawn on the first panel of each row only, and with share_x column labels only on the lowest panel
     of each column, so long token labels never run into the neighbouring panel; the hover names every cell anyway.
     """
-    text = GridText(title, x_title, y_title, share_x)
+    text = GridText(title, x_title, y_title, share_x, one_line=height is not None)
+    if height is not None:
+        nrows = rows_of(arrange(len(panels), ncols, layout_cols))
+        row_height = (height - _height(nrows, 0, text)) // nrows
     fig = _grid(panels, ncols, row_height=row_height, text=text, layout_cols=layout_cols)
     for name, axis in coloraxes.items():
         fig["layout"][name] = axis
@@ -226,11 +233,14 @@ def _grid(
     # under one row ran into the next row's panel titles at a projector's width
     own_title = 0 if text.share_x else X_TITLE_ROOM
     top = TOP_MARGIN_TITLED if text.title else TOP_MARGIN
-    # A gap in fractions of the figure grows with it: in a tall figure (a phone's column of panels) it is capped
-    gap_y = min(
-        ROW_GAP_SHARED / nrows + ROW_GAP_EACH + own_title / height,
-        (ROW_GAP_MOST + own_title) / (height - top - MARGINS["b"]),
-    )
+    if text.one_line:  # a slide: the toolbar's row and one line of panel titles above the first row
+        top = SLIDE_TOP_MARGIN
+    # A gap in fractions of the figure grows with it: in a tall figure (a phone's column of panels) it is capped. A
+    # slide's short rows keep the capped gap (its labels are drawn larger: explorer.present.SLIDE_FONT_SCALE)
+    plot_px = height - top - MARGINS["b"]
+    gap_y = (ROW_GAP_MOST + own_title) / plot_px
+    if not text.one_line:
+        gap_y = min(ROW_GAP_SHARED / nrows + ROW_GAP_EACH + own_title / height, gap_y)
     slots = place(cells, even_columns(ncols, COLUMN_GAP), even_rows(nrows, gap_y))
     layout: dict = {"height": height, "margin": {"t": top, **MARGINS}}
     if text.title:
@@ -264,7 +274,11 @@ def _heatmap(panel: Panel, slot: Slot, ncols: int, text: GridText) -> Subplot:
     x_axis, y_axis = _x_axis(slot, ncols, text), _y_axis(slot, text)
     x_axis |= _position_ticks(panel.x, every_few=ncols >= 3)
     y_axis |= _position_ticks(panel.y, every_few=False)
-    return Subplot([trace], x_axis, y_axis, _two_lines(panel.title) if ncols >= 3 else panel.title)
+    if text.one_line:
+        title = panel.title.replace("<br>", " ")
+    else:
+        title = _two_lines(panel.title) if ncols >= 3 else panel.title
+    return Subplot([trace], x_axis, y_axis, title)
 
 
 def _x_axis(slot: Slot, ncols: int, text: GridText) -> dict:

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from attn_core import PRESETS, ModelPreset
-from explorer.charts import BYTE_UNITS, VARIANT_COLORS, count_axis, unit_axis
+from explorer.charts import BYTE_UNITS, VARIANT_COLORS, apart, count_axis, unit_axis
 from explorer.i18n import _, format_bytes, n_
 from explorer.probes import FLOAT32_TOLERANCE
 from explorer.probes.kv_cache import (
@@ -42,8 +42,9 @@ def cache_size_figure(traces: dict[str, DecodeTrace], step: int) -> dict:
     per step, that alone was most of a rerun).
     """
     data = [line for name, trace in traces.items() for line in _bytes_lines(name, trace)]
-    data.append(_markers_at(traces, step))
-    return {"data": data, "layout": _cache_size_layout(traces)}
+    layout = _cache_size_layout(traces)
+    data.append(_markers_at(traces, step, layout["yaxis"]["range"]))
+    return {"data": data, "layout": layout}
 
 
 def _bytes_lines(name: str, trace: DecodeTrace) -> list[dict]:
@@ -94,19 +95,41 @@ def _bytes_lines(name: str, trace: DecodeTrace) -> list[dict]:
     ]
 
 
-def _markers_at(traces: dict[str, DecodeTrace], step: int) -> dict:
-    """One trace holding every cache's point at the step."""
+def _markers_at(traces: dict[str, DecodeTrace], step: int, y_range: list[float]) -> dict:
+    """One trace holding every cache's point at the step, each named on the chart (not only in the legend): left of
+    it, where its rising line leaves room, above or below as the other names allow; caches holding the same bytes
+    (the repeated heads on MHA's line) share one name."""
     names = list(traces)
+    held = [traces[name].nbytes[step] for name in names]
+    labels: dict[int, list[str]] = {}
+    for name, nbytes in zip(names, held, strict=True):
+        labels.setdefault(nbytes, []).append(shown_name(name))
+    first = {nbytes: names[held.index(nbytes)] for nbytes in labels}
+    text = [" = ".join(labels[n]) if first[n] == name else "" for name, n in zip(names, held, strict=True)]
+    steps = len(next(iter(traces.values())).nbytes) - 1
+    # from the largest cache down: each name above its point unless the one above took that room
+    order = sorted(range(len(names)), key=lambda i: -held[i])
+    sides = apart(
+        [(step, held[i], text[i]) for i in order],
+        (-0.05 * steps, 1.05 * steps),
+        (y_range[0], y_range[1]),
+        ("top left", "bottom right", "bottom left", "middle left"),
+    )
+    position = dict(zip(order, sides, strict=True))
     return {
         "type": "scatter",
         "x": [step] * len(names),
-        "y": [traces[name].nbytes[step] for name in names],
-        "text": [shown_name(name) for name in names],
-        "mode": "markers",
+        "y": held,
+        "customdata": [shown_name(name) for name in names],
+        "text": text,
+        "mode": "markers+text",
+        "textposition": [position[i] for i in range(len(names))],
+        "textfont": {"color": [color_of(name) for name in names], "size": 12},
+        "cliponaxis": False,
         "name": _("at the step"),
         "showlegend": False,
         "marker": {"color": [color_of(name) for name in names], "size": 14, "line": {"color": "white", "width": 2}},
-        "hovertemplate": _("{name}, step {step}: {bytes} bytes", name="%{text}", step="%{x}", bytes="%{y:,}")
+        "hovertemplate": _("{name}, step {step}: {bytes} bytes", name="%{customdata}", step="%{x}", bytes="%{y:,}")
         + "<extra></extra>",
     }
 

@@ -1,4 +1,5 @@
-"""The lesson's keyboard: a small component (keys.js) that reports ← and → as "previous" and "next"."""
+"""The lesson's keyboard and scrolling: a small component (keys.js) that reports ← and → as "previous" and "next",
+and one (top.js) that opens a new step at its top."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import streamlit as st
 
 KEYS_NAME = "attention_explorer.lesson_keys"
 KEYS = st.components.v2.component(KEYS_NAME, js=(Path(__file__).parent / "keys.js").read_text(encoding="utf-8"))
+TOP_NAME = "attention_explorer.lesson_top"
+TOP = st.components.v2.component(TOP_NAME, js=(Path(__file__).parent / "top.js").read_text(encoding="utf-8"))
 
 
 def arrow_key() -> str | None:
@@ -16,3 +19,8 @@ def arrow_key() -> str | None:
     result = KEYS(key="lesson_keys", on_key_change=lambda: None)
     pressed = getattr(result, "key", None)
     return pressed if pressed in ("previous", "next") else None
+
+
+def open_at_top(step: int) -> None:
+    """Scroll the page to its top when the step shown differs from the last run's (call once the step is known)."""
+    TOP(key="lesson_top", data={"step": step})

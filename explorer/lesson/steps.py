@@ -19,6 +19,7 @@ class Step:
     text: str  # a few sentences, markdown
     question: str  # for the class
     answer: str  # folded away
+    lead: str  # presenter mode's few sentences: the slide shows them above its chart, the full text folded below
 
 
 STEPS: tuple[Step, ...] = (
@@ -38,6 +39,10 @@ STEPS: tuple[Step, ...] = (
             "give larger scores and the softmax becomes nearly one-hot: one key takes all the weight and the "
             "gradients vanish."
         ),
+        lead=N_(
+            "$\\mathrm{softmax}(QK^\\top/\\sqrt{d_k} + M)\\,V$ step by step: one head of a real layer scores, scales, "
+            "masks and weighs a six-token sentence."
+        ),
     ),
     Step(
         "heads",
@@ -52,6 +57,10 @@ STEPS: tuple[Step, ...] = (
             "Each head works in $d_h = d_{model}/h$ dimensions: $h$ heads of width $d_{model}/h$ do the same number of "
             "multiply-adds in the projections as one head of width $d_{model}$. What grows with $h$ is only the number "
             "of attention maps."
+        ),
+        lead=N_(
+            "$h$ heads of width $d_h = d_{model}/h$, each with its own $W^Q$, $W^K$, $W^V$: eight ways of looking at "
+            "one sentence."
         ),
     ),
     Step(
@@ -69,6 +78,10 @@ STEPS: tuple[Step, ...] = (
             "at every step ($n^2$ over a whole answer). With a cache: only the new token is projected; reading the "
             "cache still grows with $n$, and that reading, from memory, is what limits decoding speed."
         ),
+        lead=N_(
+            "Decoding keeps every token's keys and values: the **KV cache**, $2 \\cdot h \\cdot d_h$ numbers per token "
+            "per layer, growing with every token."
+        ),
     ),
     Step(
         "mqa",
@@ -84,6 +97,10 @@ STEPS: tuple[Step, ...] = (
             "All heads now score the same keys and mix the same values: they can differ only through their queries. "
             "That costs quality (models converted to MQA need further training), and training can be less stable."
         ),
+        lead=N_(
+            "In MQA all query heads read **one** K/V head: the cache per token falls from $2 \\cdot h \\cdot d_h$ to "
+            "$2 \\cdot d_h$."
+        ),
     ),
     Step(
         "gqa",
@@ -97,6 +114,10 @@ STEPS: tuple[Step, ...] = (
         N_(
             "$g$ must divide $h$: 1, 2, 4 or 8. With $g = 2$ each group has 4 heads, so heads 4–7 read KV head 1 "
             "($\\lfloor i/4 \\rfloor = 1$)."
+        ),
+        lead=N_(
+            "$h$ query heads in $g$ **groups**, each group sharing one K/V head: $2 \\cdot g \\cdot d_h$ numbers per "
+            "token. Move the groups."
         ),
     ),
     Step(
@@ -112,6 +133,10 @@ STEPS: tuple[Step, ...] = (
             "MHA would keep 9 K/V heads instead of 3: three times the cache. MQA would keep 1: a third of it. The "
             "ratio is the number of KV heads, whatever the text."
         ),
+        lead=N_(
+            "SmolLM2-135M has 9 query heads sharing 3 KV heads in each of its 30 layers: its cache, measured as it "
+            "writes."
+        ),
     ),
     Step(
         "pitfall",
@@ -126,6 +151,10 @@ STEPS: tuple[Step, ...] = (
         N_(
             "Only by measuring memory: compare the cache's bytes with $2 \\cdot g \\cdot d_h$ per token. Here the "
             "repeated cache lands exactly on MHA's line, $h/g$ times what GQA needs."
+        ),
+        lead=N_(
+            "Caching the K/V heads after `repeat_interleave` gives the right outputs and MHA's cache: the saving is "
+            "thrown away."
         ),
     ),
     Step(
@@ -143,6 +172,10 @@ STEPS: tuple[Step, ...] = (
             "· {head_dim} = {mha}, so MLA's cache is {ratio}× smaller, about the cache of GQA with {groups} groups, "
             "while every head keeps keys and values of its own."
         ),
+        lead=N_(
+            "MLA caches one **latent vector** $c^{{KV}}$ per token, and every head rebuilds its keys and values from "
+            "it: {model} keeps {mha} numbers per token per layer as MHA, {mla} as MLA."
+        ),
     ),
     Step(
         "rope",
@@ -157,6 +190,10 @@ STEPS: tuple[Step, ...] = (
         N_(
             "It is cached: a rotary key per head would add $h \\cdot d_h^R$ numbers per token, a shared one adds "
             "$d_h^R$. Position needs only a few dimensions; the content lives in the latent vector."
+        ),
+        lead=N_(
+            "Rotated keys would keep $W^{UK}$ from being absorbed: MLA adds one small **rotary key** $k^R$, shared by "
+            "all heads and cached beside $c^{KV}$."
         ),
     ),
     Step(
@@ -173,6 +210,10 @@ STEPS: tuple[Step, ...] = (
             "The cost: the naive way up-projects the whole cache at every step, so its work grows with $h \\cdot d_h "
             "\\cdot d_c$ per cached token; the absorbed way reads each latent vector once. The rotary key is why RoPE "
             "had to be decoupled: a rotation between $q$ and $W^{UK}$ would not fold."
+        ),
+        lead=N_(
+            "Fold $W^{UK}$ into the query and $W^{UV}$ into the output: attention runs on the cached latent vectors "
+            "directly. One decode step, computed that way."
         ),
     ),
     Step(
@@ -192,6 +233,10 @@ STEPS: tuple[Step, ...] = (
             "fitted to keep as much of them as its width allows, from which each head still rebuilds keys of its "
             "own; MQA forces every head onto one shared key."
         ),
+        lead=N_(
+            "SmolLM2-135M converted to MHA, MQA and MLA: perplexity against cache per token, as converted (●) and "
+            "healed (★)."
+        ),
     ),
     # Last, after the choice it qualifies: a link to any earlier step opens the step it always did.
     Step(
@@ -209,6 +254,10 @@ STEPS: tuple[Step, ...] = (
         N_(
             "{closest} Converted without training it was at perplexity {before}. A conversion judged before any "
             "training undersells it: the untrained weights are only a starting point."
+        ),
+        lead=N_(
+            "Each conversion trained back only its new attention, for minutes on a CPU: the original and every healed "
+            "conversion up close."
         ),
     ),
 )

@@ -31,6 +31,7 @@ from explorer.mapping import frames as mapping_frames
 from explorer.mapping import link as mapping_link
 from explorer.model import trained_model
 from explorer.params import Choice, Param
+from explorer.present import presenting
 from explorer.probes.heatmaps import InputSpec
 from explorer.probes.kv_cache import DecodeTrace, memory_budget
 from explorer.settings import Settings
@@ -59,6 +60,22 @@ GPU_GIB, GPUS = 80, 1
 
 # A step's own control, in the link: GQA's group count over the step's 8 heads.
 GROUPS = Choice("ls_groups", (1, 2, 4, 8), 2)
+
+# A slide's chart (presenter mode, 1024x768): the height the step's title, its few sentences and its question leave,
+# less a step's own control above the chart.
+SLIDE_CHART_HEIGHT = 430
+CONTROL_HEIGHT = 100  # px a step's control takes on a slide (pages/lesson.py: its label beside it)
+
+
+def slide_height(key: str) -> int:
+    """How tall step `key`'s chart is drawn on a slide."""
+    return SLIDE_CHART_HEIGHT - (CONTROL_HEIGHT if key in ("gqa", "choose") else 0)
+
+
+def _slide(key: str) -> int | None:
+    """The height step `key`'s chart is drawn at when its figure is laid out for it (a grid of panels), in presenter
+    mode; None elsewhere."""
+    return slide_height(key) if presenting() else None
 
 
 @dataclass
@@ -115,7 +132,15 @@ def inside_one_head(lang: str) -> StepView:
     settings, variant, head = ONE_HEAD, "mha", 0
     cfg = heatmaps_computed.layer_config(settings, variant, True)
     chart = heatmaps_figures.steps_chart(
-        cfg, settings.seed, _text_input(settings), True, _first_heads(settings, variant), head, POOL, lang
+        cfg,
+        settings.seed,
+        _text_input(settings),
+        True,
+        _first_heads(settings, variant),
+        head,
+        POOL,
+        lang,
+        _slide("sdpa"),
     )
     return StepView(
         chart.spec,
@@ -137,7 +162,7 @@ def every_head(lang: str) -> StepView:
     settings, variant = MANY_HEADS, "mha"
     cfg = heatmaps_computed.layer_config(settings, variant, True)
     chart = heatmaps_figures.heads_chart(
-        cfg, settings.seed, _text_input(settings), True, _first_heads(settings, variant), POOL, lang
+        cfg, settings.seed, _text_input(settings), True, _first_heads(settings, variant), POOL, lang, _slide("heads")
     )
     return StepView(
         chart.spec,

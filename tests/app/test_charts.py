@@ -11,7 +11,7 @@ from pathlib import Path
 import plotly
 
 from explorer import i18n
-from explorer.charts import chart_description, with_unmeasured_tick_labels
+from explorer.charts import DRAWN_AT, apart, chart_description, with_unmeasured_tick_labels
 
 
 def test_every_axis_gets_unmeasured_tick_labels_unless_the_chart_says_otherwise():
@@ -64,3 +64,32 @@ def test_the_served_plotly_js_is_the_version_the_figures_are_validated_against()
 
     served = Path(__file__).resolve().parents[2] / "assets" / "plotly" / "plotly-scatter-bar-heatmap.min.js"
     assert version(served) == version(Path(plotly.__file__).parent / "package_data" / "plotly.min.js")
+
+
+def _name_box(point, position, x_range, y_range, size):
+    """Where a name of `point` sits at `position`, in px, measured generously (0.6 of the font a letter)."""
+    width, height, font = size
+    x, y, text = point
+    px = (x - x_range[0]) / (x_range[1] - x_range[0]) * width
+    py = (y - y_range[0]) / (y_range[1] - y_range[0]) * height
+    w, h = 0.6 * font * len(text), 1.2 * font
+    ox = {"left": -1, "center": 0, "right": 1}[position.split()[1]]
+    oy = {"top": 1, "middle": 0, "bottom": -1}[position.split()[0]]
+    cx, cy = px + ox * (w / 2 + 9), py + oy * (h / 2 + 9)
+    return cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2
+
+
+def test_apart_keeps_a_lone_points_first_choice():
+    assert apart([(5.0, 5.0, "MHA")], (0.0, 10.0), (0.0, 10.0), ("top left", "bottom right")) == ["top left"]
+
+
+def test_apart_sets_the_names_of_close_points_where_they_do_not_meet_at_any_size():
+    """Two caches a few pixels apart at the right edge (MQA and MLA at the last step): their names, both wanting the
+    room above and left, end on different sides and apart at every size the charts are drawn at."""
+    points = [(24.0, 10240.0, "MLA"), (24.0, 8192.0, "MQA")]
+    x_range, y_range = (-1.2, 25.2), (0.0, 70000.0)
+    sides = apart(points, x_range, y_range, ("top left", "bottom right", "bottom left", "middle left"))
+    assert sides[0] != sides[1]
+    for size in DRAWN_AT:
+        a, b = (_name_box(p, s, x_range, y_range, size) for p, s in zip(points, sides, strict=True))
+        assert not (a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]), (size, sides)

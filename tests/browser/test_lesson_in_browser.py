@@ -168,7 +168,9 @@ def test_the_slides_gif_downloads_and_decodes(server, browser):
     try:
         i18n.set_language("zh")
         label = i18n._("GIF for slides")
+        fold = i18n._("More: the step menu, the step's whole text, the chart's caption and links")
         i18n.set_language("en")
+        tab.get_by_text(fold).click()  # a slide folds its links below the question
         with tab.expect_download() as download:
             tab.get_by_role("button", name=label).click()
         with open(download.value.path(), "rb") as gif:

@@ -13,6 +13,7 @@ from PIL import Image, ImageChops
 from attn_core import PRESETS
 from explorer.i18n import fmt, set_language
 from explorer.lesson import slides, steps, views
+from explorer.present import SLIDE_FONT_SCALE
 from explorer.settings import LINK_NAMES, Settings
 from tests.app.conftest import media  # noqa: F401  (the fixture: what a download button serves)
 from tests.app.helpers import (
@@ -150,17 +151,31 @@ def test_the_slides_gif_decodes_to_the_animations_frames(number, lang, media):  
     assert ImageChops.difference(first, last).getbbox() is not None, "the first and last frames differ"
 
 
-def test_presenter_mode_doubles_chart_fonts_and_stays_in_the_link():
-    plain = open_page("lesson", {"step": "4"})
-    present = open_page("lesson", {"step": "4", "present": "1"})
+@pytest.mark.parametrize("number", [4, 5])
+def test_presenter_mode_draws_the_steps_chart_as_a_slide_and_stays_in_the_link(number):
+    """A slide's chart: fonts SLIDE_FONT_SCALE times their size and the height the slide leaves it (less where the
+    step has a control); tests/browser/test_lesson_slides.py measures the slide on the screen."""
+    plain = open_page("lesson", {"step": str(number)})
+    present = open_page("lesson", {"step": str(number), "present": "1"})
     no_exception(present)
     assert present.query_params["present"] == "1"
     base = chart_payload(charts(plain)[0])["figure"]["layout"]
     big = chart_payload(charts(present)[0])["figure"]["layout"]
-    assert big["template"]["layout"]["font"]["size"] == 2 * base["template"]["layout"]["font"]["size"]
-    assert big["height"] > base["height"]
+    scale = SLIDE_FONT_SCALE
+    assert big["template"]["layout"]["font"]["size"] == scale * base["template"]["layout"]["font"]["size"]
+    assert big["height"] == views.slide_height(step_key(number))
+    assert views.slide_height("gqa") < views.slide_height("mqa"), "step 5's control takes room from its chart"
     _path, query = explore_link(present)
     assert query["present"] == "1", "explore this keeps presenter mode"
+
+
+def test_presenter_mode_shows_the_steps_few_sentences_and_folds_the_rest():
+    at = open_page("lesson", {"step": "3", "present": "1"})
+    step = steps.STEPS[2]
+    shown = [m.value for m in at.markdown]
+    assert shown.index(step.lead) < shown.index(step.text), "the few sentences on the slide, the whole text below"
+    assert at.expander[0].label == "Answer"
+    assert step.text in [m.value for m in at.expander[1].markdown]
 
 
 def test_presenter_mode_works_on_every_page():

@@ -1,0 +1,207 @@
+"""The lesson in presenter mode is a set of slides (issue #37, items 1-3): at 1024x768, in English and Chinese, every
+step shows its title, its chart and its question on the first screen without scrolling; → opens the next step at its
+top even from the foot of the last one (and so do the ← → buttons); and no text on a step's chart is drawn under
+14 px, nor its tick labels in a light grey.
+
+One served app (the session's) and one tab per language, walked from step to step with → as a teacher does: each step
+is measured once, when reached, and each check reads the measurement, so a step that breaks fails by name."""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+import pytest
+
+from explorer import i18n
+from explorer.lesson import steps
+from explorer.present import MIN_TEXT_PX
+
+from .conftest import open_link, url_params, wait_for_app
+
+SCREEN = (1024, 768)
+STEPS = range(1, len(steps.STEPS) + 1)
+LANGS = ("en", "zh")
+# Tick labels darker than this in every channel: Streamlit's chart grey (128, 132, 149) washes out on a projector
+DARKEST_LIGHT_GREY = 110
+
+# The step with this title and key is drawn whole: its chart holds data, and no element of the last run is left.
+ARRIVED = """([title, key]) => {
+    const main = document.querySelector('[data-testid="stMain"]');
+    const plot = main.querySelector(`.st-key-chart_lesson-${key} .js-plotly-plot`);
+    return (main.querySelector('h2')?.innerText || '').trim() === title && !!plot && !!plot._fullData
+        && plot._fullData.length > 0 && !main.querySelector('[data-stale="true"]');
+}"""
+# Where the slide's parts are on the screen, how far the page is scrolled, and every text of the chart as drawn.
+SLIDE = """lead => {
+    const main = document.querySelector('[data-testid="stMain"]');
+    const box = e => { if (!e) return null; const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+    const header = document.querySelector('[data-testid="stHeader"]');
+    const plot = document.querySelector('[data-testid="stMain"] .js-plotly-plot');
+    const question = Array.from(document.querySelectorAll('[data-testid="stMain"] [data-testid="stMarkdownContainer"] p'))
+        .find(p => p.textContent.trim().startsWith(lead));
+    const texts = plot ? Array.from(plot.querySelectorAll('svg text'))
+        .filter(e => (e.textContent || '').trim() && e.getBoundingClientRect().width > 0)
+        .map(e => { const m = e.getScreenCTM();
+            return {text: e.textContent.trim().slice(0, 40),
+                px: parseFloat(getComputedStyle(e).fontSize) * Math.hypot(m.a, m.b),
+                tick: /^[xy][0-9]*tick$/.test(e.parentNode.getAttribute('class') || ''),
+                fill: getComputedStyle(e).fill}; }) : [];
+    return {scrolled: main.scrollTop, header: box(header), title: box(document.querySelector('[data-testid="stMain"] h2')),
+        chart: box(plot), question: box(question), texts};
+}"""
+
+
+def in_language(message: str, lang: str, **values: object) -> str:
+    i18n.set_language(lang)
+    try:
+        return i18n._(message, **values)
+    finally:
+        i18n.set_language("en")
+
+
+def title_of(number: int, lang: str) -> str:
+    return in_language(steps.STEPS[number - 1].title, lang)
+
+
+def wait_for_slide(tab, number: int, lang: str) -> None:
+    """Until step `number` is drawn whole: its title, its own chart with data, nothing of the last step left
+    (Streamlit keeps the last run's elements, faded, until the new run replaces them, and shows its status widget
+    only after a moment)."""
+    tab.wait_for_function(ARRIVED, arg=[title_of(number, lang), steps.STEPS[number - 1].key])
+    wait_for_app(tab)
+
+
+class Walk:
+    """One tab for a language, on the lesson in presenter mode, and what each step looked like when reached."""
+
+    def __init__(self, browser, server, lang: str) -> None:
+        self.context = browser.new_context(viewport={"width": SCREEN[0], "height": SCREEN[1]})
+        self.tab = self.context.new_page()
+        self.server, self.lang = server, lang
+        self.step: int | None = None
+        self.seen: dict[int, dict] = {}
+        # the question's bold lead-in ("Question for the class:"), as the page shows it in this language
+        self.question = (
+            in_language("**Question for the class:** {question}", lang, question="").strip("* ").rstrip(":：")
+        )
+
+    def open(self, number: int) -> None:
+        query = {"step": str(number), "lang": self.lang, "present": "1"}
+        open_link(self.tab, f"{self.server.url}/lesson?{urlencode(query)}")
+        self.arrived(number)
+
+    def arrived(self, number: int) -> None:
+        wait_for_slide(self.tab, number, self.lang)
+        self.tab.evaluate("() => document.fonts.ready")
+        self.step = number
+        self.seen[number] = self.measure()
+
+    def measure(self) -> dict:
+        return self.tab.evaluate(SLIDE, self.question)
+
+    def next_from_the_foot(self) -> None:
+        """Unfold the answer and the rest, scroll to the foot and press →, as a teacher who read the answer."""
+        to_the_foot(self.tab)
+        self.tab.evaluate("() => document.activeElement && document.activeElement.blur()")
+        self.tab.keyboard.press("ArrowRight")
+        self.arrived(self.step + 1)
+
+    def slide(self, number: int) -> dict:
+        """The step as it was when reached: by → from the step before it (opened by its link if need be); step 1 by
+        its link."""
+        if number not in self.seen:
+            if number == 1:
+                self.open(1)
+            else:
+                if self.step != number - 1:
+                    self.open(number - 1)
+                self.next_from_the_foot()
+        assert url_params(self.tab)["present"] == "1"
+        return self.seen[number]
+
+
+@pytest.fixture(scope="module")
+def walks(browser, server):
+    opened: dict[str, Walk] = {}
+    yield lambda lang: opened.setdefault(lang, Walk(browser, server, lang))
+    for walk in opened.values():
+        walk.context.close()
+
+
+def inside_the_screen(name: str, box: list[float] | None, top: float) -> list[str]:
+    if box is None:
+        return [f"no {name} on the page"]
+    left, upper, right, lower = box
+    if upper < top - 1 or lower > SCREEN[1] + 1 or left < -1 or right > SCREEN[0] + 1:
+        return [f"the {name} at {[round(v) for v in box]}, outside the first screen (top {top:.0f}, 0..{SCREEN[1]})"]
+    return []
+
+
+@pytest.mark.parametrize("number", STEPS)
+@pytest.mark.parametrize("lang", LANGS)
+def test_each_step_shows_its_title_chart_and_question_on_one_screen(walks, lang, number):
+    seen = walks(lang).slide(number)
+    assert seen["scrolled"] == 0, "measured at the step's top"
+    header = seen["header"][3] if seen["header"] else 0
+    problems = inside_the_screen("title", seen["title"], header)
+    problems += inside_the_screen("chart", seen["chart"], header)
+    problems += inside_the_screen("question", seen["question"], header)
+    assert not problems, f"step {number} ({lang}): {problems}"
+    assert seen["title"][3] <= seen["chart"][1] <= seen["chart"][3] <= seen["question"][1] + 1, "title, chart, question"
+
+
+@pytest.mark.parametrize("number", STEPS[1:])
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_right_arrow_opens_the_next_step_at_its_top(walks, lang, number):
+    seen = walks(lang).slide(number)  # reached by → from the foot of the step before
+    assert seen["scrolled"] == 0, f"step {number} ({lang}) opened {seen['scrolled']} px down"
+
+
+@pytest.mark.parametrize("number", STEPS)
+@pytest.mark.parametrize("lang", LANGS)
+def test_no_text_on_a_steps_chart_is_under_14_px(walks, lang, number):
+    texts = walks(lang).slide(number)["texts"]
+    assert texts, "the chart draws text"
+    small = [f"{t['text']!r} at {t['px']:.1f} px" for t in texts if t["px"] < MIN_TEXT_PX - 0.05]
+    assert not small, f"step {number} ({lang}): {len(small)} texts, as {small[:6]}"
+
+
+@pytest.mark.parametrize("number", STEPS)
+@pytest.mark.parametrize("lang", LANGS)
+def test_a_steps_tick_labels_are_not_light_grey(walks, lang, number):
+    ticks = [t for t in walks(lang).slide(number)["texts"] if t["tick"]]
+    light = []
+    for tick in ticks:
+        channels = [int(c) for c in tick["fill"].removeprefix("rgb(").removesuffix(")").split(",")[:3]]
+        if min(channels) > DARKEST_LIGHT_GREY:
+            light.append(f"{tick['text']!r} in {tick['fill']}")
+    assert not light, f"step {number} ({lang}): {len(light)} tick labels, as {light[:6]}"
+
+
+def to_the_foot(tab) -> None:
+    """Every fold of the step opened (the answer, the rest), and the page scrolled to its foot."""
+    folded = tab.locator('[data-testid="stMain"] [data-testid="stExpander"] details:not([open]) > summary')
+    while folded.count():
+        folded.first.click()
+    tab.evaluate("() => { document.querySelector('[data-testid=\"stMain\"]').scrollTop = 1e6; }")
+    scrolled = tab.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollTop")
+    assert scrolled > SCREEN[1] / 2, f"the unfolded step scrolls only {scrolled} px: a weak test of the top"
+
+
+def test_the_arrow_buttons_and_the_left_key_open_a_step_at_its_top(browser, server):
+    context = browser.new_context(viewport={"width": SCREEN[0], "height": SCREEN[1]})
+    tab = context.new_page()
+    try:
+        open_link(tab, f"{server.url}/lesson?{urlencode({'step': '3', 'lang': 'en', 'present': '1'})}")
+        for press, number in (("lesson_next", 4), ("lesson_previous", 3), ("ArrowLeft", 2)):
+            to_the_foot(tab)
+            if press.startswith("Arrow"):
+                tab.evaluate("() => document.activeElement && document.activeElement.blur()")
+                tab.keyboard.press(press)
+            else:  # a click where the page is (a click by hand would first scroll the button into view)
+                tab.locator(f".st-key-{press} button:visible").first.dispatch_event("click")
+            wait_for_slide(tab, number, "en")
+            assert url_params(tab)["step"] == str(number)
+            assert tab.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollTop") == 0, press
+    finally:
+        context.close()
