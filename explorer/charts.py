@@ -522,6 +522,26 @@ BYTE_UNITS = (("B", 1), ("KiB", 1024), ("MiB", 1024**2), ("GiB", 1024**3), ("TiB
 FLOP_UNITS = (("FLOP", 1), ("kFLOP", 1e3), ("MFLOP", 1e6), ("GFLOP", 1e9), ("TFLOP", 1e12))
 
 
+def log_bytes_axis(low: float, high: float, *, most_ticks: int = 9) -> dict:
+    """A log axis of bytes from below `low` to above `high`, ticked at powers of two in binary units (1 MiB, 4 MiB,
+    ...: every 2nd or 4th power when the span is wide, so at most about `most_ticks` ticks), never Plotly's SI "B"
+    (billion)."""
+    low, high = max(low, 1.0), max(high, low * 2)
+    first, last = int(np.floor(np.log2(low))), int(np.ceil(np.log2(high)))
+    stride = next(stride for stride in (1, 2, 4, 8, 16) if (last - first) / stride < most_ticks or stride == 16)
+    powers = [k for k in range(first - 1, last + 2) if k % stride == 0]
+    text = []
+    for k in powers:
+        unit, size = next((name, size) for name, size in reversed(BYTE_UNITS) if 2**k >= size or size == 1)
+        text.append(f"{2**k / size:g} {unit}")
+    return {
+        "type": "log",
+        "tickvals": [float(2**k) for k in powers],
+        "ticktext": text,
+        "range": [float(np.log10(low / 1.6)), float(np.log10(high * 1.6))],
+    }
+
+
 def unit_axis(highest: float, units: Sequence[tuple[str, float]] = BYTE_UNITS, *, ticks: int = 5) -> dict:
     """A linear axis from 0 that holds `highest`, with ticks labelled in one unit of `units` (as the values are sent:
     bytes or FLOPs, so hover and CSV stay exact). Plotly's own labels would use SI letters: "8B" meaning 8 billion

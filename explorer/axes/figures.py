@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from attn_core import PUBLISHED
-from explorer.charts import BYTE_UNITS
+from explorer.charts import log_bytes_axis
 from explorer.grid import narrow
 from explorer.i18n import _, format_bytes
 from explorer.probes.axes import AxisCuts, ModelCurves
@@ -25,24 +23,6 @@ TOKEN_TICKS = [1024 * 4**n for n in range(6)]  # 1K … 1M
 
 def token_label(tokens: int) -> str:
     return f"{tokens // 1048576}M" if tokens >= 1048576 else f"{tokens // 1024}K"
-
-
-def log_bytes_axis(low: float, high: float) -> dict:
-    """A log axis of bytes ticked at powers of four in binary units (1 MiB, 4 MiB, …), never Plotly's SI "B"."""
-    low, high = max(low, 1.0), max(high, low * 2)
-    first, last = int(np.floor(np.log2(low))), int(np.ceil(np.log2(high)))
-    stride = 2 if last - first <= 14 else 4
-    powers = [k for k in range(first - 1, last + 2) if k % stride == 0]
-    text = []
-    for k in powers:
-        unit, size = next((name, size) for name, size in reversed(BYTE_UNITS) if 2**k >= size or size == 1)
-        text.append(f"{2**k / size:g} {unit}")
-    return {
-        "type": "log",
-        "tickvals": [float(2**k) for k in powers],
-        "ticktext": text,
-        "range": [math.log10(low / 1.5), math.log10(high * 1.5)],
-    }
 
 
 def _breakdown(model: ModelCurves, measure: str, i: int) -> str:
@@ -154,7 +134,7 @@ def context_figure(
             "range": [math.log10(900), math.log10(1.2 * 1048576)],
         },
         "yaxis": {"title": {"text": _("bytes (batch {batch}, log scale)", batch=models[0].batch)}}
-        | log_bytes_axis(min(every, default=1), max(every, default=2)),
+        | log_bytes_axis(min(every, default=1), max(every, default=2), most_ticks=8),
         "shapes": [
             {
                 "type": "line",

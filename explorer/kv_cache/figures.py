@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from attn_core import PRESETS, ModelPreset
-from explorer.charts import BYTE_UNITS, VARIANT_COLORS, apart, count_axis, unit_axis
+from explorer.charts import VARIANT_COLORS, apart, count_axis, log_bytes_axis, unit_axis
 from explorer.i18n import _, format_bytes, n_
 from explorer.probes import FLOAT32_TOLERANCE
 from explorer.probes.kv_cache import (
@@ -228,25 +228,6 @@ def row_line(row: ModelRow) -> dict:
     color = PITFALL_COLOR if row.repeated_heads else VARIANT_COLORS[row.variant]
     dash = "solid" if row.key == "published" else ("dot" if row.repeated_heads else "dash")
     return {"color": color, "dash": dash, "width": 3 if row.key == "published" else 2}
-
-
-def log_bytes_axis(low: float, high: float) -> dict:
-    """A log axis of bytes from below `low` to above `high`, ticked at powers of two in binary units (1 MiB, 4 MiB,
-    16 MiB, ...: every other power when the span is wide), never Plotly's SI "B" (billion)."""
-    low, high = max(low, 1.0), max(high, low * 2)
-    first, last = int(np.floor(np.log2(low))), int(np.ceil(np.log2(high)))
-    stride = 1 if last - first <= 8 else 2
-    powers = [k for k in range(first - 1, last + 2) if k % stride == 0]
-    text = []
-    for k in powers:
-        unit, size = next((name, size) for name, size in reversed(BYTE_UNITS) if 2**k >= size or size == 1)
-        text.append(f"{2**k / size:g} {unit}")
-    return {
-        "type": "log",
-        "tickvals": [float(2**k) for k in powers],
-        "ticktext": text,
-        "range": [float(np.log10(low / 1.6)), float(np.log10(high * 1.6))],
-    }
 
 
 def scale_figure(
