@@ -8,6 +8,7 @@
     student, kept = convert_attention(lm, "mla", kv_lora_rank=128, qk_rope_head_dim=32, calibration_text=cal_text)
     report = heal(student, lm, train_text, seconds=120)   # its attention trained to reproduce lm's, layer by layer
     heal_end_to_end(student, lm, train_text, steps=50)    # then through the whole model, to lm's next-token odds
+    w = with_window(lm, window=128, sink_tokens=1, global_layers=range(5, 30, 6))   # sliding windows, sinks (Gemma 3)
 
 The GGUF file is converted once into a cache directory ($ATTN_CORE_CACHE, else ~/.cache/attn_core); later loads map
 that file into memory.
@@ -36,11 +37,13 @@ from .convert import Calibration, Conversion, ConversionReport, calibrate, conve
 from .heal import TRAINED, HealReport, heal, heal_end_to_end
 from .model import ModelCache, PretrainedLM
 from .tokenizer import ModelTokenizer
+from .window import PATTERNS, WindowedLM, global_layers, with_window
 
 __all__ = [
     "GGUF_NAME",
     "INSTALL_COMMAND",
     "PACKAGE",
+    "PATTERNS",
     "TRAINED",
     "Calibration",
     "Conversion",
@@ -53,14 +56,17 @@ __all__ = [
     "ModelPackageMissing",
     "ModelTokenizer",
     "PretrainedLM",
+    "WindowedLM",
     "cache_root",
     "calibrate",
     "convert_attention",
     "full_latent_rank",
     "gguf_path",
+    "global_layers",
     "heal",
     "heal_end_to_end",
     "load_pretrained",
+    "with_window",
 ]
 
 
