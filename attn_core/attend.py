@@ -186,7 +186,10 @@ def _softmax_with_sinks(scores: torch.Tensor, sinks: torch.Tensor) -> torch.Tens
     concatenating a column to the scores (as HF's GptOssAttention does)."""
     sink = sinks.view(1, -1, 1, 1).to(torch.float32)
     scores32 = scores.float()  # the caller's own tensor (in float32): changed in place
-    top = torch.maximum(scores32.amax(dim=-1, keepdim=True), sink)
+    # top only keeps exp() in range (the weights do not depend on it): detached, so the sink logits can be trained
+    top = torch.maximum(scores32.amax(dim=-1, keepdim=True), sink).detach()
     weights = scores32.sub_(top).exp_()
-    weights.div_(weights.sum(dim=-1, keepdim=True) + (sink - top).exp())
+    denominator = weights.sum(dim=-1, keepdim=True) + (sink - top).exp()
+    # in place unless training: exp_'s backward reads its own result
+    weights = weights / denominator if weights.requires_grad else weights.div_(denominator)
     return weights.to(scores.dtype)

@@ -9,6 +9,7 @@
     report = heal(student, lm, train_text, seconds=120)   # its attention trained to reproduce lm's, layer by layer
     heal_end_to_end(student, lm, train_text, steps=50)    # then through the whole model, to lm's next-token odds
     q = with_cache_bits(lm, bits=4, group_size=32, residual=128, keys="channel")   # a quantised KV cache (KIVI)
+    w = with_window(lm, window=128, sink_tokens=1, global_layers=range(5, 30, 6))   # sliding windows, sinks (Gemma 3)
 
 The GGUF file is converted once into a cache directory ($ATTN_CORE_CACHE, else ~/.cache/attn_core); later loads map
 that file into memory.
@@ -38,11 +39,13 @@ from .convert import Calibration, Conversion, ConversionReport, calibrate, conve
 from .heal import TRAINED, HealReport, heal, heal_end_to_end
 from .model import ModelCache, PretrainedLM
 from .tokenizer import ModelTokenizer
+from .window import PATTERNS, WindowedLM, global_layers, with_window
 
 __all__ = [
     "GGUF_NAME",
     "INSTALL_COMMAND",
     "PACKAGE",
+    "PATTERNS",
     "TRAINED",
     "Calibration",
     "Conversion",
@@ -56,15 +59,18 @@ __all__ = [
     "ModelTokenizer",
     "PretrainedLM",
     "QuantizedCacheLM",
+    "WindowedLM",
     "cache_root",
     "calibrate",
     "convert_attention",
     "full_latent_rank",
     "gguf_path",
+    "global_layers",
     "heal",
     "heal_end_to_end",
     "load_pretrained",
     "with_cache_bits",
+    "with_window",
 ]
 
 

@@ -213,4 +213,7 @@ def with_cache_bits(
     spec = CacheBits(bits, group_size, residual, keys)
     if isinstance(lm, QuantizedCacheLM):
         raise ValueError("lm already has a quantised cache: give with_cache_bits the model it was made from.")
+    if any(isinstance(m, GroupedQueryAttention) and m.options.window is not None for m in lm.modules()):
+        # the quantised layers are rebuilt from the config alone, which would silently drop the window
+        raise ValueError("lm has windowed layers: quantise first, then window: with_window(with_cache_bits(lm), ...).")
     return QuantizedCacheLM(lm, spec).eval().requires_grad_(False)

@@ -41,6 +41,9 @@ from .model import PretrainedLM
 # conversion; the lossy conversions start at 1e-3 and above).
 EXACT_LOSS = 1.0e-10
 SCHEDULES = ("cosine", "constant")
+# Adam moves every parameter by about lr a step whatever its scale: a sink logit of a few units would need hundreds of
+# times the steps of projection weights of a few hundredths, so it learns at this multiple of lr.
+SINK_LR_SCALE = 100.0
 # What learns in each kind of converted layer: its projections (MLA's latent norm is a constant scale, kept so).
 TRAINED = {
     GroupedQueryAttention: ("q_proj", "k_proj", "v_proj", "o_proj"),
@@ -197,7 +200,7 @@ def _distribution_step(
             loss = torch.nn.functional.kl_div(got, wanted, log_target=True, reduction="batchmean")
         if optimizer is not None:
             for group in optimizer.param_groups:
-                group["lr"] = lr
+                group["lr"] = lr * group["lr_scale"]
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
@@ -273,7 +276,12 @@ def _train(
     """Steps until the budget is spent, step(window, lr, optimizer) on the next window (of window_tokens tokens) of a
     shuffle per epoch (by seed), into the report. With frozen_losses (nothing to train) no step runs and each one repeats those losses.
     However it ends, the weights stop learning and the report has the training's seconds."""
-    optimizer = torch.optim.Adam(parameters, lr=lr) if parameters and frozen_losses is None else None
+    optimizer = None
+    if parameters and frozen_losses is None:
+        sinks = [p for p in parameters if getattr(p, "is_sink_logit", False)]
+        rest = [p for p in parameters if not getattr(p, "is_sink_logit", False)]
+        groups = [{"params": rest, "lr_scale": 1.0}, {"params": sinks, "lr_scale": SINK_LR_SCALE}]
+        optimizer = torch.optim.Adam([group for group in groups if group["params"]], lr=lr)
     generator = torch.Generator().manual_seed(seed)
     order: list[int] = []
     started = time.perf_counter()
@@ -364,7 +372,8 @@ def _record(teacher: PretrainedLM, ids: list[int], window: int) -> tuple[list[to
 
 
 def _own_trainable(layer: nn.Module, teacher: PretrainedLM) -> list[nn.Parameter]:
-    """The layer's projection weights (and biases), each replaced by a copy the student alone holds, set to learn."""
+    """The layer's projection weights (and biases), and its learned sink logits if it has them, each replaced by a
+    copy the student alone holds, set to learn."""
     taken = {p.untyped_storage().data_ptr() for p in teacher.parameters()}
     parameters = []
     for name in TRAINED[type(layer)]:
@@ -381,6 +390,12 @@ def _own_trainable(layer: nn.Module, teacher: PretrainedLM) -> list[nn.Parameter
             assert own.untyped_storage().data_ptr() not in taken
             setattr(module, attribute, own)
             parameters.append(own)
+    sinks = getattr(layer, "sinks", None)
+    if isinstance(sinks, nn.Parameter):  # a learned sink logit per head (gpt-oss's; with_window(learned_sinks=True))
+        with torch.inference_mode(False):
+            layer.sinks = nn.Parameter(sinks.detach().clone(), requires_grad=True)
+        layer.sinks.is_sink_logit = True  # type: ignore[attr-defined]  # trained at SINK_LR_SCALE x lr
+        parameters.append(layer.sinks)
     return parameters
 
 
@@ -422,7 +437,7 @@ def _train_step(
     if optimizer is None:
         return losses
     for group in optimizer.param_groups:
-        group["lr"] = lr
+        group["lr"] = lr * group["lr_scale"]
     optimizer.zero_grad(set_to_none=True)
     with torch.enable_grad():
         for index in trained:

@@ -219,6 +219,10 @@ class PretrainedLM(nn.Module):
         elements for grouped-query layers, d_c + d_h^R for MLA."""
         return kv_cache_bytes(self.attention, batch=1, seq_len=1, dtype=as_dtype(dtype))
 
+    def cache_nbytes(self, tokens: int, batch: int = 1, dtype: torch.dtype | str = torch.float32) -> int:
+        """Bytes the whole model's cache holds after `tokens` tokens (every layer holds every token)."""
+        return kv_cache_bytes(self.attention, batch, tokens, as_dtype(dtype)) * self.config.n_layers
+
     def with_layers_of(self, attention: AttentionConfig) -> PretrainedLM:
         """A model of the same decoder whose attention layers are of shape `attention` (weights on the meta device,
         to be loaded): embeddings, norms and MLPs are shared with this one, not copied."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attn_core.pretrained import convert_attention, with_cache_bits
+from attn_core.pretrained import convert_attention, with_cache_bits, with_window
 from attn_core.quant import QuantizedKVCache, QuantizedLatentKVCache
 from explorer.probes import lab
 
@@ -123,3 +123,8 @@ def test_an_eight_bit_latent_costs_an_mla_conversion_under_half_a_percent(mla, e
     float_cache = lab.perplexity_of(lab.window_nll_sums(mla, ids))
     eight_bits = lab.perplexity_of(lab.window_nll_sums(with_cache_bits(mla, bits=8), ids))
     assert abs(eight_bits / float_cache - 1) <= 0.005
+
+
+def test_a_windowed_model_is_refused_rather_than_losing_its_window(lm):
+    with pytest.raises(ValueError, match="quantise first, then window"):
+        with_cache_bits(with_window(lm, window=128, sink_tokens=1))
