@@ -91,7 +91,7 @@ def restarted(stored, monkeypatch, tmp_path):
 
 
 def test_a_stored_heal_is_read_back_without_training(restarted, stored):
-    _root, first, weights, answer = stored
+    _root, first, weights, first_answer = stored
     progress = heal_once(KEY)
     assert restarted.trained == []
     assert progress.from_disk
@@ -100,7 +100,7 @@ def test_a_stored_heal_is_read_back_without_training(restarted, stored):
     reloaded = attention_weights(cached.healed(KEY))
     assert len(reloaded) == len(weights)
     assert all(torch.equal(a, b) for a, b in zip(weights, reloaded, strict=True))
-    assert answer(cached.healed(KEY), PROMPT) == answer
+    assert answer(cached.healed(KEY), PROMPT) == first_answer
 
 
 def test_pressing_again_for_a_healed_point_does_not_heal_again(restarted):
