@@ -167,7 +167,19 @@ def build_layer(
     names; seeded weights with a seed (attn_core.build), torch's default init without one, nothing on the meta
     device."""
     _, config = read_layer(hf, layer_idx)
-    return design_for(config).build(config, seed, device, None if dtype is None else as_dtype(dtype))
+    return _built(config, seed, device, None if dtype is None else as_dtype(dtype))
+
+
+def _built(config: Any, seed: int | None, device: torch.device | str | None, dtype: torch.dtype | None) -> nn.Module:
+    """The layer for config; torch's own refusal of its sizes (a storage size that overflows, memory it cannot get)
+    is the config's numbers, said as a ValueError like every other bad field."""
+    try:
+        return design_for(config).build(config, seed, device, dtype)
+    except RuntimeError as error:
+        raise ValueError(
+            f"the config's sizes are too large to build its layers ({error}): check hidden_size, the heads and their "
+            "widths."
+        ) from error
 
 
 @dataclass(frozen=True)
@@ -193,7 +205,7 @@ class ModelDescription:
     def _measured(self, config: Any, tokens: int, batch: int, dtype: torch.dtype) -> tuple[int, int]:
         key = (config, dtype)
         if key not in self._meta_layers:
-            self._meta_layers[key] = design_for(config).build(config, None, "meta", dtype)
+            self._meta_layers[key] = _built(config, None, "meta", dtype)
         cache = self._meta_layers[key].cache_after(tokens, batch_size=batch)  # type: ignore[operator]
         return cache.nbytes, cache.read_nbytes
 

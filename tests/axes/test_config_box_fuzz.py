@@ -93,11 +93,6 @@ def test_a_failure_of_the_core_is_a_problem_with_its_error_not_a_traceback():
     assert result.problem.kind in ("invalid", "core_failed")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="attn_core.hf passes hidden_size=2**31 on to torch, whose RuntimeError (storage size overflowed) is not "
-    "the ValueError naming the field that issue 34 asks for; the page shows it as the core's failure meanwhile",
-)
 def test_the_core_refuses_a_width_too_large_to_build_with_a_value_error():
     config = json.loads(json.dumps(PUBLISHED["Llama 3 8B"])) | {"hidden_size": 2**31}
     assert custom_curves(json.dumps(config), tokens=TOKENS).problem.kind == "invalid"

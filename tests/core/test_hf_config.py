@@ -211,3 +211,11 @@ def test_bad_cache_arguments_are_value_errors_naming_them(kwargs, message):
 def test_a_layer_outside_the_model_is_a_value_error(layer_idx):
     with pytest.raises(ValueError, match="this model has layers 0 to 35"):
         build_layer(GPT_OSS_120B, layer_idx, device="meta")
+
+
+def test_sizes_too_large_for_torch_are_a_value_error_not_torchs():
+    too_wide = {**LLAMA3_8B, "hidden_size": 2**31}
+    with pytest.raises(ValueError, match="too large to build"):
+        describe_model(too_wide).cache_bytes(tokens=1024)
+    with pytest.raises(ValueError, match="too large to build"):
+        build_layer(too_wide, 0, device="meta")
