@@ -150,19 +150,8 @@ def presenter_problems(tab) -> list[str]:
     return problems
 
 
-@pytest.mark.parametrize("name", [name for name in PAGES if name != "lesson"])
-def test_presenter_mode_reads_cleanly_on_a_projector_on_every_page(server, browser, name):
-    context = browser.new_context(viewport={"width": PROJECTOR[0], "height": PROJECTOR[1]})
-    tab = context.new_page()
-    try:
-        path = "" if name == "overview" else name
-        open_link(tab, f"{server.url}/{path}?{urlencode(Settings().to_link() | {'present': '1'})}")
-        problems = presenter_problems(tab)
-        assert not problems, f"{name}: {problems}"
-    finally:
-        context.close()
-
-
+# Before the presenter-mode walk of every page: after it, on the same server, this download has been seen not to
+# come (not reproduced alone); the order keeps the check meaningful until that is understood.
 def test_the_slides_gif_downloads_and_decodes(server, browser):
     context, tab = open_lesson(browser, server, {"step": "4", "lang": "zh", "present": "1"})
     try:
@@ -186,5 +175,18 @@ def test_the_slides_gif_downloads_and_decodes(server, browser):
         first = image.convert("RGB")
         image.seek(image.n_frames - 1)
         assert ImageChops.difference(first, image.convert("RGB")).getbbox() is not None
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("name", [name for name in PAGES if name != "lesson"])
+def test_presenter_mode_reads_cleanly_on_a_projector_on_every_page(server, browser, name):
+    context = browser.new_context(viewport={"width": PROJECTOR[0], "height": PROJECTOR[1]})
+    tab = context.new_page()
+    try:
+        path = "" if name == "overview" else name
+        open_link(tab, f"{server.url}/{path}?{urlencode(Settings().to_link() | {'present': '1'})}")
+        problems = presenter_problems(tab)
+        assert not problems, f"{name}: {problems}"
     finally:
         context.close()
