@@ -76,9 +76,7 @@ class QuantizedCacheAttention(GroupedQueryAttention):
         if cache is not None:
             k, v = cache.append(k, v)  # [B, G, S, D]: older than the window read back, the rest exact
         (keys, values), allowed = pattern_reads([(k, self.bits.keys), (v, "token")], start, x.shape[1], self.bits)
-        out, weights = attend(
-            q, keys, values, scale=self.cfg.head_dim**-0.5, mask=KeyMask(allowed), return_weights=return_weights
-        )
+        out, weights = attend(q, keys, values, scale=self.scale, mask=KeyMask(allowed), return_weights=return_weights)
         return self.o_proj(rearrange(out, "b h l d -> b l (h d)")), _fold_copies(weights, k.shape[2])
 
 
@@ -135,7 +133,7 @@ class QuantizedCacheLatentAttention(MultiHeadLatentAttention):
             queries,
             copies,
             copies[..., :d_c],
-            scale=self.cfg.qk_head_dim**-0.5,
+            scale=self.scale,
             mask=KeyMask(allowed),
             return_weights=return_weights,
         )  # [B, H, L, d_c]
