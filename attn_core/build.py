@@ -12,8 +12,8 @@ from torch import nn
 from .cache import GroupedKVCache, LatentKVCache, WindowedKVCache
 from .config import AttentionConfig, GroupedVariant, Variant
 from .contract import AttentionLayer
-from .grouped import GroupedQueryAttention, UnitOffsetRMSNorm
-from .latent import MultiHeadLatentAttention, RMSNorm
+from .grouped import GroupedQueryAttention
+from .latent import MultiHeadLatentAttention, RMSNorm, UnitOffsetRMSNorm
 from .options import AttentionOptions
 
 

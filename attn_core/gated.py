@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from einops import rearrange
 from torch import nn
 
@@ -31,6 +30,7 @@ from .hf_fields import (
     rope_parameters,
     rope_settings,
 )
+from .latent import UnitOffsetRMSNorm
 from .linear import qwen_layer_types, qwen_text_config
 from .rope import PLAIN, RopeScaling, apply_rope, rope_cos_sin
 
@@ -117,20 +117,6 @@ def cache_bytes_formula(cfg: GatedAttentionConfig, tokens: int, batch: int, elem
 GatedKVCache = GroupedKVCache  # GQA's cache as it is: the G KV heads' keys and values, all read by the last query
 
 
-class ZeroCentredRMSNorm(nn.Module):
-    """RMS norm scaled by 1 + weight (weights start at 0), in float32: HF's Qwen3NextRMSNorm."""
-
-    def __init__(
-        self, dim: int, eps: float, *, device: torch.device | str | None = None, dtype: torch.dtype | None = None
-    ) -> None:
-        super().__init__()
-        self.weight = nn.Parameter(torch.zeros(dim, device=device, dtype=dtype))
-        self.eps = eps
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return F.rms_norm(x.float(), (x.shape[-1],), 1.0 + self.weight.float(), self.eps).type_as(x)
-
-
 class GatedAttention(nn.Module):
     """Qwen3-Next's gated full attention; parameter names as HF's Qwen3NextAttention (q_proj holds each head's query
     then its gate, D rows each)."""
@@ -145,8 +131,8 @@ class GatedAttention(nn.Module):
         self.k_proj = nn.Linear(cfg.d_model, cfg.n_kv_heads * cfg.head_dim, **kw)
         self.v_proj = nn.Linear(cfg.d_model, cfg.n_kv_heads * cfg.head_dim, **kw)
         self.o_proj = nn.Linear(cfg.n_heads * cfg.head_dim, cfg.d_model, **kw)
-        self.q_norm = ZeroCentredRMSNorm(cfg.head_dim, cfg.norm_eps, device=device, dtype=dtype)
-        self.k_norm = ZeroCentredRMSNorm(cfg.head_dim, cfg.norm_eps, device=device, dtype=dtype)
+        self.q_norm = UnitOffsetRMSNorm(cfg.head_dim, cfg.norm_eps, device=device, dtype=dtype)
+        self.k_norm = UnitOffsetRMSNorm(cfg.head_dim, cfg.norm_eps, device=device, dtype=dtype)
 
     def new_cache(self, batch_size: int = 1) -> GatedKVCache:
         weight = self.k_proj.weight

@@ -13,20 +13,11 @@ from .attend import KeyMask, allowed_positions, attend, window_allowed
 from .cache import GroupedKVCache, WindowedKVCache, checked_tokens
 from .config import AttentionConfig
 from .contract import Queries
-from .latent import RMSNorm
+from .latent import RMSNorm, UnitOffsetRMSNorm
 from .options import NO_OPTIONS, AttentionOptions
 from .packed import PackedRows, linear
 from .quant import CacheBits, QuantizedKVCache
 from .rope import apply_rope, rope_cos_sin
-
-
-class UnitOffsetRMSNorm(RMSNorm):
-    """Gemma's RMSNorm: scales by 1 + weight (weight starts at 0), computed in float32 and cast back at the end."""
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x32 = x.float()
-        normed = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
-        return (normed * (1.0 + self.weight.float())).type_as(x)
 
 
 class GroupedQueryAttention(nn.Module):

@@ -44,6 +44,22 @@ class RMSNorm(nn.Module):
         return self.weight * normed.to(x.dtype)
 
 
+class UnitOffsetRMSNorm(RMSNorm):
+    """RMSNorm scaling by 1 + weight (weight starts at 0), computed in float32 and cast back at the end: Gemma's norm,
+    and Qwen3-Next's (HF's Gemma3RMSNorm and Qwen3NextRMSNorm compute the same)."""
+
+    def __init__(
+        self, dim: int, eps: float, *, device: torch.device | str | None = None, dtype: torch.dtype | None = None
+    ) -> None:
+        super().__init__(dim, eps, device=device, dtype=dtype)
+        nn.init.zeros_(self.weight)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x32 = x.float()
+        normed = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
+        return (normed * (1.0 + self.weight.float())).type_as(x)
+
+
 class MultiHeadLatentAttention(nn.Module):
     """Parameter names as DeepSeek-V3's attention, so its checkpoints load with load_state_dict as they are."""
 
