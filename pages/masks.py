@@ -14,7 +14,7 @@ from explorer.glossary import variant_name
 from explorer.i18n import _, language, n_
 from explorer.link import bound
 from explorer.masks import link, sections
-from explorer.probes.masks import MAX_TOKENS
+from explorer.probes.masks import MAX_TOKENS, MaskLengths
 from explorer.state import page_settings
 
 settings = page_settings("masks")
@@ -112,10 +112,18 @@ if cross_available:
 else:
     query_len, memory_len = link.QUERIES.default, link.MEMORY.default
 
-lengths = (long_len, short_len, causal, prefill, chunk, query_len, memory_len)
+lengths: MaskLengths = {
+    "long_len": long_len,
+    "short_len": short_len,
+    "causal": causal,
+    "prefill": prefill,
+    "chunk": chunk,
+    "query_len": query_len,
+    "memory_len": memory_len,
+}
 cfg = settings.config(variant)
 with st.spinner(_("Building the layer and running the three probes…")):
-    result = sections.masks_result(cfg, settings.seed, head, *lengths)
+    result = sections.masks_result(cfg, settings.seed, head=head, **lengths)
 
 
 def chart(section: str, name: str, caption: str) -> None:

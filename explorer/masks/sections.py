@@ -13,8 +13,8 @@ from explorer.charts import typed_array
 from explorer.grid import Subplot, arrange, columns_by_width, even_rows, grid_figure, place
 from explorer.i18n import _, n_, speaking
 from explorer.probes import FLOAT32_TOLERANCE
-from explorer.probes.masks import ChunkResult, CrossResult, MasksResult, PaddingResult, explore_masks
-from explorer.work import takes_turns
+from explorer.probes.masks import ChunkResult, CrossResult, MaskLengths, PaddingResult, explore_masks
+from explorer.work import cached_probe
 
 
 def csv_rows(panels: list[dict]) -> list[dict]:
@@ -220,46 +220,21 @@ def cross_panels(result: CrossResult, head: int) -> list[dict]:
     ]
 
 
-@st.cache_data(max_entries=8, show_spinner=False)  # the page says what it is doing: spinner text in its language
-@takes_turns
-def masks_result(
-    cfg: AttentionConfig,
-    seed: int,
-    head: int,
-    long_len: int,
-    short_len: int,
-    causal: bool,
-    prefill: int,
-    chunk: int,
-    query_len: int,
-    memory_len: int,
-) -> MasksResult:
-    """One layer of the shown head built per distinct (layer, seed, head, lengths): a sidebar change this page does
-    not use (sequence length, batch, dtype) recomputes nothing."""
-    return explore_masks(
-        cfg,
-        seed,
-        head=head,
-        long_len=long_len,
-        short_len=short_len,
-        causal=causal,
-        prefill=prefill,
-        chunk=chunk,
-        query_len=query_len,
-        memory_len=memory_len,
-    )
+# One layer of the shown head built per distinct (layer, seed, head, lengths): a sidebar change this page does not use
+# (sequence length, batch, dtype) recomputes nothing. Lengths by keyword (explore_masks's names).
+masks_result = cached_probe(explore_masks, max_entries=8)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def section_chart(
-    section: str, cfg: AttentionConfig, seed: int, lengths: tuple, head: int, lang: str
+    section: str, cfg: AttentionConfig, seed: int, lengths: MaskLengths, head: int, lang: str
 ) -> tuple[dict, list[dict]]:
     """The figure and CSV rows of one section, kept ready, so a rerun that changes nothing here rebuilds nothing.
-    lengths: masks_result's arguments after head. lang: the language the figure's words are made in (the page
+    lengths: explore_masks's length arguments, by name. lang: the language the figure's words are made in (the page
     passes the run's language(), so each language has its own cached figure)."""
     with speaking(lang):
-        result = masks_result(cfg, seed, head, *lengths)
-        _long_len, short_len, _causal, prefill, _chunk, _query_len, _memory_len = lengths
+        result = masks_result(cfg, seed, head=head, **lengths)
+        short_len, prefill = lengths["short_len"], lengths["prefill"]
         if section == "padding":
             panels, height = padding_panels(result.padding, head, short_len), 360
         elif section == "causal":

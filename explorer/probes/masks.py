@@ -8,7 +8,7 @@ the layer of the one head shown (build_attention's heads=), so its cost does not
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import torch
@@ -151,6 +151,18 @@ def cross_probe(
     memory = token_vectors(d_model, seed, "memory", memory_len)
     out, weights = with_weights(layer(queries, kv_input=memory, return_weights=True))
     return CrossResult(weights=weights[0].numpy(), output=out[0].numpy())
+
+
+class MaskLengths(TypedDict):
+    """explore_masks's lengths by name: a page keeps them together and passes them on as keywords."""
+
+    long_len: int
+    short_len: int
+    causal: bool
+    prefill: int
+    chunk: int
+    query_len: int
+    memory_len: int
 
 
 @torch.inference_mode()
