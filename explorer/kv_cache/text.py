@@ -78,18 +78,17 @@ def design_finding(name: str, trace: DesignTrace, step: int, gqa: DecodeTrace | 
             last=format_bytes(held[last]),
             per=format_bytes(round((held[last] - held[0]) / max(last, 1))),
         )
-    said = _(
-        "**{name}** {shape}; at step {step} its query reads {read} of the {held} held",
-        name=design_name(name),
-        shape=shape,
-        step=step,
-        read=format_bytes(trace.read_nbytes[step]),
-        held=format_bytes(held[step]),
+    values = {
+        "name": design_name(name),
+        "shape": shape,
+        "step": step,
+        "read": format_bytes(trace.read_nbytes[step]),
+        "held": format_bytes(held[step]),
+    }
+    if gqa is None or not gqa.nbytes[step]:
+        return _("**{name}** {shape}; at step {step} its query reads {read} of the {held} held.", **values)
+    return _(
+        "**{name}** {shape}; at step {step} its query reads {read} of the {held} held, {ratio}× GQA's cache then.",
+        ratio=sig(held[step] / gqa.nbytes[step], 2),
+        **values,
     )
-    if gqa is not None and gqa.nbytes[step]:
-        said = _(
-            "{said}, {ratio}× GQA's cache at that step",
-            said=said,
-            ratio=sig(held[step] / gqa.nbytes[step], 2),
-        )
-    return said + "."
