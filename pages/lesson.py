@@ -15,7 +15,6 @@ import explorer.shell  # noqa: F401  (first of ours: see explorer/shell.py)
 
 from explorer.charts import show_chart
 from explorer.i18n import _, language
-from explorer.lab import link as lab_link
 from explorer.lesson import keys, steps, views
 from explorer.link import bound, link_query
 from explorer.present import presenting
@@ -122,14 +121,6 @@ with control:
             views.GROUPS, lambda key: step_control(_("KV groups $g$ (of 8 query heads)"), views.GROUPS.options, key)
         )
         shown = make(lang, groups)
-    elif step.key == "choose":
-        context = bound(
-            lab_link.CONTEXT,
-            lambda key: step_control(
-                _("Context length for the whole-model cache (tokens)"), lab_link.CONTEXT.options, key
-            ),
-        )
-        shown = make(lang, context)
     else:
         with st.spinner(_("Computing the step's chart…")):
             shown = make(lang)
