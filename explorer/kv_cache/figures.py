@@ -8,8 +8,9 @@ from typing import Any
 import numpy as np
 
 from attn_core import PRESETS, ModelPreset
-from explorer.charts import VARIANT_COLORS, apart, count_axis, log_bytes_axis, unit_axis
+from explorer.charts import VARIANT_COLORS, count_axis, log_bytes_axis, unit_axis
 from explorer.i18n import _, format_bytes, n_
+from explorer.labels import apart
 from explorer.probes import FLOAT32_TOLERANCE
 from explorer.probes.kv_cache import (
     DecodeTrace,

@@ -11,7 +11,8 @@ from pathlib import Path
 import plotly
 
 from explorer import i18n
-from explorer.charts import DRAWN_AT, apart, chart_description, with_unmeasured_tick_labels
+from explorer.charts import chart_description, with_unmeasured_tick_labels
+from explorer.labels import DRAWN_AT, apart
 
 
 def test_every_axis_gets_unmeasured_tick_labels_unless_the_chart_says_otherwise():

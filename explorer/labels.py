@@ -1,0 +1,110 @@
+"""Where a chart's point names go so that none covers another name or another point, at every size the chart is
+drawn at: plain arithmetic on data coordinates, free of Streamlit and Plotly, so that any figure builder (the pages',
+the lab's, a benchmark's) can place its names."""
+
+from __future__ import annotations
+
+import math
+import unicodedata
+from collections.abc import Sequence
+
+# Where Plotly sets a point's text: the text box's centre from the point, in half box widths and heights (y up)
+TEXT_OFFSETS = {
+    "top right": (1, 1),
+    "top center": (0, 1),
+    "top left": (-1, 1),
+    "middle right": (1, 0),
+    "bottom right": (1, -1),
+    "bottom center": (0, -1),
+    "bottom left": (-1, -1),
+    "middle left": (-1, 0),
+}
+# The plots a chart of named points is drawn in (plot width and height in px, font px): a lesson's slide, a page in
+# presenter mode at 1024 px, a page at 1400 px, and the narrowest that still names its points
+DRAWN_AT = ((640, 260, 18), (800, 380, 24), (850, 330, 12), (440, 300, 12))
+MARKER_PX = 14
+PAD_PX = 3  # a name's room each side: names that merely touch read as one
+AMBIGUOUS = 400  # px² a name costs for each point it sits nearer than its own
+
+
+def apart(
+    points: Sequence[tuple[float, float, str] | tuple[float, float, str, Sequence[str]]],
+    x_range: tuple[float, float],
+    y_range: tuple[float, float],
+    positions: Sequence[str] = tuple(TEXT_OFFSETS),
+) -> list[str]:
+    """A text position for each named point (x, y in data units of linear axes, or their log10 on log axes; its text;
+    optionally the positions it may take, else `positions`, in order of preference), so that no name covers another
+    name or another point wherever the chart is drawn (DRAWN_AT): each point in turn takes the first position that
+    is clear at every size and nearer its own point than any other, or the least covered. Names are measured roughly
+    (a Latin letter 0.55 of the font's size, a Chinese character twice that, PAD_PX more each side), which is why
+    several sizes are asked."""
+    placed: dict[tuple[int, int, int], list[tuple[float, ...]]] = {size: [] for size in DRAWN_AT}
+    chosen = []
+    for index, (x, y, text, *allowed) in enumerate(points):
+        best: tuple[float, str, dict] | None = None
+        for position in allowed[0] if allowed else positions:
+            ox, oy = TEXT_OFFSETS[position]
+            cost, boxes = 0.0, {}
+            for width, height, font in DRAWN_AT:
+                px, py = _to_px(x, y, x_range, y_range, width, height)
+                w, h, gap = display_width(text) * 0.55 * font, 1.25 * font, MARKER_PX / 2 + 2
+                cx, cy = px + ox * (w / 2 + gap), py + oy * (h / 2 + gap)
+                box = (cx - w / 2 - PAD_PX, cy - h / 2 - PAD_PX, cx + w / 2 + PAD_PX, cy + h / 2 + PAD_PX)
+                boxes[(width, height, font)] = box
+                markers = [
+                    _around(_to_px(mx, my, x_range, y_range, width, height), MARKER_PX)
+                    for other, (mx, my, *_rest) in enumerate(points)
+                    if other != index
+                ]
+                cost += sum(_covered(box, other) for other in [*placed[(width, height, font)], *markers])
+                # a name nearer another point than its own reads as that point's
+                near = _distance(box, (px, py))
+                cost += AMBIGUOUS * sum(_distance(box, _centre(m)) < near + MARKER_PX / 2 for m in markers)
+                cost += (w + 2 * PAD_PX) * (h + 2 * PAD_PX) - _covered(
+                    box, (-PAD_PX, 0, width + PAD_PX, height + font)
+                )  # outside the plot (a little above is room)
+            if best is None or cost < best[0]:
+                best = (cost, position, boxes)
+            if cost == 0:
+                break
+        assert best is not None
+        for size, box in best[2].items():
+            placed[size].append(box)
+        chosen.append(best[1])
+    return chosen
+
+
+def _to_px(
+    x: float, y: float, x_range: tuple[float, float], y_range: tuple[float, float], width: int, height: int
+) -> tuple[float, float]:
+    return (x - x_range[0]) / (x_range[1] - x_range[0]) * width, (y - y_range[0]) / (y_range[1] - y_range[0]) * height
+
+
+def _centre(box: tuple[float, ...]) -> tuple[float, float]:
+    return (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
+
+
+def _distance(box: tuple[float, ...], point: tuple[float, float]) -> float:
+    """How far point is from the nearest edge of box (0 inside it)."""
+    dx = max(box[0] - point[0], 0.0, point[0] - box[2])
+    dy = max(box[1] - point[1], 0.0, point[1] - box[3])
+    return math.hypot(dx, dy)
+
+
+def _around(point: tuple[float, float], size: float) -> tuple[float, ...]:
+    x, y = point
+    return (x - size / 2, y - size / 2, x + size / 2, y + size / 2)
+
+
+def _covered(a: tuple[float, ...], b: tuple[float, ...]) -> float:
+    return max(0.0, min(a[2], b[2]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+
+
+def is_wide(ch: str) -> bool:
+    return unicodedata.east_asian_width(ch) in ("W", "F")
+
+
+def display_width(text: str) -> int:
+    """Display width in Latin letters: a Chinese character takes two."""
+    return sum(2 if is_wide(ch) else 1 for ch in text)
