@@ -36,43 +36,81 @@ def apart(
     """A text position for each named point (x, y in data units of linear axes, or their log10 on log axes; its text;
     optionally the positions it may take, else `positions`, in order of preference), so that no name covers another
     name or another point wherever the chart is drawn (DRAWN_AT): each point in turn takes the first position that
-    is clear at every size and nearer its own point than any other, or the least covered. Names are measured roughly
-    (a Latin letter 0.55 of the font's size, a Chinese character twice that, PAD_PX more each side), which is why
-    several sizes are asked."""
-    placed: dict[tuple[int, int, int], list[tuple[float, ...]]] = {size: [] for size in DRAWN_AT}
-    chosen = []
-    for index, (x, y, text, *allowed) in enumerate(points):
-        best: tuple[float, str, dict] | None = None
-        for position in allowed[0] if allowed else positions:
-            ox, oy = TEXT_OFFSETS[position]
-            cost, boxes = 0.0, {}
-            for width, height, font in DRAWN_AT:
-                px, py = _to_px(x, y, x_range, y_range, width, height)
-                w, h, gap = display_width(text) * 0.55 * font, 1.25 * font, MARKER_PX / 2 + 2
-                cx, cy = px + ox * (w / 2 + gap), py + oy * (h / 2 + gap)
-                box = (cx - w / 2 - PAD_PX, cy - h / 2 - PAD_PX, cx + w / 2 + PAD_PX, cy + h / 2 + PAD_PX)
-                boxes[(width, height, font)] = box
-                markers = [
-                    _around(_to_px(mx, my, x_range, y_range, width, height), MARKER_PX)
-                    for other, (mx, my, *_rest) in enumerate(points)
-                    if other != index
-                ]
-                cost += sum(_covered(box, other) for other in [*placed[(width, height, font)], *markers])
-                # a name nearer another point than its own reads as that point's
-                near = _distance(box, (px, py))
-                cost += AMBIGUOUS * sum(_distance(box, _centre(m)) < near + MARKER_PX / 2 for m in markers)
-                cost += (w + 2 * PAD_PX) * (h + 2 * PAD_PX) - _covered(
-                    box, (-PAD_PX, 0, width + PAD_PX, height + font)
-                )  # outside the plot (a little above is room)
-            if best is None or cost < best[0]:
-                best = (cost, position, boxes)
-            if cost == 0:
+    is clear at every size and nearer its own point than any other, or the least covered; then, while that helps,
+    each name moves to where it is least covered by all the others (a name placed early may have taken the only
+    room of a crowded neighbour). Names are measured roughly (a Latin letter 0.55 of the font's size, a Chinese
+    character twice that, PAD_PX more each side), which is why several sizes are asked."""
+    options = [list(allowed[0]) if allowed else list(positions) for _x, _y, _text, *allowed in points]
+    boxes = [
+        {position: _boxes(point, position, x_range, y_range) for position in allowed}
+        for point, allowed in zip(points, options, strict=True)
+    ]
+    markers = {
+        size: [_around(_to_px(x, y, x_range, y_range, size[0], size[1]), MARKER_PX) for x, y, *_rest in points]
+        for size in DRAWN_AT
+    }
+
+    def cost(index: int, position: str, others: list[int]) -> float:
+        """How covered point index's name is at `position`, by the names of `others` where they are and by every
+        other point, at every size; how far outside the plot; how near another point."""
+        total = 0.0
+        for size, box in boxes[index][position].items():
+            width, height, font = size
+            px, py = _to_px(points[index][0], points[index][1], x_range, y_range, width, height)
+            around = [m for other, m in enumerate(markers[size]) if other != index]
+            total += sum(_covered(box, boxes[other][chosen[other]][size]) for other in others)
+            total += sum(_covered(box, m) for m in around)
+            # a name nearer another point than its own reads as that point's
+            near = _distance(box, (px, py))
+            total += AMBIGUOUS * sum(_distance(box, _centre(m)) < near + MARKER_PX / 2 for m in around)
+            # outside the plot (a little above is room)
+            total += (box[2] - box[0]) * (box[3] - box[1]) - _covered(box, (-PAD_PX, 0, width + PAD_PX, height + font))
+        return total
+
+    def best(index: int, others: list[int]) -> tuple[float, str]:
+        found: tuple[float, str] | None = None
+        for position in options[index]:
+            here = cost(index, position, others)
+            if found is None or here < found[0]:
+                found = (here, position)
+            if here == 0:
                 break
-        assert best is not None
-        for size, box in best[2].items():
-            placed[size].append(box)
-        chosen.append(best[1])
+        assert found is not None
+        return found
+
+    chosen: list[str] = []
+    for index in range(len(points)):
+        chosen.append(best(index, list(range(index)))[1])
+    for _round in range(4):  # a few rounds settle a chart's few names; each move strictly lowers a cost
+        moved = False
+        for index in range(len(points)):
+            others = [other for other in range(len(points)) if other != index]
+            here, position = best(index, others)
+            if here < cost(index, chosen[index], others):
+                chosen[index], moved = position, True
+        if not moved:
+            break
     return chosen
+
+
+def _boxes(
+    point: tuple, position: str, x_range: tuple[float, float], y_range: tuple[float, float]
+) -> dict[tuple[int, int, int], tuple[float, float, float, float]]:
+    """Where a point's name is drawn at `position`, at every size, with PAD_PX room each side (px, y up)."""
+    x, y, text, *_rest = point
+    ox, oy = TEXT_OFFSETS[position]
+    out = {}
+    for width, height, font in DRAWN_AT:
+        px, py = _to_px(x, y, x_range, y_range, width, height)
+        w, h, gap = display_width(text) * 0.55 * font, 1.25 * font, MARKER_PX / 2 + 2
+        cx, cy = px + ox * (w / 2 + gap), py + oy * (h / 2 + gap)
+        out[(width, height, font)] = (
+            cx - w / 2 - PAD_PX,
+            cy - h / 2 - PAD_PX,
+            cx + w / 2 + PAD_PX,
+            cy + h / 2 + PAD_PX,
+        )
+    return out
 
 
 def _to_px(

@@ -46,6 +46,7 @@ SLIDE = """lead => {
             return {text: e.textContent.trim().slice(0, 40),
                 px: parseFloat(getComputedStyle(e).fontSize) * Math.hypot(m.a, m.b),
                 tick: /^[xy][0-9]*tick$/.test(e.parentNode.getAttribute('class') || ''),
+                point: !!e.closest('.textpoint'), box: box(e),
                 fill: getComputedStyle(e).fill}; }) : [];
     const data = plot && plot._fullData ? plot._fullData : [];
     return {scrolled: main.scrollTop, header: box(header), title: box(document.querySelector('[data-testid="stMain"] h2')),
@@ -254,3 +255,21 @@ def test_every_control_on_a_slide_changes_its_chart(walks, browser, server):
             wait_for_app(tab)
     finally:
         context.close()
+
+
+def overlap(a: list[float], b: list[float], slack: float = 1.0) -> bool:
+    return a[0] < b[2] - slack and b[0] < a[2] - slack and a[1] < b[3] - slack and b[1] < a[3] - slack
+
+
+@pytest.mark.parametrize("number", STEPS)
+@pytest.mark.parametrize("lang", LANGS)
+def test_no_two_point_names_on_a_slide_overlap(walks, lang, number):
+    """Item 6: the healed close-up's names ran into each other at 1024 px, and step 11's "256" into "288"."""
+    names = [t for t in walks(lang).slide(number)["texts"] if t["point"]]
+    together = [
+        f"{a['text']!r} and {b['text']!r}"
+        for i, a in enumerate(names)
+        for b in names[i + 1 :]
+        if overlap(a["box"], b["box"])
+    ]
+    assert not together, f"step {number} ({lang}): {together}"
