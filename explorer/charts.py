@@ -316,7 +316,32 @@ def _as_drawn(spec: dict, slide_height: int | None = None) -> dict:
         spec = for_projector(spec, greys=LIGHT_GREYS)
     # A slide's chart has the screen's width: its title breaks only where it would not fit there
     title_width = SLIDE_TITLE_WIDTH if presenting() and slide_height else TITLE_WIDTH
+    spec = frame_titles_in_lines(spec, title_width)
     return {**spec, "layout": with_unmeasured_tick_labels(title_below_toolbar(spec["layout"], title_width))}
+
+
+def _title_text(layout: dict) -> str:
+    title = layout.get("title")
+    return str((title.get("text") if isinstance(title, dict) else title) or "")
+
+
+def frame_titles_in_lines(spec: dict, width: int) -> dict:
+    """An animation whose frames' titles (▶ Play shows each in turn) are too wide for one line: every title, the
+    first's too, on two lines, so the top margin made for the first holds them all (mapping's MLA title ran past the
+    chart's right edge on a projector). A copy: figures are cached."""
+    frames = spec.get("frames") or []
+    titled = [frame for frame in frames if _title_text(frame.get("layout") or {})]
+    if not any(display_width(re.sub(r"<[^>]+>", "", _title_text(f["layout"]))) > width for f in titled):
+        return spec
+
+    def in_lines(layout: dict) -> dict:
+        title = layout.get("title")
+        title = dict(title) if isinstance(title, dict) else {"text": title}
+        return {**layout, "title": {**title, "text": in_two_lines(str(title.get("text") or ""))}}
+
+    layout = in_lines(spec["layout"]) if _title_text(spec["layout"]) else spec["layout"]
+    out_frames = [{**f, "layout": in_lines(f["layout"])} if f in titled else f for f in frames]
+    return {**spec, "layout": layout, "frames": out_frames}
 
 
 def fixed_place() -> DeltaGenerator:

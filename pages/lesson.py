@@ -74,7 +74,8 @@ with page:
         disabled=number <= 1,
         width="stretch",
         key="lesson_previous",
-        help=_("Previous step (← key)"),
+        # no tooltip on a slide: after a click it stayed over the step's title (the keys are said in the fold)
+        help=None if present else _("Previous step (← key)"),
     )
     forward.button(
         "→" if present else _("Next →"),
@@ -83,7 +84,7 @@ with page:
         disabled=number >= last,
         width="stretch",
         key="lesson_next",
-        help=_("Next step (→ key)"),
+        help=None if present else _("Next step (→ key)"),
     )
 keys.open_at_top(number)
 
@@ -93,6 +94,7 @@ if present:
     heading.header(_(step.title))
     count.container(key="lesson-count").markdown(f"{number}/{last}")
     body.markdown(_(step.lead, **numbers))
+    more.caption(_("The arrow keys ← → move between steps too."))
     more.markdown(_(step.text, **numbers))
 else:
     with body:
