@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from fractions import Fraction
 from typing import cast
 
 import streamlit as st
@@ -289,11 +290,12 @@ def groups_of_heads(lang: str, groups: int) -> StepView:
         "kv0" if variant == "gqa" else None,  # the heads of one group
         lang,
         _(
-            "GQA with {g} of {h} heads: each K/V head serves {r} query heads, and the cache is {g}/{h} of MHA's. "
+            "GQA with {g} of {h} heads: each K/V head serves {r} query heads, and the cache is {share} of MHA's. "
             "The highlight shows the heads that read KV head 0.",
             g=groups,
             h=settings.heads,
             r=settings.heads // groups,
+            share=str(Fraction(groups, settings.heads)),  # ¼, not 2/8
         )
         if variant == "gqa"
         else _(
