@@ -63,15 +63,19 @@ RERUN_ON_RECONNECT = (
 try:
     current = st.navigation(pages)
     preload_plotly()  # its download beside the page's first run, not after it (explorer/charts.py)
-    if starting_up():  # a blank page for seconds would look broken: say what is happening, out of the page's way
-        st.toast(
+    # A blank page for seconds would look broken: say what is happening, in the page's place while its first run
+    # builds it, gone once it is drawn (a toast stayed seconds longer, over the lesson's step selector and lead).
+    starting = st.empty() if starting_up() else None
+    if starting is not None:
+        starting.info(
             _("Starting up: the server's first visit loads PyTorch and builds the layers (a few seconds)."),
             icon=":material/hourglass_top:",
-            duration="long",
         )
     # The tab names the page, in the run's language: a class with several tabs open tells them apart.
     st.set_page_config(page_title=f"{current.title} · Attention Explorer")
     current.run()
+    if starting is not None:
+        starting.empty()
     st.html(RERUN_ON_RECONNECT, unsafe_allow_javascript=True)
 finally:
     freeze_imports()  # the modules this run imported, out of the garbage collector's walks (explorer/heap.py)

@@ -8,9 +8,7 @@ import csv
 import functools
 import io
 import json
-import math
 import re
-import unicodedata
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,6 +22,7 @@ import streamlit.components.v1 as components_v1
 from streamlit.delta_generator import DeltaGenerator
 
 from .i18n import N_, _, language
+from .labels import display_width, is_wide
 from .present import MIN_TEXT_PX, SLIDE_FONT_SCALE, for_projector, presenting
 
 PLOTLY_CONFIG: dict[str, Any] = {
@@ -317,7 +316,32 @@ def _as_drawn(spec: dict, slide_height: int | None = None) -> dict:
         spec = for_projector(spec, greys=LIGHT_GREYS)
     # A slide's chart has the screen's width: its title breaks only where it would not fit there
     title_width = SLIDE_TITLE_WIDTH if presenting() and slide_height else TITLE_WIDTH
+    spec = frame_titles_in_lines(spec, title_width)
     return {**spec, "layout": with_unmeasured_tick_labels(title_below_toolbar(spec["layout"], title_width))}
+
+
+def _title_text(layout: dict) -> str:
+    title = layout.get("title")
+    return str((title.get("text") if isinstance(title, dict) else title) or "")
+
+
+def frame_titles_in_lines(spec: dict, width: int) -> dict:
+    """An animation whose frames' titles (▶ Play shows each in turn) are too wide for one line: every title, the
+    first's too, on two lines, so the top margin made for the first holds them all (mapping's MLA title ran past the
+    chart's right edge on a projector). A copy: figures are cached."""
+    frames = spec.get("frames") or []
+    titled = [frame for frame in frames if _title_text(frame.get("layout") or {})]
+    if not any(display_width(re.sub(r"<[^>]+>", "", _title_text(f["layout"]))) > width for f in titled):
+        return spec
+
+    def in_lines(layout: dict) -> dict:
+        title = layout.get("title")
+        title = dict(title) if isinstance(title, dict) else {"text": title}
+        return {**layout, "title": {**title, "text": in_two_lines(str(title.get("text") or ""))}}
+
+    layout = in_lines(spec["layout"]) if _title_text(spec["layout"]) else spec["layout"]
+    out_frames = [{**f, "layout": in_lines(f["layout"])} if f in titled else f for f in frames]
+    return {**spec, "layout": layout, "frames": out_frames}
 
 
 def fixed_place() -> DeltaGenerator:
@@ -355,7 +379,7 @@ def title_below_toolbar(layout: dict, width: int = TITLE_WIDTH) -> dict:
         return layout
     title = dict(title) if isinstance(title, dict) else {"text": title}
     text = title.get("text") or ""
-    if _width(text) > width:  # Plotly does not wrap: two lines fit half a projector and a phone
+    if display_width(text) > width:  # Plotly does not wrap: two lines fit half a projector and a phone
         title["text"] = in_two_lines(text)
     # Hung from the top of the chart below the toolbar's row, and the plot pushed down by the title's lines: a title
     # stood on the plot's top edge instead (yanchor bottom) lets Plotly's second line fall onto the plot.
@@ -376,12 +400,12 @@ def in_two_lines(text: str) -> str:
     """text broken into two lines near its middle (Plotly does not wrap), unless it has lines already."""
     if "<br>" in text:
         return text
-    middle = _width(text) / 2
+    middle = display_width(text) / 2
     # A line may break at a space, or between two Chinese characters (Chinese puts no spaces between words).
-    cuts = [i for i, ch in enumerate(text) if ch == " " or (i and _is_wide(text[i - 1]) and _is_wide(ch))]
+    cuts = [i for i, ch in enumerate(text) if ch == " " or (i and is_wide(text[i - 1]) and is_wide(ch))]
     if not cuts:
         return text
-    cut = min(cuts, key=lambda i: abs(_width(text[:i]) - middle))
+    cut = min(cuts, key=lambda i: abs(display_width(text[:i]) - middle))
     return text[:cut] + "<br>" + text[cut:].removeprefix(" ")
 
 
@@ -400,7 +424,7 @@ def as_slide(spec: dict) -> dict:
     for name, axis in spec["layout"].items():
         title = axis.get("title") if name.startswith("yaxis") and isinstance(axis, dict) else None
         text = title.get("text") if isinstance(title, dict) else title
-        if isinstance(text, str) and _width(text) > SLIDE_Y_TITLE:
+        if isinstance(text, str) and display_width(text) > SLIDE_Y_TITLE:
             layout[name] = {**axis, "title": {**(title if isinstance(title, dict) else {}), "text": in_two_lines(text)}}
 
     def whole_labels(traces: list) -> list:
@@ -410,108 +434,6 @@ def as_slide(spec: dict) -> dict:
     if spec.get("frames"):
         out["frames"] = [{**frame, "data": whole_labels(frame.get("data") or [])} for frame in spec["frames"]]
     return out
-
-
-# Where Plotly sets a point's text: the text box's centre from the point, in half box widths and heights (y up)
-TEXT_OFFSETS = {
-    "top right": (1, 1),
-    "top center": (0, 1),
-    "top left": (-1, 1),
-    "middle right": (1, 0),
-    "bottom right": (1, -1),
-    "bottom center": (0, -1),
-    "bottom left": (-1, -1),
-    "middle left": (-1, 0),
-}
-# The plots a chart of named points is drawn in (plot width and height in px, font px): a lesson's slide, a page in
-# presenter mode at 1024 px, a page at 1400 px, and the narrowest that still names its points
-DRAWN_AT = ((640, 260, 18), (800, 380, 24), (850, 330, 12), (440, 300, 12))
-MARKER_PX = 14
-PAD_PX = 3  # a name's room each side: names that merely touch read as one
-AMBIGUOUS = 400  # px² a name costs for each point it sits nearer than its own
-
-
-def apart(
-    points: Sequence[tuple[float, float, str] | tuple[float, float, str, Sequence[str]]],
-    x_range: tuple[float, float],
-    y_range: tuple[float, float],
-    positions: Sequence[str] = tuple(TEXT_OFFSETS),
-) -> list[str]:
-    """A text position for each named point (x, y in data units of linear axes, or their log10 on log axes; its text;
-    optionally the positions it may take, else `positions`, in order of preference), so that no name covers another
-    name or another point wherever the chart is drawn (DRAWN_AT): each point in turn takes the first position that
-    is clear at every size and nearer its own point than any other, or the least covered. Names are measured roughly
-    (a Latin letter 0.55 of the font's size, a Chinese character twice that, PAD_PX more each side), which is why
-    several sizes are asked."""
-    placed: dict[tuple[int, int, int], list[tuple[float, ...]]] = {size: [] for size in DRAWN_AT}
-    chosen = []
-    for index, (x, y, text, *allowed) in enumerate(points):
-        best: tuple[float, str, dict] | None = None
-        for position in allowed[0] if allowed else positions:
-            ox, oy = TEXT_OFFSETS[position]
-            cost, boxes = 0.0, {}
-            for width, height, font in DRAWN_AT:
-                px, py = _to_px(x, y, x_range, y_range, width, height)
-                w, h, gap = _width(text) * 0.55 * font, 1.25 * font, MARKER_PX / 2 + 2
-                cx, cy = px + ox * (w / 2 + gap), py + oy * (h / 2 + gap)
-                box = (cx - w / 2 - PAD_PX, cy - h / 2 - PAD_PX, cx + w / 2 + PAD_PX, cy + h / 2 + PAD_PX)
-                boxes[(width, height, font)] = box
-                markers = [
-                    _around(_to_px(mx, my, x_range, y_range, width, height), MARKER_PX)
-                    for other, (mx, my, *_rest) in enumerate(points)
-                    if other != index
-                ]
-                cost += sum(_covered(box, other) for other in [*placed[(width, height, font)], *markers])
-                # a name nearer another point than its own reads as that point's
-                near = _distance(box, (px, py))
-                cost += AMBIGUOUS * sum(_distance(box, _centre(m)) < near + MARKER_PX / 2 for m in markers)
-                cost += (w + 2 * PAD_PX) * (h + 2 * PAD_PX) - _covered(
-                    box, (-PAD_PX, 0, width + PAD_PX, height + font)
-                )  # outside the plot (a little above is room)
-            if best is None or cost < best[0]:
-                best = (cost, position, boxes)
-            if cost == 0:
-                break
-        assert best is not None
-        for size, box in best[2].items():
-            placed[size].append(box)
-        chosen.append(best[1])
-    return chosen
-
-
-def _to_px(
-    x: float, y: float, x_range: tuple[float, float], y_range: tuple[float, float], width: int, height: int
-) -> tuple[float, float]:
-    return (x - x_range[0]) / (x_range[1] - x_range[0]) * width, (y - y_range[0]) / (y_range[1] - y_range[0]) * height
-
-
-def _centre(box: tuple[float, ...]) -> tuple[float, float]:
-    return (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
-
-
-def _distance(box: tuple[float, ...], point: tuple[float, float]) -> float:
-    """How far point is from the nearest edge of box (0 inside it)."""
-    dx = max(box[0] - point[0], 0.0, point[0] - box[2])
-    dy = max(box[1] - point[1], 0.0, point[1] - box[3])
-    return math.hypot(dx, dy)
-
-
-def _around(point: tuple[float, float], size: float) -> tuple[float, ...]:
-    x, y = point
-    return (x - size / 2, y - size / 2, x + size / 2, y + size / 2)
-
-
-def _covered(a: tuple[float, ...], b: tuple[float, ...]) -> float:
-    return max(0.0, min(a[2], b[2]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
-
-
-def _is_wide(ch: str) -> bool:
-    return unicodedata.east_asian_width(ch) in ("W", "F")
-
-
-def _width(text: str) -> int:
-    """Display width in Latin letters: a Chinese character takes two."""
-    return sum(2 if _is_wide(ch) else 1 for ch in text)
 
 
 # One colour per variant, on every page.

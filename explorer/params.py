@@ -106,6 +106,10 @@ class IntRange(_InTheLink):
         return str(value)
 
 
+# Every free-text parameter's name, as its Text is made: a link too long to scan is offered without them
+TEXT_NAMES: set[str] = set()
+
+
 @dataclass(frozen=True)
 class Text(_InTheLink):
     """Free text in the link: control characters dropped and the length capped, so any link value is usable."""
@@ -113,6 +117,9 @@ class Text(_InTheLink):
     name: str
     default: str
     max_chars: int
+
+    def __post_init__(self) -> None:
+        TEXT_NAMES.add(self.name)
 
     def parse(self, text: str, options: tuple | None = None) -> tuple[str, str | None]:
         text = expand_text(text)

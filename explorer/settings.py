@@ -347,7 +347,7 @@ def from_link(params: Mapping[str, str | list[str]]) -> tuple[Settings, list[str
             values["dtype"] = text.lower()
         else:
             try:
-                values[name] = int(text)
+                number = int(text)
             except ValueError:
                 notes.append(
                     _(
@@ -357,6 +357,19 @@ def from_link(params: Mapping[str, str | list[str]]) -> tuple[Settings, list[str
                         default=str(values[name]),
                     )
                 )
+                continue
+            # A size of zero or less is garbled, not out of range: snapped, d_model=-5 gave a 16-wide layer
+            if number <= 0 and name != "seed":
+                notes.append(
+                    _(
+                        "{name}: {value} is not a size (sizes are at least 1), so the default {default} is used.",
+                        name=name,
+                        value=shown(text),
+                        default=str(values[name]),
+                    )
+                )
+                continue
+            values[name] = number
     settings, fixes = normalize(Settings(**values))
     return settings, notes + fixes
 

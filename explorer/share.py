@@ -15,7 +15,7 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import lru_cache
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import segno
 import streamlit as st
@@ -23,6 +23,7 @@ from streamlit.delta_generator import DeltaGenerator
 
 from . import i18n
 from .i18n import LINK_PARAM, _
+from .params import TEXT_NAMES
 from .settings import Settings
 from .verbatim import show_verbatim
 
@@ -116,15 +117,45 @@ def _warn_if_local(link: str) -> None:
 
 
 def _qr_code() -> None:
-    """The link as a QR code, large enough to scan from a projector's screen across a room."""
+    """The link as a QR code, large enough to scan from a projector's screen across a room; a link too long for that
+    is said to be, and offered (as a code too, if that one scans) without its free text."""
     link = _current_link()
-    if (image := qr_data_uri(link)) is None:
-        st.info(_("This link is too long for a QR code ({n} characters): shorten the page's text.", n=len(link)))
-    else:
+    if scannable(link):
+        _qr_image(link)
+        _warn_if_local(link)
+        show_verbatim(link)
+        return
+    short = without_text(link)
+    st.info(
+        _(
+            "This link is too long to scan from across a room ({n} characters: its code's squares would be under "
+            "{px} px on a 1024×768 projector).",
+            n=len(link),
+            px=MIN_MODULE_PX,
+        )
+        + " "
+        + (
+            _(
+                "Below, the same view without its text ({n} characters): it opens with the page's own text.",
+                n=len(short),
+            )
+            if short != link
+            else _("Share the link itself, below.")
+        )
+    )
+    _warn_if_local(link)
+    if short != link:
+        if scannable(short):
+            _qr_image(short)
+        show_verbatim(short)
+    st.caption(_("The whole link:"))
+    show_verbatim(link)
+
+
+def _qr_image(link: str) -> None:
+    if (image := qr_data_uri(link)) is not None:
         alt = html.escape(_("QR code of the link: {link}", link=link))
         st.html(f'<img class="share-qr" src="{image}" alt="{alt}">')
-    _warn_if_local(link)
-    show_verbatim(link)
 
 
 # segno draws QR codes in pure Python (no image library, no native code), with the standard's error correction and
@@ -139,6 +170,31 @@ def qr_png(link: str) -> bytes:
     buffer = io.BytesIO()
     segno.make(link, error="m", micro=False).save(buffer, kind="png", scale=QR_SCALE, border=4)
     return buffer.getvalue()
+
+
+# The code is drawn min(100 %, 60vh) wide (assets/app.css img.share-qr): 460 px on a 1024x768 projector. A phone reads
+# it from a few metres when each square (module) is at least this many px there.
+MIN_MODULE_PX = 5
+QR_DRAWN_PX = 0.6 * 768
+QR_BORDER = 4  # modules of quiet zone each side (qr_png)
+
+
+def scannable(link: str) -> bool:
+    """Whether the link's QR code has squares of MIN_MODULE_PX or more where a projector shows it (a 2,000-character
+    link's had ~3 px: unreadable from a seat)."""
+    try:
+        modules = segno.make(link, error="m", micro=False).symbol_size(border=QR_BORDER)[0]
+    except segno.DataOverflowError:
+        return False
+    return QR_DRAWN_PX / modules >= MIN_MODULE_PX
+
+
+def without_text(link: str) -> str:
+    """The link without its free-text parameters (explorer.params.TEXT_NAMES): the same view with the page's own
+    text, short enough to scan."""
+    parts = urlsplit(link)
+    kept = [(name, value) for name, value in parse_qsl(parts.query, keep_blank_values=True) if name not in TEXT_NAMES]
+    return parts._replace(query=urlencode(kept)).geturl()
 
 
 def qr_data_uri(link: str) -> str | None:

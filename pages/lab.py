@@ -11,10 +11,11 @@ from explorer.charts import show_chart
 from explorer.i18n import N_, _, fmt, format_bytes, language, n_, percent, sentences
 from explorer.lab import computed as cached
 from explorer.lab import csv_export, figures, link, stored, tables, text
+from explorer.labels import display_width
 from explorer.link import bound, text_box
 from explorer.model import trained_model
 from explorer.probes import healing
-from explorer.probes.lab import ANSWER_TOKENS, USER_TEXT_MAX_TOKENS, shared_prefix
+from explorer.probes.lab import ANSWER_TOKENS, USER_TEXT_MAX_TOKENS, WINDOW, shared_prefix
 from explorer.state import page_settings
 from explorer.trained.computed import token_labels
 from explorer.trained.text import token_chips
@@ -100,15 +101,22 @@ if healed:
         rows=csv_export.healed_csv_rows(rows, healed),
         caption=sentences(*text.healed_findings(rows, healed, figures.HEALED_VIEW_TOP)),
     )
+models_table = tables.models_table(rows, healed, context)
 st.dataframe(
-    tables.models_table(rows, healed, context),
+    models_table,
     hide_index=True,
+    height="content",  # every row in view: the healed rows, the main result, came last inside an inner scroll
     # The seconds alone in the cells and their meaning here: "123 s to convert and evaluate" made the table 54 px
     # wider than a laptop's 938 px column.
     column_config={
+        # each name whole ("MQA mean-pooled, healed" was cut): ~7 px a Latin letter in the grid's 14 px font (measured:
+        # 6.7), twice that a Chinese character, and the cell's 8 px padding each side
+        _("model"): st.column_config.TextColumn(
+            width=7 * max(display_width(row[_("model")]) for row in models_table) + 16
+        ),
         _("time"): st.column_config.TextColumn(
             help=_("Seconds to convert and evaluate; for a healed model, CPU seconds of healing (both stages).")
-        )
+        ),
     },
 )
 st.caption(
@@ -211,7 +219,12 @@ def heal_section(key: str, model_name: str) -> None:
     if progress is None or progress.phase == "failed":
         if trained_model() is not None:
             st.button(
-                _("Heal {model} (about {seconds} s)", model=model_name, seconds=f"{healing.LIVE_SECONDS:.0f}"),
+                # the training's budget, and what comes around it: "about 60 s" took 84 s in all
+                _(
+                    "Heal {model} ({seconds} s of training, plus converting and scoring)",
+                    model=model_name,
+                    seconds=f"{healing.LIVE_SECONDS:.0f}",
+                ),
                 icon=":material/healing:",
                 on_click=start_heal,
                 args=(key,),
@@ -260,16 +273,23 @@ def heal_view(key: str) -> None:
         original=f"{progress.perplexity_original:,.2f}",
         n=progress.eval_tokens,
         seconds=f"{progress.seconds:.0f}",
-        tokens=progress.tokens,
+        # the same figures as the text above: the distinct training tokens, and the steps taken over them
+        steps=len(progress.step_losses),
+        window=WINDOW,
+        tokens=progress.train_tokens,
     )
     gap = progress.gap_closed
     st.success(
         sentences(
             _(
                 "Perplexity on the first {n} evaluation tokens: **{before} converted → {after} healed** (the original: "
-                "{original}), after {seconds} s of training on {tokens} tokens.",
+                "{original}), after {seconds} s of training: {steps} steps of {window} tokens from the {tokens} "
+                "training tokens.",
                 **shown,
             ),
+            _("{seconds} s in all, converting and scoring included.", seconds=f"{progress.total_seconds:.0f}")
+            if progress.total_seconds
+            else "",
             "" if gap is None else _("{share} of the gap closed.", share=percent(gap)),
             _("Healed before on this server: kept on disk.") if progress.from_disk else "",
         ),

@@ -15,7 +15,6 @@ import explorer.shell  # noqa: F401  (first of ours: see explorer/shell.py)
 
 from explorer.charts import show_chart
 from explorer.i18n import _, language
-from explorer.lab import link as lab_link
 from explorer.lesson import keys, steps, views
 from explorer.link import bound, link_query
 from explorer.present import presenting
@@ -75,7 +74,8 @@ with page:
         disabled=number <= 1,
         width="stretch",
         key="lesson_previous",
-        help=_("Previous step (← key)"),
+        # no tooltip on a slide: after a click it stayed over the step's title (the keys are said in the fold)
+        help=None if present else _("Previous step (← key)"),
     )
     forward.button(
         "→" if present else _("Next →"),
@@ -84,7 +84,7 @@ with page:
         disabled=number >= last,
         width="stretch",
         key="lesson_next",
-        help=_("Next step (→ key)"),
+        help=None if present else _("Next step (→ key)"),
     )
 keys.open_at_top(number)
 
@@ -94,6 +94,7 @@ if present:
     heading.header(_(step.title))
     count.container(key="lesson-count").markdown(f"{number}/{last}")
     body.markdown(_(step.lead, **numbers))
+    more.caption(_("The arrow keys ← → move between steps too."))
     more.markdown(_(step.text, **numbers))
 else:
     with body:
@@ -122,14 +123,6 @@ with control:
             views.GROUPS, lambda key: step_control(_("KV groups $g$ (of 8 query heads)"), views.GROUPS.options, key)
         )
         shown = make(lang, groups)
-    elif step.key == "choose":
-        context = bound(
-            lab_link.CONTEXT,
-            lambda key: step_control(
-                _("Context length for the whole-model cache (tokens)"), lab_link.CONTEXT.options, key
-            ),
-        )
-        shown = make(lang, context)
     else:
         with st.spinner(_("Computing the step's chart…")):
             shown = make(lang)

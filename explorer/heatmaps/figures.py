@@ -329,9 +329,10 @@ def _name_step_axes(layout: dict, panels: list[Panel], y_names: dict[int, str]) 
 
 
 def decode_figure(
-    result: VariantPass, variant: str, *, pool: str, tokens: list[str] | None, highlight: int
+    result: VariantPass, variant: str, *, pool: str, tokens: list[str] | None, highlight: int | None
 ) -> tuple[dict, PanelNumbers, Pooling]:
-    """The decode step's weights: one row per head (grouped heads next to each other), one column per cached key."""
+    """The decode step's weights: one row per head (grouped heads next to each other), one column per cached key;
+    head `highlight` outlined (None: none, where nothing would explain the outline)."""
     row = result.decode.row  # [H, S], one row per computed head
     heads, keys = row.shape
     pooling = Pooling(1, block_size(keys, max(1, DECODE_CELLS // heads)), pool)
@@ -355,6 +356,8 @@ def decode_figure(
         row_height=min(520, max(DECODE_MIN_ROW_HEIGHT, 40 + 18 * heads)),
         x_title=_("cached key position (the last one is the token itself)"),
     )
+    if highlight is None:
+        return fig, panel_csv([panel]), pooling
     # the head opened up in "inside one head", outlined (categories sit at 0, 1, ... on the y axis)
     at = result.heads.index(highlight)
     fig["layout"]["shapes"] = [
@@ -498,7 +501,7 @@ def steps_chart(
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def decode_chart(
-    cfg: AttentionConfig, seed: int, spec: InputSpec, causal: bool, heads: range, head: int, pool: str, lang: str
+    cfg: AttentionConfig, seed: int, spec: InputSpec, causal: bool, heads: range, head: int | None, pool: str, lang: str
 ) -> Chart[DecodeFacts]:
     """The decode step's figure; its facts carry the cache shapes, so the cache table (which depends on the sidebar's
     dtype too) is made on the page without redrawing the figure."""

@@ -8,9 +8,10 @@ from typing import Any
 import numpy as np
 
 from attn_core import PRESETS, ModelPreset
-from explorer.charts import DESIGN_COLORS, VARIANT_COLORS, apart, count_axis, log_bytes_axis, unit_axis
+from explorer.charts import DESIGN_COLORS, VARIANT_COLORS, count_axis, log_bytes_axis, unit_axis
 from explorer.glossary import design_name
 from explorer.i18n import _, format_bytes, n_
+from explorer.labels import apart
 from explorer.probes import FLOAT32_TOLERANCE
 from explorer.probes.kv_cache import (
     DecodeTrace,
@@ -35,16 +36,17 @@ def color_of(name: str) -> str:
     return VARIANT_COLORS[name.split()[0].lower()]
 
 
-def cache_size_figure(traces: dict[str, DecodeTrace], step: int) -> dict:
+def cache_size_figure(traces: dict[str, DecodeTrace], step: int, *, preallocated: bool = True) -> dict:
     """Bytes held vs tokens generated: measured (markers), closed form (wide pale line under them), preallocated
-    capacity (step line), and markers at the chosen step (the page's ▶ Play moves the step, and with it the log and
-    the table: no browser-side animation that would move the markers alone).
+    capacity (step line; `preallocated=False` leaves it out where nothing explains it, as on a lesson's slide), and
+    markers at the chosen step (the page's ▶ Play moves the step, and with it the log and the table: no browser-side
+    animation that would move the markers alone).
 
     A plain dict, as every figure here: a go.Figure would be validated when built and again when sent (with one frame
     per step, that alone was most of a rerun).
     """
-    data = [line for name, trace in traces.items() for line in _bytes_lines(name, trace)]
-    layout = _cache_size_layout(traces)
+    data = [line for name, trace in traces.items() for line in _bytes_lines(name, trace)[: 3 if preallocated else 2]]
+    layout = _cache_size_layout(traces, preallocated)
     data.append(_markers_at(traces, step, layout["yaxis"]["range"]))
     return {"data": data, "layout": layout}
 
@@ -74,7 +76,8 @@ def _bytes_lines(name: str, trace: DecodeTrace) -> list[dict]:
             "name": shown,
             "customdata": trace.tokens_held,
             "mode": "markers" if repeated else "lines+markers",
-            "marker": {"size": 9, "symbol": "circle-open"} if repeated else {"size": 5},
+            # rings wide and thick enough to be seen around MHA's points from the back of a room
+            "marker": {"size": 13, "symbol": "circle-open", "line": {"width": 2.5}} if repeated else {"size": 5},
             "line": {"color": color, "width": 2},
             "hovertemplate": _(
                 "{name}, step {step} ({held} tokens held): {bytes} bytes",
@@ -136,14 +139,15 @@ def _markers_at(traces: dict[str, DecodeTrace], step: int, y_range: list[float])
     }
 
 
-def _cache_size_layout(traces: dict[str, DecodeTrace]) -> dict:
+def _cache_size_layout(traces: dict[str, DecodeTrace], preallocated: bool) -> dict:
     any_trace = next(iter(traces.values()))
+    highest = max(max(t.capacity_nbytes + t.nbytes if preallocated else t.nbytes) for t in traces.values())
     return {
         "title": {"text": _("Bytes held after each step (batch {batch})", batch=any_trace.batch)},
         "xaxis": {"title": {"text": _("tokens generated after a prompt of {n}", n=any_trace.prompt_len)}}
         | count_axis(any_trace.steps),
         "yaxis": {"title": {"text": _("cache held ({dtype}, one layer)", dtype=any_trace.storage_dtype)}}
-        | unit_axis(1.05 * max(max(t.capacity_nbytes + t.nbytes) for t in traces.values())),
+        | unit_axis(1.05 * highest),
         "height": 500,
         "margin": {"t": 60, "b": 50, "l": 70, "r": 20},
         "legend": {"groupclick": "togglegroup"},

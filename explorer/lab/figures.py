@@ -9,6 +9,7 @@ import math
 import plotly.graph_objects as go
 
 from explorer.i18n import _, percent
+from explorer.labels import apart
 from explorer.probes.lab import WINDOW
 
 from .stored import HealedRow, LabRow, healed_as_rows, pareto_frontier
@@ -78,17 +79,32 @@ NAMES_FIT_PX = (
 )
 
 
-def label_positions(rows: list[LabRow]) -> dict[str, str]:
-    """Where each point's name goes: MLA points, close together along the frontier, alternate above and below; the
-    rest sit to the right (the rightmost to the left, inside the chart)."""
-    positions = {}
-    mla = sorted((r for r in rows if r.variant == "mla"), key=lambda r: r.cache_bytes_per_token)
-    for index, row in enumerate(mla):
-        positions[row.key] = "bottom center" if index % 2 else "top center"
-    rightmost = max(rows, key=lambda r: r.cache_bytes_per_token).key
-    for row in rows:
-        positions.setdefault(row.key, "middle left" if row.key == rightmost else "middle right")
-    return positions
+# Where a point's name may go, in order of preference: beside it, above or below it, then at a corner.
+PLACES = (
+    "middle right",
+    "top center",
+    "bottom center",
+    "middle left",
+    "top right",
+    "bottom right",
+    "top left",
+    "bottom left",
+)
+
+
+def label_positions(
+    named: list[tuple[str, float, float, str]],
+    others: list[tuple[float, float]],
+    x_range: tuple[float, float],
+    y_range: tuple[float, float],
+) -> dict[str, str]:
+    """Where each named point's name goes (key, x, y, name; on a log axis x or y is the value's log10), so that no
+    name covers another name or any point, named or not (`others`: the healed stars), at every size the chart is
+    drawn at (explorer.labels.apart)."""
+    sides = apart(
+        [(x, y, name) for _key, x, y, name in named] + [(x, y, "") for x, y in others], x_range, y_range, PLACES
+    )
+    return {key: side for (key, *_rest), side in zip(named, sides, strict=False)}
 
 
 def pareto_figure(
@@ -97,15 +113,22 @@ def pareto_figure(
     """Perplexity (log) against KV cache per token (KiB, whole model, float32), every point named beside it; the
     frontier as a line; hover adds the settings and the whole-model cache at context_length tokens."""
     frontier = pareto_frontier(rows)
-    # MLA points are named by their latent width alone, above them: below are their healed twins and the arrows, and
-    # on a log axis their widths sit ~30 px apart at a laptop's width, room for "256" but not for "MLA 256+32"
-    # (beside it where another model shares its cache: above it runs that model's arrow to its healed twin)
-    shared = [r.cache_bytes_per_token for r in rows]
-    positions = label_positions(rows) | {
-        r.key: "middle right" if shared.count(r.cache_bytes_per_token) > 1 else "top center"
-        for r in rows
-        if r.variant == "mla"
-    }
+    # MLA points are named by their latent width alone: on a log axis their widths sit ~30 px apart at a laptop's
+    # width, room for "256" but not for "MLA 256+32"
+    names = {r.key: str(r.options["kv_lora_rank"]) if r.variant == "mla" else point_name(r) for r in rows}
+    # every point, the healed stars after the conversions: (cache per token, perplexity)
+    measured = [(r.cache_bytes_per_token, r.perplexity) for r in rows]
+    measured += [(h.cache_bytes_per_token, h.perplexity) for h in (healed or {}).values()]
+    log_x = [math.log10(nbytes / 1024) for nbytes, _perplexity in measured]
+    log_y = [math.log10(perplexity) for _nbytes, perplexity in measured]
+    # explicit ranges: the names are placed against the same axes Plotly draws
+    x_range, y_range = (min(log_x) - 0.08, max(log_x) + 0.08), (min(log_y) - 0.15, max(log_y) + 0.15)
+    positions = label_positions(
+        [(r.key, x, y, names[r.key]) for r, x, y in zip(rows, log_x, log_y, strict=False)],
+        list(zip(log_x[len(rows) :], log_y[len(rows) :], strict=True)),
+        x_range,
+        y_range,
+    )
     fig = go.Figure()
     fig.add_trace(
         go.Scatter(
@@ -127,7 +150,7 @@ def pareto_figure(
                 x=[r.cache_bytes_per_token / 1024 for r in group],
                 y=[r.perplexity for r in group],
                 mode="markers+text",
-                text=[str(r.options["kv_lora_rank"]) if variant == "mla" else point_name(r) for r in group],
+                text=[names[r.key] for r in group],
                 textposition=[positions[r.key] for r in group],
                 textfont={"color": colors[variant]},
                 marker={
@@ -154,8 +177,10 @@ def pareto_figure(
         xaxis_title=_("KV cache per token, whole model (KiB, float32, log scale)"),
         xaxis_type="log",
         xaxis_tickvals=[10, 15, 20, 30, 45, 70, 100, 150],  # Plotly's own put bare 2s and 5s between the powers of ten
+        xaxis_range=list(x_range),
         yaxis_title=_("perplexity (log scale; lower is better)"),
         yaxis_type="log",
+        yaxis_range=list(y_range),
         yaxis_dtick=1,  # a label at each power of ten (10, 100, 1000): Plotly's own puts bare 2s and 5s between
         height=480,
         margin={"t": 30},
@@ -183,8 +208,18 @@ def healed_figure(rows: list[LabRow], healed: dict[str, HealedRow]) -> dict:
     original = next(row for row in points if row.key == "original")
     top = HEALED_VIEW_TOP * original.perplexity
     frontier = pareto_frontier(points)
-    # The original (rightmost, lowest) is named to its right, in room the x axis leaves for it
-    positions = label_positions(points) | {"original": "middle right"}
+    x_range = (0.0, 1.45 * max(r.cache_bytes_per_token for r in points) / 1024)
+    y_range = (original.perplexity * 0.92, top * 1.02)  # room below the lowest points for names
+    # the original (rightmost, lowest) named to its right first: the x axis leaves room there for it
+    positions = label_positions(
+        [
+            (r.key, r.cache_bytes_per_token / 1024, min(r.perplexity, top), _healed_name(r, top))
+            for r in sorted(points, key=lambda r: r.key != "original")
+        ],
+        [],
+        x_range,
+        y_range,
+    )
     fig = go.Figure()
     fig.add_trace(
         go.Scatter(
@@ -197,14 +232,14 @@ def healed_figure(rows: list[LabRow], healed: dict[str, HealedRow]) -> dict:
         )
     )
     twins = sorted((r for r in points if r != original), key=lambda r: r.perplexity)  # a star first: the legend's
-    groups = ((_("original"), "#4a9a6b", [original]), (_("healed"), "#2f8f5b", twins))
+    groups = ((_("original"), "#4a9a6b", [original]), (_("healed (MLA named by d_c)"), "#2f8f5b", twins))
     for shown, color, group in groups:
         fig.add_trace(
             go.Scatter(
                 x=[r.cache_bytes_per_token / 1024 for r in group],
                 y=[min(r.perplexity, top) for r in group],
                 mode="markers+text",
-                text=[f"{point_name(r)} {r.perplexity:,.2f}" + (" ↑" if r.perplexity > top else "") for r in group],
+                text=[_healed_name(r, top) for r in group],
                 textposition=[positions[r.key] for r in group],
                 marker={
                     "symbol": [
@@ -231,14 +266,22 @@ def healed_figure(rows: list[LabRow], healed: dict[str, HealedRow]) -> dict:
     fig.update_layout(
         xaxis_title=_("KV cache per token, whole model (KiB, float32)"),
         # room right of the original for its name, in presenter mode's doubled font too (a 1024 px projector)
-        xaxis_range=[0, 1.45 * max(r.cache_bytes_per_token for r in points) / 1024],
+        xaxis_range=list(x_range),
         yaxis_title=_("perplexity after healing (lower is better)"),
-        yaxis_range=[original.perplexity * 0.97, top * 1.02],
+        yaxis_range=list(y_range),
         height=420,
         margin={"t": 30},
         legend={"orientation": "h", "y": -0.22},
     )
     return {**fig.to_dict(), "narrow": {"below": NAMES_FIT_PX, "unlabelled": True}}
+
+
+def _healed_name(row: LabRow, top: float) -> str:
+    """A point's name on the healed close-up: its model (an MLA point by its latent width alone, as on the lab's
+    Pareto chart: "MLA 256+32" beside each point left no room between them) and perplexity, an arrow where it is
+    drawn at the top edge."""
+    name = str(row.options["kv_lora_rank"]) if row.variant == "mla" else point_name(row)
+    return f"{name}: {row.perplexity:,.2f}" + (" ↑" if row.perplexity > top else "")
 
 
 def heal_loss_figure(step_losses: list[float], first_loss: float | None, seconds: float) -> go.Figure:
@@ -255,18 +298,36 @@ def heal_loss_figure(step_losses: list[float], first_loss: float | None, seconds
             hovertemplate=_("step %{{x}}: %{{y:.4f}}") + "<extra></extra>",
         )
     )
+    # The axis spans the curve and the loss before healing, no more: Plotly's add_hline placed its label on a log axis
+    # at the value itself rather than its log, far from the line, and stretched the axis to reach it.
+    values = [*step_losses, *([first_loss] if first_loss is not None else [])]
+    low, high = math.log10(min(values)), math.log10(max(values))
+    pad = max(high - low, 0.2) * 0.08
     if first_loss is not None:
-        fig.add_hline(
-            y=first_loss,
+        fig.add_shape(
+            type="line",
+            xref="paper",
+            x0=0,
+            x1=1,
+            y0=first_loss,
+            y1=first_loss,
             line={"dash": "dot", "color": "#888"},
-            annotation_text=_("before healing"),
-            annotation_position="top right",
+        )
+        fig.add_annotation(
+            text=_("before healing"),
+            xref="paper",
+            x=1,
+            y=math.log10(first_loss),  # annotations on a log axis are placed by the log of the value
+            xanchor="right",
+            yanchor="bottom",
+            showarrow=False,
         )
     fig.update_layout(
         title=_("Healing: error of the converted layers, {seconds} s of training", seconds=f"{seconds:.0f}"),
         xaxis_title=_("training step (one window of {window} tokens)", window=WINDOW),
         yaxis_title=_("|out − original|² / |original|² (log)"),
         yaxis_type="log",
+        yaxis_range=[low - pad, high + 2 * pad],  # room above the top line for its label
         height=360,
         showlegend=False,
     )

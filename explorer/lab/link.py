@@ -6,7 +6,9 @@ from explorer.params import Choice, Flag, Text
 from explorer.probes.lab import LAB_POINTS
 
 CONTEXT = Choice("lab_context", (512, 1024, 2048, 4096, 8192), 8192)
-MODEL = Choice("lab_model", tuple(point.key for point in LAB_POINTS if point.key != "original"), "mqa-mean")
+# MQA fitted by default: healed live for a minute it answers in words ("\nA:" before); MQA mean-pooled answered 24
+# line breaks after the same minute
+MODEL = Choice("lab_model", tuple(point.key for point in LAB_POINTS if point.key != "original"), "mqa-pca")
 PROMPT = Text("lab_prompt", "What is a Python list comprehension?", 300)
 TEXT = Text(
     "lab_text",

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from fractions import Fraction
+from typing import cast
 
 import streamlit as st
 
@@ -50,9 +52,12 @@ POOL = "mean"
 # The steps' settings: small layers that draw at once and read on a projector.
 ONE_HEAD = Settings(variants=("mha",), d_model=64, heads=4, groups=4, latent=16, rope_dim=8, seq_len=8, seed=0)
 MANY_HEADS = Settings(variants=("mha",), d_model=128, heads=8, groups=8, latent=32, rope_dim=8, seq_len=8, seed=0)
-DECODE = Settings(variants=("mha",), d_model=256, heads=8, groups=8, latent=64, rope_dim=16, batch=1, dtype="float16")
-SHARING = Settings(d_model=512, heads=8, groups=2, latent=128, rope_dim=32, seq_len=64, dtype="float16")
-PITFALL = replace(DECODE, variants=("mha", "gqa"), groups=2)
+# One layer from the cache to the shared rotary key (steps 3-9): its d_h, and so MHA's cache per token, never changes
+# between steps.
+LAYER = Settings(d_model=512, heads=8, groups=2, latent=128, rope_dim=32, seq_len=64, batch=1, dtype="float16")
+DECODE = replace(LAYER, variants=("mha",))
+SHARING = LAYER
+PITFALL = replace(LAYER, variants=("mha", "gqa"))
 LATENT_HEAD = Settings(variants=("mla",), d_model=128, heads=4, groups=4, latent=32, rope_dim=8, seq_len=8, seed=0)
 PROMPT_TOKENS, DECODED_TOKENS = 8, 24  # the decode steps' trace: a short prompt, then one token at a time
 NOTES_MODEL, NOTES_LATENT, NOTES_ROPE = "Llama-2-7B", 512, 128  # the course notes' example: 8192 vs 640 numbers
@@ -69,7 +74,7 @@ CONTROL_HEIGHT = 100  # px a step's control takes on a slide (pages/lesson.py: i
 
 def slide_height(key: str) -> int:
     """How tall step `key`'s chart is drawn on a slide."""
-    return SLIDE_CHART_HEIGHT - (CONTROL_HEIGHT if key in ("gqa", "choose") else 0)
+    return SLIDE_CHART_HEIGHT - (CONTROL_HEIGHT if key == "gqa" else 0)
 
 
 def _slide(key: str) -> int | None:
@@ -222,7 +227,7 @@ def cache_grows(lang: str) -> StepView:
     traces = _traces(settings, False)
     trace = traces["MHA"]
     return StepView(
-        kv_cache_figures.cache_size_figure(traces, DECODED_TOKENS),
+        kv_cache_figures.cache_size_figure(traces, DECODED_TOKENS, preallocated=False),
         kv_cache_tables.cache_size_rows(traces),
         _(
             "Measured from the real cache: each decoded token adds {per_token} to this one layer's cache ($2 \\cdot h "
@@ -285,11 +290,12 @@ def groups_of_heads(lang: str, groups: int) -> StepView:
         "kv0" if variant == "gqa" else None,  # the heads of one group
         lang,
         _(
-            "GQA with {g} of {h} heads: each K/V head serves {r} query heads, and the cache is {g}/{h} of MHA's. "
+            "GQA with {g} of {h} heads: each K/V head serves {r} query heads, and the cache is {share} of MHA's. "
             "The highlight shows the heads that read KV head 0.",
             g=groups,
             h=settings.heads,
             r=settings.heads // groups,
+            share=str(Fraction(groups, settings.heads)),  # ¼, not 2/8
         )
         if variant == "gqa"
         else _(
@@ -348,7 +354,7 @@ def repeated_heads(lang: str) -> StepView:
     traces = _traces(settings, True)
     honest, copies = traces["GQA"], traces["GQA repeated"]
     return StepView(
-        kv_cache_figures.cache_size_figure(traces, DECODED_TOKENS),
+        kv_cache_figures.cache_size_figure(traces, DECODED_TOKENS, preallocated=False),
         kv_cache_tables.cache_size_rows(traces),
         _(
             "GQA with {g} KV heads needs {needed}; caching the heads after `repeat_interleave` holds {held}, MHA's "
@@ -404,11 +410,24 @@ def joint_compression(lang: str) -> StepView:
 def absorbed_decode(lang: str) -> StepView:
     settings, variant, head = LATENT_HEAD, "mla", 0
     cfg = heatmaps_computed.layer_config(settings, variant, True)
+    # no head outlined: nothing on this step would explain the outline
     chart = heatmaps_figures.decode_chart(
-        cfg, settings.seed, _text_input(settings), True, _first_heads(settings, variant), head, POOL, lang
+        cfg, settings.seed, _text_input(settings), True, _first_heads(settings, variant), None, POOL, lang
     )
+    # The comparison the step promises, on the chart itself: a slide folds the caption away.
+    spec = chart.spec | {
+        "layout": chart.spec["layout"]
+        | {
+            "title": {
+                "text": _(
+                    "Absorbed decode: each head's weights; the full up-projected pass gives the same {agreement}",
+                    agreement=difference(chart.facts.decode_error),
+                )
+            }
+        }
+    }
     return StepView(
-        chart.spec,
+        spec,
         chart.csv.csv_text,
         _(
             "The last token decoded alone with absorbed weights, against the cache of $c^{{KV}}$ and $k^R$, gives the "
@@ -421,7 +440,7 @@ def absorbed_decode(lang: str) -> StepView:
     )
 
 
-def choosing(lang: str, context: int) -> StepView | None:
+def choosing(lang: str) -> StepView | None:
     if (tables := _lab_tables()) is None:
         _warn_lab_table_missing()
         return None
@@ -434,7 +453,8 @@ def choosing(lang: str, context: int) -> StepView | None:
     if healed:
         caption = sentences(caption, lab_text.best_healed_finding(rows, healed))
     return StepView(
-        lab_figures.pareto_figure(rows, context_length=context, healed=healed),
+        # the whole-model cache at the lab's default context, on hover only: the chart is per token
+        lab_figures.pareto_figure(rows, context_length=cast(int, lab_link.CONTEXT.default), healed=healed),
         [
             {
                 "model": r.label,
@@ -448,7 +468,7 @@ def choosing(lang: str, context: int) -> StepView | None:
         ],
         caption,
         "lab",
-        {lab_link.CONTEXT: context},
+        {},
         replace(Settings(), dtype="float32"),
     )
 

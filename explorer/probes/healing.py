@@ -38,6 +38,7 @@ class HealProgress:
     step_losses: list[float] = field(default_factory=list)  # mean relative error over layers, per step
     first_loss: float | None = None  # before any step
     seconds: float = 0.0  # of training so far
+    total_seconds: float = 0.0  # converting, scoring, recording, training and scoring again: what a class waits
     budget_seconds: float = LIVE_SECONDS
     tokens: int = 0
     train_tokens: int = LIVE_TRAIN_TOKENS
@@ -94,6 +95,7 @@ def heal_live(
     with progress filled in as it goes."""
     torch.set_num_threads(1)  # as every session's thread: the result's last bits do not depend on the machine
     progress.budget_seconds = seconds
+    begun = time.perf_counter()
     ids = lm.encode(lab.reference_text())
     eval_ids = ids[:LIVE_EVAL_TOKENS]
     train_ids = ids[lab.EVAL_TOKENS : lab.EVAL_TOKENS + LIVE_TRAIN_TOKENS]
@@ -127,6 +129,7 @@ def heal_live(
     progress.seconds, progress.tokens = report.seconds, report.tokens
     progress.phase = "measuring"
     progress.perplexity_after = _perplexity(student, eval_ids)
+    progress.total_seconds = time.perf_counter() - begun
     path.parent.mkdir(parents=True, exist_ok=True)
     saved = {name: value for name, value in asdict(progress).items() if name in _STORED_FIELDS}
     partial = path.with_suffix(".partial")

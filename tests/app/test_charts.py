@@ -11,7 +11,8 @@ from pathlib import Path
 import plotly
 
 from explorer import i18n
-from explorer.charts import DRAWN_AT, apart, chart_description, with_unmeasured_tick_labels
+from explorer.charts import chart_description, with_unmeasured_tick_labels
+from explorer.labels import DRAWN_AT, apart
 
 
 def test_every_axis_gets_unmeasured_tick_labels_unless_the_chart_says_otherwise():
@@ -93,3 +94,20 @@ def test_apart_sets_the_names_of_close_points_where_they_do_not_meet_at_any_size
     for size in DRAWN_AT:
         a, b = (_name_box(p, s, x_range, y_range, size) for p, s in zip(points, sides, strict=True))
         assert not (a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]), (size, sides)
+
+
+def test_an_animations_long_frame_titles_go_on_two_lines_with_the_first():
+    """▶ Play on mapping showed MLA's title past the chart's right edge: each frame's title is broken like the first's,
+    and the first is broken too, so the margin made for it holds every frame's two lines."""
+    from explorer.charts import frame_titles_in_lines
+
+    short, long = "<b>MHA: each head its own</b>", "<b>" + "MLA: every query head rebuilds its keys " * 2 + "</b>"
+    spec = {
+        "layout": {"title": {"text": short}},
+        "frames": [{"name": n, "layout": {"title": {"text": t}}} for n, t in (("mha", short), ("mla", long))],
+    }
+    drawn = frame_titles_in_lines(spec, 48)
+    titles = [drawn["layout"]["title"]["text"]] + [f["layout"]["title"]["text"] for f in drawn["frames"]]
+    assert all(t.count("<br>") == 1 for t in titles), titles
+    assert all(max(len(line) for line in t.split("<br>")) < len(long) for t in titles)
+    assert frame_titles_in_lines({**spec, "frames": spec["frames"][:1]}, 48) == {**spec, "frames": spec["frames"][:1]}

@@ -155,7 +155,7 @@ def qr_text(at) -> str:
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_the_qr_code_opens_the_link_shown(lang):
-    at = open_page("trained", LINKED.to_link() | {"lang": lang, "tm_text": "注意力 " * 100})
+    at = open_page("trained", LINKED.to_link() | {"lang": lang, "tm_text": "注意力 " * 10})
     assert not [h for h in at.get("html") if 'class="share-qr"' in h.proto.body]  # made only when asked for
     next(b for b in at.sidebar.button if "qr_code" in (b.proto.icon or "")).click().run()
     no_exception(at)
@@ -164,6 +164,33 @@ def test_the_qr_code_opens_the_link_shown(lang):
     query = parse_qs(urlparse(shown).query)
     assert query["lang"] == [lang]
     assert query["d_model"] == ["256"]
+
+
+def test_a_link_too_long_to_scan_is_said_to_be_and_offered_without_its_text():
+    """A 2,000-character link's code had ~3 px squares on a projector: the dialog says so, and its code opens the same
+    view without the page's free text."""
+    from explorer.share import scannable
+
+    scattered = "".join(chr(0x4E00 + (i * 7919) % 20000) for i in range(700))  # a text the link cannot compact
+    at = open_page("trained", LINKED.to_link() | {"tm_text": scattered})
+    next(b for b in at.sidebar.button if "qr_code" in (b.proto.icon or "")).click().run()
+    no_exception(at)
+    whole = verbatim(at.sidebar)[0]
+    assert len(whole) > 2000
+    assert not scannable(whole)
+    assert any("too long to scan" in info.value for info in at.info)
+    query = parse_qs(urlparse(qr_text(at)).query)
+    assert "tm_text" not in query
+    assert query["d_model"] == ["256"], "the same view, without its text"
+
+
+def test_a_link_with_every_setting_scans():
+    from explorer.share import scannable
+
+    link = "https://attention-explorer.example.org/kv_cache?" + "&".join(
+        f"{k}={v}" for k, v in (LINKED.to_link() | {"lang": "zh"}).items()
+    )
+    assert scannable(link)
 
 
 @pytest.mark.parametrize(

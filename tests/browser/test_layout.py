@@ -89,7 +89,7 @@ TEXT_SIZES = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).f
         .map(e => { const m = e.getScreenCTM(); const r = e.getBoundingClientRect();
             return {chart: index, text: e.textContent.trim().slice(0, 40),
                 value: e.classList.contains('bartext') || !!e.closest('.textpoint'),
-                bar: e.classList.contains('bartext'),
+                bar: e.classList.contains('bartext'), point: !!e.closest('.textpoint'),
                 px: parseFloat(getComputedStyle(e).fontSize) * Math.hypot(m.a, m.b),
                 box: [r.left, r.top, r.right, r.bottom]}; }))"""
 
@@ -194,20 +194,21 @@ def test_the_designs_after_mla_read_cleanly_at_every_width(server, browser, name
 
 
 def text_size_problems(texts: list[dict]) -> list[str]:
-    """Chart text drawn too small to read, and bar labels that run into each other (labels of points are placed
-    by hand, beside their points)."""
+    """Chart text drawn too small to read, and bar labels or point names that run into each other (point names are
+    placed by explorer.labels.apart: this is its check in the browser)."""
     problems = [
         f"chart {t['chart']}: {t['text']!r} drawn at {t['px']:.1f} px"
         for t in texts
         if t["px"] < (MIN_VALUE_LABEL_PX if t["value"] else MIN_TEXT_PX) - 0.05
     ]
-    labels = [t for t in texts if t["bar"]]
-    problems += [
-        f"chart {a['chart']}: the bar labels {a['text']!r} and {b['text']!r} overlap"
-        for i, a in enumerate(labels)
-        for b in labels[i + 1 :]
-        if a["chart"] == b["chart"] and overlap(a["box"], b["box"])
-    ]
+    for kind in ("bar", "point"):
+        labels = [t for t in texts if t[kind]]
+        problems += [
+            f"chart {a['chart']}: the {kind} labels {a['text']!r} and {b['text']!r} overlap"
+            for i, a in enumerate(labels)
+            for b in labels[i + 1 :]
+            if a["chart"] == b["chart"] and overlap(a["box"], b["box"])
+        ]
     return problems
 
 
@@ -323,5 +324,46 @@ def test_heatmap_panels_are_readably_wide_on_a_phone_and_their_titles_apart(serv
             if overlap(a["box"], b["box"], slack=-2)  # and 2 px apart at least
         ]
         assert not together, together
+    finally:
+        context.close()
+
+
+# The lab's models table: its grid's scroller (its whole height and its box's), its columns and the width of each
+# model's name in the grid's own font.
+LAB_TABLE = """names => { const d = document.querySelector('[data-testid="stDataFrame"]');
+    const scroller = d.querySelector('.dvn-scroller');
+    const canvas = d.querySelector('canvas[data-testid="data-grid-canvas"]');
+    let fiber = canvas[Object.keys(canvas).find(k => k.startsWith('__reactFiber'))];
+    while (fiber && !Array.isArray(fiber.memoizedProps && fiber.memoizedProps.columns)) fiber = fiber.return;
+    const props = fiber.memoizedProps, measure = document.createElement('canvas').getContext('2d');
+    measure.font = props.theme.baseFontFull;
+    return {height: scroller.scrollHeight, box: scroller.clientHeight, rows: props.rows,
+        columns: props.columns.map(c => [c.title, c.width]),
+        widest: Math.max(...names.map(name => measure.measureText(name).width))};
+}"""
+GRID_CELL_PADDING = 8  # px each side of a glide-data-grid cell's text
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_lab_table_shows_every_row_and_whole_names_at_a_laptops_width(server, browser, lang):
+    """Item 7 of #37: at 1400 px the healed rows (the main result) came last inside an inner scroll area, their names
+    cut. Every row is in view without scrolling the table, and the model column is wide enough for every name."""
+    from explorer.lab import stored, tables
+
+    i18n.set_language(lang)
+    try:
+        shown = tables.models_table(
+            stored.table_rows(stored.load_table()), stored.healed_rows(stored.load_heal_table()), 8192
+        )
+        model = i18n._("model")
+    finally:
+        i18n.set_language("en")
+    context, tab, _ = open_at(browser, server, "lab", SIZES["laptop"], lang)
+    try:
+        table = tab.evaluate(LAB_TABLE, [row[model] for row in shown])
+        assert table["rows"] == len(shown)
+        assert table["height"] <= table["box"] + 1, f"the table scrolls inside: {table['height']} px in {table['box']}"
+        width = dict(table["columns"])[model]
+        assert width >= table["widest"] + 2 * GRID_CELL_PADDING, f"{width} px for names {table['widest']:.0f} px wide"
     finally:
         context.close()

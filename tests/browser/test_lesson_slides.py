@@ -11,6 +11,7 @@ from __future__ import annotations
 from urllib.parse import urlencode
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from explorer import i18n
 from explorer.lesson import steps
@@ -45,10 +46,20 @@ SLIDE = """lead => {
             return {text: e.textContent.trim().slice(0, 40),
                 px: parseFloat(getComputedStyle(e).fontSize) * Math.hypot(m.a, m.b),
                 tick: /^[xy][0-9]*tick$/.test(e.parentNode.getAttribute('class') || ''),
+                point: !!e.closest('.textpoint'), box: box(e),
                 fill: getComputedStyle(e).fill}; }) : [];
+    const data = plot && plot._fullData ? plot._fullData : [];
     return {scrolled: main.scrollTop, header: box(header), title: box(document.querySelector('[data-testid="stMain"] h2')),
-        chart: box(plot), question: box(question), texts};
+        chart: box(plot), question: box(question), texts,
+        controls: main.querySelectorAll('[data-testid="stSlider"]').length,
+        staircases: data.filter(t => t.line && t.line.shape === 'hv').length,
+        outlines: ((plot && plot._fullLayout.shapes) || []).filter(s => s.type === 'rect' && s.xref === 'x domain').length,
+        chartTitle: (plot && plot._fullLayout.title && plot._fullLayout.title.text) || ''};
 }"""
+
+# Every chart's points as drawn: what a control must change.
+CHART_POINTS = """() => JSON.stringify(Array.from(document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot'))
+    .map(g => (g._fullData || []).map(t => [t.x, t.y].map(a => a ? Array.from(a) : null))))"""
 
 
 def in_language(message: str, lang: str, **values: object) -> str:
@@ -205,3 +216,60 @@ def test_the_arrow_buttons_and_the_left_key_open_a_step_at_its_top(browser, serv
             assert tab.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollTop") == 0, press
     finally:
         context.close()
+
+
+@pytest.mark.parametrize("number", [3, 7, 10])
+@pytest.mark.parametrize("lang", LANGS)
+def test_a_slide_draws_no_staircase_or_outline_it_does_not_explain(walks, lang, number):
+    """Item 4: the preallocated cache's staircase (steps 3 and 7) and the outlined head (step 10) are gone."""
+    seen = walks(lang).slide(number)
+    assert (seen["staircases"], seen["outlines"]) == (0, 0), f"step {number} ({lang})"
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_absorption_slide_states_the_comparison_with_the_full_pass(walks, lang):
+    title = walks(lang).slide(10)["chartTitle"].replace("<br>", " ")
+    message = "Absorbed decode: each head's weights; the full up-projected pass gives the same {agreement}"
+    words = [part.strip() for part in in_language(message, lang, agreement="\0").split("\0") if part.strip()]
+    assert words, message
+    assert all(part in title for part in words), title
+
+
+def test_every_control_on_a_slide_changes_its_chart(walks, browser, server):
+    """A step's slider must change what is shown (step 11's context slider changed nothing and is gone)."""
+    walk = walks("en")
+    with_control = [n for n in STEPS if walk.slide(n)["controls"]]
+    assert 11 not in with_control
+    context = browser.new_context(viewport={"width": SCREEN[0], "height": SCREEN[1]})
+    tab = context.new_page()
+    try:
+        for number in with_control:
+            open_link(tab, f"{server.url}/lesson?{urlencode({'step': str(number), 'lang': 'en', 'present': '1'})}")
+            before = tab.evaluate(CHART_POINTS)
+            tab.locator('[data-testid="stMain"] [data-testid="stSlider"] input[type="range"]').first.focus()
+            tab.keyboard.press("ArrowLeft")
+            try:
+                tab.wait_for_function(f"before => ({CHART_POINTS})() !== before", arg=before)
+            except PlaywrightTimeout:
+                pytest.fail(f"step {number}'s control changed nothing shown")
+            wait_for_app(tab)
+    finally:
+        context.close()
+
+
+def overlap(a: list[float], b: list[float], slack: float = 1.0) -> bool:
+    return a[0] < b[2] - slack and b[0] < a[2] - slack and a[1] < b[3] - slack and b[1] < a[3] - slack
+
+
+@pytest.mark.parametrize("number", STEPS)
+@pytest.mark.parametrize("lang", LANGS)
+def test_no_two_point_names_on_a_slide_overlap(walks, lang, number):
+    """Item 6: the healed close-up's names ran into each other at 1024 px, and step 11's "256" into "288"."""
+    names = [t for t in walks(lang).slide(number)["texts"] if t["point"]]
+    together = [
+        f"{a['text']!r} and {b['text']!r}"
+        for i, a in enumerate(names)
+        for b in names[i + 1 :]
+        if overlap(a["box"], b["box"])
+    ]
+    assert not together, f"step {number} ({lang}): {together}"

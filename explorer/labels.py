@@ -1,0 +1,148 @@
+"""Where a chart's point names go so that none covers another name or another point, at every size the chart is
+drawn at: plain arithmetic on data coordinates, free of Streamlit and Plotly, so that any figure builder (the pages',
+the lab's, a benchmark's) can place its names."""
+
+from __future__ import annotations
+
+import math
+import unicodedata
+from collections.abc import Sequence
+
+# Where Plotly sets a point's text: the text box's centre from the point, in half box widths and heights (y up)
+TEXT_OFFSETS = {
+    "top right": (1, 1),
+    "top center": (0, 1),
+    "top left": (-1, 1),
+    "middle right": (1, 0),
+    "bottom right": (1, -1),
+    "bottom center": (0, -1),
+    "bottom left": (-1, -1),
+    "middle left": (-1, 0),
+}
+# The plots a chart of named points is drawn in (plot width and height in px, font px): a lesson's slide, a page in
+# presenter mode at 1024 px, a page at 1400 px, and the narrowest that still names its points
+DRAWN_AT = ((640, 260, 18), (800, 380, 24), (850, 330, 12), (440, 300, 12))
+MARKER_PX = 14
+PAD_PX = 3  # a name's room each side: names that merely touch read as one
+AMBIGUOUS = 400  # px² a name costs for each point it sits nearer than its own
+
+
+def apart(
+    points: Sequence[tuple[float, float, str] | tuple[float, float, str, Sequence[str]]],
+    x_range: tuple[float, float],
+    y_range: tuple[float, float],
+    positions: Sequence[str] = tuple(TEXT_OFFSETS),
+) -> list[str]:
+    """A text position for each named point (x, y in data units of linear axes, or their log10 on log axes; its text;
+    optionally the positions it may take, else `positions`, in order of preference), so that no name covers another
+    name or another point wherever the chart is drawn (DRAWN_AT): each point in turn takes the first position that
+    is clear at every size and nearer its own point than any other, or the least covered; then, while that helps,
+    each name moves to where it is least covered by all the others (a name placed early may have taken the only
+    room of a crowded neighbour). Names are measured roughly (a Latin letter 0.55 of the font's size, a Chinese
+    character twice that, PAD_PX more each side), which is why several sizes are asked."""
+    options = [list(allowed[0]) if allowed else list(positions) for _x, _y, _text, *allowed in points]
+    boxes = [
+        {position: _boxes(point, position, x_range, y_range) for position in allowed}
+        for point, allowed in zip(points, options, strict=True)
+    ]
+    markers = {
+        size: [_around(_to_px(x, y, x_range, y_range, size[0], size[1]), MARKER_PX) for x, y, *_rest in points]
+        for size in DRAWN_AT
+    }
+
+    def cost(index: int, position: str, others: list[int]) -> float:
+        """How covered point index's name is at `position`, by the names of `others` where they are and by every
+        other point, at every size; how far outside the plot; how near another point."""
+        total = 0.0
+        for size, box in boxes[index][position].items():
+            width, height, font = size
+            px, py = _to_px(points[index][0], points[index][1], x_range, y_range, width, height)
+            around = [m for other, m in enumerate(markers[size]) if other != index]
+            total += sum(_covered(box, boxes[other][chosen[other]][size]) for other in others)
+            total += sum(_covered(box, m) for m in around)
+            # a name nearer another point than its own reads as that point's
+            near = _distance(box, (px, py))
+            total += AMBIGUOUS * sum(_distance(box, _centre(m)) < near + MARKER_PX / 2 for m in around)
+            # outside the plot (a little above is room)
+            total += (box[2] - box[0]) * (box[3] - box[1]) - _covered(box, (-PAD_PX, 0, width + PAD_PX, height + font))
+        return total
+
+    def best(index: int, others: list[int]) -> tuple[float, str]:
+        found: tuple[float, str] | None = None
+        for position in options[index]:
+            here = cost(index, position, others)
+            if found is None or here < found[0]:
+                found = (here, position)
+            if here == 0:
+                break
+        assert found is not None
+        return found
+
+    chosen: list[str] = []
+    for index in range(len(points)):
+        chosen.append(best(index, list(range(index)))[1])
+    for _round in range(4):  # a few rounds settle a chart's few names; each move strictly lowers a cost
+        moved = False
+        for index in range(len(points)):
+            others = [other for other in range(len(points)) if other != index]
+            here, position = best(index, others)
+            if here < cost(index, chosen[index], others):
+                chosen[index], moved = position, True
+        if not moved:
+            break
+    return chosen
+
+
+def _boxes(
+    point: tuple, position: str, x_range: tuple[float, float], y_range: tuple[float, float]
+) -> dict[tuple[int, int, int], tuple[float, float, float, float]]:
+    """Where a point's name is drawn at `position`, at every size, with PAD_PX room each side (px, y up)."""
+    x, y, text, *_rest = point
+    ox, oy = TEXT_OFFSETS[position]
+    out = {}
+    for width, height, font in DRAWN_AT:
+        px, py = _to_px(x, y, x_range, y_range, width, height)
+        w, h, gap = display_width(text) * 0.55 * font, 1.25 * font, MARKER_PX / 2 + 2
+        cx, cy = px + ox * (w / 2 + gap), py + oy * (h / 2 + gap)
+        out[(width, height, font)] = (
+            cx - w / 2 - PAD_PX,
+            cy - h / 2 - PAD_PX,
+            cx + w / 2 + PAD_PX,
+            cy + h / 2 + PAD_PX,
+        )
+    return out
+
+
+def _to_px(
+    x: float, y: float, x_range: tuple[float, float], y_range: tuple[float, float], width: int, height: int
+) -> tuple[float, float]:
+    return (x - x_range[0]) / (x_range[1] - x_range[0]) * width, (y - y_range[0]) / (y_range[1] - y_range[0]) * height
+
+
+def _centre(box: tuple[float, ...]) -> tuple[float, float]:
+    return (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
+
+
+def _distance(box: tuple[float, ...], point: tuple[float, float]) -> float:
+    """How far point is from the nearest edge of box (0 inside it)."""
+    dx = max(box[0] - point[0], 0.0, point[0] - box[2])
+    dy = max(box[1] - point[1], 0.0, point[1] - box[3])
+    return math.hypot(dx, dy)
+
+
+def _around(point: tuple[float, float], size: float) -> tuple[float, ...]:
+    x, y = point
+    return (x - size / 2, y - size / 2, x + size / 2, y + size / 2)
+
+
+def _covered(a: tuple[float, ...], b: tuple[float, ...]) -> float:
+    return max(0.0, min(a[2], b[2]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+
+
+def is_wide(ch: str) -> bool:
+    return unicodedata.east_asian_width(ch) in ("W", "F")
+
+
+def display_width(text: str) -> int:
+    """Display width in Latin letters: a Chinese character takes two."""
+    return sum(2 if is_wide(ch) else 1 for ch in text)
