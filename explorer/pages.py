@@ -18,6 +18,8 @@ class PageEntry(NamedTuple):
 # The sidebar settings, in the sidebar's order.
 LAYER = ("variants", "d_model", "heads", "groups", "latent", "rope_dim")  # the layer each variant is built as
 ALL_SETTINGS = (*LAYER, "seq_len", "batch", "dtype", "seed")
+# The designs after MLA and their knobs: drawn only on a page that reads them (so not in the cue of ALL_SETTINGS)
+DESIGN_SETTINGS = ("designs", "window", "sinks", "topk", "rate", "state_dim", "bits")
 
 
 # A page's key is its URL path and equals its file's stem: a freshly started server resolves the first link it is
@@ -29,7 +31,7 @@ PAGES: dict[str, PageEntry] = {
         N_("Overview"),
         ":material/dashboard:",
         N_("The four variants side by side."),
-        (*LAYER, "seq_len", "batch", "dtype"),
+        (*LAYER, "seq_len", "batch", "dtype", *DESIGN_SETTINGS),
     ),
     "mapping": PageEntry(
         "pages/mapping.py",
@@ -43,7 +45,7 @@ PAGES: dict[str, PageEntry] = {
         N_("KV cache"),
         ":material/memory:",
         N_("Decode token by token, then scale the cache to published models."),
-        (*LAYER, "batch", "dtype", "seed"),
+        (*LAYER, "batch", "dtype", "seed", *DESIGN_SETTINGS),
     ),
     "heatmaps": PageEntry(
         "pages/heatmaps.py",

@@ -48,9 +48,45 @@ SEQ_LEN_CHOICES = (
 BATCH_CHOICES = (1, 2, 4, 8, 16, 32, 64, 128)
 DTYPE_CHOICES = tuple(DTYPES)
 MAX_SEED = 2**31 - 1
+# The designs after MLA the pages can show beside the four variants (explorer/designs.py builds each from the layer
+# settings and the knobs below), and the knobs' offered values.
+DESIGNS = ("sliding", "dsa", "compressed", "linear", "quantised")
+WINDOW_CHOICES = (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
+SINK_CHOICES = (0, 1, 2, 4, 8, 16)
+TOPK_CHOICES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048)
+RATE_CHOICES = (2, 4, 8, 16, 32, 64, 128)
+STATE_DIM_CHOICES = (8, 16, 32, 64, 128, 256)
+BITS_CHOICES = (8, 4, 2)
+# The knobs each design reads (the sidebar shows a knob while a design that reads it is chosen)
+KNOBS_READ = {
+    "sliding": ("window", "sinks"),
+    "dsa": ("topk",),
+    "compressed": ("window", "rate"),
+    "linear": ("state_dim",),
+    "quantised": ("bits",),
+}
 
 # Link names are part of the public interface: a link shared today must open the same view later.
-LINK_NAMES = ("variant", "d_model", "heads", "groups", "latent", "rope_dim", "seq_len", "batch", "dtype", "seed")
+LINK_NAMES = (
+    "variant",
+    "d_model",
+    "heads",
+    "groups",
+    "latent",
+    "rope_dim",
+    "seq_len",
+    "batch",
+    "dtype",
+    "seed",
+    # the designs after MLA: a link without them opens with none chosen, as every link did before them
+    "design",
+    "window",
+    "sinks",
+    "topk",
+    "rate",
+    "state_dim",
+    "bits",
+)
 # What a link shows follows from its settings and from how seeded weights and inputs are drawn. When the drawing
 # changes, LINK_VERSION goes up, so that an older link says its numbers differ instead of silently showing others.
 # A link without `v` is read as this version (typed by hand, it asks for today's numbers). 1: links of before
@@ -71,6 +107,13 @@ class Settings:
     batch: int = 1
     dtype: str = "bfloat16"
     seed: int = 0
+    designs: tuple[str, ...] = ()
+    window: int = 16
+    sinks: int = 4
+    topk: int = 16
+    rate: int = 4
+    state_dim: int = 64
+    bits: int = 4
 
     @property
     def head_dim(self) -> int:
@@ -98,6 +141,7 @@ class Settings:
         """The query parameters of a link to this view."""
         values = asdict(self)
         values["variant"] = ",".join(values.pop("variants"))
+        values["design"] = ",".join(values.pop("designs"))
         return {name: str(values[name]) for name in LINK_NAMES} | {VERSION_NAME: str(LINK_VERSION)}
 
     def as_dict(self) -> dict:
@@ -118,6 +162,11 @@ def rope_dim_choices(head_dim: int) -> list[int]:
     return [r for r in ROPE_DIM_CHOICES if r <= head_dim] or [ROPE_DIM_CHOICES[0]]
 
 
+def bits_choices(head_dim: int) -> list[int]:
+    """Bits per cached number whose codes pack a head's numbers into whole bytes."""
+    return [b for b in BITS_CHOICES if head_dim * b % 8 == 0]
+
+
 def nearest(value: int, choices: Iterable[int]) -> int:
     """The choice closest to value (ratio-wise, since sizes are spread geometrically); ties go to the smaller."""
     return min(choices, key=lambda c: (max(c, value) / max(min(c, value), 1), c))
@@ -128,7 +177,7 @@ def normalize(settings: Settings) -> tuple[Settings, list[str]]:
     """Move every setting that is invalid given the others to its nearest valid value, saying what moved and why."""
     notes: list[str] = []
     # In this order: each step's valid values depend on the settings the steps before it made valid
-    for fix in (_fix_variants, _snap_layer_shape, _snap_sizes, _fix_dtype, _clamp_seed):
+    for fix in (_fix_variants, _snap_layer_shape, _snap_sizes, _fix_dtype, _clamp_seed, _snap_design_knobs):
         settings = fix(settings, notes)
     return settings, notes
 
@@ -227,6 +276,26 @@ def _clamp_seed(settings: Settings, notes: list[str]) -> Settings:
     return replace(settings, seed=fixed)
 
 
+def _snap_design_knobs(settings: Settings, notes: list[str]) -> Settings:
+    """The designs known, in their usual order; each knob to an offered value (the bits to ones a head packs)."""
+    settings = replace(settings, designs=tuple(d for d in DESIGNS if d in settings.designs))
+    for name, choices in (
+        ("window", WINDOW_CHOICES),
+        ("sinks", SINK_CHOICES),
+        ("topk", TOPK_CHOICES),
+        ("rate", RATE_CHOICES),
+        ("state_dim", STATE_DIM_CHOICES),
+    ):
+        settings = _snap(settings, name, choices, _("{name} is offered in steps", name=name), notes)
+    return _snap(
+        settings,
+        "bits",
+        bits_choices(settings.head_dim),
+        _("the codes of a head of {head_dim} numbers pack into whole bytes", head_dim=str(settings.head_dim)),
+        notes,
+    )
+
+
 def from_link(params: Mapping[str, str | list[str]]) -> tuple[Settings, list[str]]:
     """Settings from a link's query parameters, whatever they hold; unreadable values fall back to the defaults.
 
@@ -262,6 +331,18 @@ def from_link(params: Mapping[str, str | list[str]]) -> tuple[Settings, list[str
                     )
                 )
             values["variants"] = tuple(v for v in VARIANTS if v in chosen)
+        elif name == "design":
+            chosen = [part.strip().lower() for part in text.split(",") if part.strip()]
+            unknown = [part for part in chosen if part not in DESIGNS]
+            if unknown:
+                notes.append(
+                    _(
+                        "design: ignored {unknown} (choose among {choices}).",
+                        unknown=", ".join(shown(u) for u in unknown),
+                        choices=", ".join(DESIGNS),
+                    )
+                )
+            values["designs"] = tuple(d for d in DESIGNS if d in chosen)
         elif name == "dtype":
             values["dtype"] = text.lower()
         else:

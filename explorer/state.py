@@ -18,17 +18,25 @@ from .glossary import glossary_markdown, variant_name
 from .i18n import LANGUAGES, LINK_PARAM, N_, _
 from .link import write_link
 from .navigation import use_language
-from .pages import ALL_SETTINGS, PAGES, PageEntry
+from .pages import ALL_SETTINGS, DESIGN_SETTINGS, PAGES, PageEntry
 from .params import shown
 from .present import use_presenter
 from .settings import (
     BATCH_CHOICES,
     D_MODEL_CHOICES,
+    DESIGNS,
     DTYPE_CHOICES,
+    KNOBS_READ,
     LATENT_CHOICES,
     MAX_SEED,
+    RATE_CHOICES,
     SEQ_LEN_CHOICES,
+    SINK_CHOICES,
+    STATE_DIM_CHOICES,
+    TOPK_CHOICES,
+    WINDOW_CHOICES,
     Settings,
+    bits_choices,
     from_link,
     groups_choices,
     heads_choices,
@@ -102,12 +110,12 @@ def _settings_into_widgets() -> None:
             st.info(note, icon=":material/history:")
         _store_in_widgets(settings)
         state[_LINK_READ] = True
-    elif all(key in state for key in _WIDGET.values()):
+    else:
         # Streamlit keys a widget's value by the page that drew it: the same sliders on the next page would start
         # from their minimums. Writing the values back before drawing carries them to whichever page runs now.
+        # Widget state is dropped for a widget a run did not draw (a page that reads no designs draws no knobs):
+        # those settings come from the session's last ones.
         _store_in_widgets(_read_widgets())
-    else:
-        _store_in_widgets(state[SETTINGS_KEY])  # widget state is dropped for a run that did not draw it
 
 
 def _sidebar_controls(page: PageEntry | None) -> None:
@@ -121,6 +129,8 @@ def _sidebar_controls(page: PageEntry | None) -> None:
         _layer_controls()
         if page is not None and (cue := settings_cue(page.uses)):
             st.caption(cue)
+        if page is None or "designs" in page.uses:
+            _design_controls(DESIGN_SETTINGS if page is None else page.uses)
     for note in st.session_state.pop(_ADJUSTED, []):
         st.info(note, icon="↪️")
 
@@ -135,6 +145,27 @@ SLIDER_LABELS = {
     "rope_dim": N_("Rotary key width (dₕᴿ, MLA)"),
     "seq_len": N_("Sequence length (L, tokens)"),
     "batch": N_("Batch"),
+    "window": N_("Window (W, tokens)"),
+    "sinks": N_("Kept first tokens (n_s)"),
+    "topk": N_("Tokens read (top-k, DSA)"),
+    "rate": N_("Compression rate (m, tokens per entry)"),
+    "state_dim": N_("State key width (d_k, linear)"),
+    "bits": N_("Bits per cached number"),
+}
+# The designs after MLA as the sidebar names them
+DESIGN_LABELS = {
+    "sliding": N_("Sliding window"),
+    "dsa": N_("DSA top-k"),
+    "compressed": N_("Compressed (V4)"),
+    "linear": N_("Linear state"),
+    "quantised": N_("Quantised"),
+}
+DESIGN_HELP = {
+    "sliding": N_("GQA seeing the last W tokens and the first n_s (Mistral, StreamingLLM)."),
+    "dsa": N_("MLA whose queries read the top-k tokens a lightning indexer picks (DeepSeek-V3.2)."),
+    "compressed": N_("One cached entry per m tokens, plus a window of W (DeepSeek-V4's compressed attention)."),
+    "linear": N_("A fixed state instead of a cache (Gated DeltaNet, Qwen3-Next's linear layers)."),
+    "quantised": N_("GQA with its cache stored in fewer bits (KIVI)."),
 }
 # The sidebar's settings as the cue under them names them.
 SETTING_LABELS = {
@@ -200,18 +231,50 @@ def _layer_controls() -> None:
     st.number_input(_("Seed"), min_value=0, max_value=MAX_SEED, step=1, key=_WIDGET["seed"], on_change=_on_change)
 
 
+def _design_controls(uses: tuple[str, ...]) -> None:
+    """The designs after MLA to show beside the variants, and the knobs of the designs chosen."""
+    state = st.session_state
+    st.subheader(_("Designs after MLA"))
+    st.pills(
+        _("Designs"),
+        DESIGNS,
+        selection_mode="multi",
+        key=_WIDGET["designs"],
+        on_change=_on_change,
+        format_func=lambda name: _(DESIGN_LABELS[name]),
+        help=" · ".join(f"{_(DESIGN_LABELS[d])}: {_(DESIGN_HELP[d])}" for d in DESIGNS),
+    )
+    read = {knob for name in state[_WIDGET["designs"]] or () for knob in KNOBS_READ[name]}
+    head_dim = state[_WIDGET["d_model"]] // state[_WIDGET["heads"]]
+    choices = {
+        "window": WINDOW_CHOICES,
+        "sinks": SINK_CHOICES,
+        "topk": TOPK_CHOICES,
+        "rate": RATE_CHOICES,
+        "state_dim": STATE_DIM_CHOICES,
+        "bits": bits_choices(head_dim),
+    }
+    for knob, options in choices.items():
+        if knob in read and knob in uses:
+            _slider(knob, options)
+
+
 def _slider(name: str, options: Iterable[object], help: str | None = None) -> None:
     st.select_slider(_(SLIDER_LABELS[name]), options=list(options), key=_WIDGET[name], on_change=_on_change, help=help)
 
 
 def _store_in_widgets(settings: Settings) -> None:
     for name, value in settings.as_dict().items():
-        st.session_state[_WIDGET[name]] = list(value) if name == "variants" else value
+        st.session_state[_WIDGET[name]] = list(value) if name in ("variants", "designs") else value
 
 
 def _read_widgets() -> Settings:
-    values = {name: st.session_state[key] for name, key in _WIDGET.items()}
+    """The settings the widgets hold; a setting whose widget the last run did not draw, the session's last value."""
+    state = st.session_state
+    last = state.get(SETTINGS_KEY, Settings()).as_dict()
+    values = {name: state[key] if key in state else last[name] for name, key in _WIDGET.items()}
     values["variants"] = tuple(values["variants"] or ())
+    values["designs"] = tuple(values["designs"] or ())
     return Settings(**values)
 
 

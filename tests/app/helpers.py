@@ -95,16 +95,21 @@ def verbatim(root) -> list[str]:
 
 def sidebar_settings(at: AppTest) -> Settings:
     """The settings the sidebar widgets show (read from the widgets themselves, not from session state). A page that
-    reads no setting draws no widget for them: there, the settings the session keeps for the other pages."""
+    reads no setting draws no widget for them: there, the settings the session keeps for the other pages (as for the
+    designs' knobs a page does not draw)."""
+    kept = at.session_state[SETTINGS_KEY]
+    assert isinstance(kept, Settings)
     if not at.sidebar.select_slider:
-        kept = at.session_state[SETTINGS_KEY]
-        assert isinstance(kept, Settings)
         return kept
     sliders = {w.key.removeprefix("setting_"): w.value for w in at.sidebar.select_slider}
-    variants = next(w for w in at.sidebar.button_group if w.key == "setting_variants").value
+    pills = {
+        w.key.removeprefix("setting_"): tuple(w.value)
+        for w in at.sidebar.button_group
+        if w.key in ("setting_variants", "setting_designs")
+    }
     dtype = next(w for w in at.sidebar.radio if w.key == "setting_dtype").value
     seed = next(w for w in at.sidebar.number_input if w.key == "setting_seed").value
-    return Settings(variants=tuple(variants), dtype=dtype, seed=int(seed), **sliders)
+    return replace(kept, dtype=dtype, seed=int(seed), **pills, **sliders)
 
 
 def link_warnings(at: AppTest) -> list[str]:

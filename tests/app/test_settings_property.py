@@ -10,12 +10,19 @@ from attn_core import VARIANTS, AttentionConfig
 from explorer.settings import (
     BATCH_CHOICES,
     D_MODEL_CHOICES,
+    DESIGNS,
     DTYPE_CHOICES,
     LATENT_CHOICES,
     LINK_NAMES,
     MAX_SEED,
+    RATE_CHOICES,
     SEQ_LEN_CHOICES,
+    SINK_CHOICES,
+    STATE_DIM_CHOICES,
+    TOPK_CHOICES,
+    WINDOW_CHOICES,
     Settings,
+    bits_choices,
     from_link,
     groups_choices,
     heads_choices,
@@ -30,12 +37,12 @@ number_text = st.integers(min_value=-(10**12), max_value=10**12).map(str)
 padded_number = st.tuples(
     st.sampled_from(["", " ", "0", "+", "\t"]), number_text, st.sampled_from(["", " ", "\n"])
 ).map("".join)
-name_text = st.lists(st.sampled_from([*VARIANTS, *DTYPE_CHOICES, "MHA", "Gqa", "flash", "", " "]), max_size=6).map(
-    ",".join
-)
+name_text = st.lists(
+    st.sampled_from([*VARIANTS, *DTYPE_CHOICES, *DESIGNS, "MHA", "Gqa", "DSA", "flash", "", " "]), max_size=6
+).map(",".join)
 link_text = st.one_of(st.text(max_size=40), number_text, padded_number, name_text)
 link_value = st.one_of(link_text, st.lists(link_text, max_size=3))
-link_params = st.dictionaries(st.one_of(st.sampled_from(LINK_NAMES), st.text(max_size=10)), link_value, max_size=14)
+link_params = st.dictionaries(st.one_of(st.sampled_from(LINK_NAMES), st.text(max_size=10)), link_value, max_size=20)
 
 
 def assert_valid(settings: Settings) -> None:
@@ -46,6 +53,7 @@ def assert_valid(settings: Settings) -> None:
     assert settings.variants
     assert set(settings.variants) <= set(VARIANTS)
     assert 0 <= settings.seed <= MAX_SEED
+    assert set(settings.designs) <= set(DESIGNS)
 
 
 @PROFILE
@@ -60,7 +68,7 @@ def read_as_written(name: str, raw) -> object:
     """What a link value says, read literally (no repair): the value the parser must keep when it writes no note."""
     text = (raw[-1] if raw else "") if isinstance(raw, list) else raw
     text = text.strip()
-    if name == "variant":
+    if name in ("variant", "design"):
         return {part.strip().lower() for part in text.split(",") if part.strip()}
     if name == "dtype":
         return text.lower()
@@ -76,7 +84,8 @@ def test_without_a_note_nothing_in_the_link_was_changed(params):
     for name in LINK_NAMES:
         if name in params:
             written = read_as_written(name, params[name])
-            kept = set(settings.variants) if name == "variant" else getattr(settings, name)
+            field = {"variant": "variants", "design": "designs"}.get(name, name)
+            kept = set(getattr(settings, field)) if name in ("variant", "design") else getattr(settings, field)
             assert kept == written, (name, params[name], kept)
 
 
@@ -96,6 +105,13 @@ def valid_settings(draw) -> Settings:
         batch=draw(st.sampled_from(BATCH_CHOICES)),
         dtype=draw(st.sampled_from(DTYPE_CHOICES)),
         seed=draw(st.integers(0, MAX_SEED)),
+        designs=tuple(d for d in DESIGNS if d in draw(st.sets(st.sampled_from(DESIGNS)))),
+        window=draw(st.sampled_from(WINDOW_CHOICES)),
+        sinks=draw(st.sampled_from(SINK_CHOICES)),
+        topk=draw(st.sampled_from(TOPK_CHOICES)),
+        rate=draw(st.sampled_from(RATE_CHOICES)),
+        state_dim=draw(st.sampled_from(STATE_DIM_CHOICES)),
+        bits=draw(st.sampled_from(bits_choices(d_model // heads))),
     )
 
 
@@ -113,7 +129,8 @@ def test_one_bad_value_leaves_the_other_settings_alone(settings, name, text):
     repaired, _notes = from_link(params)
     assert_valid(repaired)
     # Only d_model, heads and groups/rope_dim depend on each other; the rest are independent of any other value.
-    for other in ("variant", "latent", "seq_len", "batch", "dtype", "seed"):
+    independent = ("variant", "latent", "seq_len", "batch", "dtype", "seed", "design", "window", "sinks", "topk")
+    for other in (*independent, "rate", "state_dim"):
         if other != name:
-            field = "variants" if other == "variant" else other
+            field = {"variant": "variants", "design": "designs"}.get(other, other)
             assert getattr(repaired, field) == getattr(settings, field)
