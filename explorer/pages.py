@@ -52,7 +52,7 @@ PAGES: dict[str, PageEntry] = {
         N_("Attention heatmaps"),
         ":material/grid_on:",
         N_("Every head's weights, grouped by shared keys; inside one head; one decode step."),
-        (*LAYER, "seq_len", "dtype", "seed"),
+        (*LAYER, "seq_len", "dtype", "seed", *DESIGN_SETTINGS),
     ),
     "axes": PageEntry(
         "pages/axes.py",

@@ -18,6 +18,15 @@ import torch
 from attn_core import CompressedAttention, DeepSeekSparseAttention, GroupedQueryAttention
 from explorer.probes import with_weights
 
+# Weights a design's layer may have for a page to draw them from the seed within a rerun (~1 s for 16M here); a layer
+# whose weights grow with heads x latent (DSA, V4 at the widest settings: billions) is not built past it
+DESIGN_WEIGHT_BUDGET = 2**25
+
+
+def weight_count(layer: torch.nn.Module) -> int:
+    """The layer's weights (build it on the meta device: nothing is drawn)."""
+    return sum(p.numel() for p in layer.parameters())
+
 
 def _blank_unread(weights: torch.Tensor) -> np.ndarray:
     """weights [..] -> float32 numpy, NaN where a weight is exactly 0: a masked or unchosen key's softmax weight is
