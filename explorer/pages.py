@@ -38,7 +38,7 @@ PAGES: dict[str, PageEntry] = {
         N_("Head → KV mapping"),
         ":material/account_tree:",
         N_("Which key/value store each query head reads, animated from MHA to MLA."),
-        ALL_SETTINGS,
+        (*ALL_SETTINGS, *DESIGN_SETTINGS),
     ),
     "kv_cache": PageEntry(
         "pages/kv_cache.py",

@@ -314,6 +314,10 @@ DESIGN_VIEWS = {
     "heatmaps-learned-sink": ("heatmaps", {"hm_design": "sliding", "hm_sink": "learned"}),
     "heatmaps-dsa": ("heatmaps", {"hm_design": "dsa"}),
     "heatmaps-compressed": ("heatmaps", {"hm_design": "compressed"}),
+    "mapping-sliding": ("mapping", {"map_design": "sliding"}),
+    "mapping-dsa": ("mapping", {"map_design": "dsa"}),
+    "mapping-compressed": ("mapping", {"map_design": "compressed"}),
+    "mapping-linear": ("mapping", {"map_design": "linear"}),
 }
 
 

@@ -47,6 +47,10 @@ DESIGN_VIEWS = {
     "heatmaps-learned": ("heatmaps", {"hm_design": "sliding", "hm_sink": "learned"}),
     "heatmaps-dsa": ("heatmaps", {"hm_design": "dsa"}),
     "heatmaps-compressed": ("heatmaps", {"hm_design": "compressed"}),
+    "mapping-sliding": ("mapping", {"map_design": "sliding"}),
+    "mapping-dsa": ("mapping", {"map_design": "dsa"}),
+    "mapping-compressed": ("mapping", {"map_design": "compressed"}),
+    "mapping-linear": ("mapping", {"map_design": "linear"}),
 }
 ALL_DESIGNS = {"design": "sliding,dsa,compressed,linear,quantised", "seq_len": "32"}
 
