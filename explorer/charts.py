@@ -516,6 +516,14 @@ def _width(text: str) -> int:
 
 # One colour per variant, on every page.
 VARIANT_COLORS = {"mha": "#3b6ea8", "mqa": "#c4573a", "gqa": "#4a9a6b", "mla": "#8a5cb8"}
+# The designs after MLA (explorer/designs.py), apart from the variants' colours
+DESIGN_COLORS = {
+    "sliding": "#1b9aaa",
+    "dsa": "#b5179e",
+    "compressed": "#8d6e63",
+    "linear": "#e09f3e",
+    "quantised": "#264653",
+}
 
 
 BYTE_UNITS = (("B", 1), ("KiB", 1024), ("MiB", 1024**2), ("GiB", 1024**3), ("TiB", 1024**4))

@@ -41,6 +41,28 @@ SYMBOLS = (
 )
 
 
+# The designs after MLA (explorer/designs.py) by their short names, and what each is in a line
+DESIGN_NAMES = {
+    "sliding": N_("Sliding window"),
+    "dsa": N_("DSA top-k"),
+    "compressed": N_("Compressed (V4)"),
+    "linear": N_("Linear state"),
+    "quantised": N_("Quantised"),
+}
+DESIGN_HELP = {
+    "sliding": N_("GQA seeing the last W tokens and the first n_s (Mistral, StreamingLLM)."),
+    "dsa": N_("MLA whose queries read the top-k tokens a lightning indexer picks (DeepSeek-V3.2)."),
+    "compressed": N_("One cached entry per m tokens, plus a window of W (DeepSeek-V4's compressed attention)."),
+    "linear": N_("A fixed state instead of a cache (Gated DeltaNet, Qwen3-Next's linear layers)."),
+    "quantised": N_("GQA with its cache stored in fewer bits (KIVI)."),
+}
+
+
+def design_name(design: str) -> str:
+    """'sliding' -> 'Sliding window' (or 滑动窗口) in this run's language."""
+    return _(DESIGN_NAMES[design])
+
+
 def variant_name(variant: str) -> str:
     """'gqa' -> 'Grouped-query attention' (or 分组查询注意力) in this run's language."""
     return _(VARIANT_NAMES[variant])

@@ -6,9 +6,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from attn_core import AttentionConfig, CachesAsMuchAsMHA, LatentCompressesNothing, decode_flops_per_token
-from explorer.charts import FLOP_UNITS, VARIANT_COLORS, unit_axis
+from explorer import designs
+from explorer.charts import DESIGN_COLORS, FLOP_UNITS, VARIANT_COLORS, unit_axis
+from explorer.glossary import design_name
 from explorer.i18n import N_, _, fmt, format_bytes, format_flops, n_, sentences
-from explorer.probes.overview import VariantRow, compare_variants
+from explorer.probes.overview import DesignRow, VariantRow, compare_designs, compare_variants
 from explorer.settings import Settings
 from explorer.work import cached_probe
 
@@ -20,6 +22,22 @@ def variant_rows(settings: Settings) -> list[VariantRow]:
     """The probe's rows for these settings, cached by what they depend on: the layers run on the meta device, which
     holds no weights, so the seed does not enter (a new seed redraws nothing here)."""
     return _variant_rows(settings.configs(), batch=settings.batch, seq_len=settings.seq_len, dtype=settings.dtype)
+
+
+_design_rows = cached_probe(compare_designs, max_entries=256, takes_turns=False)
+
+
+def design_rows(settings: Settings) -> list[DesignRow]:
+    """The designs after MLA chosen in the sidebar, at these settings (on the meta device: the seed does not enter)."""
+    if not settings.designs:
+        return []
+    return _design_rows(
+        designs.chosen(settings),
+        settings.config("mha"),
+        batch=settings.batch,
+        seq_len=settings.seq_len,
+        dtype=settings.dtype,
+    )
 
 
 # Marked here, translated where shown: _(TRADE_OFFS[variant]).
@@ -136,12 +154,22 @@ def summary_table(rows: list[VariantRow]) -> list[dict]:
     return table
 
 
-def cache_bar_figure(rows: list[VariantRow], seq_len: int, batch: int, dtype: str) -> dict:
-    values = [row.cache_bytes_measured for row in rows]
+def _bars_of(rows: list[VariantRow], extra: Sequence[DesignRow]) -> list[tuple[str, str]]:
+    """(name, colour) of each bar: the variants, then the designs after MLA."""
+    return [(row.variant.upper(), VARIANT_COLORS[row.variant]) for row in rows] + [
+        (design_name(row.design), DESIGN_COLORS[row.design]) for row in extra
+    ]
+
+
+def cache_bar_figure(
+    rows: list[VariantRow], seq_len: int, batch: int, dtype: str, extra: Sequence[DesignRow] = ()
+) -> dict:
+    values = [row.cache_bytes_measured for row in rows] + [row.cache_bytes_measured for row in extra]
+    ratios = [row.cache_ratio_to_mha for row in rows] + [row.cache_ratio_to_mha for row in extra]
     return _variant_bars(
-        rows,
+        _bars_of(rows, extra),
         values,
-        labels=[f"{format_bytes(v)}<br>{row.cache_ratio_to_mha:.3g}× MHA" for v, row in zip(values, rows, strict=True)],
+        labels=[f"{format_bytes(v)}<br>{r:.3g}× MHA" for v, r in zip(values, ratios, strict=True)],
         unit=_("bytes"),
         title=_(
             "KV cache of one layer: {tokens} × batch {batch} in {dtype}",
@@ -153,10 +181,10 @@ def cache_bar_figure(rows: list[VariantRow], seq_len: int, batch: int, dtype: st
     )
 
 
-def flops_bar_figure(rows: list[VariantRow], seq_len: int) -> dict:
-    values = [row.decode_flops_per_token for row in rows]
+def flops_bar_figure(rows: list[VariantRow], seq_len: int, extra: Sequence[DesignRow] = ()) -> dict:
+    values = [row.decode_flops_per_token for row in rows] + [row.decode_flops_per_token for row in extra]
     return _variant_bars(
-        rows,
+        _bars_of(rows, extra),
         values,
         labels=[format_flops(v) for v in values],
         unit="FLOPs",
@@ -177,7 +205,7 @@ VALUE_LABEL_PX = 12
 
 
 def _variant_bars(
-    rows: list[VariantRow],
+    bars: list[tuple[str, str]],
     values: list,
     *,
     labels: list[str],
@@ -186,7 +214,7 @@ def _variant_bars(
     axis_title: str,
     units: Sequence[tuple[str, float]] | None = None,
 ) -> dict:
-    """One horizontal bar per variant in its colour (MHA on top), labelled beside its end, with room for the labels.
+    """One horizontal bar per (name, colour) in `bars` (MHA on top), labelled beside its end, with room for the labels.
     The value axis is ticked in one unit of `units` (bytes in KiB/MiB/GiB by default), never Plotly's SI letters.
 
     Horizontal: a label beside a bar has the whole row's height and never meets its neighbours' labels. Above
@@ -199,9 +227,9 @@ def _variant_bars(
     bar = {
         "type": "bar",
         "orientation": "h",
-        "y": [row.variant.upper() for row in rows],
+        "y": [name for name, _color in bars],
         "x": values,
-        "marker": {"color": [VARIANT_COLORS[row.variant] for row in rows]},
+        "marker": {"color": [color for _name, color in bars]},
         "text": labels,
         "textposition": "outside",
         "constraintext": "none",  # the label keeps its size: the axis leaves it room (LABEL_ROOM)
@@ -224,7 +252,7 @@ def _variant_bars(
         "xaxis": {"title": {"text": axis_title}, "showgrid": True} | axis,
         "yaxis": {"autorange": "reversed"},  # the first variant (MHA) on top, as the table lists them
         "margin": {"t": 80, "b": 40, "l": 50, "r": 20},
-        "height": 380,
+        "height": 380 + 36 * max(len(bars) - 4, 0),  # a bar's row keeps its height as designs join the variants
     }
     return {"data": [bar], "layout": layout}
 
@@ -242,3 +270,81 @@ def csv_rows(rows: list[VariantRow]) -> list[dict]:
         "decode_flops_per_token",
     )
     return [{key: getattr(row, key) for key in keys} for row in rows]
+
+
+def design_table(rows: list[DesignRow]) -> list[dict]:
+    """One display row per design after MLA: its cache at the settings' tokens, what the next step reads, its FLOPs;
+    ✓ when the measured held and read bytes equal the closed forms."""
+    return [
+        {
+            _("Design"): design_name(row.design),
+            _("Agree"): "✓"
+            if (row.cache_bytes_measured, row.read_bytes_measured) == (row.cache_bytes_formula, row.read_bytes_formula)
+            else "✗",
+            _("vs MHA"): f"{row.cache_ratio_to_mha:.3g}×",
+            _("Cache, measured"): format_bytes(row.cache_bytes_measured),
+            _("Read per step"): format_bytes(row.read_bytes_measured),
+            _("FLOPs per decoded token"): format_flops(row.decode_flops_per_token),
+            _("Cache per token"): format_bytes(round(row.cache_bytes_per_token)),
+            _("Parameters"): fmt(row.parameters),
+        }
+        for row in rows
+    ]
+
+
+def design_caption(rows: list[DesignRow], seq_len: int) -> str:
+    """What the designs' numbers say at these settings, worked out from them: the smallest cache, and the design whose
+    step reads least of what it holds."""
+    smallest = min(rows, key=lambda row: row.cache_bytes_measured)
+    parts = [
+        _(
+            "At {tokens}, the smallest cache here is {name}'s: {ratio}× MHA's.",
+            tokens=n_("{n} token", "{n} tokens", seq_len),
+            name=design_name(smallest.design),
+            ratio=f"{smallest.cache_ratio_to_mha:.3g}",
+        )
+    ]
+    partial = [row for row in rows if row.read_bytes_measured < row.cache_bytes_measured]
+    if partial:
+        least = min(partial, key=lambda row: row.read_bytes_measured / row.cache_bytes_measured)
+        parts.append(
+            _(
+                "{name}'s decoding step reads {read} of the {held} it holds ({share}).",
+                name=design_name(least.design),
+                read=format_bytes(least.read_bytes_measured),
+                held=format_bytes(least.cache_bytes_measured),
+                share=f"{least.read_bytes_measured / least.cache_bytes_measured:.0%}",
+            )
+        )
+    parts.append(
+        _(
+            "Measured on the meta device from each design's real layer: the cache after a prefill of the tokens, then "
+            "one decoding step, whose bytes read and matrix products (counted by PyTorch's `FlopCounterMode`, 2 FLOPs a "
+            "multiply-add) are shown. ✓ when held and read equal their closed forms to the byte."
+        )
+    )
+    return sentences(*parts)
+
+
+def chart_csv_rows(rows: list[VariantRow], extra: list[DesignRow]) -> list[dict]:
+    """The bar charts' numbers as CSV rows: the variants' (csv_rows), then the designs' in the same columns, with the
+    bytes a decoding step reads (a variant's step reads all it holds: left blank there, as it is not measured)."""
+    if not extra:
+        return csv_rows(rows)
+    blank = {"read_bytes_measured": "", "read_bytes_formula": ""}
+    designs_rows = [
+        {
+            "variant": row.design,
+            "parameters": row.parameters,
+            "cache_elements_per_token": "",
+            "cache_bytes_per_token": row.cache_bytes_per_token,
+            "cache_bytes_measured": row.cache_bytes_measured,
+            "cache_bytes_formula": row.cache_bytes_formula,
+            "cache_ratio_to_mha": row.cache_ratio_to_mha,
+            "decode_flops_per_token": row.decode_flops_per_token,
+            "read_bytes_measured": row.read_bytes_measured,
+            "read_bytes_formula": row.read_bytes_formula,
+        }
+        for row in extra
+    ]
+    return [row | blank for row in csv_rows(rows)] + designs_rows

@@ -339,7 +339,7 @@ def from_link(params: Mapping[str, str | list[str]]) -> tuple[Settings, list[str
                     _(
                         "design: ignored {unknown} (choose among {choices}).",
                         unknown=", ".join(shown(u) for u in unknown),
-                        choices=", ".join(DESIGNS),
+                        choices=", ".join(f"`{d}`" for d in DESIGNS),  # link values, as written in a link
                     )
                 )
             values["designs"] = tuple(d for d in DESIGNS if d in chosen)

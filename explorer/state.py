@@ -14,7 +14,7 @@ import torch
 from attn_core import VARIANTS
 
 from . import i18n, language_switch, share
-from .glossary import glossary_markdown, variant_name
+from .glossary import DESIGN_HELP, design_name, glossary_markdown, variant_name
 from .i18n import LANGUAGES, LINK_PARAM, N_, _
 from .link import write_link
 from .navigation import use_language
@@ -152,21 +152,6 @@ SLIDER_LABELS = {
     "state_dim": N_("State key width (d_k, linear)"),
     "bits": N_("Bits per cached number"),
 }
-# The designs after MLA as the sidebar names them
-DESIGN_LABELS = {
-    "sliding": N_("Sliding window"),
-    "dsa": N_("DSA top-k"),
-    "compressed": N_("Compressed (V4)"),
-    "linear": N_("Linear state"),
-    "quantised": N_("Quantised"),
-}
-DESIGN_HELP = {
-    "sliding": N_("GQA seeing the last W tokens and the first n_s (Mistral, StreamingLLM)."),
-    "dsa": N_("MLA whose queries read the top-k tokens a lightning indexer picks (DeepSeek-V3.2)."),
-    "compressed": N_("One cached entry per m tokens, plus a window of W (DeepSeek-V4's compressed attention)."),
-    "linear": N_("A fixed state instead of a cache (Gated DeltaNet, Qwen3-Next's linear layers)."),
-    "quantised": N_("GQA with its cache stored in fewer bits (KIVI)."),
-}
 # The sidebar's settings as the cue under them names them.
 SETTING_LABELS = {
     "variants": N_("Variants"),
@@ -241,8 +226,8 @@ def _design_controls(uses: tuple[str, ...]) -> None:
         selection_mode="multi",
         key=_WIDGET["designs"],
         on_change=_on_change,
-        format_func=lambda name: _(DESIGN_LABELS[name]),
-        help=" · ".join(f"{_(DESIGN_LABELS[d])}: {_(DESIGN_HELP[d])}" for d in DESIGNS),
+        format_func=design_name,
+        help=" · ".join(f"{design_name(d)}: {_(DESIGN_HELP[d])}" for d in DESIGNS),
     )
     read = {knob for name in state[_WIDGET["designs"]] or () for knob in KNOBS_READ[name]}
     head_dim = state[_WIDGET["d_model"]] // state[_WIDGET["heads"]]

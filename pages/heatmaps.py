@@ -11,13 +11,13 @@ import explorer.shell  # noqa: F401  (first of ours: see explorer/shell.py)
 from attn_core import VARIANTS, CompressedConfig, DSAConfig
 from explorer import designs
 from explorer.charts import fixed_place, show_chart
-from explorer.glossary import variant_name
+from explorer.glossary import design_name, variant_name
 from explorer.heatmaps import computed, figures, link, tables
 from explorer.i18n import N_, _, language, n_, sentences
 from explorer.link import bound, text_box
 from explorer.params import shown
 from explorer.probes.heatmaps import MAX_TEXT_CHARS, MAX_TEXT_TOKENS
-from explorer.state import DESIGN_LABELS, page_settings
+from explorer.state import page_settings
 from explorer.verbatim import show_verbatim
 
 # The variants' names in the notes' terms (translated where shown).
@@ -541,21 +541,19 @@ if not offered_designs:
 else:
     design_cols = st.columns([3, 2])
     with design_cols[0]:
-        design_name = bound(
+        shown_design = bound(
             link.DESIGN,
-            lambda key: st.radio(
-                _("Design"), offered_designs, key=key, horizontal=True, format_func=lambda d: _(DESIGN_LABELS[d])
-            ),
+            lambda key: st.radio(_("Design"), offered_designs, key=key, horizontal=True, format_func=design_name),
             offered_designs,
         )
     try:
-        chosen = designs.design(settings, design_name)
+        chosen = designs.design(settings, shown_design)
     except ValueError as error:  # a configuration the core refuses, with its own sentence
         st.error(_("This layer cannot be built at these settings: change one in the sidebar. The core's reason:"))
         show_verbatim(str(error))
         st.stop()
     sink_kind = "kept"
-    if design_name == "sliding":
+    if shown_design == "sliding":
         with design_cols[1]:
             sink_kind = bound(
                 link.SINK,
@@ -579,7 +577,7 @@ else:
         st.info(blocked_design, icon=":material/speed:")
         st.stop()
     try:
-        with st.spinner(_("Running the {design} layer…", design=_(DESIGN_LABELS[design_name]))):
+        with st.spinner(_("Running the {design} layer…", design=design_name(shown_design))):
             design_chart = figures.design_chart(chosen, settings.seed, design_spec, head, lang)
     except ValueError as error:  # a configuration the core refuses, with its own sentence
         st.error(_("This layer cannot be built at these settings: change one in the sidebar. The core's reason:"))
@@ -591,7 +589,7 @@ else:
         head=head,
         n=n_("{n} token", "{n} tokens", facts.tokens),
     )
-    if design_name == "sliding":
+    if shown_design == "sliding":
         window = chosen.options.window if chosen.options is not None else None
         kept = chosen.options.sink_tokens if chosen.options is not None else 0
         said = _(
@@ -617,7 +615,7 @@ else:
         else:
             sinks_said = _("No kept first tokens: set n_s in the sidebar to keep some.")
         caption = sentences(on, said, sinks_said)
-    elif design_name == "dsa":
+    elif shown_design == "dsa":
         caption = sentences(
             on,
             _(

@@ -21,6 +21,7 @@ from explorer.probes.kv_cache import (
     MAX_TRACE_PARAMETERS,
     MAX_TRACE_WORK,
     memory_budget,
+    tokens_held,
 )
 from explorer.share import link_shown_after
 from explorer.state import page_settings
@@ -63,6 +64,8 @@ repeated = bound(
 
 
 traces, skipped = computed.traces_for(settings, prompt_len, steps, repeated)
+design_traces, designs_skipped = computed.design_traces_for(settings, prompt_len, steps)
+skipped += designs_skipped
 batch = computed.trace_batch(settings)
 bounds = _(
     "Real layers at the sidebar's settings, float32 weights drawn from seed {seed}, fed {tokens} fixed random "
@@ -131,6 +134,7 @@ def step_section() -> None:
     recompute_chart(step)
     cache_size_chart(step)
     pitfall_notes(step)
+    designs_section(step)
 
 
 def advance_play() -> None:
@@ -204,6 +208,54 @@ def cache_size_chart(step: int) -> None:
     )
 
 
+def designs_section(step: int) -> None:
+    """The designs after MLA chosen in the sidebar: held and read bytes step by step, measured and by formula."""
+    if not design_traces:
+        if not settings.designs:
+            st.caption(
+                _(
+                    "Choose designs after MLA in the sidebar (a sliding window, DSA's top-k, V4's compressed entries, "
+                    "a linear state, a quantised cache) to follow their caches here too."
+                )
+            )
+        return
+    st.header(_("The designs after MLA, step by step"), divider="gray")
+    show_chart(
+        figures.design_size_figure(design_traces, traces, step),
+        name="kv-cache-designs-held-read",
+        rows=tables.design_size_rows(design_traces),
+        caption=sentences(
+            *(text.design_finding(name, trace, step, traces.get("GQA")) for name, trace in design_traces.items()),
+            _(
+                "Solid: bytes held after the step; dashed rings: bytes the step's query read from the cache (its own "
+                "key included). Each sits on its closed form (the wide pale line), measured from the layer's own "
+                "cache after each real decoding step. The variants' held bytes are the dotted lines."
+            ),
+        ),
+    )
+    st.dataframe(
+        tables.design_step_table(design_traces, step),
+        hide_index=True,
+        width="stretch",
+        column_config={
+            _("max |Δ|"): st.column_config.TextColumn(
+                help=_("Largest difference from one pass over the whole sequence without a cache (float32).")
+            ),
+        },
+    )
+    st.caption(
+        _(
+            "The same prompt and steps as above, through each design's real layer at the sidebar's settings (seed "
+            "{seed}), computing in float32; the bytes are those of a twin layer in {dtype} fed the same calls on the "
+            "meta device (same code and shapes, no memory). A linear state is float32 whatever the dtype. "
+            "A quantised cache's max |Δ| is its rounding, not round-off; DSA's can jump where its top-k choice "
+            "differs from the full pass's (with k at least the tokens, it is round-off again).",
+            seed=str(settings.seed),
+            dtype=settings.dtype,
+        )
+    )
+
+
 def pitfall_notes(step: int) -> None:
     """With the pitfall on, what each repeated cache wastes at the step; else, how to turn it on."""
     if repeated:
@@ -250,6 +302,8 @@ if traces:
     )
     with link_shown_after():  # the step joins the share box's link from here, not from inside the fragment
         st.fragment(run_every=PLAY_SECONDS if playing else None)(step_section)()
+else:
+    designs_section(steps)  # no variant traced at these settings: the designs at the last step
 
 
 # --- 3 and 4. whole models ------------------------------------------------------------------------------------------
@@ -306,11 +360,12 @@ if preset.sliding_window is not None:
     st.info(
         _(
             "{model} attends within a sliding window of {window} tokens, so each layer keeps a rolling cache of the "
-            "last {window} tokens: past that, the cache stops growing. The numbers below are measured on a cache "
-            "holding those {window} tokens (the core's cache does not evict; a rolling buffer of that size is what "
-            "the model needs).",
+            "last {held} tokens (the next token computes its own key and value): past that, the cache stops growing. "
+            "The numbers below are the core's windowed cache's, measured on the meta device, as on the cache's four "
+            "axes page.",
             model=model,
             window=preset.sliding_window,
+            held=tokens_held(preset, preset.context_len),
         ),
         icon=":material/swap_horiz:",
     )

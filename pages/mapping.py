@@ -8,6 +8,7 @@ import explorer.shell  # noqa: F401  (first of ours: see explorer/shell.py)
 
 from explorer import designs
 from explorer.charts import show_chart
+from explorer.glossary import design_name
 from explorer.heatmaps import computed as heatmaps_computed
 from explorer.heatmaps import link as heatmaps_link
 from explorer.i18n import _, language, n_, sentences
@@ -21,7 +22,7 @@ from explorer.mapping import link as mapping_link
 from explorer.mapping import reads as mapping_reads
 from explorer.mapping import tables as mapping_tables
 from explorer.probes.mapping import CONTEXT_TOKENS
-from explorer.state import DESIGN_LABELS, page_settings
+from explorer.state import page_settings
 from explorer.verbatim import show_verbatim
 
 SUPERSCRIPTS = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
@@ -203,11 +204,9 @@ if not offered_designs:
 else:
     design_cols = st.columns([3, 1])
     with design_cols[0]:
-        design_name = bound(
+        shown_design = bound(
             mapping_link.MAP_DESIGN,
-            lambda key: st.radio(
-                _("Design"), offered_designs, key=key, horizontal=True, format_func=lambda d: _(DESIGN_LABELS[d])
-            ),
+            lambda key: st.radio(_("Design"), offered_designs, key=key, horizontal=True, format_func=design_name),
             offered_designs,
         )
     with design_cols[1]:
@@ -236,7 +235,7 @@ else:
     chosen: designs.Design | None = None
     blocked: str | None = None
     try:
-        chosen = mapping_reads.probe_design(designs.design(settings, design_name), settings.d_model)
+        chosen = mapping_reads.probe_design(designs.design(settings, shown_design), settings.d_model)
         blocked = heatmaps_computed.design_blocked(chosen)
     except ValueError as error:  # a configuration the core refuses, with its own sentence
         st.error(_("This layer cannot be built at these settings: change one in the sidebar. The core's reason:"))
@@ -247,7 +246,7 @@ else:
         with st.spinner(_("Decoding {n} tokens one at a time…", n=tokens)):
             spec, rows = mapping_reads.reads_chart(chosen, settings.seed, tokens, token, language())
             reads = mapping_reads.decode_reads(chosen, settings.seed, tokens)
-        show_chart(spec, name="design-reads", rows=rows, caption=mapping_reads.reads_caption(reads, design_name))
+        show_chart(spec, name="design-reads", rows=rows, caption=mapping_reads.reads_caption(reads, shown_design))
         if chosen.config.d_model != settings.d_model:
             st.caption(
                 _(
@@ -262,7 +261,7 @@ else:
         st.download_button(
             _("GIF for slides"),
             lambda: mapping_reads.reads_gif(drawn, settings.seed, tokens, lang_now),
-            file_name=f"after-mla-{design_name}-{lang_now}.gif",
+            file_name=f"after-mla-{shown_design}-{lang_now}.gif",
             mime="image/gif",
             on_click="ignore",
             icon=":material/animated_images:",

@@ -26,6 +26,7 @@ st.markdown(
 )
 
 rows = view.variant_rows(settings)
+after_mla = view.design_rows(settings)
 for row in rows:
     for note in view.config_warnings(row):
         st.warning(_("{variant}: {note}", variant=row.variant.upper(), note=note))
@@ -50,20 +51,25 @@ st.caption(
 left, right = st.columns(2)
 with left:
     show_chart(
-        view.cache_bar_figure(rows, settings.seq_len, settings.batch, settings.dtype),
+        view.cache_bar_figure(rows, settings.seq_len, settings.batch, settings.dtype, after_mla),
         name="overview-cache-bytes",
-        rows=view.csv_rows(rows),
+        rows=view.chart_csv_rows(rows, after_mla),
         caption=_(
             "Notice how the cache shrinks with the number of KV heads; MLA's depends on $d_c + d_h^R$, not on heads."
         ),
     )
 with right:
     show_chart(
-        view.flops_bar_figure(rows, settings.seq_len),
+        view.flops_bar_figure(rows, settings.seq_len, after_mla),
         name="overview-decode-flops",
-        rows=view.csv_rows(rows),
+        rows=view.chart_csv_rows(rows, after_mla),
         caption=view.flops_caption(rows, settings),
     )
+
+if after_mla:
+    st.subheader(_("The designs after MLA beside them"))
+    st.dataframe(view.design_table(after_mla), hide_index=True, width="stretch")
+    st.caption(view.design_caption(after_mla, settings.seq_len))
 
 st.subheader(_("What each variant trades"))
 for row in rows:

@@ -6,14 +6,21 @@ from __future__ import annotations
 import streamlit as st
 
 from attn_core import AttentionConfig
+from explorer import designs
+from explorer.glossary import design_name
 from explorer.i18n import _
 from explorer.probes.kv_cache import (
     MAX_TRACE_BATCH,
     DecodeTrace,
+    DesignTrace,
     ModelRow,
     TraceTooHeavy,
     check_trace_bounds,
+    check_trace_bounds_tokens,
+    check_work_bounds,
     decode_trace,
+    design_parameters,
+    design_trace,
     model_rows,
 )
 from explorer.settings import Settings
@@ -71,6 +78,34 @@ def traces_for(
                 seed=settings.seed,
                 storage_dtype=settings.dtype,
                 repeated_heads=is_repeated,
+            )
+    return traces, skipped
+
+
+cached_design_trace = cached_probe(design_trace, max_entries=128)
+
+
+def design_traces_for(settings: Settings, prompt_len: int, steps: int) -> tuple[dict[str, DesignTrace], list[str]]:
+    """design name -> trace for each chosen design after MLA that can be traced, and a sentence for each skipped."""
+    traces, skipped = {}, []
+    batch = trace_batch(settings)
+    with st.spinner(_("Decoding token by token through the designs after MLA…")):
+        for name, design in designs.chosen(settings).items():
+            try:
+                check_trace_bounds_tokens(prompt_len, steps, batch)
+                check_work_bounds(design_parameters(design), tokens=prompt_len + steps, batch=batch)
+            except TraceTooHeavy as reason:
+                skipped.append(
+                    _("{cache}: {reason}", cache=design_name(name), reason=_(reason.message, **reason.values))
+                )
+                continue
+            traces[name] = cached_design_trace(
+                design,
+                prompt_len=prompt_len,
+                steps=steps,
+                batch=batch,
+                seed=settings.seed,
+                storage_dtype=settings.dtype,
             )
     return traces, skipped
 

@@ -8,11 +8,13 @@ from typing import Any
 import numpy as np
 
 from attn_core import PRESETS, ModelPreset
-from explorer.charts import VARIANT_COLORS, apart, count_axis, log_bytes_axis, unit_axis
+from explorer.charts import DESIGN_COLORS, VARIANT_COLORS, apart, count_axis, log_bytes_axis, unit_axis
+from explorer.glossary import design_name
 from explorer.i18n import _, format_bytes, n_
 from explorer.probes import FLOAT32_TOLERANCE
 from explorer.probes.kv_cache import (
     DecodeTrace,
+    DesignTrace,
     MemoryBudget,
     ModelRow,
     model_bytes,
@@ -146,6 +148,82 @@ def _cache_size_layout(traces: dict[str, DecodeTrace]) -> dict:
         "margin": {"t": 60, "b": 50, "l": 70, "r": 20},
         "legend": {"groupclick": "togglegroup"},
     }
+
+
+def design_size_figure(designs: dict[str, DesignTrace], variants: dict[str, DecodeTrace], step: int) -> dict:
+    """The designs' caches step by step: bytes held (solid, dots) and bytes the step's query read (dashed, rings),
+    each over its closed form (a wide pale line), beside the variants' held bytes (thin dotted lines) for scale; log
+    bytes, so a window's plateau, a state's flat line and a quantised cache's fraction all show."""
+    data: list[dict] = []
+    for name, trace in variants.items():
+        if name.endswith("repeated"):
+            continue
+        data.append(
+            {
+                "type": "scatter",
+                "x": list(range(len(trace.nbytes))),
+                "y": trace.nbytes,
+                "mode": "lines",
+                "name": _("{name} held", name=name),
+                "line": {"color": color_of(name), "width": 1.5, "dash": "dot"},
+                "hovertemplate": _("{name} held, step {step}: {bytes} bytes", name=name, step="%{x}", bytes="%{y:,}")
+                + "<extra></extra>",
+            }
+        )
+    for name, design_trace in designs.items():
+        data += _design_lines(name, design_trace)
+    values = [v for t in designs.values() for v in t.nbytes + t.read_nbytes if v > 0]
+    values += [v for n, t in variants.items() if not n.endswith("repeated") for v in t.nbytes if v > 0]
+    any_trace = next(iter(designs.values()))
+    layout = {
+        "title": {"text": _("Held and read after each step (batch {batch}, one layer)", batch=any_trace.batch)},
+        "xaxis": {"title": {"text": _("tokens generated after a prompt of {n}", n=any_trace.prompt_len)}}
+        | count_axis(any_trace.steps),
+        "yaxis": {"title": {"text": _("bytes ({dtype}, log scale)", dtype=any_trace.storage_dtype)}}
+        | log_bytes_axis(min(values, default=1), max(values, default=2)),
+        "shapes": [_step_line(step)],
+        "height": 500,
+        "margin": {"t": 60, "b": 50, "l": 70, "r": 20},
+        "legend": {"groupclick": "togglegroup"},
+    }
+    return {"data": data, "layout": layout}
+
+
+def _design_lines(name: str, trace: DesignTrace) -> list[dict]:
+    """One design's four lines: held and read, each measured over its closed form."""
+    color, shown = DESIGN_COLORS[name], design_name(name)
+    common = {"type": "scatter", "x": list(range(len(trace.nbytes))), "legendgroup": name}
+    lines = []
+    for values, formula, what, dash, marker in (
+        (trace.nbytes, trace.formula_nbytes, _("held"), "solid", {"size": 5}),
+        (trace.read_nbytes, trace.formula_read_nbytes, _("read"), "dash", {"size": 7, "symbol": "circle-open"}),
+    ):
+        label = _("{name} {what}", name=shown, what=what)
+        lines.append(
+            common
+            | {
+                "y": formula,
+                "mode": "lines",
+                "name": _("{name} formula", name=label),
+                "showlegend": False,
+                "opacity": 0.25,
+                "line": {"color": color, "width": 9},
+                "hoverinfo": "skip",
+            }
+        )
+        lines.append(
+            common
+            | {
+                "y": values,
+                "mode": "lines+markers",
+                "name": label,
+                "marker": marker,
+                "line": {"color": color, "width": 2, "dash": dash},
+                "hovertemplate": _("{name}, step {step}: {bytes} bytes", name=label, step="%{x}", bytes="%{y:,}")
+                + "<extra></extra>",
+            }
+        )
+    return lines
 
 
 def diff_figure(traces: dict[str, DecodeTrace], step: int) -> dict:

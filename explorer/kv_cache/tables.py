@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from attn_core import PRESETS
 from explorer.charts import shape_text
+from explorer.glossary import design_name
 from explorer.i18n import _, fmt, format_bytes, n_, sentences, sig
-from explorer.probes.kv_cache import DecodeTrace, MemoryBudget, ModelRow, what_fits
+from explorer.probes.kv_cache import DecodeTrace, DesignTrace, MemoryBudget, ModelRow, what_fits
 
 from .text import cache_names, row_description, row_label, shown_name
 
@@ -169,6 +170,46 @@ def cache_size_rows(traces: dict[str, DecodeTrace]) -> list[dict]:
             "bytes_formula": trace.formula_nbytes[s],
             "bytes_preallocated": trace.capacity_nbytes[s],
             "max_abs_diff_vs_full_recompute": trace.max_abs_diff[s],
+        }
+        for name, trace in traces.items()
+        for s in range(len(trace.nbytes))
+    ]
+
+
+def design_step_table(traces: dict[str, DesignTrace], step: int) -> list[dict]:
+    """Each design's cache at the step: held and read, measured and by formula, and the output's difference."""
+    rows = []
+    for name, trace in traces.items():
+        agree = trace.nbytes[step] == trace.formula_nbytes[step] and (
+            trace.read_nbytes[step] == trace.formula_read_nbytes[step]
+        )
+        rows.append(
+            {
+                _("Design"): design_name(name),
+                _("Agree"): "✓" if agree else "✗",
+                _("Tokens seen"): trace.tokens_seen[step],
+                _("Held ({dtype})", dtype=trace.storage_dtype): format_bytes(trace.nbytes[step]),
+                _("Read by the step"): format_bytes(trace.read_nbytes[step]),
+                _("Formula (held · read)"): (
+                    f"{format_bytes(trace.formula_nbytes[step])} · {format_bytes(trace.formula_read_nbytes[step])}"
+                ),
+                _("max |Δ|"): f"{trace.max_abs_diff[step]:.1e}",
+            }
+        )
+    return rows
+
+
+def design_size_rows(traces: dict[str, DesignTrace]) -> list[dict]:
+    return [
+        {
+            "design": name,
+            "step": s,
+            "tokens_seen": trace.tokens_seen[s],
+            "bytes_held": trace.nbytes[s],
+            "bytes_held_formula": trace.formula_nbytes[s],
+            "bytes_read": trace.read_nbytes[s],
+            "bytes_read_formula": trace.formula_read_nbytes[s],
+            "max_abs_diff_vs_full_pass": trace.max_abs_diff[s],
         }
         for name, trace in traces.items()
         for s in range(len(trace.nbytes))

@@ -3,8 +3,9 @@ names of its tensors, numbers as said, and the core's preset notes marked for th
 
 from __future__ import annotations
 
-from explorer.i18n import N_, _, n_
-from explorer.probes.kv_cache import DecodeTrace, ModelRow
+from explorer.glossary import design_name
+from explorer.i18n import N_, _, format_bytes, n_, sig
+from explorer.probes.kv_cache import DecodeTrace, DesignTrace, ModelRow
 
 # What the core's presets say they leave out (ModelPreset.not_modelled), for the catalog: the page shows
 # _(preset.not_modelled), so a note not listed here stays in English (and tests/i18n says so).
@@ -59,3 +60,35 @@ def cache_names(trace: DecodeTrace) -> tuple[str, str]:
 def parameter_text(count: float) -> str:
     """A model's parameter count as it is usually said: 124 M, 6.74 B, 671 B."""
     return f"{count / 1e9:.3g} B" if count >= 1e9 else f"{count / 1e6:.3g} M"
+
+
+def design_finding(name: str, trace: DesignTrace, step: int, gqa: DecodeTrace | None) -> str:
+    """What one design's cache did over the decode, read off its measured bytes: flat, stopping, or growing; and at
+    the step what it read, and its size against GQA's (when GQA is traced)."""
+    held, last = trace.nbytes, len(trace.nbytes) - 1
+    flat_from = next(i for i in range(last + 1) if all(v == held[last] for v in held[i:]))
+    if flat_from == 0:
+        shape = _("holds {held} at every step, whatever the length", held=format_bytes(held[last]))
+    elif flat_from < last:
+        shape = _("stops growing at step {step}: {held}", step=flat_from, held=format_bytes(held[last]))
+    else:
+        shape = _(
+            "grows from {first} to {last} ({per} a token on average)",
+            first=format_bytes(held[0]),
+            last=format_bytes(held[last]),
+            per=format_bytes(round((held[last] - held[0]) / max(last, 1))),
+        )
+    values = {
+        "name": design_name(name),
+        "shape": shape,
+        "step": step,
+        "read": format_bytes(trace.read_nbytes[step]),
+        "held": format_bytes(held[step]),
+    }
+    if gqa is None or not gqa.nbytes[step]:
+        return _("**{name}** {shape}; at step {step} its query reads {read} of the {held} held.", **values)
+    return _(
+        "**{name}** {shape}; at step {step} its query reads {read} of the {held} held, {ratio}× GQA's cache then.",
+        ratio=sig(held[step] / gqa.nbytes[step], 2),
+        **values,
+    )

@@ -22,13 +22,18 @@ DeepSeek-V3's 163,840 tokens costs milliseconds.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from attn_core import (
     PRESETS,
     AttentionConfig,
+    AttentionOptions,
+    CacheBits,
+    CompressedConfig,
+    DSAConfig,
+    GatedDeltaNetConfig,
     GroupedKVCache,
     LatentKVCache,
     ModelPreset,
@@ -43,6 +48,9 @@ from attn_core import (
 from explorer.messages import N_
 
 from .measured import measure_cache
+
+if TYPE_CHECKING:
+    from explorer.designs import Design
 
 # Bounds of the step-by-step decode: it runs real float32 layers on the server's CPU at every new setting.
 MAX_PROMPT_LEN = 64
@@ -122,7 +130,11 @@ def check_trace_bounds(cfg: AttentionConfig, *, prompt_len: int, steps: int, bat
             value=str(batch),
             most=MAX_TRACE_BATCH,
         )
-    parameters = parameter_count(cfg)
+    check_work_bounds(parameter_count(cfg), tokens=prompt_len + steps, batch=batch)
+
+
+def check_work_bounds(parameters: int, *, tokens: int, batch: int) -> None:
+    """TraceTooHeavy when a layer of `parameters` weights is too large, or too much work over tokens x batch."""
     if parameters > MAX_TRACE_PARAMETERS:
         raise TraceTooHeavy(
             N_(
@@ -132,7 +144,7 @@ def check_trace_bounds(cfg: AttentionConfig, *, prompt_len: int, steps: int, bat
             weights=parameters,
             most=MAX_TRACE_PARAMETERS,
         )
-    work = parameters * (prompt_len + steps) * batch
+    work = parameters * tokens * batch
     if work > MAX_TRACE_WORK:
         raise TraceTooHeavy(
             N_(
@@ -140,7 +152,7 @@ def check_trace_bounds(cfg: AttentionConfig, *, prompt_len: int, steps: int, bat
                 "{most} M this page runs at each new setting: use fewer tokens, a smaller batch or a smaller $d_{{\\text{{model}}}}$."
             ),
             weights=parameters,
-            tokens=prompt_len + steps,
+            tokens=tokens,
             batch=batch,
             work=round(work / 1e6),
             most=round(MAX_TRACE_WORK / 1e6),
@@ -208,6 +220,163 @@ def decode_trace(
         out_scale=float(reference.abs().max()),
         parameters=sum(p.numel() for p in layer.parameters()),
     )
+
+
+# --- the designs after MLA, step by step ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class DesignTrace:
+    """One design's cache through a prefill and `steps` decoded tokens, indexed by step as DecodeTrace: what it holds
+    and what the step's last query read, measured and in closed form, in the storage dtype."""
+
+    design: str
+    prompt_len: int
+    steps: int
+    batch: int
+    storage_dtype: str
+    tokens_seen: list[int]  # the cache's seq_len: tokens processed (a window or a state holds fewer, or none)
+    nbytes: list[int]
+    read_nbytes: list[int]
+    formula_nbytes: list[int]
+    formula_read_nbytes: list[int]
+    float32_nbytes: list[int]  # the float32 layer's own cache, the one its outputs came from
+    max_abs_diff: list[float]  # |cached output - full pass without a cache|, float32
+    out_scale: float
+    parameters: int
+
+
+def design_parameters(design: Design) -> int:
+    """Weights of the design's layer, counted on the meta device (nothing allocated)."""
+    return sum(p.numel() for p in design.build(device="meta").parameters())
+
+
+@torch.inference_mode()
+def design_trace(
+    design: Design, *, prompt_len: int, steps: int, batch: int, seed: int, storage_dtype: str
+) -> DesignTrace:
+    """Prefill prompt_len tokens, then decode steps tokens one at a time through the design's real layer, in float32,
+    with its cache; the same calls go through a twin on the meta device in the storage dtype, whose cache is the one
+    a layer in that dtype would hold (same code, same shapes, no memory). Each step records both caches' bytes and
+    the closed forms (design_cache_bytes)."""
+    tokens = prompt_len + steps
+    check_trace_bounds_tokens(prompt_len, steps, batch)
+    parameters = design_parameters(design)
+    check_work_bounds(parameters, tokens=tokens, batch=batch)
+    dtype = as_dtype(storage_dtype)
+    layer = design.build(seed)
+    twin = design.build(device="meta", dtype=dtype)
+    generator = torch.Generator().manual_seed(seed)
+    x = torch.randn(batch, tokens, _d_model(design), generator=generator)  # [B, P + N, d_model]
+    reference, _ = layer(x)  # the full pass without a cache: [B, P + N, d_model]
+    cache, twin_cache = design.new_cache(layer, batch), design.new_cache(twin, batch)
+    element = bytes_per_element(dtype)
+    rows: dict[str, list] = {key: [] for key in ("seen", "held", "read", "f_held", "f_read", "f32", "diff")}
+
+    def call(part: slice) -> None:
+        out, _ = layer(x[:, part], cache=cache)
+        twin(x[:, part].to(device="meta", dtype=dtype), cache=twin_cache)
+        new = part.stop - part.start
+        held, read = design_cache_bytes(design, twin_cache.seq_len, batch, element, new_tokens=new)
+        for key, value in (
+            ("seen", cache.seq_len),
+            ("held", twin_cache.nbytes),
+            ("read", twin_cache.read_nbytes),
+            ("f_held", held),
+            ("f_read", read),
+            ("f32", cache.nbytes),
+            ("diff", float((out - reference[:, part]).abs().max())),
+        ):
+            rows[key].append(value)
+
+    call(slice(0, prompt_len))  # the prefill
+    for position in range(prompt_len, tokens):
+        call(slice(position, position + 1))  # one token
+    return DesignTrace(
+        design=design.name,
+        prompt_len=prompt_len,
+        steps=steps,
+        batch=batch,
+        storage_dtype=str(dtype).removeprefix("torch."),
+        tokens_seen=rows["seen"],
+        nbytes=rows["held"],
+        read_nbytes=rows["read"],
+        formula_nbytes=rows["f_held"],
+        formula_read_nbytes=rows["f_read"],
+        float32_nbytes=rows["f32"],
+        max_abs_diff=rows["diff"],
+        out_scale=float(reference.abs().max()),
+        parameters=parameters,
+    )
+
+
+def _d_model(design: Design) -> int:
+    return int(design.config.d_model)
+
+
+def check_trace_bounds_tokens(prompt_len: int, steps: int, batch: int) -> None:
+    """TraceTooHeavy for a prompt, a number of steps or a batch outside the decode's bounds."""
+    if not 1 <= prompt_len <= MAX_PROMPT_LEN or not 1 <= steps <= MAX_STEPS or not 1 <= batch <= MAX_TRACE_BATCH:
+        raise TraceTooHeavy(
+            N_(
+                "prompt_len={prompt}, steps={steps}, batch={batch}: the step-by-step decode takes 1 to {most_prompt} "
+                "prompt tokens, 1 to {most_steps} steps and 1 to {most_batch} sequences."
+            ),
+            prompt=str(prompt_len),
+            steps=str(steps),
+            batch=str(batch),
+            most_prompt=MAX_PROMPT_LEN,
+            most_steps=MAX_STEPS,
+            most_batch=MAX_TRACE_BATCH,
+        )
+
+
+# The linear layers' recurrent state is float32 whatever the layer's dtype (as HF holds it)
+STATE_BYTES = 4
+
+
+def design_cache_bytes(design: Design, tokens: int, batch: int, element: int, *, new_tokens: int) -> tuple[int, int]:
+    """(held, read) in closed form: what the design's cache holds after `tokens` tokens, and what the last query of a
+    call that brought `new_tokens` of them read from it (its own key included), in bytes of `element` bytes a number.
+    Written from each design's description, not from its cache's code: the page checks the two agree at every step."""
+    cfg, t = design.config, tokens
+    if isinstance(cfg, AttentionConfig) and design.bits is not None:  # KIVI: codes, scales, zero points; rest exact
+        before = _quantised_bytes(cfg, design.bits, t - new_tokens, batch, element)
+        new = 2 * batch * cfg.n_kv_heads * cfg.head_dim * new_tokens * element  # read exact, then quantised
+        return _quantised_bytes(cfg, design.bits, t, batch, element), before + new
+    if isinstance(cfg, AttentionConfig):  # a window of W and n_s kept first tokens
+        options = design.options or AttentionOptions()
+        per_token = 2 * cfg.n_kv_heads * cfg.head_dim * batch * element
+        window = options.window or t
+        sinks = min(t, options.sink_tokens)
+        return per_token * (sinks + min(t - sinks, window - 1)), per_token * (sinks + min(t - sinks, window))
+    if isinstance(cfg, DSAConfig):  # every token's latent and indexer key; the top k latents read past k tokens
+        latent = cfg.kv_lora_rank + cfg.qk_rope_head_dim
+        read = t * latent if t <= cfg.index_topk else t * cfg.index_head_dim + cfg.index_topk * latent
+        return (latent + cfg.index_head_dim) * t * batch * element, read * batch * element
+    if isinstance(cfg, CompressedConfig):  # V4's HCA: W - 1 window keys, one entry per m tokens, the m - 1 waiting
+        m, d = cfg.compress_rate, cfg.head_dim
+        entries, waiting = t // m, t % m
+        # a waiting token is held as its projection and its gate logits until its group of m is pooled
+        held = min(t, cfg.sliding_window - 1) * d + entries * d + 2 * waiting * d
+        read = min(t, cfg.sliding_window) * d + entries * d
+        return held * batch * element, read * batch * element
+    if isinstance(cfg, GatedDeltaNetConfig):  # a state per value head, and the convolution's last K - 1 inputs
+        state = cfg.n_value_heads * cfg.key_head_dim * cfg.value_head_dim * STATE_BYTES
+        conv = (2 * cfg.n_key_heads * cfg.key_head_dim + cfg.n_value_heads * cfg.value_head_dim) * (cfg.conv_kernel - 1)
+        held = batch * (state + conv * element) if t else 0
+        return held, held
+    raise ValueError(f"{type(cfg).__name__}: no closed form for this design.")
+
+
+def _quantised_bytes(cfg: AttentionConfig, bits: CacheBits, tokens: int, batch: int, element: int) -> int:
+    """KIVI's cache after `tokens`: per part (keys by channel, values by token), Q quantised tokens as bits-wide codes
+    with a scale and a zero point per group of g numbers, the T - Q others exact."""
+    total = 0
+    for block in (bits.group_size, 1):  # keys quantise whole groups of g tokens per channel; values each token
+        quantised = block * (max(tokens - bits.residual, 0) // block)
+        numbers = quantised * cfg.head_dim
+        total += numbers * bits.bits // 8 + 2 * (numbers // bits.group_size) * element
+        total += (tokens - quantised) * cfg.head_dim * element
+    return batch * cfg.n_kv_heads * total
 
 
 # --- whole models ----------------------------------------------------------------------------------------------------
@@ -292,8 +461,14 @@ def what_if_configs(preset: ModelPreset, *, groups: int, latent: int, rope_dim: 
 
 
 def tokens_held(preset: ModelPreset, tokens: int) -> int:
-    """Tokens one layer's cache holds after `tokens` tokens: a sliding window's rolling cache keeps the last W only."""
-    return tokens if preset.sliding_window is None else min(tokens, preset.sliding_window)
+    """Tokens one layer's cache holds after `tokens` tokens, as the core's own cache keeps them (measured on the meta
+    device): all, or with a sliding window of W the last W - 1 (the next query computes its own key; HF's
+    DynamicSlidingWindowLayer keeps as many), so this page and /axes (attn_core.describe_model) agree."""
+    if preset.sliding_window is None:
+        return tokens
+    options = AttentionOptions(window=preset.sliding_window)
+    layer = build_attention(preset.attention, device="meta", dtype=torch.float32, options=options)
+    return layer.cache_after(tokens).nbytes // kv_cache_bytes(preset.attention, 1, 1, torch.float32)
 
 
 def model_rows(
@@ -385,15 +560,16 @@ def what_fits(preset: ModelPreset, row: ModelRow, *, budget_left: int, batch: in
     if budget_left <= 0:
         return Fit(tokens_per_sequence=0, users_at_context=0, window_bound=False)
     tokens = budget_left // (per_token * batch)
-    window_bound = preset.sliding_window is not None and tokens >= preset.sliding_window
+    window_bound = preset.sliding_window is not None and tokens >= tokens_held(preset, preset.context_len)
     full = preset.context_len if window_bound else min(tokens, preset.context_len)
     users = sequences_that_fit(preset, per_token, budget_left=budget_left, tokens=preset.context_len)
     return Fit(tokens_per_sequence=int(full), users_at_context=int(users), window_bound=window_bound)
 
 
 def token_grid(preset: ModelPreset, points: int = 65) -> list[int]:
-    """Token counts from 0 to the context length for a line plot, with the sliding window's corner included."""
+    """Token counts from 0 to the context length for a line plot, with the sliding window's corner included (where
+    the cache stops growing)."""
     grid = {round(i * preset.context_len / (points - 1)) for i in range(points)}
     if preset.sliding_window is not None and preset.sliding_window < preset.context_len:
-        grid.add(preset.sliding_window)
+        grid.add(tokens_held(preset, preset.context_len))
     return sorted(grid)

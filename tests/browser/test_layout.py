@@ -19,7 +19,7 @@ import pytest
 from deploy.served import CHARTS_READY
 from explorer import i18n
 from explorer.pages import PAGES
-from explorer.settings import Settings
+from explorer.settings import DESIGNS, Settings
 
 from .conftest import open_link
 
@@ -165,6 +165,26 @@ def test_each_page_reads_cleanly_at_laptop_projector_and_phone_widths(server, br
         assert not tab.get_by_text("Page not found").count(), "the link opened a 'Page not found' dialog"
         problems = chart_text_problems(tab, axis_titles=True)
         problems += [f"a page link's label cut short: {text!r}" for text in tab.evaluate(CUT_LINKS)]
+        problems += text_size_problems(tab.evaluate(TEXT_SIZES))
+        problems += table_problems(tab.evaluate(TABLES), name, size, lang)
+        assert not problems, problems
+        assert not outside, f"requests that left the machine: {sorted(set(outside))}"
+    finally:
+        context.close()
+
+
+# Every design after MLA chosen, at the sidebar's default layer: the overview's bars and table, the KV cache's chart
+DESIGNED = Settings(designs=DESIGNS)
+
+
+@pytest.mark.parametrize(("size", "lang"), LAYOUTS, ids=[f"{size}-{lang}" for size, lang in LAYOUTS])
+@pytest.mark.parametrize("name", ["overview", "kv_cache"])
+def test_the_designs_after_mla_read_cleanly_at_every_width(server, browser, name, size, lang):
+    context, tab, outside = open_at(browser, server, name, SIZES[size], lang, DESIGNED)
+    try:
+        section = {"overview": "The designs after MLA beside them", "kv_cache": "The designs after MLA, step by step"}
+        tab.get_by_text(in_language(section[name], lang)).wait_for()
+        problems = chart_text_problems(tab, axis_titles=True)
         problems += text_size_problems(tab.evaluate(TEXT_SIZES))
         problems += table_problems(tab.evaluate(TABLES), name, size, lang)
         assert not problems, problems

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from attn_core import PRESETS, kv_cache_bytes
+from attn_core import PRESETS, describe_model, kv_cache_bytes, published_config
 from explorer.probes.kv_cache import (
     Fit,
     ModelRow,
     memory_budget,
+    model_bytes,
     model_rows,
     sequences_that_fit,
     what_fits,
@@ -55,10 +56,23 @@ def test_the_course_notes_llama_7b_example_is_8192_vs_640_numbers():
     assert rows["mha"].elements_per_token_layer / rows["mla"].elements_per_token_layer == 12.8
 
 
-def test_mistral_sliding_window_bounds_each_layer_at_4096_tokens():
+def test_mistral_sliding_window_bounds_each_layer_at_4095_tokens():
+    """A window of W: the next query computes its own key, so W - 1 are held (as HF's DynamicSlidingWindowLayer)."""
     row = rows_by_key("Mistral-7B")["published"]
-    assert row.tokens_held == 4096
-    assert row.model_bytes_measured == 32 * 4096 * (2 * 8 * 128) * 2
+    assert row.tokens_held == 4095
+    assert row.model_bytes_measured == 32 * 4095 * (2 * 8 * 128) * 2
+
+
+def test_mistral_whole_model_cache_agrees_with_the_axes_page_measurement():
+    """/axes measures published models with attn_core.describe_model: both pages give one number."""
+    preset = PRESETS["Mistral-7B"]
+    row = rows_by_key("Mistral-7B")["published"]
+    described = describe_model(published_config("Mistral 7B"))
+    for tokens in (1, 4095, 4096, preset.context_len):
+        assert model_bytes(preset, preset.attention, batch=1, tokens=tokens, dtype="bfloat16") == (
+            described.cache_bytes(tokens=tokens, dtype="bfloat16")
+        )
+    assert row.model_bytes_measured == described.cache_bytes(tokens=preset.context_len, dtype="bfloat16")
 
 
 @pytest.mark.parametrize("name", PRESETS)
@@ -72,7 +86,7 @@ def test_every_row_measured_on_the_meta_device_equals_the_closed_form(name):
         assert row.model_bytes_batch_measured == row.model_bytes_batch_formula, row.key
         assert row.elements_per_token_layer == row.elements_per_token_layer_formula, row.key
         if not row.repeated_heads:
-            held = min(preset.context_len, preset.sliding_window or preset.context_len)
+            held = min(preset.context_len, preset.sliding_window - 1 if preset.sliding_window else preset.context_len)
             assert row.model_bytes_batch_measured == preset.n_layers * kv_cache_bytes(
                 configs[row.key], 3, held, "float16"
             )
@@ -112,9 +126,9 @@ def test_a_rolling_window_lets_mistral_sequences_grow_to_the_full_context():
     preset = PRESETS["Mistral-7B"]
     row = rows_by_key("Mistral-7B")["published"]
     per_token = 2 * 8 * 128 * 2 * 32  # bfloat16, 32 layers
-    window_cache = per_token * 4096  # what one sequence ever holds: 512 MiB
+    window_cache = per_token * 4095  # what one sequence ever holds: 512 MiB less one token
     fit = what_fits(preset, row, budget_left=10 * window_cache, batch=10)
     assert fit == Fit(tokens_per_sequence=32_768, users_at_context=10, window_bound=True)
     short = what_fits(preset, row, budget_left=10 * window_cache - 1, batch=10)
     assert not short.window_bound
-    assert short.tokens_per_sequence == 4095
+    assert short.tokens_per_sequence == 4094

@@ -6,14 +6,16 @@ import itertools
 import json
 import math
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from attn_core import PRESETS, VARIANTS, bytes_per_element, kv_cache_bytes
+from explorer.glossary import design_name
 from explorer.kv_cache import link
-from explorer.settings import Settings
+from explorer.settings import DESIGNS, Settings
 from tests.app.helpers import chart_bytes, chart_specs, no_exception, numbers, verbatim
 
 REPO = Path(__file__).resolve().parents[2]
@@ -79,11 +81,12 @@ def test_each_preset_renders_and_its_whole_model_lines_equal_the_formula(model):
     for trace in lines:
         per_token = elements_per_token(trace["name"], preset) * element * preset.n_layers * 4
         for tokens, plotted in zip(trace["x"], trace["customdata"], strict=True):
-            held = min(tokens, preset.sliding_window or tokens)
+            held = min(tokens, preset.sliding_window - 1 if preset.sliding_window else tokens)
             assert plotted == per_token * held, (trace["name"], tokens)
         measured = next(t for t in spec["data"] if t["name"] == f"{trace['name']} (measured)")
         assert measured["customdata"] == [
-            per_token * min(preset.context_len, preset.sliding_window or preset.context_len)
+            per_token
+            * min(preset.context_len, preset.sliding_window - 1 if preset.sliding_window else preset.context_len)
         ]
     assert preset.source in " ".join(c.value for c in at.caption)
     if preset.not_modelled:
@@ -285,8 +288,43 @@ def test_whole_model_table_headers_are_short_and_their_help_says_what_they_count
     table = next(df for df in at.dataframe if "Numbers / token" in df.value.columns)
     assert max(len(str(name)) for name in table.value.columns) <= 26, list(table.value.columns)
     helps = {name: config.get("help", "") for name, config in json.loads(table.proto.columns).items()}
-    held = min(preset.context_len, preset.sliding_window or preset.context_len)
+    held = min(preset.context_len, preset.sliding_window - 1 if preset.sliding_window else preset.context_len)
     assert f"{held:,} tokens" in helps["One sequence"]
     assert f"{preset.n_layers} layers" in helps["One sequence"]
     assert table.value.columns[0] == "Cache kept"
     assert table.value.columns[-1] == "One token leaves"
+
+
+DESIGNED = Settings(
+    d_model=64, heads=4, groups=2, latent=16, rope_dim=8, designs=DESIGNS, window=8, sinks=2, topk=8, rate=4, bits=4
+)
+
+
+def test_the_designs_decode_with_held_and_read_bytes_on_their_formulas():
+    at = open_page(DESIGNED.to_link() | {"kv_prompt": "4", "kv_steps": "16"})
+    no_exception(at, nor_error=True)
+    spec = chart(at, "Held and read after each step")
+    lines = {trace["name"]: trace["y"] for trace in spec["data"]}
+    for name in DESIGNS:
+        shown = design_name(name)
+        for what in ("held", "read"):
+            assert lines[f"{shown} {what}"] == lines[f"{shown} {what} formula"], (name, what)
+    assert len(lines[f"{design_name('linear')} held"]) == 17
+    assert len(set(lines[f"{design_name('linear')} held"])) == 1  # a fixed state
+    table = next(df.value for df in at.dataframe if "Design" in df.value.columns)
+    assert list(table["Agree"]) == ["✓"] * len(DESIGNS)
+    assert chart_bytes(at) < 1_000_000
+
+
+def test_without_designs_the_page_only_says_where_to_choose_them():
+    at = open_page(replace(DESIGNED, designs=()).to_link() | {"kv_prompt": "4", "kv_steps": "4"})
+    no_exception(at, nor_error=True)
+    assert not any(title.startswith("Held and read") for title in charts_by_title(at))
+    assert any("Choose designs after MLA" in c.value for c in at.caption)
+
+
+def test_the_heaviest_designs_stay_within_the_payload_budget():
+    settings = replace(DESIGNED, d_model=256, heads=8, groups=2, batch=4, topk=16, window=16)
+    at = open_page(settings.to_link() | {"kv_repeat": "1", "kv_prompt": "64", "kv_steps": "64"})
+    no_exception(at, nor_error=True)
+    assert chart_bytes(at) < 1_000_000
