@@ -249,6 +249,20 @@ class DeepSeekSparseAttention(MultiHeadLatentAttention):
         cache.read_nbytes = batch_size * cfg.read_elements(tokens) * cache.latent.element_size()
         return cache
 
+    def index_scores(self, x: torch.Tensor, *, cache: DSACache | None = None) -> torch.Tensor:
+        """The lightning indexer's scores [B, L, S] of x's L queries for every key (the cached ones, then x's own),
+        -inf where a query may not look (a later key): what forward() takes each query's index_topk best of. The
+        cache is read, not changed, so call it before the forward() that appends x."""
+        start = cache.seq_len if cache is not None else 0
+        q_len = x.shape[1]
+        q_resid = self.q_a_layernorm(self.q_a_proj(x))
+        cos, sin = self._rotary(start, q_len, x)
+        keys = self.indexer.keys(x, cos, sin)  # [B, 1, L, d_I]
+        if cache is not None and start:
+            keys = torch.cat((cache.index_k, keys), dim=2)  # [B, 1, S, d_I]
+        scores = self.indexer.scores(x, q_resid, keys, cos, sin)
+        return scores.masked_fill(~causal_allowed(q_len, keys.shape[2], x.device)[:, 0], float("-inf"))
+
     def forward(  # type: ignore[override]
         self,
         x: torch.Tensor,

@@ -38,7 +38,7 @@ PAGES: dict[str, PageEntry] = {
         N_("Head → KV mapping"),
         ":material/account_tree:",
         N_("Which key/value store each query head reads, animated from MHA to MLA."),
-        ALL_SETTINGS,
+        (*ALL_SETTINGS, *DESIGN_SETTINGS),
     ),
     "kv_cache": PageEntry(
         "pages/kv_cache.py",
@@ -52,7 +52,7 @@ PAGES: dict[str, PageEntry] = {
         N_("Attention heatmaps"),
         ":material/grid_on:",
         N_("Every head's weights, grouped by shared keys; inside one head; one decode step."),
-        (*LAYER, "seq_len", "dtype", "seed"),
+        (*LAYER, "seq_len", "dtype", "seed", *DESIGN_SETTINGS),
     ),
     "axes": PageEntry(
         "pages/axes.py",

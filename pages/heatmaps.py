@@ -1,15 +1,17 @@
 """Attention heatmaps: the post-softmax weights of every head of a real layer, the variants compared on one input,
 the steps inside one head, and one decode step through the cache."""
 
+from dataclasses import replace
 from typing import Literal
 
 import streamlit as st
 
 import explorer.shell  # noqa: F401  (first of ours: see explorer/shell.py)
 
-from attn_core import VARIANTS
+from attn_core import VARIANTS, CompressedConfig, DSAConfig
+from explorer import designs
 from explorer.charts import fixed_place, show_chart
-from explorer.glossary import variant_name
+from explorer.glossary import design_name, variant_name
 from explorer.heatmaps import computed, figures, link, tables
 from explorer.i18n import N_, _, language, n_, sentences
 from explorer.link import bound, text_box
@@ -22,6 +24,7 @@ from explorer.verbatim import show_verbatim
 INPUT_KINDS = {"random": N_("Random vectors"), "text": N_("Your text")}
 TOKEN_MODES = {"words": N_("Words"), "chars": N_("Characters")}
 POOLS = {"mean": N_("mean"), "max": N_("max")}
+SINK_KINDS = {"kept": N_("kept first tokens"), "learned": N_("learned (gpt-oss)")}
 
 
 def agreement(value: float) -> str:
@@ -522,3 +525,120 @@ else:
             queries=n_("{n} query head", "{n} query heads", settings.heads),
         )
     )
+
+# --- 5. the designs after MLA ------------------------------------------------------------------------------------
+st.header(_("5 · The designs after MLA"))
+offered_designs = tuple(d for d in computed.MAPPED_DESIGNS if d in settings.designs)
+if not offered_designs:
+    st.info(
+        _(
+            "Choose a sliding window, DSA top-k or V4's compressed attention under “Designs after MLA” in the sidebar "
+            "to see what their layers attend to: the band of a window, the tokens that stay, the top-k each query "
+            "reads, and entries that pool many tokens.",
+        ),
+        icon=":material/tune:",
+    )
+else:
+    design_cols = st.columns([3, 2])
+    with design_cols[0]:
+        shown_design = bound(
+            link.DESIGN,
+            lambda key: st.radio(_("Design"), offered_designs, key=key, horizontal=True, format_func=design_name),
+            offered_designs,
+        )
+    try:
+        chosen = designs.design(settings, shown_design)
+    except ValueError as error:  # a configuration the core refuses, with its own sentence
+        st.error(_("This layer cannot be built at these settings: change one in the sidebar. The core's reason:"))
+        show_verbatim(str(error))
+        st.stop()
+    sink_kind = "kept"
+    if shown_design == "sliding":
+        with design_cols[1]:
+            sink_kind = bound(
+                link.SINK,
+                lambda key: st.radio(
+                    _("Sinks"),
+                    link.SINK.options,
+                    key=key,
+                    horizontal=True,
+                    format_func=lambda kind: _(SINK_KINDS[kind]),
+                    help=_(
+                        "Kept first tokens: the sidebar's n_s tokens stay in every query's view (StreamingLLM). "
+                        "Learned: one more softmax slot per head with a trained logit and no value (gpt-oss), so a "
+                        "head can put weight on nothing."
+                    ),
+                ),
+            )
+        if sink_kind == "learned" and chosen.options is not None:
+            chosen = replace(chosen, options=replace(chosen.options, sink_tokens=0, learned_sinks=True))
+    design_spec = spec.truncated(computed.DESIGN_MAX_TOKENS)
+    if blocked_design := computed.design_blocked(chosen):
+        st.info(blocked_design, icon=":material/speed:")
+        st.stop()
+    try:
+        with st.spinner(_("Running the {design} layer…", design=design_name(shown_design))):
+            design_chart = figures.design_chart(chosen, settings.seed, design_spec, head, lang)
+    except ValueError as error:  # a configuration the core refuses, with its own sentence
+        st.error(_("This layer cannot be built at these settings: change one in the sidebar. The core's reason:"))
+        show_verbatim(str(error))
+        st.stop()
+    facts = design_chart.facts
+    on = _(
+        "Head {head}, on the first {n} of the input above (the same vectors), causal, with RoPE, in float32.",
+        head=head,
+        n=n_("{n} token", "{n} tokens", facts.tokens),
+    )
+    if shown_design == "sliding":
+        window = chosen.options.window if chosen.options is not None else None
+        kept = chosen.options.sink_tokens if chosen.options is not None else 0
+        said = _(
+            "A GQA layer whose queries see their last {window}: the band along the diagonal. The busiest query "
+            "reads {most} keys, the last one {last}, however long the text grows; the cache keeps what the next "
+            "query needs.",
+            window=n_("{n} token", "{n} tokens", window or 0),
+            most=facts.read_most,
+            last=facts.read_last,
+        )
+        if facts.sink_mean is not None:
+            sinks_said = _(
+                "The last column is the learned sink: the weight the head's sink logit took, a softmax slot with no "
+                "value — {mean} of each row on average here.",
+                mean=f"{facts.sink_mean:.2f}",
+            )
+        elif kept:
+            sinks_said = _(
+                "The first {n} columns stay to the last row: kept first tokens (StreamingLLM's attention sinks), "
+                "read by every query beside its window.",
+                n=kept,
+            )
+        else:
+            sinks_said = _("No kept first tokens: set n_s in the sidebar to keep some.")
+        caption = sentences(on, said, sinks_said)
+    elif shown_design == "dsa":
+        caption = sentences(
+            on,
+            _(
+                "Left: the lightning indexer's score of every earlier key for each query (a few cheap heads, ReLU, "
+                "weighted). Right: the weights of DSA's MLA: each query reads only its top {k} keys by those scores, "
+                "the rest are blank; a query with at most {k} earlier tokens reads them all. The busiest query reads "
+                "{most}. The cache still keeps every token: what shrinks is the reading.",
+                k=chosen.config.index_topk if isinstance(chosen.config, DSAConfig) else facts.read_most,
+                most=facts.read_most,
+            ),
+        )
+    else:
+        rate = chosen.config.compress_rate if isinstance(chosen.config, CompressedConfig) else 0
+        caption = sentences(
+            on,
+            _(
+                "DeepSeek-V4's heavily compressed attention: the band is its window over the latest tokens; the "
+                "columns after the tokens are compressed entries, each pooling the {m} tokens its label names "
+                "(⟨0–{last}⟩: tokens 0 to {last}), read once finished — a new one every {m} tokens, {entries} here. "
+                "The last column is the sink's weight.",
+                m=rate,
+                last=rate - 1,
+                entries=facts.entries,
+            ),
+        )
+    show_chart(design_chart.spec, name="heatmaps-design", rows=design_chart.csv.csv_text, caption=caption)

@@ -6,18 +6,24 @@ import streamlit as st
 
 import explorer.shell  # noqa: F401  (first of ours: see explorer/shell.py)
 
+from explorer import designs
 from explorer.charts import show_chart
+from explorer.glossary import design_name
+from explorer.heatmaps import computed as heatmaps_computed
 from explorer.heatmaps import link as heatmaps_link
 from explorer.i18n import _, language, n_, sentences
+from explorer.lesson import keys as lesson_keys
 from explorer.link import bound, link_query, page_link
 from explorer.mapping import computed as mapping_computed
 from explorer.mapping import figures as mapping_figures
 from explorer.mapping import frames as mapping_frames
 from explorer.mapping import fused as mapping_fused
 from explorer.mapping import link as mapping_link
+from explorer.mapping import reads as mapping_reads
 from explorer.mapping import tables as mapping_tables
 from explorer.probes.mapping import CONTEXT_TOKENS
 from explorer.state import page_settings
+from explorer.verbatim import show_verbatim
 
 SUPERSCRIPTS = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
 
@@ -181,6 +187,90 @@ with right:
         absorbed.table(mapping_tables.shape_table(shapes, "absorbed"), border="horizontal", hide_index=True)
     else:
         st.table(mapping_tables.shape_table(shapes, "both"), border="horizontal", hide_index=True)
+
+# --- the designs after MLA, along the token axis -------------------------------------------------------------------
+st.subheader(_("After MLA: what each new token reads"))
+offered_designs = tuple(d for d in mapping_reads.READ_DESIGNS if d in settings.designs)
+if not offered_designs:
+    st.info(
+        _(
+            "Choose a sliding window, DSA top-k, V4's compressed attention or a linear state under “Designs after MLA” "
+            "in the sidebar to watch, token by token, which cached entries each new token reads: the window sliding, "
+            "the kept first tokens staying, the top-k jumping, a compressed entry appearing every m tokens, one "
+            "fixed state."
+        ),
+        icon=":material/tune:",
+    )
+else:
+    design_cols = st.columns([3, 1])
+    with design_cols[0]:
+        shown_design = bound(
+            mapping_link.MAP_DESIGN,
+            lambda key: st.radio(_("Design"), offered_designs, key=key, horizontal=True, format_func=design_name),
+            offered_designs,
+        )
+    with design_cols[1]:
+        tokens = bound(
+            mapping_link.MAP_TOKENS,
+            lambda key: st.selectbox(_("Tokens decoded"), mapping_link.MAP_TOKENS.options, key=key),
+        )
+    token_options = tuple(range(tokens))
+    # ← and → move the token shown (as they move the lesson's steps), before its slider is drawn
+    pressed = lesson_keys.arrow_key()
+    token_key = mapping_link.MAP_TOKEN.key
+    if pressed and token_key in st.session_state:
+        moved = st.session_state[token_key] + (1 if pressed == "next" else -1)
+        st.session_state[token_key] = min(max(moved, 0), tokens - 1)
+    token = bound(
+        mapping_link.MAP_TOKEN,
+        lambda key: st.select_slider(
+            _("Token shown (← →)"),
+            token_options,
+            key=key,
+            help=_("The token whose reads the chart opens at; ▶ Play runs through every token in your browser."),
+        ),
+        token_options,
+        say_moves=False,
+    )
+    chosen: designs.Design | None = None
+    blocked: str | None = None
+    try:
+        chosen = mapping_reads.probe_design(designs.design(settings, shown_design), settings.d_model)
+        blocked = heatmaps_computed.design_blocked(chosen)
+    except ValueError as error:  # a configuration the core refuses, with its own sentence
+        st.error(_("This layer cannot be built at these settings: change one in the sidebar. The core's reason:"))
+        show_verbatim(str(error))
+    if blocked:
+        st.info(blocked, icon=":material/speed:")
+    elif chosen is not None:
+        with st.spinner(_("Decoding {n} tokens one at a time…", n=tokens)):
+            spec, rows = mapping_reads.reads_chart(chosen, settings.seed, tokens, token, language())
+            reads = mapping_reads.decode_reads(chosen, settings.seed, tokens)
+        show_chart(spec, name="design-reads", rows=rows, caption=mapping_reads.reads_caption(reads, shown_design))
+        if chosen.config.d_model != settings.d_model:
+            st.caption(
+                _(
+                    "Decoded through a layer like yours with its input narrowed from {d_model} to {width} numbers per "
+                    "token (same heads and widths, the same cache entries; a {d_model}-wide layer takes seconds to "
+                    "build here).",
+                    d_model=settings.d_model,
+                    width=chosen.config.d_model,
+                )
+            )
+        lang_now, drawn = language(), chosen
+        st.download_button(
+            _("GIF for slides"),
+            lambda: mapping_reads.reads_gif(drawn, settings.seed, tokens, lang_now),
+            file_name=f"after-mla-{shown_design}-{lang_now}.gif",
+            mime="image/gif",
+            on_click="ignore",
+            icon=":material/animated_images:",
+            help=_(
+                "The animation as a GIF of {n} frames at 1024×768, drawn on the server at these settings and in "
+                "this language.",
+                n=tokens,
+            ),
+        )
 
 if variant != "mla":
     st.subheader(_("One weight for q, k and v"))

@@ -11,8 +11,10 @@ import numpy as np
 import streamlit as st
 
 from attn_core import AttentionConfig, build_attention
+from explorer.designs import Design
 from explorer.i18n import _, fmt
 from explorer.params import clean_text
+from explorer.probes.design_heatmaps import DESIGN_WEIGHT_BUDGET, DesignMap, design_map, weight_count
 from explorer.probes.heatmaps import (
     COMPARE_WORK_BUDGET,
     MAX_TEXT_CHARS,
@@ -23,6 +25,7 @@ from explorer.probes.heatmaps import (
     compare_from_mha,
     explore_variant,
     joint_kv_basis,
+    make_inputs,
     token_window,
     tokenize,
 )
@@ -31,6 +34,11 @@ from explorer.work import cached_probe, takes_turns
 
 from .link import DEFAULT_TEXT
 
+# The designs after MLA are drawn on the page's first tokens, at most this many: one head's every weight (no pooling),
+# the band, the top-k and the entries a few px a cell
+DESIGN_MAX_TOKENS = 128
+# The designs the page draws weights of (a linear layer has none; a quantised cache reads what a plain one does)
+MAPPED_DESIGNS = ("sliding", "dsa", "compressed")
 MAX_PANELS = 16  # heads drawn (and computed) at once in the grid; the page picker moves through the rest
 
 
@@ -165,4 +173,25 @@ def comparison_blocked(d_model: int, length: int) -> str | None:
         times=fmt(length * d_model**2 / COMPARE_WORK_BUDGET, 1),
         budget=fmt(COMPARE_WORK_BUDGET / 1e6, 0),
         advice=advice,
+    )
+
+
+@st.cache_data(max_entries=6, show_spinner=False)
+@takes_turns
+def design_result(design: Design, seed: int, spec: InputSpec) -> DesignMap:
+    """One forward pass of the design's layer (built from the seed) on the page's input."""
+    return design_map(design.build(seed), make_inputs(spec))
+
+
+def design_blocked(design: Design) -> str | None:
+    """Why the design's layer is not built at these settings, and what to change; None when it is."""
+    weights = weight_count(design.build(device="meta"))
+    if weights <= DESIGN_WEIGHT_BUDGET:
+        return None
+    return _(
+        "Not computed: at these settings this layer has {weights} million weights, more than the {budget} million a "
+        "page draws from the seed in one rerun on this server. Pick a smaller model width, fewer heads or a "
+        "narrower latent in the sidebar.",
+        weights=fmt(weights / 1e6, 0),
+        budget=fmt(DESIGN_WEIGHT_BUDGET / 1e6, 0),
     )

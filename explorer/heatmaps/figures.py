@@ -12,8 +12,10 @@ import streamlit as st
 from plotly.colors import sample_colorscale
 
 from attn_core import AttentionConfig
+from explorer.designs import Design
 from explorer.grid import PHONE_COLUMNS, axis_suffix
 from explorer.i18n import _, speaking
+from explorer.probes.design_heatmaps import BandMap, CompressedMap, SparseMap
 from explorer.probes.heatmaps import (
     Comparison,
     HeadSteps,
@@ -25,7 +27,7 @@ from explorer.probes.heatmaps import (
     steps_of_head,
 )
 
-from .computed import comparison_result, grid_columns, variant_result
+from .computed import comparison_result, design_result, grid_columns, variant_result
 from .panels import (
     HOW,
     SHOW_VALUES_UP_TO,
@@ -515,3 +517,140 @@ def decode_chart(
             cache_shapes=decode.cache_shapes,
         )
         return Chart(fig, rows, pooling, facts)
+
+
+# --- the designs after MLA -------------------------------------------------------------------------------------------
+DESIGN_ROW_HEIGHT = 420  # px of a design's one row of panels: its band or top-k, cells a few px each at 128 tokens
+SINK_COLOUR = "#c4573a"  # the sink's column and the entries' labels stand out from the keys'
+
+
+@dataclass(frozen=True)
+class DesignFacts:
+    """What a design's caption states, measured on its map."""
+
+    read_most: int  # keys (and entries) the busiest query read
+    read_last: int  # ... the last query read
+    tokens: int  # queries (= token keys) in the map
+    entries: int  # compressed entries held after the last token (V4)
+    sink_mean: float | None  # mean weight the sink took over every row and the head's queries, where there is one
+
+
+def _key_labels(length: int, tokens: list[str] | None) -> list[str]:
+    """The token columns' labels as text: a design's axis mixes them with a sink's and entries' columns."""
+    return [str(label) for label in axis_labels(length, 1, tokens)]
+
+
+def _design_panel(matrix: np.ndarray, x: list[str], y: list, title: str, csv_name: str, value: str) -> Panel:
+    query, key = _("query"), _("key")
+    hover = f"{query} %{{y}}<br>{key} %{{x}}<br>{value} %{{z:.4g}}<extra>{title}</extra>"
+    return Panel(title, matrix, x, y, hover, csv_name=csv_name)
+
+
+def _categorical(fig: dict) -> dict:
+    """Every x axis categorical: "sink" and "⟨0–3⟩" columns beside numbered keys (a numbers-only axis would drop them)."""
+    for layout in (fig["layout"], fig.get("narrow", {}).get("layout", {})):
+        for name, axis in layout.items():
+            if name.startswith("xaxis"):
+                axis["type"] = "category"
+    return fig
+
+
+def band_figure(result: BandMap, head: int, tokens: list[str] | None) -> tuple[dict, PanelNumbers, DesignFacts]:
+    """One head's weights over the tokens (blank outside its band and kept first tokens) and, with a learned sink,
+    the weight the sink took as a column of its own."""
+    weights = result.weights[head]
+    length = weights.shape[0]
+    x, y = _key_labels(length, tokens), axis_labels(length, 1, tokens)
+    matrix = weights
+    if result.sink is not None:
+        matrix = np.concatenate((weights, result.sink[head][:, None]), axis=1)
+        x = [*x, _("sink")]
+    panel = _design_panel(matrix, x, y, _("head {head}", head=head), _("head {head}", head=head), _("weight"))
+    fig = panels_figure(
+        [panel],
+        1,
+        coloraxes={"coloraxis": weights_axis(float(np.nanmax(matrix)))},
+        row_height=DESIGN_ROW_HEIGHT,
+        x_title=_("key position"),
+        y_title=_("query position"),
+    )
+    read = (~np.isnan(weights)).sum(axis=1)
+    facts = DesignFacts(
+        read_most=int(read.max()),
+        read_last=int(read[-1]),
+        tokens=length,
+        entries=0,
+        sink_mean=None if result.sink is None else float(result.sink[head].mean()),
+    )
+    return _categorical(fig), panel_csv([panel]), facts
+
+
+def sparse_figure(result: SparseMap, head: int, tokens: list[str] | None) -> tuple[dict, PanelNumbers, DesignFacts]:
+    """The indexer's scores (every earlier key) beside one head's weights (only each query's top-k)."""
+    length = result.index_scores.shape[0]
+    x, y = _key_labels(length, tokens), axis_labels(length, 1, tokens)
+    scores = _design_panel(result.index_scores, x, y, _("indexer scores"), _("indexer scores"), _("score"))
+    scores.coloraxis = "coloraxis2"
+    title = _("head {head}: top {k} read", head=head, k=result.top_k)
+    weights = _design_panel(result.weights[head], x, y, title, _("head {head}", head=head), _("weight"))
+    fig = panels_figure(
+        [scores, weights],
+        2,
+        coloraxes={
+            "coloraxis": weights_axis(float(np.nanmax(result.weights[head]))) | _standing_bar(0.77, _("weight"), 0.45),
+            "coloraxis2": diverging_axis(result.index_scores, "") | _standing_bar(0.23, _("score"), 0.45),
+        },
+        row_height=DESIGN_ROW_HEIGHT,
+        x_title=_("key position"),
+        y_title=_("query position"),
+        share_x=False,
+    )
+    fig["layout"]["margin"] = {**fig["layout"]["margin"], "r": STEP_COLOR_BAR_ROOM}
+    read = result.chosen.sum(axis=1)
+    facts = DesignFacts(int(read.max()), int(read[-1]), length, 0, None)
+    return _categorical(fig), panel_csv([scores, weights]), facts
+
+
+def entry_label(first: int, last: int) -> str:
+    """A compressed entry's column: the tokens it pools, in angle brackets so it reads apart from a key's number."""
+    return f"⟨{first}–{last}⟩"
+
+
+def compressed_figure(
+    result: CompressedMap, head: int, tokens: list[str] | None
+) -> tuple[dict, PanelNumbers, DesignFacts]:
+    """One head's weights over the window's keys, then the compressed entries (labelled by the tokens they pool),
+    then the sink."""
+    weights = result.weights[head]
+    length = weights.shape[0]
+    x = [*_key_labels(length, tokens), *(entry_label(*span) for span in result.spans), _("sink")]
+    matrix = np.concatenate((weights, result.sink[head][:, None]), axis=1)
+    panel = _design_panel(
+        matrix, x, axis_labels(length, 1, tokens), _("head {head}", head=head), _("head {head}", head=head), _("weight")
+    )
+    fig = panels_figure(
+        [panel],
+        1,
+        coloraxes={"coloraxis": weights_axis(float(np.nanmax(matrix)))},
+        row_height=DESIGN_ROW_HEIGHT,
+        x_title=_("key, then ⟨compressed entry⟩, then sink"),
+        y_title=_("query position"),
+    )
+    read = (~np.isnan(weights)).sum(axis=1)
+    facts = DesignFacts(int(read.max()), int(read[-1]), length, len(result.spans), float(result.sink[head].mean()))
+    return _categorical(fig), panel_csv([panel]), facts
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def design_chart(design: Design, seed: int, spec: InputSpec, head: int, lang: str) -> Chart[DesignFacts]:
+    """A design after MLA's map on the page's input: its band, its top-k or its entries, for head `head`."""
+    with speaking(lang):
+        result = design_result(design, seed, spec)
+        tokens = _tokens(spec)
+        if isinstance(result, BandMap):
+            fig, rows, facts = band_figure(result, head, tokens)
+        elif isinstance(result, SparseMap):
+            fig, rows, facts = sparse_figure(result, head, tokens)
+        else:
+            fig, rows, facts = compressed_figure(result, head, tokens)
+        return Chart(fig, rows, Pooling(1, 1, "mean"), facts)

@@ -21,3 +21,7 @@ SCALE = Choice("hm_scale", SCALES, "2")
 CAUSAL = Flag("hm_causal", True)
 ROPE = Flag("hm_rope", True)
 POOL = Choice("hm_pool", ("mean", "max"), "mean")
+# The designs after MLA (section 5): the design drawn, and a sliding layer's sinks (the sidebar's kept first tokens,
+# StreamingLLM's, or a learned sink logit per head, gpt-oss's)
+DESIGN = Choice("hm_design", ("sliding", "dsa", "compressed"), "sliding")
+SINK = Choice("hm_sink", ("kept", "learned"), "kept")

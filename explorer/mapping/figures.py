@@ -217,7 +217,7 @@ def mapping_spec(frames: list[MorphFrame], active: int, settings: Settings, high
                 layer="below",
             )
         ],
-        updatemenus=[_play_buttons()],
+        updatemenus=[play_buttons()],
         sliders=[_step_slider(frames, active)],
     )
     # Plain dicts, not validated trace by trace (a third of the rerun's time otherwise); the tests check the figure.
@@ -270,7 +270,9 @@ ANIMATE = {"frame": {"duration": 1100, "redraw": True}, "transition": {"duration
 JUMP = {"mode": "immediate", "transition": {"duration": 0}}
 
 
-def _play_buttons() -> dict:
+def play_buttons(duration_ms: int = 1100) -> dict:
+    """▶ Play and ❚❚ Pause through a figure's frames, each shown duration_ms."""
+    animate = ANIMATE | {"frame": {"duration": duration_ms, "redraw": True}}
     return dict(
         type="buttons",
         direction="left",
@@ -282,7 +284,7 @@ def _play_buttons() -> dict:
         showactive=False,
         buttons=[
             dict(
-                label=_("▶ Play"), method="animate", args=[None, ANIMATE | {"fromcurrent": True, "mode": "immediate"}]
+                label=_("▶ Play"), method="animate", args=[None, animate | {"fromcurrent": True, "mode": "immediate"}]
             ),
             dict(
                 label=_("❚❚ Pause"), method="animate", args=[[None], {"frame": {"duration": 0, "redraw": False}} | JUMP]
@@ -292,6 +294,11 @@ def _play_buttons() -> dict:
 
 
 def _step_slider(frames: list[MorphFrame], active: int) -> dict:
+    return step_slider([(frame.key, frame_label(frame)) for frame in frames], active)
+
+
+def step_slider(steps: list[tuple[str, str]], active: int, prefix: str | None = None) -> dict:
+    """A slider through a figure's frames, (frame name, label) each, at step `active`."""
     return dict(
         active=active,
         x=0.0,
@@ -300,13 +307,9 @@ def _step_slider(frames: list[MorphFrame], active: int) -> dict:
         xanchor="left",
         yanchor="top",
         pad=dict(t=10, b=0),
-        currentvalue=dict(prefix=_("Step: "), xanchor="right", font=dict(size=12)),
+        currentvalue=dict(prefix=_("Step: ") if prefix is None else prefix, xanchor="right", font=dict(size=12)),
         steps=[
-            dict(
-                label=frame_label(frame),
-                method="animate",
-                args=[[frame.key], {"frame": {"duration": 0, "redraw": True}} | JUMP],
-            )
-            for frame in frames
+            dict(label=label, method="animate", args=[[name], {"frame": {"duration": 0, "redraw": True}} | JUMP])
+            for name, label in steps
         ],
     )

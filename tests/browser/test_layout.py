@@ -367,3 +367,49 @@ def test_the_lab_table_shows_every_row_and_whole_names_at_a_laptops_width(server
         assert width >= table["widest"] + 2 * GRID_CELL_PADDING, f"{width} px for names {table['widest']:.0f} px wide"
     finally:
         context.close()
+
+
+# The designs after MLA's views: every design a page draws, chosen in the sidebar and opened by the page's own choice
+DESIGN_LINK = {"design": "sliding,dsa,compressed,linear", "seq_len": "64"}
+DESIGN_VIEWS = {
+    "heatmaps-sliding": ("heatmaps", {"hm_design": "sliding"}),
+    "heatmaps-learned-sink": ("heatmaps", {"hm_design": "sliding", "hm_sink": "learned"}),
+    "heatmaps-dsa": ("heatmaps", {"hm_design": "dsa"}),
+    "heatmaps-compressed": ("heatmaps", {"hm_design": "compressed"}),
+    "mapping-sliding": ("mapping", {"map_design": "sliding"}),
+    "mapping-dsa": ("mapping", {"map_design": "dsa"}),
+    "mapping-compressed": ("mapping", {"map_design": "compressed"}),
+    "mapping-linear": ("mapping", {"map_design": "linear"}),
+}
+
+
+def open_design_view(browser, server, view: str, size: tuple[int, int], query: dict[str, str]):
+    name, own = DESIGN_VIEWS[view]
+    context = browser.new_context(viewport={"width": size[0], "height": size[1]})
+    tab = context.new_page()
+    link = Settings().to_link() | DESIGN_LINK | own | query
+    open_link(tab, f"{server.url}/{name}?{'&'.join(f'{k}={v}' for k, v in link.items())}")
+    return context, tab
+
+
+@pytest.mark.parametrize(("size", "lang"), LAYOUTS, ids=[f"{size}-{lang}" for size, lang in LAYOUTS])
+@pytest.mark.parametrize("view", list(DESIGN_VIEWS))
+def test_the_designs_views_read_cleanly_at_laptop_projector_and_phone_widths(server, browser, view, size, lang):
+    context, tab = open_design_view(browser, server, view, SIZES[size], {"lang": lang})
+    try:
+        problems = chart_text_problems(tab, axis_titles=True) + text_size_problems(tab.evaluate(TEXT_SIZES))
+        assert not problems, problems
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("view", list(DESIGN_VIEWS))
+def test_the_designs_views_read_cleanly_in_presenter_mode(server, browser, view):
+    from .test_lesson_in_browser import presenter_problems
+
+    context, tab = open_design_view(browser, server, view, SIZES["projector"], {"present": "1"})
+    try:
+        problems = presenter_problems(tab)
+        assert not problems, f"{view}: {problems}"
+    finally:
+        context.close()

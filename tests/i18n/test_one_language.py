@@ -41,3 +41,31 @@ def test_english_page_has_no_chinese(page, link):
     no_exception(at)
     left = [text for text in shown(at) if CJK.search(text)]
     assert left == [], f"{page} at lang=en shows Chinese: {left}"
+
+
+# The designs after MLA's views, each page's own choice of design in the link (the sidebar chooses them all)
+DESIGN_VIEWS = {
+    "heatmaps-sliding": ("heatmaps", {"hm_design": "sliding"}),
+    "heatmaps-learned": ("heatmaps", {"hm_design": "sliding", "hm_sink": "learned"}),
+    "heatmaps-dsa": ("heatmaps", {"hm_design": "dsa"}),
+    "heatmaps-compressed": ("heatmaps", {"hm_design": "compressed"}),
+    "mapping-sliding": ("mapping", {"map_design": "sliding"}),
+    "mapping-dsa": ("mapping", {"map_design": "dsa"}),
+    "mapping-compressed": ("mapping", {"map_design": "compressed"}),
+    "mapping-linear": ("mapping", {"map_design": "linear"}),
+}
+ALL_DESIGNS = {"design": "sliding,dsa,compressed,linear,quantised", "seq_len": "32"}
+
+
+@pytest.mark.parametrize("view", list(DESIGN_VIEWS))
+def test_the_designs_views_speak_one_language(view):
+    page, link = DESIGN_VIEWS[view]
+    for lang in ("zh", "en"):
+        at = open_page(page, {"lang": lang} | ALL_DESIGNS | link)
+        no_exception(at)
+        if lang == "zh":
+            names = frozenset(LINK_NAMES) | frozenset(at.query_params)
+            left = {text: words for text in shown(at) if (words := english_words(text, names))}
+            assert left == {}, f"{view} at lang=zh shows English: {left}"
+        else:
+            assert [text for text in shown(at) if CJK.search(text)] == [], f"{view} at lang=en shows Chinese"

@@ -1,0 +1,312 @@
+"""A design after MLA decoding token by token, the mapping page's animation along the token axis: the probe's cached
+call (explorer.probes.design_reads, on the design's real layer and cache), the animated figure (one frame per decoded
+token, played with the head -> KV morph's ▶ Play and slider), its words, its CSV rows and its GIF (drawn with the
+lesson's Pillow helpers, explorer.lesson.slides)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import streamlit as st
+from PIL import Image, ImageDraw
+
+from attn_core import AttentionConfig
+from explorer.charts import typed_array
+from explorer.designs import Design
+from explorer.i18n import _, format_bytes, n_, sentences, speaking
+from explorer.lesson.slides import FADED, INK, PAPER, SIZE, _fit, _text, gif_bytes
+from explorer.probes.design_reads import ENTRY, STATE, DecodeReads, design_reads
+from explorer.probes.heatmaps import InputSpec, make_inputs
+from explorer.probes.mapping import narrowed
+from explorer.work import takes_turns
+
+from .computed import probe_width
+from .figures import play_buttons, step_slider
+
+# The designs whose decoding the animation shows (a quantised cache reads every token, as a plain one does)
+READ_DESIGNS = ("sliding", "dsa", "compressed", "linear")
+STEP_MS = 350  # per decoded token, as the lesson's cache animation
+READ, HELD = 2.0, 1.0  # a cell's value: read by the step's token, or held by the cache and not read
+READ_COLOUR, HELD_COLOUR, NEW_COLOUR = "#1f5fa8", "#c9d8ea", "#c4573a"
+STRIP = (0.80, 0.90)  # the step's row (paper y), above the history of every step
+HISTORY = (0.0, 0.68)
+
+
+def probe_design(design: Design, d_model: int) -> Design:
+    """The design with its input narrowed as the morph's layers are past FULL_WIDTH_LIMIT (same heads and widths,
+    the same cache entries; a wide layer takes seconds to build here)."""
+    width = probe_width(d_model)
+    if width == d_model:
+        return design
+    if isinstance(design.config, AttentionConfig):
+        return replace(design, config=narrowed(design.config, width))
+    return replace(design, config=replace(design.config, d_model=width))
+
+
+@st.cache_data(max_entries=16, show_spinner=False)  # the page shows a spinner in its language
+@takes_turns
+def decode_reads(design: Design, seed: int, steps: int) -> DecodeReads:
+    """`steps` tokens (seeded inputs) decoded one at a time through the design's layer."""
+    layer = design.build(seed)
+    return design_reads(layer, make_inputs(InputSpec(d_model=design.config.d_model, seed=seed, n_tokens=steps)))
+
+
+def column_labels(reads: DecodeReads) -> list[str]:
+    """Each column's label: a token's position, an entry's ⟨first–last⟩ tokens, the linear state."""
+    labels = []
+    for kind, (first, last) in zip(reads.kinds, reads.spans, strict=True):
+        if kind == STATE:
+            labels.append(_("state"))
+        elif kind == ENTRY:
+            labels.append(f"⟨{first}–{last}⟩")
+        else:
+            labels.append(str(first))
+    return labels
+
+
+def kind_runs(reads: DecodeReads) -> list[tuple[str, int, int]]:
+    """Runs of columns of one kind: (kind, first column, last column)."""
+    runs: list[tuple[str, int, int]] = []
+    for column, kind in enumerate(reads.kinds):
+        if runs and runs[-1][0] == kind:
+            runs[-1] = (kind, runs[-1][1], column)
+        else:
+            runs.append((kind, column, column))
+    return runs
+
+
+def kind_name(kind: str, count: int) -> str:
+    if kind == STATE:
+        return _("the state")
+    if kind == ENTRY:
+        return n_("{n} compressed entry", "{n} compressed entries", count)
+    return n_("{n} token", "{n} tokens", count)
+
+
+def cells(reads: DecodeReads) -> np.ndarray:
+    """[N, C]: READ, HELD, or NaN (not held: not yet there, or gone)."""
+    return np.where(reads.read, READ, np.where(reads.held, HELD, np.nan)).astype(np.float32)
+
+
+def frame_title(reads: DecodeReads, step: int) -> str:
+    read, held = int(reads.read[step].sum()), int(reads.held[step].sum())
+    if reads.kinds == (STATE,):
+        return _(
+            "Token {t} reads the one state; the cache holds {held}",
+            t=step,
+            held=format_bytes(reads.held_bytes[step]),
+        )
+    return _(
+        "Token {t} reads {read}; the cache then holds {held} entries, {bytes}",
+        t=step,
+        read=read,
+        held=held,
+        bytes=format_bytes(reads.held_bytes[step]),
+    )
+
+
+def _hover(values: np.ndarray) -> list[list[str]]:
+    names = {READ: _("read"), HELD: _("held, not read")}
+    return [[names.get(float(v), _("not held")) for v in row] for row in values]
+
+
+def reads_spec(reads: DecodeReads, active: int) -> dict:
+    """The animated figure: the step's row of entries on top, every step's row below (the step outlined); ▶ Play
+    runs through the steps in the browser."""
+    z = cells(reads)
+    labels = column_labels(reads)
+    steps = reads.steps
+    colour = [[0.0, HELD_COLOUR], [0.5, HELD_COLOUR], [0.5, READ_COLOUR], [1.0, READ_COLOUR]]
+    common = {"type": "heatmap", "x": labels, "colorscale": colour, "zmin": HELD, "zmax": READ, "showscale": False}
+    step_name = _("step")
+
+    token_name = _("token")
+
+    def strip(step: int) -> dict:
+        row = z[step : step + 1]
+        this_token = _("token {t}", t=step)
+        return common | {
+            "z": typed_array(row),
+            "y": [step_name],
+            "yaxis": "y2",
+            "xgap": 1,
+            "text": _hover(row),
+            "hovertemplate": f"%{{x}}: %{{text}}<extra>{this_token}</extra>",
+        }
+
+    history = common | {
+        "z": typed_array(z),
+        "y": list(range(steps)),
+        "text": _hover(z),
+        "hovertemplate": f"{token_name} %{{y}} · %{{x}}: %{{text}}<extra></extra>",
+    }
+
+    def outline(step: int) -> list[dict]:
+        line = {"type": "rect", "xref": "x domain", "x0": 0, "x1": 1, "line": {"color": NEW_COLOUR, "width": 2}}
+        return [line | {"yref": "y", "y0": step - 0.5, "y1": step + 0.5}]
+
+    def frame_layout(step: int) -> dict:
+        return {"title": {"text": f"<b>{frame_title(reads, step)}</b>", "font": {"size": 14}}, "shapes": outline(step)}
+
+    key = _("dark: read by the step's token<br>light: held, not read · blank: not held")  # two lines: a phone's width
+    layout = frame_layout(active) | {
+        "height": 620,
+        "margin": {"t": 50, "b": 170, "l": 60, "r": 10},
+        "xaxis": {"type": "category", "tickfont": {"size": 9}, "anchor": "y", "title": {"text": _("cache entry")}},
+        "yaxis": {"domain": list(HISTORY), "autorange": "reversed", "title": {"text": _("decoded token")}},
+        "yaxis2": {"domain": list(STRIP), "anchor": "x", "showticklabels": False, "fixedrange": True},
+        "annotations": [
+            {"xref": "paper", "yref": "paper", "x": 0, "y": STRIP[0] - 0.02, "yanchor": "top", "showarrow": False}
+            | {"xanchor": "left", "align": "left", "text": key, "font": {"size": 11, "color": FADED}}
+        ],
+        # below the x axis's title, which a phone's turned tick labels push down
+        "updatemenus": [play_buttons(STEP_MS) | {"y": -0.3}],
+        "sliders": [step_slider([(str(t), str(t)) for t in range(steps)], active, prefix=_("Token: ")) | {"y": -0.2}],
+    }
+    return {
+        "data": [strip(active), history],
+        "layout": layout,
+        "frames": [
+            {"name": str(t), "data": [strip(t)], "traces": [0], "layout": frame_layout(t)} for t in range(steps)
+        ],
+    }
+
+
+def reads_rows(reads: DecodeReads) -> list[dict]:
+    """The CSV: one line per decoded token, what it read and what the cache held and read in bytes."""
+    labels = column_labels(reads)
+    return [
+        {
+            _("token"): step,
+            _("read"): " ".join(label for label, on in zip(labels, reads.read[step], strict=True) if on),
+            _("held"): " ".join(label for label, on in zip(labels, reads.held[step], strict=True) if on),
+            _("bytes held"): reads.held_bytes[step],
+            _("bytes read"): reads.read_bytes[step],
+        }
+        for step in range(reads.steps)
+    ]
+
+
+def reads_caption(reads: DecodeReads, design: str) -> str:
+    """What the animation shows, with the numbers of these decoding steps."""
+    last = reads.steps - 1
+    held = reads.held.sum(axis=1)
+    read = reads.read.sum(axis=1)
+    measured = _(
+        "Measured: {n} tokens decoded one at a time through the layer's own cache, each step's reads taken from its "
+        "weights.",
+        n=reads.steps,
+    )
+    if design == "linear":
+        measured = _(
+            "Measured: {n} tokens decoded one at a time through the layer's own cache, each step's reads and bytes "
+            "taken from the cache.",
+            n=reads.steps,
+        )
+        said = _(
+            "One column, the state: read and rewritten whole at every step. The cache holds {first} after token 0 and "
+            "{last} after token {t}: a fixed state, whatever the length.",
+            first=format_bytes(reads.held_bytes[0]),
+            last=format_bytes(reads.held_bytes[last]),
+            t=last,
+        )
+    elif design == "dsa":
+        said = _(
+            "Every token stays cached ({bytes} after {n} tokens), but once more than {k} are there each step reads "
+            "only {k}, chosen by the indexer: the dark cells jump from row to row.",
+            bytes=format_bytes(reads.held_bytes[last]),
+            n=reads.steps,
+            k=int(read.max()),
+        )
+    elif design == "compressed":
+        entries = reads.kinds.count(ENTRY)
+        rate = reads.spans[-1][1] - reads.spans[-1][0] + 1 if entries else 0
+        said = _(
+            "The band is the window, sliding as a sliding layer's does; on the right, a compressed entry appears "
+            "every {m} tokens and stays, read by every later token: {entries} after {n} tokens. The cache holds {bytes} "
+            "then.",
+            m=rate,
+            entries=entries,
+            n=reads.steps,
+            bytes=format_bytes(reads.held_bytes[last]),
+        )
+    else:
+        flat = int(np.argmax(held == held[last]))
+        run = reads.read[last, last::-1]  # from the last token back: its window is the first run of reads
+        window = int(run.argmin()) if not run.all() else run.size
+        kept = int(read[last]) - window
+        if kept:
+            reading = _(
+                "Each token reads at most {most} entries: its window of {window}, and the {kept} kept first tokens on "
+                "the left, which stay while the window slides.",
+                most=int(read.max()),
+                window=window,
+                kept=kept,
+            )
+        else:
+            reading = _("Each token reads at most {most} entries: its window, sliding right.", most=int(read.max()))
+        said = sentences(
+            reading,
+            _(
+                "From token {t} on the cache holds {held} entries, {bytes}, however long the text grows.",
+                t=flat,
+                held=int(held[last]),
+                bytes=format_bytes(reads.held_bytes[last]),
+            ),
+        )
+    return sentences(measured, said)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def reads_chart(design: Design, seed: int, steps: int, active: int, lang: str) -> tuple[dict, list[dict]]:
+    with speaking(lang):
+        reads = decode_reads(design, seed, steps)
+        return reads_spec(reads, active), reads_rows(reads)
+
+
+# --- the GIF ----------------------------------------------------------------------------------------------------------
+GIF_LEFT, GIF_RIGHT, GIF_STRIP_TOP, GIF_HISTORY_TOP, GIF_BOTTOM = 60, SIZE[0] - 30, 150, 250, SIZE[1] - 40
+
+
+def reads_images(reads: DecodeReads) -> list[Image.Image]:
+    """One 1024x768 image per decoded token: the title, the step's row of entries, every step's row so far."""
+    z = cells(reads)
+    steps, columns = z.shape
+    cell_w = (GIF_RIGHT - GIF_LEFT) / columns
+    cell_h = (GIF_BOTTOM - GIF_HISTORY_TOP) / steps
+    fill = {READ: READ_COLOUR, HELD: HELD_COLOUR}
+    history = Image.new("RGB", SIZE, PAPER)  # every step's row so far, drawn once each
+    history_draw = ImageDraw.Draw(history)
+    for kind, first, last in kind_runs(reads):  # what the columns are, under them
+        middle = GIF_LEFT + (first + last + 1) / 2 * cell_w
+        _text(history_draw, (middle, GIF_BOTTOM + 8), kind_name(kind, last - first + 1), 18, FADED, "ma")
+    images = []
+    for step in range(steps):
+        y0 = GIF_HISTORY_TOP + step * cell_h
+        for column in range(columns):
+            x0, x1 = GIF_LEFT + column * cell_w, GIF_LEFT + (column + 1) * cell_w - 1
+            value = float(z[step, column])
+            if value in fill:
+                history_draw.rectangle([x0, y0, x1, y0 + max(cell_h - 1, 1)], fill=fill[value])
+        image = history.copy()
+        draw = ImageDraw.Draw(image)
+        title = frame_title(reads, step)
+        _text(draw, (40, 40), title, _fit(draw, title, 30, SIZE[0] - 80))
+        _text(draw, (40, 90), _("Step {i} of {n}", i=step + 1, n=steps), 22, FADED)
+        for column in range(columns):
+            value = float(z[step, column])
+            if value in fill:
+                x0, x1 = GIF_LEFT + column * cell_w, GIF_LEFT + (column + 1) * cell_w - 1
+                draw.rectangle([x0, GIF_STRIP_TOP, x1, GIF_STRIP_TOP + 60], fill=fill[value])
+        draw.rectangle([GIF_LEFT - 2, y0 - 1, GIF_RIGHT + 2, y0 + cell_h], outline=NEW_COLOUR, width=2)
+        _text(draw, (GIF_LEFT, GIF_STRIP_TOP + 66), _("dark: read · light: held, not read"), 18, INK)
+        images.append(image)
+    return images
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def reads_gif(design: Design, seed: int, steps: int, lang: str) -> bytes:
+    """The animation as a GIF with its words in `lang` (made when the download is clicked)."""
+    with speaking(lang):
+        return gif_bytes(reads_images(decode_reads(design, seed, steps)), STEP_MS)

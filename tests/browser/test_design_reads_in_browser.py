@@ -1,0 +1,63 @@
+"""The mapping page's animation along the token axis in a real browser: ← and → move the token shown (and the link),
+▶ Play runs through the tokens in the browser, and the GIF downloads with one frame per token."""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+from PIL import Image
+
+from explorer.settings import Settings
+
+from .conftest import open_link, url_params, wait_for_app
+
+DESIGNS = {"design": "sliding,dsa,compressed,linear", "map_design": "compressed", "map_tokens": "32"}
+TITLE = """() => Array.from(document.querySelectorAll('.js-plotly-plot'))
+    .map(p => p.layout && p.layout.title && p.layout.title.text || '')
+    .find(t => t.includes('Token ')) || ''"""
+
+
+def open_mapping(browser, server, query: dict[str, str]):
+    context = browser.new_context(viewport={"width": 1400, "height": 900}, accept_downloads=True)
+    tab = context.new_page()
+    open_link(tab, f"{server.url}/mapping?{urlencode(Settings().to_link() | DESIGNS | query)}", chart_count=3)
+    return context, tab
+
+
+def test_the_arrow_keys_move_the_token_shown(server, browser):
+    context, tab = open_mapping(browser, server, {"map_token": "10"})
+    try:
+        assert "Token 10 " in tab.evaluate(TITLE)
+        tab.evaluate("() => document.activeElement && document.activeElement.blur()")
+        tab.keyboard.press("ArrowRight")
+        tab.wait_for_function("() => new URLSearchParams(location.search).get('map_token') === '11'")
+        wait_for_app(tab, 3)
+        tab.wait_for_function(f"() => ({TITLE})().includes('Token 11 ')")
+        tab.keyboard.press("ArrowLeft")
+        tab.wait_for_function("() => new URLSearchParams(location.search).get('map_token') === '10'")
+        assert url_params(tab)["map_design"] == "compressed"
+    finally:
+        context.close()
+
+
+def test_play_runs_through_the_tokens_in_the_browser(server, browser):
+    context, tab = open_mapping(browser, server, {"map_token": "0"})
+    try:
+        assert "Token 0 " in tab.evaluate(TITLE)
+        tab.get_by_text("▶ Play").last.click()
+        tab.wait_for_function(f"() => ({TITLE})().includes('Token 3 ')", timeout=30_000)
+        assert url_params(tab)["map_token"] == "0"  # played in the browser: no rerun
+    finally:
+        context.close()
+
+
+def test_the_gif_downloads_with_a_frame_per_token(server, browser):
+    context, tab = open_mapping(browser, server, {})
+    try:
+        with tab.expect_download(timeout=180_000) as download:
+            tab.get_by_role("button", name="GIF for slides").click()
+        image = Image.open(download.value.path())
+        assert download.value.suggested_filename == "after-mla-compressed-en.gif"
+        assert (image.n_frames, image.size) == (32, (1024, 768))
+    finally:
+        context.close()
