@@ -127,6 +127,7 @@ def attend(
     mask: KeyMask,
     return_weights: bool,
     sinks: torch.Tensor | None = None,
+    first_keys_queries: tuple[torch.Tensor, int] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """q [B, H, L, D], k [B, G, S, D], v [B, G, S, Dv] with H a multiple of G -> out [B, H, L, Dv], weights.
 
@@ -136,11 +137,19 @@ def attend(
 
     sinks [H]: one more logit per head in each softmax, with no value (gpt-oss): weights then sum to less than 1.
     The explicit path computes them.
+
+    first_keys_queries (q2 [B, H, L, D], n): the first n keys are scored with q2 instead of q (kept first tokens at
+    StreamingLLM's positions inside the cache, attn_core.options.sink_positions). The explicit path computes them.
     """
     n_heads, n_kv_heads = q.shape[1], k.shape[1]
     # Shared KV heads with keys wider than values (MLA's absorbed step: d_c + d_h^R against d_c) have no fused kernel,
     # and torch's math path scales a copy of every cached key at every step: the explicit path below does not.
-    explicit = return_weights or sinks is not None or (n_kv_heads != n_heads and k.shape[-1] != v.shape[-1])
+    explicit = (
+        return_weights
+        or sinks is not None
+        or first_keys_queries is not None
+        or (n_kv_heads != n_heads and k.shape[-1] != v.shape[-1])
+    )
     if not explicit and (mask.plain_causal or n_kv_heads == n_heads):
         out = F.scaled_dot_product_attention(
             q,
@@ -152,12 +161,18 @@ def attend(
             enable_gqa=n_kv_heads != n_heads,
         )
         return out, None
+    group = n_heads // n_kv_heads
+    allowed = mask.allowed
+    if not explicit and allowed is not None and group * allowed.shape[2] > 2 * n_heads * q.shape[-1]:
+        # A long prompt under a mask (a sliding window's band): folding would repeat the [L, S] mask once per query
+        # head of a group (and torch then converts it to floats), which costs more than the keys and values
+        # [2, H, S, D] that enable_gqa repeats (Gemma 3's sliding layer, 2048 tokens: 13 % of the call).
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, scale=scale, enable_gqa=True)
+        return out, None
     if not explicit:
         # Shared KV heads and no plain causal square (decode, chunks, padding). enable_gqa would make torch's math
         # path copy every KV head n_heads / n_kv_heads times, the whole cache at every step. Fold each group's query
         # heads into the query axis instead, so the G KV heads are read as they are (also faster for grouped decode).
-        group = n_heads // n_kv_heads
-        allowed = mask.allowed
         if allowed is not None and allowed.shape[2] > 1:
             allowed = repeat(allowed, "b one l s -> b one (r l) s", r=group)  # [B, 1, R*L, S]
         folded_q = rearrange(q, "b (g r) l d -> b g (r l) d", g=n_kv_heads)  # [B, G, R*L, D]
@@ -166,7 +181,13 @@ def attend(
     # Each KV head's query heads as one block of rows ([B, G, R*L, D]): one batched product per group reads k as it is.
     batch, q_len, k_len = q.shape[0], q.shape[2], k.shape[2]
     grouped_q = q.reshape(batch, n_kv_heads, -1, q.shape[3])
-    scores = torch.matmul(grouped_q, k.transpose(-1, -2)).view(batch, n_heads, q_len, k_len).mul_(scale)
+    scores = torch.matmul(grouped_q, k.transpose(-1, -2)).view(batch, n_heads, q_len, k_len)
+    if first_keys_queries is not None:
+        other_q, first = first_keys_queries
+        first = min(first, k_len)
+        other = torch.matmul(other_q.reshape(grouped_q.shape), k[:, :, :first].transpose(-1, -2))
+        scores[..., :first] = other.view(batch, n_heads, q_len, first)
+    scores = scores.mul_(scale)
     # in place: the scores are this call's own tensor (adding 0 leaves a score as it is, adding -inf masks it)
     if mask.plain_causal:
         scores.add_(causal_bias(q_len, q.device, scores.dtype))

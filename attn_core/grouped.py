@@ -203,7 +203,7 @@ class GroupedQueryAttention(nn.Module):
                 raise ValueError("Cross-attention (kv_input) takes no cache: its keys do not grow token by token.")
             q = self._query_heads(x, None)
             k, v = self.project_kv(kv_input)
-            causal = False
+            causal, start = False, 0
         else:
             start = cache.seq_len if cache is not None else 0
             if (
@@ -212,6 +212,7 @@ class GroupedQueryAttention(nn.Module):
                 and key_padding_mask is None
                 and not return_weights
                 and self.sinks is None
+                and not self._moves_sinks(start, 1)
             ):
                 return self._decode_step(x, cache, start), None
             q, k, v = self.rotated_qkv(x, start)
@@ -225,8 +226,38 @@ class GroupedQueryAttention(nn.Module):
             )
         else:
             mask = self._window_mask(q.shape[2], k.shape[2], cache, x.device)
-        out, weights = attend(q, k, v, scale=self.scale, mask=mask, return_weights=return_weights, sinks=self.sinks)
+        sink_queries = self._sink_queries(x, q, start) if self._moves_sinks(start, x.shape[1]) else None
+        out, weights = attend(
+            q,
+            k,
+            v,
+            scale=self.scale,
+            mask=mask,
+            return_weights=return_weights,
+            sinks=self.sinks,
+            first_keys_queries=sink_queries,
+        )
         return self.o_proj(rearrange(out, "b h l d -> b l (h d)")), weights
+
+    def _moves_sinks(self, start: int, q_len: int) -> bool:
+        """Whether a query among positions start .. start + q_len - 1 scores the kept first tokens at StreamingLLM's
+        positions inside the cache, not at their own (attn_core.options: sink_positions)."""
+        position = self.options.sink_query_position()
+        return self.cfg.rope and position is not None and start + q_len - 1 > position
+
+    def _sink_queries(self, x: torch.Tensor, q: torch.Tensor, start: int) -> tuple[torch.Tensor, int]:
+        """The queries that score the kept first tokens (the first keys of every windowed call): q [B, H, L, D] as it
+        is up to position sink_tokens + window - 1, and the queries past it rotated to that position, where
+        StreamingLLM's cache numbers its newest token (the sinks and the window before it keep their distances)."""
+        position = self.options.sink_query_position()
+        assert position is not None  # _moves_sinks said so
+        first_moved = max(position + 1 - start, 0)  # rows past the position
+        cfg = self.cfg
+        cos, sin = rope_cos_sin(
+            position, 1, cfg.head_dim, cfg.rope_theta, device=x.device, dtype=q.dtype, scaling=self.options.rope_scaling
+        )
+        moved = apply_rope(self._query_heads(x[:, first_moved:], None), cos, sin, cfg.rope_interleave)
+        return torch.cat((q[:, :, :first_moved], moved), dim=2), self.options.sink_tokens
 
     def _window_mask(self, q_len: int, k_len: int, cache: object, device: torch.device) -> KeyMask:
         """Where L new queries may look among the S keys a windowed call attends to."""

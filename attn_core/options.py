@@ -13,6 +13,8 @@ from .rope import PLAIN, RopeScaling
 
 QkNorm = Literal["rms", "rms_unit_offset"]
 QK_NORMS: tuple[QkNorm, ...] = ("rms", "rms_unit_offset")
+SinkPositions = Literal["original", "cache"]
+SINK_POSITIONS: tuple[SinkPositions, ...] = ("original", "cache")
 
 
 @dataclass(frozen=True)
@@ -22,8 +24,13 @@ class AttentionOptions:
     window: a query at position p sees keys p - window + 1 .. p (HF's sliding_window: Mistral, Gemma 3's local layers,
       gpt-oss's sliding layers); the cache then holds at most window - 1 tokens (+ sink_tokens), as HF's
       DynamicSlidingWindowLayer does. None: every earlier key.
-    sink_tokens: the first tokens, seen by every query besides its window (StreamingLLM's attention sinks). They keep
-      their own positions; StreamingLLM's paper renumbers positions inside the cache, which is not done here.
+    sink_tokens: the first tokens, seen by every query besides its window (StreamingLLM's attention sinks).
+    sink_positions: where the kept first tokens sit for RoPE once the window has moved past them. "original": at
+      their own positions, so a query at p sees sink i at distance p - i, farther than any key it was trained near.
+      "cache": StreamingLLM's positions inside the cache (the sinks, then the window numbered on from them): the
+      window keys keep their distances to the query, and sink i is at distance sink_tokens + window - 1 - i, as if
+      just before the window. Computed by scoring the sinks with the query rotated to position
+      sink_tokens + window - 1, which is what renumbering every key gives, since RoPE scores depend on distances only.
     learned_sinks: gpt-oss's per-head sink logit (parameter ``sinks`` [H]): one more softmax entry with no value, so a
       head can put weight on nothing.
     qk_norm: RMSNorm over each query and key head before RoPE (``q_norm``, ``k_norm`` [D], eps cfg.norm_eps): "rms"
@@ -34,6 +41,7 @@ class AttentionOptions:
 
     window: int | None = None
     sink_tokens: int = 0
+    sink_positions: SinkPositions = "original"
     learned_sinks: bool = False
     qk_norm: QkNorm | None = None
     scale: float | None = None
@@ -48,6 +56,8 @@ class AttentionOptions:
             raise ValueError(f"sink_tokens must be a whole number >= 0, got {self.sink_tokens!r}.")
         if self.sink_tokens and self.window is None:
             raise ValueError("sink_tokens keeps the first tokens beside a window: set window too.")
+        if self.sink_positions not in SINK_POSITIONS:
+            raise ValueError(f"sink_positions={self.sink_positions!r}: choose one of {', '.join(SINK_POSITIONS)}.")
         if self.qk_norm is not None and self.qk_norm not in QK_NORMS:
             raise ValueError(f"qk_norm={self.qk_norm!r}: choose one of {', '.join(QK_NORMS)}, or None.")
         if self.scale is not None and (
@@ -61,11 +71,18 @@ class AttentionOptions:
     def windowed(self) -> bool:
         return self.window is not None
 
+    def sink_query_position(self) -> int | None:
+        """The position a query is rotated to for scoring the kept first tokens when it has moved past
+        sink_tokens + window - 1 (StreamingLLM's positions inside the cache); None when sinks keep their own."""
+        if self.window is None or not self.sink_tokens or self.sink_positions == "original":
+            return None
+        return self.sink_tokens + self.window - 1
+
     def check_for(self, cfg: AttentionConfig) -> None:
         """A ValueError naming the first option cfg's variant has no use for (MLA: all but scale and rope_scaling)."""
         if cfg.variant != "mla":
             return
-        for name in ("window", "sink_tokens", "learned_sinks", "qk_norm"):
+        for name in ("window", "sink_tokens", "sink_positions", "learned_sinks", "qk_norm"):
             if getattr(self, name) != getattr(NO_OPTIONS, name):
                 raise ValueError(f"{name} is an option of the grouped variants; mla takes scale and rope_scaling only.")
 

@@ -91,6 +91,59 @@ def test_chunks_then_tokens_match_the_reference(name):
     assert (torch.cat(outs, dim=1) - expected).abs().max() <= TOL
 
 
+def streaming_llm_reference(layer, x: torch.Tensor, *, window: int, sink_tokens: int) -> torch.Tensor:
+    """StreamingLLM's positions written out query by query: the keys query i sees (sinks, then its window) numbered
+    0, 1, ... inside the cache once the window has left the sinks behind (the query last), their own positions
+    before that; each key and the query rotated at those positions, then plain softmax attention."""
+    outs = []
+    for i in range(x.shape[1]):
+        seen = sorted(set(range(min(sink_tokens, i + 1))) | set(range(max(0, i - window + 1), i + 1)))
+        moved = i > sink_tokens + window - 1
+        positions = range(len(seen)) if moved else seen
+        q = layer.queries(x[:, i : i + 1], positions[-1]).joined()  # [B, H, 1, D]
+        kv = [layer.keys_values(x[:, j : j + 1], p) for j, p in zip(seen, positions, strict=True)]
+        k, v = torch.cat([k for k, _ in kv], dim=2), torch.cat([v for _, v in kv], dim=2)
+        group = q.shape[1] // k.shape[1]
+        k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+        weights = torch.softmax(q @ k.transpose(-1, -2) * layer.scale, dim=-1)
+        outs.append(layer.o_proj((weights @ v).transpose(1, 2).flatten(2)))
+    return torch.cat(outs, dim=1)
+
+
+CACHE_POSITIONS = AttentionOptions(window=4, sink_tokens=2, sink_positions="cache")
+
+
+def test_sinks_at_cache_positions_prefill_matches_streaming_llms_renumbering():
+    layer = build_attention(CFG, seed=3, options=CACHE_POSITIONS).eval()
+    x = randn(2, 13, CFG.d_model, seed=5)
+    expected = streaming_llm_reference(layer, x, window=4, sink_tokens=2)
+    assert (layer(x)[0] - expected).abs().max() <= TOL
+    # and it differs from the sinks at their own positions: the comparison can fail
+    own = reference(layer, x, window=4, sink_tokens=2)
+    assert (own - expected).abs().max() > 1e-3
+
+
+def test_sinks_at_cache_positions_chunks_then_tokens_match_streaming_llms_renumbering():
+    layer = build_attention(CFG, seed=3, options=CACHE_POSITIONS).eval()
+    x = randn(1, 16, CFG.d_model, seed=6)
+    expected = streaming_llm_reference(layer, x, window=4, sink_tokens=2)
+    cache, outs, start = layer.new_cache(1), [], 0
+    for size in (3, 1, 1, 1, 5, 1, 1, 2, 1):
+        outs.append(layer(x[:, start : start + size], cache=cache)[0])
+        start += size
+    assert (torch.cat(outs, dim=1) - expected).abs().max() <= TOL
+
+
+def test_sinks_at_cache_positions_token_by_token_with_weights_match_streaming_llms_renumbering():
+    layer = build_attention(CFG, seed=3, options=CACHE_POSITIONS).eval()
+    x = randn(1, 12, CFG.d_model, seed=7)
+    cache = layer.new_cache(1)
+    outs = [layer(x[:, t : t + 1], cache=cache, return_weights=True) for t in range(12)]
+    expected = streaming_llm_reference(layer, x, window=4, sink_tokens=2)
+    assert (torch.cat([out for out, _ in outs], dim=1) - expected).abs().max() <= TOL
+    assert outs[-1][1].shape == (1, 4, 1, 6)  # the two sinks and the window of four
+
+
 def test_weights_come_in_position_order_over_the_sinks_and_the_window():
     layer = windowed_layer("window-and-sinks")  # window 4, two sinks
     x = randn(1, 10, CFG.d_model, seed=4)
@@ -182,6 +235,7 @@ def test_linear_rope_scaling_is_positions_divided_by_the_factor():
         ({"sink_tokens": 2}, "set window too"),
         ({"window": 4, "sink_tokens": -1}, "sink_tokens must be a whole number"),
         ({"qk_norm": "layer"}, "qk_norm='layer'"),
+        ({"window": 4, "sink_tokens": 1, "sink_positions": "renumbered"}, "sink_positions='renumbered'"),
         ({"scale": -1.0}, "scale must be a positive number"),
     ],
 )

@@ -46,7 +46,7 @@ def hf_windowed_logits(hf_model, ids: torch.Tensor, window: int, sinks: int, ful
 @pytest.mark.parametrize("pattern", ["every", "gemma3"])
 def test_windowed_perplexity_equals_hf_layers_with_a_sliding_window_mask(lm, hf_model, pattern):
     full = global_layers(pattern, lm.config.n_layers)
-    windowed = with_window(lm, WINDOW, SINKS, full)
+    windowed = with_window(lm, WINDOW, SINKS, full, sink_positions="original")  # HF's one position per token
     ids = windowed.encode(PROSE * 2)
     assert len(ids) > 4 * WINDOW
     with torch.inference_mode():
@@ -70,8 +70,10 @@ def test_windowed_layers_are_grouped_layers_with_the_window_over_the_same_tensor
         assert mine.mlp is theirs.mlp
 
 
-def test_cached_decoding_equals_recomputing_with_the_same_pattern(lm):
-    windowed = with_window(lm, WINDOW, SINKS, global_layers("gpt-oss", lm.config.n_layers))
+@pytest.mark.parametrize("sink_positions", ["original", "cache"])
+def test_cached_decoding_equals_recomputing_with_the_same_pattern(lm, sink_positions):
+    layers = global_layers("gpt-oss", lm.config.n_layers)
+    windowed = with_window(lm, WINDOW, SINKS, layers, sink_positions=sink_positions)
     ids = torch.tensor([windowed.encode(PROSE)[:60]])
     with torch.inference_mode():
         recomputed, _ = windowed(ids)
@@ -140,6 +142,7 @@ def test_healing_trains_the_students_own_copies_and_its_sink_logits(lm):
         ({"window": 128, "global_layers": [-1]}, "global_layers"),
         ({"window": 128, "global_layers": range(30)}, "global_layers"),
         ({"window": 128, "sink_tokens": -1}, "sink_tokens"),
+        ({"window": 128, "sink_tokens": 1, "sink_positions": "shifted"}, "sink_positions"),
     ],
 )
 def test_bad_arguments_raise_a_value_error_naming_the_argument(lm, arguments, named):
