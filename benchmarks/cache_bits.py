@@ -110,10 +110,21 @@ def main() -> None:
     parser.add_argument("--residuals", default="128,0", help="newest tokens kept exact, one table each")
     parser.add_argument("--mla", default="192,32", help="d_c,d_h^R of an MLA conversion to quantise too ('' for none)")
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--bits", default="8,4,2", help="bit widths to measure ('' for none: --healed alone)")
+    parser.add_argument("--merge", type=Path, nargs="+", help="merge these runs' tables into --out and stop")
     parser.add_argument("--healed", default="", help="a lab point to heal with its stored recipe, then quantise")
     parser.add_argument("--out", type=Path, help="write the lab's stored table here (assets/cache_bits_table.json)")
     args = parser.parse_args()
+    if args.merge:
+        tables = [json.loads(path.read_text(encoding="utf-8")) for path in args.merge]
+        if any((t["evaluation"], t["model"]) != (tables[0]["evaluation"], tables[0]["model"]) for t in tables):
+            raise SystemExit("these runs measured different inputs: not merged")
+        rows = {row["key"]: row for table in tables for row in table["rows"]}
+        args.out.write_text(json.dumps({**tables[0], "rows": list(rows.values())}, indent=1) + "\n", encoding="utf-8")
+        print(f"wrote {args.out} ({len(rows)} rows)")
+        return
     torch.set_num_threads(args.threads)
+    bit_widths = tuple(int(b) for b in args.bits.split(",") if b)
 
     lm = load_pretrained()
     text = lab.reference_text()
@@ -212,7 +223,7 @@ def main() -> None:
         print(f"{'model':<28} {'perplexity':>10} {'vs original':>11} {'B/token':>8} {'B/token@512':>11} {'s':>6}")
         print(f"{'original (float32 cache)':<28} {original:10.3f} {'':>11} {per_token:8d} {per_token:11d}")
         rows = {}
-        for bits in BITS:
+        for bits in bit_widths:
             for keys in KEYS:
                 model = with_cache_bits(lm, bits=bits, group_size=args.group_size, residual=residual, keys=keys)
                 rows[bits, keys] = row(
@@ -266,6 +277,8 @@ def main() -> None:
                 keys="channel",
                 heal_recipe=recipe,
             )
+        if set(bit_widths) != set(BITS):
+            continue  # the goals need every width
         print(f"issue 36's goals at residual {residual}:")
         for text, holds in goals(original, rows):
             print(f"  [{'met' if holds else 'NOT met'}] {text}")
