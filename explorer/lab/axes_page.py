@@ -153,7 +153,10 @@ def show_side_by_side() -> None:
     st.markdown(_("The passage ends (its last {n} of {total} tokens):", n=len(tokens), total=length))
     st.html(token_chips(tokens, "passage"))
     reference = replies["original"].tokens
-    for column, (key, reply) in zip(st.columns(2) * 2, replies.items(), strict=False):
+    items = list(replies.items())
+    # two rows of two, so a phone stacks them in the same order as a laptop reads them
+    columns = [column for _row in range(0, len(items), 2) for column in st.columns(2)]
+    for column, (key, reply) in zip(columns, items, strict=False):
         with column:
             st.markdown(f"**{_(lab_axes.SIDE_BY_SIDE_NAMES[key])}**")
             st.html(token_chips(reply.tokens, f"continuation-{key}"))
