@@ -5,6 +5,10 @@ patterns, written to assets/window_table.json beside the lab's other stored tabl
     python benchmarks/window_sinks.py                          # every row; about a minute a row on a busy 2-core box
     python benchmarks/window_sinks.py --keys w128-s0-every,w128-s1-every --out /tmp/part.json
     python benchmarks/window_sinks.py --merge /tmp/a.json /tmp/b.json      # rows of several runs into --out
+    python benchmarks/window_sinks.py --keys w128-s1-gemma3-b4 --reuse-original --out /tmp/more.json
+
+A key ending in -b4 is a window with sinks over a 4-bit cache (with_window(with_cache_bits(lm, 4, residual=0), ...):
+the global layers keep KIVI's 4-bit codes, keys per channel; the windowed layers hold their window exactly).
 
 The evaluation text is the lab's (explorer.probes.lab: the first 4,096 tokens of pydoc_data.topics), scored in
 pieces of PIECE = 2,048 tokens (not the lab's 512: a window of 512 would never cut a 512-token piece, and the longer
@@ -26,7 +30,15 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
-from attn_core.pretrained import PATTERNS, PretrainedLM, gguf_path, global_layers, load_pretrained, with_window
+from attn_core.pretrained import (
+    PATTERNS,
+    PretrainedLM,
+    gguf_path,
+    global_layers,
+    load_pretrained,
+    with_cache_bits,
+    with_window,
+)
 from benchmarks.lab_table import file_sha256, machine
 from explorer import lab
 
@@ -43,6 +55,12 @@ def row_key(window: int, sinks: int, pattern: str) -> str:
 
 ROWS: dict[str, dict[str, Any]] = {
     row_key(w, s, p): {"window": w, "sink_tokens": s, "pattern": p} for p in PATTERNS for w in WINDOWS for s in SINKS
+}
+# a window with sinks and a quantised cache: the token axis and the bits axis together (global layers quantised)
+CACHE_BITS = {"bits": 4, "group_size": 32, "residual": 0, "keys": "channel"}
+ROWS |= {
+    row_key(128, 1, p) + "-b4": {"window": 128, "sink_tokens": 1, "pattern": p, "cache_bits": CACHE_BITS}
+    for p in ("gemma3", "gpt-oss")
 }
 
 
@@ -92,6 +110,9 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch threads (1 is fastest on a busy 2-core box)")
     parser.add_argument("--out", type=Path, default=TABLE_PATH)
     parser.add_argument("--merge", type=Path, nargs="+", help="merge these runs' tables into --out and stop")
+    parser.add_argument(
+        "--reuse-original", action="store_true", help="the original's row from the stored table, when its inputs match"
+    )
     args = parser.parse_args()
     if args.merge:
         table = merged(args.merge)
@@ -106,7 +127,19 @@ def main() -> None:
     lm = load_pretrained()
     eval_ids, _ = lab.split_tokens(lm, text)
     table = header(lm, eval_ids, text_hash)
-    original = {"key": "original", "window": None, "sink_tokens": 0, "pattern": None, **measure(lm, eval_ids)}
+    stored = json.loads(TABLE_PATH.read_text(encoding="utf-8")) if TABLE_PATH.exists() else None
+    if (
+        args.reuse_original
+        and stored
+        and (stored["evaluation"], stored["model"])
+        == (
+            table["evaluation"],
+            table["model"],
+        )
+    ):
+        original = next(row for row in stored["rows"] if row["key"] == "original")
+    else:
+        original = {"key": "original", "window": None, "sink_tokens": 0, "pattern": None, **measure(lm, eval_ids)}
     original["times_original"] = 1.0
     rows = [original]
     print(f"{'original':>16}: perplexity {original['perplexity']:8.2f}", flush=True)
@@ -118,7 +151,8 @@ def main() -> None:
     for key in args.keys.split(","):
         spec = ROWS[key]
         layers = global_layers(spec["pattern"], lm.config.n_layers)
-        model = with_window(lm, spec["window"], spec["sink_tokens"], layers)
+        source = with_cache_bits(lm, **spec["cache_bits"]) if "cache_bits" in spec else lm
+        model = with_window(source, spec["window"], spec["sink_tokens"], layers)
         row = {"key": key, **spec, "global_layers": list(layers), **measure(model, eval_ids)}
         row["times_original"] = row["perplexity"] / original["perplexity"]
         rows.append(row)

@@ -9,8 +9,8 @@ from attn_core import AttentionConfig
 from attn_core.pretrained import ModelNotInstalled, full_latent_rank
 from explorer.charts import show_chart
 from explorer.i18n import N_, _, fmt, format_bytes, language, n_, percent, sentences
+from explorer.lab import axes_page, csv_export, figures, link, stored, tables, text
 from explorer.lab import computed as cached
-from explorer.lab import csv_export, figures, link, stored, tables, text
 from explorer.labels import display_width
 from explorer.link import bound, text_box
 from explorer.model import trained_model
@@ -174,6 +174,8 @@ with st.expander(_("How each conversion works, and what it keeps")):
 st.subheader(_("What the papers did that this lab does not"))
 st.markdown(text.papers_note(healed))
 
+axes_page.show_tradeoff()  # the other axes: windows, layer patterns, bits, against the conversions
+
 # --- healing, live ---------------------------------------------------------------------------------------------------
 HEAL_PHASES = {
     "waiting": N_("Waiting for another heal on this server to finish (one at a time)…"),
@@ -188,11 +190,13 @@ def start_heal(key: str) -> None:
     cached.start_heal(key)
 
 
-def heal_section(key: str, model_name: str) -> None:
-    """Heal the chosen conversion: a button, then its progress and loss curve, live, for every session."""
+def heal_section(key: str, model_name: str, about: str | None = None) -> None:
+    """Heal the chosen conversion (or the windowed model: `about` says what healing does to it): a button, then its
+    progress and loss curve, live, for every session."""
     st.markdown("**" + _("Heal it live") + "**")
     st.markdown(
-        _(
+        about
+        or _(
             "The conversions above (●) are untrained. Healing trains **only their attention projections** — embeddings, "
             "norms and MLPs stay the original's, frozen — so that each converted layer reproduces the original "
             "layer's attention output on the original's own activations (each layer on its own, Adam, relative "
@@ -420,3 +424,7 @@ if bound(link.MEASURE, lambda widget: st.toggle(_("Measure both"), key=widget)):
                 st.caption(_("{n} tokens scored (cut to {cap}).", n=n_a, cap=USER_TEXT_MAX_TOKENS))
             else:
                 st.caption(n_("{n} token scored.", "{n} tokens scored.", n_a))
+
+# --- the other axes, live ---------------------------------------------------------------------------------------------
+axes_page.show_side_by_side()
+axes_page.show_window_heal(heal_section)

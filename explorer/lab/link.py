@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from explorer.params import Choice, Flag, Text
 from explorer.probes.lab import LAB_POINTS
+from explorer.probes.lab_axes import PASSAGES
 
 CONTEXT = Choice("lab_context", (512, 1024, 2048, 4096, 8192), 8192)
 # MQA fitted by default: healed live for a minute it answers in words ("\nA:" before); MQA mean-pooled answered 24
@@ -17,3 +18,10 @@ TEXT = Text(
 )
 ANSWER = Flag("lab_answer", False)
 MEASURE = Flag("lab_measure", False)
+
+# The trade-off across every axis (explorer.lab.axes_page): the context its caches are counted at (the stored tables'
+# contexts) and the budget, as a share of the original's cache in percent.
+AXES_CONTEXT = Choice("lab_axes_context", (512, 1024, 2048, 4096, 8192, 32768), 8192)
+AXES_BUDGET = Choice("lab_budget", (50, 25, 10, 5, 2), 25)
+PASSAGE = Choice("lab_passage", PASSAGES, PASSAGES[0])
+CONTINUE = Flag("lab_continue", False)

@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from attn_core.pretrained import Calibration, Conversion, PretrainedLM, calibrate, convert_attention
+from attn_core.pretrained import Calibration, Conversion, PretrainedLM, calibrate, convert_attention, with_window
 from explorer.messages import N_
 
 # sha256 of reference_text() under CPython 3.11's pydoc_data (the text the stored table was measured on)
@@ -80,12 +80,22 @@ LAB_POINTS: tuple[LabPoint, ...] = (
         for dc, dr in MLA_POINTS
     ),
 )
-POINTS_BY_KEY = {point.key: point for point in LAB_POINTS}
+# The token axis's point the page heals live (every layer windowed, no kept first token: the one that breaks, with
+# gpt-oss's learned sink logit per head to learn from the dense original), as benchmarks/window_heal.py heals it.
+WINDOW_POINTS = (
+    LabPoint(
+        "w128-s0-every-learned-sinks",
+        N_("window 128 in every layer, learned sinks"),
+        "window",
+        {"window": 128, "sink_tokens": 0, "learned_sinks": True},
+    ),
+)
+POINTS_BY_KEY = {point.key: point for point in (*LAB_POINTS, *WINDOW_POINTS)}
 
 
 def point_conversion(lm: PretrainedLM, point: LabPoint, calibration: Calibration | None) -> Conversion | None:
     """The conversion of lm that point names, with what it kept (None for the original model)."""
-    if point.variant == "original":
+    if point.variant in ("original", "window"):
         return None
     options = dict(point.options)
     if point.needs_calibration:
@@ -94,7 +104,9 @@ def point_conversion(lm: PretrainedLM, point: LabPoint, calibration: Calibration
 
 
 def convert_point(lm: PretrainedLM, point: LabPoint, calibration: Calibration | None) -> PretrainedLM:
-    """The model that point names: lm itself, or its conversion."""
+    """The model that point names: lm itself, its conversion, or lm with windowed layers."""
+    if point.variant == "window":
+        return with_window(lm, **point.options)
     conversion = point_conversion(lm, point, calibration)
     return lm if conversion is None else conversion.model
 

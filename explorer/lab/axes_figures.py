@@ -1,0 +1,158 @@
+"""The trade-off across every axis as a chart: each stored design a point, perplexity against the original's on the
+same pieces (log) against its whole cache per token at the reader's context (log), coloured by the axis it cuts,
+healed designs as stars, the frontier drawn and its designs named; and its numbers as CSV rows."""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import plotly.graph_objects as go
+
+from explorer.i18n import _
+
+from .axes_points import AXES, AxisPoint, frontier
+from .axes_text import axis_name, point_name
+
+AXIS_COLORS = {
+    "heads": "#c4573a",
+    "latent": "#8a5cb8",
+    "window": "#3b6ea8",
+    "layers": "#2a9d8f",
+    "bits": "#c48a00",
+    "combined": "#333333",
+}
+ORIGINAL_COLOR = "#4a9a6b"
+TOP = 8.0  # x the original's perplexity: the chart's top; a design above it is drawn at the edge as a triangle
+# a name's box per character (decades of cache) and its height (decades of x the original) at a laptop's width
+LABEL_DECADES = (0.022, 0.045)
+NAMES_FIT_PX = 640  # narrower than this the frontier's names run into each other: the caption and the CSV name them
+
+
+def _y(point: AxisPoint) -> float:
+    return min(point.times_original, TOP)
+
+
+def _symbol(point: AxisPoint) -> str:
+    if point.times_original > TOP:
+        return "triangle-up"
+    return "star" if point.healed else "circle"
+
+
+def frontier_labels(line: list[AxisPoint], context: int) -> tuple[list[str], list[str]]:
+    """Each frontier design's name and where it goes: above and to the right of its point, else below and to the
+    right, else not drawn ("") where both would run into a name already placed (boxes estimated in decades of the
+    log axes at a laptop's width); the caption and the CSV name every one."""
+    placed: list[tuple[float, float, float, float]] = []
+    labels, positions = [], []
+    for index, point in enumerate(line):
+        name = point_name(point)
+        x, y = math.log10(point.bytes_per_token(context)), math.log10(_y(point))
+        width = LABEL_DECADES[0] * len(name)
+        last = index == len(line) - 1  # the original, rightmost: its name goes to its left
+        left = x - width if last else x
+        options = [("top left" if last else "top right", (left, y, left + width, y + LABEL_DECADES[1]))]
+        options.append(("bottom left" if last else "bottom right", (left, y - LABEL_DECADES[1], left + width, y)))
+        for position, box in options:
+            if not any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3] for b in placed):
+                placed.append(box)
+                labels.append(name)
+                positions.append(position)
+                break
+        else:
+            labels.append("")
+            positions.append("top right")
+    return labels, positions
+
+
+def axes_figure(points: list[AxisPoint], context: int) -> dict:
+    """Every design at `context` tokens; the frontier as a line through its designs, each named beside its point."""
+    line = frontier(points, context)
+    labels, positions = frontier_labels(line, context)
+    fig = go.Figure()
+    fig.add_trace(
+        go.Scatter(
+            x=[p.bytes_per_token(context) / 1024 for p in line],
+            y=[_y(p) for p in line],
+            mode="lines+text",
+            line={"dash": "dot", "color": "#888"},
+            text=labels,
+            textposition=positions,
+            textfont={"size": 11},
+            name=_("frontier"),
+            hoverinfo="skip",
+            cliponaxis=False,
+        )
+    )
+    original = [p for p in points if p.key == "original"]
+    groups = [(_("original"), ORIGINAL_COLOR, original)] + [
+        (axis_name(axis), AXIS_COLORS[axis], [p for p in points if p.axis == axis and p.key != "original"])
+        for axis in AXES
+    ]
+    for shown, color, group in groups:
+        if not group:
+            continue
+        fig.add_trace(
+            go.Scatter(
+                x=[p.bytes_per_token(context) / 1024 for p in group],
+                y=[_y(p) for p in group],
+                mode="markers",
+                marker={
+                    "symbol": [_symbol(p) for p in group],
+                    "size": [14 if p.healed else 10 for p in group],
+                    "color": color,
+                    "line": {"width": 1, "color": "white"},
+                },
+                customdata=[[point_name(p), p.times_original, p.perplexity, p.piece] for p in group],
+                hovertemplate=_(
+                    "%{{customdata[0]}}<br>×%{{customdata[1]:,.2f}} the original (perplexity %{{customdata[2]:,.2f}} "
+                    "on pieces of %{{customdata[3]}})<br>cache %{{x:,.2f}} KiB per token at {context} tokens",
+                    context=context,
+                )
+                + "<extra></extra>",
+                name=shown,
+                cliponaxis=False,
+            )
+        )
+    x_values = [p.bytes_per_token(context) / 1024 for p in points]
+    fig.update_layout(
+        xaxis_title=_("KV cache per token at {context} tokens, whole model (KiB, float32, log)", context=context),
+        xaxis_type="log",
+        # room right of the original for its name
+        xaxis_range=[math.log10(min(x_values)) - 0.1, math.log10(max(x_values)) + 0.25],
+        yaxis_title=_("perplexity ÷ the original's (log; lower is better)"),
+        yaxis_type="log",
+        yaxis_range=[math.log10(0.95), math.log10(TOP * 1.1)],
+        yaxis_tickvals=[1, 1.1, 1.25, 1.5, 2, 3, 5, 8],
+        yaxis_ticktext=["1", "1.1", "1.25", "1.5", "2", "3", "5", "≥ 8"],
+        height=520,
+        margin={"t": 30},
+        legend={"orientation": "h", "y": -0.2},
+    )
+    figure = fig.to_dict()
+    phone = copy.deepcopy(figure["layout"])
+    phone["xaxis"]["title"]["text"] = _("KV cache per token (KiB, log)")
+    phone["yaxis"]["title"]["text"] = _("× the original (log)")
+    return {**figure, "narrow": {"below": NAMES_FIT_PX, "unlabelled": True, "layout": phone}}
+
+
+def axes_csv_rows(points: list[AxisPoint], context: int) -> list[dict]:
+    """Every design: its axis, its table, how it was scored, its perplexity, its cache at the context, and whether
+    it is on the frontier."""
+    line = frontier(points, context)
+    return [
+        {
+            "design": point_name(p),
+            "key": p.key,
+            "axis": p.axis,
+            "healed": p.healed,
+            "table": p.table,
+            "evaluation_piece_tokens": p.piece,
+            "perplexity": round(p.perplexity, 4),
+            "original_perplexity_same_pieces": round(p.original_perplexity, 4),
+            "times_original": round(p.times_original, 4),
+            f"cache_bytes_per_token_at_{context}": round(p.bytes_per_token(context), 2),
+            "on_frontier": p in line,
+        }
+        for p in points
+    ]
