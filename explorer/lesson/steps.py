@@ -262,4 +262,9 @@ STEPS: tuple[Step, ...] = (
     ),
 )
 
+# The second chapter, after MLA, appended: steps 13 onwards, so links to the first chapter's steps keep theirs.
+from explorer.lesson.after_mla import chapter  # noqa: E402  (it makes its steps with Step, above)
+
+STEPS = STEPS + chapter(Step)
+
 STEP = IntRange("step", 1, len(STEPS), 1)

@@ -27,7 +27,7 @@ from tests.app.helpers import (
 )
 
 STEPS = range(1, len(steps.STEPS) + 1)
-NEEDS_MODEL = {"trained"}  # the trained model may be absent: the step then says how to install it
+NEEDS_MODEL = {"trained", "sinks", "bits"}  # the trained model may be absent: the step then says how to install it
 
 
 def model_installed() -> bool:
