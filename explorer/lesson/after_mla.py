@@ -118,8 +118,8 @@ def chapter(step: type[Step]) -> tuple[Step, ...]:
                 "entry for keys and values is affordable, and the decoding step reads it without MLA's absorption."
             ),
             lead=N_(
-                "V4 pools every $m$ tokens into one compressed entry of one shared K = V head: at {tokens} tokens "
-                "{model} holds {held}, {held_share} of {base}'s."
+                "Every $m$ tokens pooled into one entry of one shared K = V head: at {tokens} {model} holds {held}, "
+                "{held_share} of {base}'s."
             ),
         ),
         step(

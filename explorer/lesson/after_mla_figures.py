@@ -244,9 +244,10 @@ def key_bits_figure(result: KeyBits, head: int) -> tuple[dict, list[dict]]:
                 "text": _("outlier channel {channel}", channel=outlier),
                 "showarrow": True,
                 "arrowhead": 2,
-                "ax": 60,
-                "ay": -10,
-                "xanchor": "left",
+                # the label towards the middle of the plot, where it has room
+                "ax": -40 if outlier > width / 2 else 40,
+                "ay": -20,
+                "xanchor": "right" if outlier > width / 2 else "left",
             }
         ],
         "height": 460,

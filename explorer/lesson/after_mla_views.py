@@ -19,7 +19,7 @@ from explorer.axes import computed as axes_computed
 from explorer.axes import figures as axes_figures
 from explorer.axes import link as axes_link
 from explorer.axes import text as axes_text
-from explorer.i18n import _, format_bytes, percent, sig
+from explorer.i18n import _, format_bytes, percent, sig, speaking
 from explorer.lab.window_table import WINDOW_TABLE_PATH, WindowTable, load_window_table
 from explorer.model import shared_model, trained_model
 from explorer.probes.axes import AxisCuts, ModelCurves, axis_cuts, plateaus
@@ -30,9 +30,10 @@ from explorer.trained import link as trained_link
 from explorer.work import takes_turns
 
 from . import after_mla_figures as figures
+from . import after_mla_slides
 
 if TYPE_CHECKING:
-    from .views import StepView
+    from .views import Animation, StepView
 
 TOKENS = 131072  # the length every published model is compared at: 128K, the long context of 2025-26
 WINDOW_MODEL, SPARSE_MODEL, COMPRESSED_MODEL, LINEAR_MODEL, MLA_MODEL = (
@@ -56,10 +57,13 @@ def _model_installed() -> bool:
     return True
 
 
-def _step_view(*args: object, **kwargs: object) -> StepView:
+def _step_view(
+    spec: dict, rows: list[dict], caption: str, page: str, query: dict, animation: Animation | None = None
+) -> StepView:
+    """The step's StepView at the default sidebar settings (these charts read none of them)."""
     from .views import StepView  # views.py imports this module: here only once both are loaded
 
-    return StepView(*args, **kwargs)  # type: ignore[arg-type]
+    return StepView(spec, rows, caption, page, query, animation=animation)
 
 
 def _curves() -> dict[str, ModelCurves]:
@@ -110,24 +114,40 @@ def window_numbers(lang: str) -> dict[str, object]:
     model = _curves()[WINDOW_MODEL]
     kinds, i = _kinds(model), model.at(TOKENS)
     sliding, full = kinds["sliding"], kinds["full"]
-    config = PUBLISHED[WINDOW_MODEL].get("text_config", PUBLISHED[WINDOW_MODEL])
     return {
         "model": model.name,
         "tokens": _tokens_label(),
         "sliding": sliding.count,
         "full": full.count,
-        "window": config["sliding_window"],
+        "window": _window(),
         "sliding_bytes": format_bytes(sliding.held[i]),
         "full_bytes": format_bytes(full.held[i]),
         "full_share": percent(full.held[i] / model.held[i]),
     }
 
 
+@st.cache_data(max_entries=4, show_spinner=False)
+def window_gif(lang: str) -> bytes:
+    """The window step's animation, its words in `lang` (a download's data is made when clicked, outside the run
+    that knew the language)."""
+    with speaking(lang):
+        return after_mla_slides.window_gif(_curves()[WINDOW_MODEL], _window(), TOKENS)
+
+
+def _window() -> int:
+    config = PUBLISHED[WINDOW_MODEL]
+    return int(config.get("text_config", config)["sliding_window"])
+
+
 def window_layers(lang: str) -> StepView:
+    from .views import Animation
+
     model = _curves()[WINDOW_MODEL]
     figure, csv = axes_figures.context_figure([model], "held", TOKENS, by_kind=True)
     caption = axes_text.sentences_of(*axes_text.plateau_sentences(plateaus(model)))
-    return _step_view(figure, csv, caption, "axes", _axes_query())
+    frames = sum(1 for t in model.tokens if t <= TOKENS)
+    animation = Animation(f"sliding-window-{lang}.gif", lambda: window_gif(lang), frames)
+    return _step_view(figure, csv, caption, "axes", _axes_query(), animation=animation)
 
 
 # --- 15: attention sinks -------------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ the trained model's attention and keys recomputed with torch."""
 
 from __future__ import annotations
 
+import io
 import json
 import math
 
@@ -15,6 +16,7 @@ from attn_core import PUBLISHED, context_length
 from explorer.i18n import format_bytes, percent, set_language
 from explorer.lesson import after_mla_views as chapter
 from explorer.lesson import steps
+from tests.app.conftest import media  # noqa: F401  (the fixture: what a download button serves)
 from tests.app.helpers import chart_specs, no_exception, open_page
 
 T = chapter.TOKENS
@@ -244,3 +246,20 @@ def test_key_bits_names_a_layer_or_length_it_cannot_use(layer, tokens, message):
     lm = load_pretrained()
     with pytest.raises(ValueError, match=message):
         key_bits(lm, list(range(1, tokens + 1)), layer)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_window_steps_gif_runs_through_the_contexts_the_chart_draws(lang, media):  # noqa: F811
+    from PIL import Image, ImageChops
+
+    from explorer.lesson import slides
+
+    at = open_page("lesson", {"step": str(number_of("window")), "lang": lang})
+    (button,) = [b for b in at.get("download_button") if b.proto.id and "gif_" in b.proto.id]
+    image = Image.open(io.BytesIO(media.content(button)))
+    model = next(m for m in chapter.axes_computed.cached_published()[0] if m.name == chapter.WINDOW_MODEL)
+    assert image.n_frames == sum(1 for t in model.tokens if t <= T), "a frame per length the chart draws, to 128K"
+    assert image.size == slides.SIZE
+    first = image.convert("RGB")
+    image.seek(image.n_frames - 1)
+    assert ImageChops.difference(first, image.convert("RGB")).getbbox() is not None
