@@ -104,7 +104,7 @@ def chapter(step: type[Step]) -> tuple[Step, ...]:
         ),
         step(
             "compressed",
-            N_("Compressing the tokens themselves: DeepSeek-V4"),
+            N_("Compressing the tokens: DeepSeek-V4"),
             N_(
                 "DeepSeek-V4 cuts the tokens axis: its layers pool every $m$ tokens into one compressed entry ($m$ = "
                 "{csa_rate} in its CSA layers, which a top-$k$ indexer reads; $m$ = {hca_rate} in its HCA layers, read "

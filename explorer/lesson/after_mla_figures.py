@@ -10,6 +10,7 @@ import numpy as np
 
 from explorer.axes.figures import MODEL_COLORS, TOKEN_TICKS, token_label
 from explorer.charts import log_bytes_axis
+from explorer.grid import narrow
 from explorer.i18n import _
 from explorer.lab.window_table import WindowTable
 from explorer.probes.axes import ModelCurves
@@ -135,7 +136,7 @@ def sinks_figure(first_token_share: np.ndarray, table: WindowTable) -> tuple[dic
             }
         )
     top = max(r.perplexity for r in table.rows if r.pattern == "every")
-    layout = {
+    layout: dict = {
         "title": {"text": _("SmolLM2-135M: the first token, and windows without it")},
         "xaxis": {"domain": [0, 0.4], "title": {"text": _("layer")}},
         "yaxis": {"title": {"text": _("weight on token 0")}, "range": [0, 1]},
@@ -174,6 +175,16 @@ def sinks_figure(first_token_share: np.ndarray, table: WindowTable) -> tuple[dic
         "margin": {"t": 60, "b": 60, "l": 60, "r": 20},
         "legend": {"orientation": "h", "x": 0.55, "y": 1.0, "yanchor": "bottom"},
     }
+    # on a phone the two panels one above the other, each the whole width, the legend under the lower one
+    phone = layout | {
+        "height": 760,
+        "xaxis": {**layout["xaxis"], "domain": [0, 1], "anchor": "y"},
+        "yaxis": {**layout["yaxis"], "domain": [0.62, 1]},
+        "xaxis2": {**layout["xaxis2"], "domain": [0, 1]},
+        "yaxis2": {**layout["yaxis2"], "domain": [0, 0.4]},
+        "legend": {"orientation": "h", "x": 0, "y": -0.12, "yanchor": "top"},
+        "margin": {"t": 60, "b": 110, "l": 60, "r": 20},
+    }
     csv: list[dict] = [
         {"layer": layer, "mean_first_token_share": float(first_token_share[layer].mean())} for layer in range(layers)
     ]
@@ -182,7 +193,7 @@ def sinks_figure(first_token_share: np.ndarray, table: WindowTable) -> tuple[dic
         for r in table.rows
         if r.pattern in (None, "every")
     ]
-    return {"data": data, "layout": layout}, csv
+    return {"data": data, "layout": layout, "narrow": narrow(phone)}, csv
 
 
 def key_bits_figure(result: KeyBits, head: int) -> tuple[dict, list[dict]]:
