@@ -2,13 +2,11 @@
 (the axes page's probe, explorer.probes.axes), the trained model's attention (the trained page's probe), the lab's
 stored window table, and the trained model's keys quantised (explorer.probes.key_bits).
 
-explorer/lesson/views.py registers VIEWS and NUMBERS beside the first chapter's; a view returns its StepView (imported
-when drawn: views.py imports this module)."""
+explorer/lesson/chapters.py puts VIEWS and NUMBERS beside the first chapter's (explorer/lesson/views.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 import numpy as np
 import streamlit as st
@@ -31,9 +29,7 @@ from explorer.work import takes_turns
 
 from . import after_mla_figures as figures
 from . import after_mla_slides
-
-if TYPE_CHECKING:
-    from .views import Animation, StepView
+from .views import Animation, StepView
 
 TOKENS = 131072  # the length every published model is compared at: 128K, the long context of 2025-26
 WINDOW_MODEL, SPARSE_MODEL, COMPRESSED_MODEL, LINEAR_MODEL, MLA_MODEL = (
@@ -61,8 +57,6 @@ def _step_view(
     spec: dict, rows: list[dict], caption: str, page: str, query: dict, animation: Animation | None = None
 ) -> StepView:
     """The step's StepView at the default sidebar settings (these charts read none of them)."""
-    from .views import StepView  # views.py imports this module: here only once both are loaded
-
     return StepView(spec, rows, caption, page, query, animation=animation)
 
 
@@ -140,8 +134,6 @@ def _window() -> int:
 
 
 def window_layers(lang: str) -> StepView:
-    from .views import Animation
-
     model = _curves()[WINDOW_MODEL]
     figure, csv = axes_figures.context_figure([model], "held", TOKENS, by_kind=True)
     caption = axes_text.sentences_of(*axes_text.plateau_sentences(plateaus(model)))

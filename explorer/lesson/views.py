@@ -539,9 +539,3 @@ STEP_VIEWS: dict[str, Callable[..., StepView | None]] = {
     "choose": choosing,
     "healed": healed_up_close,
 }
-
-# The second chapter's (explorer/lesson/after_mla_views.py), after the first's.
-from explorer.lesson import after_mla_views  # noqa: E402  (its views import StepView from here when drawn)
-
-STEP_VIEWS |= after_mla_views.VIEWS
-STEP_NUMBERS |= after_mla_views.NUMBERS
