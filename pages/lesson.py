@@ -15,7 +15,7 @@ import explorer.shell  # noqa: F401  (first of ours: see explorer/shell.py)
 
 from explorer.charts import show_chart
 from explorer.i18n import _, language
-from explorer.lesson import keys, steps, views
+from explorer.lesson import chapters, keys, steps, views
 from explorer.link import bound, link_query
 from explorer.present import presenting
 from explorer.state import page_settings
@@ -89,7 +89,7 @@ with page:
 keys.open_at_top(number)
 
 step = lesson_steps[number - 1]
-numbers = views.STEP_NUMBERS[step.key](lang) if step.key in views.STEP_NUMBERS else {}
+numbers = chapters.STEP_NUMBERS[step.key](lang) if step.key in chapters.STEP_NUMBERS else {}
 if present:
     heading.header(_(step.title))
     count.container(key="lesson-count").markdown(f"{number}/{last}")
@@ -117,7 +117,7 @@ def step_control(label: str, options: tuple, key: str) -> Any:
 
 
 with control:
-    make = views.STEP_VIEWS[step.key]
+    make = chapters.STEP_VIEWS[step.key]
     if step.key == "gqa":
         groups = bound(
             views.GROUPS, lambda key: step_control(_("KV groups $g$ (of 8 query heads)"), views.GROUPS.options, key)

@@ -262,4 +262,9 @@ STEPS: tuple[Step, ...] = (
     ),
 )
 
+# The second chapter, after MLA, appended: steps 13 onwards, so links to the first chapter's steps keep theirs.
+from explorer.lesson.after_mla import CHAPTER  # noqa: E402
+
+STEPS = STEPS + tuple(Step(**fields) for fields in CHAPTER)
+
 STEP = IntRange("step", 1, len(STEPS), 1)

@@ -185,7 +185,7 @@ ALLOWED_LATIN = set(
     PCA SVD SwiGLU RMSNorm MLP CSA HCA DSA mod BPE EOS BOS softmax Softmax SDPA YaRN JS ID IDs GPU CPU RAM RSS PPL kv_lora_rank
     head_dim d h g L S D H G T N P C d_model d_h d_c k v q o x c W max min mean log exp sin cos mha mqa gqa mla
     float float16 float32 bfloat16 int8 True False None Step Play ms pt dtype seed batch lang en zh English Pareto
-    MB GB KB TB k M e.g i.e vs StreamingLLM KIVI Gated DeltaNet uptraining Python""".split()  # noqa: SIM905  (a word list reads as words, not as quoted strings)
+    MB GB KB TB k M e.g i.e vs StreamingLLM KIVI Gated DeltaNet uptraining Python KDA""".split()  # noqa: SIM905  (a word list reads as words, not as quoted strings)
 )
 # Scripts (never shown), maths, code, markup, placeholders, URLs, and link values echoed back in quotes ('banana').
 _SYMBOLIC = re.compile(

@@ -1,0 +1,280 @@
+"""The second chapter's own charts, where no page draws the step's measurement as one chart: a model's cache held and
+read against context (the axes page's curves), the trained model's first-token share beside the lab's measured
+windows, and its real keys' quantisation error by channel. Plain figure dicts, words in this run's language."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from explorer.axes.figures import MODEL_COLORS, TOKEN_TICKS, token_label
+from explorer.charts import log_bytes_axis
+from explorer.grid import narrow
+from explorer.i18n import _
+from explorer.lab.window_table import WindowTable
+from explorer.probes.axes import ModelCurves
+from explorer.probes.key_bits import KeyBits
+
+SINK_COLORS = {0: "#c4573a", 1: "#3b6ea8"}  # without the first token, keeping it
+LAYOUT_COLORS = {"token": "#c4573a", "channel": "#3b6ea8"}
+
+
+def held_and_read_figure(models: list[ModelCurves], tokens: int) -> tuple[dict, list[dict]]:
+    """Each model's cache held (solid) and read by one decoding step (dashed) against context, log-log, with a
+    marker on each at `tokens`."""
+    data: list[dict] = []
+    csv: list[dict] = []
+    for model in models:
+        color = MODEL_COLORS[model.name]
+        for measure, dash, name in (
+            ("held", "solid", _("{model}: held", model=model.name)),
+            ("read", "dash", _("{model}: read by a step", model=model.name)),
+        ):
+            values = getattr(model, measure)
+            data.append(
+                {
+                    "type": "scatter",
+                    "mode": "lines",
+                    "x": list(model.tokens),
+                    "y": list(values),
+                    "name": name,
+                    "line": {"color": color, "dash": dash, "width": 3},
+                    "hovertemplate": _(
+                        "{name}, {tokens} tokens: {bytes} bytes", name=name, tokens="%{x:,}", bytes="%{y:,}"
+                    )
+                    + "<extra></extra>",
+                }
+            )
+            i = model.at(tokens)
+            data.append(
+                {
+                    "type": "scatter",
+                    "mode": "markers",
+                    "x": [tokens],
+                    "y": [values[i]],
+                    "marker": {"size": 11, "color": color, "line": {"color": "white", "width": 1.5}},
+                    "showlegend": False,
+                    "hoverinfo": "skip",
+                }
+            )
+        csv += [
+            {"model": model.name, "tokens": t, "held_bytes": model.held[i], "read_bytes": model.read[i]}
+            for i, t in enumerate(model.tokens)
+        ]
+    every = [v for trace in data for v in trace["y"] if v > 0]
+    layout = {
+        "title": {"text": _("Cache held, and read by one decoding step")},
+        "xaxis": {
+            "title": {"text": _("context T (tokens, log scale)")},
+            "type": "log",
+            "tickvals": TOKEN_TICKS,
+            "ticktext": [token_label(t) for t in TOKEN_TICKS],
+            "range": [math.log10(900), math.log10(1.2 * 1048576)],
+        },
+        "yaxis": {"title": {"text": _("bytes (batch {batch}, log scale)", batch=models[0].batch)}}
+        | log_bytes_axis(min(every), max(every), most_ticks=7),
+        "shapes": [_at_line(tokens)],
+        "height": 460,
+        "margin": {"t": 60, "b": 60, "l": 80, "r": 20},
+        "legend": {"orientation": "h", "y": -0.25, "x": 0, "yanchor": "top"},
+        "hovermode": "closest",
+    }
+    return {"data": data, "layout": layout}, csv
+
+
+def _at_line(tokens: int) -> dict:
+    return {
+        "type": "line",
+        "yref": "paper",
+        "y0": 0,
+        "y1": 1,
+        "x0": tokens,
+        "x1": tokens,
+        "line": {"color": "#888", "width": 1, "dash": "dash"},
+    }
+
+
+def sinks_figure(first_token_share: np.ndarray, table: WindowTable) -> tuple[dict, list[dict]]:
+    """Left: each layer's heads' mean weight on the first token ([layers, heads] shares). Right: the lab's measured
+    perplexity against the window (every layer windowed), without and with the first token kept, and the whole
+    cache's as a line."""
+    layers = first_token_share.shape[0]
+    windows = table.windows()
+    original = table.row(None).perplexity
+    data: list[dict] = [
+        {
+            "type": "bar",
+            "x": list(range(layers)),
+            "y": [float(v) for v in first_token_share.mean(axis=1)],
+            "marker": {"color": "#8a5cb8"},
+            "name": _("mean weight on the first token"),
+            "showlegend": False,
+            "hovertemplate": _("layer %{x}: %{y:.2f} on the first token") + "<extra></extra>",
+            "xaxis": "x",
+            "yaxis": "y",
+        }
+    ]
+    for sinks in (0, 1):
+        rows = [table.row(w, sinks) for w in windows]
+        name = _("window only") if sinks == 0 else _("window + first token")
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines+markers+text",
+                "x": [str(w) for w in windows],
+                "y": [r.perplexity for r in rows],
+                "text": [f"{r.perplexity:.1f}" for r in rows],
+                "textposition": "top center",
+                "cliponaxis": False,
+                "name": name,
+                "line": {"color": SINK_COLORS[sinks], "width": 3},
+                "marker": {"size": 9},
+                "hovertemplate": _("window %{x}: perplexity %{y:.2f}") + "<extra></extra>",
+                "xaxis": "x2",
+                "yaxis": "y2",
+            }
+        )
+    top = max(r.perplexity for r in table.rows if r.pattern == "every")
+    layout: dict = {
+        "title": {"text": _("SmolLM2-135M: the first token, and windows without it")},
+        "xaxis": {"domain": [0, 0.4], "title": {"text": _("layer")}},
+        "yaxis": {"title": {"text": _("weight on token 0")}, "range": [0, 1]},
+        "xaxis2": {"domain": [0.55, 1], "type": "category", "title": {"text": _("window W (tokens)")}, "anchor": "y2"},
+        "yaxis2": {
+            "anchor": "x2",
+            "type": "log",
+            "title": {"text": _("perplexity (log)")},
+            "range": [math.log10(original * 0.8), math.log10(top * 1.4)],
+        },
+        "shapes": [
+            {
+                "type": "line",
+                "xref": "x2 domain",
+                "x0": 0,
+                "x1": 1,
+                "yref": "y2",
+                "y0": original,
+                "y1": original,
+                "line": {"color": "#6b6b6b", "width": 2, "dash": "dash"},
+            }
+        ],
+        "annotations": [
+            {
+                "xref": "x2 domain",
+                "x": 1,
+                "yref": "y2",
+                "y": math.log10(original),
+                "text": _("whole cache {value}", value=f"{original:.1f}"),
+                "showarrow": False,
+                "xanchor": "right",
+                "yanchor": "top",
+            }
+        ],
+        "height": 460,
+        "margin": {"t": 60, "b": 60, "l": 60, "r": 20},
+        "legend": {"orientation": "h", "x": 0.55, "y": 1.0, "yanchor": "bottom"},
+    }
+    # on a phone the two panels one above the other, each the whole width, the legend under the lower one
+    phone = layout | {
+        "height": 760,
+        "xaxis": {**layout["xaxis"], "domain": [0, 1], "anchor": "y"},
+        "yaxis": {**layout["yaxis"], "domain": [0.62, 1]},
+        "xaxis2": {**layout["xaxis2"], "domain": [0, 1]},
+        "yaxis2": {**layout["yaxis2"], "domain": [0, 0.4]},
+        "legend": {"orientation": "h", "x": 0, "y": -0.12, "yanchor": "top"},
+        "margin": {"t": 60, "b": 110, "l": 60, "r": 20},
+    }
+    csv: list[dict] = [
+        {"layer": layer, "mean_first_token_share": float(first_token_share[layer].mean())} for layer in range(layers)
+    ]
+    csv += [
+        {"window": r.window, "sink_tokens": r.sink_tokens, "pattern": r.pattern, "perplexity": r.perplexity}
+        for r in table.rows
+        if r.pattern in (None, "every")
+    ]
+    return {"data": data, "layout": layout, "narrow": narrow(phone)}, csv
+
+
+def key_bits_figure(result: KeyBits, head: int) -> tuple[dict, list[dict]]:
+    """KV head `head`'s channels: the error each layout leaves (bars), and how large each channel is (a line)."""
+    width = result.key_rms.shape[1]
+    channels = list(range(width))
+    data: list[dict] = []
+    for grouping in ("token", "channel"):
+        name = _("per token") if grouping == "token" else _("per channel")
+        data.append(
+            {
+                "type": "bar",
+                "x": channels,
+                "y": [float(v) for v in result.error_rms[grouping][head]],
+                "name": _("error, {layout}", layout=name),
+                "marker": {"color": LAYOUT_COLORS[grouping]},
+                "hovertemplate": _("channel %{x}: error %{y:.3f}") + "<extra></extra>",
+            }
+        )
+    data.append(
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "x": channels,
+            "y": [float(v) for v in result.key_rms[head]],
+            "yaxis": "y2",
+            "name": _("key size (RMS)"),
+            "line": {"color": "#22252b", "width": 2},
+            "hovertemplate": _("channel %{x}: key RMS %{y:.2f}") + "<extra></extra>",
+        }
+    )
+    outlier = int(np.argmax(result.key_rms[head]))
+    layout = {
+        "title": {
+            "text": _(
+                "Layer {layer}, KV head {head}: keys at {bits} bits, error by channel",
+                layer=result.layer,
+                head=head,
+                bits=result.bits,
+            )
+        },
+        "barmode": "group",
+        "bargap": 0.1,
+        "xaxis": {"title": {"text": _("channel")}, "range": [-0.6, width - 0.4]},
+        "yaxis": {"title": {"text": _("error (RMS)")}, "rangemode": "tozero"},
+        # the key's size only shows where the outliers are (its hover gives the value): no second scale to read
+        "yaxis2": {
+            "overlaying": "y",
+            "side": "right",
+            "rangemode": "tozero",
+            "showticklabels": False,
+            "showgrid": False,
+        },
+        "annotations": [
+            {
+                "x": outlier,
+                "y": float(result.key_rms[head][outlier]),
+                "yref": "y2",
+                "text": _("outlier channel {channel}", channel=outlier),
+                "showarrow": True,
+                "arrowhead": 2,
+                # the label towards the middle of the plot, where it has room
+                "ax": -40 if outlier > width / 2 else 40,
+                "ay": -20,
+                "xanchor": "right" if outlier > width / 2 else "left",
+            }
+        ],
+        "height": 460,
+        "margin": {"t": 60, "b": 60, "l": 60, "r": 20},
+        "legend": {"orientation": "h", "y": -0.2, "x": 0, "yanchor": "top"},
+    }
+    csv = [
+        {
+            "layer": result.layer,
+            "kv_head": h,
+            "channel": c,
+            "key_rms": float(result.key_rms[h][c]),
+            "error_per_token": float(result.error_rms["token"][h][c]),
+            "error_per_channel": float(result.error_rms["channel"][h][c]),
+        }
+        for h in range(result.key_rms.shape[0])
+        for c in range(width)
+    ]
+    return {"data": data, "layout": layout}, csv

@@ -1,0 +1,368 @@
+"""The second chapter's charts and the numbers its steps quote, each from one measurement: published models' caches
+(the axes page's probe, explorer.probes.axes), the trained model's attention (the trained page's probe), the lab's
+stored window table, and the trained model's keys quantised (explorer.probes.key_bits).
+
+explorer/lesson/chapters.py puts VIEWS and NUMBERS beside the first chapter's (explorer/lesson/views.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import streamlit as st
+
+from attn_core import PUBLISHED
+from attn_core.pretrained import ModelNotInstalled
+from explorer.axes import computed as axes_computed
+from explorer.axes import figures as axes_figures
+from explorer.axes import link as axes_link
+from explorer.axes import text as axes_text
+from explorer.i18n import _, format_bytes, percent, sig, speaking
+from explorer.lab.window_table import WINDOW_TABLE_PATH, WindowTable, load_window_table
+from explorer.model import shared_model, trained_model
+from explorer.probes.axes import AxisCuts, ModelCurves, axis_cuts, plateaus
+from explorer.probes.key_bits import KeyBits, key_bits
+from explorer.probes.lab import split_tokens
+from explorer.trained import computed as trained_computed
+from explorer.trained import link as trained_link
+from explorer.work import takes_turns
+
+from . import after_mla_figures as figures
+from . import after_mla_slides
+from .views import Animation, StepView
+
+TOKENS = 131072  # the length every published model is compared at: 128K, the long context of 2025-26
+WINDOW_MODEL, SPARSE_MODEL, COMPRESSED_MODEL, LINEAR_MODEL, MLA_MODEL = (
+    "Gemma 3 27B",
+    "DeepSeek-V3.2",
+    "DeepSeek-V4-Flash",
+    "Qwen3-Next-80B-A3B",
+    "DeepSeek-V3",
+)
+PLAIN_MODEL = "Llama 3 8B"  # the first chapter's design (GQA, every token, every layer): the axes' example
+SINK_WINDOW = 128  # the lab's window the sinks step quotes (every layer windowed)
+KEY_LAYER, KEY_BITS, KEY_GROUP, KEY_TOKENS = 15, 2, 32, 512  # a middle layer, KIVI's 2 bits, on the lab's text
+
+
+def _model_installed() -> bool:
+    """Whether the trained model loads, without a word (the view says how to install it)."""
+    try:
+        shared_model()
+    except ModelNotInstalled:
+        return False
+    return True
+
+
+def _step_view(
+    spec: dict, rows: list[dict], caption: str, page: str, query: dict, animation: Animation | None = None
+) -> StepView:
+    """The step's StepView at the default sidebar settings (these charts read none of them)."""
+    return StepView(spec, rows, caption, page, query, animation=animation)
+
+
+def _curves() -> dict[str, ModelCurves]:
+    drawn, _missing = axes_computed.cached_published()
+    return {model.name: model for model in drawn}
+
+
+def _axes_query(measure: str = "held") -> dict:
+    return {axes_link.TOKENS: TOKENS, axes_link.MEASURE: measure}
+
+
+def _tokens_label() -> str:
+    return axes_figures.token_label(TOKENS)
+
+
+# --- 13: the four axes -----------------------------------------------------------------------------------------------
+def _cuts() -> list[AxisCuts]:
+    return [axis_cuts(model, TOKENS) for model in _curves().values()]
+
+
+def axes_numbers(lang: str) -> dict[str, object]:
+    curves, cuts = _curves(), {cut.name: cut for cut in _cuts()}
+    plain = curves[PLAIN_MODEL]
+    best = max((c for c in cuts.values() if c.total is not None), key=lambda c: c.total or 0)
+    return {
+        "tokens": _tokens_label(),
+        "plain_model": plain.name,
+        "plain_bytes": format_bytes(plain.held[plain.at(TOKENS)]),
+        "mla_model": MLA_MODEL,
+        "mla_width": sig(cuts[MLA_MODEL].width or 0),
+        "best_model": best.name,
+        "best_total": sig(best.total or 0),
+    }
+
+
+def four_axes(lang: str) -> StepView:
+    cuts = _cuts()
+    figure, csv = axes_figures.axes_figure(cuts, TOKENS)
+    return _step_view(figure, csv, axes_text.axis_leaders(cuts, TOKENS), "axes", _axes_query())
+
+
+# --- 14: sliding windows ------------------------------------------------------------------------------------------
+def _kinds(model: ModelCurves) -> dict:
+    return {kind.kind: kind for kind in model.kinds}
+
+
+def window_numbers(lang: str) -> dict[str, object]:
+    model = _curves()[WINDOW_MODEL]
+    kinds, i = _kinds(model), model.at(TOKENS)
+    sliding, full = kinds["sliding"], kinds["full"]
+    return {
+        "model": model.name,
+        "tokens": _tokens_label(),
+        "sliding": sliding.count,
+        "full": full.count,
+        "window": _window(),
+        "sliding_bytes": format_bytes(sliding.held[i]),
+        "full_bytes": format_bytes(full.held[i]),
+        "full_share": percent(full.held[i] / model.held[i]),
+    }
+
+
+@st.cache_data(max_entries=4, show_spinner=False)
+def window_gif(lang: str) -> bytes:
+    """The window step's animation, its words in `lang` (a download's data is made when clicked, outside the run
+    that knew the language)."""
+    with speaking(lang):
+        return after_mla_slides.window_gif(_curves()[WINDOW_MODEL], _window(), TOKENS)
+
+
+def _window() -> int:
+    config = PUBLISHED[WINDOW_MODEL]
+    return int(config.get("text_config", config)["sliding_window"])
+
+
+def window_layers(lang: str) -> StepView:
+    model = _curves()[WINDOW_MODEL]
+    figure, csv = axes_figures.context_figure([model], "held", TOKENS, by_kind=True)
+    caption = axes_text.sentences_of(*axes_text.plateau_sentences(plateaus(model)))
+    frames = sum(1 for t in model.tokens if t <= TOKENS)
+    animation = Animation(f"sliding-window-{lang}.gif", lambda: window_gif(lang), frames)
+    return _step_view(figure, csv, caption, "axes", _axes_query(), animation=animation)
+
+
+# --- 15: attention sinks -------------------------------------------------------------------------------------------
+def _window_table() -> WindowTable | None:
+    try:
+        return load_window_table()
+    except (OSError, ValueError):
+        return None
+
+
+def _sink_shares() -> np.ndarray:  # the trained page's probe on its English sentence (the model reads English best)
+    return trained_computed.attention_on(trained_link.DEFAULT_TEXTS["en"]).first_token_share
+
+
+def sinks_numbers(lang: str) -> dict[str, object]:
+    table = _window_table()
+    if table is None or not _model_installed():
+        return dict.fromkeys(("sinks", "heads", "window", "without", "with_sink", "original", "four"), "—")
+    shares = _sink_shares()
+    return {
+        "sinks": int((shares > 0.5).sum()),
+        "heads": int(shares.size),
+        "window": SINK_WINDOW,
+        "without": f"{table.row(SINK_WINDOW, 0).perplexity:.1f}",
+        "with_sink": f"{table.row(SINK_WINDOW, 1).perplexity:.1f}",
+        "four": f"{table.row(SINK_WINDOW, 4).perplexity:.1f}",
+        "original": f"{table.row(None).perplexity:.1f}",
+    }
+
+
+def first_token(lang: str) -> StepView | None:
+    if trained_model() is None:  # None after saying how to install it
+        return None
+    table = _window_table()
+    if table is None:
+        st.warning(
+            _(
+                "The lab's window table ({file}) is missing or unreadable: run `python benchmarks/window_sinks.py` "
+                "to measure it.",
+                file=WINDOW_TABLE_PATH.name,
+            )
+        )
+        return None
+    figure, csv = figures.sinks_figure(_sink_shares(), table)
+    caption = _(
+        "Left: the trained page's measurement on its sentence, each layer's mean over its heads. Right: the lab's "
+        "perplexity on {tokens} tokens of its text in pieces of {piece}, every layer windowed (`assets/{file}`).",
+        tokens=table.tokens,
+        piece=table.piece,
+        file=WINDOW_TABLE_PATH.name,
+    )
+    return _step_view(figure, csv, caption, "trained", {trained_link.TEXT: trained_link.DEFAULT_TEXTS["en"]})
+
+
+# --- 16, 17: DeepSeek-V3.2 and V4 against V3 ------------------------------------------------------------------------
+def _against_base(name: str) -> dict[str, object]:
+    curves = _curves()
+    model, base = curves[name], curves[MLA_MODEL]
+    i, j = model.at(TOKENS), base.at(TOKENS)
+    return {
+        "model": name,
+        "base": MLA_MODEL,
+        "tokens": _tokens_label(),
+        "held": format_bytes(model.held[i]),
+        "read": format_bytes(model.read[i]),
+        "held_share": percent(model.held[i] / base.held[j]),
+        "read_share": percent(model.read[i] / base.read[j]),
+    }
+
+
+def sparse_numbers(lang: str) -> dict[str, object]:
+    return _against_base(SPARSE_MODEL) | {"top_k": PUBLISHED[SPARSE_MODEL]["index_topk"]}
+
+
+def _held_and_read(name: str) -> StepView:
+    curves = _curves()
+    models = [curves[MLA_MODEL], curves[name]]
+    figure, csv = figures.held_and_read_figure(models, TOKENS)
+    caption = axes_text.sentences_of(
+        axes_text.successor_sentence(curves[MLA_MODEL], curves[name], TOKENS),
+        axes_text.reading_sentence(curves[name], TOKENS),
+    )
+    return _step_view(figure, csv, caption, "axes", _axes_query("read"))
+
+
+def top_k(lang: str) -> StepView:
+    return _held_and_read(SPARSE_MODEL)
+
+
+def compressed_numbers(lang: str) -> dict[str, object]:
+    config = PUBLISHED[COMPRESSED_MODEL]
+    rates = [rate for rate in config["compress_ratios"] if rate]
+    model = _curves()[COMPRESSED_MODEL]
+    return _against_base(COMPRESSED_MODEL) | {
+        "csa_rate": min(rates),
+        "hca_rate": max(rates),
+        "width": config["head_dim"],
+        "tokens_cut": sig(axis_cuts(model, TOKENS).tokens),
+    }
+
+
+def compressed_entries(lang: str) -> StepView:
+    return _held_and_read(COMPRESSED_MODEL)
+
+
+# --- 18: linear attention -------------------------------------------------------------------------------------------
+def linear_numbers(lang: str) -> dict[str, object]:
+    model = _curves()[LINEAR_MODEL]
+    kinds, i = _kinds(model), model.at(TOKENS)
+    linear, full = kinds["linear"], kinds["full"]
+    return {
+        "model": model.name,
+        "tokens": _tokens_label(),
+        "linear": linear.count,
+        "full": full.count,
+        "linear_bytes": format_bytes(linear.held[i]),
+        "full_bytes": format_bytes(full.held[i]),
+        "layers_cut": sig(axis_cuts(model, TOKENS).layers),
+    }
+
+
+def linear_state(lang: str) -> StepView:
+    model = _curves()[LINEAR_MODEL]
+    figure, csv = axes_figures.context_figure([model], "held", TOKENS, by_kind=True)
+    caption = axes_text.sentences_of(*axes_text.plateau_sentences(plateaus(model)))
+    return _step_view(figure, csv, caption, "axes", _axes_query())
+
+
+# --- 19: fewer bits -------------------------------------------------------------------------------------------------
+@st.cache_data(max_entries=2, show_spinner=False)
+@takes_turns
+def trained_key_bits(layer: int, bits: int, group_size: int, tokens: int) -> KeyBits:
+    """The trained model's keys in `layer` after the lab's text's first `tokens` tokens, quantised both ways."""
+    lm = shared_model()  # the view stops before asking when the model is absent
+    ids, _calibration = split_tokens(lm)
+    return key_bits(lm, ids[:tokens], layer, bits, group_size)
+
+
+def _key_result() -> KeyBits:
+    return trained_key_bits(KEY_LAYER, KEY_BITS, KEY_GROUP, KEY_TOKENS)
+
+
+def bits_numbers(lang: str) -> dict[str, object]:
+    if not _model_installed():
+        return {"layer": KEY_LAYER, "bits": KEY_BITS, "token_error": "—", "channel_error": "—"}
+    result = _key_result()
+    return {
+        "layer": result.layer,
+        "bits": result.bits,
+        "token_error": percent(result.relative_error["token"]),
+        "channel_error": percent(result.relative_error["channel"]),
+    }
+
+
+def outlier_head(result: KeyBits) -> int:
+    """The KV head holding the layer's largest key channel."""
+    return int(result.key_rms.max(axis=1).argmax())
+
+
+def fewer_bits(lang: str) -> StepView | None:
+    if trained_model() is None:
+        return None
+    result = _key_result()
+    figure, csv = figures.key_bits_figure(result, outlier_head(result))
+    caption = _(
+        "SmolLM2-135M's cached keys (RoPE applied) after the first {tokens} tokens of the lab's text, read back after "
+        "{bits}-bit quantisation in groups of {group} (`attn_core.quant`): per token a group is one token's {width} "
+        "channels, per channel {group} tokens of one channel. Whole layer: {token_error} error per token, "
+        "{channel_error} per channel.",
+        tokens=result.tokens,
+        bits=result.bits,
+        group=result.group_size,
+        width=result.key_rms.shape[1],
+        token_error=percent(result.relative_error["token"]),
+        channel_error=percent(result.relative_error["channel"]),
+    )
+    return _step_view(figure, csv, caption, "trained", {})
+
+
+# --- 20: choosing in 2026 -------------------------------------------------------------------------------------------
+def _long_context() -> list[ModelCurves]:
+    """The published models made for TOKENS tokens or more: a cache past a model's own context is one it never
+    serves."""
+    return [m for m in _curves().values() if m.context is None or m.context >= TOKENS]
+
+
+def choosing_numbers(lang: str) -> dict[str, object]:
+    curves = _long_context()
+    values = {m.name: m.held[m.at(TOKENS)] for m in curves}
+    largest, smallest = max(values, key=values.__getitem__), min(values, key=values.__getitem__)
+    return {
+        "tokens": _tokens_label(),
+        "largest": largest,
+        "smallest": smallest,
+        "big": format_bytes(values[largest]),
+        "small": format_bytes(values[smallest]),
+        "ratio": sig(values[largest] / values[smallest]),
+    }
+
+
+def published_caches(lang: str) -> StepView:
+    curves = _long_context()
+    figure, csv = axes_figures.context_figure(curves, "held", TOKENS)
+    return _step_view(figure, csv, axes_text.extremes_sentence(curves, TOKENS, "held"), "axes", _axes_query())
+
+
+VIEWS: dict[str, Callable[..., StepView | None]] = {
+    "axes": four_axes,
+    "window": window_layers,
+    "sinks": first_token,
+    "sparse": top_k,
+    "compressed": compressed_entries,
+    "linear": linear_state,
+    "bits": fewer_bits,
+    "choose2026": published_caches,
+}
+NUMBERS: dict[str, Callable[[str], dict[str, object]]] = {
+    "axes": axes_numbers,
+    "window": window_numbers,
+    "sinks": sinks_numbers,
+    "sparse": sparse_numbers,
+    "compressed": compressed_numbers,
+    "linear": linear_numbers,
+    "bits": bits_numbers,
+    "choose2026": choosing_numbers,
+}
