@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from attn_core import AttentionConfig, CachesAsMuchAsMHA, LatentCompressesNothing, decode_flops_per_token
 from explorer import designs
-from explorer.charts import DESIGN_COLORS, FLOP_UNITS, VARIANT_COLORS, unit_axis
+from explorer.charts import DESIGN_COLORS, FLOP_UNITS, VARIANT_COLORS, in_two_lines, unit_axis
 from explorer.glossary import design_name
 from explorer.i18n import N_, _, fmt, format_bytes, format_flops, n_, sentences
 from explorer.probes.overview import DesignRow, VariantRow, compare_designs, compare_variants
@@ -249,7 +249,10 @@ def _variant_bars(
     layout = {
         # Seated just above the plot, below the always-visible toolbar: these charts are narrow, their titles long.
         "title": {"text": title, "yref": "paper", "y": 1, "yanchor": "bottom", "pad": {"b": 12}},
-        "xaxis": {"title": {"text": axis_title}, "showgrid": True} | axis,
+        # the designs' longer names narrow the plot: on a projector's half column its title ran past the chart's edge
+        "xaxis": {"title": {"text": in_two_lines(axis_title) if len(bars) > len(VARIANT_COLORS) else axis_title}}
+        | {"showgrid": True}
+        | axis,
         "yaxis": {"autorange": "reversed"},  # the first variant (MHA) on top, as the table lists them
         "margin": {"t": 80, "b": 40, "l": 50, "r": 20},
         "height": 380 + 36 * max(len(bars) - 4, 0),  # a bar's row keeps its height as designs join the variants

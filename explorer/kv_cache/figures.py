@@ -168,7 +168,8 @@ def design_size_figure(designs: dict[str, DesignTrace], variants: dict[str, Deco
                 "x": list(range(len(trace.nbytes))),
                 "y": trace.nbytes,
                 "mode": "lines",
-                "name": _("{name} held", name=name),
+                "name": name,
+                "legendgroup": name,
                 "line": {"color": color_of(name), "width": 1.5, "dash": "dot"},
                 "hovertemplate": _("{name} held, step {step}: {bytes} bytes", name=name, step="%{x}", bytes="%{y:,}")
                 + "<extra></extra>",
@@ -188,7 +189,10 @@ def design_size_figure(designs: dict[str, DesignTrace], variants: dict[str, Deco
         "shapes": [_step_line(step)],
         "height": 500,
         "margin": {"t": 60, "b": 50, "l": 70, "r": 20},
-        "legend": {"groupclick": "togglegroup"},
+        # one entry a design (its held and read lines toggle together) and one a variant, below the plot: fourteen
+        # entries beside it scrolled, and took most of a phone's width
+        "legend": _legend_below()
+        | {"groupclick": "togglegroup", "title": {"text": _("solid: held · dashed: read · dotted: a variant's held")}},
     }
     return {"data": data, "layout": layout}
 
@@ -198,9 +202,9 @@ def _design_lines(name: str, trace: DesignTrace) -> list[dict]:
     color, shown = DESIGN_COLORS[name], design_name(name)
     common = {"type": "scatter", "x": list(range(len(trace.nbytes))), "legendgroup": name}
     lines = []
-    for values, formula, what, dash, marker in (
-        (trace.nbytes, trace.formula_nbytes, _("held"), "solid", {"size": 5}),
-        (trace.read_nbytes, trace.formula_read_nbytes, _("read"), "dash", {"size": 7, "symbol": "circle-open"}),
+    for values, formula, what, dash, marker, in_legend in (
+        (trace.nbytes, trace.formula_nbytes, _("held"), "solid", {"size": 5}, True),
+        (trace.read_nbytes, trace.formula_read_nbytes, _("read"), "dash", {"size": 7, "symbol": "circle-open"}, False),
     ):
         label = _("{name} {what}", name=shown, what=what)
         lines.append(
@@ -220,7 +224,8 @@ def _design_lines(name: str, trace: DesignTrace) -> list[dict]:
             | {
                 "y": values,
                 "mode": "lines+markers",
-                "name": label,
+                "name": shown,
+                "showlegend": in_legend,  # the design's one entry: the legend's title tells held from read
                 "marker": marker,
                 "line": {"color": color, "width": 2, "dash": dash},
                 "hovertemplate": _("{name}, step {step}: {bytes} bytes", name=label, step="%{x}", bytes="%{y:,}")

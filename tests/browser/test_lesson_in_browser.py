@@ -13,11 +13,12 @@ from explorer import i18n
 from explorer.lesson import slides, views
 from explorer.lesson import steps as lesson_steps
 from explorer.pages import PAGES
+from explorer.present import MIN_TEXT_PX as PRESENTED_TEXT_PX
 from explorer.probes.mapping import morph_configs
-from explorer.settings import Settings
+from explorer.settings import DESIGNS, Settings
 
 from .conftest import open_link, url_params, wait_for_app
-from .test_layout import chart_text_problems
+from .test_layout import TEXT_SIZES, chart_text_problems, in_language
 
 PROJECTOR = (1024, 768)
 
@@ -188,5 +189,30 @@ def test_presenter_mode_reads_cleanly_on_a_projector_on_every_page(server, brows
         open_link(tab, f"{server.url}/{path}?{urlencode(Settings().to_link() | {'present': '1'})}")
         problems = presenter_problems(tab)
         assert not problems, f"{name}: {problems}"
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("name", ["overview", "kv_cache"])
+def test_presenter_mode_reads_cleanly_with_the_designs_after_mla(server, browser, name, lang):
+    """Every design chosen, as a link from the lesson's "explore this" would carry them: nothing cut, no chart text
+    under presenter mode's least size."""
+    context = browser.new_context(viewport={"width": PROJECTOR[0], "height": PROJECTOR[1]})
+    tab = context.new_page()
+    try:
+        path = "" if name == "overview" else name
+        query = Settings(designs=DESIGNS).to_link() | {"present": "1", "lang": lang}
+        open_link(tab, f"{server.url}/{path}?{urlencode(query)}")
+        section = {"overview": "The designs after MLA beside them", "kv_cache": "The designs after MLA, step by step"}
+        tab.get_by_text(in_language(section[name], lang)).wait_for()
+        wait_for_app(tab)
+        problems = presenter_problems(tab)
+        problems += [
+            f"chart {t['chart']}: {t['text']!r} drawn at {t['px']:.1f} px"
+            for t in tab.evaluate(TEXT_SIZES)
+            if t["px"] < PRESENTED_TEXT_PX - 0.05
+        ]
+        assert not problems, f"{name} ({lang}): {problems}"
     finally:
         context.close()

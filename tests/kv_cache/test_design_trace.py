@@ -9,6 +9,8 @@ from functools import cache
 import pytest
 
 from explorer.designs import design
+from explorer.glossary import design_name
+from explorer.kv_cache.figures import design_size_figure
 from explorer.probes import FLOAT32_TOLERANCE
 from explorer.probes.kv_cache import DesignTrace, TraceTooHeavy, design_cache_bytes, design_trace
 from explorer.settings import DESIGNS, Settings
@@ -105,3 +107,12 @@ def test_the_shapes_the_page_shows():
 def test_a_trace_out_of_bounds_says_so():
     with pytest.raises(TraceTooHeavy, match="steps"):
         design_trace(design(SMALL, "linear"), prompt_len=5, steps=1000, batch=1, seed=0, storage_dtype="bfloat16")
+
+
+def test_the_designs_chart_has_one_legend_entry_a_design_toggling_its_held_and_read_lines():
+    figure = design_size_figure({name: traced(name) for name in DESIGNS}, {}, step=3)
+    entries = [line["name"] for line in figure["data"] if line.get("showlegend", True)]
+    assert entries == [design_name(name) for name in DESIGNS]
+    for name in DESIGNS:
+        lines = [line for line in figure["data"] if line["legendgroup"] == name]
+        assert len(lines) == 4  # held and read, each over its closed form
