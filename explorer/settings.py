@@ -358,13 +358,17 @@ def from_link(params: Mapping[str, str | list[str]]) -> tuple[Settings, list[str
                     )
                 )
                 continue
-            # A size of zero or less is garbled, not out of range: snapped, d_model=-5 gave a 16-wide layer
-            if number <= 0 and name != "seed":
+            # A count below zero, or a size below one, is garbled, not out of range: snapped, d_model=-5 gave a
+            # 16-wide layer. A seed may be any number, and zero kept first tokens is a choice.
+            least = 0 if name == "sinks" else 1
+            if number < least and name != "seed":
                 notes.append(
                     _(
-                        "{name}: {value} is not a size (sizes are at least 1), so the default {default} is used.",
+                        "{name}: {value} is not a size or count here (it is at least {least}), so the default "
+                        "{default} is used.",
                         name=name,
                         value=shown(text),
+                        least=str(least),
                         default=str(values[name]),
                     )
                 )

@@ -230,6 +230,7 @@ def heal_section(key: str, model_name: str, about: str | None = None) -> None:
                     seconds=f"{healing.LIVE_SECONDS:.0f}",
                 ),
                 icon=":material/healing:",
+                key=link.heal_button_key(key),
                 on_click=start_heal,
                 args=(key,),
             )

@@ -122,15 +122,12 @@ def budget_findings(points: list[AxisPoint], budget: Budget) -> list[str]:
     ]
     others = [p for axis, p in budget.best_by_axis.items() if axis != best.axis]
     if others:
-        out.append(
-            _(
-                "The best of each other axis there: {list}.",
-                list="; ".join(
-                    _("{axis}: {model} {times}", axis=axis_name(p.axis), model=point_name(p), times=_times(p))
-                    for p in sorted(others, key=lambda p: p.times_original)
-                ),
-            )
-        )
+        # each worded first: the catalog's extractor does not see a message inside another message's arguments
+        bests = [
+            _("{axis}: {model} {times}", axis=axis_name(p.axis), model=point_name(p), times=_times(p))
+            for p in sorted(others, key=lambda p: p.times_original)
+        ]
+        out.append(_("The best of each other axis there: {list}.", list="; ".join(bests)))
     missing = [axis_name(axis) for axis in AXIS_NAMES if axis not in budget.best_by_axis]
     if missing:
         out.append(_("Nothing of {axes} fits.", axes=", ".join(missing)))

@@ -25,3 +25,8 @@ AXES_CONTEXT = Choice("lab_axes_context", (512, 1024, 2048, 4096, 8192, 32768), 
 AXES_BUDGET = Choice("lab_budget", (50, 25, 10, 5, 2), 25)
 PASSAGE = Choice("lab_passage", PASSAGES, PASSAGES[0])
 CONTINUE = Flag("lab_continue", False)
+
+
+def heal_button_key(point: str) -> str:
+    """The key of the button that heals `point` live: the page has one per healable point, found by it in tests."""
+    return f"lab_heal_{point}"

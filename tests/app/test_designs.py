@@ -47,14 +47,25 @@ def test_the_design_names_are_read_in_any_case_and_order_and_unknown_ones_are_re
     assert "flash" in notes[0]
 
 
+@pytest.mark.parametrize(("name", "text"), [("window", "-3"), ("sinks", "-1"), ("topk", "0")])
+def test_a_knob_below_any_count_falls_back_to_its_default_with_a_note(name, text):
+    settings, notes = from_link({name: text})
+    assert getattr(settings, name) == getattr(Settings(), name)
+    assert len(notes) == 1
+    assert name in notes[0]
+
+
+def test_no_kept_first_token_is_a_choice_a_link_keeps():
+    settings, notes = from_link({"sinks": "0"})
+    assert (settings.sinks, notes) == (0, [])
+
+
 @pytest.mark.parametrize(
     ("name", "text", "expected"),
     [
         ("window", "100", 128),
-        ("window", "-3", 2),
         ("window", "10" * 30, 4096),
         ("sinks", "3", 4),
-        ("sinks", "-1", 0),
         ("topk", "3000", 2048),
         ("rate", "1", 2),
         ("rate", "5", 4),

@@ -304,13 +304,19 @@ def test_the_designs_decode_with_held_and_read_bytes_on_their_formulas():
     at = open_page(DESIGNED.to_link() | {"kv_prompt": "4", "kv_steps": "16"})
     no_exception(at, nor_error=True)
     spec = chart(at, "Held and read after each step")
-    lines = {trace["name"]: trace["y"] for trace in spec["data"]}
+    # a design's measured lines share its legend entry: held is solid, read dashed; each formula line is named
+    measured = {
+        (trace["legendgroup"], trace["line"]["dash"]): trace["y"]
+        for trace in spec["data"]
+        if trace.get("legendgroup") in DESIGNS and trace["mode"] == "lines+markers"
+    }
+    formulas = {trace["name"]: trace["y"] for trace in spec["data"] if trace["name"].endswith(" formula")}
     for name in DESIGNS:
         shown = design_name(name)
-        for what in ("held", "read"):
-            assert lines[f"{shown} {what}"] == lines[f"{shown} {what} formula"], (name, what)
-    assert len(lines[f"{design_name('linear')} held"]) == 17
-    assert len(set(lines[f"{design_name('linear')} held"])) == 1  # a fixed state
+        for what, dash in (("held", "solid"), ("read", "dash")):
+            assert measured[(name, dash)] == formulas[f"{shown} {what} formula"], (name, what)
+    assert len(measured[("linear", "solid")]) == 17
+    assert len(set(measured[("linear", "solid")])) == 1  # a fixed state
     table = next(df.value for df in at.dataframe if "Design" in df.value.columns)
     assert list(table["Agree"]) == ["✓"] * len(DESIGNS)
     assert chart_bytes(at) < 1_000_000

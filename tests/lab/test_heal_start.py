@@ -13,6 +13,7 @@ import pytest
 
 from attn_core.pretrained import ModelNotInstalled
 from explorer.lab import computed as cached
+from explorer.lab.link import heal_button_key
 from explorer.probes import healing
 from tests.app.helpers import no_exception, open_page, verbatim
 
@@ -104,7 +105,7 @@ def test_a_failure_in_the_heal_thread_reaches_the_page_as_a_message(lm, held):
     _entered, release, _calls = held
     release.set()  # calibration fails at once
     at = open_page("lab", {"lab_model": CALIBRATING})
-    (button,) = [b for b in at.button if "healing" in (b.proto.icon or "")]
+    button = at.button(key=heal_button_key(CALIBRATING))
     button.click().run()
     no_exception(at)
     join_heals()
@@ -113,7 +114,7 @@ def test_a_failure_in_the_heal_thread_reaches_the_page_as_a_message(lm, held):
     # The page's sentence; the server's own report beside it, as code, word for word.
     assert any("stopped before it finished" in warning.value for warning in at.warning)
     assert any(FAILURE in text for text in verbatim(at.main))
-    assert [b for b in at.button if "healing" in (b.proto.icon or "")]  # pressed again, it starts over
+    assert [b for b in at.button if b.key == heal_button_key(CALIBRATING)]  # pressed again, it starts over
 
 
 @pytest.mark.parametrize(("missing", "said"), [(False, "没有完成就停止了"), (True, "尚未安装")])

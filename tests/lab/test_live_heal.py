@@ -10,6 +10,7 @@ import pytest
 
 from explorer.lab import computed as cached
 from explorer.lab import link
+from explorer.lab.link import heal_button_key
 from explorer.probes import healing
 from explorer.probes.lab import perplexity_of, reference_text, window_nll_sums
 from tests.app.helpers import chart_specs, no_exception, open_page
@@ -47,7 +48,7 @@ def teacher_fingerprint(lm) -> list[float]:
 def test_a_press_heals_the_conversion_live_and_reports_its_own_numbers(lm, fresh_heals):
     before = teacher_fingerprint(lm)
     at = open_page("lab", {"lab_model": KEY})
-    button = next(b for b in at.button if "healing" in (b.proto.icon or ""))
+    button = at.button(key=heal_button_key(KEY))
     button.click().run()
     no_exception(at)
     assert cached.heal_progress(KEY) is not None

@@ -7,6 +7,7 @@ import pytest
 
 from attn_core.pretrained import WindowedLM
 from explorer.lab import computed as cached
+from explorer.lab.link import heal_button_key
 from explorer.probes import healing
 from explorer.probes.lab import WINDOW_POINTS, perplexity_of, reference_text, window_nll_sums
 from tests.app.helpers import no_exception, open_page
@@ -20,8 +21,7 @@ KEY = WINDOW_POINTS[0].key
 def test_the_window_heal_button_heals_the_windowed_model_and_reports_its_own_numbers(lm, fresh_heals):  # noqa: F811
     before = teacher_fingerprint(lm)
     at = open_page("lab")
-    buttons = [b for b in at.button if "healing" in (b.proto.icon or "")]
-    buttons[-1].click().run()  # the window's: the page's last heal button
+    at.button(key=heal_button_key(KEY)).click().run()
     no_exception(at)
     progress = wait_until_done(KEY)
     at.run()
