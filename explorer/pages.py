@@ -79,7 +79,9 @@ PAGES: dict[str, PageEntry] = {
         "pages/lesson.py",
         N_("Lesson"),
         ":material/school:",
-        N_("The course notes' path from attention to MLA, a step at a time, for a class."),
+        N_(
+            "The course notes' path from attention to MLA and on to the designs after it, a step at a time, for a class."
+        ),
     ),
     "lab": PageEntry(
         "pages/lab.py",

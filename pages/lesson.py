@@ -61,7 +61,7 @@ with page:
         more = st.expander(_("More: the step menu, the step's whole text, the chart's caption and links"))
         menu = more
     else:
-        st.title(_("Lesson: from attention to MLA"))
+        st.title(_("Lesson: from attention to MLA, and after it"))
         back, menu, forward = st.columns([2, 5, 2], vertical_alignment="center")
         body = st.container()
 with menu:
@@ -89,16 +89,26 @@ with page:
 keys.open_at_top(number)
 
 step = lesson_steps[number - 1]
+chapter, chapter_title = steps.chapter_of(number)
 numbers = chapters.STEP_NUMBERS[step.key](lang) if step.key in chapters.STEP_NUMBERS else {}
 if present:
     heading.header(_(step.title))
-    count.container(key="lesson-count").markdown(f"{number}/{last}")
+    count.container(key="lesson-count").markdown(_("Chapter {chapter} · {i}/{n}", chapter=chapter, i=number, n=last))
     body.markdown(_(step.lead, **numbers))
     more.caption(_("The arrow keys ← → move between steps too."))
     more.markdown(_(step.text, **numbers))
 else:
     with body:
         st.caption(_("The arrow keys ← → move between steps too. Add `present=1` to the link for a projector."))
+        st.caption(
+            _(
+                "Chapter {chapter}: {title} · step {i} of {n}",
+                chapter=chapter,
+                title=_(chapter_title),
+                i=number,
+                n=last,
+            )
+        )
         st.header(_(step.title))
         st.markdown(_(step.text, **numbers))
         # The step's control, its chart with the caption and links, the question and, folded, the answer

@@ -265,6 +265,17 @@ STEPS: tuple[Step, ...] = (
 # The second chapter, after MLA, appended: steps 13 onwards, so links to the first chapter's steps keep theirs.
 from explorer.lesson.after_mla import CHAPTER  # noqa: E402
 
+# Each chapter's title and its first step's number, in order.
+CHAPTERS: tuple[tuple[str, int], ...] = (
+    (N_("From attention to MLA"), 1),
+    (N_("After MLA: the cache's four axes"), len(STEPS) + 1),
+)
 STEPS = STEPS + tuple(Step(**fields) for fields in CHAPTER)
 
 STEP = IntRange("step", 1, len(STEPS), 1)
+
+
+def chapter_of(number: int) -> tuple[int, str]:
+    """The chapter (counted from 1) and its title that step `number` is in."""
+    index = max(i for i, (_title, first) in enumerate(CHAPTERS) if first <= number)
+    return index + 1, CHAPTERS[index][0]

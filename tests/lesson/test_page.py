@@ -252,3 +252,17 @@ def test_the_healing_steps_answer_quotes_the_stored_tables(lang):
     assert f"{best['perplexity_after']:,.2f}" in answer
     assert f"{converted[best['key']]['perplexity']:,.2f}" in answer
     assert chart_specs(at)[0] == chart_specs(open_page("lab", {"lang": lang}))[1]
+
+
+@pytest.mark.parametrize(("number", "chapter"), [(1, 1), (12, 1), (13, 2), (len(steps.STEPS), 2)])
+def test_each_step_says_which_chapter_it_is_in_in_both_modes(number, chapter):
+    title = steps.CHAPTERS[chapter - 1][0]
+    at = open_page("lesson", {"step": str(number)})
+    assert f"Chapter {chapter}: {title} · step {number} of {len(steps.STEPS)}" in [c.value for c in at.caption]
+    slide = open_page("lesson", {"step": str(number), "present": "1"})
+    assert f"Chapter {chapter} · {number}/{len(steps.STEPS)}" in [m.value for m in slide.markdown]
+
+
+def test_the_second_chapter_starts_after_the_first_chapters_twelve_steps():
+    assert [first for _title, first in steps.CHAPTERS] == [1, 13]
+    assert steps.STEPS[12].key == "axes"
