@@ -27,9 +27,11 @@ def held_and_read_figure(models: list[ModelCurves], tokens: int) -> tuple[dict, 
     csv: list[dict] = []
     for model in models:
         color = MODEL_COLORS[model.name]
-        for measure, dash, name in (
-            ("held", "solid", _("{model}: held", model=model.name)),
-            ("read", "dash", _("{model}: read by a step", model=model.name)),
+        # held as a wide pale band, read as a narrow dashed line on it: a model that reads all it holds (V3) shows
+        # both, the dashes running inside the band, where two equal lines would hide one under the other
+        for measure, line, name in (
+            ("held", {"dash": "solid", "width": 9}, _("{model}: held", model=model.name)),
+            ("read", {"dash": "dash", "width": 3}, _("{model}: read by a step", model=model.name)),
         ):
             values = getattr(model, measure)
             data.append(
@@ -39,7 +41,8 @@ def held_and_read_figure(models: list[ModelCurves], tokens: int) -> tuple[dict, 
                     "x": list(model.tokens),
                     "y": list(values),
                     "name": name,
-                    "line": {"color": color, "dash": dash, "width": 3},
+                    "line": {"color": color} | line,
+                    "opacity": 0.4 if measure == "held" else 1.0,
                     "hovertemplate": _(
                         "{name}, {tokens} tokens: {bytes} bytes", name=name, tokens="%{x:,}", bytes="%{y:,}"
                     )
@@ -75,12 +78,38 @@ def held_and_read_figure(models: list[ModelCurves], tokens: int) -> tuple[dict, 
         "yaxis": {"title": {"text": _("bytes (batch {batch}, log scale)", batch=models[0].batch)}}
         | log_bytes_axis(min(every), max(every), most_ticks=7),
         "shapes": [_at_line(tokens)],
+        "annotations": [_reads_all_label(model) for model in models if reads_all_it_holds(model)],
         "height": 460,
         "margin": {"t": 60, "b": 60, "l": 80, "r": 20},
         "legend": {"orientation": "h", "y": -0.25, "x": 0, "yanchor": "top"},
         "hovermode": "closest",
     }
     return {"data": data, "layout": layout}, csv
+
+
+def reads_all_it_holds(model: ModelCurves) -> bool:
+    """Whether a decoding step reads every byte the model's cache holds, at every context drawn."""
+    return model.read == model.held
+
+
+def _reads_all_label(model: ModelCurves) -> dict:
+    """A label in the chart's empty lower right (no model holds less than this one's shortest context), its arrow on
+    the model's lines three quarters of the way along: the other models' lines run close by on the left."""
+    i = 3 * (len(model.tokens) - 1) // 4
+    return {
+        "x": math.log10(model.tokens[i]),
+        "y": math.log10(model.held[i]),
+        "ax": math.log10(model.tokens[-1]),
+        "ay": math.log10(model.held[0]),
+        "axref": "x",
+        "ayref": "y",
+        "text": _("{model}: reads all it holds", model=model.name),
+        "showarrow": True,
+        "arrowcolor": MODEL_COLORS[model.name],
+        "xanchor": "right",
+        "yanchor": "bottom",
+        "font": {"color": MODEL_COLORS[model.name]},
+    }
 
 
 def _at_line(tokens: int) -> dict:

@@ -221,6 +221,15 @@ def _held_and_read(name: str) -> StepView:
     caption = axes_text.sentences_of(
         axes_text.successor_sentence(curves[MLA_MODEL], curves[name], TOKENS),
         axes_text.reading_sentence(curves[name], TOKENS),
+        *(
+            _(
+                "{model} reads all it holds: each step reads every cached byte, so its dashed line (read) runs "
+                "inside its wide pale one (held).",
+                model=model.name,
+            )
+            for model in models
+            if figures.reads_all_it_holds(model)
+        ),
     )
     return _step_view(figure, csv, caption, "axes", _axes_query("read"))
 

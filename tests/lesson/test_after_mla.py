@@ -263,3 +263,17 @@ def test_the_window_steps_gif_runs_through_the_contexts_the_chart_draws(lang, me
     first = image.convert("RGB")
     image.seek(image.n_frames - 1)
     assert ImageChops.difference(first, image.convert("RGB")).getbbox() is not None
+
+
+def test_the_sparse_step_shows_v3s_read_line_on_its_held_line_and_says_it_reads_all_it_holds():
+    """V3's two lines are the same numbers: the read line is drawn dashed and narrower on a wide held band, labelled,
+    and the caption says so; V3.2, which reads less than it holds, gets no such label."""
+    spec, text = opened("sparse")
+    held, read = trace(spec, "DeepSeek-V3: held"), trace(spec, "DeepSeek-V3: read by a step")
+    assert held["y"] == read["y"], "V3 reads every byte it holds"
+    assert read["line"]["dash"] != held["line"]["dash"]
+    assert read["line"]["width"] < held["line"]["width"], "the read line runs inside the held one, both seen"
+    labels = [a["text"] for a in spec["layout"]["annotations"]]
+    assert labels == ["DeepSeek-V3: reads all it holds"]
+    assert "DeepSeek-V3 reads all it holds" in text
+    assert "DeepSeek-V3.2 reads all it holds" not in text
