@@ -1,10 +1,12 @@
-"""The second chapter's animation for slides: a sliding window's cache against full layers' as the context grows,
-drawn with Pillow as explorer/lesson/slides.py draws the first chapter's, from the axes page's measured curves."""
+"""The second chapter's animations for slides, drawn with Pillow as explorer/lesson/slides.py draws the first chapter's:
+a sliding window's cache against full layers' as the context grows (the axes page's measured curves), and a
+DeepSeek-V4 layer's compressed entries appearing as tokens arrive (the core's CompressedCache after each length)."""
 
 from __future__ import annotations
 
 from PIL import Image, ImageDraw
 
+from attn_core.compressed import CompressedCache
 from explorer.axes.figures import token_label
 from explorer.i18n import _, format_bytes
 from explorer.probes.axes import ModelCurves
@@ -12,6 +14,7 @@ from explorer.probes.axes import ModelCurves
 from .slides import FADED, INK, PAPER, SIZE, _fit, _text, gif_bytes
 
 WINDOW_MS = 700  # per context length
+COMPRESSED_MS = 250  # per length: a few tokens arrive between frames
 KIND_COLORS = {"sliding": "#c4573a", "full": "#4a9a6b"}
 
 
@@ -56,3 +59,61 @@ def window_images(model: ModelCurves, window: int, longest: int) -> list[Image.I
 
 def window_gif(model: ModelCurves, window: int, longest: int) -> bytes:
     return gif_bytes(window_images(model, window, longest), WINDOW_MS)
+
+
+# --- DeepSeek-V4's compressed entries ------------------------------------------------------------------------------
+ENTRY_COLORS = {"window": "#c4573a", "entries": "#3b6ea8", "waiting": "#d9a441"}
+
+
+def compressed_images(model: str, layer: int, caches: list[CompressedCache], rate: int) -> list[Image.Image]:
+    """One image per cache (each the core's cache of one V4 layer after its seq_len tokens, lengths increasing): the
+    tokens read so far as a row of cells on one scale (the last cache's length), and under them what the cache holds
+    for them, read from its tensors' shapes: the window's keys, the compressed entries (one per `rate` tokens) and
+    the tokens still waiting for theirs."""
+    longest = caches[-1].seq_len
+    left, right = 60, SIZE[0] - 60
+    cell = (right - left) / longest
+    images = []
+    for cache in caches:
+        shapes, tokens = cache.shapes(), cache.seq_len
+        window, entries = shapes["window"][2], shapes["entries"][2]
+        waiting = shapes["waiting_kv"][1]
+        image = Image.new("RGB", SIZE, PAPER)
+        draw = ImageDraw.Draw(image)
+        title = _("{model}, layer {layer}, after {tokens} tokens", model=model, layer=layer, tokens=tokens)
+        _text(draw, (40, 40), title, _fit(draw, title, 34, SIZE[0] - 80))
+        draw.rectangle([left, 130, left + cell * tokens, 160], fill="#d5dae5", outline=INK)
+        note = _("the tokens read so far")
+        _text(draw, (left, 168), note, _fit(draw, note, 22, right - left), FADED)
+        rows = (
+            (
+                "window",
+                [(tokens - window, tokens)],
+                _("window: the last {n} tokens' keys (= values), each kept whole", n=window),
+            ),
+            (
+                "entries",
+                [(e * rate, (e + 1) * rate) for e in range(entries)],
+                _("{n} compressed entries: one for every {m} tokens", n=entries, m=rate),
+            ),
+            (
+                "waiting",
+                [(tokens - waiting, tokens)] if waiting else [],
+                _("{n} tokens waiting for their entry (it is made at {m})", n=waiting, m=rate),
+            ),
+        )
+        for row, (name, spans, label) in enumerate(rows):
+            y = 240 + row * 140
+            _text(draw, (left, y), label, _fit(draw, label, 28, right - left))
+            for start, end in spans:
+                # a gap between entries' blocks: each is one entry, not a stretch of tokens
+                gap = 3 if name == "entries" and cell * rate > 8 else 0
+                draw.rectangle([left + cell * start, y + 45, left + cell * end - gap, y + 95], fill=ENTRY_COLORS[name])
+        held = _("held by this layer: {bytes}, {dtype}", bytes=format_bytes(cache.nbytes), dtype="bfloat16")
+        _text(draw, (left, 690), held, _fit(draw, held, 26, right - left), FADED)
+        images.append(image)
+    return images
+
+
+def compressed_gif(model: str, layer: int, caches: list[CompressedCache], rate: int) -> bytes:
+    return gif_bytes(compressed_images(model, layer, caches, rate), COMPRESSED_MS)

@@ -7,11 +7,14 @@ explorer/lesson/chapters.py puts VIEWS and NUMBERS beside the first chapter's (e
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 import streamlit as st
+import torch
 
 from attn_core import PUBLISHED
+from attn_core.compressed import CompressedAttention, CompressedCache, CompressedConfig
 from attn_core.pretrained import ModelNotInstalled
 from explorer.axes import computed as axes_computed
 from explorer.axes import figures as axes_figures
@@ -250,8 +253,36 @@ def compressed_numbers(lang: str) -> dict[str, object]:
     }
 
 
+COMPRESSED_STRIDE = 3  # tokens between the GIF's frames: not a multiple of m = 4, so the waiting tokens change
+
+
+def _csa_layer() -> int:
+    """The first of DeepSeek-V4-Flash's layers that compresses with m = 4 (CSA), as its config lists them."""
+    rates = PUBLISHED[COMPRESSED_MODEL]["compress_ratios"]
+    return int(rates.index(min(rate for rate in rates if rate)))
+
+
+def compressed_caches() -> tuple[CompressedConfig, list[CompressedCache]]:
+    """The core's cache of V4-Flash's first CSA layer after every COMPRESSED_STRIDE tokens, until the window is full
+    and 32 tokens more (shapes only: the layer lives on the meta device, as the core's cache_after runs it)."""
+    config = CompressedConfig.from_hf(PUBLISHED[COMPRESSED_MODEL], _csa_layer())
+    layer = CompressedAttention(config, device="meta", dtype=torch.bfloat16)
+    longest = config.sliding_window + 32
+    return config, [layer.cache_after(t) for t in range(COMPRESSED_STRIDE, longest + 1, COMPRESSED_STRIDE)]
+
+
+@st.cache_data(max_entries=4, show_spinner=False)
+def compressed_gif(lang: str) -> bytes:
+    """The compressed step's animation, its words in `lang`."""
+    config, caches = compressed_caches()
+    with speaking(lang):
+        return after_mla_slides.compressed_gif(COMPRESSED_MODEL, _csa_layer(), caches, config.compress_rate)
+
+
 def compressed_entries(lang: str) -> StepView:
-    return _held_and_read(COMPRESSED_MODEL)
+    frames = len(compressed_caches()[1])
+    animation = Animation(f"compressed-entries-{lang}.gif", lambda: compressed_gif(lang), frames)
+    return replace(_held_and_read(COMPRESSED_MODEL), animation=animation)
 
 
 # --- 18: linear attention -------------------------------------------------------------------------------------------

@@ -277,3 +277,26 @@ def test_the_sparse_step_shows_v3s_read_line_on_its_held_line_and_says_it_reads_
     assert labels == ["DeepSeek-V3: reads all it holds"]
     assert "DeepSeek-V3 reads all it holds" in text
     assert "DeepSeek-V3.2 reads all it holds" not in text
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_compressed_steps_gif_adds_an_entry_every_m_tokens_from_the_cores_cache(lang, media):  # noqa: F811
+    """A frame per cache length the core measured, each drawn from that cache: V4-Flash's CSA layer makes one entry
+    per 4 tokens (the core's cache says so at every length), and the frames change as they arrive."""
+    from PIL import Image, ImageChops
+
+    from explorer.lesson import slides
+
+    config, caches = chapter.compressed_caches()
+    assert config.kind == "csa"
+    assert config.compress_rate == 4
+    for cache in caches:
+        assert cache.shapes()["entries"][2] == cache.seq_len // 4
+    at = open_page("lesson", {"step": str(number_of("compressed")), "lang": lang})
+    (button,) = [b for b in at.get("download_button") if b.proto.id and "gif_" in b.proto.id]
+    image = Image.open(io.BytesIO(media.content(button)))
+    assert image.n_frames == len(caches)
+    assert image.size == slides.SIZE
+    first = image.convert("RGB")
+    image.seek(image.n_frames - 1)
+    assert ImageChops.difference(first, image.convert("RGB")).getbbox() is not None
