@@ -362,7 +362,7 @@ async def read_back(result: dict) -> None:
     tab = result["tab"]
     try:
         await tab.wait_for_function(SCRIPT_IDLE, polling=100)
-        result["url"] = dict(parse_qsl(urlsplit(tab.url).query))
+        result["url"] = dict(parse_qsl(urlsplit(tab.url).query, keep_blank_values=True))
         result["sidebar"] = dict(
             await tab.locator('[data-testid="stSidebar"] input[type="range"]').evaluate_all(
                 "els => els.map(e => [e.getAttribute('aria-label'), e.getAttribute('aria-valuetext')])"

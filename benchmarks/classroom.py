@@ -257,7 +257,7 @@ class Tab:
                 # FINISHED_EARLY_FOR_RERUN: the app reran itself (st.rerun); its next run follows
 
     def link(self) -> dict[str, str]:
-        return dict(parse_qsl(self.query))
+        return dict(parse_qsl(self.query, keep_blank_values=True))
 
     def close(self) -> None:
         if self.socket is not None:
