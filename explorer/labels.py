@@ -93,6 +93,25 @@ def apart(
     return chosen
 
 
+def kept_names(
+    points: Sequence[tuple[float, float, str]],
+    positions: Sequence[str],
+    x_range: tuple[float, float],
+    y_range: tuple[float, float],
+) -> list[bool]:
+    """Which names to draw at the positions apart() chose: each in turn unless, at some size the chart is drawn at,
+    it covers a name already kept (two points nearly on one spot leave no room for both names)."""
+    kept: list[dict] = []
+    out = []
+    for point, position in zip(points, positions, strict=True):
+        boxes = _boxes(point, position, x_range, y_range)
+        clear = all(_covered(boxes[size], other[size]) == 0 for other in kept for size in boxes)
+        if clear:
+            kept.append(boxes)
+        out.append(clear)
+    return out
+
+
 def _boxes(
     point: tuple, position: str, x_range: tuple[float, float], y_range: tuple[float, float]
 ) -> dict[tuple[int, int, int], tuple[float, float, float, float]]:

@@ -10,6 +10,7 @@ import math
 import plotly.graph_objects as go
 
 from explorer.i18n import _
+from explorer.labels import apart, kept_names
 
 from .axes_points import AXES, AxisPoint, frontier
 from .axes_text import axis_name, point_name
@@ -24,8 +25,7 @@ AXIS_COLORS = {
 }
 ORIGINAL_COLOR = "#4a9a6b"
 TOP = 8.0  # x the original's perplexity: the chart's top; a design above it is drawn at the edge as a triangle
-# a name's box per character (decades of cache) and its height (decades of x the original) at a laptop's width
-LABEL_DECADES = (0.022, 0.045)
+NEAR_DECADES = (0.08, 0.03)  # cache, x the original: points this close are one spot on the chart at any width
 NAMES_FIT_PX = 640  # narrower than this the frontier's names run into each other: the caption and the CSV name them
 
 
@@ -39,36 +39,36 @@ def _symbol(point: AxisPoint) -> str:
     return "star" if point.healed else "circle"
 
 
-def frontier_labels(line: list[AxisPoint], context: int) -> tuple[list[str], list[str]]:
-    """Each frontier design's name and where it goes: above and to the right of its point, else below and to the
-    right, else not drawn ("") where both would run into a name already placed (boxes estimated in decades of the
-    log axes at a laptop's width); the caption and the CSV name every one."""
-    placed: list[tuple[float, float, float, float]] = []
-    labels, positions = [], []
-    for index, point in enumerate(line):
-        name = point_name(point)
-        x, y = math.log10(point.bytes_per_token(context)), math.log10(_y(point))
-        width = LABEL_DECADES[0] * len(name)
-        last = index == len(line) - 1  # the original, rightmost: its name goes to its left
-        left = x - width if last else x
-        options = [("top left" if last else "top right", (left, y, left + width, y + LABEL_DECADES[1]))]
-        options.append(("bottom left" if last else "bottom right", (left, y - LABEL_DECADES[1], left + width, y)))
-        for position, box in options:
-            if not any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3] for b in placed):
-                placed.append(box)
-                labels.append(name)
-                positions.append(position)
-                break
-        else:
-            labels.append("")
-            positions.append("top right")
+def frontier_labels(
+    line: list[AxisPoint], others: list[AxisPoint], context: int, x_range: tuple[float, float]
+) -> tuple[list[str], list[str]]:
+    """Each frontier design's name and where it goes (explorer.labels.apart: clear of the other names and of every
+    point drawn, `others` too, at each size the chart is drawn at); a name that would still cover one already kept
+    is not drawn (""): the caption and the CSV name every one."""
+    y_range = (math.log10(0.95), math.log10(TOP * 1.1))
+    named = [(math.log10(p.bytes_per_token(context) / 1024), math.log10(_y(p)), point_name(p)) for p in line]
+    obstacles = [(math.log10(p.bytes_per_token(context) / 1024), math.log10(_y(p)), "") for p in others]
+    positions = apart([*named, *obstacles], x_range, y_range)[: len(named)]
+    kept = kept_names(named, positions, x_range, y_range)
+    # Two designs on nearly one spot (a window with one or four kept first tokens): the line draws no marker to keep
+    # their names apart, so only the first is named; the caption and the CSV name both
+    shown: list[tuple[float, float]] = []
+    labels = []
+    for (x, y, name), keep in zip(named, kept, strict=True):
+        keep = keep and not any(abs(x - sx) < NEAR_DECADES[0] and abs(y - sy) < NEAR_DECADES[1] for sx, sy in shown)
+        if keep:
+            shown.append((x, y))
+        labels.append(name if keep else "")
     return labels, positions
 
 
 def axes_figure(points: list[AxisPoint], context: int) -> dict:
     """Every design at `context` tokens; the frontier as a line through its designs, each named beside its point."""
     line = frontier(points, context)
-    labels, positions = frontier_labels(line, context)
+    x_values = [p.bytes_per_token(context) / 1024 for p in points]
+    # room right of the original for its name
+    x_range = (math.log10(min(x_values)) - 0.1, math.log10(max(x_values)) + 0.25)
+    labels, positions = frontier_labels(line, [p for p in points if p not in line], context, x_range)
     fig = go.Figure()
     fig.add_trace(
         go.Scatter(
@@ -114,12 +114,10 @@ def axes_figure(points: list[AxisPoint], context: int) -> dict:
                 cliponaxis=False,
             )
         )
-    x_values = [p.bytes_per_token(context) / 1024 for p in points]
     fig.update_layout(
         xaxis_title=_("KV cache per token at {context} tokens, whole model (KiB, float32, log)", context=context),
         xaxis_type="log",
-        # room right of the original for its name
-        xaxis_range=[math.log10(min(x_values)) - 0.1, math.log10(max(x_values)) + 0.25],
+        xaxis_range=list(x_range),
         yaxis_title=_("perplexity ÷ the original's (log; lower is better)"),
         yaxis_type="log",
         yaxis_range=[math.log10(0.95), math.log10(TOP * 1.1)],
