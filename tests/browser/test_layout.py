@@ -393,6 +393,37 @@ def test_the_labs_charts_name_their_points_apart_on_a_phone(server, browser, lan
         context.close()
 
 
+# Every st.table's header cells: text, the width its text has (the cell's less its padding), its font's size; and
+# whether the table is cut at its box
+TABLE_HEADERS = """() => Array.from(document.querySelectorAll('[data-testid="stTable"]'))
+    .filter(d => d.getBoundingClientRect().width > 0)
+    .map(d => ({wider: d.scrollWidth > d.clientWidth + 1 && getComputedStyle(d).overflowX !== 'auto',
+        heads: Array.from(d.querySelectorAll('th')).map(h => { const s = getComputedStyle(h);
+            return {text: h.textContent.trim(), font: parseFloat(s.fontSize),
+                room: h.getBoundingClientRect().width - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight)}; })}))"""
+HEADER_CHARACTERS = 3  # a header wraps by words at this many characters a line, not one at a time
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_heatmaps_tables_headers_wrap_by_words_on_a_phone(server, browser, lang):
+    """Item 8b of #37: at 400 px the heatmaps page's tables wrapped their Chinese headers one character a line. Each
+    header cell has room for HEADER_CHARACTERS Chinese characters, and no table is cut at its box."""
+    context, tab, _ = open_at(browser, server, "heatmaps", SIZES["phone"], lang)
+    try:
+        tables = tab.evaluate(TABLE_HEADERS)
+        assert len(tables) >= 2, "the heatmaps page draws its comparison and cache tables"
+        narrow = [
+            f"{head['text']!r}: {head['room']:.0f} px"
+            for table in tables
+            for head in table["heads"]
+            if head["room"] < HEADER_CHARACTERS * head["font"] - 1
+        ]
+        assert not narrow, f"headers with room for fewer than {HEADER_CHARACTERS} characters a line: {narrow}"
+        assert not any(table["wider"] for table in tables), "a table is cut at its box"
+    finally:
+        context.close()
+
+
 # The designs after MLA's views: every design a page draws, chosen in the sidebar and opened by the page's own choice
 DESIGN_LINK = {"design": "sliding,dsa,compressed,linear", "seq_len": "64"}
 DESIGN_VIEWS = {
