@@ -424,6 +424,35 @@ def test_the_heatmaps_tables_headers_wrap_by_words_on_a_phone(server, browser, l
         context.close()
 
 
+# The copy buttons of text shown as it is (explorer/verbatim.py), and the toolbar of each table, once drawn in full
+COPY_AND_TOOLBARS = """() => { const box = e => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+    return {copy: Array.from(document.querySelectorAll('.verbatim-copy')).filter(e => e.offsetParent).map(box),
+        toolbars: Array.from(document.querySelectorAll('[data-testid="stDataFrame"]'))
+            .map(d => d.closest('[data-testid="stElementContainer"]').querySelector('[data-testid="stElementToolbar"]'))
+            .filter(e => e && getComputedStyle(e).opacity === '1' && !e.getAnimations({subtree: true}).length)
+            .map(box)}; }"""
+
+
+@pytest.mark.parametrize("size", ["phone", "laptop"])
+def test_a_tables_toolbar_leaves_the_copy_button_above_it_free(server, browser, size):
+    """Item 8c of #37: at 400 px the toolbar of kv_cache's step table (shown on a tap or hover, above the table's top
+    edge) covered the copy button of the step's log right above it."""
+    context, tab, _ = open_at(browser, server, "kv_cache", SIZES[size])
+    try:
+        tables = tab.locator('[data-testid="stDataFrame"]')
+        assert tables.count(), "kv_cache draws its tables"
+        for index in range(tables.count()):
+            tables.nth(index).hover()
+            # Streamlit fades and slides the toolbar in: until it is drawn where it stays
+            tab.wait_for_function(f"() => ({COPY_AND_TOOLBARS})().toolbars.length > 0")
+            drawn = tab.evaluate(COPY_AND_TOOLBARS)
+            assert drawn["copy"], "kv_cache shows the step's log with its copy button"
+            covered = [(bar, copy) for bar in drawn["toolbars"] for copy in drawn["copy"] if overlap(bar, copy)]
+            assert not covered, f"table {index}'s toolbar covers a copy button: {covered}"
+    finally:
+        context.close()
+
+
 # The designs after MLA's views: every design a page draws, chosen in the sidebar and opened by the page's own choice
 DESIGN_LINK = {"design": "sliding,dsa,compressed,linear", "seq_len": "64"}
 DESIGN_VIEWS = {
