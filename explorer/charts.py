@@ -241,7 +241,8 @@ def show_chart(
     # template in every rerun
     spec = fig if isinstance(fig, dict) else fig.to_dict()
     # How to draw the chart narrow, if the figure says ({"below": px, "layout": a phone's layout, "unlabelled": its
-    # points without their text labels}, each optional but "below"): sent beside the figure, and the browser draws it
+    # points without their text labels, "textposition": per trace, its labels' places or None}, each optional but
+    # "below"): sent beside the figure, and the browser draws it
     # so where the chart is narrower than that (live_chart.js)
     narrow = spec.get("narrow")
     spec = {key: value for key, value in spec.items() if key != "narrow"}
@@ -253,6 +254,7 @@ def show_chart(
             if "layout" in narrow
             else None,
             "unlabelled": bool(narrow.get("unlabelled")),
+            "textposition": narrow.get("textposition"),
         }
     to_image = dict(PLOTLY_CONFIG["toImageButtonOptions"], filename=name)
     config = PLOTLY_CONFIG | {"toImageButtonOptions": to_image} | plotly_locale()

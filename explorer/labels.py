@@ -32,22 +32,24 @@ def apart(
     x_range: tuple[float, float],
     y_range: tuple[float, float],
     positions: Sequence[str] = tuple(TEXT_OFFSETS),
+    sizes: Sequence[tuple[int, int, int]] = DRAWN_AT,
 ) -> list[str]:
     """A text position for each named point (x, y in data units of linear axes, or their log10 on log axes; its text;
     optionally the positions it may take, else `positions`, in order of preference), so that no name covers another
-    name or another point wherever the chart is drawn (DRAWN_AT): each point in turn takes the first position that
-    is clear at every size and nearer its own point than any other, or the least covered; then, while that helps,
+    name or another point wherever the chart is drawn (`sizes`: DRAWN_AT, or a phone's plot, placed on its own):
+    each point in turn takes the first position that is clear at every size and nearer its own point than any
+    other, or the least covered; then, while that helps,
     each name moves to where it is least covered by all the others (a name placed early may have taken the only
     room of a crowded neighbour). Names are measured roughly (a Latin letter 0.55 of the font's size, a Chinese
     character twice that, PAD_PX more each side), which is why several sizes are asked."""
     options = [list(allowed[0]) if allowed else list(positions) for _x, _y, _text, *allowed in points]
     boxes = [
-        {position: _boxes(point, position, x_range, y_range) for position in allowed}
+        {position: _boxes(point, position, x_range, y_range, sizes) for position in allowed}
         for point, allowed in zip(points, options, strict=True)
     ]
     markers = {
         size: [_around(_to_px(x, y, x_range, y_range, size[0], size[1]), MARKER_PX) for x, y, *_rest in points]
-        for size in DRAWN_AT
+        for size in sizes
     }
 
     def cost(index: int, position: str, others: list[int]) -> float:
@@ -113,13 +115,17 @@ def kept_names(
 
 
 def _boxes(
-    point: tuple, position: str, x_range: tuple[float, float], y_range: tuple[float, float]
+    point: tuple,
+    position: str,
+    x_range: tuple[float, float],
+    y_range: tuple[float, float],
+    sizes: Sequence[tuple[int, int, int]],
 ) -> dict[tuple[int, int, int], tuple[float, float, float, float]]:
     """Where a point's name is drawn at `position`, at every size, with PAD_PX room each side (px, y up)."""
     x, y, text, *_rest = point
     ox, oy = TEXT_OFFSETS[position]
     out = {}
-    for width, height, font in DRAWN_AT:
+    for width, height, font in sizes:
         px, py = _to_px(x, y, x_range, y_range, width, height)
         w, h, gap = display_width(text) * 0.55 * font, 1.25 * font, MARKER_PX / 2 + 2
         cx, cy = px + ox * (w / 2 + gap), py + oy * (h / 2 + gap)

@@ -7,9 +7,10 @@
 //
 // data: the UTF-8 bytes of {"plotly": url of plotly.js, "label": the chart's text alternative (its title and
 // caption), "said": {"unloaded", "failed", "fullscreen"} (words in the reader's language), "config": {...}, "narrow":
-// null or {"below": px, "layout": {...} or null, "unlabelled": bool}, "figure": {"data": [...], "layout": {...},
-// "frames": [...]}, "leastCellText": px (0: any size)}. A chart narrower than "below" px (a phone) is drawn with the
-// narrow layout, and without its points' text labels if "unlabelled": only the browser knows the width.
+// null or {"below": px, "layout": {...} or null, "unlabelled": bool, "textposition": [...] or null}, "figure":
+// {"data": [...], "layout": {...}, "frames": [...]}, "leastCellText": px (0: any size)}. A chart narrower than
+// "below" px (a phone) is drawn with the narrow layout, its points' text labels placed for it ("textposition") or
+// left out ("unlabelled"): only the browser knows the width.
 
 const state = (window.__attentionExplorerCharts ??= {
   plotly: null, // the promise of plotly.js, loaded once per page
@@ -115,9 +116,13 @@ function layoutFor(spec, div) {
 }
 
 // The traces as drawn: where the chart is narrow and the figure asks, without their points' text labels (names of
-// points close together pile up on a phone, while the legend, a tap and the table beside the chart still name them).
+// points close together pile up on a phone, while the legend, a tap and the table beside the chart still name them),
+// or with them where the figure placed them for a phone ("textposition": per trace, a list or null).
 function dataFor(spec, div) {
-  if (!isNarrow(spec, div) || !spec.narrow.unlabelled) return spec.figure.data;
+  if (!isNarrow(spec, div)) return spec.figure.data;
+  const places = spec.narrow.textposition;
+  if (places) return spec.figure.data.map((trace, i) => (places[i] ? { ...trace, textposition: places[i] } : trace));
+  if (!spec.narrow.unlabelled) return spec.figure.data;
   return spec.figure.data.map((trace) =>
     typeof trace.mode === "string" && trace.mode.includes("text")
       ? { ...trace, mode: trace.mode.replace(/\+?text/, "").replace(/^\+/, "") || "markers" }

@@ -9,7 +9,7 @@ import math
 import plotly.graph_objects as go
 
 from explorer.i18n import _, percent
-from explorer.labels import apart
+from explorer.labels import DRAWN_AT, apart
 from explorer.probes.lab import WINDOW
 
 from .stored import HealedRow, LabRow, healed_as_rows, pareto_frontier
@@ -74,9 +74,10 @@ def _add_healed(fig: go.Figure, rows: list[LabRow], healed: dict[str, HealedRow]
         )
 
 
-NAMES_FIT_PX = (
-    560  # narrower than this, the MLA points' names overlap (measured at 400 px): the legend and table name them
-)
+NAMES_FIT_PX = 560  # narrower than this (a phone), the chart takes its phone layout and its names their own places
+# A phone's plot (px, font px): the lab's charts at 400 px draw theirs ~300 x 265-272 px (measured); names placed for a
+# laptop's plot ran into each other there, so a phone's are placed apart for it alone
+PHONE_PLOT = ((300, 265, 12),)
 
 
 # Where a point's name may go, in order of preference: beside it, above or below it, then at a corner.
@@ -97,12 +98,13 @@ def label_positions(
     others: list[tuple[float, float]],
     x_range: tuple[float, float],
     y_range: tuple[float, float],
+    sizes: tuple[tuple[int, int, int], ...] = DRAWN_AT,
 ) -> dict[str, str]:
     """Where each named point's name goes (key, x, y, name; on a log axis x or y is the value's log10), so that no
     name covers another name or any point, named or not (`others`: the healed stars), at every size the chart is
-    drawn at (explorer.labels.apart)."""
+    drawn at (explorer.labels.apart), or at `sizes`."""
     sides = apart(
-        [(x, y, name) for _key, x, y, name in named] + [(x, y, "") for x, y in others], x_range, y_range, PLACES
+        [(x, y, name) for _key, x, y, name in named] + [(x, y, "") for x, y in others], x_range, y_range, PLACES, sizes
     )
     return {key: side for (key, *_rest), side in zip(named, sides, strict=False)}
 
@@ -123,12 +125,10 @@ def pareto_figure(
     log_y = [math.log10(perplexity) for _nbytes, perplexity in measured]
     # explicit ranges: the names are placed against the same axes Plotly draws
     x_range, y_range = (min(log_x) - 0.08, max(log_x) + 0.08), (min(log_y) - 0.15, max(log_y) + 0.15)
-    positions = label_positions(
-        [(r.key, x, y, names[r.key]) for r, x, y in zip(rows, log_x, log_y, strict=False)],
-        list(zip(log_x[len(rows) :], log_y[len(rows) :], strict=True)),
-        x_range,
-        y_range,
-    )
+    named = [(r.key, x, y, names[r.key]) for r, x, y in zip(rows, log_x, log_y, strict=False)]
+    stars = list(zip(log_x[len(rows) :], log_y[len(rows) :], strict=True))
+    positions = label_positions(named, stars, x_range, y_range)
+    on_phone = label_positions(named, stars, x_range, y_range, PHONE_PLOT)
     fig = go.Figure()
     fig.add_trace(
         go.Scatter(
@@ -141,10 +141,12 @@ def pareto_figure(
         )
     )
     colors = {"original": "#4a9a6b", "mha": "#3b6ea8", "gqa": "#c4573a", "mla": "#8a5cb8"}
+    phone_sides: list[list[str] | None] = [None]  # per trace: the frontier's line has no names
     for variant in ("original", "mha", "gqa", "mla"):
         group = [r for r in rows if r.variant == variant]
         if not group:
             continue
+        phone_sides.append([on_phone[r.key] for r in group])
         fig.add_trace(
             go.Scatter(
                 x=[r.cache_bytes_per_token / 1024 for r in group],
@@ -186,15 +188,15 @@ def pareto_figure(
         margin={"t": 30},
         legend={"orientation": "h", "y": -0.2},
     )
-    return _with_phone_layout(fig.to_dict())
+    return _with_phone_layout(fig.to_dict(), phone_sides)
 
 
-def _with_phone_layout(figure: dict) -> dict:
-    """On a phone the points go unnamed (the legend, the caption and the table name them) and the cache axis takes a
-    shorter title: the whole one ran past a 400 px chart's edge."""
+def _with_phone_layout(figure: dict, sides: list[list[str] | None]) -> dict:
+    """On a phone the points' names take the places found for a phone's plot (`sides`, per trace; None: the
+    trace's own) and the cache axis a shorter title: the whole one ran past a 400 px chart's edge."""
     phone = copy.deepcopy(figure["layout"])
     phone["xaxis"]["title"]["text"] = _("KV cache per token (KiB, float32, log)")
-    return {**figure, "narrow": {"below": NAMES_FIT_PX, "unlabelled": True, "layout": phone}}
+    return {**figure, "narrow": {"below": NAMES_FIT_PX, "layout": phone, "textposition": sides}}
 
 
 HEALED_VIEW_TOP = 1.6  # x the original's perplexity: the healed view's top; a point above it is drawn at the edge
@@ -211,15 +213,12 @@ def healed_figure(rows: list[LabRow], healed: dict[str, HealedRow]) -> dict:
     x_range = (0.0, 1.45 * max(r.cache_bytes_per_token for r in points) / 1024)
     y_range = (original.perplexity * 0.92, top * 1.02)  # room below the lowest points for names
     # the original (rightmost, lowest) named to its right first: the x axis leaves room there for it
-    positions = label_positions(
-        [
-            (r.key, r.cache_bytes_per_token / 1024, min(r.perplexity, top), _healed_name(r, top))
-            for r in sorted(points, key=lambda r: r.key != "original")
-        ],
-        [],
-        x_range,
-        y_range,
-    )
+    named = [
+        (r.key, r.cache_bytes_per_token / 1024, min(r.perplexity, top), _healed_name(r, top))
+        for r in sorted(points, key=lambda r: r.key != "original")
+    ]
+    positions = label_positions(named, [], x_range, y_range)
+    on_phone = label_positions(named, [], x_range, y_range, PHONE_PLOT)
     fig = go.Figure()
     fig.add_trace(
         go.Scatter(
@@ -273,7 +272,9 @@ def healed_figure(rows: list[LabRow], healed: dict[str, HealedRow]) -> dict:
         margin={"t": 30},
         legend={"orientation": "h", "y": -0.22},
     )
-    return {**fig.to_dict(), "narrow": {"below": NAMES_FIT_PX, "unlabelled": True}}
+    # on a phone, the names where they fit a phone's plot (the frontier's line has none)
+    sides = [None] + [[on_phone[r.key] for r in group] for _shown, _color, group in groups]
+    return {**fig.to_dict(), "narrow": {"below": NAMES_FIT_PX, "textposition": sides}}
 
 
 def _healed_name(row: LabRow, top: float) -> str:

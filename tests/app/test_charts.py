@@ -96,6 +96,19 @@ def test_apart_sets_the_names_of_close_points_where_they_do_not_meet_at_any_size
         assert not (a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]), (size, sides)
 
 
+def test_apart_places_names_for_the_sizes_asked_alone():
+    """A phone's plot (the lab's names at 400 px): five names in a row ~16 px apart there, which names placed for
+    every size at once ran into, placed for that size alone meet no other name at it."""
+    phone = (300, 260, 12)
+    points = [(1.2 + 0.06 * i, 1.3, name) for i, name in enumerate(["96", "128", "192", "256", "288"])]
+    x_range, y_range = (1.1, 2.2), (1.0, 4.4)
+    sides = apart(points, x_range, y_range, sizes=(phone,))
+    boxes = [_name_box(p, s, x_range, y_range, phone) for p, s in zip(points, sides, strict=True)]
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1 :]:
+            assert not (a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]), sides
+
+
 def test_an_animations_long_frame_titles_go_on_two_lines_with_the_first():
     """▶ Play on mapping showed MLA's title past the chart's right edge: each frame's title is broken like the first's,
     and the first is broken too, so the margin made for it holds every frame's two lines."""

@@ -369,6 +369,90 @@ def test_the_lab_table_shows_every_row_and_whole_names_at_a_laptops_width(server
         context.close()
 
 
+# Every chart that names its points: the names its traces hold, and those drawn
+POINT_NAMES = """() => Array.from(document.querySelectorAll('.js-plotly-plot'))
+    .filter(g => g.data && g.data.some(t => typeof t.mode === 'string' && t.mode.includes('text')))
+    .map(g => ({held: g.data.filter(t => typeof t.mode === 'string' && t.mode.includes('text'))
+            .flatMap(t => t.text || []).filter(text => String(text).trim()).length,
+        drawn: Array.from(g.querySelectorAll('.textpoint text')).filter(e => e.textContent.trim()
+            && e.getBoundingClientRect().width > 0).length}))"""
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_labs_charts_name_their_points_apart_on_a_phone(server, browser, lang):
+    """Item 8 of #37: at 400 px the lab's two Pareto charts left their points unnamed. Each names every point, the
+    names placed for a phone's plot (explorer.labels.apart), none over another."""
+    context, tab, _ = open_at(browser, server, "lab", SIZES["phone"], lang)
+    try:
+        charts = tab.evaluate(POINT_NAMES)
+        assert len(charts) >= 2, f"the lab's Pareto charts and the healed close-up: {charts}"
+        assert all(chart["drawn"] == chart["held"] > 0 for chart in charts), charts
+        overlaps = [p for p in text_size_problems(tab.evaluate(TEXT_SIZES)) if "labels" in p]
+        assert not overlaps, overlaps
+    finally:
+        context.close()
+
+
+# Every st.table's header cells: text, the width its text has (the cell's less its padding), its font's size; and
+# whether the table is cut at its box
+TABLE_HEADERS = """() => Array.from(document.querySelectorAll('[data-testid="stTable"]'))
+    .filter(d => d.getBoundingClientRect().width > 0)
+    .map(d => ({wider: d.scrollWidth > d.clientWidth + 1 && getComputedStyle(d).overflowX !== 'auto',
+        heads: Array.from(d.querySelectorAll('th')).map(h => { const s = getComputedStyle(h);
+            return {text: h.textContent.trim(), font: parseFloat(s.fontSize),
+                room: h.getBoundingClientRect().width - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight)}; })}))"""
+HEADER_CHARACTERS = 3  # a header wraps by words at this many characters a line, not one at a time
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_heatmaps_tables_headers_wrap_by_words_on_a_phone(server, browser, lang):
+    """Item 8b of #37: at 400 px the heatmaps page's tables wrapped their Chinese headers one character a line. Each
+    header cell has room for HEADER_CHARACTERS Chinese characters, and no table is cut at its box."""
+    context, tab, _ = open_at(browser, server, "heatmaps", SIZES["phone"], lang)
+    try:
+        tables = tab.evaluate(TABLE_HEADERS)
+        assert len(tables) >= 2, "the heatmaps page draws its comparison and cache tables"
+        narrow = [
+            f"{head['text']!r}: {head['room']:.0f} px"
+            for table in tables
+            for head in table["heads"]
+            if head["room"] < HEADER_CHARACTERS * head["font"] - 1
+        ]
+        assert not narrow, f"headers with room for fewer than {HEADER_CHARACTERS} characters a line: {narrow}"
+        assert not any(table["wider"] for table in tables), "a table is cut at its box"
+    finally:
+        context.close()
+
+
+# The copy buttons of text shown as it is (explorer/verbatim.py), and the toolbar of each table, once drawn in full
+COPY_AND_TOOLBARS = """() => { const box = e => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+    return {copy: Array.from(document.querySelectorAll('.verbatim-copy')).filter(e => e.offsetParent).map(box),
+        toolbars: Array.from(document.querySelectorAll('[data-testid="stDataFrame"]'))
+            .map(d => d.closest('[data-testid="stElementContainer"]').querySelector('[data-testid="stElementToolbar"]'))
+            .filter(e => e && getComputedStyle(e).opacity === '1' && !e.getAnimations({subtree: true}).length)
+            .map(box)}; }"""
+
+
+@pytest.mark.parametrize("size", ["phone", "laptop"])
+def test_a_tables_toolbar_leaves_the_copy_button_above_it_free(server, browser, size):
+    """Item 8c of #37: at 400 px the toolbar of kv_cache's step table (shown on a tap or hover, above the table's top
+    edge) covered the copy button of the step's log right above it."""
+    context, tab, _ = open_at(browser, server, "kv_cache", SIZES[size])
+    try:
+        tables = tab.locator('[data-testid="stDataFrame"]')
+        assert tables.count(), "kv_cache draws its tables"
+        for index in range(tables.count()):
+            tables.nth(index).hover()
+            # Streamlit fades and slides the toolbar in: until it is drawn where it stays
+            tab.wait_for_function(f"() => ({COPY_AND_TOOLBARS})().toolbars.length > 0")
+            drawn = tab.evaluate(COPY_AND_TOOLBARS)
+            assert drawn["copy"], "kv_cache shows the step's log with its copy button"
+            covered = [(bar, copy) for bar in drawn["toolbars"] for copy in drawn["copy"] if overlap(bar, copy)]
+            assert not covered, f"table {index}'s toolbar covers a copy button: {covered}"
+    finally:
+        context.close()
+
+
 # The designs after MLA's views: every design a page draws, chosen in the sidebar and opened by the page's own choice
 DESIGN_LINK = {"design": "sliding,dsa,compressed,linear", "seq_len": "64"}
 DESIGN_VIEWS = {
