@@ -106,7 +106,7 @@ def kept_names(
     kept: list[dict] = []
     out = []
     for point, position in zip(points, positions, strict=True):
-        boxes = _boxes(point, position, x_range, y_range)
+        boxes = _boxes(point, position, x_range, y_range, DRAWN_AT)
         clear = all(_covered(boxes[size], other[size]) == 0 for other in kept for size in boxes)
         if clear:
             kept.append(boxes)
