@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from typing import cast
+from urllib.parse import urlencode
 
 import numpy as np
 import streamlit as st
@@ -21,11 +23,17 @@ from explorer.axes import figures as axes_figures
 from explorer.axes import link as axes_link
 from explorer.axes import text as axes_text
 from explorer.i18n import _, format_bytes, percent, sig, speaking
+from explorer.lab import link as lab_link
+from explorer.lab.axes_points import load_points, within_budget
+from explorer.lab.axes_text import axis_name, point_name
 from explorer.lab.window_table import WINDOW_TABLE_PATH, WindowTable, load_window_table
+from explorer.link import link_query
 from explorer.model import shared_model, trained_model
+from explorer.params import Param
 from explorer.probes.axes import AxisCuts, ModelCurves, axis_cuts, plateaus
 from explorer.probes.key_bits import KeyBits, key_bits
 from explorer.probes.lab import split_tokens
+from explorer.settings import Settings
 from explorer.trained import computed as trained_computed
 from explorer.trained import link as trained_link
 from explorer.work import takes_turns
@@ -366,6 +374,22 @@ def _long_context() -> list[ModelCurves]:
     return [m for m in _curves().values() if m.context is None or m.context >= TOKENS]
 
 
+def lab_choice_numbers() -> dict[str, object]:
+    """The lab's one trade-off across every axis at its page's default context and budget: the cut that hurts
+    least there (explorer.lab.axes_page's own computation, on the same stored points), and the link that opens it."""
+    context, budget = cast(int, lab_link.AXES_CONTEXT.default), cast(int, lab_link.AXES_BUDGET.default)
+    best = within_budget(load_points(), context, budget / 100).best
+    view: dict[Param, object] = {lab_link.AXES_CONTEXT: context, lab_link.AXES_BUDGET: budget}
+    return {
+        "lab_share": percent(budget / 100),
+        "lab_context": axes_figures.token_label(context),
+        "lab_model": point_name(best) if best else "—",
+        "lab_times": f"×{best.times_original:,.2f}" if best else "—",
+        "lab_axis": axis_name(best.axis) if best else "—",
+        "lab_link": f"lab?{urlencode(link_query(Settings(), view))}",
+    }
+
+
 def choosing_numbers(lang: str) -> dict[str, object]:
     curves = _long_context()
     values = {m.name: m.held[m.at(TOKENS)] for m in curves}
@@ -377,6 +401,7 @@ def choosing_numbers(lang: str) -> dict[str, object]:
         "big": format_bytes(values[largest]),
         "small": format_bytes(values[smallest]),
         "ratio": sig(values[largest] / values[smallest]),
+        **lab_choice_numbers(),
     }
 
 

@@ -190,6 +190,7 @@ ALLOWED_LATIN = set(
 # Scripts (never shown), maths, code, markup, placeholders, URLs, and link values echoed back in quotes ('banana').
 _SYMBOLIC = re.compile(
     r"(?s:<script\b.*?</script>)|'[^'\n]*'|\$[^$]*\$|`[^`]*`|<[^>]+>|&\w+;|%\{[^}]*\}|\{[^}]*\}|https?://\S+"
+    r"|\]\([^)\s]*\)"  # a Markdown link's target: the reader sees its words, not the address
 )
 _LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*[A-Za-z]|[A-Za-z]")
 

@@ -220,6 +220,24 @@ def test_the_choosing_step_compares_the_models_made_for_128k():
     assert math.isclose(at["DeepSeek-V3.2"], 61 * (512 + 64 + 128) * T * BF16)
 
 
+def test_the_choosing_step_quotes_the_labs_least_hurt_cut_within_its_budget():
+    from explorer.lab import link as lab_link
+    from explorer.lab.axes_points import load_points, within_budget
+    from explorer.lab.axes_text import point_name
+
+    _spec, text = opened("choose2026")
+    context, budget = lab_link.AXES_CONTEXT.default, lab_link.AXES_BUDGET.default
+    points = load_points()
+    best = within_budget(points, context, budget / 100).best
+    assert best is not None
+    # independently: the least-hurt design whose whole cache at the context is within the budget's share
+    limit = budget / 100 * next(p for p in points if p.key == "original").cache_nbytes[context]
+    assert best.times_original == min(p.times_original for p in points if p.cache_nbytes[context] <= limit)
+    assert f"the cut that hurts least is {point_name(best)}" in text
+    assert f"×{best.times_original:,.2f} the original's perplexity" in text
+    assert f"lab_axes_context={context}&lab_budget={budget}" in text
+
+
 def test_the_window_table_names_settings_it_did_not_measure():
     from explorer.lab.window_table import load_window_table
 
