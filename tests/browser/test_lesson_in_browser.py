@@ -17,7 +17,7 @@ from explorer.present import MIN_TEXT_PX as PRESENTED_TEXT_PX
 from explorer.probes.mapping import morph_configs
 from explorer.settings import DESIGNS, Settings
 
-from .conftest import open_link, url_params, wait_for_app
+from .conftest import VIEW_SECONDS, open_link, url_params, wait_for_app
 from .test_layout import TEXT_SIZES, chart_text_problems, in_language
 
 PROJECTOR = (1024, 768)
@@ -79,8 +79,18 @@ def title(number: int, lang: str) -> str:
         i18n.set_language("en")
 
 
-def wait_for_step(tab, number: int) -> None:
+def wait_for_step(tab, number: int, lang: str = "en") -> None:
+    """Until the link holds the step and the page shows its title: the link changes before the rerun has begun,
+    and a loaded machine has been seen to let the idle check pass on the step before (CI: step 18's title at 19)."""
     tab.wait_for_function(f"() => new URLSearchParams(location.search).get('step') === '{number}'")
+    tab.wait_for_function(
+        """expected => {
+            const h = document.querySelector('[data-testid="stMain"] h2');
+            return h !== null && h.innerText.trim() === expected;
+        }""",
+        arg=title(number, lang),
+        timeout=VIEW_SECONDS * 1000,
+    )
     wait_for_app(tab)
 
 
@@ -123,7 +133,7 @@ def test_presenter_mode_reads_cleanly_on_a_projector_at_every_step(server, brows
             if number > 1:
                 tab.evaluate("() => document.activeElement && document.activeElement.blur()")
                 tab.keyboard.press("ArrowRight")
-                wait_for_step(tab, number)
+                wait_for_step(tab, number, lang)
             assert heading(tab) == title(number, lang)
             problems = presenter_problems(tab)
             assert not problems, f"step {number} ({lang}): {problems}"
