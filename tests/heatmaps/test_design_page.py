@@ -10,17 +10,14 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.app.helpers import chart_bytes, chart_specs, no_exception, states
+from tests.app.helpers import chart_bytes, chart_specs, no_exception, open_script, states
 
-PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "heatmaps.py")
+PAGE = Path(__file__).resolve().parents[2] / "pages" / "heatmaps.py"
 ALL = "sliding,dsa,compressed"
 
 
 def open_page(**params) -> AppTest:
-    at = AppTest.from_file(PAGE, default_timeout=600)
-    for name, value in params.items():
-        at.query_params[name] = value
-    at.run()
+    at = open_script(PAGE, params)
     no_exception(at)
     return at
 

@@ -14,17 +14,14 @@ from streamlit.testing.v1 import AppTest
 from explorer import designs
 from explorer.mapping import reads
 from explorer.settings import Settings
-from tests.app.helpers import chart_bytes, chart_specs, no_exception
+from tests.app.helpers import chart_bytes, chart_specs, no_exception, open_script
 
-PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "mapping.py")
+PAGE = Path(__file__).resolve().parents[2] / "pages" / "mapping.py"
 ALL = "sliding,dsa,compressed,linear"
 
 
 def open_page(**params) -> AppTest:
-    at = AppTest.from_file(PAGE, default_timeout=600)
-    for name, value in params.items():
-        at.query_params[name] = value
-    at.run()
+    at = open_script(PAGE, params)
     no_exception(at)
     return at
 
