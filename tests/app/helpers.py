@@ -6,6 +6,7 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
+from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
 from streamlit.util import calc_hash
 
@@ -20,7 +21,22 @@ from explorer.sent import chart_specs as chart_specs
 from explorer.sent import charts as charts
 from explorer.sent import decode as decode
 from explorer.sent import payload_bytes as payload_bytes
-from explorer.settings import Settings, normalize
+from explorer.settings import (
+    D_MODEL_CHOICES,
+    DESIGNS,
+    LATENT_CHOICES,
+    RATE_CHOICES,
+    SINK_CHOICES,
+    STATE_DIM_CHOICES,
+    TOPK_CHOICES,
+    WINDOW_CHOICES,
+    Settings,
+    bits_choices,
+    groups_choices,
+    heads_choices,
+    normalize,
+    rope_dim_choices,
+)
 from explorer.state import SETTINGS_KEY
 from explorer.verbatim import shown_text
 
@@ -119,3 +135,26 @@ def link_warnings(at: AppTest) -> list[str]:
 def is_valid(settings: Settings) -> bool:
     fixed, notes = normalize(settings)
     return fixed == settings and not notes
+
+
+@st.composite
+def offered_settings(draw, d_models=D_MODEL_CHOICES) -> Settings:
+    """Any combination the sidebar offers (every design chosen)."""
+    d_model = draw(st.sampled_from(d_models))
+    heads = draw(st.sampled_from(heads_choices(d_model)))
+    settings = Settings(
+        d_model=d_model,
+        heads=heads,
+        groups=draw(st.sampled_from(groups_choices(heads))),
+        latent=draw(st.sampled_from(LATENT_CHOICES)),
+        rope_dim=draw(st.sampled_from(rope_dim_choices(d_model // heads))),
+        designs=DESIGNS,
+        window=draw(st.sampled_from(WINDOW_CHOICES)),
+        sinks=draw(st.sampled_from(SINK_CHOICES)),
+        topk=draw(st.sampled_from(TOPK_CHOICES)),
+        rate=draw(st.sampled_from(RATE_CHOICES)),
+        state_dim=draw(st.sampled_from(STATE_DIM_CHOICES)),
+        bits=draw(st.sampled_from(bits_choices(d_model // heads))),
+    )
+    assert normalize(settings) == (settings, [])
+    return settings

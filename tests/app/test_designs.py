@@ -11,23 +11,13 @@ from hypothesis import strategies as st
 
 from explorer.designs import design
 from explorer.settings import (
-    D_MODEL_CHOICES,
     DESIGNS,
-    LATENT_CHOICES,
     LINK_NAMES,
-    RATE_CHOICES,
-    SINK_CHOICES,
-    STATE_DIM_CHOICES,
-    TOPK_CHOICES,
-    WINDOW_CHOICES,
     Settings,
     bits_choices,
     from_link,
-    groups_choices,
-    heads_choices,
-    normalize,
-    rope_dim_choices,
 )
+from tests.app.helpers import offered_settings
 
 NEW_NAMES = ("design", "window", "sinks", "topk", "rate", "state_dim", "bits")
 
@@ -102,29 +92,6 @@ def test_every_new_setting_has_a_link_name_and_round_trips():
     chosen = Settings(designs=DESIGNS, window=64, sinks=0, topk=2, rate=128, state_dim=8, bits=2)
     assert set(NEW_NAMES) <= set(LINK_NAMES)
     assert from_link(chosen.to_link()) == (chosen, [])
-
-
-@st.composite
-def offered_settings(draw, d_models=D_MODEL_CHOICES) -> Settings:
-    """Any combination the sidebar offers (every design chosen)."""
-    d_model = draw(st.sampled_from(d_models))
-    heads = draw(st.sampled_from(heads_choices(d_model)))
-    settings = Settings(
-        d_model=d_model,
-        heads=heads,
-        groups=draw(st.sampled_from(groups_choices(heads))),
-        latent=draw(st.sampled_from(LATENT_CHOICES)),
-        rope_dim=draw(st.sampled_from(rope_dim_choices(d_model // heads))),
-        designs=DESIGNS,
-        window=draw(st.sampled_from(WINDOW_CHOICES)),
-        sinks=draw(st.sampled_from(SINK_CHOICES)),
-        topk=draw(st.sampled_from(TOPK_CHOICES)),
-        rate=draw(st.sampled_from(RATE_CHOICES)),
-        state_dim=draw(st.sampled_from(STATE_DIM_CHOICES)),
-        bits=draw(st.sampled_from(bits_choices(d_model // heads))),
-    )
-    assert normalize(settings) == (settings, [])
-    return settings
 
 
 PROFILE = hypothesis_settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

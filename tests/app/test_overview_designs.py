@@ -17,19 +17,9 @@ from explorer.glossary import design_name
 from explorer.probes.overview import compare_designs
 from explorer.settings import (
     DESIGNS,
-    LATENT_CHOICES,
-    RATE_CHOICES,
-    SINK_CHOICES,
-    STATE_DIM_CHOICES,
-    TOPK_CHOICES,
-    WINDOW_CHOICES,
     Settings,
-    bits_choices,
-    groups_choices,
-    heads_choices,
-    rope_dim_choices,
 )
-from tests.app.helpers import chart_specs, no_exception, open_page
+from tests.app.helpers import chart_specs, no_exception, offered_settings, open_page
 
 SMALL = Settings(
     d_model=64, heads=4, groups=2, latent=16, rope_dim=8, designs=DESIGNS, window=8, sinks=2, topk=8, rate=4, bits=4
@@ -90,28 +80,13 @@ def test_a_grouped_design_costs_what_gqa_costs_for_the_keys_it_reads(name):
     assert rows(wide, 30)[name].decode_flops_per_token == decode_flops_per_token(wide.config("gqa"), 30)
 
 
-@st.composite
-def offered(draw) -> Settings:
-    d_model = draw(st.sampled_from((16, 64, 256, 1024, 4096)))
-    heads = draw(st.sampled_from(heads_choices(d_model)))
-    return Settings(
-        d_model=d_model,
-        heads=heads,
-        groups=draw(st.sampled_from(groups_choices(heads))),
-        latent=draw(st.sampled_from(LATENT_CHOICES)),
-        rope_dim=draw(st.sampled_from(rope_dim_choices(d_model // heads))),
-        designs=DESIGNS,
-        window=draw(st.sampled_from(WINDOW_CHOICES)),
-        sinks=draw(st.sampled_from(SINK_CHOICES)),
-        topk=draw(st.sampled_from(TOPK_CHOICES)),
-        rate=draw(st.sampled_from(RATE_CHOICES)),
-        state_dim=draw(st.sampled_from(STATE_DIM_CHOICES)),
-        bits=draw(st.sampled_from(bits_choices(d_model // heads))),
-    )
-
-
 @hypothesis_settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(offered(), st.sampled_from((1, 7, 64, 1000, 8192)), st.sampled_from((1, 3)), st.sampled_from(DESIGNS))
+@given(
+    offered_settings(d_models=(16, 64, 256, 1024, 4096)),
+    st.sampled_from((1, 7, 64, 1000, 8192)),
+    st.sampled_from((1, 3)),
+    st.sampled_from(DESIGNS),
+)
 def test_at_any_offered_settings_measured_equals_the_closed_forms(settings, seq_len, batch, name):
     row = rows(replace(settings, designs=(name,)), seq_len, batch, "bfloat16")[name]
     assert row.cache_bytes_measured == row.cache_bytes_formula
