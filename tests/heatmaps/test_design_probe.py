@@ -7,18 +7,15 @@ import numpy as np
 import torch
 
 from attn_core import (
-    AttentionConfig,
     AttentionOptions,
     CompressedAttention,
-    CompressedConfig,
     DeepSeekSparseAttention,
     build_attention,
 )
-from attn_core.dsa import DSAConfig
 from explorer.probes import design_heatmaps as probe
+from tests.small_designs import GQA, small_dsa, v4_layer
 
 LENGTH = 14
-GQA = AttentionConfig("gqa", d_model=32, n_heads=4, n_kv_heads=2)
 
 
 def inputs(length: int = LENGTH, d_model: int = 32, seed: int = 0) -> torch.Tensor:
@@ -58,18 +55,7 @@ def test_a_learned_sinks_weight_is_its_logits_share_of_the_softmax():
     assert (result.sink > 0).all()
 
 
-DSA = DSAConfig(
-    d_model=32,
-    n_heads=4,
-    q_lora_rank=16,
-    kv_lora_rank=16,
-    qk_nope_head_dim=8,
-    qk_rope_head_dim=8,
-    v_head_dim=8,
-    index_n_heads=4,
-    index_head_dim=16,
-    index_topk=4,
-)
+DSA = small_dsa(topk=4)
 
 
 def test_dsa_reads_each_querys_top_k_of_the_indexer_scores_and_leaves_the_rest_blank():
@@ -86,29 +72,8 @@ def test_dsa_reads_each_querys_top_k_of_the_indexer_scores_and_leaves_the_rest_b
     assert np.array_equal(np.isnan(result.index_scores), ~band_formula(LENGTH, LENGTH, 0))
 
 
-def v4_layer(kind: str) -> CompressedAttention:
-    cfg = CompressedConfig(
-        kind=kind,  # type: ignore[arg-type]
-        d_model=32,
-        n_heads=4,
-        head_dim=16,
-        q_lora_rank=16,
-        qk_rope_head_dim=8,
-        o_groups=2,
-        o_lora_rank=8,
-        sliding_window=5,
-        compress_rate=3,
-        index_n_heads=4,
-        index_head_dim=8,
-        index_topk=2,
-    )
-    layer = CompressedAttention(cfg)
-    layer.init_from_seed(7)
-    return layer
-
-
 def test_an_hca_layer_reads_its_window_then_every_finished_entry():
-    result = probe.compressed_map(v4_layer("hca"), inputs(seed=8))
+    result = probe.compressed_map(v4_layer("hca", seed=7), inputs(seed=8))
     read = ~np.isnan(result.weights[0])
     assert np.array_equal(read[:, :LENGTH], band_formula(LENGTH, 5, 0))
     entries = read[:, LENGTH:]
@@ -119,7 +84,7 @@ def test_an_hca_layer_reads_its_window_then_every_finished_entry():
 
 
 def test_a_csa_layer_reads_at_most_top_k_of_its_finished_entries():
-    result = probe.compressed_map(v4_layer("csa"), inputs(seed=9))
+    result = probe.compressed_map(v4_layer("csa", seed=7), inputs(seed=9))
     entries = ~np.isnan(result.weights[0, :, LENGTH:])
     finished = (np.arange(LENGTH) + 1) // 3
     assert np.array_equal(entries.sum(axis=1), np.minimum(finished, 2))
@@ -135,7 +100,7 @@ def entries_after(layer: CompressedAttention, x: torch.Tensor) -> torch.Tensor:
 
 def test_each_entry_pools_exactly_the_tokens_its_span_names():
     for kind in ("hca", "csa"):
-        layer, x = v4_layer(kind), inputs(seed=10)
+        layer, x = v4_layer(kind, seed=7), inputs(seed=10)
         spans = probe.entry_spans(kind, 3, LENGTH // 3)
         before = entries_after(layer, x)
         for token in range(LENGTH // 3 * 3):

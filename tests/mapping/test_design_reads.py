@@ -9,21 +9,17 @@ import pytest
 import torch
 
 from attn_core import (
-    AttentionConfig,
     AttentionOptions,
-    CompressedAttention,
-    CompressedConfig,
     DeepSeekSparseAttention,
     GatedDeltaNet,
     GatedDeltaNetConfig,
     build_attention,
 )
-from attn_core.dsa import DSAConfig
 from attn_core.linear import cache_bytes_formula
 from explorer.probes import design_reads as probe
+from tests.small_designs import GQA, small_dsa, v4_layer
 
 STEPS = 20
-GQA = AttentionConfig("gqa", d_model=32, n_heads=4, n_kv_heads=2)
 
 
 def inputs(d_model: int = 32, seed: int = 0) -> torch.Tensor:
@@ -42,18 +38,7 @@ def test_a_sliding_layers_step_reads_its_window_and_kept_first_tokens(window, si
     assert result.held_bytes == tuple(int(row.sum()) * per_token for row in result.held)
 
 
-DSA = DSAConfig(
-    d_model=32,
-    n_heads=4,
-    q_lora_rank=16,
-    kv_lora_rank=16,
-    qk_nope_head_dim=8,
-    qk_rope_head_dim=8,
-    v_head_dim=8,
-    index_n_heads=4,
-    index_head_dim=16,
-    index_topk=6,
-)
+DSA = small_dsa(topk=6)
 
 
 def test_a_dsa_step_reads_the_top_k_of_its_indexer_scores_and_the_cache_holds_every_token():
@@ -72,29 +57,8 @@ def test_a_dsa_step_reads_the_top_k_of_its_indexer_scores_and_the_cache_holds_ev
     assert result.read[6:].sum(axis=1).tolist() == [6] * (STEPS - 6)
 
 
-def v4_layer(kind: str) -> CompressedAttention:
-    cfg = CompressedConfig(
-        kind=kind,  # type: ignore[arg-type]
-        d_model=32,
-        n_heads=4,
-        head_dim=16,
-        q_lora_rank=16,
-        qk_rope_head_dim=8,
-        o_groups=2,
-        o_lora_rank=8,
-        sliding_window=5,
-        compress_rate=3,
-        index_n_heads=4,
-        index_head_dim=8,
-        index_topk=2,
-    )
-    layer = CompressedAttention(cfg)
-    layer.init_from_seed(4)
-    return layer
-
-
 def test_an_hca_step_reads_its_window_and_every_entry_finished_so_far():
-    result = probe.compressed_reads(v4_layer("hca"), inputs(seed=5))
+    result = probe.compressed_reads(v4_layer("hca", seed=4), inputs(seed=5))
     entries = STEPS // 3
     assert result.kinds == ("token",) * STEPS + ("entry",) * entries
     assert result.spans[STEPS:] == tuple((3 * e, 3 * e + 2) for e in range(entries))
@@ -106,7 +70,7 @@ def test_an_hca_step_reads_its_window_and_every_entry_finished_so_far():
 
 
 def test_a_csa_step_reads_at_most_top_k_entries():
-    result = probe.compressed_reads(v4_layer("csa"), inputs(seed=6))
+    result = probe.compressed_reads(v4_layer("csa", seed=4), inputs(seed=6))
     finished = (np.arange(STEPS) + 1) // 3
     assert result.read[:, STEPS:].sum(axis=1).tolist() == np.minimum(finished, 2).tolist()
 
