@@ -25,6 +25,17 @@ def token_label(tokens: int) -> str:
     return f"{tokens // 1048576}M" if tokens >= 1048576 else f"{tokens // 1024}K"
 
 
+def context_axis() -> dict:
+    """The context axis of a chart of caches against length: 1K to 1M tokens, log, ticks at powers of four."""
+    return {
+        "title": {"text": _("context T (tokens, log scale)")},
+        "type": "log",
+        "tickvals": TOKEN_TICKS,
+        "ticktext": [token_label(t) for t in TOKEN_TICKS],
+        "range": [math.log10(900), math.log10(1.2 * 1048576)],
+    }
+
+
 def _breakdown(model: ModelCurves, measure: str, i: int) -> str:
     return "<br>".join(
         _(
@@ -126,13 +137,7 @@ def context_figure(
     title = _("Cache held against context") if measure == "held" else _("Cache read by one decoding step")
     layout = {
         "title": {"text": title},
-        "xaxis": {
-            "title": {"text": _("context T (tokens, log scale)")},
-            "type": "log",
-            "tickvals": TOKEN_TICKS,
-            "ticktext": [token_label(t) for t in TOKEN_TICKS],
-            "range": [math.log10(900), math.log10(1.2 * 1048576)],
-        },
+        "xaxis": context_axis(),
         "yaxis": {"title": {"text": _("bytes (batch {batch}, log scale)", batch=models[0].batch)}}
         | log_bytes_axis(min(every, default=1), max(every, default=2), most_ticks=8),
         "shapes": [

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from explorer.axes.figures import MODEL_COLORS, TOKEN_TICKS, token_label
+from explorer.axes.figures import MODEL_COLORS, context_axis
 from explorer.charts import log_bytes_axis
 from explorer.grid import narrow
 from explorer.i18n import _
@@ -68,13 +68,7 @@ def held_and_read_figure(models: list[ModelCurves], tokens: int) -> tuple[dict, 
     every = [v for trace in data for v in trace["y"] if v > 0]
     layout = {
         "title": {"text": _("Cache held, and read by one decoding step")},
-        "xaxis": {
-            "title": {"text": _("context T (tokens, log scale)")},
-            "type": "log",
-            "tickvals": TOKEN_TICKS,
-            "ticktext": [token_label(t) for t in TOKEN_TICKS],
-            "range": [math.log10(900), math.log10(1.2 * 1048576)],
-        },
+        "xaxis": context_axis(),
         "yaxis": {"title": {"text": _("bytes (batch {batch}, log scale)", batch=models[0].batch)}}
         | log_bytes_axis(min(every), max(every), most_ticks=7),
         "shapes": [_at_line(tokens)],
