@@ -8,10 +8,9 @@ from PIL import Image, ImageDraw
 
 from attn_core.compressed import CompressedCache
 from explorer.axes.figures import token_label
+from explorer.gif import FADED, INK, PAPER, SIZE, fit, gif_bytes, text
 from explorer.i18n import _, format_bytes
 from explorer.probes.axes import ModelCurves
-
-from .slides import FADED, INK, PAPER, SIZE, _fit, _text, gif_bytes
 
 WINDOW_MS = 700  # per context length
 COMPRESSED_MS = 250  # per length: a few tokens arrive between frames
@@ -31,14 +30,14 @@ def window_images(model: ModelCurves, window: int, longest: int) -> list[Image.I
         image = Image.new("RGB", SIZE, PAPER)
         draw = ImageDraw.Draw(image)
         title = _("{model} at {tokens} tokens", model=model.name, tokens=token_label(tokens))
-        _text(draw, (40, 40), title, _fit(draw, title, 34, SIZE[0] - 80))
+        text(draw, (40, 40), title, fit(draw, title, 34, SIZE[0] - 80))
         # the context as a strip, as long as the tokens read so far against the longest; the window at its end
         strip = left + (right - left) * tokens / longest
         draw.rectangle([left, 150, strip, 190], fill="#d5dae5", outline=INK)
         start = max(left, strip - (right - left) * window / longest)
         draw.rectangle([start, 150, strip, 190], fill=KIND_COLORS["sliding"], outline=INK)
         note = _("the window: the last {window} tokens a sliding layer keeps", window=window)
-        _text(draw, (left, 200), note, _fit(draw, note, 24, right - left), FADED)
+        text(draw, (left, 200), note, fit(draw, note, 24, right - left), FADED)
         for row, name in enumerate(("sliding", "full")):
             kind = kinds[name]
             y = 300 + row * 190
@@ -47,12 +46,12 @@ def window_images(model: ModelCurves, window: int, longest: int) -> list[Image.I
                 if name == "sliding"
                 else _("{count} full-attention layers: {bytes}", count=kind.count, bytes=format_bytes(kind.held[i]))
             )
-            _text(draw, (left, y), label, _fit(draw, label, 30, right - left))
+            text(draw, (left, y), label, fit(draw, label, 30, right - left))
             length = max(3.0, (right - left) * kind.held[i] / top)
             draw.rectangle([left, y + 50, right, y + 120], outline="#d5dae5", width=1)
             draw.rectangle([left, y + 50, left + length, y + 120], fill=KIND_COLORS[name])
         scale = _("bars on one scale: bytes held, {dtype}, one sequence", dtype="bfloat16")
-        _text(draw, (left, 700), scale, _fit(draw, scale, 22, right - left), FADED)
+        text(draw, (left, 700), scale, fit(draw, scale, 22, right - left), FADED)
         images.append(image)
     return images
 
@@ -81,10 +80,10 @@ def compressed_images(model: str, layer: int, caches: list[CompressedCache], rat
         image = Image.new("RGB", SIZE, PAPER)
         draw = ImageDraw.Draw(image)
         title = _("{model}, layer {layer}, after {tokens} tokens", model=model, layer=layer, tokens=tokens)
-        _text(draw, (40, 40), title, _fit(draw, title, 34, SIZE[0] - 80))
+        text(draw, (40, 40), title, fit(draw, title, 34, SIZE[0] - 80))
         draw.rectangle([left, 130, left + cell * tokens, 160], fill="#d5dae5", outline=INK)
         note = _("the tokens read so far")
-        _text(draw, (left, 168), note, _fit(draw, note, 22, right - left), FADED)
+        text(draw, (left, 168), note, fit(draw, note, 22, right - left), FADED)
         rows = (
             (
                 "window",
@@ -104,13 +103,13 @@ def compressed_images(model: str, layer: int, caches: list[CompressedCache], rat
         )
         for row, (name, spans, label) in enumerate(rows):
             y = 240 + row * 140
-            _text(draw, (left, y), label, _fit(draw, label, 28, right - left))
+            text(draw, (left, y), label, fit(draw, label, 28, right - left))
             for start, end in spans:
                 # a gap between entries' blocks: each is one entry, not a stretch of tokens
                 gap = 3 if name == "entries" and cell * rate > 8 else 0
                 draw.rectangle([left + cell * start, y + 45, left + cell * end - gap, y + 95], fill=ENTRY_COLORS[name])
         held = _("held by this layer: {bytes}, {dtype}", bytes=format_bytes(cache.nbytes), dtype="bfloat16")
-        _text(draw, (left, 690), held, _fit(draw, held, 26, right - left), FADED)
+        text(draw, (left, 690), held, fit(draw, held, 26, right - left), FADED)
         images.append(image)
     return images
 

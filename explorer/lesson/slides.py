@@ -10,17 +10,13 @@ traces (explorer.kv_cache: the shapes and bytes measured at every step). One GIF
 
 from __future__ import annotations
 
-import io
 import re
-import shutil
-import subprocess
 from dataclasses import dataclass
-from functools import cache
-from pathlib import Path
 
-from PIL import Image, ImageDraw, ImageFont
+from PIL import Image, ImageDraw
 
 from explorer.charts import VARIANT_COLORS, shape_text
+from explorer.gif import FADED, INK, PAPER, SIZE, fit, font, gif_bytes, text
 from explorer.i18n import _, format_bytes
 from explorer.kv_cache.figures import color_of
 from explorer.kv_cache.text import cache_names, shown_name
@@ -41,64 +37,13 @@ from explorer.probes.kv_cache import DecodeTrace
 from explorer.probes.mapping import MorphFrame, morph_configs
 from explorer.settings import Settings
 
-SIZE = (1024, 768)  # a projector's screen, in pixels
 MORPH_MS = 1100  # per step, as the mapping page's ▶ Play
 CACHE_MS = 350  # per decoded token
-INK, FADED, PAPER = "#22252b", "#6f7a85", "#ffffff"
-# Fonts that hold Chinese too (Debian's fonts-noto-cjk, which `make browser` installs; packages.txt asks a hosted
-# server for it), then a Latin one; Pillow's own font last.
-FONT_FILES = (
-    "/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc",
-    "/usr/share/fonts/opentype/noto/NotoSansCJK-Bold.ttc",
-    "/usr/share/fonts/truetype/noto/NotoSansCJK-Regular.ttc",
-    "/usr/share/fonts/truetype/wqy/wqy-microhei.ttc",
-    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
-)
-
-
-@cache
-def font_file() -> str | None:
-    for path in FONT_FILES:
-        if Path(path).is_file():
-            return path
-    if shutil.which("fc-match"):
-        found = subprocess.run(
-            ["fc-match", "-f", "%{file}", "sans:lang=zh-cn"], capture_output=True, text=True, check=False
-        ).stdout
-        if found and Path(found).is_file():
-            return found
-    return None
-
-
-@cache
-def font(size: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
-    path = font_file()
-    return ImageFont.truetype(path, size) if path else ImageFont.load_default(size)
 
 
 def plain_lines(html: str) -> list[str]:
     """A Plotly label's lines without its markup: <br> splits, <b>…</b> is dropped."""
     return [re.sub(r"<[^>]+>", "", line) for line in html.split("<br>")]
-
-
-def gif_bytes(frames: list[Image.Image], duration_ms: int) -> bytes:
-    out = io.BytesIO()
-    first, *rest = [frame.convert("P", palette=Image.Palette.ADAPTIVE, colors=128) for frame in frames]
-    first.save(out, format="GIF", save_all=True, append_images=rest, duration=duration_ms, loop=0, optimize=False)
-    return out.getvalue()
-
-
-def _text(
-    draw: ImageDraw.ImageDraw, xy: tuple[float, float], text: str, size: int, fill: str = INK, anchor: str = "la"
-) -> None:
-    draw.text(xy, text, font=font(size), fill=fill, anchor=anchor)
-
-
-def _fit(draw: ImageDraw.ImageDraw, text: str, size: int, width: int) -> int:
-    """The largest font size up to `size` at which text fits `width` pixels."""
-    while size > 10 and draw.textlength(text, font=font(size)) > width:
-        size -= 1
-    return size
 
 
 # --- the head -> KV morph -------------------------------------------------------------------------------------------
@@ -145,17 +90,17 @@ def morph_images(frames: list[MorphFrame], settings: Settings) -> list[Image.Ima
         _morph_edges(draw, canvas, bars, stores, is_mla=is_mla)  # edges first, under the bars
         _morph_stores(draw, canvas, stores, is_mla=is_mla)
         _morph_queries(draw, canvas, bars, is_mla=is_mla)
-        _text(draw, (canvas.left - 10, canvas.py(1.0)), "Q", 26, FADED, "rm")
-        _text(draw, (canvas.left - 10, canvas.py(0.0)), "KV", 26, FADED, "rm")
+        text(draw, (canvas.left - 10, canvas.py(1.0)), "Q", 26, FADED, "rm")
+        text(draw, (canvas.left - 10, canvas.py(0.0)), "KV", 26, FADED, "rm")
         for line_no, line in enumerate(plain_lines(cache_text(frame, cfg, settings))):
-            _text(draw, (SIZE[0] / 2, 560 + line_no * 44), line, _fit(draw, line, 26, SIZE[0] - 80), INK, "ma")
+            text(draw, (SIZE[0] / 2, 560 + line_no * 44), line, fit(draw, line, 26, SIZE[0] - 80), INK, "ma")
         images.append(image)
     return images
 
 
 def _morph_heading(draw: ImageDraw.ImageDraw, title: str, step: str) -> None:
-    _text(draw, (40, 40), title, _fit(draw, title, 34, SIZE[0] - 80))
-    _text(draw, (40, 92), step, 24, FADED)
+    text(draw, (40, 40), title, fit(draw, title, 34, SIZE[0] - 80))
+    text(draw, (40, 92), step, 24, FADED)
 
 
 def _mha_box(draw: ImageDraw.ImageDraw, canvas: MorphCanvas) -> None:
@@ -198,11 +143,11 @@ def _morph_stores(draw: ImageDraw.ImageDraw, canvas: MorphCanvas, stores: list[S
         a, b = canvas.px(store.x - store.width / 2), canvas.px(store.x + store.width / 2)
         fill = _store_color(store, store.index, is_mla=is_mla)
         draw.rectangle([a, canvas.py(KV_TOP), max(b, a + 2), canvas.py(KV_BOTTOM)], fill=fill, outline=INK)
-        size = _fit(draw, store.short, 22, max(int(b - a) - 6, 1))
+        size = fit(draw, store.short, 22, max(int(b - a) - 6, 1))
         if draw.textlength(store.short, font=font(size)) <= b - a - 4:
-            _text(draw, ((a + b) / 2, canvas.py(0)), store.short, size, PAPER, "mm")
+            text(draw, ((a + b) / 2, canvas.py(0)), store.short, size, PAPER, "mm")
         elif store.label == "k_rope":
-            _text(draw, ((a + b) / 2, canvas.py(KV_TOP) - 8), store.short, 20, INK, "md")
+            text(draw, ((a + b) / 2, canvas.py(KV_TOP) - 8), store.short, 20, INK, "md")
 
 
 def _morph_queries(draw: ImageDraw.ImageDraw, canvas: MorphCanvas, bars: list[QueryBar], *, is_mla: bool) -> None:
@@ -213,7 +158,7 @@ def _morph_queries(draw: ImageDraw.ImageDraw, canvas: MorphCanvas, bars: list[Qu
         draw.rectangle([a, canvas.py(Q_TOP), b, canvas.py(Q_BOTTOM)], fill=color, outline=INK)
         label = query_label(bar.start, bar.stop)
         if draw.textlength(label, font=font(18)) <= b - a - 4:
-            _text(draw, ((a + b) / 2, canvas.py(1.0)), label, 18, PAPER, "mm")
+            text(draw, ((a + b) / 2, canvas.py(1.0)), label, 18, PAPER, "mm")
 
 
 def morph_gif(frames: list[MorphFrame], settings: Settings) -> bytes:
@@ -243,9 +188,9 @@ def cache_images(traces: dict[str, DecodeTrace]) -> list[Image.Image]:
             batch=any_trace.batch,
             dtype=any_trace.storage_dtype,
         )
-        _text(draw, (40, 40), title, _fit(draw, title, 32, SIZE[0] - 80))
+        text(draw, (40, 40), title, fit(draw, title, 32, SIZE[0] - 80))
         note = _("prompt {prompt} tokens, then one token at a time", prompt=any_trace.prompt_len)
-        _text(draw, (40, 90), note, 22, FADED)
+        text(draw, (40, 90), note, 22, FADED)
         for row, name in enumerate(names):
             trace = traces[name]
             y = 140 + row * band
@@ -260,7 +205,7 @@ def cache_images(traces: dict[str, DecodeTrace]) -> list[Image.Image]:
                 second_shape=shape_text(shapes[second]),
                 bytes=format_bytes(trace.nbytes[step]),
             )
-            _text(draw, (left, y), label, _fit(draw, label, 24, right - left))
+            text(draw, (left, y), label, fit(draw, label, 24, right - left))
             height = max(6.0, (band - 60) * per_token[name] / tallest)
             held = trace.tokens_held[step]
             column = (right - left) / most_tokens

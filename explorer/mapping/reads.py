@@ -1,7 +1,7 @@
 """A design after MLA decoding token by token, the mapping page's animation along the token axis: the probe's cached
 call (explorer.probes.design_reads, on the design's real layer and cache), the animated figure (one frame per decoded
 token, played with the head -> KV morph's ▶ Play and slider), its words, its CSV rows and its GIF (drawn with the
-lesson's Pillow helpers, explorer.lesson.slides)."""
+slides' Pillow helpers, explorer.gif)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from PIL import Image, ImageDraw
 from attn_core import AttentionConfig
 from explorer.charts import typed_array
 from explorer.designs import Design
+from explorer.gif import FADED, INK, PAPER, SIZE, fit, gif_bytes, text
 from explorer.i18n import _, format_bytes, n_, sentences, speaking
-from explorer.lesson.slides import FADED, INK, PAPER, SIZE, _fit, _text, gif_bytes
 from explorer.probes.design_reads import ENTRY, STATE, DecodeReads, design_reads
 from explorer.probes.heatmaps import InputSpec, make_inputs
 from explorer.probes.mapping import narrowed
@@ -280,7 +280,7 @@ def reads_images(reads: DecodeReads) -> list[Image.Image]:
     history_draw = ImageDraw.Draw(history)
     for kind, first, last in kind_runs(reads):  # what the columns are, under them
         middle = GIF_LEFT + (first + last + 1) / 2 * cell_w
-        _text(history_draw, (middle, GIF_BOTTOM + 8), kind_name(kind, last - first + 1), 18, FADED, "ma")
+        text(history_draw, (middle, GIF_BOTTOM + 8), kind_name(kind, last - first + 1), 18, FADED, "ma")
     images = []
     for step in range(steps):
         y0 = GIF_HISTORY_TOP + step * cell_h
@@ -292,15 +292,15 @@ def reads_images(reads: DecodeReads) -> list[Image.Image]:
         image = history.copy()
         draw = ImageDraw.Draw(image)
         title = frame_title(reads, step)
-        _text(draw, (40, 40), title, _fit(draw, title, 30, SIZE[0] - 80))
-        _text(draw, (40, 90), _("Step {i} of {n}", i=step + 1, n=steps), 22, FADED)
+        text(draw, (40, 40), title, fit(draw, title, 30, SIZE[0] - 80))
+        text(draw, (40, 90), _("Step {i} of {n}", i=step + 1, n=steps), 22, FADED)
         for column in range(columns):
             value = float(z[step, column])
             if value in fill:
                 x0, x1 = GIF_LEFT + column * cell_w, GIF_LEFT + (column + 1) * cell_w - 1
                 draw.rectangle([x0, GIF_STRIP_TOP, x1, GIF_STRIP_TOP + 60], fill=fill[value])
         draw.rectangle([GIF_LEFT - 2, y0 - 1, GIF_RIGHT + 2, y0 + cell_h], outline=NEW_COLOUR, width=2)
-        _text(draw, (GIF_LEFT, GIF_STRIP_TOP + 66), _("dark: read · light: held, not read"), 18, INK)
+        text(draw, (GIF_LEFT, GIF_STRIP_TOP + 66), _("dark: read · light: held, not read"), 18, INK)
         images.append(image)
     return images
 

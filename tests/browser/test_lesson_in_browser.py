@@ -9,9 +9,9 @@ from urllib.parse import urlencode
 import pytest
 from PIL import Image, ImageChops
 
-from explorer import i18n
-from explorer.lesson import slides, views
+from explorer import gif, i18n
 from explorer.lesson import steps as lesson_steps
+from explorer.lesson import views
 from explorer.pages import PAGES
 from explorer.present import MIN_TEXT_PX as PRESENTED_TEXT_PX
 from explorer.probes.mapping import morph_configs
@@ -173,15 +173,15 @@ def test_the_slides_gif_downloads_and_decodes(server, browser):
         tab.get_by_text(fold).click()  # a slide folds its links below the question
         with tab.expect_download() as download:
             tab.get_by_role("button", name=label).click()
-        with open(download.value.path(), "rb") as gif:
-            data = gif.read()
+        with open(download.value.path(), "rb") as downloaded:
+            data = downloaded.read()
         assert download.value.suggested_filename.endswith(".gif")
         image = Image.open(io.BytesIO(data))
         settings = views.SHARING
         assert image.n_frames == len(
             morph_configs(settings.d_model, settings.heads, settings.latent, settings.rope_dim)
         )
-        assert image.size == slides.SIZE
+        assert image.size == gif.SIZE
         image.seek(0)
         first = image.convert("RGB")
         image.seek(image.n_frames - 1)

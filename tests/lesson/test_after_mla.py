@@ -270,14 +270,14 @@ def test_key_bits_names_a_layer_or_length_it_cannot_use(layer, tokens, message):
 def test_the_window_steps_gif_runs_through_the_contexts_the_chart_draws(lang, media):  # noqa: F811
     from PIL import Image, ImageChops
 
-    from explorer.lesson import slides
+    from explorer import gif
 
     at = open_page("lesson", {"step": str(number_of("window")), "lang": lang})
     (button,) = [b for b in at.get("download_button") if b.proto.id and "gif_" in b.proto.id]
     image = Image.open(io.BytesIO(media.content(button)))
     model = next(m for m in chapter.axes_computed.cached_published()[0] if m.name == chapter.WINDOW_MODEL)
     assert image.n_frames == sum(1 for t in model.tokens if t <= T), "a frame per length the chart draws, to 128K"
-    assert image.size == slides.SIZE
+    assert image.size == gif.SIZE
     first = image.convert("RGB")
     image.seek(image.n_frames - 1)
     assert ImageChops.difference(first, image.convert("RGB")).getbbox() is not None
@@ -303,7 +303,7 @@ def test_the_compressed_steps_gif_adds_an_entry_every_m_tokens_from_the_cores_ca
     per 4 tokens (the core's cache says so at every length), and the frames change as they arrive."""
     from PIL import Image, ImageChops
 
-    from explorer.lesson import slides
+    from explorer import gif
 
     config, caches = chapter.compressed_caches()
     assert config.kind == "csa"
@@ -314,7 +314,7 @@ def test_the_compressed_steps_gif_adds_an_entry_every_m_tokens_from_the_cores_ca
     (button,) = [b for b in at.get("download_button") if b.proto.id and "gif_" in b.proto.id]
     image = Image.open(io.BytesIO(media.content(button)))
     assert image.n_frames == len(caches)
-    assert image.size == slides.SIZE
+    assert image.size == gif.SIZE
     first = image.convert("RGB")
     image.seek(image.n_frames - 1)
     assert ImageChops.difference(first, image.convert("RGB")).getbbox() is not None

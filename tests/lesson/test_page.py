@@ -11,8 +11,9 @@ import pytest
 from PIL import Image, ImageChops
 
 from attn_core import PRESETS
+from explorer import gif
 from explorer.i18n import fmt, set_language
-from explorer.lesson import chapters, slides, steps, views
+from explorer.lesson import chapters, steps, views
 from explorer.present import SLIDE_FONT_SCALE
 from explorer.settings import LINK_NAMES, Settings
 from tests.app.conftest import media  # noqa: F401  (the fixture: what a download button serves)
@@ -143,7 +144,7 @@ def test_the_slides_gif_decodes_to_the_animations_frames(number, lang, media):  
     image = Image.open(io.BytesIO(media.content(button)))
     assert image.format == "GIF"
     assert image.n_frames == frames
-    assert image.size == slides.SIZE
+    assert image.size == gif.SIZE
     image.seek(0)
     first = image.convert("RGB")
     image.seek(image.n_frames - 1)
