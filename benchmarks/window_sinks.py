@@ -6,6 +6,7 @@ patterns, written to assets/window_table.json beside the lab's other stored tabl
     python benchmarks/window_sinks.py --keys w128-s0-every,w128-s1-every --out /tmp/part.json
     python benchmarks/window_sinks.py --merge /tmp/a.json /tmp/b.json      # rows of several runs into --out
     python benchmarks/window_sinks.py --keys w128-s1-gemma3-b4 --reuse-original --out /tmp/more.json
+    python benchmarks/window_sinks.py --piece 512 --keys w128-s0-every,w128-s1-every --out /tmp/short.json
 
 A key ending in -b4 is a window with sinks over a 4-bit cache (with_window(with_cache_bits(lm, 4, residual=0), ...):
 the global layers keep KIVI's 4-bit codes, keys per channel; the windowed layers hold their window exactly).
@@ -13,7 +14,8 @@ the global layers keep KIVI's 4-bit codes, keys per channel; the windowed layers
 The evaluation text is the lab's (explorer.probes.lab: the first 4,096 tokens of pydoc_data.topics), scored in
 pieces of PIECE = 2,048 tokens (not the lab's 512: a window of 512 would never cut a 512-token piece, and the longer
 the piece, the more of its tokens lie past the window). The original is measured on the same pieces; each row keeps
-its per-piece NLL sums (a test can recompute one), its cache at the lab's contexts and how long it took.
+its per-piece NLL sums (a test can recompute one), its cache at the lab's contexts and how long it took. --piece 512
+scores the lab's own pieces instead (as the issue's prototype did), for the README's comparison, not for the table.
 """
 
 from __future__ import annotations
@@ -64,9 +66,9 @@ ROWS |= {
 }
 
 
-def measure(model: PretrainedLM, eval_ids: list[int]) -> dict[str, Any]:
+def measure(model: PretrainedLM, eval_ids: list[int], piece: int = PIECE) -> dict[str, Any]:
     started = time.perf_counter()
-    sums = lab.window_nll_sums(model, eval_ids, window=PIECE)
+    sums = lab.window_nll_sums(model, eval_ids, window=piece)
     return {
         "perplexity": lab.perplexity_of(sums),
         "window_nll_sums": sums,
@@ -75,7 +77,7 @@ def measure(model: PretrainedLM, eval_ids: list[int]) -> dict[str, Any]:
     }
 
 
-def header(lm: PretrainedLM, eval_ids: list[int], text_hash: str) -> dict[str, Any]:
+def header(lm: PretrainedLM, eval_ids: list[int], text_hash: str, piece: int = PIECE) -> dict[str, Any]:
     return {
         "date": datetime.date.today().isoformat(),
         "machine": machine(),
@@ -84,8 +86,8 @@ def header(lm: PretrainedLM, eval_ids: list[int], text_hash: str) -> dict[str, A
             "source": "pydoc_data.topics, every topic in sorted order (Python's language reference)",
             "text_sha256": text_hash,
             "tokens": len(eval_ids),
-            "window": PIECE,
-            "which": f"first {lab.EVAL_TOKENS} tokens, scored in non-overlapping pieces of {PIECE}",
+            "window": piece,
+            "which": f"first {lab.EVAL_TOKENS} tokens, scored in non-overlapping pieces of {piece}",
         },
         "model": {"name": lm.config.name, "gguf_sha256": file_sha256(gguf_path())},
         "contexts": list(CONTEXTS),
@@ -109,6 +111,7 @@ def main() -> None:
     parser.add_argument("--keys", default=",".join(ROWS), help="row keys, comma-separated (the original always)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (1 is fastest on a busy 2-core box)")
     parser.add_argument("--out", type=Path, default=TABLE_PATH)
+    parser.add_argument("--piece", type=int, default=PIECE, help="tokens per scored piece (the stored table's: 2048)")
     parser.add_argument("--merge", type=Path, nargs="+", help="merge these runs' tables into --out and stop")
     parser.add_argument(
         "--reuse-original", action="store_true", help="the original's row from the stored table, when its inputs match"
@@ -126,7 +129,7 @@ def main() -> None:
         print(f"note: this Python's pydoc_data text differs from the pinned one ({text_hash[:12]}…)", file=sys.stderr)
     lm = load_pretrained()
     eval_ids, _ = lab.split_tokens(lm, text)
-    table = header(lm, eval_ids, text_hash)
+    table = header(lm, eval_ids, text_hash, args.piece)
     stored = json.loads(TABLE_PATH.read_text(encoding="utf-8")) if TABLE_PATH.exists() else None
     if (
         args.reuse_original
@@ -139,7 +142,8 @@ def main() -> None:
     ):
         original = next(row for row in stored["rows"] if row["key"] == "original")
     else:
-        original = {"key": "original", "window": None, "sink_tokens": 0, "pattern": None, **measure(lm, eval_ids)}
+        original = {"key": "original", "window": None, "sink_tokens": 0, "pattern": None}
+        original |= measure(lm, eval_ids, args.piece)
     original["times_original"] = 1.0
     rows = [original]
     print(f"{'original':>16}: perplexity {original['perplexity']:8.2f}", flush=True)
@@ -153,7 +157,7 @@ def main() -> None:
         layers = global_layers(spec["pattern"], lm.config.n_layers)
         source = with_cache_bits(lm, **spec["cache_bits"]) if "cache_bits" in spec else lm
         model = with_window(source, spec["window"], spec["sink_tokens"], layers)
-        row = {"key": key, **spec, "global_layers": list(layers), **measure(model, eval_ids)}
+        row = {"key": key, **spec, "global_layers": list(layers), **measure(model, eval_ids, args.piece)}
         row["times_original"] = row["perplexity"] / original["perplexity"]
         rows.append(row)
         write()  # after every row: a run stopped early keeps what it measured
