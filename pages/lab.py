@@ -31,7 +31,9 @@ st.markdown(
         "head repeated), **MQA** (one KV head, by mean-pooling as the GQA paper did, or fitted to activations) and "
         "**MLA** (DeepSeek's latent attention, with its absorbed decode and its $[c^{KV} \\mid k^R]$ cache). Every "
         "converted model runs through the same `attn_core` modules as the rest of the explorer. What does each cache "
-        "saving cost?"
+        "saving cost? Further down, the cache's other axes on the same model and text: sliding windows with kept "
+        "first tokens (sink tokens), local/global layers and 8/4/2-bit caches, then one trade-off across every axis "
+        "at a context length you pick."
     )
 )
 
