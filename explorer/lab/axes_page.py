@@ -190,7 +190,7 @@ def show_window_heal(heal_section: Callable[[str, str, str], None]) -> None:
         "attention on the first token now find it gone. Healing trains its attention projections, and a learned "
         "sink logit per head (gpt-oss's: one more softmax entry a head can put weight on), to reproduce the "
         "original's dense attention layer by layer, as the conversions above heal. Scored before and after on "
-        "the first 512 evaluation tokens (four windows of 128). The stored ★ in the chart above trained for 10 "
+        "the first 512 evaluation tokens, four times the window. The stored ★ in the chart above trained for 10 "
         "minutes, end to end as well, and was scored on pieces of 2,048."
     )
     heal_section(point.key, _(point.label), about)
