@@ -46,19 +46,25 @@ def frontier_labels(
     point drawn, `others` too, at each size the chart is drawn at); a name that would still cover one already kept
     is not drawn (""): the caption and the CSV name every one."""
     y_range = (math.log10(0.95), math.log10(TOP * 1.1))
-    named = [(math.log10(p.bytes_per_token(context) / 1024), math.log10(_y(p)), point_name(p)) for p in line]
-    obstacles = [(math.log10(p.bytes_per_token(context) / 1024), math.log10(_y(p)), "") for p in others]
-    positions = apart([*named, *obstacles], x_range, y_range)[: len(named)]
-    kept = kept_names(named, positions, x_range, y_range)
+    spots = [(math.log10(p.bytes_per_token(context) / 1024), math.log10(_y(p)), point_name(p)) for p in line]
     # Two designs on nearly one spot (a window with one or four kept first tokens): the line draws no marker to keep
-    # their names apart, so only the first is named; the caption and the CSV name both
-    shown: list[tuple[float, float]] = []
-    labels = []
-    for (x, y, name), keep in zip(named, kept, strict=True):
-        keep = keep and not any(abs(x - sx) < NEAR_DECADES[0] and abs(y - sy) < NEAR_DECADES[1] for sx, sy in shown)
-        if keep:
-            shown.append((x, y))
-        labels.append(name if keep else "")
+    # their names apart, so only the first is named, and the other is only a point its neighbours' names avoid; the
+    # caption and the CSV name both
+    first = [
+        not any(abs(x - sx) < NEAR_DECADES[0] and abs(y - sy) < NEAR_DECADES[1] for sx, sy, _name in spots[:i])
+        for i, (x, y, _name) in enumerate(spots)
+    ]
+    named = [spot for spot, keep in zip(spots, first, strict=True) if keep]
+    obstacles = [(x, y, "") for (x, y, _name), keep in zip(spots, first, strict=True) if not keep]
+    obstacles += [(math.log10(p.bytes_per_token(context) / 1024), math.log10(_y(p)), "") for p in others]
+    placed = apart([*named, *obstacles], x_range, y_range)[: len(named)]
+    kept = iter(kept_names(named, placed, x_range, y_range))
+    where = iter(placed)
+    labels, positions = [], []
+    for (*_place, name), keep in zip(spots, first, strict=True):
+        shown = keep and next(kept)
+        positions.append(next(where) if keep else "top center")
+        labels.append(name if shown else "")
     return labels, positions
 
 
