@@ -23,7 +23,7 @@ from streamlit.delta_generator import DeltaGenerator
 
 from .i18n import N_, _, language
 from .labels import display_width, is_wide
-from .present import MIN_TEXT_PX, SLIDE_FONT_SCALE, for_projector, presenting
+from .present import FONT_SCALE, MIN_TEXT_PX, SLIDE_FONT_SCALE, for_projector, presenting
 
 PLOTLY_CONFIG: dict[str, Any] = {
     "displayModeBar": True,  # always shown, not only on hover: the camera icon saves a PNG
@@ -246,16 +246,8 @@ def show_chart(
     # so where the chart is narrower than that (live_chart.js)
     narrow = spec.get("narrow")
     spec = {key: value for key, value in spec.items() if key != "narrow"}
-    shown = _as_drawn(spec, slide_height)
-    if narrow:
-        narrow = {
-            "below": narrow["below"],
-            "layout": _as_drawn({**spec, "layout": narrow["layout"]}, slide_height)["layout"]
-            if "layout" in narrow
-            else None,
-            "unlabelled": bool(narrow.get("unlabelled")),
-            "textposition": narrow.get("textposition"),
-        }
+    shown = _as_drawn(spec, slide_height, present=presenting())
+    narrow = _narrow(spec, narrow, slide_height)
     to_image = dict(PLOTLY_CONFIG["toImageButtonOptions"], filename=name)
     config = PLOTLY_CONFIG | {"toImageButtonOptions": to_image} | plotly_locale()
     least = 0
@@ -307,19 +299,57 @@ def chart_description(layout: dict, caption: str) -> str:
     return stop.join(parts) + stop.strip() if parts else ""
 
 
-def _as_drawn(spec: dict, slide_height: int | None = None) -> dict:
-    """The figure as it is sent: in PLOTLY_TEMPLATE, fonts scaled in presenter mode (as a slide's, slide_height tall,
-    if given), the title below the toolbar."""
+def _as_drawn(spec: dict, slide_height: int | None = None, *, present: bool = False) -> dict:
+    """The figure as it is sent: in PLOTLY_TEMPLATE, fonts scaled for a projector when present (as a slide's,
+    slide_height tall, if given), the title below the toolbar."""
     spec = {**spec, "layout": {**spec.get("layout", {}), "template": PLOTLY_TEMPLATE}}
-    if presenting() and slide_height:  # a lesson's step on a projector: the chart fits what the slide leaves
+    if present and slide_height:  # a lesson's step on a projector: the chart fits what the slide leaves
         spec = for_projector(spec, SLIDE_FONT_SCALE, height=slide_height, greys=LIGHT_GREYS)
         spec = as_slide(spec)
-    elif presenting():  # present=1: fonts about twice their size for a projector
+    elif present:  # present=1: fonts about twice their size for a projector
         spec = for_projector(spec, greys=LIGHT_GREYS)
     # A slide's chart has the screen's width: its title breaks only where it would not fit there
-    title_width = SLIDE_TITLE_WIDTH if presenting() and slide_height else TITLE_WIDTH
+    title_width = SLIDE_TITLE_WIDTH if present and slide_height else TITLE_WIDTH
     spec = frame_titles_in_lines(spec, title_width)
     return {**spec, "layout": with_unmeasured_tick_labels(title_below_toolbar(spec["layout"], title_width))}
+
+
+def _narrow(spec: dict, own: dict | None, slide_height: int | None) -> dict | None:
+    """What live_chart.js draws where the chart is narrow ("below" px) or, in presenter mode, the screen a phone's."""
+    present = presenting()
+    narrow = None
+    if own:
+        narrow = {
+            "below": own["below"],
+            "layout": _as_drawn({**spec, "layout": own["layout"]}, slide_height, present=present)["layout"]
+            if "layout" in own
+            else None,
+            "unlabelled": bool(own.get("unlabelled")),
+            "textposition": own.get("textposition"),
+        }
+    if not present:
+        return narrow
+    usual = narrow or {"below": 0, "layout": None, "unlabelled": False, "textposition": None}
+    return {**usual, "phone": _on_a_phone(spec, own, slide_height)}
+
+
+# Presenter mode opened on a phone (a class link sent with present=1): under this screen width the page drops the
+# projector's sizes (assets/present.css), and each chart is drawn at its usual size, as on the usual page.
+PRESENTER_SCREEN_FROM = 641
+
+
+def _on_a_phone(spec: dict, narrow: dict | None, slide_height: int | None) -> dict:
+    """How a presented chart is drawn on a screen under PRESENTER_SCREEN_FROM px: its usual layout (its own phone
+    layout if it has one), its traces' fonts divided back by the projector's scale in the browser ("unscale")."""
+    own = narrow or {}
+    layout = own.get("layout", spec.get("layout", {}))
+    return {
+        "screenBelow": PRESENTER_SCREEN_FROM,  # the window's width: a projector's half-width column is narrow too
+        "layout": _as_drawn({**spec, "layout": layout})["layout"],
+        "unlabelled": bool(own.get("unlabelled")),
+        "textposition": own.get("textposition"),
+        "unscale": SLIDE_FONT_SCALE if slide_height else FONT_SCALE,
+    }
 
 
 def _title_text(layout: dict) -> str:

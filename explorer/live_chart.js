@@ -10,7 +10,9 @@
 // null or {"below": px, "layout": {...} or null, "unlabelled": bool, "textposition": [...] or null}, "figure":
 // {"data": [...], "layout": {...}, "frames": [...]}, "leastCellText": px (0: any size)}. A chart narrower than
 // "below" px (a phone) is drawn with the narrow layout, its points' text labels placed for it ("textposition") or
-// left out ("unlabelled"): only the browser knows the width.
+// left out ("unlabelled"): only the browser knows the width. In presenter mode "narrow" also has "phone": {
+// "screenBelow": px, "layout", "unlabelled", "textposition", "unscale": the projector's font scale}: on a screen
+// narrower than that the chart is drawn at its usual size (its traces' fonts divided back), as the page is there.
 
 const state = (window.__attentionExplorerCharts ??= {
   plotly: null, // the promise of plotly.js, loaded once per page
@@ -106,24 +108,58 @@ function withMarginsOf(drawing, layout) {
   return { ...layout, margin };
 }
 
+// A presented chart on a phone's screen (spec.narrow.phone), else the chart's narrow layout where it is narrow, or
+// null: its own figure.
+function variantFor(spec, div) {
+  const phone = spec.narrow?.phone;
+  if (phone && window.innerWidth < phone.screenBelow) return phone;
+  if (spec.narrow && div.clientWidth > 0 && div.clientWidth < spec.narrow.below) return spec.narrow;
+  return null;
+}
+
 function isNarrow(spec, div) {
-  return Boolean(spec.narrow) && div.clientWidth > 0 && div.clientWidth < spec.narrow.below;
+  return variantFor(spec, div) !== null;
 }
 
 // The figure's own layout, or its narrow one where the chart is narrow.
 function layoutFor(spec, div) {
-  return isNarrow(spec, div) ? spec.narrow.layout ?? spec.figure.layout : spec.figure.layout;
+  return variantFor(spec, div)?.layout ?? spec.figure.layout;
+}
+
+// A value with every font size divided by `by` (presenter mode's scaling undone: explorer/present.py _scaled).
+function unscaled(value, by, font = false) {
+  if (Array.isArray(value)) return value.map((item) => unscaled(item, by));
+  if (value === null || typeof value !== "object") return value;
+  const out = {};
+  for (const [key, item] of Object.entries(value)) {
+    if (font && key === "size") {
+      const divide = (size) => (typeof size === "number" ? size / by : size);
+      out[key] = Array.isArray(item) ? item.map(divide) : divide(item);
+    } else {
+      const isFont = key.endsWith("font") && item !== null && typeof item === "object" && !Array.isArray(item);
+      out[key] = unscaled(item, by, isFont);
+    }
+  }
+  return out;
+}
+
+// The animation's frames as drawn: at their usual size on a phone's screen in presenter mode.
+function framesFor(spec, div) {
+  const variant = variantFor(spec, div);
+  return variant?.unscale && spec.figure.frames ? unscaled(spec.figure.frames, variant.unscale) : spec.figure.frames;
 }
 
 // The traces as drawn: where the chart is narrow and the figure asks, without their points' text labels (names of
 // points close together pile up on a phone, while the legend, a tap and the table beside the chart still name them),
 // or with them where the figure placed them for a phone ("textposition": per trace, a list or null).
 function dataFor(spec, div) {
-  if (!isNarrow(spec, div)) return spec.figure.data;
-  const places = spec.narrow.textposition;
-  if (places) return spec.figure.data.map((trace, i) => (places[i] ? { ...trace, textposition: places[i] } : trace));
-  if (!spec.narrow.unlabelled) return spec.figure.data;
-  return spec.figure.data.map((trace) =>
+  const variant = variantFor(spec, div);
+  if (!variant) return spec.figure.data;
+  const data = variant.unscale ? unscaled(spec.figure.data, variant.unscale) : spec.figure.data;
+  const places = variant.textposition;
+  if (places) return data.map((trace, i) => (places[i] ? { ...trace, textposition: places[i] } : trace));
+  if (!variant.unlabelled) return data;
+  return data.map((trace) =>
     typeof trace.mode === "string" && trace.mode.includes("text")
       ? { ...trace, mode: trace.mode.replace(/\+?text/, "").replace(/^\+/, "") || "markers" }
       : trace,
@@ -165,7 +201,8 @@ function drawNext(Plotly) {
       const key = labelsKey({ ...spec.figure, data, layout: own }, div.clientWidth);
       const last = state.margins.get(div);
       if (last?.key === key) layout = withMarginsOf(last.margins, layout);
-      Plotly.react(div, { ...spec.figure, data, layout, config }).then(() => { // frames too: the animated charts
+      const frames = framesFor(spec, div);
+      Plotly.react(div, { ...spec.figure, data, layout, frames, config }).then(() => { // frames too: the animated charts
         const { l, r, t, b } = div._fullLayout._size;
         state.margins.set(div, { key, margins: { l, r, t, b } });
         reachableByKeyboard(div);

@@ -24,6 +24,7 @@ from streamlit.delta_generator import DeltaGenerator
 from . import i18n
 from .i18n import LINK_PARAM, _
 from .params import TEXT_NAMES
+from .present import PRESENT, presenting
 from .settings import Settings
 from .verbatim import show_verbatim
 
@@ -42,6 +43,8 @@ def forget_last_run() -> None:
 def share_tools(settings: Settings) -> None:
     st.subheader(_("Share"))
     st.caption(_("This link opens exactly this view (same weights, inputs and numbers)."))
+    if presenting():
+        st.caption(_("For students' screens: it opens the usual page, not presenter mode."))
     st.session_state[_SHARE_BOX] = box = st.empty()  # redrawn as the page's own controls write to the link
     _show_link(box)
     # A dialog drawn on demand: a QR code takes too long to make for every press of every slider.
@@ -94,8 +97,11 @@ def link_shown_after() -> Iterator[None]:
 
 
 def _current_link() -> str:
+    """This view's link for a class: its language, page, step and settings, never presenter mode (a projector's
+    sizes on a student's phone: explorer/present.py), which the presenter's own address bar keeps."""
     base = (st.context.url or "").split("?")[0]
-    return f"{base}?{urlencode(st.query_params.to_dict())}"
+    shared = {name: value for name, value in st.query_params.to_dict().items() if name != PRESENT.name}
+    return f"{base}?{urlencode(shared)}"
 
 
 def _show_link(box: DeltaGenerator) -> None:
