@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 from urllib.parse import urlencode
 
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 from streamlit.errors import StreamlitPageNotFoundError
 
 from . import i18n, share
@@ -34,13 +35,21 @@ def write_link(params: dict[str, str]) -> None:
     share.link_changed(params, changed=changed)
 
 
-def bound(param: Param, render: Callable[[str], T], options: tuple | None = None, *, say_moves: bool = True) -> T:
+def bound(
+    param: Param,
+    render: Callable[[str], T],
+    options: tuple | None = None,
+    *,
+    say_moves: bool = True,
+    notes: DeltaGenerator | None = None,
+) -> T:
     """A page widget whose value lives in the link under param.name.
 
     render(key) draws the widget with that key and returns its value. options narrows the valid values for this
     view (a Choice's options, an IntRange's (low, high)). The value survives leaving the page and coming back.
     say_moves=False: when other controls make the value unavailable it moves without a note (a value that follows
-    another by design, as the head opened up follows the page of heads); a bad link value is still reported.
+    another by design, as the head opened up follows the page of heads); a bad link value is still reported, where
+    the widget is or in `notes` (a widget folded away, as a slide's step menu: its note must still be seen).
     """
     key, kept = param.key, f"_kept_{param.name}"
     state = st.session_state
@@ -63,7 +72,7 @@ def bound(param: Param, render: Callable[[str], T], options: tuple | None = None
                     )
                 )
             if note:
-                st.warning(note)  # a value the link carried that does not fit is reported here
+                (notes or st).warning(note)  # a value the link carried that does not fit is reported
         else:
             value = state.get(kept, param.default)
         state[key] = value

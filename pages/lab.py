@@ -357,7 +357,7 @@ def show_split(text: str, of: str) -> None:
 
 # A toggle, not a button: it lives in the link, so a shared link shows the answers its sender saw (cached, so a
 # rerun costs nothing).
-if bound(link.ANSWER, lambda widget: st.toggle(_("Answer with both"), key=widget)):
+if bound(link.ANSWER, lambda widget: st.toggle(_("Answer with each model"), key=widget)):
     if not prompt.strip():
         st.warning(_("Write a prompt first."))
     elif trained_model() is not None:  # None: it has said why the model is absent and how to install it
@@ -389,7 +389,9 @@ if bound(link.ANSWER, lambda widget: st.toggle(_("Answer with both"), key=widget
             per_token = [reply.cache_bytes / reply.cache_tokens for reply in (first, second)]
             st.caption(
                 sentences(  # a count with its noun, then the ratio
-                    n_("The answers share their first {n} token.", "The answers share their first {n} tokens.", shared),
+                    n_("The answers share their first {n} token.", "The answers share their first {n} tokens.", shared)
+                    if shared
+                    else _("The answers differ from their first token."),
                     _(
                         "Per cached token the converted model keeps {converted}, the original {original}: {ratio}x.",
                         converted=format_bytes(per_token[1]),

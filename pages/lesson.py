@@ -55,17 +55,19 @@ menu: DeltaGenerator  # where the step menu goes: the nav row, or a slide's fold
 more: DeltaGenerator  # where the caption and the links go: under the chart, or a slide's fold
 with page:
     if present:
+        notice = st.container()  # a bad step in the link is said here: the step menu is folded away
         heading, count, back, forward = st.columns([9, 1.3, 1, 1], vertical_alignment="center", gap="small")
-        body, control, chart, question = st.container(), st.container(), st.container(), st.container()
+        body, control, chart, question = st.container(key="lesson-lead"), st.container(), st.container(), st.container()
         answer = st.expander(_("Answer"))
         more = st.expander(_("More: the step menu, the step's whole text, the chart's caption and links"))
         menu = more
     else:
         st.title(_("Lesson: from attention to MLA, and after it"))
+        notice = st.container()
         back, menu, forward = st.columns([2, 5, 2], vertical_alignment="center")
         body = st.container()
 with menu:
-    number = bound(steps.STEP, step_menu, (1, last))
+    number = bound(steps.STEP, step_menu, (1, last), notes=notice)
 with page:
     back.button(
         "←" if present else _("← Previous"),

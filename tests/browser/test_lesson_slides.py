@@ -24,6 +24,7 @@ STEPS = range(1, len(steps.STEPS) + 1)
 LANGS = ("en", "zh")
 # Tick labels darker than this in every channel: Streamlit's chart grey (128, 132, 149) washes out on a projector
 DARKEST_LIGHT_GREY = 110
+TITLE_LINE_PX = 0.9 * 32 * 1.25  # a slide title's line: 0.9rem of the doubled 16 px, line-height 1.25 (present.css)
 
 # The step with this title and key is drawn whole: its chart holds data, and no element of the last run is left.
 ARRIVED = """([title, key]) => {
@@ -50,6 +51,7 @@ SLIDE = """lead => {
                 fill: getComputedStyle(e).fill}; }) : [];
     const data = plot && plot._fullData ? plot._fullData : [];
     return {scrolled: main.scrollTop, header: box(header), title: box(document.querySelector('[data-testid="stMain"] h2')),
+        lead: box(document.querySelector('.st-key-lesson-lead p')),
         chart: box(plot), question: box(question), texts,
         controls: main.querySelectorAll('[data-testid="stSlider"]').length,
         staircases: data.filter(t => t.line && t.line.shape === 'hv').length,
@@ -159,6 +161,16 @@ def test_each_step_shows_its_title_chart_and_question_on_one_screen(walks, lang,
     problems += inside_the_screen("question", seen["question"], header)
     assert not problems, f"step {number} ({lang}): {problems}"
     assert seen["title"][3] <= seen["chart"][1] <= seen["chart"][3] <= seen["question"][1] + 1, "title, chart, question"
+
+
+@pytest.mark.parametrize("number", STEPS)
+@pytest.mark.parametrize("lang", LANGS)
+def test_a_steps_title_takes_one_line_clear_of_its_first_sentence(walks, lang, number):
+    """Two-line titles touched the sentence below them (steps 1, 3, 5 and 12 in English)."""
+    seen = walks(lang).slide(number)
+    _, top, _, bottom = seen["title"]
+    assert bottom <= seen["lead"][1] + 1, f"step {number} ({lang}): the title over its first sentence"
+    assert bottom - top < 1.6 * TITLE_LINE_PX, f"step {number} ({lang}): the title takes more than one line"
 
 
 @pytest.mark.parametrize("number", STEPS[1:])

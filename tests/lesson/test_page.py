@@ -123,6 +123,19 @@ def test_a_step_past_the_end_opens_the_last_with_a_note():
     assert any(w.value.startswith("step:") for w in at.warning)
 
 
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_bad_step_on_a_slide_is_said_on_the_slide_not_in_its_fold(lang):
+    """In presenter mode the step menu is folded away: its note came folded with it, and step 20 opened silently."""
+    at = open_page("lesson", {"step": "99", "present": "1", "lang": lang})
+    no_exception(at)
+    assert at.selectbox(key=steps.STEP.key).value == len(steps.STEPS)
+    folded = [w.value for fold in at.expander for w in fold.warning]
+    shown = [w.value for w in at.warning if w.value not in folded]
+    assert any("step" in note and "99" in note for note in shown), (shown, folded)
+    if lang == "zh":
+        assert any("step=99" in note for note in shown), "the link's own text, not an English word in a sentence"
+
+
 def test_next_and_previous_move_the_step_and_the_link():
     at = open_page("lesson", {"step": "1"})
     assert at.button(key="lesson_previous").disabled
