@@ -1,6 +1,7 @@
-"""deploy/Dockerfile and deploy/compose.yaml, checked without docker (the machine these tests were written on has
-none): the image installs what `make app` installs, its torch comes from PyTorch's CPU index, and compose's command
-lines are ones deploy/serve.py accepts and that wire its services to each other and to the image's port."""
+"""deploy/Dockerfile and deploy/compose.yaml, checked without docker (`make deploy-check` builds and runs them, in
+minutes, where a daemon runs): the image installs what `make app` installs, its torch comes from PyTorch's CPU index,
+the build's CA bundle is a secret no layer keeps, and compose's command lines are ones deploy/serve.py accepts and
+that wire its services to each other and to the image's port."""
 
 from __future__ import annotations
 
