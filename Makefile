@@ -69,7 +69,8 @@ plotly:
 # The hosted copy, built and answered here (needs a Docker daemon and docker-compose; minutes: not part of `make test`):
 # deploy/Dockerfile built on DOCKER_BASE, one container and then compose.yaml's classroom each drawing a page in
 # chromium, a replica killed (deploy/check.py). On a machine that pulls no images: `make deploy-base`, then
-#   make deploy-check DOCKER_BASE=attention-explorer-base:bookworm TORCH_WHEELS=/opt/wheels HAPROXY_BASE=...
+#   make deploy-check DOCKER_BASE=attention-explorer-base:bookworm HAPROXY_BASE=attention-explorer-base:bookworm
+# (HAPROXY_BASE: compose's balancer built from that image's Debian haproxy instead of the official haproxy:2.6).
 # TORCH_WHEELS: a folder holding torch's CPU wheel, served to the build over loopback when PyTorch's index is out of
 # reach. CA_CERTS: the CA bundle the build's HTTPS trusts (a proxy's certificate), a build secret left in no layer.
 DOCKER ?= docker
