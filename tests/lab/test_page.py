@@ -118,7 +118,7 @@ def test_empty_inputs_give_a_message():
 
 
 def test_a_missing_model_is_a_message_not_a_traceback(monkeypatch):
-    def missing():
+    def missing(source=None):  # load_pretrained(source)
         raise ModelPackageMissing("The trained model is not installed: run `pip install …`.")
 
     explorer.model._load.clear()

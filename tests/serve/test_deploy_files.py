@@ -1,6 +1,7 @@
-"""deploy/Dockerfile and deploy/compose.yaml, checked without docker (the machine these tests were written on has
-none): the image installs what `make app` installs, its torch comes from PyTorch's CPU index, and compose's command
-lines are ones deploy/serve.py accepts and that wire its services to each other and to the image's port."""
+"""deploy/Dockerfile and deploy/compose.yaml, checked without docker (`make deploy-check` builds and runs them, in
+minutes, where a daemon runs): the image installs what `make app` installs, its torch comes from PyTorch's CPU index,
+the build's CA bundle is a secret no layer keeps, and compose's command lines are ones deploy/serve.py accepts and
+that wire its services to each other and to the image's port."""
 
 from __future__ import annotations
 
@@ -59,11 +60,26 @@ def pip_install(command: list[str]) -> tuple[list[str], list[str]] | None:
     return what, indexes
 
 
+def build_args() -> dict[str, str]:
+    """The Dockerfile's ARGs and their defaults (what a plain `docker build` uses)."""
+    found = {}
+    for keyword, arguments in instructions(DOCKERFILE):
+        if keyword == "ARG":
+            name, _, default = arguments.partition("=")
+            found[name] = " ".join(shlex.split(default))
+    return found
+
+
+def expanded(arguments: str) -> str:
+    """A RUN line with its $ARG and ${ARG} references replaced by their defaults."""
+    return re.sub(r"\$\{?(\w+)\}?", lambda name: build_args().get(name[1], name[0]), arguments)
+
+
 def docker_installs() -> list[tuple[list[str], list[str]]]:
     installs = []
     for keyword, arguments in instructions(DOCKERFILE):
         if keyword == "RUN":
-            for command in arguments.split("&&"):
+            for command in expanded(arguments).split("&&"):
                 found = pip_install(shlex.split(command))
                 if found:
                     installs.append(found)
@@ -138,6 +154,21 @@ def test_the_images_torch_comes_from_pytorchs_cpu_index():
     assert requirements == [CPU_INDEX]
     # An exact release: pip takes that release's CPU build (2.13.0+cpu) from the index, never another version's.
     assert re.search(r"^torch==\d+(\.\d+)+$", (REPO / "requirements.txt").read_text(), re.MULTILINE)
+
+
+def test_the_image_is_built_on_the_official_slim_python_by_default():
+    assert build_args()["BASE"] == "python:3.11-slim"
+    assert instructions(DOCKERFILE)[1] == ("FROM", "${BASE}")
+
+
+def test_the_builds_ca_bundle_is_a_secret_of_the_install_step_never_a_file_of_the_image():
+    (install,) = [arguments for keyword, arguments in instructions(DOCKERFILE) if "-r requirements.txt" in arguments]
+    assert install.startswith("--mount=type=secret,id=ca_certs ")
+    assert "PIP_CERT=/run/secrets/ca_certs" in install
+    copied = " ".join(arguments for keyword, arguments in instructions(DOCKERFILE) if keyword in {"COPY", "ADD"})
+    assert not re.search(r"\.(crt|pem)\b|ca-certificates", copied)
+    # `COPY . .` copies the repository: it holds no certificate either
+    assert not [path for path in REPO.rglob("*") if path.suffix in {".crt", ".pem"}]
 
 
 def test_the_readme_points_a_newcomers_pip_at_the_same_cpu_index():
