@@ -62,6 +62,7 @@ from .presets import PRESETS, ModelPreset
 from .published import PUBLISHED, SOURCES, context_length, published_config
 from .quant import CacheBits, QuantizedKVCache, QuantizedLatentKVCache
 from .rope import RopeScaling
+from .served import STORAGES, ServedFormat, Storage
 
 __all__ = [
     "DTYPES",
@@ -69,6 +70,7 @@ __all__ = [
     "PRESETS",
     "PUBLISHED",
     "SOURCES",
+    "STORAGES",
     "VARIANTS",
     "AttentionConfig",
     "AttentionLayer",
@@ -106,6 +108,8 @@ __all__ = [
     "Queries",
     "RepeatedHeadsCache",
     "RopeScaling",
+    "ServedFormat",
+    "Storage",
     "Variant",
     "WindowedKVCache",
     "allowed_positions",

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -46,7 +46,7 @@ from .hybrids import KIMI_MODEL_TYPES, QWEN_MODEL_TYPES, kimi_linear_layer, qwen
 from .linear import GatedDeltaNet, GatedDeltaNetConfig, KimiDeltaAttention, KimiDeltaConfig
 from .options import NO_OPTIONS, AttentionOptions, QkNorm, held_tokens
 from .rope import RopeScaling
-from .served import SERVED_AS_HELD, Format, served_layout
+from .served import SERVED_AS_HELD, STORAGES, ServedFormat, Storage, served_layout
 
 if TYPE_CHECKING:
     from .cache import GroupedKVCache, LatentKVCache, WindowedKVCache
@@ -60,8 +60,6 @@ GROUPED_LAYER_TYPES = ("full_attention", "sliding_attention")
 # A cache at more tokens than this is a typo, not a question (a billion tokens; published contexts reach 10M).
 MAX_TOKENS = 1 << 30
 MAX_BATCH = 1 << 16
-Storage = Literal["reference", "served"]
-STORAGES: tuple[Storage, ...] = ("reference", "served")
 
 
 # --- the layer configs of this module's designs ------------------------------------------------------------------
@@ -218,10 +216,10 @@ class ModelDescription:
             return layout.bytes(cache.shapes(), tokens)
         return cache.nbytes, cache.read_nbytes
 
-    def served_formats(self) -> dict[str, tuple[Format, ...]]:
+    def served_formats(self) -> dict[str, tuple[ServedFormat, ...]]:
         """Per kind, the formats its layers' caches are served in, each with its source (SERVED_AS_HELD: bf16 as HF's
         module holds it)."""
-        formats: dict[str, tuple[Format, ...]] = {}
+        formats: dict[str, tuple[ServedFormat, ...]] = {}
         for kind, config in zip(self.layer_kinds, self.layer_configs, strict=True):
             layout = served_layout(config)
             formats.setdefault(kind, (SERVED_AS_HELD,) if layout is None else layout.formats)
