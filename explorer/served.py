@@ -1,0 +1,104 @@
+"""Caches as served, on the pages that show published models (axes, kv_cache): the storage choice's words, each
+format's bytes and source under a chart, and the table of published claims beside what the core measures
+(explorer/probes/claims.py), in this run's language."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from attn_core import STORAGES, Storage
+from explorer.axes.text import kind_name
+from explorer.i18n import _, fmt, percent, sig
+from explorer.messages import N_
+from explorer.probes.axes import FormatRow, ModelCurves
+from explorer.probes.claims import Claim, published_claims
+from explorer.work import cached_probe
+
+cached_claims = cached_probe(published_claims, max_entries=1, takes_turns=False)
+
+STORAGE_NAMES: dict[str, str] = {
+    "reference": N_("As HF's modules hold it"),
+    "served": N_("As served"),
+}
+FORMAT_NAMES: dict[str, str] = {
+    "FlashMLA FP8 latent": N_("FlashMLA's FP8 latent"),
+    "FP8 indexer key": N_("FP8 indexer key"),
+    "fp8_ds_mla entry": N_("window key or compressed entry (fp8_ds_mla)"),
+    "FP4 indexer key": N_("FP4 indexer key"),
+    "compressor state": N_("compressor's waiting tokens"),
+    "state and conv tail": N_("recurrent state and conv tail"),
+    "every number, as HF holds it": N_("every number, as HF's module holds it"),
+}
+CLAIMS: dict[str, str] = {
+    "v2_gqa_groups": N_("DeepSeek-V2: MLA caches as much as GQA with 2.25 groups"),
+    "v2_saving": N_("DeepSeek-V2: 93.3% less KV cache than DeepSeek 67B (with its 6-bit cache)"),
+    "kimi_saving": N_("Kimi Linear: up to 75% less KV cache (vs MLA on every layer, 1M tokens)"),
+    "v4_vs_v32": N_("DeepSeek-V4-Flash: about 7% of DeepSeek-V3.2's KV cache at 1M tokens"),
+    "v4_vs_gqa8": N_("DeepSeek-V4-Flash: about 2% of a bf16 GQA-8 cache (43 layers, 8 KV heads of 128) at 1M tokens"),
+    "gemma3_local": N_("Gemma 3: 5 local (sliding) layers per global one"),
+}
+
+
+def storage_name(option: object) -> str:
+    return _(STORAGE_NAMES.get(str(option), str(option)))
+
+
+def storage_of(value: object) -> Storage:
+    """A bound widget's value as a storage (the reference when the widget gives none)."""
+    return "served" if value == "served" else STORAGES[0]
+
+
+def _figure(value: float, unit: str) -> str:
+    return percent(value / 100, 1) if unit == "percent" else _("{value}×", value=sig(value))
+
+
+def claims_markdown(claims: list[Claim]) -> str:
+    """The claims as a Markdown table: claim, source (as cited), published figure, measured figure, reproduces."""
+    headers = (_("Claim"), _("Source"), _("Published"), _("Measured here"), _("Storage"), _("Reproduces"), _("Within"))
+    lines = ["| " + " | ".join(headers) + " |", "| " + " | ".join("---" for _ in headers) + " |"]
+    for claim in claims:
+        cells = (
+            _(CLAIMS[claim.key]),
+            f"`{claim.source}`",
+            _figure(claim.published, claim.unit),
+            _figure(claim.measured, claim.unit),
+            storage_name(claim.storage),
+            _("yes") if claim.reproduces else _("no"),
+            _("±{share}", share=percent(claim.tolerance, 2 if claim.tolerance < 0.01 else 0)),
+        )
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def format_line(row: FormatRow) -> str:
+    """One format: its name, its fields ("512 × FP8 E4M3 + 4 × fp32 + ...") and bytes a row, and its source."""
+    fields = " + ".join(f"{fmt(count)} × {kind}" for count, kind in row.fields)
+    return _(
+        "{kind}: {name}, {fields} = {nbytes} B a row; source: {source}",
+        kind=kind_name(row.kind),
+        name=_(FORMAT_NAMES.get(row.name, row.name)),
+        fields=f"`{fields}`" if len(row.fields) > 1 else f"`{row.fields[0][1]}`",
+        nbytes=fmt(row.nbytes),
+        source=f"`{row.source}`",
+    )
+
+
+def formats_markdown(models: list[ModelCurves]) -> str:
+    """Each model's served formats, one bullet per model and format."""
+    return "\n".join(f"- **{model.name}**: {format_line(row)}" for model in models for row in model.formats)
+
+
+def show_claims() -> None:
+    """The claims table and what it counts in: the page's own section."""
+    with st.spinner(_("Measuring the claims' models on the `meta` device…")):
+        claims = cached_claims()
+    st.markdown(claims_markdown(claims))
+    st.caption(
+        _(
+            "Every measured figure is computed now by the core from the models' configs on the `meta` device, in the "
+            "storage the claim counts: DeepSeek-V2's with its 6-bit cache against DeepSeek 67B's bf16 one; Kimi "
+            "Linear's and DeepSeek-V4's as served; the counts of layers as the configs give them. A claim reproduces "
+            "when the measured figure is within the claim's own precision of it (the last column, of the published "
+            "figure: 93.3% to its last digit, 'about 7%' within a tenth)."
+        )
+    )
