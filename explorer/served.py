@@ -4,17 +4,17 @@ format's bytes and source under a chart, and the table of published claims besid
 
 from __future__ import annotations
 
-import streamlit as st
-
 from attn_core import STORAGES, Storage
 from explorer.axes.text import kind_name
-from explorer.i18n import _, fmt, percent, sig
+from explorer.i18n import _, fmt, format_bytes, percent, sig
 from explorer.messages import N_
-from explorer.probes.axes import FormatRow, ModelCurves
+from explorer.probes.axes import FormatRow, ModelCurves, published_curves
 from explorer.probes.claims import Claim, published_claims
 from explorer.work import cached_probe
 
 cached_claims = cached_probe(published_claims, max_entries=1, takes_turns=False)
+cached_curves = cached_probe(published_curves, max_entries=8, takes_turns=False)
+TABLE_TOKENS = 131072  # the kv_cache page's table: a context every published model reaches
 
 STORAGE_NAMES: dict[str, str] = {
     "reference": N_("As HF's modules hold it"),
@@ -88,17 +88,33 @@ def formats_markdown(models: list[ModelCurves]) -> str:
     return "\n".join(f"- **{model.name}**: {format_line(row)}" for model in models for row in model.formats)
 
 
-def show_claims() -> None:
-    """The claims table and what it counts in: the page's own section."""
-    with st.spinner(_("Measuring the claims' models on the `meta` device…")):
-        claims = cached_claims()
-    st.markdown(claims_markdown(claims))
-    st.caption(
-        _(
-            "Every measured figure is computed now by the core from the models' configs on the `meta` device, in the "
-            "storage the claim counts: DeepSeek-V2's with its 6-bit cache against DeepSeek 67B's bf16 one; Kimi "
-            "Linear's and DeepSeek-V4's as served; the counts of layers as the configs give them. A claim reproduces "
-            "when the measured figure is within the claim's own precision of it (the last column, of the published "
-            "figure: 93.3% to its last digit, 'about 7%' within a tenth)."
-        )
+def claims_caption() -> str:
+    return _(
+        "Every measured figure is computed now by the core from the models' configs on the `meta` device, in the "
+        "storage the claim counts: DeepSeek-V2's with its 6-bit cache against DeepSeek 67B's bf16 one; Kimi "
+        "Linear's and DeepSeek-V4's as served; the counts of layers as the configs give them. A claim reproduces "
+        "when the measured figure is within the claim's own precision of it (the last column, of the published "
+        "figure: 93.3% to its last digit, 'about 7%' within a tenth)."
     )
+
+
+def models_columns(tokens: int) -> dict[str, dict]:
+    """Headers -> column help for models_table (same order)."""
+    return {
+        _("Model"): {"width": "medium", "pinned": True},
+        _("Held"): {"help": _("What every layer's cache holds after {tokens} tokens.", tokens=tokens)},
+        _("Read per step"): {"help": _("What the decoding step of token {tokens} reads.", tokens=tokens)},
+        _("Of HF's"): {"help": _("Held, as a share of what HF's modules hold in bf16.")},
+    }
+
+
+def models_table(models: list[ModelCurves], held_as_hf: list[ModelCurves], tokens: int) -> list[dict]:
+    """A row per published model at `tokens`: held, read, and held against the same model as HF's modules hold it."""
+    reference = {m.name: m for m in held_as_hf}
+    headers, rows = list(models_columns(tokens)), []
+    for model in models:
+        i = model.at(tokens)
+        base = reference[model.name].held[reference[model.name].at(tokens)]
+        cells = [model.name, format_bytes(model.held[i]), format_bytes(model.read[i]), percent(model.held[i] / base)]
+        rows.append(dict(zip(headers, cells, strict=True)))
+    return rows

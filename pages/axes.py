@@ -88,10 +88,10 @@ show_chart(
     name="axes-published-models",
     rows=csv_rows,
     caption=_(
-        "Each line is a whole model's cache ({sequences}, {storage}), measured at every length drawn; dotted beyond "
-        "the context the model was published for. Hover a line for its layer kinds; the dashed line marks T.",
+        "Each line is a whole model's cache ({sequences}, {dtype}), measured at every length drawn; dotted beyond the "
+        "context the model was published for. Hover a line for its layer kinds; the dashed line marks T.",
         sequences=n_("{n} sequence", "{n} sequences", batch),
-        storage=dtype if storage == "reference" else served.storage_name(storage).lower(),
+        dtype=dtype if storage == "reference" else served.storage_name(storage).lower(),
     ),
 )
 if storage == "served":
@@ -175,7 +175,10 @@ show_chart(
 
 # --- published claims ------------------------------------------------------------------------------------------------
 st.header(_("Published claims, measured"), divider="gray")
-served.show_claims()
+with st.spinner(_("Measuring the claims' models on the `meta` device…")):
+    claims = served.cached_claims()
+st.markdown(served.claims_markdown(claims))
+st.caption(served.claims_caption())
 
 # --- 3. your model ---------------------------------------------------------------------------------------------------
 st.header(_("Your model"), divider="gray")
@@ -270,10 +273,10 @@ elif result.curves is not None:
         rows=my_csv,
         caption=text.sentences_of(
             _(
-                "Your model's cache ({sequences}, {storage}) and each kind of its layers, measured as the published "
+                "Your model's cache ({sequences}, {dtype}) and each kind of its layers, measured as the published "
                 "models' are.",
                 sequences=n_("{n} sequence", "{n} sequences", batch),
-                storage=dtype if storage == "reference" else served.storage_name(storage).lower(),
+                dtype=dtype if storage == "reference" else served.storage_name(storage).lower(),
             ),
             *text.plateau_sentences(measured.plateaus(mine)),
             text.reading_sentence(mine, tokens),
