@@ -4,7 +4,7 @@ format's bytes and source under a chart, and the table of published claims besid
 
 from __future__ import annotations
 
-from attn_core import STORAGES, Storage
+from attn_core import SERVED_AS_HELD, STORAGES, Storage
 from explorer.axes.text import kind_name
 from explorer.i18n import _, fmt, format_bytes, percent, sig
 from explorer.messages import N_
@@ -53,39 +53,55 @@ def _figure(value: float, unit: str) -> str:
 
 
 def claims_markdown(claims: list[Claim]) -> str:
-    """The claims as a Markdown table: claim, source (as cited), published figure, measured figure, reproduces."""
-    headers = (_("Claim"), _("Source"), _("Published"), _("Measured here"), _("Storage"), _("Reproduces"), _("Within"))
+    """The claims as a Markdown table of four columns (a phone's width): the claim and its source (as cited), the
+    published figure, the measured one and its storage, and whether it reproduces within the claim's precision."""
+    headers = (_("Claim"), _("Published"), _("Measured here"), _("Reproduces"))
     lines = ["| " + " | ".join(headers) + " |", "| " + " | ".join("---" for _ in headers) + " |"]
     for claim in claims:
+        within = percent(claim.tolerance, 2 if claim.tolerance < 0.01 else 0)
         cells = (
-            _(CLAIMS[claim.key]),
-            f"`{claim.source}`",
+            _("{claim} (`{source}`)", claim=_(CLAIMS[claim.key]), source=claim.source),
             _figure(claim.published, claim.unit),
-            _figure(claim.measured, claim.unit),
-            storage_name(claim.storage),
-            _("yes") if claim.reproduces else _("no"),
-            _("±{share}", share=percent(claim.tolerance, 2 if claim.tolerance < 0.01 else 0)),
+            _("{figure}, {storage}", figure=_figure(claim.measured, claim.unit), storage=storage_name(claim.storage)),
+            _("yes, within ±{share}", share=within) if claim.reproduces else _("no: not within ±{share}", share=within),
         )
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
-def format_line(row: FormatRow) -> str:
-    """One format: its name, its fields ("512 × FP8 E4M3 + 4 × fp32 + ...") and bytes a row, and its source."""
+def format_line(row: FormatRow, holders: list[str]) -> str:
+    """One format and who keeps it: its name, its fields ("512 × FP8 E4M3 + 4 × fp32 + ...") and bytes a row (or a
+    number), and its source."""
     fields = " + ".join(f"{fmt(count)} × {kind}" for count, kind in row.fields)
-    return _(
-        "{kind}: {name}, {fields} = {nbytes} B a row; source: {source}",
-        kind=kind_name(row.kind),
-        name=_(FORMAT_NAMES.get(row.name, row.name)),
-        fields=f"`{fields}`" if len(row.fields) > 1 else f"`{row.fields[0][1]}`",
-        nbytes=fmt(row.nbytes),
-        source=f"`{row.source}`",
-    )
+    values = {
+        "holders": _(", ").join(holders),
+        "name": _(FORMAT_NAMES.get(row.name, row.name)),
+        "nbytes": fmt(row.nbytes),
+        "source": f"`{row.source}`",
+    }
+    if len(row.fields) == 1 and row.fields[0][0] == 1:  # counted number by number
+        return _("{holders}: {name}, `{kind}`, {nbytes} B a number; source: {source}", kind=row.fields[0][1], **values)
+    return _("{holders}: {name}, `{fields}` = {nbytes} B a row; source: {source}", fields=fields, **values)
 
 
 def formats_markdown(models: list[ModelCurves]) -> str:
-    """Each model's served formats, one bullet per model and format."""
-    return "\n".join(f"- **{model.name}**: {format_line(row)}" for model in models for row in model.formats)
+    """Each served format once, with the models (and their layer kinds) that keep it: one bullet per format."""
+    kinds: dict[tuple, dict[str, list[str]]] = {}
+    rows: dict[tuple, FormatRow] = {}
+    for model in models:
+        for row in model.formats:
+            key = (row.name, row.fields, row.nbytes, row.source)
+            rows.setdefault(key, row)
+            kinds.setdefault(key, {}).setdefault(model.name, []).append(kind_name(row.kind))
+    lines = []
+    for key, by_model in kinds.items():
+        whole = rows[key].name == SERVED_AS_HELD.name  # a whole model as HF holds it: its kinds say nothing here
+        holders = [
+            f"**{name}**" if whole else _("**{model}** ({kinds})", model=name, kinds=_(", ").join(names))
+            for name, names in by_model.items()
+        ]
+        lines.append(f"- {format_line(rows[key], holders)}")
+    return "\n".join(lines)
 
 
 def claims_caption() -> str:
@@ -93,8 +109,8 @@ def claims_caption() -> str:
         "Every measured figure is computed now by the core from the models' configs on the `meta` device, in the "
         "storage the claim counts: DeepSeek-V2's with its 6-bit cache against DeepSeek 67B's bf16 one; Kimi "
         "Linear's and DeepSeek-V4's as served; the counts of layers as the configs give them. A claim reproduces "
-        "when the measured figure is within the claim's own precision of it (the last column, of the published "
-        "figure: 93.3% to its last digit, 'about 7%' within a tenth)."
+        "when the measured figure is within the claim's own precision of the published one (93.3% to its last digit, "
+        "'about 7%' within a tenth)."
     )
 
 
