@@ -43,3 +43,8 @@ def test_the_claims_are_tabled_with_their_sources(lang):
     shown = " ".join(m.value for m in at.markdown)
     for claim in published_claims():
         assert claim.source in shown
+
+
+def test_presenter_mode_as_served_raises_nothing():
+    at = open_page({"kv_storage": "served", "present": "1", "lang": "zh"})
+    assert not at.exception, [e.value for e in at.exception]
