@@ -62,13 +62,16 @@ from .presets import PRESETS, ModelPreset
 from .published import PUBLISHED, SOURCES, context_length, published_config
 from .quant import CacheBits, QuantizedKVCache, QuantizedLatentKVCache
 from .rope import RopeScaling
+from .served import SERVED_AS_HELD, STORAGES, ServedFormat, Storage
 
 __all__ = [
     "DTYPES",
     "LAYOUTS",
     "PRESETS",
     "PUBLISHED",
+    "SERVED_AS_HELD",
     "SOURCES",
+    "STORAGES",
     "VARIANTS",
     "AttentionConfig",
     "AttentionLayer",
@@ -106,6 +109,8 @@ __all__ = [
     "Queries",
     "RepeatedHeadsCache",
     "RopeScaling",
+    "ServedFormat",
+    "Storage",
     "Variant",
     "WindowedKVCache",
     "allowed_positions",

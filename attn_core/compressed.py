@@ -154,17 +154,22 @@ class CompressedConfig:
     def cache_formula(self) -> str:
         return CACHE_FORMULA[self.kind]
 
-    def read_elements(self, tokens: int) -> int:
-        """Numbers the query at position tokens - 1 reads from the cache (with itself in the window): the window's
-        keys, the entries it attends to and, when the indexer has more than index_topk entries to choose from, the
-        indexer's keys it scores."""
-        window = min(tokens, self.sliding_window) * self.head_dim
+    def read_rows(self, tokens: int) -> dict[str, int]:
+        """Rows the query at position tokens - 1 reads, by the cache tensor they are in: the window's keys (itself
+        included), the entries it attends to and, when the indexer has more than index_topk entries to choose from,
+        the indexer's keys it scores."""
+        rows = {"window": min(tokens, self.sliding_window)}
         if self.kind == "sliding":
-            return window
+            return rows
         entries = tokens // self.compress_rate
         if self.kind == "hca" or entries <= self.index_topk:
-            return window + entries * self.head_dim
-        return window + self.index_topk * self.head_dim + entries * self.index_head_dim
+            return rows | {"entries": entries}
+        return rows | {"entries": self.index_topk, "index_entries": entries}
+
+    def read_elements(self, tokens: int) -> int:
+        """Numbers the query at position tokens - 1 reads from the cache: read_rows times each row's width."""
+        widths = {"window": self.head_dim, "entries": self.head_dim, "index_entries": self.index_head_dim}
+        return sum(rows * widths[name] for name, rows in self.read_rows(tokens).items())
 
 
 def _layer_kind(hf: Mapping[str, Any], layer_idx: int) -> Kind:

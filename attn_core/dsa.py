@@ -6,8 +6,10 @@ indexer key of width d_I per token): the *reading* shrinks, not the cache. Numbe
 DeepseekV32Attention: the indexer's rotary part is the first d_h^R of its key, in the rotate-half layout (MLA's own
 is interleaved), its key goes through a LayerNorm, its scores are sum_h w_h * ReLU(q_h . k / sqrt(d_I)).
 
-A decoding step gathers the chosen latent entries and attends over those alone (HF's module scores all and masks);
-when no more than index_topk tokens are cached the indexer would choose them all, so it is not run.
+A decoding step runs the indexer at every length, as DeepSeek's reference (inference/model.py of DeepSeek-V3.2-Exp)
+and HF's module do (top-min(k, S)), gathers the chosen latent entries and attends over those alone (HF's module scores
+all and masks). A prefill of no more than index_topk tokens is plain MLA: every key would be chosen, so the output is
+the same without the scores.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from .options import AttentionOptions
 from .rope import PLAIN, RopeScaling, apply_rope
 
 CACHE_FORMULA = "(d_c + d_h^R + d_I) · T · b  (read per step: d_I · T + (d_c + d_h^R) · min(T, k), in units of b)"
+# (read per step counts the indexer keys at every T: DeepSeek's reference scores them even when T <= k)
 
 
 @dataclass(frozen=True)
@@ -131,13 +134,15 @@ class DSAConfig:
             softmax_scale=mla_softmax_scale(rope_parameters(hf), scaling, nope + rope),
         )
 
+    def read_rows(self, tokens: int) -> tuple[int, int]:
+        """(indexer keys, latent entries) the query at position tokens - 1 reads: every indexer key (scored at any
+        length, as DeepSeek's reference and HF's module do) and the min(T, k) latent entries it picks."""
+        return tokens, min(tokens, self.index_topk)
+
     def read_elements(self, tokens: int) -> int:
-        """Numbers one query at position tokens - 1 reads from the cache: the indexer keys it scores (none when all
-        tokens would be chosen anyway) and the latent entries it attends to."""
-        latent_width = self.kv_lora_rank + self.qk_rope_head_dim
-        if tokens <= self.index_topk:
-            return tokens * latent_width
-        return tokens * self.index_head_dim + self.index_topk * latent_width
+        """Numbers one query at position tokens - 1 reads from the cache (read_rows times each row's width)."""
+        index_rows, latent_rows = self.read_rows(tokens)
+        return index_rows * self.index_head_dim + latent_rows * (self.kv_lora_rank + self.qk_rope_head_dim)
 
 
 def cache_bytes_formula(cfg: DSAConfig, tokens: int, batch: int, element_bytes: int) -> int:
@@ -294,10 +299,10 @@ class DeepSeekSparseAttention(MultiHeadLatentAttention):
         keys_len = latent.shape[2]
         absorb = start > 0 if absorb is None else absorb
         mask = allowed_positions(q_len, keys_len, causal=causal, key_padding_mask=key_padding_mask, device=x.device)
-        if keys_len <= cfg.index_topk:  # the indexer would choose every key: plain MLA
-            out, weights = self.attend_latent(queries, latent, mask, absorb=absorb, return_weights=return_weights)
-        elif q_len == 1 and mask.allowed is None:  # a decoding step: read the chosen entries only
+        if q_len == 1 and mask.allowed is None:  # a decoding step: score every key, read the chosen entries only
             out, weights = self._attend_chosen(x, q_resid, queries, latent, index_keys, cos, sin, return_weights)
+        elif keys_len <= cfg.index_topk:  # a prefill whose queries would each choose every key: plain MLA
+            out, weights = self.attend_latent(queries, latent, mask, absorb=absorb, return_weights=return_weights)
         else:
             allowed = mask.allowed if mask.allowed is not None else causal_allowed(q_len, keys_len, x.device)
             bias = torch.zeros(allowed.shape, device=x.device).masked_fill_(~allowed, torch.finfo(torch.float32).min)
@@ -324,7 +329,8 @@ class DeepSeekSparseAttention(MultiHeadLatentAttention):
         """One query per sequence: the top-k latent entries gathered ([B, 1, k, d_c + d_h^R]), attended absorbed."""
         scores = self.indexer.scores(x, q_resid, index_keys, cos, sin)  # [B, 1, S]
         # in cache order: reading rows in order is ~100x faster on a CPU than in score order, and attention is the same
-        chosen = scores.topk(self.dsa_cfg.index_topk, dim=-1).indices.sort(dim=-1).values  # [B, 1, k], as HF picks
+        top = min(self.dsa_cfg.index_topk, scores.shape[-1])  # every key while no more than k are cached, as HF
+        chosen = scores.topk(top, dim=-1).indices.sort(dim=-1).values  # [B, 1, k], as HF picks
         # row copies per sequence (index_select), ~8x faster than one advanced-indexing gather of single numbers
         gathered = torch.stack([rows[0].index_select(0, picks[0]) for rows, picks in zip(latent, chosen, strict=True)])
         gathered = gathered[:, None]  # [B, 1, k, d_c + d_h^R]

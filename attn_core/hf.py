@@ -5,6 +5,7 @@
     model = describe_model(cfg)                          # nothing allocated: caches measured on the meta device
     model.layer_kinds                                    # ["sliding", "full", ...]
     model.cache_bytes(tokens=131072, batch=1, dtype="bfloat16")
+    model.cache_bytes(tokens=131072, storage="served")   # as its serving code keeps it (attn_core.served)
 
 Two tables drive both: READERS maps a model_type to a function (config dict, layer index) -> (kind, layer config),
 and DESIGNS maps a layer config's type to how it is built and what its cache weighs (the closed form and its one-line
@@ -45,6 +46,7 @@ from .hybrids import KIMI_MODEL_TYPES, QWEN_MODEL_TYPES, kimi_linear_layer, qwen
 from .linear import GatedDeltaNet, GatedDeltaNetConfig, KimiDeltaAttention, KimiDeltaConfig
 from .options import NO_OPTIONS, AttentionOptions, QkNorm, held_tokens
 from .rope import RopeScaling
+from .served import SERVED_AS_HELD, STORAGES, ServedFormat, Storage, served_layout
 
 if TYPE_CHECKING:
     from .cache import GroupedKVCache, LatentKVCache, WindowedKVCache
@@ -202,37 +204,81 @@ class ModelDescription:
         self.layer_configs: list[Any] = [config for _, config in layers]
         self._meta_layers: dict[tuple[Any, torch.dtype], nn.Module] = {}
 
-    def _measured(self, config: Any, tokens: int, batch: int, dtype: torch.dtype) -> tuple[int, int]:
+    def _measured(
+        self, config: Any, tokens: int, batch: int, dtype: torch.dtype, storage: Storage = "reference"
+    ) -> tuple[int, int]:
         key = (config, dtype)
         if key not in self._meta_layers:
             self._meta_layers[key] = _built(config, None, "meta", dtype)
         cache = self._meta_layers[key].cache_after(tokens, batch_size=batch)  # type: ignore[operator]
+        layout = served_layout(config) if storage == "served" else None
+        if layout is not None:  # the same cache's rows, in the served format
+            return layout.bytes(cache.shapes(), tokens)
         return cache.nbytes, cache.read_nbytes
 
-    def kinds(self, *, tokens: int, batch: int = 1, dtype: torch.dtype | str = "bfloat16") -> list[KindSummary]:
+    def served_formats(self) -> dict[str, tuple[ServedFormat, ...]]:
+        """Per kind, the formats its layers' caches are served in, each with its source (SERVED_AS_HELD: bf16 as HF's
+        module holds it)."""
+        formats: dict[str, tuple[ServedFormat, ...]] = {}
+        for kind, config in zip(self.layer_kinds, self.layer_configs, strict=True):
+            layout = served_layout(config)
+            formats.setdefault(kind, (SERVED_AS_HELD,) if layout is None else layout.formats)
+        return formats
+
+    @property
+    def served_source(self) -> str:
+        """Where the served formats of this model's caches come from, each source once."""
+        sources = [f.source for formats in self.served_formats().values() for f in formats]
+        return "; ".join(dict.fromkeys(sources))
+
+    def kinds(
+        self,
+        *,
+        tokens: int,
+        batch: int = 1,
+        dtype: torch.dtype | str = "bfloat16",
+        storage: Storage = "reference",
+    ) -> list[KindSummary]:
         """Per kind, in order of first appearance: its count, its layers' cache bytes after `tokens` tokens, the
-        bytes the decoding step of token `tokens` reads from them, and its formula."""
-        tokens, batch, torch_dtype = _checked(tokens, batch, dtype)
+        bytes the decoding step of token `tokens` reads from them, and its formula. storage="reference": as HF's
+        modules hold the caches, every number in `dtype`; "served": in the formats the models' serving code keeps
+        (attn_core.served; bf16 where it keeps what HF's modules hold), which fix their own number types."""
+        tokens, batch, torch_dtype = _checked(tokens, batch, dtype, storage)
         measured: dict[Any, tuple[int, int]] = {}
         totals: dict[str, list[int]] = {}
         formulas: dict[str, str] = {}
         for kind, config in zip(self.layer_kinds, self.layer_configs, strict=True):
             if config not in measured:
-                measured[config] = self._measured(config, tokens, batch, torch_dtype)
+                measured[config] = self._measured(config, tokens, batch, torch_dtype, storage)
             held, read = measured[config]
             total = totals.setdefault(kind, [0, 0, 0])
             total[0], total[1], total[2] = total[0] + 1, total[1] + held, total[2] + read
             formulas.setdefault(kind, design_for(config).formula(config))
         return [KindSummary(kind, count, held, read, formulas[kind]) for kind, (count, held, read) in totals.items()]
 
-    def cache_bytes(self, *, tokens: int, batch: int = 1, dtype: torch.dtype | str = "bfloat16") -> int:
-        """Bytes every layer's cache holds after `tokens` tokens."""
-        return sum(kind.nbytes for kind in self.kinds(tokens=tokens, batch=batch, dtype=dtype))
+    def cache_bytes(
+        self,
+        *,
+        tokens: int,
+        batch: int = 1,
+        dtype: torch.dtype | str = "bfloat16",
+        storage: Storage = "reference",
+    ) -> int:
+        """Bytes every layer's cache holds after `tokens` tokens (storage: see kinds)."""
+        return sum(kind.nbytes for kind in self.kinds(tokens=tokens, batch=batch, dtype=dtype, storage=storage))
 
-    def read_bytes(self, *, tokens: int, batch: int = 1, dtype: torch.dtype | str = "bfloat16") -> int:
+    def read_bytes(
+        self,
+        *,
+        tokens: int,
+        batch: int = 1,
+        dtype: torch.dtype | str = "bfloat16",
+        storage: Storage = "reference",
+    ) -> int:
         """Bytes the decoding step of token `tokens` (position tokens - 1) reads from every layer's cache, its own
-        keys included: all held for a full layer, the sinks and the window for a sliding one."""
-        return sum(kind.read_nbytes for kind in self.kinds(tokens=tokens, batch=batch, dtype=dtype))
+        keys included: all held for a full layer, the sinks and the window for a sliding one (storage: see kinds)."""
+        kinds = self.kinds(tokens=tokens, batch=batch, dtype=dtype, storage=storage)
+        return sum(kind.read_nbytes for kind in kinds)
 
     def formula_bytes(self, *, tokens: int, batch: int = 1, dtype: torch.dtype | str = "bfloat16") -> int:
         """cache_bytes from each design's closed form instead of the meta-device caches (they agree)."""
@@ -266,12 +312,22 @@ def _text_config(hf: Mapping[str, Any]) -> Mapping[str, Any]:
     return hf
 
 
-def _checked(tokens: object, batch: object, dtype: torch.dtype | str) -> tuple[int, int, torch.dtype]:
+def _checked(
+    tokens: object, batch: object, dtype: torch.dtype | str, storage: object = "reference"
+) -> tuple[int, int, torch.dtype]:
     if not isinstance(tokens, int) or isinstance(tokens, bool) or not 0 <= tokens <= MAX_TOKENS:
         raise ValueError(f"tokens must be a whole number from 0 to {MAX_TOKENS:,}, got {tokens!r}.")
     if not isinstance(batch, int) or isinstance(batch, bool) or not 1 <= batch <= MAX_BATCH:
         raise ValueError(f"batch must be a whole number from 1 to {MAX_BATCH:,}, got {batch!r}.")
-    return tokens, batch, as_dtype(dtype)
+    if storage not in STORAGES:
+        raise ValueError(f"storage must be 'reference' or 'served', got {storage!r}.")
+    torch_dtype = as_dtype(dtype)
+    if storage == "served" and torch_dtype != torch.bfloat16:
+        raise ValueError(
+            f"dtype={dtype!r} with storage='served': served formats fix their own numbers (bf16 where a model is "
+            "served as HF holds it); leave dtype at bfloat16, or use storage='reference'."
+        )
+    return tokens, batch, torch_dtype
 
 
 # --- reading config fields (attn_core.hf_fields) ------------------------------------------------------------

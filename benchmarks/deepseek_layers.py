@@ -5,7 +5,7 @@
 
 1. Prefill vs HF's module, same weights: DSA (longer than index_topk) and each V4 kind.     goal: <= 1.1x its time
 2. DSA decoding step at 32k cached tokens: ours (the top-k latents gathered) vs the same layer reading every cached
-   token (index_topk raised past the length: plain absorbed MLA) and vs HF's DeepseekV32Attention (which up-projects
+   token (its MLA without the indexer: plain absorbed MLA) and vs HF's DeepseekV32Attention (which up-projects
    every cached latent, scores all and masks).                                                   goal: >= 4x faster
 
 Timed in turns (benchmarks/core.py's race: medians of rounds, one call of each per round); every comparison with HF
@@ -16,7 +16,6 @@ layers' own compress/indexer-key code (no attention needed to fill them) and cop
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import sys
 from pathlib import Path
@@ -33,6 +32,7 @@ from transformers.models.deepseek_v32.modeling_deepseek_v32 import DeepseekV32At
 
 from attn_core.compressed import CompressedAttention, CompressedConfig
 from attn_core.dsa import DeepSeekSparseAttention, DSAConfig
+from attn_core.latent import MultiHeadLatentAttention
 
 # V3.2's attention widths (DeepSeek-V3.2-Exp's config.json); d_model and heads are set per measurement.
 V32_WIDTHS = dict(
@@ -164,9 +164,10 @@ def dsa_decode_shape(args, heads: int, d_model: int, batch: int, with_hf: bool) 
         f"{heads} heads, batch {batch}, float32"
     )
     ours, peer, hf_config = v32_pair(d_model, heads)
-    # the same layer and weights, with a top-k past the length: it reads every cached token (absorbed MLA)
-    dense = DeepSeekSparseAttention(dataclasses.replace(ours.dsa_cfg, index_topk=cached + 1)).eval()
-    dense.load_state_dict(ours.state_dict())
+    # the same layer's MLA and weights without the indexer: it reads every cached token (absorbed MLA). Not DSA with a
+    # top-k past the length: its decoding step runs the indexer at any length, as DeepSeek's reference does
+    dense = MultiHeadLatentAttention(ours.dsa_cfg.latent, options=ours.dsa_cfg.options).eval()
+    dense.load_state_dict({k: v for k, v in ours.state_dict().items() if not k.startswith("indexer.")})
     rotary = DeepseekV32RotaryEmbedding(hf_config)
     caches = [filled_caches(ours, cached, hf_config) for _ in range(batch)]
     ours_cache, hf_cache = caches[0]
@@ -177,10 +178,12 @@ def dsa_decode_shape(args, heads: int, d_model: int, batch: int, with_hf: bool) 
     token = torch.randn(batch, 1, d_model)
 
     def step(layer):
-        # one step, then forget it: every round decodes the same token after the same cache
+        # one step, then forget it: every round decodes the same token after the same cache (dense appends no
+        # indexer key, so each buffer goes back to its own length)
+        lengths = {name: buffer.seq_len for name, buffer in ours_cache.buffers.items()}
         out = layer(token, cache=ours_cache)[0]
-        for buffer in ours_cache.buffers.values():
-            buffer.seq_len -= 1
+        for name, buffer in ours_cache.buffers.items():
+            buffer.seq_len = lengths[name]
         return out
 
     def hf():

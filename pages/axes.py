@@ -9,6 +9,7 @@ import streamlit as st
 import explorer.shell  # noqa: F401  (first of ours: see explorer/shell.py)
 
 from attn_core import PUBLISHED, SOURCES, published_config
+from explorer import served
 from explorer.axes import computed, figures, tables, text
 from explorer.axes import link as view_link
 from explorer.charts import show_chart
@@ -31,13 +32,13 @@ st.markdown(
     )
 )
 
-left, right = st.columns(2)
+left, middle, right = st.columns(3)
 with left:
     tokens = bound(
         view_link.TOKENS,
         lambda key: st.select_slider(_("Context length T (tokens)"), measured.TOKEN_GRID, format_func=fmt, key=key),
     )
-with right:
+with middle:
     measure = bound(
         view_link.MEASURE,
         lambda key: st.segmented_control(
@@ -48,13 +49,24 @@ with right:
             required=True,
         ),
     )
+with right:
+    storage = served.storage_of(
+        bound(
+            view_link.STORAGE,
+            lambda key: st.segmented_control(
+                _("Cache stored"), view_link.STORAGE.options, format_func=served.storage_name, key=key, required=True
+            ),
+        )
+    )
 measure = str(measure or view_link.MEASURE.default)
-batch, dtype = settings.batch, settings.dtype
+batch = settings.batch
+# as served, each format fixes its own number types: the sidebar's dtype is the reference storage's
+dtype = settings.dtype if storage == "reference" else "bfloat16"
 
 # --- 1. published models ---------------------------------------------------------------------------------------------
 st.header(_("Published models, cache against context"), divider="gray")
 with st.spinner(_("Measuring every layer's cache on the `meta` device…")):
-    models, missing = computed.cached_published(batch=batch, dtype=dtype)
+    models, missing = computed.cached_published(batch=batch, dtype=dtype, storage=storage)
 figure, csv_rows = figures.context_figure(models, measure, tokens)
 captions: list[str | None] = []
 if measure == "held":
@@ -79,9 +91,29 @@ show_chart(
         "Each line is a whole model's cache ({sequences}, {dtype}), measured at every length drawn; dotted beyond the "
         "context the model was published for. Hover a line for its layer kinds; the dashed line marks T.",
         sequences=n_("{n} sequence", "{n} sequences", batch),
-        dtype=dtype,
+        dtype=dtype if storage == "reference" else served.storage_name(storage).lower(),
     ),
 )
+if storage == "served":
+    st.markdown(
+        _(
+            "**As served**: each model's cache in the format its own serving code keeps it, scales included. A model "
+            "served in bf16 keeps what HF's module holds. The formats, per layer kind:"
+        )
+    )
+    st.markdown(served.formats_markdown(models))
+    if settings.dtype != "bfloat16":
+        st.caption(
+            _("The sidebar's dtype ({dtype}) counts the caches as HF's modules hold them.", dtype=settings.dtype)
+        )
+else:
+    st.caption(
+        _(
+            "As HF's modules hold them: every number in {dtype}. Choose “As served” for each model's cache in its "
+            "serving format (FP8 latents, FP4 indexer keys, bf16 states), with each format's source.",
+            dtype=dtype,
+        )
+    )
 st.markdown("\n".join(f"- {sentence}" for sentence in captions if sentence))
 if missing:
     st.info(
@@ -116,7 +148,9 @@ st.caption(
 
 # --- 2. the four axes ------------------------------------------------------------------------------------------------
 st.header(_("Which design cuts which axis"), divider="gray")
-cuts = [measured.axis_cuts(model, tokens, measure) for model in models]
+# the four axes split caches as HF's modules hold them: a served format's bytes are not one number type's
+held_as_hf = models if storage == "reference" else computed.cached_published(batch=batch, dtype=settings.dtype)[0]
+cuts = [measured.axis_cuts(model, tokens, measure) for model in held_as_hf]
 axes_chart, axes_csv = figures.axes_figure(cuts, tokens, measure)
 show_chart(
     axes_chart,
@@ -135,8 +169,16 @@ show_chart(
             dtype=dtype,
         ),
         text.axis_leaders(cuts, tokens),
+        None if storage == "reference" else _("These cuts count the caches as HF's modules hold them."),
     ),
 )
+
+# --- published claims ------------------------------------------------------------------------------------------------
+st.header(_("Published claims, measured"), divider="gray")
+with st.spinner(_("Measuring the claims' models on the `meta` device…")):
+    claims = served.cached_claims()
+st.markdown(served.claims_markdown(claims))
+st.caption(served.claims_caption())
 
 # --- 3. your model ---------------------------------------------------------------------------------------------------
 st.header(_("Your model"), divider="gray")
@@ -203,7 +245,7 @@ if (refused := st.session_state.pop(note_key, None)) is not None:
         icon=":material/block:",
     )
 
-result = computed.cached_custom(pasted, batch=batch, dtype=dtype)
+result = computed.cached_custom(pasted, batch=batch, dtype=dtype, storage=storage)
 if result.problem is not None:
     if result.problem.kind == "empty":
         st.info(text.problem_text(result.problem), icon=":material/upload_file:")
@@ -234,7 +276,7 @@ elif result.curves is not None:
                 "Your model's cache ({sequences}, {dtype}) and each kind of its layers, measured as the published "
                 "models' are.",
                 sequences=n_("{n} sequence", "{n} sequences", batch),
-                dtype=dtype,
+                dtype=dtype if storage == "reference" else served.storage_name(storage).lower(),
             ),
             *text.plateau_sentences(measured.plateaus(mine)),
             text.reading_sentence(mine, tokens),

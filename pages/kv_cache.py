@@ -9,6 +9,7 @@ import streamlit as st
 import explorer.shell  # noqa: F401  (first of ours: see explorer/shell.py)
 
 from attn_core import PRESETS, bytes_per_element
+from explorer import served
 from explorer.charts import show_chart
 from explorer.i18n import _, fmt, format_bytes, sentences, sig
 from explorer.kv_cache import computed, figures, link, tables, text
@@ -515,3 +516,40 @@ st.caption(
         "room, so real servers fit somewhat fewer."
     )
 )
+
+st.subheader(_("Published models, as HF's modules hold their caches and as served"))
+storage = served.storage_of(
+    bound(
+        link.STORAGE,
+        lambda key: st.segmented_control(
+            _("Cache stored"), link.STORAGE.options, format_func=served.storage_name, key=key, required=True
+        ),
+    )
+)
+with st.spinner(_("Measuring every layer's cache on the `meta` device…")):
+    at_length = (served.TABLE_TOKENS,)
+    as_hf, _missing = served.cached_curves(tokens=at_length, dtype="bfloat16")
+    published_models = as_hf if storage == "reference" else served.cached_curves(tokens=at_length, storage=storage)[0]
+st.dataframe(
+    served.models_table(published_models, as_hf, served.TABLE_TOKENS),
+    hide_index=True,
+    width="stretch",
+    column_config={
+        header: st.column_config.TextColumn(**config)
+        for header, config in served.models_columns(served.TABLE_TOKENS).items()
+    },
+)
+st.caption(
+    _(
+        "Every published model's whole cache for one sequence of {tokens} tokens, measured by the core from its "
+        "`config.json` on the `meta` device, in bf16 as HF's modules hold it or in the formats its serving code "
+        "keeps. The formats, their bytes a row (scales included) and their sources:",
+        tokens=served.TABLE_TOKENS,
+    )
+)
+st.markdown(served.formats_markdown(published_models))
+st.markdown("#### " + _("Published claims, measured"))
+with st.spinner(_("Measuring the claims' models on the `meta` device…")):
+    claims = served.cached_claims()
+st.markdown(served.claims_markdown(claims))
+st.caption(served.claims_caption())

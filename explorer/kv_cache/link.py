@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from attn_core import PRESETS, kv_head_counts
+from attn_core import PRESETS, STORAGES, kv_head_counts
 from explorer.params import Choice, Flag, IntRange
 from explorer.probes.kv_cache import MAX_PROMPT_LEN, MAX_STEPS
 
@@ -16,6 +16,7 @@ LATENT = Choice("kv_latent", (64, 128, 256, 384, 512, 768, 1024, 1536, 2048), 51
 ROPE = Choice("kv_rope", (16, 32, 64, 128, 256), 64)
 GPU_GIB = Choice("kv_gpu_gib", (16, 24, 32, 40, 48, 64, 80, 96, 128, 141, 192), 80)
 GPUS = Choice("kv_gpus", (1, 2, 4, 8, 16, 32, 64), 1)
+STORAGE = Choice("kv_storage", STORAGES, "reference")  # the published models' section; old links: as HF holds it
 
 
 def group_options(n_heads: int) -> tuple[int, ...]:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from attn_core import PUBLISHED, ModelDescription, bytes_per_element, context_length, describe_model
+from attn_core import PUBLISHED, ModelDescription, Storage, bytes_per_element, context_length, describe_model
 
 # Context lengths drawn: 1k to 1M tokens, at 2^n and 1.5 · 2^n (a log axis evenly, with round numbers to pick).
 TOKEN_GRID: tuple[int, ...] = tuple(sorted({base * 2**n for n in range(11) for base in (1024, 1536)} - {1536 * 1024}))
@@ -36,6 +36,18 @@ class KindCurve:
 
 
 @dataclass(frozen=True)
+class FormatRow:
+    """One format a kind of a model's layers is served in (attn_core.ServedFormat, as numbers and a citation): its
+    fields as (count, number type), its bytes a row, scales included, and its source."""
+
+    kind: str
+    name: str
+    fields: tuple[tuple[int, str], ...]
+    nbytes: int
+    source: str
+
+
+@dataclass(frozen=True)
 class ModelCurves:
     name: str
     model_type: str
@@ -46,6 +58,8 @@ class ModelCurves:
     element_bytes: int
     kinds: tuple[KindCurve, ...]
     mha_entry_numbers: int | None  # numbers one token leaves in one layer of MHA at this model's heads and widths
+    storage: Storage = "reference"  # as HF's modules hold the caches, or as the models are served
+    formats: tuple[FormatRow, ...] = ()  # the formats the model is served in, whatever the storage drawn
 
     @property
     def held(self) -> tuple[int, ...]:
@@ -69,18 +83,24 @@ class Missing:
 
 
 def model_curves(
-    hf: Mapping[str, Any], *, name: str, tokens: tuple[int, ...] = TOKEN_GRID, batch: int = 1, dtype: str = "bfloat16"
+    hf: Mapping[str, Any],
+    *,
+    name: str,
+    tokens: tuple[int, ...] = TOKEN_GRID,
+    batch: int = 1,
+    dtype: str = "bfloat16",
+    storage: Storage = "reference",
 ) -> ModelCurves:
-    """Every layer kind's cache of the model hf describes at each length in `tokens`. ValueError (the core's) when the
-    core cannot read hf."""
+    """Every layer kind's cache of the model hf describes at each length in `tokens`, in `storage` (served: its
+    formats fix the numbers' types, dtype must be bfloat16). ValueError (the core's) when the core cannot read hf."""
     wrapped = hf.get("text_config")
     text: Mapping[str, Any] = wrapped if isinstance(wrapped, Mapping) else hf
     layers = text.get("num_hidden_layers")
     if isinstance(layers, int) and layers > MAX_LAYERS:  # describe_model reads every layer: refused before
         raise ValueError(f"num_hidden_layers={layers} is more than {MAX_LAYERS}: check the config.")
     model = describe_model(hf)
-    per_length = [model.kinds(tokens=t, batch=batch, dtype=dtype) for t in tokens]
-    entries = _entry_bytes(model, batch, dtype)
+    per_length = [model.kinds(tokens=t, batch=batch, dtype=dtype, storage=storage) for t in tokens]
+    entries = _entry_bytes(model, batch, dtype, storage)
     kinds = tuple(
         KindCurve(
             kind=summary.kind,
@@ -102,15 +122,25 @@ def model_curves(
         element_bytes=bytes_per_element(dtype),
         kinds=kinds,
         mha_entry_numbers=mha_entry_numbers(text),
+        storage=storage,
+        formats=format_rows(model),
     )
 
 
-def _entry_bytes(model: ModelDescription, batch: int, dtype: str) -> dict[str, float]:
+def format_rows(model: ModelDescription) -> tuple[FormatRow, ...]:
+    return tuple(
+        FormatRow(kind, f.name, tuple((field.count, field.kind) for field in f.fields), f.nbytes, f.source)
+        for kind, formats in model.served_formats().items()
+        for f in formats
+    )
+
+
+def _entry_bytes(model: ModelDescription, batch: int, dtype: str, storage: Storage) -> dict[str, float]:
     """Bytes one cache entry takes in all layers of each kind: what one token leaves (the cache after a single token),
     or, for a kind whose entries each pool `compress_rate` tokens (DeepSeek-V4's), its long-run growth per token
     times that rate (after one token such a cache holds its waiting tokens, not an entry)."""
-    first = {k.kind: float(k.nbytes) for k in model.kinds(tokens=1, batch=batch, dtype=dtype)}
-    long, longer = (model.kinds(tokens=t, batch=batch, dtype=dtype) for t in (1 << 19, 1 << 20))
+    first = {k.kind: float(k.nbytes) for k in model.kinds(tokens=1, batch=batch, dtype=dtype, storage=storage)}
+    long, longer = (model.kinds(tokens=t, batch=batch, dtype=dtype, storage=storage) for t in (1 << 19, 1 << 20))
     growth = {a.kind: (b.nbytes - a.nbytes) / (1 << 19) for a, b in zip(long, longer, strict=True)}
     for kind, config in zip(model.layer_kinds, model.layer_configs, strict=True):
         rate = getattr(config, "compress_rate", 0)
@@ -140,13 +170,13 @@ def mha_entry_numbers(text: Mapping[str, Any]) -> int | None:
 
 
 def published_curves(
-    tokens: tuple[int, ...] = TOKEN_GRID, batch: int = 1, dtype: str = "bfloat16"
+    tokens: tuple[int, ...] = TOKEN_GRID, batch: int = 1, dtype: str = "bfloat16", storage: Storage = "reference"
 ) -> tuple[list[ModelCurves], list[Missing]]:
     """Every published model the core reads, and each one it does not (with the core's message): none dropped."""
     drawn, missing = [], []
     for name, hf in PUBLISHED.items():
         try:
-            drawn.append(model_curves(hf, name=name, tokens=tokens, batch=batch, dtype=dtype))
+            drawn.append(model_curves(hf, name=name, tokens=tokens, batch=batch, dtype=dtype, storage=storage))
         except ValueError as error:
             missing.append(Missing(name, str(hf.get("model_type")), str(error)))
     return drawn, missing
@@ -202,7 +232,12 @@ class CustomResult:
 
 
 def custom_curves(
-    text: str, *, tokens: tuple[int, ...] = TOKEN_GRID, batch: int = 1, dtype: str = "bfloat16"
+    text: str,
+    *,
+    tokens: tuple[int, ...] = TOKEN_GRID,
+    batch: int = 1,
+    dtype: str = "bfloat16",
+    storage: Storage = "reference",
 ) -> CustomResult:
     """The page's "your model": a pasted config.json read, then described along the grid; a problem instead of a
     traceback for anything the reader may paste."""
@@ -211,8 +246,9 @@ def custom_curves(
         return CustomResult(problem=reading.problem)
     config = reading.config
     try:
+        name = str(config.get("model_type"))
         return CustomResult(
-            curves=model_curves(config, name=str(config.get("model_type")), tokens=tokens, batch=batch, dtype=dtype)
+            curves=model_curves(config, name=name, tokens=tokens, batch=batch, dtype=dtype, storage=storage)
         )
     except ValueError as error:
         message = str(error)

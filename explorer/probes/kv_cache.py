@@ -350,7 +350,7 @@ def design_cache_bytes(design: Design, tokens: int, batch: int, element: int, *,
         return per_token * (sinks + min(t - sinks, window - 1)), per_token * (sinks + min(t - sinks, window))
     if isinstance(cfg, DSAConfig):  # every token's latent and indexer key; the top k latents read past k tokens
         latent = cfg.kv_lora_rank + cfg.qk_rope_head_dim
-        read = t * latent if t <= cfg.index_topk else t * cfg.index_head_dim + cfg.index_topk * latent
+        read = t * cfg.index_head_dim + min(t, cfg.index_topk) * latent  # the indexer runs at every T (DeepSeek's)
         return (latent + cfg.index_head_dim) * t * batch * element, read * batch * element
     if isinstance(cfg, CompressedConfig):  # V4's HCA: W - 1 window keys, one entry per m tokens, the m - 1 waiting
         m, d = cfg.compress_rate, cfg.head_dim

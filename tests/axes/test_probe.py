@@ -51,9 +51,9 @@ HELD = {
 }
 # Read by the decoding step of token T: the window (itself and the W - 1 before) on a sliding layer, all on a full one
 READ = {
-    # DSA: up to its top-k of 2048 every latent is read (the indexer would pick them all, so it is not run); past it
-    # the indexer scores every cached key and attention reads the 2048 latents it picks
-    "DeepSeek-V3.2": lambda t: 61 * ((512 + 64) * t if t <= 2048 else 128 * t + (512 + 64) * 2048) * BF16,
+    # DSA: the indexer scores every cached key at any length (DeepSeek's reference runs it even at 2048 or fewer),
+    # and attention reads the min(T, 2048) latents it picks
+    "DeepSeek-V3.2": lambda t: 61 * (128 * t + (512 + 64) * min(t, 2048)) * BF16,
     "gpt-oss-120b": lambda t: kv(18, 8, 64, min(t, 128)) + kv(18, 8, 64, t),
     "Mistral 7B": lambda t: kv(32, 8, 128, min(t, 4096)),
 }

@@ -216,10 +216,9 @@ def dsa_bytes(tokens: int, batch: int, element_bytes: int) -> int:
 
 
 def dsa_read_bytes(tokens: int, batch: int, element_bytes: int) -> int:
-    """Read by the last query: every indexer key once more than top-6 are cached, then the 6 latents it chose."""
-    if tokens <= 6:
-        return batch * tokens * (24 + 8) * element_bytes
-    return batch * (tokens * 16 + 6 * (24 + 8)) * element_bytes
+    """Read by the last query: every indexer key at any length (DeepSeek's reference runs the indexer even when no more
+    than top-6 are cached), then the min(T, 6) latents it chose."""
+    return batch * (tokens * 16 + min(tokens, 6) * (24 + 8)) * element_bytes
 
 
 @pytest.mark.parametrize("tokens", [0, 1, 6, 7, 100, 1 << 20])

@@ -71,7 +71,8 @@ def test_the_closed_forms_by_hand():
     assert at("sliding", 20) == (per_token * (2 + 7), per_token * (2 + 8))
     assert at("sliding", 3) == (per_token * 3, per_token * 3)
     assert at("dsa", 20) == ((16 + 8 + 16) * 20 * e, (20 * 16 + 8 * (16 + 8)) * e)
-    assert at("dsa", 6) == ((16 + 8 + 16) * 6 * e, 6 * (16 + 8) * e)
+    # at no more than k tokens the indexer still scores every key (DeepSeek's reference), and every latent is read
+    assert at("dsa", 6) == ((16 + 8 + 16) * 6 * e, 6 * (16 + 16 + 8) * e)
     # HCA: 7 window keys, 5 entries, 2 waiting tokens held twice (projection and gate); reads 8 keys and 5 entries
     assert at("compressed", 22) == ((7 + 5 + 2 * 2) * 16 * e, (8 + 5) * 16 * e)
     # Gated DeltaNet: 4 value heads' 64 x 16 float32 states, and 3 conv inputs of 2*2*64 + 4*16 channels
