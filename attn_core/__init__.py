@@ -46,9 +46,11 @@ from .contract import AttentionLayer, CachedLayer, KVCache, Queries
 from .dsa import DeepSeekSparseAttention, DSACache, DSAConfig
 from .fused import LAYOUTS, falcon_attention_state, fuse_qkv, fused_blocks, gpt2_attention_state, split_qkv
 from .gated import GatedAttention, GatedAttentionConfig, GatedKVCache
+from .glm_dsa import SharedTopKAttention, SharedTopKConfig
 from .grouped import GroupedQueryAttention
 from .hf import ModelDescription, build_layer, describe_model
 from .latent import MultiHeadLatentAttention
+from .lightning import LightningAttention, LightningConfig, LightningStateCache
 from .linear import (
     GatedDeltaNet,
     GatedDeltaNetConfig,
@@ -97,6 +99,9 @@ __all__ = [
     "LatentCompressesNothing",
     "LatentKVCache",
     "LatentWidths",
+    "LightningAttention",
+    "LightningConfig",
+    "LightningStateCache",
     "LinearStateCache",
     "ModelDescription",
     "ModelPreset",
@@ -106,6 +111,8 @@ __all__ = [
     "Queries",
     "RepeatedHeadsCache",
     "RopeScaling",
+    "SharedTopKAttention",
+    "SharedTopKConfig",
     "Variant",
     "WindowedKVCache",
     "allowed_positions",
