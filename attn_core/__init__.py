@@ -60,7 +60,7 @@ from .linear import (
     kimi_attention_config,
 )
 from .options import AttentionOptions
-from .presets import PRESETS, ModelPreset
+from .presets import PRESETS, STATED_REASONS, ModelPreset, StatedReason
 from .published import PUBLISHED, SOURCES, context_length, published_config
 from .quant import CacheBits, QuantizedKVCache, QuantizedLatentKVCache
 from .rope import RopeScaling
@@ -71,6 +71,7 @@ __all__ = [
     "PRESETS",
     "PUBLISHED",
     "SOURCES",
+    "STATED_REASONS",
     "VARIANTS",
     "AttentionConfig",
     "AttentionLayer",
@@ -113,6 +114,7 @@ __all__ = [
     "RopeScaling",
     "SharedTopKAttention",
     "SharedTopKConfig",
+    "StatedReason",
     "Variant",
     "WindowedKVCache",
     "allowed_positions",

@@ -580,7 +580,27 @@ def read_minimax(hf: Mapping[str, Any], layer_idx: int) -> tuple[str, Any]:
     return _kind(shape), shape
 
 
-READERS.update({"glm_moe_dsa": read_glm_moe_dsa, **dict.fromkeys(MINIMAX_MODEL_TYPES, read_minimax)})
+def read_minimax_m2(hf: Mapping[str, Any], layer_idx: int) -> tuple[str, LayerShape]:
+    """MiniMaxM2Config: full softmax attention on every layer, read as plain GQA (48 query heads, 8 KV heads of 128
+    unless given), a preset of its cache (attn_core.presets). Its cache is GQA's exactly; its layer is not built as
+    HF's MiniMaxM2Attention: that one RMS-normalises q and k over all of a layer's heads and rotates rotary_dim of
+    each head, so HF's state_dict (q_norm, k_norm) does not load into the layer built here."""
+    if "linear_attention" in minimax_layer_types(hf):
+        raise ValueError("config field 'attn_type_list' names lightning layers: MiniMax-M2 has softmax layers only.")
+    context = int_field(hf, "max_position_embeddings", 196608)
+    theta, scaling = rope_settings(hf, 5_000_000.0, context)
+    options = AttentionOptions(window=_window(hf, None, context), rope_scaling=scaling)
+    shape = _grouped(hf, kv_heads_default=8, head_dim_default=128, bias=False, theta=theta, options=options)
+    return _kind(shape), shape
+
+
+READERS.update(
+    {
+        "glm_moe_dsa": read_glm_moe_dsa,
+        **dict.fromkeys(MINIMAX_MODEL_TYPES, read_minimax),
+        "minimax_m2": read_minimax_m2,
+    }
+)
 DESIGNS.update(
     {
         SharedTopKConfig: design_of_class(

@@ -305,3 +305,14 @@ def test_glm_config_class_layers_read_as_full_and_shared_cached_layers():
         cache = layer.cache_after(300)
         assert isinstance(cache, KVCache)
         assert cache.seq_len == 300
+
+
+def test_published_glm5_holds_latent_and_indexer_keys_on_all_78_layers():
+    from attn_core import PUBLISHED
+
+    model = describe_model(PUBLISHED["GLM-5"])
+    assert model.layer_kinds == ["sparse"] * 78  # indexer_types unconfirmed: transformers' schedule, all full
+    assert model.reads_from == {}
+    assert model.cache_bytes(tokens=131072) == 78 * (512 + 64 + 128) * 131072 * 2
+    # a step reads every indexer key and the 2048 picked latents
+    assert model.read_bytes(tokens=131072) == 78 * (128 * 131072 + (512 + 64) * 2048) * 2

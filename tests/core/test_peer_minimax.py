@@ -265,3 +265,36 @@ def test_minimax_config_class_defaults_read_as_lightning_and_softmax_cached_laye
         cache = layer.cache_after(300)
         assert isinstance(cache, KVCache)
         assert cache.seq_len == 300
+
+
+# --- the published MiniMax models -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("tokens", [4096, 131072])
+def test_published_minimax_m1_holds_70_fixed_states_beside_10_growing_gqa_caches(tokens):
+    from attn_core import PUBLISHED
+
+    kinds = {k.kind: k for k in describe_model(PUBLISHED["MiniMax-M1"]).kinds(tokens=tokens, dtype="bfloat16")}
+    assert kinds["linear"].count == 70
+    assert kinds["linear"].nbytes == 70 * 64 * 128 * 128 * 2  # 140 MiB at any length
+    assert kinds["full"].count == 10
+    assert kinds["full"].nbytes == 10 * 2 * 8 * 128 * tokens * 2
+
+
+def test_published_minimax_m2_is_full_gqa_on_all_62_layers():
+    from attn_core import PRESETS, PUBLISHED, STATED_REASONS, kv_cache_bytes
+
+    model = describe_model(PUBLISHED["MiniMax-M2"])
+    assert model.layer_kinds == ["full"] * 62
+    assert model.cache_bytes(tokens=131072) == 62 * 2 * 8 * 128 * 131072 * 2  # 31 GiB
+    preset = PRESETS["MiniMax-M2"]
+    per_layer = kv_cache_bytes(preset.attention, seq_len=131072, batch=1, dtype=torch.bfloat16)
+    assert preset.n_layers * per_layer == model.cache_bytes(tokens=131072)
+    assert STATED_REASONS["MiniMax-M2"].source
+
+
+def test_minimax_m2_config_with_a_lightning_layer_names_attn_type_list():
+    from attn_core import PUBLISHED
+
+    with pytest.raises(ValueError, match="attn_type_list"):
+        describe_model(PUBLISHED["MiniMax-M2"] | {"attn_type_list": [0] + [1] * 61})
