@@ -172,8 +172,21 @@ class LightningAttention(nn.Module):
         self.output_gate = nn.Linear(cfg.d_model, cfg.inner_dim, **kw)
         self.norm = RMSNorm(cfg.inner_dim, 1e-6, device=device, dtype=dtype)  # HF's: eps 1e-6, not rms_norm_eps
         self.out_proj = nn.Linear(cfg.inner_dim, cfg.d_model, **kw)
-        for name, value in self._decays().items():
+        meta = torch.device(device if device is not None else torch.get_default_device()).type == "meta"
+        for name, value in (self._decay_shapes(dtype) if meta else self._decays()).items():
             self.register_buffer(name, value.to(device=device, dtype=dtype or value.dtype))
+
+    def _decay_shapes(self, dtype: torch.dtype | None) -> dict[str, torch.Tensor]:
+        """The decay buffers as shapes alone, on the meta device: a model's many lightning layers are measured there
+        (describe_model), and computing each layer's [H, block, block] decays there would cost seconds."""
+        heads, block = self.cfg.n_heads, self.cfg.block_size
+        shapes = {
+            "slope_rate": (heads, 1, 1),
+            "query_decay": (heads, block, 1),
+            "key_decay": (heads, block, 1),
+            "diagonal_decay": (1, heads, block, block),
+        }
+        return {name: torch.empty(shape, device="meta", dtype=dtype or torch.float32) for name, shape in shapes.items()}
 
     def _decays(self) -> dict[str, torch.Tensor]:
         slope = slope_rates(self.cfg)

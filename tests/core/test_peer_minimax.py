@@ -298,3 +298,10 @@ def test_minimax_m2_config_with_a_lightning_layer_names_attn_type_list():
 
     with pytest.raises(ValueError, match="attn_type_list"):
         describe_model(PUBLISHED["MiniMax-M2"] | {"attn_type_list": [0] + [1] * 61})
+
+
+def test_meta_layers_hold_decay_buffers_of_the_real_shapes_without_computing_them():
+    config = LightningConfig.from_hf(MINIMAX_HF, 1)
+    real, meta = LightningAttention(config), LightningAttention(config, device="meta")
+    assert {n: b.shape for n, b in meta.named_buffers()} == {n: b.shape for n, b in real.named_buffers()}
+    assert all(b.is_meta for b in meta.buffers())
