@@ -46,9 +46,11 @@ from .contract import AttentionLayer, CachedLayer, KVCache, Queries
 from .dsa import DeepSeekSparseAttention, DSACache, DSAConfig
 from .fused import LAYOUTS, falcon_attention_state, fuse_qkv, fused_blocks, gpt2_attention_state, split_qkv
 from .gated import GatedAttention, GatedAttentionConfig, GatedKVCache
+from .glm_dsa import SharedTopKAttention, SharedTopKConfig
 from .grouped import GroupedQueryAttention
 from .hf import ModelDescription, build_layer, describe_model
 from .latent import MultiHeadLatentAttention
+from .lightning import LightningAttention, LightningConfig, LightningStateCache
 from .linear import (
     GatedDeltaNet,
     GatedDeltaNetConfig,
@@ -58,7 +60,7 @@ from .linear import (
     kimi_attention_config,
 )
 from .options import AttentionOptions
-from .presets import PRESETS, ModelPreset
+from .presets import PRESETS, STATED_REASONS, ModelPreset, StatedReason
 from .published import PUBLISHED, SOURCES, context_length, published_config
 from .quant import CacheBits, QuantizedKVCache, QuantizedLatentKVCache
 from .rope import RopeScaling
@@ -72,6 +74,7 @@ __all__ = [
     "SERVED_AS_HELD",
     "SOURCES",
     "STORAGES",
+    "STATED_REASONS",
     "VARIANTS",
     "AttentionConfig",
     "AttentionLayer",
@@ -100,6 +103,9 @@ __all__ = [
     "LatentCompressesNothing",
     "LatentKVCache",
     "LatentWidths",
+    "LightningAttention",
+    "LightningConfig",
+    "LightningStateCache",
     "LinearStateCache",
     "ModelDescription",
     "ModelPreset",
@@ -111,6 +117,9 @@ __all__ = [
     "RopeScaling",
     "ServedFormat",
     "Storage",
+    "SharedTopKAttention",
+    "SharedTopKConfig",
+    "StatedReason",
     "Variant",
     "WindowedKVCache",
     "allowed_positions",

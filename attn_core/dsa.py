@@ -62,6 +62,7 @@ class DSAConfig:
     rope_theta: float = 10000.0
     rope_scaling: RopeScaling = PLAIN  # YaRN in the published configs: MLA's and the indexer's rotary parts
     softmax_scale: float | None = None  # MLA's score scale; None: 1/sqrt(d_nope + d_h^R) (YaRN's mscale² on it)
+    index_rope_interleave: bool = False  # the indexer's rotary pairs: rotate-half (DeepSeek-V3.2), interleaved (GLM-5)
 
     def __post_init__(self) -> None:
         positive_fields(
@@ -166,6 +167,9 @@ class DSACache(LatentKVCache):
         self.buffers["index_k"] = GrowingSequenceBuffer(batch_size, 1, index_head_dim, dtype=dtype, device=device)
         # read_nbytes, set by each call: every indexer key its last query scored, and the latent entries it picked
         self.read_nbytes = 0
+        # the last call's picks, [B, L, index_topk] cache positions per query, None when every key was read: what
+        # GLM-5's shared layers read instead of running an indexer (attn_core.glm_dsa)
+        self.last_topk: torch.Tensor | None = None
 
     def append_index_keys(self, keys: torch.Tensor) -> torch.Tensor:
         """keys [B, 1, L, d_I] -> every indexer key held, [B, 1, S, d_I] (a view)."""
@@ -193,7 +197,7 @@ class LightningIndexer(nn.Module):
 
     def _rotate(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
         rot, rest = x.split([self.cfg.qk_rope_head_dim, x.shape[-1] - self.cfg.qk_rope_head_dim], dim=-1)
-        return torch.cat((apply_rope(rot, cos, sin), rest), dim=-1)
+        return torch.cat((apply_rope(rot, cos, sin, self.cfg.index_rope_interleave), rest), dim=-1)
 
     def keys(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
         """x [B, L, d_model] -> keys [B, 1, L, d_I], what the cache keeps."""
@@ -299,8 +303,14 @@ class DeepSeekSparseAttention(MultiHeadLatentAttention):
         keys_len = latent.shape[2]
         absorb = start > 0 if absorb is None else absorb
         mask = allowed_positions(q_len, keys_len, causal=causal, key_padding_mask=key_padding_mask, device=x.device)
+        chosen: torch.Tensor | None = None  # [B, L, k]: each query's picks, None when it reads every key
         if q_len == 1 and mask.allowed is None:  # a decoding step: score every key, read the chosen entries only
-            out, weights = self._attend_chosen(x, q_resid, queries, latent, index_keys, cos, sin, return_weights)
+            scores = self.indexer.scores(x, q_resid, index_keys, cos, sin)  # [B, 1, S]
+            top = min(cfg.index_topk, scores.shape[-1])  # every key while no more than k are cached, as HF
+            # in cache order: reading rows in order is ~100x faster on a CPU than in score order, and attention is
+            # the same
+            chosen = scores.topk(top, dim=-1).indices.sort(dim=-1).values  # [B, 1, k], as HF picks
+            out, weights = attend_chosen_rows(self, queries, latent, chosen, return_weights)
         elif keys_len <= cfg.index_topk:  # a prefill whose queries would each choose every key: plain MLA
             out, weights = self.attend_latent(queries, latent, mask, absorb=absorb, return_weights=return_weights)
         else:
@@ -308,37 +318,34 @@ class DeepSeekSparseAttention(MultiHeadLatentAttention):
             bias = torch.zeros(allowed.shape, device=x.device).masked_fill_(~allowed, torch.finfo(torch.float32).min)
             scores = self.indexer.scores(x, q_resid, index_keys, cos, sin) + bias[:, 0]  # [B, L, S]
             chosen = scores.topk(cfg.index_topk, dim=-1).indices  # [B, L, k]
-            picked = torch.zeros(batch, q_len, keys_len, dtype=torch.bool, device=x.device).scatter_(-1, chosen, True)
-            mask = KeyMask(allowed & picked[:, None])
+            mask = KeyMask(allowed & picked_keys(chosen, keys_len)[:, None])
             out, weights = self.attend_latent(queries, latent, mask, absorb=absorb, return_weights=return_weights)
         if cache is not None:
             cache.read_nbytes = batch * cfg.read_elements(keys_len) * latent.element_size()
+            cache.last_topk = chosen
         return self.o_proj(rearrange(out, "b h l d -> b l (h d)")), weights
 
-    def _attend_chosen(
-        self,
-        x: torch.Tensor,
-        q_resid: torch.Tensor,
-        queries: Queries,
-        latent: torch.Tensor,
-        index_keys: torch.Tensor,
-        cos: torch.Tensor,
-        sin: torch.Tensor,
-        return_weights: bool,
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """One query per sequence: the top-k latent entries gathered ([B, 1, k, d_c + d_h^R]), attended absorbed."""
-        scores = self.indexer.scores(x, q_resid, index_keys, cos, sin)  # [B, 1, S]
-        # in cache order: reading rows in order is ~100x faster on a CPU than in score order, and attention is the same
-        top = min(self.dsa_cfg.index_topk, scores.shape[-1])  # every key while no more than k are cached, as HF
-        chosen = scores.topk(top, dim=-1).indices.sort(dim=-1).values  # [B, 1, k], as HF picks
-        # row copies per sequence (index_select), ~8x faster than one advanced-indexing gather of single numbers
-        gathered = torch.stack([rows[0].index_select(0, picks[0]) for rows, picks in zip(latent, chosen, strict=True)])
-        gathered = gathered[:, None]  # [B, 1, k, d_c + d_h^R]
-        out, weights = self.attend_latent(queries, gathered, KeyMask(None), absorb=True, return_weights=return_weights)
-        if weights is not None:  # [B, H, 1, k] -> [B, H, 1, S], zero where not chosen
-            spread = weights.new_zeros(*weights.shape[:3], latent.shape[2])
-            weights = spread.scatter_(-1, chosen[:, None].expand(-1, weights.shape[1], -1, -1), weights)
-        return out, weights
+
+def picked_keys(chosen: torch.Tensor, keys_len: int) -> torch.Tensor:
+    """chosen [B, L, k] key positions -> [B, L, S], True where a query picked the key."""
+    batch, q_len, _ = chosen.shape
+    return torch.zeros(batch, q_len, keys_len, dtype=torch.bool, device=chosen.device).scatter_(-1, chosen, True)
+
+
+def attend_chosen_rows(
+    layer: MultiHeadLatentAttention, queries: Queries, latent: torch.Tensor, chosen: torch.Tensor, return_weights: bool
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """One query per sequence over its chosen latent entries alone (chosen [B, 1, k], in cache order): the rows
+    gathered, [B, 1, k, d_c + d_h^R], and attended absorbed; weights spread back to [B, H, 1, S], zero elsewhere."""
+    # row copies per sequence (index_select), ~8x faster than one advanced-indexing gather of single numbers
+    gathered = torch.stack([rows[0].index_select(0, picks[0]) for rows, picks in zip(latent, chosen, strict=True)])
+    out, weights = layer.attend_latent(
+        queries, gathered[:, None], KeyMask(None), absorb=True, return_weights=return_weights
+    )
+    if weights is not None:  # [B, H, 1, k] -> [B, H, 1, S], zero where not chosen
+        spread = weights.new_zeros(*weights.shape[:3], latent.shape[2])
+        weights = spread.scatter_(-1, chosen[:, None].expand(-1, weights.shape[1], -1, -1), weights)
+    return out, weights
 
 
 if TYPE_CHECKING:  # mypy checks here that the DSA layer meets the core's contract, as MLA does

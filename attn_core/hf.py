@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
-from . import compressed, dsa, gated, linear
+from . import compressed, dsa, gated, glm_dsa, lightning, linear
 from .accounting import as_dtype, bytes_per_element
 from .build import build_attention
 from .compressed import CompressedAttention, CompressedConfig
@@ -32,6 +32,7 @@ from .config import AttentionConfig, GroupedVariant
 from .contract import CachedLayer
 from .dsa import DeepSeekSparseAttention, DSAConfig
 from .gated import GatedAttention, GatedAttentionConfig
+from .glm_dsa import SharedTopKAttention, SharedTopKConfig, read_glm_moe_dsa
 from .hf_fields import (
     bool_field,
     float_field,
@@ -43,6 +44,7 @@ from .hf_fields import (
     rope_settings,
 )
 from .hybrids import KIMI_MODEL_TYPES, QWEN_MODEL_TYPES, kimi_linear_layer, qwen_hybrid_layer
+from .lightning import MINIMAX_MODEL_TYPES, LightningAttention, LightningConfig, minimax_layer_types
 from .linear import GatedDeltaNet, GatedDeltaNetConfig, KimiDeltaAttention, KimiDeltaConfig
 from .options import NO_OPTIONS, AttentionOptions, QkNorm, held_tokens
 from .rope import RopeScaling
@@ -54,6 +56,7 @@ if TYPE_CHECKING:
     from .dsa import DSACache
     from .grouped import GroupedQueryAttention
     from .latent import MultiHeadLatentAttention
+    from .lightning import LightningStateCache
     from .linear import LinearStateCache
 
 GROUPED_LAYER_TYPES = ("full_attention", "sliding_attention")
@@ -202,6 +205,10 @@ class ModelDescription:
         self.model_type = model_type
         self.layer_kinds: list[str] = [kind for kind, _ in layers]
         self.layer_configs: list[Any] = [config for _, config in layers]
+        # layer -> the earlier layer whose cache it reads (GLM-5's shared layers: the top-k of a full layer)
+        self.reads_from: dict[int, int] = {
+            i: config.reads_layer for i, config in enumerate(self.layer_configs) if hasattr(config, "reads_layer")
+        }
         self._meta_layers: dict[tuple[Any, torch.dtype], nn.Module] = {}
 
     def _measured(
@@ -610,3 +617,58 @@ if TYPE_CHECKING:  # mypy checks here that every design's layer meets the contra
         CachedLayer[LinearStateCache],
     ]:
         return grouped, latent, sparse, compressed, gated, delta, kimi
+
+
+# --- GLM-5 and MiniMax ------------------------------------------------------------------------------------------------
+def read_minimax(hf: Mapping[str, Any], layer_idx: int) -> tuple[str, Any]:
+    """MiniMaxConfig (and MiniMax's own config.json: attn_type_list, model_type minimax_m1): lightning attention
+    ("linear") on linear_attention layers, GQA (8 KV heads unless given, head_dim hidden_size / heads unless given,
+    rope_theta 1,000,000) on full_attention ones, windowed where sliding_window is set. MiniMax's own code rotates
+    only rotary_dim (64) of each softmax head's 128 dims; HF's MiniMaxAttention, this layer's reference, rotates
+    them all. Either way the cache is GQA's."""
+    kind = minimax_layer_types(hf)[layer_index(hf, layer_idx)]
+    if kind == "linear_attention":
+        return "linear", LightningConfig.from_hf(hf, layer_idx)
+    context = int_field(hf, "max_position_embeddings", 4096 * 32)
+    theta, scaling = rope_settings(hf, 1_000_000.0, context)
+    options = AttentionOptions(window=_window(hf, None, context), rope_scaling=scaling)
+    shape = _grouped(hf, kv_heads_default=8, head_dim_default=None, bias=False, theta=theta, options=options)
+    return _kind(shape), shape
+
+
+def read_minimax_m2(hf: Mapping[str, Any], layer_idx: int) -> tuple[str, LayerShape]:
+    """MiniMaxM2Config: full softmax attention on every layer, read as plain GQA (48 query heads, 8 KV heads of 128
+    unless given), a preset of its cache (attn_core.presets). Its cache is GQA's exactly; its layer is not built as
+    HF's MiniMaxM2Attention: that one RMS-normalises q and k over all of a layer's heads and rotates rotary_dim of
+    each head, so HF's state_dict (q_norm, k_norm) does not load into the layer built here."""
+    if "linear_attention" in minimax_layer_types(hf):
+        raise ValueError("config field 'attn_type_list' names lightning layers: MiniMax-M2 has softmax layers only.")
+    context = int_field(hf, "max_position_embeddings", 196608)
+    theta, scaling = rope_settings(hf, 5_000_000.0, context)
+    options = AttentionOptions(window=_window(hf, None, context), rope_scaling=scaling)
+    shape = _grouped(hf, kv_heads_default=8, head_dim_default=128, bias=False, theta=theta, options=options)
+    return _kind(shape), shape
+
+
+READERS.update(
+    {
+        "glm_moe_dsa": read_glm_moe_dsa,
+        **dict.fromkeys(MINIMAX_MODEL_TYPES, read_minimax),
+        "minimax_m2": read_minimax_m2,
+    }
+)
+DESIGNS.update(
+    {
+        SharedTopKConfig: design_of_class(
+            SharedTopKAttention, glm_dsa.shared_cache_bytes_formula, glm_dsa.SHARED_CACHE_FORMULA
+        ),
+        LightningConfig: design_of_class(LightningAttention, lightning.cache_bytes_formula, lightning.CACHE_FORMULA),
+    }
+)
+
+if TYPE_CHECKING:  # as above, for GLM-5's shared layers and MiniMax's lightning layers
+
+    def _meet_the_contract_too(
+        shared: SharedTopKAttention, lightning_layer: LightningAttention
+    ) -> tuple[CachedLayer[LatentKVCache], CachedLayer[LightningStateCache]]:
+        return shared, lightning_layer

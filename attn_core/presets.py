@@ -162,5 +162,51 @@ PRESETS: dict[str, ModelPreset] = {
             source="deepseek-ai/DeepSeek-V3 config.json; DeepSeek-V3 report (arXiv:2412.19437)",
             not_modelled="YaRN context extension (rope scaling and its softmax mscale) is not applied here.",
         ),
+        # MiniMaxAI/MiniMax-M2 config.json (attn_core.published.MINIMAX_M2): 62 layers of full softmax attention, 48
+        # query heads and 8 KV heads of 128, rope_theta 5,000,000, 196,608 positions; 230B parameters (10B active) as
+        # its model card gives them. After MiniMax-M1's lightning attention, plain GQA again (STATED_REASONS).
+        ModelPreset(
+            "MiniMax-M2",
+            AttentionConfig("gqa", d_model=3072, n_heads=48, n_kv_heads=8, head_dim=128, rope_theta=5000000.0),
+            n_layers=62,
+            context_len=196608,
+            total_params=230e9,
+            source="MiniMaxAI/MiniMax-M2 config.json and model card",
+            not_modelled=(
+                "q/k RMSNorm over all of a layer's heads (qk_norm_type per_layer) and RoPE on 64 of each head's 128 "
+                "dims: neither changes the cache."
+            ),
+        ),
+    )
+}
+
+
+@dataclass(frozen=True)
+class StatedReason:
+    """A design choice in its authors' words: where they said it, and one sentence of it as published."""
+
+    model: str
+    choice: str
+    source: str
+    quote: str
+    summary: str
+
+
+# MiniMax's post on why M2 went back to full attention, by M2's pre-training lead: "Why Did MiniMax M2 End Up as a
+# Full Attention Model?" (Hugging Face blog, author MiniMax; Chinese original 为什么MiniMax M2是一个Full Attention模型?).
+# The quote is the Chinese original's sentence (read in a repost of it); the English post's wording and its exact
+# address were not confirmed here.
+STATED_REASONS: dict[str, StatedReason] = {
+    "MiniMax-M2": StatedReason(
+        model="MiniMax-M2",
+        choice="full softmax attention on every layer, after MiniMax-M1's lightning (linear) attention",
+        source='MiniMax, "Why Did MiniMax M2 End Up as a Full Attention Model?" (Hugging Face blog, 2025)',
+        quote="但在一个现实的工业系统中,Efficient Attention想要打败Full Attention还有些距离。",
+        summary=(
+            "In a production system efficient (linear or sparse) attention does not yet beat full attention: its "
+            "weaknesses hide from the benchmarks they could afford to run (long multi-step reasoning, agents), "
+            "it is fragile in low precision, and its serving infrastructure (prefix caching, speculative decoding) "
+            "lags."
+        ),
     )
 }

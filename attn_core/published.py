@@ -244,6 +244,72 @@ KIMI_LINEAR_48B: dict[str, Any] = {
     "hidden_act": "silu",
 }
 
+# zai-org/GLM-5: the attention fields as transformers' GlmMoeDsaConfig defaults them (its documented checkpoint):
+# 78 layers of DeepSeek-V3.2's DSA (MLA with d_c 512, d_h^R 64, 64 heads; a 32-head indexer of 128 picking the top
+# 2048), 202,752 positions. Not confirmed from the checkpoint's own config.json: rope_theta (RoPE does not change the
+# cache) and whether it sets indexer_types; left out, transformers' schedule makes every layer "full" (no shared
+# top-k layers).
+GLM_5: dict[str, Any] = {
+    "model_type": "glm_moe_dsa",
+    "hidden_size": 6144,
+    "num_attention_heads": 64,
+    "num_key_value_heads": 64,
+    "num_hidden_layers": 78,
+    "q_lora_rank": 2048,
+    "kv_lora_rank": 512,
+    "qk_nope_head_dim": 192,
+    "qk_rope_head_dim": 64,
+    "v_head_dim": 256,
+    "index_n_heads": 32,
+    "index_head_dim": 128,
+    "index_topk": 2048,
+    "max_position_embeddings": 202752,
+    "rms_norm_eps": 1e-05,
+    "attention_bias": False,
+}
+
+# MiniMaxAI/MiniMax-M1-80k config.json (MiniMax's own format, model_type minimax_m1, as quoted whole in a copy of
+# the MiniMax-M1 repository): 80 layers, attn_type_list 0 (lightning attention) on seven of every eight and 1
+# (softmax GQA: 64 query heads, 8 KV heads of 128) on every eighth, RoPE on rotary_dim 64 of each head's 128 dims,
+# 10,240,000 positions. block_size is not in the file: transformers' default (256) is the one HF's module uses.
+MINIMAX_M1: dict[str, Any] = {
+    "model_type": "minimax_m1",
+    "hidden_size": 6144,
+    "head_dim": 128,
+    "num_attention_heads": 64,
+    "num_key_value_heads": 8,
+    "num_hidden_layers": 80,
+    "attn_type_list": [0, 0, 0, 0, 0, 0, 0, 1] * 10,
+    "hidden_act": "silu",
+    "max_position_embeddings": 10240000,
+    "rope_theta": 10000000,
+    "rotary_dim": 64,
+    "sliding_window": None,
+    "rms_norm_eps": 1e-05,
+}
+
+# MiniMaxAI/MiniMax-M2 config.json (model_type minimax_m2): 62 layers of full softmax attention (attn_type_list all
+# 1), 48 query heads and 8 KV heads of 128, q/k RMSNorm over each layer's heads (qk_norm_type per_layer), RoPE on
+# rotary_dim 64 of 128 (theta 5,000,000), 196,608 positions. Confirmed against transformers' MiniMaxM2Config
+# defaults and the M2.5 release's config.json as quoted by others (same attention fields), not from the M2 file itself.
+# Why its authors went back to full attention: attn_core.presets.STATED_REASONS.
+MINIMAX_M2: dict[str, Any] = {
+    "model_type": "minimax_m2",
+    "hidden_size": 3072,
+    "head_dim": 128,
+    "num_attention_heads": 48,
+    "num_key_value_heads": 8,
+    "num_hidden_layers": 62,
+    "attn_type_list": [1] * 62,
+    "max_position_embeddings": 196608,
+    "rope_theta": 5000000,
+    "rotary_dim": 64,
+    "use_qk_norm": True,
+    "qk_norm_type": "per_layer",
+    "sliding_window": None,
+    "rms_norm_eps": 1e-06,
+}
+
 PUBLISHED: dict[str, dict[str, Any]] = {
     "Llama 3 8B": LLAMA3_8B,
     "Mistral 7B": MISTRAL_7B,
@@ -256,6 +322,9 @@ PUBLISHED: dict[str, dict[str, Any]] = {
     "DeepSeek-V4-Flash": DEEPSEEK_V4_FLASH,
     "Kimi Linear 48B-A3B": KIMI_LINEAR_48B,
     "SmolLM2-135M": SMOLLM2_135M,
+    "GLM-5": GLM_5,
+    "MiniMax-M1": MINIMAX_M1,
+    "MiniMax-M2": MINIMAX_M2,
 }
 
 SOURCES: dict[str, str] = {
@@ -270,6 +339,9 @@ SOURCES: dict[str, str] = {
     "DeepSeek-V4-Flash": "deepseek-ai/DeepSeek-V4-Flash-Base config.json",
     "Kimi Linear 48B-A3B": "moonshotai/Kimi-Linear-48B-A3B-Instruct config.json",
     "SmolLM2-135M": "HuggingFaceTB/SmolLM2-135M config.json",
+    "GLM-5": "transformers GlmMoeDsaConfig defaults (zai-org/GLM-5); rope_theta and indexer_types unconfirmed",
+    "MiniMax-M1": "MiniMaxAI/MiniMax-M1-80k config.json",
+    "MiniMax-M2": "MiniMaxAI/MiniMax-M2 config.json (attention fields as transformers' MiniMaxM2Config)",
 }
 
 

@@ -12,6 +12,10 @@ from explorer.probes.kv_cache import DecodeTrace, DesignTrace, ModelRow
 PRESET_NOTES = (
     N_("Gemma 2 alternates 4096-token sliding-window layers with global ones and soft-caps logits at 50."),
     N_("YaRN context extension (rope scaling and its softmax mscale) is not applied here."),
+    N_(
+        "q/k RMSNorm over all of a layer's heads (qk_norm_type per_layer) and RoPE on 64 of each head's 128 dims: "
+        "neither changes the cache."
+    ),
 )
 
 

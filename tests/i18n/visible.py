@@ -187,6 +187,7 @@ ALLOWED_LATIN = set(
     float float16 float32 bfloat16 int8 True False None Step Play ms pt dtype seed batch lang en zh English Pareto
     MB GB KB TB k M e.g i.e vs StreamingLLM KIVI Gated DeltaNet uptraining Python KDA""".split()  # noqa: SIM905  (a word list reads as words, not as quoted strings)
 )
+ALLOWED_LATIN |= {"GLM", "MiniMax"}  # the published GLM-5 and MiniMax models' names
 # Scripts (never shown), maths, code, markup, placeholders, URLs, and link values echoed back in quotes ('banana').
 _SYMBOLIC = re.compile(
     r"(?s:<script\b.*?</script>)|'[^'\n]*'|\$[^$]*\$|`[^`]*`|<[^>]+>|&\w+;|%\{[^}]*\}|\{[^}]*\}|https?://\S+"
