@@ -48,6 +48,7 @@ from .fused import LAYOUTS, falcon_attention_state, fuse_qkv, fused_blocks, gpt2
 from .gated import GatedAttention, GatedAttentionConfig, GatedKVCache
 from .grouped import GroupedQueryAttention
 from .hf import ModelDescription, build_layer, describe_model
+from .kv_sharing import BorrowedCache, KeyValueCache, KVSharingAttention, KVSharingConfig
 from .latent import MultiHeadLatentAttention
 from .linear import (
     GatedDeltaNet,
@@ -73,6 +74,7 @@ __all__ = [
     "AttentionConfig",
     "AttentionLayer",
     "AttentionOptions",
+    "BorrowedCache",
     "CacheBits",
     "CachedLayer",
     "CachesAsMuchAsMHA",
@@ -92,6 +94,9 @@ __all__ = [
     "GroupedQueryAttention",
     "GroupedVariant",
     "KVCache",
+    "KVSharingAttention",
+    "KVSharingConfig",
+    "KeyValueCache",
     "KimiDeltaAttention",
     "KimiDeltaConfig",
     "LatentCompressesNothing",

@@ -233,7 +233,7 @@ def cache_bytes_formula(cfg: KVSharingConfig, tokens: int, batch: int, element_b
 def formula(cfg: KVSharingConfig) -> str:
     """cache_bytes_formula in one line, with this layer's numbers (T tokens, B batch, b bytes per number)."""
     if cfg.kv_source is not None:
-        return f"0 (reads layer {cfg.kv_source}'s cache)"
+        return "0 (reads an earlier layer's cache)"
     numbers = f"G={cfg.n_kv_heads}, D={cfg.head_dim}"
     if cfg.k_eq_v:
         return f"G · D · T · B · b (the value is the key), {numbers}"
