@@ -18,7 +18,7 @@ the keys are made again from it at each call, exactly as HF makes them (the same
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
@@ -103,12 +103,8 @@ class KVSharingConfig:
                     f"layer {layer_idx} reads layer {source}'s cache (num_kv_shared_layers) but its heads differ "
                     "from that layer's (num_key_value_heads, head_dim): check per_layer_config."
                 )
-            return _replace(own, kv_source=source, stores_kv=False)
-        return _replace(own, stores_kv=layer_idx in sources)
-
-
-def _replace(cfg: KVSharingConfig, **changes: Any) -> KVSharingConfig:
-    return KVSharingConfig(**{**cfg.__dict__, **changes})
+            return replace(own, kv_source=source, stores_kv=False)
+        return replace(own, stores_kv=layer_idx in sources)
 
 
 def _layer_types(hf: Mapping[str, Any], gemma4: bool) -> list[str]:
