@@ -9,6 +9,8 @@ under the additive mask HF's model builds for their layer type over the keys the
 
 from __future__ import annotations
 
+import random
+
 import pytest
 import torch
 
@@ -228,3 +230,97 @@ def test_a_config_json_with_global_fields_reads_as_hfs_to_dict():
 def test_a_consumer_has_no_key_or_value_weights(peer):
     _, consumer, _ = PEERS[peer]()
     assert {name.split(".")[0] for name in consumer.state_dict()} == {"q_proj", "q_norm", "o_proj"}
+
+
+# --- whole stacks of random small configs, every layer in order as HF's model runs them ------------------------------
+def random_config(family: str, seed: int):
+    """A small config of `family` drawn from `seed`: heads, widths, window, layer types and shared layers at random
+    (drawn again until HF's kv_sharing_modes accepts them)."""
+    pick = random.Random(f"{family}/{seed}").choice
+
+    while True:
+        layers = pick([4, 5, 7])
+        types = [pick(["sliding_attention", "full_attention"]) for _ in range(layers)]
+        kv_heads, group = pick([1, 2]), pick([1, 2, 3])
+        common = dict(
+            hidden_size=48,
+            num_attention_heads=kv_heads * group,
+            num_key_value_heads=kv_heads,
+            head_dim=pick([8, 16]),
+            sliding_window=pick([3, 4, 6]),
+            num_hidden_layers=layers,
+            layer_types=types,
+            num_kv_shared_layers=pick([1, 2, 3]),
+            attention_bias=pick([False, True]),
+        )
+        if family == "gemma3n":
+            config = Gemma3nTextConfig(**common)
+        else:
+            config = Gemma4TextConfig(
+                **common,
+                global_head_dim=pick([8, 16, 32]),
+                num_global_key_value_heads=pick([1, kv_heads]),
+                attention_k_eq_v=pick([False, True]),
+                rope_parameters={
+                    "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                    "full_attention": {
+                        "rope_type": "proportional",
+                        "partial_rotary_factor": pick([0.25, 0.5, 1.0]),
+                        "rope_theta": 1000000.0,
+                    },
+                },
+            )
+        try:
+            modes = config.kv_sharing_modes
+        except ValueError:
+            continue
+        config._attn_implementation = "eager"
+        return config, modes
+
+
+def _additive(allowed: torch.Tensor) -> torch.Tensor:
+    return torch.zeros(allowed.shape).masked_fill(~allowed, torch.finfo(torch.float32).min)[None, None]
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("family", ["gemma3n", "gemma4"])
+def test_every_layer_of_a_random_stack_matches_hf(family, seed):
+    config, modes = random_config(family, seed)
+    attention_class = Gemma3nTextAttention if family == "gemma3n" else Gemma4TextAttention
+    rotary = (Gemma3nRotaryEmbedding if family == "gemma3n" else Gemma4TextRotaryEmbedding)(config)
+    torch.manual_seed(seed)
+    theirs, ours = [], []
+    for i in range(config.num_hidden_layers):
+        module = attention_class(config, layer_idx=i).eval()
+        _perturb(module)
+        theirs.append(module)
+        ours.append(build_layer(config.to_dict(), i).eval())
+        ours[i].load_state_dict(module.state_dict(), strict=True)
+    hf_cache, shared, type_mask = DynamicCache(config=config), {}, {}
+    caches = [None if layer.cfg.kv_source is not None else layer.new_cache(1) for layer in ours]
+    x = randn(config.num_hidden_layers, PREFILL + DECODE_STEPS, 48, seed=seed)
+    seen, diffs = 0, []
+    for length in [PREFILL] + [1] * DECODE_STEPS:
+        positions = torch.arange(seen, seen + length)[None]
+        for i, layer_type in enumerate(config.layer_types):
+            if modes[i] != "reuse":  # the mask over the keys this layer's cache returns (a shared layer: its source's)
+                held = hf_cache.layers[i].keys.shape[-2] if hf_cache.layers[i].is_initialized else 0
+                queries, keys = positions[0][:, None], torch.arange(seen - held, seen + length)[None]
+                allowed = keys <= queries
+                if layer_type == "sliding_attention":
+                    allowed &= queries - keys < config.sliding_window
+                mask = type_mask[layer_type] = _additive(allowed)
+            else:
+                mask = type_mask[layer_type]
+            chunk = x[i : i + 1, seen : seen + length]
+            hf = theirs[i](
+                chunk,
+                position_embeddings=rotary(chunk, positions, layer_type),
+                attention_mask=mask,
+                past_key_values=hf_cache,
+                shared_kv_states=shared,
+            )[0]
+            source = ours[i].cfg.kv_source
+            diffs.append(max_diff(ours[i](chunk, cache=caches[i if source is None else source])[0], hf))
+        seen += length
+    assert max(diffs) <= TOL, diffs
