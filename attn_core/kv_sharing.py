@@ -38,7 +38,7 @@ from .hf_fields import (
     rope_settings,
 )
 from .latent import RMSNorm
-from .rope import PLAIN, RopeScaling, apply_rope, rope_cos_sin
+from .rope import MEMOISED_LENGTH, PLAIN, RopeScaling, apply_rope, rope_cos_sin
 
 LAYER_TYPES = ("full_attention", "sliding_attention")
 MODEL_TYPES = ("gemma3n_text", "gemma4_text")
@@ -339,6 +339,7 @@ class KVSharingAttention(nn.Module):
             if not cfg.k_eq_v:
                 self.v_proj = nn.Linear(cfg.d_model, cfg.n_kv_heads * cfg.head_dim, **kw)
         self.o_proj = nn.Linear(cfg.n_heads * cfg.head_dim, cfg.d_model, **kw)
+        self._rope_table: tuple[torch.Tensor, torch.Tensor] | None = None  # see _cos_sin_from_0
 
     @torch.no_grad()
     def init_from_seed(self, seed: int) -> None:
@@ -387,12 +388,40 @@ class KVSharingAttention(nn.Module):
 
     # --- the forward pass ------------------------------------------------------------------------------------------
     def _rotated(self, t: torch.Tensor, start: int) -> torch.Tensor:
-        """t [B, heads, L, D] rotated for positions start.. (the pairs "proportional" RoPE leaves have angle 0)."""
-        cfg = self.cfg
-        cos, sin = rope_cos_sin(
-            start, t.shape[2], cfg.head_dim, cfg.rope_theta, device=t.device, dtype=t.dtype, scaling=cfg.rope_scaling
-        )
-        return apply_rope(t, cos, sin)
+        """t [B, heads, L, D] rotated for positions start.. as HF's apply_rotary_pos_emb does; only the pairs that
+        turn are computed ("proportional" RoPE leaves the others at angle 0: as they are, bit for bit)."""
+        cfg, length = self.cfg, t.shape[2]
+        if start == 0 and length > MEMOISED_LENGTH and t.device.type != "meta":
+            cos, sin = self._cos_sin_from_0(length, t.device, t.dtype)
+        else:
+            cos, sin = rope_cos_sin(
+                start, length, cfg.head_dim, cfg.rope_theta, device=t.device, dtype=t.dtype, scaling=cfg.rope_scaling
+            )
+        half, turning = cfg.head_dim // 2, cfg.rope_scaling.turning_pairs(cfg.head_dim)
+        if turning == half:
+            return apply_rope(t, cos, sin)
+        first, second = t[..., :turning], t[..., half : half + turning]  # the turning pairs' two halves
+        cos, sin = cos[:, :turning], sin[:, :turning]
+        out = t.clone()
+        out[..., :turning] = first * cos - second * sin
+        out[..., half : half + turning] = second * cos + first * sin
+        return out
+
+    def _cos_sin_from_0(
+        self, length: int, device: torch.device, dtype: torch.dtype
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos and sin for positions 0..length - 1, sliced from a table kept on the layer and doubled as it runs out:
+        a K = V layer rotates every cached key at every step (the same numbers as rope_cos_sin's, which computes
+        each position alone)."""
+        table = self._rope_table
+        if table is None or table[0].shape[0] < length or table[0].device != device or table[0].dtype != dtype:
+            cfg, size = self.cfg, 1 << (length - 1).bit_length()
+            with torch.inference_mode(False):  # normal tensors, kept for calls where autograd records
+                table = rope_cos_sin(
+                    0, size, cfg.head_dim, cfg.rope_theta, device=device, dtype=dtype, scaling=cfg.rope_scaling
+                )
+            self._rope_table = table
+        return table[0][:length], table[1][:length]
 
     def _keys_from_values(self, values: torch.Tensor, key_scale: torch.Tensor | None) -> torch.Tensor:
         """A K = V layer's keys for the values held [B, G, S, D] at positions 0..S - 1: value · k_norm's weight in

@@ -123,9 +123,14 @@ class RopeScaling:
         if self.kind == "yarn":
             return self._yarn(dim, theta)
         if self.kind == "proportional":
-            turning = int(self.partial_rotary_factor * dim // 2)  # HF's rounding
+            turning = self.turning_pairs(dim)
             return torch.cat((inv_freq[:turning], torch.zeros(dim // 2 - turning))) / self.factor
         return inv_freq
+
+    def turning_pairs(self, dim: int) -> int:
+        """How many of the dim / 2 rotated pairs turn: all, or the first partial_rotary_factor of them for
+        "proportional" (the others have angle 0 at every position), rounded as HF does."""
+        return int(self.partial_rotary_factor * dim // 2) if self.kind == "proportional" else dim // 2
 
     def _llama3(self, inv_freq: torch.Tensor) -> torch.Tensor:
         old_context = self.original_max_position_embeddings or 0
