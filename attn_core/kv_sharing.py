@@ -174,18 +174,28 @@ def _rope(hf: Mapping[str, Any], layer_type: str, context: int, gemma4: bool) ->
     """(theta, scaling) of a layer type: rope_parameters nested by type (transformers 5), else Gemma 3n's flat
     rope_theta (global layers, with rope_scaling) and rope_local_base_freq (sliding layers)."""
     nested = hf.get("rope_parameters")
+    given = _type_rope(nested, layer_type)
     if gemma4:
-        params = nested.get(layer_type) if isinstance(nested, Mapping) else None
-        params = params or GEMMA4_ROPE[layer_type]
+        params = given or GEMMA4_ROPE[layer_type]
         return rope_settings(hf, float(GEMMA4_ROPE[layer_type]["rope_theta"]), context, params=params)
     sliding = layer_type == "sliding_attention"
     default_theta = float_field(hf, "rope_local_base_freq", 10_000.0) if sliding else None
     default_theta = default_theta or float_field(hf, "rope_theta", 1_000_000.0)
-    if isinstance(nested, Mapping) and layer_type in nested:
-        return rope_settings(hf, default_theta, context, params=nested[layer_type] or {})
+    if given is not None:
+        return rope_settings(hf, default_theta, context, params=given)
     if sliding:
         return default_theta, PLAIN
     return default_theta, RopeScaling.from_hf(hf.get("rope_scaling"), context)
+
+
+def _type_rope(nested: object, layer_type: str) -> Mapping[str, Any] | None:
+    """rope_parameters[layer_type] when the config nests them by layer type, else None."""
+    if not isinstance(nested, Mapping) or nested.get(layer_type) is None:
+        return None
+    params = nested[layer_type]
+    if not isinstance(params, Mapping):
+        raise ValueError(f"config field 'rope_parameters.{layer_type}' must be a dict, got {params!r}.")
+    return params
 
 
 def _own_layer(hf: Mapping[str, Any], layer_idx: int, types: list[str], gemma4: bool) -> KVSharingConfig:

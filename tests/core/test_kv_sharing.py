@@ -158,3 +158,11 @@ def test_the_e4b_layers_build_on_the_meta_device_with_hfs_shapes():
     assert own.k_proj.weight.shape == (2 * 256, 2048)
     assert {name.split(".")[0] for name in shared.state_dict()} == {"q_proj", "q_norm", "o_proj"}
     assert math.prod(shared.q_proj.weight.shape) == 8 * 256 * 2048
+
+
+@pytest.mark.parametrize("name", ["Gemma 3n E4B", "Gemma 4 31B"])
+def test_a_layer_types_rope_parameters_must_be_a_dict(name):
+    config = published_config(name)
+    config["text_config"]["rope_parameters"] = {"full_attention": "proportional"}
+    with pytest.raises(ValueError, match=r"rope_parameters\.full_attention"):
+        describe_model(config)
