@@ -12,7 +12,8 @@ early queries need keys the window has since dropped: HF passes the same tensors
 
 Gemma 4's attention_k_eq_v: a global layer has no v_proj; its value is the RMS-normalised key projection, and its key
 that value times k_norm's weight, rotated. The cache holds the value alone, one tensor (half of a K and V cache), and
-the keys are made again from it at each call, exactly as HF makes them (the same float32 products).
+the keys are made again from it at each call as HF makes them (the same float32 products: bit for bit in float32;
+in a 16-bit dtype the value is rounded before the product, as it must be when the value alone is kept).
 """
 
 from __future__ import annotations
