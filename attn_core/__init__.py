@@ -49,6 +49,7 @@ from .gated import GatedAttention, GatedAttentionConfig, GatedKVCache
 from .glm_dsa import SharedTopKAttention, SharedTopKConfig
 from .grouped import GroupedQueryAttention
 from .hf import ModelDescription, build_layer, describe_model
+from .kv_sharing import BorrowedCache, KeyValueCache, KVSharingAttention, KVSharingConfig
 from .latent import MultiHeadLatentAttention
 from .lightning import LightningAttention, LightningConfig, LightningStateCache
 from .linear import (
@@ -79,6 +80,7 @@ __all__ = [
     "AttentionConfig",
     "AttentionLayer",
     "AttentionOptions",
+    "BorrowedCache",
     "CacheBits",
     "CachedLayer",
     "CachesAsMuchAsMHA",
@@ -98,6 +100,9 @@ __all__ = [
     "GroupedQueryAttention",
     "GroupedVariant",
     "KVCache",
+    "KVSharingAttention",
+    "KVSharingConfig",
+    "KeyValueCache",
     "KimiDeltaAttention",
     "KimiDeltaConfig",
     "LatentCompressesNothing",

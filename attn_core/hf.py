@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
-from . import compressed, dsa, gated, glm_dsa, lightning, linear
+from . import compressed, dsa, gated, glm_dsa, kv_sharing, lightning, linear
 from .accounting import as_dtype, bytes_per_element
 from .build import build_attention
 from .compressed import CompressedAttention, CompressedConfig
@@ -44,6 +44,7 @@ from .hf_fields import (
     rope_settings,
 )
 from .hybrids import KIMI_MODEL_TYPES, QWEN_MODEL_TYPES, kimi_linear_layer, qwen_hybrid_layer
+from .kv_sharing import KVSharingAttention, KVSharingConfig
 from .lightning import MINIMAX_MODEL_TYPES, LightningAttention, LightningConfig, minimax_layer_types
 from .linear import GatedDeltaNet, GatedDeltaNetConfig, KimiDeltaAttention, KimiDeltaConfig
 from .options import NO_OPTIONS, AttentionOptions, QkNorm, held_tokens
@@ -55,6 +56,7 @@ if TYPE_CHECKING:
     from .compressed import CompressedCache
     from .dsa import DSACache
     from .grouped import GroupedQueryAttention
+    from .kv_sharing import LayerCache
     from .latent import MultiHeadLatentAttention
     from .lightning import LightningStateCache
     from .linear import LinearStateCache
@@ -210,6 +212,12 @@ class ModelDescription:
             i: config.reads_layer for i, config in enumerate(self.layer_configs) if hasattr(config, "reads_layer")
         }
         self._meta_layers: dict[tuple[Any, torch.dtype], nn.Module] = {}
+
+    @property
+    def kv_sources(self) -> list[int | None]:
+        """Per layer, the layer whose cache it reads (Gemma 3n's and Gemma 4's kv sharing: it holds nothing), None
+        for a layer with a cache of its own."""
+        return [getattr(config, "kv_source", None) for config in self.layer_configs]
 
     def _measured(
         self, config: Any, tokens: int, batch: int, dtype: torch.dtype, storage: Storage = "reference"
@@ -552,6 +560,8 @@ WRAPPERS = {
     "gemma3": "gemma3_text",
     "qwen3_5": "qwen3_5_text",
     "qwen3_5_moe": "qwen3_5_moe_text",
+    "gemma3n": "gemma3n_text",
+    "gemma4": "gemma4_text",
 }  # multimodal configs whose text_config is read
 
 
@@ -574,9 +584,17 @@ def read_deepseek_v4(hf: Mapping[str, Any], layer_idx: int) -> tuple[str, Any]:
     return config.kind, config
 
 
+def read_kv_sharing(hf: Mapping[str, Any], layer_idx: int) -> tuple[str, Any]:
+    """Gemma3nTextConfig / Gemma4TextConfig: sliding and full layers with q/k/v norms; the last
+    num_kv_shared_layers read an earlier layer's cache ("shared"); Gemma 4's global layers with K = V."""
+    config = KVSharingConfig.from_hf(hf, layer_idx)
+    return config.kind, config
+
+
 READERS.update(
     {
         **dict.fromkeys(QWEN_MODEL_TYPES, qwen_hybrid_layer),
+        **dict.fromkeys(kv_sharing.MODEL_TYPES, read_kv_sharing),
         **dict.fromkeys(KIMI_MODEL_TYPES, read_kimi_linear),
         "deepseek_v32": read_deepseek_v32,
         "deepseek_v4": read_deepseek_v4,
@@ -588,6 +606,11 @@ DESIGNS.update(
         KimiDeltaConfig: design_of_class(KimiDeltaAttention, linear.cache_bytes_formula, linear.CACHE_FORMULA),
         GatedAttentionConfig: design_of_class(GatedAttention, gated.cache_bytes_formula, gated.CACHE_FORMULA),
         DSAConfig: design_of_class(DeepSeekSparseAttention, dsa.cache_bytes_formula, dsa.CACHE_FORMULA),
+        KVSharingConfig: Design(
+            build=design_of_class(KVSharingAttention, kv_sharing.cache_bytes_formula, "").build,
+            cache_bytes=kv_sharing.cache_bytes_formula,
+            formula=kv_sharing.formula,
+        ),
         CompressedConfig: Design(
             build=design_of_class(CompressedAttention, compressed.cache_bytes_formula, "").build,
             cache_bytes=compressed.cache_bytes_formula,
@@ -607,6 +630,7 @@ if TYPE_CHECKING:  # mypy checks here that every design's layer meets the contra
         gated: GatedAttention,
         delta: GatedDeltaNet,
         kimi: KimiDeltaAttention,
+        kv_sharing: KVSharingAttention,
     ) -> tuple[
         CachedLayer[GroupedKVCache | WindowedKVCache],
         CachedLayer[LatentKVCache],
@@ -615,8 +639,9 @@ if TYPE_CHECKING:  # mypy checks here that every design's layer meets the contra
         CachedLayer[GroupedKVCache],
         CachedLayer[LinearStateCache],
         CachedLayer[LinearStateCache],
+        CachedLayer[LayerCache],
     ]:
-        return grouped, latent, sparse, compressed, gated, delta, kimi
+        return grouped, latent, sparse, compressed, gated, delta, kimi, kv_sharing
 
 
 # --- GLM-5 and MiniMax ------------------------------------------------------------------------------------------------

@@ -310,6 +310,62 @@ MINIMAX_M2: dict[str, Any] = {
     "rms_norm_eps": 1e-06,
 }
 
+# google/gemma-3n-E4B-it config.json (Hugging Face Hub; transformers' Gemma3nTextConfig defaults are this checkpoint's):
+# a multimodal wrapper whose text_config gives 35 layers, four sliding (window 512) to one full, 8 query heads and 2
+# KV heads of 256; the last 15 layers (num_kv_shared_layers) compute no keys or values and read those of layer 18
+# (sliding) or 19 (full). query_pre_attn_scalar is in the file but HF's Gemma3nTextAttention scales scores by 1.
+GEMMA3N_E4B: dict[str, Any] = {
+    "model_type": "gemma3n",
+    "text_config": {
+        "model_type": "gemma3n_text",
+        "hidden_size": 2048,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 2,
+        "head_dim": 256,
+        "num_hidden_layers": 35,
+        "num_kv_shared_layers": 15,
+        "layer_types": (["sliding_attention"] * 4 + ["full_attention"]) * 7,
+        "sliding_window": 512,
+        "max_position_embeddings": 32768,
+        "query_pre_attn_scalar": 256,
+        "rope_theta": 1000000.0,
+        "rope_local_base_freq": 10000.0,
+        "rope_scaling": None,
+        "attention_bias": False,
+        "rms_norm_eps": 1e-06,
+    },
+}
+
+# google/gemma-4-31B-it config.json (Hugging Face Hub): a multimodal wrapper whose text_config gives 60 layers, five
+# sliding (window 1024; 16 KV heads of 256) to one global (4 KV heads of 512, attention_k_eq_v: the value is the key,
+# one tensor cached), 32 query heads; proportional RoPE on a quarter of each global head (theta 1,000,000), plain RoPE
+# (theta 10,000) on the sliding layers; no KV sharing. Not confirmed from the file itself (quoted from third-party
+# copies of it): max_position_embeddings (262144; some copies say 131072, Gemma4TextConfig's default).
+GEMMA4_31B: dict[str, Any] = {
+    "model_type": "gemma4",
+    "text_config": {
+        "model_type": "gemma4_text",
+        "hidden_size": 5376,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 16,
+        "num_global_key_value_heads": 4,
+        "head_dim": 256,
+        "global_head_dim": 512,
+        "attention_k_eq_v": True,
+        "num_hidden_layers": 60,
+        "num_kv_shared_layers": 0,
+        "layer_types": (["sliding_attention"] * 5 + ["full_attention"]) * 10,
+        "sliding_window": 1024,
+        "max_position_embeddings": 262144,
+        "rope_parameters": {
+            "full_attention": {"partial_rotary_factor": 0.25, "rope_theta": 1000000.0, "rope_type": "proportional"},
+            "sliding_attention": {"rope_theta": 10000.0, "rope_type": "default"},
+        },
+        "attention_bias": False,
+        "rms_norm_eps": 1e-06,
+    },
+}
+
 PUBLISHED: dict[str, dict[str, Any]] = {
     "Llama 3 8B": LLAMA3_8B,
     "Mistral 7B": MISTRAL_7B,
@@ -325,6 +381,8 @@ PUBLISHED: dict[str, dict[str, Any]] = {
     "GLM-5": GLM_5,
     "MiniMax-M1": MINIMAX_M1,
     "MiniMax-M2": MINIMAX_M2,
+    "Gemma 3n E4B": GEMMA3N_E4B,
+    "Gemma 4 31B": GEMMA4_31B,
 }
 
 SOURCES: dict[str, str] = {
@@ -342,6 +400,8 @@ SOURCES: dict[str, str] = {
     "GLM-5": "transformers GlmMoeDsaConfig defaults (zai-org/GLM-5); rope_theta and indexer_types unconfirmed",
     "MiniMax-M1": "MiniMaxAI/MiniMax-M1-80k config.json",
     "MiniMax-M2": "MiniMaxAI/MiniMax-M2 config.json (attention fields as transformers' MiniMaxM2Config)",
+    "Gemma 3n E4B": "google/gemma-3n-E4B-it config.json (text_config)",
+    "Gemma 4 31B": "google/gemma-4-31B-it config.json (text_config)",
 }
 
 

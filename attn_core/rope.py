@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-ROPE_KINDS = ("default", "linear", "llama3", "yarn")
+ROPE_KINDS = ("default", "linear", "llama3", "yarn", "proportional")
 
 
 @dataclass(frozen=True)
@@ -23,7 +23,8 @@ class RopeScaling:
     factor, high ones kept, a smooth blend between (low_freq_factor, high_freq_factor over
     original_max_position_embeddings). "yarn": YaRN's per-frequency blend of interpolation and extrapolation (beta_fast,
     beta_slow, truncate), and cos/sin multiplied by attention_factor (resolved from factor and mscale as HF does: see
-    from_hf).
+    from_hf). "proportional" (Gemma 4's global layers): the first partial_rotary_factor of the pairs turn at the
+    frequencies of the whole head width (theta ** (-2i / D)), the rest not at all, every frequency divided by factor.
     """
 
     kind: str = "default"
@@ -35,6 +36,7 @@ class RopeScaling:
     beta_slow: float = 1.0
     truncate: bool = True
     attention_factor: float = 1.0
+    partial_rotary_factor: float = 1.0  # "proportional" only
 
     def __post_init__(self) -> None:
         if self.kind not in ROPE_KINDS:
@@ -48,6 +50,9 @@ class RopeScaling:
                     f"rope_type={self.kind!r} needs original_max_position_embeddings, a positive whole number; "
                     f"got {original!r}."
                 )
+        factor = self.partial_rotary_factor
+        if isinstance(factor, bool) or not isinstance(factor, int | float) or not 0 <= factor <= 1:
+            raise ValueError(f"partial_rotary_factor must be a fraction from 0 to 1, got {factor!r}.")
         if self.kind == "llama3" and not self.high_freq_factor > self.low_freq_factor > 0:
             raise ValueError(
                 f"llama3 rope needs high_freq_factor > low_freq_factor > 0, got {self.high_freq_factor!r} and "
@@ -68,6 +73,12 @@ class RopeScaling:
             return cls()
         if kind not in ROPE_KINDS:
             raise ValueError(f"rope_type={kind!r} is not supported: choose one of {', '.join(ROPE_KINDS)}.")
+        if kind == "proportional":
+            return cls(
+                kind=kind,
+                factor=params.get("factor", 1.0),
+                partial_rotary_factor=params.get("partial_rotary_factor", 1.0),
+            )
         if params.get("partial_rotary_factor", 1.0) != 1.0:
             raise ValueError("partial_rotary_factor other than 1 is not supported: every dimension is rotated here.")
         original = params.get("original_max_position_embeddings", max_position_embeddings)
@@ -111,7 +122,15 @@ class RopeScaling:
             return self._llama3(inv_freq)
         if self.kind == "yarn":
             return self._yarn(dim, theta)
+        if self.kind == "proportional":
+            turning = self.turning_pairs(dim)
+            return torch.cat((inv_freq[:turning], torch.zeros(dim // 2 - turning))) / self.factor
         return inv_freq
+
+    def turning_pairs(self, dim: int) -> int:
+        """How many of the dim / 2 rotated pairs turn: all, or the first partial_rotary_factor of them for
+        "proportional" (the others have angle 0 at every position), rounded as HF does."""
+        return int(self.partial_rotary_factor * dim // 2) if self.kind == "proportional" else dim // 2
 
     def _llama3(self, inv_freq: torch.Tensor) -> torch.Tensor:
         old_context = self.original_max_position_embeddings or 0

@@ -22,6 +22,7 @@ KIND_NAMES = {
     "linear": N_("linear attention"),
     "gated_deltanet": N_("linear attention"),
     "kda": N_("linear attention"),
+    "shared": N_("shared KV"),  # Gemma 3n's and Gemma 4's layers that read an earlier layer's cache
 }
 
 

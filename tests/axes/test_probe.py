@@ -48,6 +48,10 @@ HELD = {
     ),
     # KDA: 32 heads' 128 x 128 states in float32 and 3 inputs of q, k, v (3 * 32 * 128); MLA on 7 of 27 layers
     "Kimi Linear 48B-A3B": lambda t: 20 * (32 * 128 * 128 * 4 + 3 * 3 * 32 * 128 * BF16) + 7 * (512 + 64) * t * BF16,
+    # 20 of 35 layers keep caches (16 sliding, 4 full); the last 15 read layer 18's or 19's and hold nothing
+    "Gemma 3n E4B": lambda t: kv(16, 2, 256, min(t, 511)) + kv(4, 2, 256, t),
+    # global layers cache their value alone (K = V): half of kv() at 4 KV heads of 512
+    "Gemma 4 31B": lambda t: kv(50, 16, 256, min(t, 1023)) + kv(10, 4, 512, t) // 2,
 }
 # Read by the decoding step of token T: the window (itself and the W - 1 before) on a sliding layer, all on a full one
 READ = {
@@ -56,6 +60,8 @@ READ = {
     "DeepSeek-V3.2": lambda t: 61 * (128 * t + (512 + 64) * min(t, 2048)) * BF16,
     "gpt-oss-120b": lambda t: kv(18, 8, 64, min(t, 128)) + kv(18, 8, 64, t),
     "Mistral 7B": lambda t: kv(32, 8, 128, min(t, 4096)),
+    # a shared layer reads its source's window or every token again: 12 read layer 18's, 3 layer 19's
+    "Gemma 3n E4B": lambda t: kv(16 + 12, 2, 256, min(t, 512)) + kv(4 + 3, 2, 256, t),
 }
 
 
