@@ -22,6 +22,8 @@ KIND_NAMES = {
     "linear": N_("linear attention"),
     "gated_deltanet": N_("linear attention"),
     "kda": N_("linear attention"),
+    "chunked": N_("chunked attention"),
+    "nope": N_("full attention without RoPE"),
 }
 
 
