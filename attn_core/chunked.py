@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from .cache import GrowingSequenceBuffer
@@ -84,6 +85,29 @@ def _memoised_chunk(
         queries = torch.arange(query_start, query_start + q_len, device=device)[:, None]
         keys = torch.arange(key_start, query_start + q_len, device=device)[None, :]
         return ((keys <= queries) & (keys // chunk == queries // chunk))[None, None]
+
+
+def attend_in_chunks(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, scale: float, chunk: int) -> torch.Tensor:
+    """q [B, H, L, D], k, v [B, G, L, D] at the same positions, the first at a chunk's start -> out [B, H, L, D]: each
+    whole chunk attended on its own, causal, the chunks side by side in the batch, then the unfinished one. No query
+    sees past its chunk, so this is the masked L × L attention's result at L · C work (a long prompt: L / C times
+    less)."""
+    batch, whole = q.shape[0], q.shape[2] - q.shape[2] % chunk
+    gqa = k.shape[1] != q.shape[1]
+    outs = []
+    if whole:
+
+        def blocks(t: torch.Tensor) -> torch.Tensor:  # [B, heads, n·C, D] -> [B·n, heads, C, D]
+            return t[:, :, :whole].unflatten(2, (-1, chunk)).transpose(1, 2).flatten(0, 1)
+
+        out = F.scaled_dot_product_attention(
+            blocks(q), blocks(k), blocks(v), is_causal=True, scale=scale, enable_gqa=gqa
+        )
+        outs.append(out.unflatten(0, (batch, -1)).transpose(1, 2).flatten(2, 3))  # [B, H, n·C, D]
+    if whole < q.shape[2]:
+        rest = (t[:, :, whole:] for t in (q, k, v))
+        outs.append(F.scaled_dot_product_attention(*rest, is_causal=True, scale=scale, enable_gqa=gqa))
+    return torch.cat(outs, dim=2) if len(outs) > 1 else outs[0]
 
 
 class ChunkedKVCache:

@@ -11,7 +11,7 @@ from torch import nn
 
 from .attend import KeyMask, allowed_positions, attend, window_allowed
 from .cache import GroupedKVCache, WindowedKVCache, checked_tokens
-from .chunked import ChunkedKVCache, WeightlessRMSNorm, chunk_allowed
+from .chunked import ChunkedKVCache, WeightlessRMSNorm, attend_in_chunks, chunk_allowed
 from .config import AttentionConfig
 from .contract import Queries
 from .latent import RMSNorm, UnitOffsetRMSNorm
@@ -245,6 +245,9 @@ class GroupedQueryAttention(nn.Module):
                 k, v = cache.append(k, v, ordered=return_weights)
             elif cache is not None:
                 k, v = cache.append(k, v)
+        if chunk is not None and q.shape[2] == k.shape[2] > chunk and not return_weights and self.sinks is None:
+            out = attend_in_chunks(q, k, v, scale=self.scale, chunk=chunk)  # a prompt from a chunk's start
+            return self.o_proj(rearrange(out, "b h l d -> b l (h d)")), None
         if chunk is not None:
             mask = self._chunk_mask(q.shape[2], k.shape[2], cache, chunk, x.device)
         elif window is None:

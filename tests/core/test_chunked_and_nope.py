@@ -134,6 +134,18 @@ def test_a_chunk_attends_as_the_same_layer_run_on_that_chunk_alone():
         assert (whole[:, start : start + 5] - alone).abs().max().item() <= 1e-5
 
 
+def test_a_prompts_weights_stay_in_each_querys_chunk_and_give_the_same_output():
+    layer = build_layer(small_llama4(), 0, seed=3)
+    x = randn(1, 12, 32, seed=4)
+    out, weights = layer(x, return_weights=True)
+    assert weights is not None
+    positions = torch.arange(12)
+    outside = (positions[None, :] > positions[:, None]) | (positions[None, :] // 5 != positions[:, None] // 5)
+    assert weights[..., outside].abs().max().item() == 0.0
+    assert (weights.sum(-1) - 1).abs().max().item() <= 1e-6
+    assert (out - layer(x)[0]).abs().max().item() <= 1e-6  # without weights: whole chunks side by side
+
+
 def test_the_query_temperature_is_one_until_floor_scale_then_grows_by_log():
     temperature = QueryTemperature(floor_scale=8192, attn_scale=0.1)
     assert [temperature.factor(p) for p in (0, 8190)] == [1.0, 1.0]
