@@ -105,8 +105,8 @@ def attend_in_chunks(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, scale
         )
         outs.append(out.unflatten(0, (batch, -1)).transpose(1, 2).flatten(2, 3))  # [B, H, n·C, D]
     if whole < q.shape[2]:
-        rest = (t[:, :, whole:] for t in (q, k, v))
-        outs.append(F.scaled_dot_product_attention(*rest, is_causal=True, scale=scale, enable_gqa=gqa))
+        rest_q, rest_k, rest_v = q[:, :, whole:], k[:, :, whole:], v[:, :, whole:]
+        outs.append(F.scaled_dot_product_attention(rest_q, rest_k, rest_v, is_causal=True, scale=scale, enable_gqa=gqa))
     return torch.cat(outs, dim=2) if len(outs) > 1 else outs[0]
 
 
