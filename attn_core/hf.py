@@ -505,25 +505,36 @@ WRAPPERS = {
 
 
 # --- NoPE layers and chunked local attention (Llama 4, SmolLM3) ------------------------------------------------------
-def rope_layers(hf: Mapping[str, Any], *, empty_derives: bool) -> list[bool]:
-    """Per layer, whether it rotates: no_rope_layers as given (1 RoPE, 0 NoPE; at least num_hidden_layers entries),
+def uses_rope(hf: Mapping[str, Any], layer_idx: int, *, empty_derives: bool) -> bool:
+    """Whether layer layer_idx rotates: no_rope_layers as given (1 RoPE, 0 NoPE; at least num_hidden_layers entries),
     else NoPE on every no_rope_layer_interval-th layer (4), as the config classes derive it. Llama4TextConfig derives
-    it for an empty list too (empty_derives), SmolLM3Config only when it is absent."""
+    it for an empty list too (empty_derives), SmolLM3Config only when it is absent. Only this layer's entry is
+    checked: describe_model reads every layer, so a whole-list check here would cost layers² (seconds at 4096)."""
     layers = int_field(hf, "num_hidden_layers")
     given = hf.get("no_rope_layers")
     if given is None or (empty_derives and given == []):
-        interval = int_field(hf, "no_rope_layer_interval", 4)
-        return [(i + 1) % interval != 0 for i in range(layers)]
-    if (
-        not isinstance(given, list | tuple)
-        or len(given) < layers
-        or any(not isinstance(flag, int) or flag not in (0, 1) for flag in given)
-    ):
+        return (layer_idx + 1) % int_field(hf, "no_rope_layer_interval", 4) != 0
+    flag = given[layer_idx] if isinstance(given, list | tuple) and len(given) >= layers else None
+    if not isinstance(flag, int) or flag not in (0, 1):  # bool is an int
         raise ValueError(
             f"config field 'no_rope_layers' must list at least {layers} entries (num_hidden_layers), each 1 (the "
             "layer uses RoPE) or 0 (NoPE)."
         )
-    return [bool(flag) for flag in given[:layers]]
+    return bool(flag)
+
+
+def _layer_type(hf: Mapping[str, Any], layer_idx: int, known: tuple[str, ...], default: str) -> str:
+    """layer_types[layer_idx] as given, else default, this layer's as the config class derives it. This entry is
+    checked (as uses_rope's), the whole list only when it is wrong, for layer_types' message."""
+    given = hf.get("layer_types")
+    if given is None:
+        return default
+    entry = (
+        given[layer_idx] if isinstance(given, list | tuple) and len(given) == int_field(hf, "num_hidden_layers") else 0
+    )
+    if isinstance(entry, str) and entry in known:
+        return entry
+    return layer_types(hf, known, lambda i: default)[layer_idx]
 
 
 def _nope_kind(shape: LayerShape) -> str:
@@ -551,13 +562,10 @@ def read_llama4_text(hf: Mapping[str, Any], layer_idx: int) -> tuple[str, LayerS
     on NoPE layers the query temperature (attn_temperature_tuning, floor_scale 8192, attn_scale 0.1)."""
     context = int_field(hf, "max_position_embeddings", 131072)
     theta, scaling = rope_settings(hf, 500000.0, context)
-    rotating = rope_layers(hf, empty_derives=True)
-    rotates = rotating[layer_idx]
-    types = layer_types(
-        hf, ("chunked_attention", "full_attention"), lambda i: "chunked_attention" if rotating[i] else "full_attention"
-    )
+    rotates = uses_rope(hf, layer_idx, empty_derives=True)
+    default = "chunked_attention" if rotates else "full_attention"
     chunk = None
-    if types[layer_idx] == "chunked_attention":
+    if _layer_type(hf, layer_idx, ("chunked_attention", "full_attention"), default) == "chunked_attention":
         if "attention_chunk_size" in hf and hf["attention_chunk_size"] is None:
             raise ValueError(
                 f"config field 'attention_chunk_size' is null, but layer {layer_idx} is chunked_attention "
@@ -588,16 +596,13 @@ def read_smollm3(hf: Mapping[str, Any], layer_idx: int) -> tuple[str, LayerShape
     2,000,000 unless given; a window only with use_sliding_window, and then on the NoPE layers (layer_types)."""
     context = int_field(hf, "max_position_embeddings", 32768)
     theta, scaling = rope_settings(hf, 2_000_000.0, context)
-    rotates = rope_layers(hf, empty_derives=False)
+    rotates = uses_rope(hf, layer_idx, empty_derives=False)
     window = _window(hf, None, context) if bool_field(hf, "use_sliding_window", False) else None
-    types = layer_types(
-        hf,
-        GROUPED_LAYER_TYPES,
-        lambda i: "sliding_attention" if window is not None and not rotates[i] else "full_attention",
-    )
-    if types[layer_idx] == "sliding_attention" and window is None:
+    default = "sliding_attention" if window is not None and not rotates else "full_attention"
+    sliding = _layer_type(hf, layer_idx, GROUPED_LAYER_TYPES, default) == "sliding_attention"
+    if sliding and window is None:
         raise ValueError("layer_types names a sliding_attention layer, but the config has no sliding_window in use.")
-    options = AttentionOptions(window=window if types[layer_idx] == "sliding_attention" else None, rope_scaling=scaling)
+    options = AttentionOptions(window=window if sliding else None, rope_scaling=scaling)
     bias = bool_field(hf, "attention_bias", False)
     shape = _grouped(
         hf,
@@ -606,7 +611,7 @@ def read_smollm3(hf: Mapping[str, Any], layer_idx: int) -> tuple[str, LayerShape
         bias=bias,
         theta=theta,
         options=options,
-        rope=rotates[layer_idx],
+        rope=rotates,
     )
     return _nope_kind(shape), shape
 
