@@ -6,17 +6,20 @@ alone; the layers' kinds as transformers' config classes lay them out; and every
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
 
 from attn_core import describe_model, published_config
 from attn_core.chunked import ChunkedKVCache, QueryTemperature
 from attn_core.hf import build_layer, design_for, read_layer
 from attn_core.options import AttentionOptions
 
-from .examples import randn
+from .examples import PROPERTY_SETTINGS, randn
 
 GiB = 1 << 30
 BF16 = 2
@@ -122,6 +125,19 @@ def test_cached_decoding_token_by_token_is_one_full_forward(layer_idx):
     cache = layer.new_cache(1)
     steps = torch.cat([layer(x[:, t : t + 1], cache=cache)[0] for t in range(17)], dim=1)
     assert (full - steps).abs().max().item() <= 1e-5
+
+
+@PROPERTY_SETTINGS
+@given(chunk=st.integers(1, 7), cuts=st.lists(st.integers(1, 14), max_size=4, unique=True))
+def test_a_prompt_fed_in_any_pieces_is_one_full_pass_and_the_cache_its_closed_form(chunk, cuts):
+    layer = build_layer(small_llama4(attention_chunk_size=chunk), 0, seed=4)
+    x = randn(1, 15, 32, seed=5)
+    full = layer(x)[0]
+    cache = layer.new_cache(1)
+    bounds = [0, *sorted(cuts), 15]
+    pieces = [layer(x[:, a:b], cache=cache)[0] for a, b in itertools.pairwise(bounds)]
+    assert (torch.cat(pieces, dim=1) - full).abs().max().item() <= 1e-5
+    assert cache.nbytes == cache.read_nbytes == ((15 - 1) % chunk + 1) * 2 * 2 * 8 * 4
 
 
 def test_a_chunk_attends_as_the_same_layer_run_on_that_chunk_alone():
