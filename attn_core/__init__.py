@@ -30,6 +30,7 @@ from .accounting import (
 from .attend import allowed_positions, causal_allowed
 from .build import build_attention, seeded_generator
 from .cache import GroupedKVCache, LatentKVCache, RepeatedHeadsCache, WindowedKVCache, empty_cache
+from .chunked import ChunkedKVCache, QueryTemperature
 from .compressed import CompressedAttention, CompressedCache, CompressedConfig
 from .config import (
     VARIANTS,
@@ -84,6 +85,7 @@ __all__ = [
     "CacheBits",
     "CachedLayer",
     "CachesAsMuchAsMHA",
+    "ChunkedKVCache",
     "CompressedAttention",
     "CompressedCache",
     "CompressedConfig",
@@ -118,6 +120,7 @@ __all__ = [
     "QuantizedKVCache",
     "QuantizedLatentKVCache",
     "Queries",
+    "QueryTemperature",
     "RepeatedHeadsCache",
     "RopeScaling",
     "ServedFormat",

@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 from .cache import GroupedKVCache, LatentKVCache, WindowedKVCache
+from .chunked import ChunkedKVCache
 from .config import AttentionConfig, GroupedVariant, Variant
 from .contract import AttentionLayer
 from .grouped import GroupedQueryAttention
@@ -84,7 +85,7 @@ if TYPE_CHECKING:  # mypy checks here that both layer classes meet the contract
 
     def _meet_the_contract(
         grouped: GroupedQueryAttention, latent: MultiHeadLatentAttention
-    ) -> tuple[AttentionLayer[GroupedKVCache | WindowedKVCache], AttentionLayer[LatentKVCache]]:
+    ) -> tuple[AttentionLayer[GroupedKVCache | WindowedKVCache | ChunkedKVCache], AttentionLayer[LatentKVCache]]:
         return grouped, latent
 
 

@@ -11,6 +11,7 @@ from torch import nn
 
 from .attend import KeyMask, allowed_positions, attend, window_allowed
 from .cache import GroupedKVCache, WindowedKVCache, checked_tokens
+from .chunked import ChunkedKVCache, WeightlessRMSNorm, attend_in_chunks, chunk_allowed
 from .config import AttentionConfig
 from .contract import Queries
 from .latent import RMSNorm, UnitOffsetRMSNorm
@@ -22,7 +23,8 @@ from .rope import apply_rope, rope_cos_sin
 
 class GroupedQueryAttention(nn.Module):
     """Parameter names as Llama's attention (q_proj, k_proj, v_proj, o_proj), so its checkpoints load as they are;
-    with options (attn_core.options), also q_norm and k_norm (Qwen3, Gemma 3) and sinks (gpt-oss) as HF names them."""
+    with options (attn_core.options), also q_norm and k_norm (Qwen3, Gemma 3) and sinks (gpt-oss) as HF names them
+    (Llama 4's weightless norm and chunks add no parameter)."""
 
     def __init__(
         self,
@@ -44,9 +46,11 @@ class GroupedQueryAttention(nn.Module):
         self.v_proj = nn.Linear(cfg.d_model, cfg.n_kv_heads * cfg.head_dim, **kw)
         self.o_proj = nn.Linear(cfg.n_heads * cfg.head_dim, cfg.d_model, **(kw | {"bias": cfg.o_bias}))
         self._packed_weight, self._packed_bias = PackedRows(), PackedRows()
-        self.q_norm: RMSNorm | None = None
-        self.k_norm: RMSNorm | None = None
-        if options.qk_norm is not None:
+        self.q_norm: nn.Module | None = None
+        self.k_norm: nn.Module | None = None
+        if options.qk_norm == "l2":
+            self.q_norm, self.k_norm = WeightlessRMSNorm(cfg.norm_eps), WeightlessRMSNorm(cfg.norm_eps)
+        elif options.qk_norm is not None:
             norm = UnitOffsetRMSNorm if options.qk_norm == "rms_unit_offset" else RMSNorm
             self.q_norm = norm(cfg.head_dim, cfg.norm_eps, device=device, dtype=dtype)
             self.k_norm = norm(cfg.head_dim, cfg.norm_eps, device=device, dtype=dtype)
@@ -55,7 +59,9 @@ class GroupedQueryAttention(nn.Module):
             self.sinks = nn.Parameter(torch.zeros(cfg.n_heads, device=device, dtype=dtype))
 
     @overload
-    def new_cache(self, batch_size: int = 1, *, bits: None = None) -> GroupedKVCache | WindowedKVCache: ...
+    def new_cache(
+        self, batch_size: int = 1, *, bits: None = None
+    ) -> GroupedKVCache | WindowedKVCache | ChunkedKVCache: ...
     @overload
     def new_cache(
         self, batch_size: int = 1, *, bits: int, group_size: int = 32, residual: int = 128, keys: str = "channel"
@@ -68,21 +74,25 @@ class GroupedQueryAttention(nn.Module):
         group_size: int = 32,
         residual: int = 128,
         keys: str = "channel",
-    ) -> GroupedKVCache | WindowedKVCache | QuantizedKVCache:
+    ) -> GroupedKVCache | WindowedKVCache | ChunkedKVCache | QuantizedKVCache:
         """An empty cache; with `bits`, quantised (KIVI's layout, attn_core.quant): `bits` per number in groups of
         `group_size`, keys per "channel" or "token", the newest `residual` tokens exact."""
         if bits is None:
             return self._empty_cache(batch_size, self.k_proj.weight.device)
-        if self.options.window is not None:
-            raise ValueError("bits: a quantised cache is for full-attention layers; this layer has a window.")
+        if self.options.window is not None or self.options.chunk is not None:
+            raise ValueError("bits: a quantised cache is for full-attention layers; this layer has a window or chunks.")
         cfg, weight = self.cfg, self.k_proj.weight
         spec = CacheBits(bits, group_size, residual, keys)
         return QuantizedKVCache(
             batch_size, cfg.n_kv_heads, cfg.head_dim, spec, dtype=weight.dtype, device=weight.device
         )
 
-    def _empty_cache(self, batch_size: int, device: torch.device) -> GroupedKVCache | WindowedKVCache:
+    def _empty_cache(self, batch_size: int, device: torch.device) -> GroupedKVCache | WindowedKVCache | ChunkedKVCache:
         cfg, options, dtype = self.cfg, self.options, self.k_proj.weight.dtype
+        if options.chunk is not None:
+            return ChunkedKVCache(
+                batch_size, cfg.n_kv_heads, cfg.head_dim, chunk=options.chunk, dtype=dtype, device=device
+            )
         if options.window is not None:
             return WindowedKVCache(
                 batch_size,
@@ -95,7 +105,7 @@ class GroupedQueryAttention(nn.Module):
             )
         return GroupedKVCache(batch_size, cfg.n_kv_heads, cfg.head_dim, dtype=dtype, device=device)
 
-    def cache_after(self, tokens: int, batch_size: int = 1) -> GroupedKVCache | WindowedKVCache:
+    def cache_after(self, tokens: int, batch_size: int = 1) -> GroupedKVCache | WindowedKVCache | ChunkedKVCache:
         """The cache after a prefill of `tokens` tokens, built on the meta device through the cache's own append
         (no attention computed, no memory): its nbytes and read_nbytes are the layer's at that length."""
         cache = self._empty_cache(batch_size, torch.device("meta"))
@@ -136,13 +146,25 @@ class GroupedQueryAttention(nn.Module):
     def _query_heads(self, x: torch.Tensor, start: int | None) -> torch.Tensor:
         """queries() as one tensor, q [B, H, L, D]: what forward() attends with (normed per head before RoPE, with
         a q_norm)."""
-        q = rearrange(self.q_proj(x), "b l (h d) -> b h l d", h=self.cfg.n_heads)
-        return self._rotated(q if self.q_norm is None else self.q_norm(q), start)
+        q = self._normed_rotated(
+            rearrange(self.q_proj(x), "b l (h d) -> b h l d", h=self.cfg.n_heads), self.q_norm, start
+        )
+        temperature = self.options.temperature
+        return q if temperature is None or start is None else temperature.scaled(q, start)
+
+    def _normed_rotated(self, t: torch.Tensor, norm: nn.Module | None, start: int | None) -> torch.Tensor:
+        """t [B, heads, L, D] normed per head and rotated: the norm first (Qwen3, Gemma 3), or after RoPE as Llama 4
+        does (its norm has no weight, so the order changes only rounding)."""
+        if norm is None:
+            return self._rotated(t, start)
+        if self.options.qk_norm == "l2":
+            return norm(self._rotated(t, start))
+        return self._rotated(norm(t), start)
 
     def keys_values(self, x: torch.Tensor, start: int) -> tuple[torch.Tensor, torch.Tensor]:
         """x [B, L, d_model] -> k (rotated), v [B, G, L, D]: what the forward pass caches for these tokens."""
         k, v = self.project_kv(x)
-        return self._rotated(k if self.k_norm is None else self.k_norm(k), start), v
+        return self._normed_rotated(k, self.k_norm, start), v
 
     def packed_qkv(self) -> tuple[torch.Tensor, torch.Tensor | None] | None:
         """q_proj, k_proj and v_proj's weights [(H + 2G) * D, d_model] (and biases) as one, a view, when they lie end to
@@ -160,7 +182,8 @@ class GroupedQueryAttention(nn.Module):
         a self-attention step computes before its scores. With packed weights, one matrix product for all three, and
         one rotation for queries and keys, which lie side by side in its output."""
         cfg = self.cfg
-        packed = self.packed_qkv() if self.q_norm is None else None  # norms come before RoPE, per part
+        # norms and the temperature apply per part
+        packed = self.packed_qkv() if self.q_norm is None and self.options.temperature is None else None
         if packed is None:
             q = self._query_heads(x, start)
             k, v = self.keys_values(x, start)
@@ -179,7 +202,7 @@ class GroupedQueryAttention(nn.Module):
         self,
         x: torch.Tensor,
         *,
-        cache: GroupedKVCache | WindowedKVCache | QuantizedKVCache | None = None,
+        cache: GroupedKVCache | WindowedKVCache | ChunkedKVCache | QuantizedKVCache | None = None,
         key_padding_mask: torch.Tensor | None = None,
         return_weights: bool = False,
         causal: bool = True,
@@ -190,13 +213,15 @@ class GroupedQueryAttention(nn.Module):
         kv_input: another sequence to attend to (cross-attention): no causal mask and no RoPE, since positions in two
         sequences are not comparable. key_padding_mask [B, S]: True for real keys (S = cached + new).
         With a window, S is the keys the call's queries may need (the cache's sinks and window, and the new tokens);
-        weights come in position order.
+        with chunks, the held part of the first query's chunk and the new tokens; weights come in position order.
         """
-        window = self.options.window
-        if window is not None and (kv_input is not None or key_padding_mask is not None or not causal):
+        window, chunk = self.options.window, self.options.chunk
+        if (window is not None or chunk is not None) and (
+            kv_input is not None or key_padding_mask is not None or not causal
+        ):
             raise ValueError(
-                "A sliding-window layer is causal self-attention: kv_input, key_padding_mask and causal=False do not "
-                "apply to it."
+                "A sliding-window or chunked layer is causal self-attention: kv_input, key_padding_mask and "
+                "causal=False do not apply to it."
             )
         if kv_input is not None:
             if cache is not None:
@@ -220,7 +245,12 @@ class GroupedQueryAttention(nn.Module):
                 k, v = cache.append(k, v, ordered=return_weights)
             elif cache is not None:
                 k, v = cache.append(k, v)
-        if window is None:
+        if chunk is not None and q.shape[2] == k.shape[2] > chunk and not return_weights and self.sinks is None:
+            out = attend_in_chunks(q, k, v, scale=self.scale, chunk=chunk)  # a prompt from a chunk's start
+            return self.o_proj(rearrange(out, "b h l d -> b l (h d)")), None
+        if chunk is not None:
+            mask = self._chunk_mask(q.shape[2], k.shape[2], cache, chunk, x.device)
+        elif window is None:
             mask = allowed_positions(
                 q.shape[2], k.shape[2], causal=causal, key_padding_mask=key_padding_mask, device=x.device
             )
@@ -259,6 +289,17 @@ class GroupedQueryAttention(nn.Module):
         moved = apply_rope(self._query_heads(x[:, first_moved:], None), cos, sin, cfg.rope_interleave)
         return torch.cat((q[:, :, :first_moved], moved), dim=2), self.options.sink_tokens
 
+    def _chunk_mask(self, q_len: int, k_len: int, cache: object, chunk: int, device: torch.device) -> KeyMask:
+        """Where L new queries of a chunked layer may look among the S keys its cache returned (all of them from the
+        first query's chunk on)."""
+        query_start = cache.seq_len - q_len if isinstance(cache, ChunkedKVCache) else 0
+        key_start = cache.key_start if isinstance(cache, ChunkedKVCache) else 0
+        if q_len == 1:  # the newest position sees its chunk up to itself: every key returned
+            return KeyMask(None)
+        if key_start == query_start and query_start // chunk == (query_start + q_len - 1) // chunk:
+            return allowed_positions(q_len, k_len, causal=True, key_padding_mask=None, device=device)
+        return KeyMask(chunk_allowed(query_start, q_len, key_start, chunk, device))
+
     def _window_mask(self, q_len: int, k_len: int, cache: object, device: torch.device) -> KeyMask:
         """Where L new queries may look among the S keys a windowed call attends to."""
         window, sink_tokens = self.options.window or 0, self.options.sink_tokens
@@ -283,7 +324,7 @@ class GroupedQueryAttention(nn.Module):
         )
 
     def _decode_step(
-        self, x: torch.Tensor, cache: GroupedKVCache | WindowedKVCache | QuantizedKVCache, start: int
+        self, x: torch.Tensor, cache: GroupedKVCache | WindowedKVCache | ChunkedKVCache | QuantizedKVCache, start: int
     ) -> torch.Tensor:
         """x [B, 1, d_model], one new token at position start -> out [B, 1, d_model]: forward()'s numbers with less
         work per token. The newest position may see every key returned (a windowed cache returns its sinks and window

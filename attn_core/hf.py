@@ -27,6 +27,7 @@ from torch import nn
 from . import compressed, dsa, gated, glm_dsa, kv_sharing, lightning, linear
 from .accounting import as_dtype, bytes_per_element
 from .build import build_attention
+from .chunked import QueryTemperature
 from .compressed import CompressedAttention, CompressedConfig
 from .config import AttentionConfig, GroupedVariant
 from .contract import CachedLayer
@@ -35,6 +36,7 @@ from .gated import GatedAttention, GatedAttentionConfig
 from .glm_dsa import SharedTopKAttention, SharedTopKConfig, read_glm_moe_dsa
 from .hf_fields import (
     bool_field,
+    field,
     float_field,
     int_field,
     layer_index,
@@ -53,6 +55,7 @@ from .served import SERVED_AS_HELD, STORAGES, ServedFormat, Storage, served_layo
 
 if TYPE_CHECKING:
     from .cache import GroupedKVCache, LatentKVCache, WindowedKVCache
+    from .chunked import ChunkedKVCache
     from .compressed import CompressedCache
     from .dsa import DSACache
     from .grouped import GroupedQueryAttention
@@ -92,6 +95,8 @@ def layer_shape_formula(shape: LayerShape) -> str:
         widths = cfg.latent_widths
         return f"(d_c + d_h^R) · T · B · b, d_c={widths.kv_lora_rank}, d_h^R={widths.qk_rope_head_dim}"
     numbers = f"G={cfg.n_kv_heads}, D={cfg.head_dim}"
+    if options.chunk is not None:
+        return f"2 · G · D · ((T − 1) mod C + 1) · B · b, {numbers}, C={options.chunk}"
     if options.window is None:
         return f"2 · G · D · T · B · b, {numbers}"
     if options.sink_tokens:
@@ -368,9 +373,13 @@ def _grouped(
     o_bias: bool | None = None,
     theta: float,
     options: AttentionOptions,
+    rope: bool = True,
+    rope_interleave: bool = False,
+    eps_default: float = 1e-6,
 ) -> LayerShape:
     """A grouped layer: hidden_size, num_attention_heads, num_key_value_heads and head_dim as the config class
-    resolves them (a missing num_key_value_heads: kv_heads_default, None meaning num_attention_heads)."""
+    resolves them (a missing num_key_value_heads: kv_heads_default, None meaning num_attention_heads); rope False for
+    a NoPE layer."""
     d_model, heads = int_field(hf, "hidden_size"), int_field(hf, "num_attention_heads")
     kv_heads = int_field(hf, "num_key_value_heads", heads if kv_heads_default is None else kv_heads_default)
     head_dim = int_field(hf, "head_dim", d_model // heads if head_dim_default is None else head_dim_default)
@@ -386,9 +395,11 @@ def _grouped(
         n_kv_heads=kv_heads if variant == "gqa" else None,
         head_dim=head_dim,
         rope_theta=theta,
+        rope=rope,
+        rope_interleave=rope_interleave,
         bias=bias,
         o_bias=o_bias,
-        norm_eps=float_field(hf, "rms_norm_eps", 1e-6),
+        norm_eps=float_field(hf, "rms_norm_eps", eps_default),
     )
     return LayerShape(cfg, options)
 
@@ -562,7 +573,123 @@ WRAPPERS = {
     "qwen3_5_moe": "qwen3_5_moe_text",
     "gemma3n": "gemma3n_text",
     "gemma4": "gemma4_text",
+    "llama4": "llama4_text",
 }  # multimodal configs whose text_config is read
+
+
+# --- NoPE layers and chunked local attention (Llama 4, SmolLM3) ------------------------------------------------------
+def uses_rope(hf: Mapping[str, Any], layer_idx: int, *, empty_derives: bool) -> bool:
+    """Whether layer layer_idx rotates: no_rope_layers as given (1 RoPE, 0 NoPE; at least num_hidden_layers entries),
+    else NoPE on every no_rope_layer_interval-th layer (4), as the config classes derive it. Llama4TextConfig derives
+    it for an empty list too (empty_derives), SmolLM3Config only when it is absent. Only this layer's entry is
+    checked: describe_model reads every layer, so a whole-list check here would cost layers² (seconds at 4096)."""
+    layers = int_field(hf, "num_hidden_layers")
+    given = hf.get("no_rope_layers")
+    if given is None or (empty_derives and given == []):
+        return (layer_idx + 1) % int_field(hf, "no_rope_layer_interval", 4) != 0
+    flag = given[layer_idx] if isinstance(given, list | tuple) and len(given) >= layers else None
+    if not isinstance(flag, int) or flag not in (0, 1):  # bool is an int
+        raise ValueError(
+            f"config field 'no_rope_layers' must list at least {layers} entries (num_hidden_layers), each 1 (the "
+            "layer uses RoPE) or 0 (NoPE)."
+        )
+    return bool(flag)
+
+
+def _layer_type(hf: Mapping[str, Any], layer_idx: int, known: tuple[str, ...], default: str) -> str:
+    """layer_types[layer_idx] as given, else default, this layer's as the config class derives it. This entry is
+    checked (as uses_rope's), the whole list only when it is wrong, for layer_types' message."""
+    given = hf.get("layer_types")
+    if given is None:
+        return default
+    entry = (
+        given[layer_idx] if isinstance(given, list | tuple) and len(given) == int_field(hf, "num_hidden_layers") else 0
+    )
+    if isinstance(entry, str) and entry in known:
+        return entry
+    return layer_types(hf, known, lambda i: default)[layer_idx]
+
+
+def _nope_kind(shape: LayerShape) -> str:
+    """full, sliding or chunked; a layer without RoPE is "nope" (full attention) or that kind + "_nope"."""
+    base = "chunked" if shape.options.chunk is not None else _kind(shape)
+    if shape.attention.rope:
+        return base
+    return "nope" if base == "full" else f"{base}_nope"
+
+
+def _temperature_tuning(hf: Mapping[str, Any]) -> bool:
+    """attn_temperature_tuning as transformers 4 read it, by truth: Llama 4 Scout's config.json gives 4."""
+    value = field(hf, "attn_temperature_tuning", True)
+    if not isinstance(value, int):  # bool is an int
+        raise ValueError(f"config field 'attn_temperature_tuning' must be true or false, got {value!r}.")
+    if value < 0:
+        raise ValueError(f"config field 'attn_temperature_tuning' must be true or false (or 0 or more), got {value}.")
+    return bool(value)
+
+
+def read_llama4_text(hf: Mapping[str, Any], layer_idx: int) -> tuple[str, LayerShape]:
+    """Llama4TextConfig: chunked local attention (attention_chunk_size 8192) on its RoPE layers, and a NoPE global
+    layer every 4th (no_rope_layers; layer_types as given, else chunked where the layer rotates); RoPE on interleaved
+    pairs (HF's complex rotation) with llama3 scaling, then the weightless q/k norm (use_qk_norm) on RoPE layers;
+    on NoPE layers the query temperature (attn_temperature_tuning, floor_scale 8192, attn_scale 0.1)."""
+    context = int_field(hf, "max_position_embeddings", 131072)
+    theta, scaling = rope_settings(hf, 500000.0, context)
+    rotates = uses_rope(hf, layer_idx, empty_derives=True)
+    default = "chunked_attention" if rotates else "full_attention"
+    chunk = None
+    if _layer_type(hf, layer_idx, ("chunked_attention", "full_attention"), default) == "chunked_attention":
+        if "attention_chunk_size" in hf and hf["attention_chunk_size"] is None:
+            raise ValueError(
+                f"config field 'attention_chunk_size' is null, but layer {layer_idx} is chunked_attention "
+                "(layer_types or no_rope_layers): give the chunk's tokens."
+            )
+        chunk = int_field(hf, "attention_chunk_size", 8192)
+    temperature = None
+    if not rotates and _temperature_tuning(hf):
+        temperature = QueryTemperature(int_field(hf, "floor_scale", 8192), float_field(hf, "attn_scale", 0.1))
+    qk_norm: QkNorm | None = "l2" if rotates and bool_field(hf, "use_qk_norm", True) else None
+    options = AttentionOptions(chunk=chunk, qk_norm=qk_norm, temperature=temperature, rope_scaling=scaling)
+    shape = _grouped(
+        hf,
+        kv_heads_default=8,
+        head_dim_default=128,
+        bias=bool_field(hf, "attention_bias", False),
+        theta=theta,
+        options=options,
+        rope=rotates,
+        rope_interleave=True,
+        eps_default=1e-5,
+    )
+    return _nope_kind(shape), shape
+
+
+def read_smollm3(hf: Mapping[str, Any], layer_idx: int) -> tuple[str, LayerShape]:
+    """SmolLM3Config: Llama's layer with NoPE on every no_rope_layer_interval-th layer (no_rope_layers), rope_theta
+    2,000,000 unless given; a window only with use_sliding_window, and then on the NoPE layers (layer_types)."""
+    context = int_field(hf, "max_position_embeddings", 32768)
+    theta, scaling = rope_settings(hf, 2_000_000.0, context)
+    rotates = uses_rope(hf, layer_idx, empty_derives=False)
+    window = _window(hf, None, context) if bool_field(hf, "use_sliding_window", False) else None
+    default = "sliding_attention" if window is not None and not rotates else "full_attention"
+    sliding = _layer_type(hf, layer_idx, GROUPED_LAYER_TYPES, default) == "sliding_attention"
+    if sliding and window is None:
+        raise ValueError("layer_types names a sliding_attention layer, but the config has no sliding_window in use.")
+    options = AttentionOptions(window=window if sliding else None, rope_scaling=scaling)
+    bias = bool_field(hf, "attention_bias", False)
+    shape = _grouped(
+        hf,
+        kv_heads_default=4,
+        head_dim_default=None,
+        bias=bias,
+        theta=theta,
+        options=options,
+        rope=rotates,
+    )
+    return _nope_kind(shape), shape
+
+
+READERS.update({"llama4_text": read_llama4_text, "smollm3": read_smollm3})
 
 
 # --- the designs after MLA that live in modules of their own --------------------------------------------------------
@@ -632,7 +759,7 @@ if TYPE_CHECKING:  # mypy checks here that every design's layer meets the contra
         kimi: KimiDeltaAttention,
         kv_sharing: KVSharingAttention,
     ) -> tuple[
-        CachedLayer[GroupedKVCache | WindowedKVCache],
+        CachedLayer[GroupedKVCache | WindowedKVCache | ChunkedKVCache],
         CachedLayer[LatentKVCache],
         CachedLayer[DSACache],
         CachedLayer[CompressedCache],

@@ -8,11 +8,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from .chunked import QueryTemperature, chunk_tokens
 from .config import AttentionConfig
 from .rope import PLAIN, RopeScaling
 
-QkNorm = Literal["rms", "rms_unit_offset"]
-QK_NORMS: tuple[QkNorm, ...] = ("rms", "rms_unit_offset")
+QkNorm = Literal["rms", "rms_unit_offset", "l2"]
+QK_NORMS: tuple[QkNorm, ...] = ("rms", "rms_unit_offset", "l2")
 SinkPositions = Literal["original", "cache"]
 SINK_POSITIONS: tuple[SinkPositions, ...] = ("original", "cache")
 
@@ -37,6 +38,12 @@ class AttentionOptions:
       scales by weight (Qwen3), "rms_unit_offset" by 1 + weight (Gemma 3).
     scale: the score scale; None is 1/sqrt(d_k) (Gemma 3: query_pre_attn_scalar ** -0.5; DeepSeek-V3: YaRN's mscale²).
     rope_scaling: the frequencies' context extension (linear, llama3, yarn).
+    chunk: chunked local attention (Llama 4's attention_chunk_size): positions are cut into chunks of this many tokens
+      and a query sees the keys of its own chunk up to itself; the cache holds the latest token's chunk only
+      (attn_core.chunked). Not with a window.
+    qk_norm "l2": Llama 4's Llama4TextL2Norm, an RMSNorm without weights (no parameters), on RoPE layers.
+    temperature: Llama 4's attention temperature tuning on NoPE layers (attn_core.chunked.QueryTemperature): the query
+      at position p scaled by 1 + attn_scale · log(1 + floor((p + 1) / floor_scale)).
     """
 
     window: int | None = None
@@ -46,6 +53,8 @@ class AttentionOptions:
     qk_norm: QkNorm | None = None
     scale: float | None = None
     rope_scaling: RopeScaling = field(default=PLAIN)
+    chunk: int | None = None
+    temperature: QueryTemperature | None = None
 
     def __post_init__(self) -> None:
         if self.window is not None and (
@@ -66,6 +75,14 @@ class AttentionOptions:
             raise ValueError(f"scale must be a positive number (or None for 1/sqrt(d_k)), got {self.scale!r}.")
         if not isinstance(self.rope_scaling, RopeScaling):
             raise ValueError("rope_scaling must be an attn_core.rope.RopeScaling.")
+        if self.chunk is not None and (
+            not isinstance(self.chunk, int) or isinstance(self.chunk, bool) or self.chunk <= 0
+        ):
+            raise ValueError(f"chunk must be a positive whole number of tokens (or None), got {self.chunk!r}.")
+        if self.chunk is not None and self.window is not None:
+            raise ValueError("chunk and window are two ways to bound what a query sees: set one of them.")
+        if self.temperature is not None and not isinstance(self.temperature, QueryTemperature):
+            raise ValueError("temperature must be an attn_core.chunked.QueryTemperature (or None).")
 
     @property
     def windowed(self) -> bool:
@@ -82,7 +99,7 @@ class AttentionOptions:
         """A ValueError naming the first option cfg's variant has no use for (MLA: all but scale and rope_scaling)."""
         if cfg.variant != "mla":
             return
-        for name in ("window", "sink_tokens", "sink_positions", "learned_sinks", "qk_norm"):
+        for name in ("window", "sink_tokens", "sink_positions", "learned_sinks", "qk_norm", "chunk", "temperature"):
             if getattr(self, name) != getattr(NO_OPTIONS, name):
                 raise ValueError(f"{name} is an option of the grouped variants; mla takes scale and rope_scaling only.")
 
@@ -96,6 +113,8 @@ NO_OPTIONS = AttentionOptions()
 def held_tokens(options: AttentionOptions, tokens: int) -> int:
     """Tokens a cache with these options holds after `tokens` tokens: all of them, or the sinks and the window - 1
     latest (what the next query needs besides itself)."""
+    if options.chunk is not None:
+        return chunk_tokens(options.chunk, tokens)
     if options.window is None:
         return tokens
     sinks = min(tokens, options.sink_tokens)
@@ -104,6 +123,8 @@ def held_tokens(options: AttentionOptions, tokens: int) -> int:
 
 def read_tokens(options: AttentionOptions, tokens: int) -> int:
     """Cached tokens the query at position tokens - 1 reads (itself included): all, or its sinks and window."""
+    if options.chunk is not None:
+        return chunk_tokens(options.chunk, tokens)
     if options.window is None:
         return tokens
     sinks = min(tokens, options.sink_tokens)

@@ -366,6 +366,63 @@ GEMMA4_31B: dict[str, Any] = {
     },
 }
 
+# meta-llama/Llama-4-Scout-17B-16E config.json (Hugging Face Hub; https://huggingface.co/meta-llama/Llama-4-Scout-17B-16E,
+# read here from copies quoted in public repositories): a multimodal wrapper whose text_config gives 48 layers of 40
+# query heads and 8 KV heads of 128; every 4th layer NoPE and global (no_rope_layers), the others RoPE and chunked
+# (attention_chunk_size 8192); llama3 RoPE scaling (factor 8 over 8192 positions); the q/k L2 norm on RoPE layers;
+# the NoPE layers' query temperature (floor_scale 8192, attn_scale 0.1). attn_temperature_tuning is 4 in the file,
+# which transformers 4 read by truth and transformers 5's strict Llama4TextConfig refuses (it wants true/false).
+# Not confirmed: max_position_embeddings 262144 (both copies say so; the model card speaks of a 10M context).
+LLAMA4_SCOUT: dict[str, Any] = {
+    "model_type": "llama4",
+    "text_config": {
+        "model_type": "llama4_text",
+        "hidden_size": 5120,
+        "head_dim": 128,
+        "num_attention_heads": 40,
+        "num_key_value_heads": 8,
+        "num_hidden_layers": 48,
+        "attention_chunk_size": 8192,
+        "no_rope_layers": [1, 1, 1, 0] * 12,
+        "use_qk_norm": True,
+        "attn_temperature_tuning": 4,
+        "floor_scale": 8192,
+        "attn_scale": 0.1,
+        "attention_bias": False,
+        "max_position_embeddings": 262144,
+        "rope_theta": 500000.0,
+        "rope_scaling": {
+            "factor": 8.0,
+            "high_freq_factor": 4.0,
+            "low_freq_factor": 1.0,
+            "original_max_position_embeddings": 8192,
+            "rope_type": "llama3",
+        },
+        "rms_norm_eps": 1e-05,
+    },
+}
+
+# HuggingFaceTB/SmolLM3-3B config.json (Hugging Face Hub; https://huggingface.co/HuggingFaceTB/SmolLM3-3B): 36 layers,
+# 16 query heads and 4 KV heads (head_dim 2048 / 16 = 128, no head_dim field), every 4th layer NoPE
+# (no_rope_layers, no_rope_layer_interval 4), rope_theta 5,000,000, 65536 positions, no window in use. Not confirmed:
+# that the file lists no_rope_layers (some copies leave it to no_rope_layer_interval, which gives the same layers).
+SMOLLM3_3B: dict[str, Any] = {
+    "model_type": "smollm3",
+    "hidden_size": 2048,
+    "num_attention_heads": 16,
+    "num_key_value_heads": 4,
+    "num_hidden_layers": 36,
+    "no_rope_layer_interval": 4,
+    "no_rope_layers": [1, 1, 1, 0] * 9,
+    "max_position_embeddings": 65536,
+    "rope_theta": 5000000.0,
+    "rope_scaling": None,
+    "sliding_window": None,
+    "use_sliding_window": False,
+    "attention_bias": False,
+    "rms_norm_eps": 1e-06,
+}
+
 PUBLISHED: dict[str, dict[str, Any]] = {
     "Llama 3 8B": LLAMA3_8B,
     "Mistral 7B": MISTRAL_7B,
@@ -383,6 +440,8 @@ PUBLISHED: dict[str, dict[str, Any]] = {
     "MiniMax-M2": MINIMAX_M2,
     "Gemma 3n E4B": GEMMA3N_E4B,
     "Gemma 4 31B": GEMMA4_31B,
+    "Llama 4 Scout": LLAMA4_SCOUT,
+    "SmolLM3-3B": SMOLLM3_3B,
 }
 
 SOURCES: dict[str, str] = {
@@ -402,6 +461,8 @@ SOURCES: dict[str, str] = {
     "MiniMax-M2": "MiniMaxAI/MiniMax-M2 config.json (attention fields as transformers' MiniMaxM2Config)",
     "Gemma 3n E4B": "google/gemma-3n-E4B-it config.json (text_config)",
     "Gemma 4 31B": "google/gemma-4-31B-it config.json (text_config)",
+    "Llama 4 Scout": "meta-llama/Llama-4-Scout-17B-16E config.json (text_config)",
+    "SmolLM3-3B": "HuggingFaceTB/SmolLM3-3B config.json",
 }
 
 

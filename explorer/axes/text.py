@@ -23,6 +23,8 @@ KIND_NAMES = {
     "gated_deltanet": N_("linear attention"),
     "kda": N_("linear attention"),
     "shared": N_("shared KV"),  # Gemma 3n's and Gemma 4's layers that read an earlier layer's cache
+    "chunked": N_("chunked attention"),
+    "nope": N_("full attention without RoPE"),
 }
 
 
