@@ -28,10 +28,12 @@ from .accounting import as_dtype, bytes_per_element
 from .build import build_attention
 from .compressed import CompressedAttention, CompressedConfig
 from .config import AttentionConfig, GroupedVariant
+from .config_checks import MAX_BATCH, MAX_TOKENS, ConfigFieldError, Footprint, Need, within_any_machine
 from .contract import CachedLayer
 from .dsa import DeepSeekSparseAttention, DSAConfig
 from .gated import GatedAttention, GatedAttentionConfig
 from .hf_fields import (
+    ReadOnce,
     bool_field,
     float_field,
     int_field,
@@ -55,9 +57,6 @@ if TYPE_CHECKING:
     from .linear import LinearStateCache
 
 GROUPED_LAYER_TYPES = ("full_attention", "sliding_attention")
-# A cache at more tokens than this is a typo, not a question (a billion tokens; published contexts reach 10M).
-MAX_TOKENS = 1 << 30
-MAX_BATCH = 1 << 16
 
 
 # --- the layer configs of this module's designs ------------------------------------------------------------------
@@ -172,8 +171,15 @@ def build_layer(
 
 def _built(config: Any, seed: int | None, device: torch.device | str | None, dtype: torch.dtype | None) -> nn.Module:
     """The layer for config; torch's own refusal of its sizes (a storage size that overflows, memory it cannot get)
-    is the config's numbers, said as a ValueError like every other bad field."""
+    is the config's numbers, said as a ValueError like every other bad field. Built on the meta device first: weights
+    past any machine's memory are refused before anything is allocated."""
     try:
+        meta = design_for(config).build(config, None, "meta", dtype)
+        size = bytes_per_element(dtype or torch.get_default_dtype())
+        weights = sum(p.numel() for p in meta.parameters()) * size
+        within_any_machine(Footprint("weights", weights, fields=("hidden_size", "the heads", "their widths")))
+        if device is not None and torch.device(device).type == "meta" and seed is None:
+            return meta
         return design_for(config).build(config, seed, device, dtype)
     except RuntimeError as error:
         raise ValueError(
@@ -204,6 +210,8 @@ class ModelDescription:
 
     def _measured(self, config: Any, tokens: int, batch: int, dtype: torch.dtype) -> tuple[int, int]:
         key = (config, dtype)
+        held = design_for(config).cache_bytes(config, tokens, batch, bytes_per_element(dtype))
+        within_any_machine(Footprint("cache", held, tokens, batch))  # before torch is asked for the sizes
         if key not in self._meta_layers:
             self._meta_layers[key] = _built(config, None, "meta", dtype)
         cache = self._meta_layers[key].cache_after(tokens, batch_size=batch)  # type: ignore[operator]
@@ -243,7 +251,7 @@ class ModelDescription:
 
 def describe_model(hf: Mapping[str, Any]) -> ModelDescription:
     """Every layer of the model hf (a config.json dict) describes: kinds, configs and caches (nothing allocated)."""
-    hf = _text_config(hf)
+    hf = ReadOnce(_text_config(hf))  # each layer's reader keeps what it works out from the whole config
     layers = [READERS[hf["model_type"]](hf, i) for i in range(int_field(hf, "num_hidden_layers"))]
     return ModelDescription(hf["model_type"], layers)
 
@@ -254,6 +262,8 @@ def _text_config(hf: Mapping[str, Any]) -> Mapping[str, Any]:
     if not isinstance(hf, Mapping):
         raise ValueError(f"the config must be a dict (a config.json read with json.load), got {type(hf).__name__}.")
     model_type = hf.get("model_type")
+    if not isinstance(model_type, str):
+        raise ValueError(f"model_type={model_type!r} is not supported: supported are {_supported()}.")
     if model_type in WRAPPERS:
         text = hf.get("text_config")
         if not isinstance(text, Mapping):
@@ -261,9 +271,12 @@ def _text_config(hf: Mapping[str, Any]) -> Mapping[str, Any]:
         hf = {"model_type": WRAPPERS[model_type], **text}
         model_type = hf["model_type"]
     if model_type not in READERS:
-        supported = ", ".join(sorted({*READERS, *WRAPPERS}))
-        raise ValueError(f"model_type={model_type!r} is not supported: supported are {supported}.")
+        raise ValueError(f"model_type={model_type!r} is not supported: supported are {_supported()}.")
     return hf
+
+
+def _supported() -> str:
+    return ", ".join(sorted({*READERS, *WRAPPERS}))
 
 
 def _checked(tokens: object, batch: object, dtype: torch.dtype | str) -> tuple[int, int, torch.dtype]:
@@ -303,9 +316,9 @@ def _grouped(
     d_model, heads = int_field(hf, "hidden_size"), int_field(hf, "num_attention_heads")
     kv_heads = int_field(hf, "num_key_value_heads", heads if kv_heads_default is None else kv_heads_default)
     head_dim = int_field(hf, "head_dim", d_model // heads if head_dim_default is None else head_dim_default)
-    if heads % kv_heads:
-        raise ValueError(
-            f"num_attention_heads={heads} is not a multiple of num_key_value_heads={kv_heads}: check the config."
+    if heads % kv_heads:  # said of num_key_value_heads, the field that groups the heads
+        raise ConfigFieldError(
+            "num_key_value_heads", kv_heads, Need("divides", other="num_attention_heads", other_value=heads)
         )
     variant: GroupedVariant = "mha" if kv_heads == heads else "mqa" if kv_heads == 1 else "gqa"
     cfg = AttentionConfig(
@@ -405,12 +418,12 @@ def read_gemma3_text(hf: Mapping[str, Any], layer_idx: int) -> tuple[str, LayerS
             default_theta = float_field(hf, "rope_local_base_freq", 10000.0)
         else:
             default_theta = float_field(hf, "rope_theta", 1_000_000.0)
-        theta, scaling = rope_settings(hf, default_theta, context, params=params)
+        theta, scaling = rope_settings(hf, default_theta, context, params=params, name=f"rope_parameters.{layer_type}")
     elif layer_type == "sliding_attention":
         theta, scaling = float_field(hf, "rope_local_base_freq", 10000.0), RopeScaling()
     else:
         theta = float_field(hf, "rope_theta", 1_000_000.0)
-        scaling = RopeScaling.from_hf(hf.get("rope_scaling"), context)
+        scaling = RopeScaling.from_hf(hf.get("rope_scaling"), context, name="rope_scaling")
     window = _window(hf, 4096, context) if layer_type == "sliding_attention" else None
     options = AttentionOptions(
         window=window,
