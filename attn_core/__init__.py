@@ -42,6 +42,7 @@ from .config import (
     Variant,
     kv_head_counts,
 )
+from .config_checks import MAX_LAYERS, ConfigFieldError, Footprint, Need, PastAnyMachine
 from .contract import AttentionLayer, CachedLayer, KVCache, Queries
 from .dsa import DeepSeekSparseAttention, DSACache, DSAConfig
 from .fused import LAYOUTS, falcon_attention_state, fuse_qkv, fused_blocks, gpt2_attention_state, split_qkv
@@ -66,6 +67,7 @@ from .rope import RopeScaling
 __all__ = [
     "DTYPES",
     "LAYOUTS",
+    "MAX_LAYERS",
     "PRESETS",
     "PUBLISHED",
     "SOURCES",
@@ -79,10 +81,12 @@ __all__ = [
     "CompressedAttention",
     "CompressedCache",
     "CompressedConfig",
+    "ConfigFieldError",
     "ConfigWarning",
     "DSACache",
     "DSAConfig",
     "DeepSeekSparseAttention",
+    "Footprint",
     "GatedAttention",
     "GatedAttentionConfig",
     "GatedDeltaNet",
@@ -101,6 +105,8 @@ __all__ = [
     "ModelDescription",
     "ModelPreset",
     "MultiHeadLatentAttention",
+    "Need",
+    "PastAnyMachine",
     "QuantizedKVCache",
     "QuantizedLatentKVCache",
     "Queries",

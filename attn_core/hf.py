@@ -16,6 +16,7 @@ things go").
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -210,8 +211,6 @@ class ModelDescription:
 
     def _measured(self, config: Any, tokens: int, batch: int, dtype: torch.dtype) -> tuple[int, int]:
         key = (config, dtype)
-        held = design_for(config).cache_bytes(config, tokens, batch, bytes_per_element(dtype))
-        within_any_machine(Footprint("cache", held, tokens, batch))  # before torch is asked for the sizes
         if key not in self._meta_layers:
             self._meta_layers[key] = _built(config, None, "meta", dtype)
         cache = self._meta_layers[key].cache_after(tokens, batch_size=batch)  # type: ignore[operator]
@@ -221,6 +220,7 @@ class ModelDescription:
         """Per kind, in order of first appearance: its count, its layers' cache bytes after `tokens` tokens, the
         bytes the decoding step of token `tokens` reads from them, and its formula."""
         tokens, batch, torch_dtype = _checked(tokens, batch, dtype)
+        self._within_any_machine(tokens, batch, torch_dtype)
         measured: dict[Any, tuple[int, int]] = {}
         totals: dict[str, list[int]] = {}
         formulas: dict[str, str] = {}
@@ -232,6 +232,14 @@ class ModelDescription:
             total[0], total[1], total[2] = total[0] + 1, total[1] + held, total[2] + read
             formulas.setdefault(kind, design_for(config).formula(config))
         return [KindSummary(kind, count, held, read, formulas[kind]) for kind, (count, held, read) in totals.items()]
+
+    def _within_any_machine(self, tokens: int, batch: int, dtype: torch.dtype) -> None:
+        """Every layer's cache by its closed form, refused past any machine's memory before torch is asked for
+        tensors of that size."""
+        size = bytes_per_element(dtype)
+        counts = Counter(self.layer_configs)
+        held = sum(design_for(c).cache_bytes(c, tokens, batch, size) * n for c, n in counts.items())
+        within_any_machine(Footprint("cache", held, tokens, batch))
 
     def cache_bytes(self, *, tokens: int, batch: int = 1, dtype: torch.dtype | str = "bfloat16") -> int:
         """Bytes every layer's cache holds after `tokens` tokens."""
@@ -262,15 +270,13 @@ def _text_config(hf: Mapping[str, Any]) -> Mapping[str, Any]:
     if not isinstance(hf, Mapping):
         raise ValueError(f"the config must be a dict (a config.json read with json.load), got {type(hf).__name__}.")
     model_type = hf.get("model_type")
-    if not isinstance(model_type, str):
-        raise ValueError(f"model_type={model_type!r} is not supported: supported are {_supported()}.")
-    if model_type in WRAPPERS:
+    if isinstance(model_type, str) and model_type in WRAPPERS:
         text = hf.get("text_config")
         if not isinstance(text, Mapping):
             raise ValueError(f"model_type={model_type!r} needs text_config, a dict: it is missing.")
         hf = {"model_type": WRAPPERS[model_type], **text}
         model_type = hf["model_type"]
-    if model_type not in READERS:
+    if not isinstance(model_type, str) or model_type not in READERS:  # a list or a dict included: not a key
         raise ValueError(f"model_type={model_type!r} is not supported: supported are {_supported()}.")
     return hf
 
