@@ -16,6 +16,7 @@ from explorer.i18n import _, fmt, n_
 from explorer.link import bound
 from explorer.probes import axes as measured
 from explorer.state import page_settings
+from explorer.uploader import upload_box
 from explorer.verbatim import show_verbatim
 
 settings = page_settings("axes")
@@ -180,7 +181,7 @@ with left:
         on_change=start_from,
     )
 with right:
-    st.file_uploader(_("Or upload a `config.json`"), key="axes_upload", on_change=read_upload)
+    upload_box(_("Or upload a `config.json`"), key="axes_upload", on_change=read_upload)
 pasted = bound(
     view_link.CONFIG,
     lambda key: st.text_area(

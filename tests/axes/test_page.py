@@ -153,3 +153,15 @@ def test_a_published_model_picked_fills_the_box_and_is_drawn():
     assert len(names) == 3  # the whole model, then its sliding and full layers
     assert names[0].startswith("gpt-oss-120b")  # its name, not its model_type
     assert any("**gpt-oss-120b (`gpt_oss`)**" in m.value for m in at.markdown)
+
+
+@pytest.mark.parametrize(
+    ("lang", "button", "limit"), [("en", "Upload", "At most 1 MB per file"), ("zh", "上传", "每个文件至多 1 MB")]
+)
+def test_the_upload_box_says_its_button_and_limit_in_the_readers_language(lang, button, limit):
+    """Streamlit writes both in English; the box's CSS draws the page's words over them (explorer/uploader.py)."""
+    at = open_page("axes", {"lang": lang})
+    styles = [element.value for element in at.get("html") if ".st-key-axes_upload" in element.value]
+    assert len(styles) == 1
+    assert f'content: "{button}"' in styles[0]
+    assert f'content: "{limit}"' in styles[0]  # the server's maxUploadSize, .streamlit/config.toml's 1 MB
