@@ -384,8 +384,10 @@ def _kimi_listed(sub: Mapping[str, Any], n_layers: int) -> Sequence[str]:
 def _layer_numbers(sub: Mapping[str, Any], key: str, n_layers: int) -> set[int]:
     """linear_attn_config[key]: a list of layer numbers 1..n_layers, each once."""
     name, given = f"linear_attn_config.{key}", sub[key]
-    if not isinstance(given, list | tuple) or not set(map(type, given)) <= {int}:
+    if not isinstance(given, list | tuple):
         raise ConfigFieldError(name, given, Need("list"))
+    if not set(map(type, given)) <= {int}:  # 4.0, true, "4": not a layer's number
+        raise ConfigFieldError(name, next(n for n in given if type(n) is not int), Need("layer_in", 1, n_layers))
     numbers = set(given)
     if numbers and not 1 <= min(numbers) <= max(numbers) <= n_layers:
         wrong = next(n for n in given if not 1 <= n <= n_layers)

@@ -134,6 +134,16 @@ REFUSED = {  # config -> (field named, value named)
         "linear_attn_config.full_attn_layers",
         "'4'",
     ),
+    "Kimi layer numbers as floats": (
+        changed(KIMI, ("linear_attn_config", "full_attn_layers"), [4.0, 8.0]),
+        "linear_attn_config.full_attn_layers",
+        "layer 4.0",
+    ),
+    "Kimi layer list null": (
+        changed(KIMI, ("linear_attn_config", "kda_layers"), None),
+        "linear_attn_config.kda_layers",
+        "None",
+    ),
     "Kimi head_dim as text": (
         changed(KIMI, ("linear_attn_config", "head_dim"), "128"),
         "linear_attn_config.head_dim",
