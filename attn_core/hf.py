@@ -36,6 +36,7 @@ from .gated import GatedAttention, GatedAttentionConfig
 from .hf_fields import (
     ReadOnce,
     bool_field,
+    field_name,
     float_field,
     int_field,
     layer_index,
@@ -259,7 +260,8 @@ class ModelDescription:
 
 def describe_model(hf: Mapping[str, Any]) -> ModelDescription:
     """Every layer of the model hf (a config.json dict) describes: kinds, configs and caches (nothing allocated)."""
-    hf = ReadOnce(_text_config(hf))  # each layer's reader keeps what it works out from the whole config
+    hf = _text_config(hf)
+    hf = hf if isinstance(hf, ReadOnce) else ReadOnce(hf)  # each layer's reader keeps what it works out from it all
     layers = [READERS[hf["model_type"]](hf, i) for i in range(int_field(hf, "num_hidden_layers"))]
     return ModelDescription(hf["model_type"], layers)
 
@@ -274,7 +276,7 @@ def _text_config(hf: Mapping[str, Any]) -> Mapping[str, Any]:
         text = hf.get("text_config")
         if not isinstance(text, Mapping):
             raise ValueError(f"model_type={model_type!r} needs text_config, a dict: it is missing.")
-        hf = {"model_type": WRAPPERS[model_type], **text}
+        hf = ReadOnce({"model_type": WRAPPERS[model_type], **text}, prefix="text_config.")  # errors say where
         model_type = hf["model_type"]
     if not isinstance(model_type, str) or model_type not in READERS:  # a list or a dict included: not a key
         raise ValueError(f"model_type={model_type!r} is not supported: supported are {_supported()}.")
@@ -298,7 +300,7 @@ def _window(hf: Mapping[str, Any], default: int | None, context: int) -> int | N
     window = hf.get("sliding_window", default)
     if window is None:
         return None
-    window = int_field({**hf, "sliding_window": window}, "sliding_window")
+    window = int_field(hf, "sliding_window", window)
     if window > context:
         raise ValueError(
             f"sliding_window={window} is larger than the context (max_position_embeddings={context}): a window that "
@@ -429,7 +431,7 @@ def read_gemma3_text(hf: Mapping[str, Any], layer_idx: int) -> tuple[str, LayerS
         theta, scaling = float_field(hf, "rope_local_base_freq", 10000.0), RopeScaling()
     else:
         theta = float_field(hf, "rope_theta", 1_000_000.0)
-        scaling = RopeScaling.from_hf(hf.get("rope_scaling"), context, name="rope_scaling")
+        scaling = RopeScaling.from_hf(hf.get("rope_scaling"), context, name=field_name(hf, "rope_scaling"))
     window = _window(hf, 4096, context) if layer_type == "sliding_attention" else None
     options = AttentionOptions(
         window=window,

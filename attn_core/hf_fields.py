@@ -19,11 +19,18 @@ T = TypeVar("T")
 
 class ReadOnce(dict[str, Any]):
     """A config.json dict that describe_model reads layer after layer: what a reader works out from the whole config
-    (a list of layers, checked) is kept for the next layer's reader (once()), so n layers cost n steps, not n²."""
+    (a list of layers, checked) is kept for the next layer's reader (once()), so n layers cost n steps, not n².
+    prefix: where its fields sit in the file ("text_config." for a multimodal wrapper's), said in every error."""
 
-    def __init__(self, hf: Mapping[str, Any]) -> None:
+    def __init__(self, hf: Mapping[str, Any], prefix: str = "") -> None:
         super().__init__(hf)
         self.memo: dict[Any, Any] = {}
+        self.prefix = prefix
+
+
+def field_name(hf: Mapping[str, Any], name: str) -> str:
+    """A field's name as the file has it: with its ReadOnce's prefix."""
+    return f"{hf.prefix}{name}" if isinstance(hf, ReadOnce) else name
 
 
 def once(hf: Mapping[str, Any], key: Any, compute: Callable[[], T]) -> T:
@@ -42,7 +49,7 @@ def field(hf: Mapping[str, Any], key: str, default: Any = MISSING, *, model: str
         value = default
     if value is MISSING or value is None:
         model = model or hf.get("model_type") or "this layer"
-        raise ConfigFieldError(name or key, None, Need("given"), str(model))
+        raise ConfigFieldError(field_name(hf, name or key), None, Need("given"), str(model))
     return value
 
 
@@ -58,7 +65,9 @@ def int_field(
 ) -> int:
     """hf[key] as a whole number from minimum (a size: 1 unless said) to maximum (config_checks.maximum_of the field:
     a width, a layer count or a token count)."""
-    return whole(name or key, field(hf, key, default, model=model, name=name), minimum=minimum, maximum=maximum)
+    return whole(
+        field_name(hf, name or key), field(hf, key, default, model=model, name=name), minimum=minimum, maximum=maximum
+    )
 
 
 def float_field(
@@ -71,12 +80,12 @@ def float_field(
     name: str = "",
 ) -> float:
     """hf[key] as a finite positive number (or zero, with zero=True)."""
-    return number(name or key, field(hf, key, default, model=model, name=name), zero=zero)
+    return number(field_name(hf, name or key), field(hf, key, default, model=model, name=name), zero=zero)
 
 
 def bool_field(hf: Mapping[str, Any], key: str, default: bool, *, name: str = "") -> bool:
     """hf[key] as true or false."""
-    return flag(name or key, field(hf, key, default, name=name))
+    return flag(field_name(hf, name or key), field(hf, key, default, name=name))
 
 
 def dict_field(hf: Mapping[str, Any], key: str, *, name: str = "") -> Mapping[str, Any]:
@@ -85,7 +94,7 @@ def dict_field(hf: Mapping[str, Any], key: str, *, name: str = "") -> Mapping[st
     if value is None:
         return {}
     if not isinstance(value, Mapping):
-        raise ConfigFieldError(name or key, value, Need("dict"))
+        raise ConfigFieldError(field_name(hf, name or key), value, Need("dict"))
     return value
 
 
@@ -122,16 +131,17 @@ def layer_types(hf: Mapping[str, Any], known: Sequence[str], default: Callable[[
     given = hf.get("layer_types")
     if given is None:
         return _Defaulted(layers, default)
-    return once(hf, ("layer_types", layers, tuple(known)), lambda: _checked_types(given, layers, tuple(known)))
+    name = field_name(hf, "layer_types")
+    return once(hf, ("layer_types", layers, tuple(known)), lambda: _checked_types(given, layers, tuple(known), name))
 
 
-def _checked_types(given: Any, layers: int, known: tuple[str, ...]) -> list[str]:
+def _checked_types(given: Any, layers: int, known: tuple[str, ...], name: str) -> list[str]:
     # set() and map() check every entry at C speed
     if not isinstance(given, list | tuple) or len(given) != layers or not set(map(type, given)) <= {str}:
-        raise ConfigFieldError("layer_types", given, Need("list", layers, layers, known))
+        raise ConfigFieldError(name, given, Need("list", layers, layers, known))
     if not set(given) <= set(known):
         wrong = next(t for t in given if t not in known)
-        raise ConfigFieldError("layer_types", wrong, Need("choice", choices=known))
+        raise ConfigFieldError(name, wrong, Need("choice", choices=known))
     return list(given)
 
 
@@ -172,7 +182,7 @@ def rope_parameters(hf: Mapping[str, Any]) -> Mapping[str, Any]:
     config.json files); {} when neither is given."""
     params = hf.get("rope_parameters") or hf.get("rope_scaling") or {}
     if not isinstance(params, Mapping):
-        raise ConfigFieldError(rope_name(hf), params, Need("dict"))
+        raise ConfigFieldError(field_name(hf, rope_name(hf)), params, Need("dict"))
     return params
 
 
@@ -191,7 +201,7 @@ def rope_settings(
     if params is None:  # the config's own RoPE dict: the same for every layer
         key = ("rope_settings", default_theta, context, name)
         return once(hf, key, lambda: rope_settings(hf, default_theta, context, rope_parameters(hf), name=name))
-    name = name or rope_name(hf)
+    name = field_name(hf, name or rope_name(hf))
     if not isinstance(params, Mapping):
         raise ConfigFieldError(name, params, Need("dict"))
     inner = params.get("rope_theta") is not None
@@ -199,7 +209,7 @@ def rope_settings(
         {"rope_theta": params.get("rope_theta", hf.get("rope_theta"))},
         "rope_theta",
         default_theta,
-        name=f"{name}.rope_theta" if inner else "rope_theta",
+        name=f"{name}.rope_theta" if inner else field_name(hf, "rope_theta"),
     )
     return theta, RopeScaling.from_hf(params, context, name=name)
 

@@ -153,7 +153,7 @@ REFUSED = {  # config -> (field named, value named)
     "Kimi linear_attn_config a list": (changed(KIMI, ("linear_attn_config",), [1]), "linear_attn_config", "[1]"),
     "Gemma text_config field as text": (
         changed("Gemma 3 27B", ("text_config", "sliding_window"), "1024"),
-        "sliding_window",
+        "'text_config.sliding_window'",
         "'1024'",
     ),
     "model_type a list": (changed(LLAMA, ("model_type",), ["llama"]), "model_type", "['llama']"),
