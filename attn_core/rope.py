@@ -62,8 +62,8 @@ class RopeScaling:
     ) -> RopeScaling:
         """From one (not nested) rope_parameters / rope_scaling dict of a config.json, old key "type" or new
         "rope_type"; llama3 and yarn default original_max_position_embeddings to max_position_embeddings, as HF's
-        standardize_rope_params does. Every field is checked (a ConfigFieldError naming f"{name}.{key}"), the ones
-        this kind does not use too (mscale, mscale_all_dim: DeepSeek's score scale reads them)."""
+        standardize_rope_params does. Every field of ROPE_FIELDS given is checked (a ConfigFieldError naming
+        f"{name}.{key}"), the ones this kind does not use too (DeepSeek's score scale reads mscale_all_dim)."""
         if params is None:
             return cls()
         if not isinstance(params, Mapping):
@@ -71,17 +71,16 @@ class RopeScaling:
         key = "rope_type" if "rope_type" in params else "type"
         kind = choice(f"{name}.{key}", params.get(key, "default"), ROPE_KINDS)
         value = _reader(params, name)
-        for unused in ("mscale", "mscale_all_dim"):
-            value(unused, number, zero=True)
+        read = {key: value(key, check, **options) for key, (check, options) in ROPE_FIELDS.items()}
         if kind == "default":
             return cls()
         if params.get("partial_rotary_factor", 1.0) != 1.0:
             raise ValueError(
                 f"{name}.partial_rotary_factor other than 1 is not supported: every dimension is rotated here."
             )
-        original = value("original_max_position_embeddings", whole)
+        original = read["original_max_position_embeddings"]
         original = max_position_embeddings if original is None else original
-        factor = value("factor", number)
+        factor = read["factor"]
         if kind == "yarn" and factor is None and original:  # HF: the ratio of the lengths (DeepSeek-V3's configs)
             factor = (max_position_embeddings or 0) / original
         if factor is None:
@@ -97,23 +96,22 @@ class RopeScaling:
             return cls(
                 **common,
                 original_max_position_embeddings=original,
-                low_freq_factor=value("low_freq_factor", number) or 1.0,
-                high_freq_factor=value("high_freq_factor", number) or 4.0,
+                low_freq_factor=read["low_freq_factor"] or 1.0,
+                high_freq_factor=read["high_freq_factor"] or 4.0,
             )
-        attention_factor = value("attention_factor", number)
+        attention_factor = read["attention_factor"]
         if attention_factor is None:
-            mscale, mscale_all_dim = params.get("mscale"), params.get("mscale_all_dim")
+            mscale, mscale_all_dim = read["mscale"], read["mscale_all_dim"]
             if mscale and mscale_all_dim:
                 attention_factor = yarn_mscale(factor, mscale) / yarn_mscale(factor, mscale_all_dim)
             else:
                 attention_factor = yarn_mscale(factor)
-        truncate = value("truncate", flag)
         return cls(
             **common,
             original_max_position_embeddings=original,
-            beta_fast=value("beta_fast", number, zero=True) or 32.0,
-            beta_slow=value("beta_slow", number, zero=True) or 1.0,
-            truncate=True if truncate is None else truncate,
+            beta_fast=read["beta_fast"] or 32.0,
+            beta_slow=read["beta_slow"] or 1.0,
+            truncate=True if read["truncate"] is None else read["truncate"],
             attention_factor=float(attention_factor),
         )
 
@@ -154,6 +152,21 @@ class RopeScaling:
         extrapolation = 1 - ramp
         pos_freqs = theta ** (torch.arange(0, dim, 2).to(torch.float32) / dim)
         return (1.0 / (self.factor * pos_freqs)) * (1 - extrapolation) + (1.0 / pos_freqs) * extrapolation
+
+
+# Every field of a rope_parameters / rope_scaling dict attn_core reads, and its check (config_checks)
+ROPE_FIELDS: dict[str, tuple[Callable[..., Any], dict[str, Any]]] = {
+    "factor": (number, {}),
+    "original_max_position_embeddings": (whole, {}),
+    "low_freq_factor": (number, {}),
+    "high_freq_factor": (number, {}),
+    "attention_factor": (number, {}),
+    "beta_fast": (number, {"zero": True}),
+    "beta_slow": (number, {"zero": True}),
+    "mscale": (number, {"zero": True}),
+    "mscale_all_dim": (number, {"zero": True}),
+    "truncate": (flag, {}),
+}
 
 
 def _reader(params: Mapping[str, Any], name: str) -> Callable[..., Any]:
