@@ -43,6 +43,7 @@ from .config import (
     Variant,
     kv_head_counts,
 )
+from .config_checks import MAX_LAYERS, ConfigFieldError, Footprint, Need, PastAnyMachine
 from .contract import AttentionLayer, CachedLayer, KVCache, Queries
 from .dsa import DeepSeekSparseAttention, DSACache, DSAConfig
 from .fused import LAYOUTS, falcon_attention_state, fuse_qkv, fused_blocks, gpt2_attention_state, split_qkv
@@ -71,6 +72,7 @@ from .served import SERVED_AS_HELD, STORAGES, ServedFormat, Storage
 __all__ = [
     "DTYPES",
     "LAYOUTS",
+    "MAX_LAYERS",
     "PRESETS",
     "PUBLISHED",
     "SERVED_AS_HELD",
@@ -89,10 +91,12 @@ __all__ = [
     "CompressedAttention",
     "CompressedCache",
     "CompressedConfig",
+    "ConfigFieldError",
     "ConfigWarning",
     "DSACache",
     "DSAConfig",
     "DeepSeekSparseAttention",
+    "Footprint",
     "GatedAttention",
     "GatedAttentionConfig",
     "GatedDeltaNet",
@@ -117,6 +121,8 @@ __all__ = [
     "ModelDescription",
     "ModelPreset",
     "MultiHeadLatentAttention",
+    "Need",
+    "PastAnyMachine",
     "QuantizedKVCache",
     "QuantizedLatentKVCache",
     "Queries",

@@ -10,9 +10,10 @@ DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch
 
 
 def as_dtype(dtype: torch.dtype | str) -> torch.dtype:
-    if isinstance(dtype, torch.dtype):
+    """One of the offered dtypes, by name or as torch's object; any other value (torch.int8 too) is a ValueError."""
+    if isinstance(dtype, torch.dtype) and dtype in DTYPES.values():
         return dtype
-    if dtype not in DTYPES:
+    if not isinstance(dtype, str) or dtype not in DTYPES:
         raise ValueError(f"dtype={dtype!r} is not offered: choose one of {', '.join(DTYPES)}.")
     return DTYPES[dtype]
 

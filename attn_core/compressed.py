@@ -32,7 +32,17 @@ from torch import nn
 from .attend import KeyMask, attend
 from .build import seed_dense_weights
 from .cache import checked_tokens
-from .hf_fields import float_field, int_field, layer_index, layer_types, positive_fields, rope_parameters, rope_settings
+from .hf_fields import (
+    float_field,
+    int_field,
+    layer_index,
+    layer_types,
+    once,
+    positive_fields,
+    rope_name,
+    rope_parameters,
+    rope_settings,
+)
 from .latent import RMSNorm
 from .rope import PLAIN, RopeScaling, rope_cos_sin
 
@@ -116,6 +126,10 @@ class CompressedConfig:
         DeepseekV4Config.to_dict() (layer_types, compress_rates, partial_rotary_factor, nested rope_parameters)."""
         layer_index(hf, layer_idx)
         kind = _layer_kind(hf, layer_idx)
+        return once(hf, ("CompressedConfig", kind), lambda: cls._of_kind(hf, kind))  # layers of a kind are alike
+
+    @classmethod
+    def _of_kind(cls, hf: Mapping[str, Any], kind: Kind) -> CompressedConfig:
         rates = {"csa": 4, "hca": 128}
         if isinstance(hf.get("compress_rates"), Mapping):
             named = {HF_LAYER_TYPES[k]: v for k, v in hf["compress_rates"].items() if k in HF_LAYER_TYPES}
@@ -187,22 +201,31 @@ def _layer_kind(hf: Mapping[str, Any], layer_idx: int) -> Kind:
 
 
 def _rope(hf: Mapping[str, Any]) -> tuple[tuple[float, RopeScaling], tuple[float, RopeScaling]]:
+    return once(hf, "compressed_rope", lambda: _read_rope(hf))  # the same for every layer
+
+
+def _read_rope(hf: Mapping[str, Any]) -> tuple[tuple[float, RopeScaling], tuple[float, RopeScaling]]:
     """(theta, scaling) of the sliding layers ("main") and of the compressed ones ("compress"), as DeepseekV4Config
     resolves them: nested rope_parameters (to_dict()) as given; else the flat rope_parameters / rope_scaling
     (config.json) goes to the compressed layers with attention_factor 1 for YaRN (V4 does not scale cos/sin), and the
     sliding layers keep plain RoPE. partial_rotary_factor is qk_rope_head_dim's business, not the scaling's."""
     context = int_field(hf, "max_position_embeddings", 1048576)
     params = hf.get("rope_parameters")
+    names = ("rope_parameters.main", "rope_parameters.compress")
     if isinstance(params, Mapping) and isinstance(params.get("main"), Mapping):
         main, compress = params["main"], params.get("compress") or {}
     else:
+        names = (rope_name(hf), rope_name(hf))
         flat = {k: v for k, v in rope_parameters(hf).items() if k not in ("main", "compress")}
         main = {"rope_theta": float_field(hf, "rope_theta", 10000.0)}
         compress = {**flat, "rope_theta": float_field(hf, "compress_rope_theta", 160000.0)}
         if compress.get("rope_type", compress.get("type")) == "yarn":
             compress.setdefault("attention_factor", 1.0)
-    rotary = lambda p: {k: v for k, v in p.items() if k != "partial_rotary_factor"}  # noqa: E731
-    return rope_settings(hf, 10000.0, context, rotary(main)), rope_settings(hf, 160000.0, context, rotary(compress))
+    rotary = lambda p: {k: v for k, v in p.items() if k != "partial_rotary_factor"} if isinstance(p, Mapping) else p  # noqa: E731
+    return (
+        rope_settings(hf, 10000.0, context, rotary(main), name=names[0]),
+        rope_settings(hf, 160000.0, context, rotary(compress), name=names[1]),
+    )
 
 
 def cache_bytes_formula(cfg: CompressedConfig, tokens: int, batch: int, element_bytes: int) -> int:

@@ -17,6 +17,7 @@ things go").
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -30,13 +31,16 @@ from .build import build_attention
 from .chunked import QueryTemperature
 from .compressed import CompressedAttention, CompressedConfig
 from .config import AttentionConfig, GroupedVariant
+from .config_checks import MAX_BATCH, MAX_TOKENS, ConfigFieldError, Footprint, Need, within_any_machine
 from .contract import CachedLayer
 from .dsa import DeepSeekSparseAttention, DSAConfig
 from .gated import GatedAttention, GatedAttentionConfig
 from .glm_dsa import SharedTopKAttention, SharedTopKConfig, read_glm_moe_dsa
 from .hf_fields import (
+    ReadOnce,
     bool_field,
     field,
+    field_name,
     float_field,
     int_field,
     layer_index,
@@ -65,9 +69,6 @@ if TYPE_CHECKING:
     from .linear import LinearStateCache
 
 GROUPED_LAYER_TYPES = ("full_attention", "sliding_attention")
-# A cache at more tokens than this is a typo, not a question (a billion tokens; published contexts reach 10M).
-MAX_TOKENS = 1 << 30
-MAX_BATCH = 1 << 16
 
 
 # --- the layer configs of this module's designs ------------------------------------------------------------------
@@ -184,8 +185,15 @@ def build_layer(
 
 def _built(config: Any, seed: int | None, device: torch.device | str | None, dtype: torch.dtype | None) -> nn.Module:
     """The layer for config; torch's own refusal of its sizes (a storage size that overflows, memory it cannot get)
-    is the config's numbers, said as a ValueError like every other bad field."""
+    is the config's numbers, said as a ValueError like every other bad field. Built on the meta device first: weights
+    past any machine's memory are refused before anything is allocated."""
     try:
+        meta = design_for(config).build(config, None, "meta", dtype)
+        size = bytes_per_element(dtype or torch.get_default_dtype())
+        weights = sum(p.numel() for p in meta.parameters()) * size
+        within_any_machine(Footprint("weights", weights, fields=("hidden_size", "the heads", "their widths")))
+        if device is not None and torch.device(device).type == "meta" and seed is None:
+            return meta
         return design_for(config).build(config, seed, device, dtype)
     except RuntimeError as error:
         raise ValueError(
@@ -264,6 +272,7 @@ class ModelDescription:
         modules hold the caches, every number in `dtype`; "served": in the formats the models' serving code keeps
         (attn_core.served; bf16 where it keeps what HF's modules hold), which fix their own number types."""
         tokens, batch, torch_dtype = _checked(tokens, batch, dtype, storage)
+        self._within_any_machine(tokens, batch, torch_dtype)
         measured: dict[Any, tuple[int, int]] = {}
         totals: dict[str, list[int]] = {}
         formulas: dict[str, str] = {}
@@ -275,6 +284,14 @@ class ModelDescription:
             total[0], total[1], total[2] = total[0] + 1, total[1] + held, total[2] + read
             formulas.setdefault(kind, design_for(config).formula(config))
         return [KindSummary(kind, count, held, read, formulas[kind]) for kind, (count, held, read) in totals.items()]
+
+    def _within_any_machine(self, tokens: int, batch: int, dtype: torch.dtype) -> None:
+        """Every layer's cache by its closed form, refused past any machine's memory before torch is asked for
+        tensors of that size."""
+        size = bytes_per_element(dtype)
+        counts = Counter(self.layer_configs)
+        held = sum(design_for(c).cache_bytes(c, tokens, batch, size) * n for c, n in counts.items())
+        within_any_machine(Footprint("cache", held, tokens, batch))
 
     def cache_bytes(
         self,
@@ -310,6 +327,7 @@ class ModelDescription:
 def describe_model(hf: Mapping[str, Any]) -> ModelDescription:
     """Every layer of the model hf (a config.json dict) describes: kinds, configs and caches (nothing allocated)."""
     hf = _text_config(hf)
+    hf = hf if isinstance(hf, ReadOnce) else ReadOnce(hf)  # each layer's reader keeps what it works out from it all
     layers = [READERS[hf["model_type"]](hf, i) for i in range(int_field(hf, "num_hidden_layers"))]
     return ModelDescription(hf["model_type"], layers)
 
@@ -320,16 +338,19 @@ def _text_config(hf: Mapping[str, Any]) -> Mapping[str, Any]:
     if not isinstance(hf, Mapping):
         raise ValueError(f"the config must be a dict (a config.json read with json.load), got {type(hf).__name__}.")
     model_type = hf.get("model_type")
-    if model_type in WRAPPERS:
+    if isinstance(model_type, str) and model_type in WRAPPERS:
         text = hf.get("text_config")
         if not isinstance(text, Mapping):
             raise ValueError(f"model_type={model_type!r} needs text_config, a dict: it is missing.")
-        hf = {"model_type": WRAPPERS[model_type], **text}
+        hf = ReadOnce({"model_type": WRAPPERS[model_type], **text}, prefix="text_config.")  # errors say where
         model_type = hf["model_type"]
-    if model_type not in READERS:
-        supported = ", ".join(sorted({*READERS, *WRAPPERS}))
-        raise ValueError(f"model_type={model_type!r} is not supported: supported are {supported}.")
+    if not isinstance(model_type, str) or model_type not in READERS:  # a list or a dict included: not a key
+        raise ValueError(f"model_type={model_type!r} is not supported: supported are {_supported()}.")
     return hf
+
+
+def _supported() -> str:
+    return ", ".join(sorted({*READERS, *WRAPPERS}))
 
 
 def _checked(
@@ -355,7 +376,7 @@ def _window(hf: Mapping[str, Any], default: int | None, context: int) -> int | N
     window = hf.get("sliding_window", default)
     if window is None:
         return None
-    window = int_field({**hf, "sliding_window": window}, "sliding_window")
+    window = int_field(hf, "sliding_window", window)
     if window > context:
         raise ValueError(
             f"sliding_window={window} is larger than the context (max_position_embeddings={context}): a window that "
@@ -383,9 +404,9 @@ def _grouped(
     d_model, heads = int_field(hf, "hidden_size"), int_field(hf, "num_attention_heads")
     kv_heads = int_field(hf, "num_key_value_heads", heads if kv_heads_default is None else kv_heads_default)
     head_dim = int_field(hf, "head_dim", d_model // heads if head_dim_default is None else head_dim_default)
-    if heads % kv_heads:
-        raise ValueError(
-            f"num_attention_heads={heads} is not a multiple of num_key_value_heads={kv_heads}: check the config."
+    if heads % kv_heads:  # said of num_key_value_heads, the field that groups the heads
+        raise ConfigFieldError(
+            "num_key_value_heads", kv_heads, Need("divides", other="num_attention_heads", other_value=heads)
         )
     variant: GroupedVariant = "mha" if kv_heads == heads else "mqa" if kv_heads == 1 else "gqa"
     cfg = AttentionConfig(
@@ -487,12 +508,12 @@ def read_gemma3_text(hf: Mapping[str, Any], layer_idx: int) -> tuple[str, LayerS
             default_theta = float_field(hf, "rope_local_base_freq", 10000.0)
         else:
             default_theta = float_field(hf, "rope_theta", 1_000_000.0)
-        theta, scaling = rope_settings(hf, default_theta, context, params=params)
+        theta, scaling = rope_settings(hf, default_theta, context, params=params, name=f"rope_parameters.{layer_type}")
     elif layer_type == "sliding_attention":
         theta, scaling = float_field(hf, "rope_local_base_freq", 10000.0), RopeScaling()
     else:
         theta = float_field(hf, "rope_theta", 1_000_000.0)
-        scaling = RopeScaling.from_hf(hf.get("rope_scaling"), context)
+        scaling = RopeScaling.from_hf(hf.get("rope_scaling"), context, name=field_name(hf, "rope_scaling"))
     window = _window(hf, 4096, context) if layer_type == "sliding_attention" else None
     options = AttentionOptions(
         window=window,

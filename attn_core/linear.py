@@ -19,7 +19,7 @@ and H_v Gated DeltaNet's key and value heads (H_v a multiple of H_k: each key he
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -31,11 +31,15 @@ from torch import nn
 from .build import seed_dense_weights, seeded_generator
 from .cache import checked_tokens
 from .config import AttentionConfig
+from .config_checks import ConfigFieldError, Need
 from .hf_fields import (
+    bool_field,
+    dict_field,
     float_field,
     int_field,
     layer_index,
     layer_types,
+    once,
     positive_fields,
     positive_float,
     positive_int,
@@ -314,7 +318,7 @@ def require_silu(hf: Mapping[str, Any], model: str) -> None:
 HYBRID_LAYER_TYPES = ("linear_attention", "full_attention")
 
 
-def qwen_layer_types(hf: Mapping[str, Any]) -> list[str]:
+def qwen_layer_types(hf: Mapping[str, Any]) -> Sequence[str]:
     """ "linear_attention" or "full_attention" per layer: layer_types as given (transformers' to_dict), else every
     full_attention_interval-th layer full (config.json as published; 4 when absent, as transformers defaults)."""
     interval = int_field(hf, "full_attention_interval", 4)
@@ -343,35 +347,72 @@ def qwen_text_config(hf: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def kimi_linear_attn_config(hf: Mapping[str, Any]) -> Mapping[str, Any]:
     """The checkpoint's linear_attn_config sub-dict ({} when absent, as transformers' to_dict may leave it)."""
-    sub = hf.get("linear_attn_config") or {}
-    if not isinstance(sub, Mapping):
-        raise ValueError(f"linear_attn_config must be a dict, got {type(sub).__name__}.")
-    return sub
+    return dict_field(hf, "linear_attn_config")
 
 
-def kimi_layer_types(hf: Mapping[str, Any]) -> list[str]:
+def kimi_layer_types(hf: Mapping[str, Any]) -> Sequence[str]:
     """transformers' precedence: layer_types, else linear_attn_config's full_attn_layers and kda_layers (1-indexed in
-    the checkpoint), else a full layer every 4th from layer 4 (0-indexed: i and i % 4 == 0)."""
+    the checkpoint; each layer in one list only), else a full layer every 4th from layer 4 (0-indexed: i and
+    i % 4 == 0)."""
     n_layers = int_field(hf, "num_hidden_layers", model="kimi_linear")
     if hf.get("layer_types") is not None:
         return layer_types(hf, HYBRID_LAYER_TYPES, str)
     sub = kimi_linear_attn_config(hf)
     if "full_attn_layers" in sub and "kda_layers" in sub:
-        kinds: list[str | None] = [None] * n_layers
-        for field, kind in (("full_attn_layers", "full_attention"), ("kda_layers", "linear_attention")):
-            for number in sub[field]:
-                if not isinstance(number, int) or not 1 <= number <= n_layers:
-                    raise ValueError(
-                        f"linear_attn_config.{field} lists layer {number!r}: layers are numbered 1..{n_layers}."
-                    )
-                kinds[number - 1] = kind
-        missing = [i + 1 for i, kind in enumerate(kinds) if kind is None]
-        if missing:
-            raise ValueError(
-                f"linear_attn_config lists layers {missing} in neither full_attn_layers nor kda_layers: name each once."
-            )
-        return [str(kind) for kind in kinds]
+        return once(hf, "kimi_layer_types", lambda: _kimi_listed(sub, n_layers))
     return ["full_attention" if i and i % 4 == 0 else "linear_attention" for i in range(n_layers)]
+
+
+def _kimi_listed(sub: Mapping[str, Any], n_layers: int) -> Sequence[str]:
+    """Kimi's layer kinds from linear_attn_config's full_attn_layers and kda_layers."""
+    full, kda = (_layer_numbers(sub, key, n_layers) for key in ("full_attn_layers", "kda_layers"))
+    if both := full & kda:
+        raise ConfigFieldError(
+            "linear_attn_config.kda_layers",
+            sub["kda_layers"],
+            Need("layer_once", other="linear_attn_config.full_attn_layers", layer=min(both)),
+        )
+    if len(full) + len(kda) < n_layers:
+        missing = sorted(set(range(1, n_layers + 1)) - full - kda)
+        raise ValueError(
+            f"linear_attn_config lists layers {missing[:8]}{' ...' if len(missing) > 8 else ''} in neither "
+            "full_attn_layers nor kda_layers: name each once."
+        )
+    return _Numbered(n_layers, full)
+
+
+def _layer_numbers(sub: Mapping[str, Any], key: str, n_layers: int) -> set[int]:
+    """linear_attn_config[key]: a list of layer numbers 1..n_layers, each once."""
+    name, given = f"linear_attn_config.{key}", sub[key]
+    if not isinstance(given, list | tuple):
+        raise ConfigFieldError(name, given, Need("list"))
+    if not set(map(type, given)) <= {int}:  # 4.0, true, "4": not a layer's number
+        raise ConfigFieldError(name, next(n for n in given if type(n) is not int), Need("layer_in", 1, n_layers))
+    numbers = set(given)
+    if numbers and not 1 <= min(numbers) <= max(numbers) <= n_layers:
+        wrong = next(n for n in given if not 1 <= n <= n_layers)
+        raise ConfigFieldError(name, wrong, Need("layer_in", 1, n_layers))
+    if len(numbers) < len(given):
+        repeated = next(n for n in given if given.count(n) > 1)
+        raise ConfigFieldError(name, given, Need("layer_once", other=name, layer=repeated))
+    return numbers
+
+
+class _Numbered(Sequence[str]):
+    """Kimi's layer kinds from its full layers' numbers (1-indexed), a layer at a time."""
+
+    def __init__(self, n_layers: int, full: set[int]) -> None:
+        self.n_layers, self.full = n_layers, full
+
+    def __len__(self) -> int:
+        return self.n_layers
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(self.n_layers)[i]]
+        if not 0 <= i < self.n_layers:
+            raise IndexError(i)
+        return "full_attention" if i + 1 in self.full else "linear_attention"
 
 
 @dataclass(frozen=True)
@@ -527,7 +568,7 @@ def kimi_attention_config(hf: Mapping[str, Any], layer_idx: int) -> AttentionCon
             f"num_key_value_heads={kv_heads} differs from num_attention_heads={n_heads}: Kimi's MLA up-projects a key "
             "and value per query head (transformers' module fails on KV groups too)."
         )
-    bias = bool(hf.get("attention_bias", False))
+    bias = bool_field(hf, "attention_bias", False)
     v_head_dim = get("v_head_dim")
     return AttentionConfig(
         "mla",

@@ -5,12 +5,14 @@ modeling_rope_utils computes them."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 import torch
+
+from .config_checks import ConfigFieldError, Need, choice, flag, number, whole
 
 ROPE_KINDS = ("default", "linear", "llama3", "yarn", "proportional")
 
@@ -60,46 +62,58 @@ class RopeScaling:
             )
 
     @classmethod
-    def from_hf(cls, params: Mapping[str, Any] | None, max_position_embeddings: int | None) -> RopeScaling:
+    def from_hf(
+        cls, params: Mapping[str, Any] | None, max_position_embeddings: int | None, *, name: str = "rope_parameters"
+    ) -> RopeScaling:
         """From one (not nested) rope_parameters / rope_scaling dict of a config.json, old key "type" or new
         "rope_type"; llama3 and yarn default original_max_position_embeddings to max_position_embeddings, as HF's
-        standardize_rope_params does."""
+        standardize_rope_params does. Every field of ROPE_FIELDS given is checked (a ConfigFieldError naming
+        f"{name}.{key}"), the ones this kind does not use too (DeepSeek's score scale reads mscale_all_dim)."""
         if params is None:
             return cls()
         if not isinstance(params, Mapping):
-            raise ValueError(f"rope_parameters must be a dict, got {type(params).__name__}.")
-        kind = params.get("rope_type", params.get("type", "default"))
+            raise ConfigFieldError(name, params, Need("dict"))
+        key = "rope_type" if "rope_type" in params else "type"
+        kind = choice(f"{name}.{key}", params.get(key, "default"), ROPE_KINDS)
+        value = _reader(params, name)
+        read = {key: value(key, check, **options) for key, (check, options) in ROPE_FIELDS.items()}
         if kind == "default":
             return cls()
-        if kind not in ROPE_KINDS:
-            raise ValueError(f"rope_type={kind!r} is not supported: choose one of {', '.join(ROPE_KINDS)}.")
-        if kind == "proportional":
+        if kind == "proportional":  # Gemma 4's global layers: RoPE on a share of each head's pairs
+            partial = value("partial_rotary_factor", number)
             return cls(
                 kind=kind,
-                factor=params.get("factor", 1.0),
-                partial_rotary_factor=params.get("partial_rotary_factor", 1.0),
+                factor=1.0 if read["factor"] is None else read["factor"],
+                partial_rotary_factor=1.0 if partial is None else partial,
             )
         if params.get("partial_rotary_factor", 1.0) != 1.0:
-            raise ValueError("partial_rotary_factor other than 1 is not supported: every dimension is rotated here.")
-        original = params.get("original_max_position_embeddings", max_position_embeddings)
-        factor = params.get("factor")
+            raise ValueError(
+                f"{name}.partial_rotary_factor other than 1 is not supported: every dimension is rotated here."
+            )
+        original = read["original_max_position_embeddings"]
+        original = max_position_embeddings if original is None else original
+        factor = read["factor"]
         if kind == "yarn" and factor is None and original:  # HF: the ratio of the lengths (DeepSeek-V3's configs)
             factor = (max_position_embeddings or 0) / original
         if factor is None:
-            raise ValueError(f"rope_type={kind!r} needs a factor.")
+            raise ConfigFieldError(f"{name}.factor", None, Need("given"), f"rope_type {kind!r}")
         common = {"kind": kind, "factor": factor}
         if kind == "linear":
             return cls(**common)
+        if original is None:
+            raise ConfigFieldError(
+                f"{name}.original_max_position_embeddings", None, Need("given"), f"rope_type {kind!r}"
+            )
         if kind == "llama3":
             return cls(
                 **common,
                 original_max_position_embeddings=original,
-                low_freq_factor=params.get("low_freq_factor", 1.0),
-                high_freq_factor=params.get("high_freq_factor", 4.0),
+                low_freq_factor=read["low_freq_factor"] or 1.0,
+                high_freq_factor=read["high_freq_factor"] or 4.0,
             )
-        attention_factor = params.get("attention_factor")
+        attention_factor = read["attention_factor"]
         if attention_factor is None:
-            mscale, mscale_all_dim = params.get("mscale"), params.get("mscale_all_dim")
+            mscale, mscale_all_dim = read["mscale"], read["mscale_all_dim"]
             if mscale and mscale_all_dim:
                 attention_factor = yarn_mscale(factor, mscale) / yarn_mscale(factor, mscale_all_dim)
             else:
@@ -107,9 +121,9 @@ class RopeScaling:
         return cls(
             **common,
             original_max_position_embeddings=original,
-            beta_fast=params.get("beta_fast") or 32.0,
-            beta_slow=params.get("beta_slow") or 1.0,
-            truncate=params.get("truncate", True),
+            beta_fast=read["beta_fast"] or 32.0,
+            beta_slow=read["beta_slow"] or 1.0,
+            truncate=True if read["truncate"] is None else read["truncate"],
             attention_factor=float(attention_factor),
         )
 
@@ -158,6 +172,32 @@ class RopeScaling:
         extrapolation = 1 - ramp
         pos_freqs = theta ** (torch.arange(0, dim, 2).to(torch.float32) / dim)
         return (1.0 / (self.factor * pos_freqs)) * (1 - extrapolation) + (1.0 / pos_freqs) * extrapolation
+
+
+# Every field of a rope_parameters / rope_scaling dict attn_core reads, and its check (config_checks)
+ROPE_FIELDS: dict[str, tuple[Callable[..., Any], dict[str, Any]]] = {
+    "factor": (number, {}),
+    "original_max_position_embeddings": (whole, {}),
+    "low_freq_factor": (number, {}),
+    "high_freq_factor": (number, {}),
+    "attention_factor": (number, {}),
+    "beta_fast": (number, {"zero": True}),
+    "beta_slow": (number, {"zero": True}),
+    "mscale": (number, {"zero": True}),
+    "mscale_all_dim": (number, {"zero": True}),
+    "truncate": (flag, {}),
+}
+
+
+def _reader(params: Mapping[str, Any], name: str) -> Callable[..., Any]:
+    """value(key, check, **options): params[key] through a config_checks check, named f"{name}.{key}"; None when
+    absent or null."""
+
+    def value(key: str, check: Callable[..., Any], **options: Any) -> Any:
+        given = params.get(key)
+        return None if given is None else check(f"{name}.{key}", given, **options)
+
+    return value
 
 
 def yarn_mscale(scale: float, mscale: float = 1.0) -> float:

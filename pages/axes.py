@@ -17,6 +17,7 @@ from explorer.i18n import _, fmt, n_
 from explorer.link import bound
 from explorer.probes import axes as measured
 from explorer.state import page_settings
+from explorer.uploader import upload_box
 from explorer.verbatim import show_verbatim
 
 settings = page_settings("axes")
@@ -222,7 +223,7 @@ with left:
         on_change=start_from,
     )
 with right:
-    st.file_uploader(_("Or upload a `config.json`"), key="axes_upload", on_change=read_upload)
+    upload_box(_("Or upload a `config.json`"), key="axes_upload", on_change=read_upload)
 pasted = bound(
     view_link.CONFIG,
     lambda key: st.text_area(
@@ -251,15 +252,17 @@ if result.problem is not None:
         st.info(text.problem_text(result.problem), icon=":material/upload_file:")
     else:
         st.error(text.problem_text(result.problem), icon=":material/error:")
-        if result.problem.message:
+        if text.shows_message(result.problem):
             st.caption(text.problem_source(result.problem))
-            show_verbatim(result.problem.message)
+            show_verbatim(result.problem.message)  # the parser's or the core's own words (English)
 elif result.curves is not None:
     mine = result.curves
     st.markdown(
         _(
-            "**`{model_type}`**: {layers}, of {kinds}.",
-            model_type=mine.model_type,
+            "**{model}**: {layers}, of {kinds}.",
+            model=f"`{mine.model_type}`"
+            if mine.name == mine.model_type
+            else _("{name} (`{model_type}`)", name=mine.name, model_type=mine.model_type),
             layers=n_("{n} layer", "{n} layers", mine.layers),
             kinds=_(", ").join(
                 _("{count} {kind}", count=kind.count, kind=text.kind_name(kind.kind)) for kind in mine.kinds

@@ -4,8 +4,6 @@ decoding step reads of what is held, which design cuts which axis most)."""
 
 from __future__ import annotations
 
-import re
-
 from explorer.i18n import N_, _, fmt, format_bytes, n_, percent, sentences
 from explorer.probes.axes import AxisCuts, ConfigProblem, Crossing, ModelCurves, Plateau
 
@@ -89,20 +87,103 @@ def problem_text(problem: ConfigProblem) -> str:
             "The core failed on this config instead of saying what is wrong with it (a value it should have refused, "
             "such as a width too large to build): check the numbers. Its error:"
         )
-    field = re.search(r"'(\w+)'|\b(\w+)=", problem.message)
-    name = next((group for group in field.groups() if group), None) if field else None
-    if name:
+    if problem.kind == "field":
+        return field_text(values)
+    if problem.kind == "too_large":
+        return too_large_text(values)
+    return _("The core cannot read this config; its reason is below.")
+
+
+# What a field needs (attn_core.Need's kind), said with the field and its value only
+FIELD_NEEDS = {
+    "given": N_("The field `{field}` is missing: this model needs it."),
+    "bool": N_("The field `{field}` must be `true` or `false`; it is `{value}`."),
+    "dict": N_("The field `{field}` must be an object ({{…}}); it is `{value}`."),
+    "list": N_("The field `{field}` must be a list ([…]); it is `{value}`."),
+    "number": N_("The field `{field}` must be a finite number above 0; it is `{value}`."),
+}
+
+
+def field_text(values: dict[str, object]) -> str:
+    """A field the core refuses (attn_core.ConfigFieldError's values), in this run's language."""
+    need, name, value = values["need"], values["field"], str(values["value"]).replace("`", "'")
+    choices = _(", ").join(f"`{c}`" for c in values["choices"])  # type: ignore[attr-defined]
+    low, high = values["minimum"], values["maximum"]
+    if need == "number" and low == 0:
+        return _("The field `{field}` must be a finite number, 0 or more; it is `{value}`.", field=name, value=value)
+    if need == "list" and low is not None:
         return _(
-            "The core could not read this config: the field `{field}` is missing or has a value it cannot use. Its "
-            "message says what it needs.",
+            "The field `{field}` must list {n} entries, one per layer (`num_hidden_layers`), each one of {choices}.",
             field=name,
+            n=low,
+            choices=choices,
         )
-    return _("The core could not read this config: its message says what it needs.")
+    if need in FIELD_NEEDS:
+        return _(FIELD_NEEDS[str(need)], field=name, value=value)
+    if need == "whole":
+        return _(
+            "The field `{field}` must be a whole number from {minimum} to {maximum}; it is `{value}`.",
+            field=name,
+            minimum=low,
+            maximum=high,
+            value=value,
+        )
+    if need == "choice":
+        return _(
+            "The field `{field}` is `{value}`: the core reads {choices}.", field=name, value=value, choices=choices
+        )
+    if need == "divides":
+        return _(
+            "`{other}` ({other_value}) is not a multiple of `{field}` ({value}): the query heads are shared equally "
+            "among the key-value heads, so `{field}` must divide `{other}`.",
+            other=values["other"],
+            other_value=values["other_value"],
+            field=name,
+            value=value,
+        )
+    if need == "layer_once":
+        return _(
+            "The field `{field}` lists layer {layer}, which `{other}` lists too: a layer is of one kind, name it once.",
+            field=name,
+            layer=values["layer"],
+            other=values["other"],
+        )
+    return _(
+        "The field `{field}` lists layer {value}: this model's layers are numbered {minimum} to {maximum}.",
+        field=name,
+        value=value,
+        minimum=low,
+        maximum=high,
+    )
+
+
+def too_large_text(values: dict[str, object]) -> str:
+    """A size past any machine's memory (attn_core.PastAnyMachine's values), in this run's language."""
+    if values["what"] == "weights":
+        return _(
+            "One layer's weights would take {bytes}: more than any machine holds (the core refuses past {limit}). "
+            "Check `hidden_size`, the heads and their widths.",
+            bytes=format_bytes(int(values["bytes"])),  # type: ignore[call-overload]
+            limit=format_bytes(int(values["limit"])),  # type: ignore[call-overload]
+        )
+    return _(
+        "Its caches would hold {bytes} after {tokens} tokens of {sequences}: more than any machine holds (the core "
+        "refuses past {limit}). Check the widths.",
+        bytes=format_bytes(int(values["bytes"])),  # type: ignore[call-overload]
+        tokens=values["tokens"],
+        sequences=n_("{n} sequence", "{n} sequences", int(values["batch"])),  # type: ignore[call-overload]
+        limit=format_bytes(int(values["limit"])),  # type: ignore[call-overload]
+    )
+
+
+def shows_message(problem: ConfigProblem) -> bool:
+    """Whether the page shows the parser's or the core's own (English) message: not where the page words it all."""
+    return bool(problem.message) and problem.kind not in ("field", "too_large")
 
 
 def problem_source(problem: ConfigProblem) -> str:
     """Whose message is shown verbatim beside the page's sentence."""
-    return _("The JSON reader says:") if problem.kind == "not_json" else _("The core says:")
+    return _("The JSON reader says (in English):") if problem.kind == "not_json" else _("The core says (in English):")
 
 
 # --- captions --------------------------------------------------------------------------------------------------------

@@ -14,12 +14,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from attn_core import PUBLISHED, ModelDescription, Storage, bytes_per_element, context_length, describe_model
+from attn_core import (
+    PUBLISHED,
+    ConfigFieldError,
+    ModelDescription,
+    PastAnyMachine,
+    Storage,
+    bytes_per_element,
+    context_length,
+    describe_model,
+)
 
 # Context lengths drawn: 1k to 1M tokens, at 2^n and 1.5 · 2^n (a log axis evenly, with round numbers to pick).
 TOKEN_GRID: tuple[int, ...] = tuple(sorted({base * 2**n for n in range(11) for base in (1024, 1536)} - {1536 * 1024}))
 MAX_CONFIG_CHARS = 200_000  # a config.json is a few thousand characters; the largest published ones ~10k
-MAX_LAYERS = 4096  # published models have up to ~130 layers: more is a typo, and describe_model reads each one
 REFERENCE_BITS = 16  # the bytes axis is measured against a 16-bit cache (bfloat16, as the models are served)
 
 
@@ -95,10 +103,7 @@ def model_curves(
     formats fix the numbers' types, dtype must be bfloat16). ValueError (the core's) when the core cannot read hf."""
     wrapped = hf.get("text_config")
     text: Mapping[str, Any] = wrapped if isinstance(wrapped, Mapping) else hf
-    layers = text.get("num_hidden_layers")
-    if isinstance(layers, int) and layers > MAX_LAYERS:  # describe_model reads every layer: refused before
-        raise ValueError(f"num_hidden_layers={layers} is more than {MAX_LAYERS}: check the config.")
-    model = describe_model(hf)
+    model = describe_model(hf)  # the core bounds the layers (attn_core.MAX_LAYERS) and every width
     per_length = [model.kinds(tokens=t, batch=batch, dtype=dtype, storage=storage) for t in tokens]
     entries = _entry_bytes(model, batch, dtype, storage)
     kinds = tuple(
@@ -184,7 +189,16 @@ def published_curves(
 
 # --- a pasted config.json ------------------------------------------------------------------------------------------
 Problem = Literal[
-    "empty", "too_long", "not_json", "not_object", "no_model_type", "unsupported", "invalid", "core_failed"
+    "empty",
+    "too_long",
+    "not_json",
+    "not_object",
+    "no_model_type",
+    "unsupported",
+    "field",
+    "too_large",
+    "invalid",
+    "core_failed",
 ]
 
 
@@ -246,19 +260,55 @@ def custom_curves(
         return CustomResult(problem=reading.problem)
     config = reading.config
     try:
-        name = str(config.get("model_type"))
         return CustomResult(
-            curves=model_curves(config, name=name, tokens=tokens, batch=batch, dtype=dtype, storage=storage)
+            curves=model_curves(
+                config, name=published_name(config), tokens=tokens, batch=batch, dtype=dtype, storage=storage
+            )
         )
     except ValueError as error:
-        message = str(error)
-        if "is not supported" in message and "model_type" in message:
-            return CustomResult(
-                problem=ConfigProblem("unsupported", {"model_type": str(config.get("model_type"))}, message)
-            )
-        return CustomResult(problem=ConfigProblem("invalid", {}, message))
+        return CustomResult(problem=refusal(error, config))
     except Exception as error:  # the core should have said ValueError: its failure is shown, not a traceback
         return CustomResult(problem=ConfigProblem("core_failed", {}, f"{type(error).__name__}: {error}"))
+
+
+def published_name(config: Mapping[str, Any]) -> str:
+    """A published model's name when the config is its config.json unchanged, else the config's model_type."""
+    return next((name for name, hf in PUBLISHED.items() if hf == config), str(config.get("model_type")))
+
+
+def refusal(error: ValueError, config: Mapping[str, Any]) -> ConfigProblem:
+    """The core's refusal as a problem: its typed values where it gives them (the page words those in its language),
+    else its English sentence."""
+    message = str(error)
+    match error:
+        case ConfigFieldError(field=name, value=value, need=need):
+            values: dict[str, object] = {
+                "field": name,
+                "value": shown_value(value),
+                "need": need.kind,
+                "minimum": need.minimum,
+                "maximum": need.maximum,
+                "choices": need.choices,
+                "other": need.other,
+                "other_value": shown_value(need.other_value),
+                "layer": need.layer,
+            }
+            return ConfigProblem("field", values, message)
+        case PastAnyMachine(footprint=footprint, limit=limit):
+            values = {"what": footprint.what, "bytes": footprint.nbytes, "limit": limit}
+            return ConfigProblem("too_large", values | {"tokens": footprint.tokens, "batch": footprint.batch}, message)
+    if "is not supported" in message and "model_type" in message:
+        return ConfigProblem("unsupported", {"model_type": str(config.get("model_type"))}, message)
+    return ConfigProblem("invalid", {}, message)
+
+
+def shown_value(value: object) -> str:
+    """A field's value as the JSON it was pasted as, cut short (a list may hold thousands of entries)."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 60 else f"{text[:57]}…"
 
 
 # --- the four axes ---------------------------------------------------------------------------------------------------

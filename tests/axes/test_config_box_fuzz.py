@@ -90,9 +90,15 @@ def test_a_failure_of_the_core_is_a_problem_with_its_error_not_a_traceback():
     config = json.loads(json.dumps(PUBLISHED["Llama 3 8B"])) | {"hidden_size": 2**31}
     result = custom_curves(json.dumps(config), tokens=TOKENS)
     assert result.problem is not None
-    assert result.problem.kind in ("invalid", "core_failed")
+    assert result.problem.kind in ("field", "invalid", "core_failed")
 
 
-def test_the_core_refuses_a_width_too_large_to_build_with_a_value_error():
+def test_the_core_refuses_a_width_too_large_to_build_naming_the_field():
     config = json.loads(json.dumps(PUBLISHED["Llama 3 8B"])) | {"hidden_size": 2**31}
-    assert custom_curves(json.dumps(config), tokens=TOKENS).problem.kind == "invalid"
+    problem = custom_curves(json.dumps(config), tokens=TOKENS).problem
+    assert problem.kind == "field"
+    assert (problem.values["field"], problem.values["value"], problem.values["need"]) == (
+        "hidden_size",
+        "2147483648",
+        "whole",
+    )

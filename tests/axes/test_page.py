@@ -5,6 +5,7 @@ config in the box is named beside the core's or JSON reader's message, with noth
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -78,12 +79,59 @@ def test_a_bad_config_is_named_and_nothing_else_moves(lang):
     assert chart_specs(at) == before  # the published models' charts as they were
 
 
-def test_a_missing_field_shows_the_cores_message():
-    config = {k: v for k, v in PUBLISHED["Llama 3 8B"].items() if k != "num_attention_heads"}
-    at = open_page("axes", {"lang": "en"})
+def pasted(config: dict, lang: str):
+    at = open_page("axes", {"lang": lang})
     at.text_area[0].input(json.dumps(config)).run()
-    assert "num_attention_heads" in at.error[0].value
-    assert "num_attention_heads" in verbatim(at.main)[-1]
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+LLAMA = PUBLISHED["Llama 3 8B"]
+YARN = {"rope_type": "yarn", "factor": "4", "original_max_position_embeddings": 8192}
+# config -> the words its message must hold, in each language (field names are code in both)
+FIELD_MESSAGES = {
+    "missing": ({k: v for k, v in LLAMA.items() if k != "num_attention_heads"}, ["`num_attention_heads`"]),
+    "text for a number": (LLAMA | {"rope_scaling": YARN}, ["`rope_scaling.factor`", '`"4"`']),
+    "heads not grouped": (LLAMA | {"num_attention_heads": 16, "num_key_value_heads": 5}, ["`num_key_value_heads`"]),
+    "too wide": (LLAMA | {"hidden_size": 10**15}, ["`hidden_size`", "1000000000000000"]),
+}
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("case", FIELD_MESSAGES)
+def test_a_refused_field_is_named_in_the_readers_language_with_no_english_sentence(case, lang):
+    config, named = FIELD_MESSAGES[case]
+    at = pasted(config, lang)
+    message = at.error[0].value
+    if lang == "zh":
+        assert re.search("[\u4e00-\u9fff]", message)
+        assert "must" not in message
+    for words in named:
+        assert words in message
+    assert not verbatim(at.main)  # the core's English sentence is not shown: the page said it all
+    assert "missing" not in message or case == "missing"  # 16 heads with 5 KV heads: no field called missing
+
+
+def test_heads_not_grouped_name_both_fields_and_no_torch_text():
+    at = pasted(LLAMA | {"num_attention_heads": 16, "num_key_value_heads": 5}, "en")
+    assert "`num_attention_heads` (16) is not a multiple of `num_key_value_heads` (5)" in at.error[0].value
+
+
+@pytest.mark.parametrize(
+    ("lang", "lead"), [("en", "The core cannot read this config"), ("zh", "核心库无法读取这个配置")]
+)
+def test_a_message_the_page_cannot_word_has_a_translated_lead_in_and_the_cores_sentence(lang, lead):
+    at = pasted(PUBLISHED["Mistral 7B"] | {"sliding_window": 65536}, lang)
+    assert lead in at.error[0].value
+    assert "larger than the context" in verbatim(at.main)[-1]
+
+
+def test_a_size_past_any_machine_names_the_limit_in_chinese():
+    config = LLAMA | {"hidden_size": 2**19, "num_attention_heads": 2**12, "num_key_value_heads": 2**12}
+    at = pasted(config | {"head_dim": 2**19}, "zh")
+    message = at.error[0].value
+    assert "超过任何一台机器的内存" in message
+    assert "1,024.00 TiB" in message  # the limit, 2^50 bytes
 
 
 def test_a_huge_paste_is_refused_whole_and_the_box_keeps_its_config():
@@ -103,3 +151,17 @@ def test_a_published_model_picked_fills_the_box_and_is_drawn():
     mine = chart_specs(at)[2]
     names = list(dict.fromkeys(trace["name"] for trace in mine["data"] if trace.get("mode") == "lines"))
     assert len(names) == 3  # the whole model, then its sliding and full layers
+    assert names[0].startswith("gpt-oss-120b")  # its name, not its model_type
+    assert any("**gpt-oss-120b (`gpt_oss`)**" in m.value for m in at.markdown)
+
+
+@pytest.mark.parametrize(
+    ("lang", "button", "limit"), [("en", "Upload", "At most 1 MB per file"), ("zh", "上传", "每个文件至多 1 MB")]
+)
+def test_the_upload_box_says_its_button_and_limit_in_the_readers_language(lang, button, limit):
+    """Streamlit writes both in English; the box's CSS draws the page's words over them (explorer/uploader.py)."""
+    at = open_page("axes", {"lang": lang})
+    styles = [element.value for element in at.get("html") if ".st-key-axes_upload" in element.value]
+    assert len(styles) == 1
+    assert f'content: "{button}"' in styles[0]
+    assert f'content: "{limit}"' in styles[0]  # the server's maxUploadSize, .streamlit/config.toml's 1 MB

@@ -209,11 +209,25 @@ def test_a_model_type_the_core_does_not_read_is_named_with_the_cores_message():
     assert "llama" in problem.message
 
 
-def test_a_missing_field_is_the_cores_message_naming_it():
+def test_a_missing_field_is_the_cores_refusal_naming_it():
     config = {k: v for k, v in PUBLISHED["Llama 3 8B"].items() if k != "num_attention_heads"}
     problem = custom_curves(json.dumps(config)).problem
-    assert problem.kind == "invalid"
+    assert problem.kind == "field"
+    assert (problem.values["field"], problem.values["need"]) == ("num_attention_heads", "given")
     assert "num_attention_heads" in problem.message
+
+
+def test_a_refusal_the_core_does_not_type_keeps_its_sentence():
+    config = PUBLISHED["Mistral 7B"] | {"sliding_window": 65536}  # longer than the context: said in a sentence
+    problem = custom_curves(json.dumps(config)).problem
+    assert problem.kind == "invalid"
+    assert "larger than the context" in problem.message
+
+
+def test_a_published_config_unchanged_is_drawn_by_its_name_a_changed_one_by_its_model_type():
+    assert custom_curves(json.dumps(PUBLISHED["DeepSeek-V4-Flash"]), tokens=(1024,)).curves.name == "DeepSeek-V4-Flash"
+    changed = PUBLISHED["DeepSeek-V4-Flash"] | {"sliding_window": 64}
+    assert custom_curves(json.dumps(changed), tokens=(1024,)).curves.name == "deepseek_v4"
 
 
 def test_the_json_readers_position_is_kept():

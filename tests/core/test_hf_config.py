@@ -213,9 +213,9 @@ def test_a_layer_outside_the_model_is_a_value_error(layer_idx):
         build_layer(GPT_OSS_120B, layer_idx, device="meta")
 
 
-def test_sizes_too_large_for_torch_are_a_value_error_not_torchs():
+def test_a_width_too_large_for_torch_is_a_value_error_naming_the_field_not_torchs():
     too_wide = {**LLAMA3_8B, "hidden_size": 2**31}
-    with pytest.raises(ValueError, match="too large to build"):
+    with pytest.raises(ValueError, match="'hidden_size' must be a whole number from 1 to 524,288, got 2147483648"):
         describe_model(too_wide).cache_bytes(tokens=1024)
-    with pytest.raises(ValueError, match="too large to build"):
+    with pytest.raises(ValueError, match="'hidden_size' must be a whole number"):
         build_layer(too_wide, 0, device="meta")

@@ -260,8 +260,11 @@ def test_a_windowed_layer_refuses_cross_attention():
     ("params", "message"),
     [
         ({"rope_type": "dynamic", "factor": 2.0}, "'dynamic' is not supported"),
-        ({"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": None}, "needs original_max"),
-        ({"rope_type": "linear"}, "needs a factor"),
+        (
+            {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": None},
+            "'rope_parameters.original_max_position_embeddings' is missing",
+        ),
+        ({"rope_type": "linear"}, "'rope_parameters.factor' is missing"),
         ({"rope_type": "linear", "factor": 2.0, "partial_rotary_factor": 0.5}, "partial_rotary_factor"),
     ],
 )
