@@ -18,7 +18,7 @@ in a 16-bit dtype the value is rounded before the product, as it must be when th
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -108,17 +108,17 @@ class KVSharingConfig:
         return replace(own, stores_kv=layer_idx in sources)
 
 
-def _layer_types(hf: Mapping[str, Any], gemma4: bool) -> list[str]:
+def _layer_types(hf: Mapping[str, Any], gemma4: bool) -> Sequence[str]:
     """layer_types as given, else as the config class fills it: Gemma 3n one full layer in 5, Gemma 4 in 6 (its last
     layer full, as Gemma4TextConfig forces it)."""
     pattern = 6 if gemma4 else 5
     types = layer_types(hf, LAYER_TYPES, lambda i: "sliding_attention" if (i + 1) % pattern else "full_attention")
-    if gemma4:
-        types[-1] = "full_attention"
+    if gemma4 and types[-1] != "full_attention":
+        types = [*types[:-1], "full_attention"]  # a copy: layer_types' list is kept for the config's other layers
     return types
 
 
-def kv_sources(hf: Mapping[str, Any], types: list[str], default_shared: int) -> list[int | None]:
+def kv_sources(hf: Mapping[str, Any], types: Sequence[str], default_shared: int) -> list[int | None]:
     """Per layer, the layer whose cache it reads (the last non-shared one of its type), None for a layer with its
     own: HF's kv_sharing_modes, with a ValueError naming the field where it has no answer."""
     layers = len(types)
@@ -141,7 +141,7 @@ def kv_sources(hf: Mapping[str, Any], types: list[str], default_shared: int) -> 
     return sources
 
 
-def _heads_and_width(hf: Mapping[str, Any], layer_idx: int, types: list[str], gemma4: bool) -> tuple[int, int]:
+def _heads_and_width(hf: Mapping[str, Any], layer_idx: int, types: Sequence[str], gemma4: bool) -> tuple[int, int]:
     """(num_key_value_heads, head_dim) of layer layer_idx: Gemma 4's global layers take global_head_dim (512) and,
     with attention_k_eq_v, num_global_key_value_heads, unless per_layer_config (transformers' to_dict) says."""
     kv_heads = int_field(hf, "num_key_value_heads", 2 if not gemma4 else 4)
@@ -199,7 +199,7 @@ def _type_rope(nested: object, layer_type: str) -> Mapping[str, Any] | None:
     return params
 
 
-def _own_layer(hf: Mapping[str, Any], layer_idx: int, types: list[str], gemma4: bool) -> KVSharingConfig:
+def _own_layer(hf: Mapping[str, Any], layer_idx: int, types: Sequence[str], gemma4: bool) -> KVSharingConfig:
     """Layer layer_idx as a layer with its own cache."""
     layer_type = types[layer_idx]
     context = int_field(hf, "max_position_embeddings", 131072 if gemma4 else 32768)

@@ -18,7 +18,7 @@ are grouped layers (attn_core.hf reads them).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,7 +38,7 @@ MINIMAX_MODEL_TYPES = ("minimax", "minimax_m1", "minimax_text_01")
 ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {"silu": F.silu, "gelu": F.gelu, "relu": F.relu}
 
 
-def minimax_layer_types(hf: Mapping[str, Any]) -> list[str]:
+def minimax_layer_types(hf: Mapping[str, Any]) -> Sequence[str]:
     """Each layer's type: layer_types as given, else attn_type_list (0: linear_attention, 1: full_attention), else
     MiniMaxConfig's default (full on even layers, linear on odd). A ValueError naming the field when malformed."""
     layers = int_field(hf, "num_hidden_layers")
