@@ -244,6 +244,37 @@ KIMI_LINEAR_48B: dict[str, Any] = {
     "hidden_act": "silu",
 }
 
+# nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16 config.json (Hugging Face Hub; transformers' NemotronHConfig names it as
+# its checkpoint; the same file is quoted whole in public bring-up notes and test fixtures, which agree on every field
+# below): 52 layers by hybrid_override_pattern, 23 Mamba-2 (M: 64 heads of 64, state 128, 8 groups, a 4-tap
+# convolution), 6 attention (*: 32 query heads, 2 KV heads of 128, no RoPE) and 23 mixture-of-experts layers (E: no
+# cache); 262144 positions. model_max_length is not given here: the model card's 1M-token context is not a config field.
+NEMOTRON_3_NANO: dict[str, Any] = {
+    "model_type": "nemotron_h",
+    "hidden_size": 2688,
+    "num_hidden_layers": 52,
+    "hybrid_override_pattern": "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME",
+    "num_attention_heads": 32,
+    "num_key_value_heads": 2,
+    "head_dim": 128,
+    "attention_bias": False,
+    "mamba_num_heads": 64,
+    "mamba_head_dim": 64,
+    "ssm_state_size": 128,
+    "n_groups": 8,
+    "conv_kernel": 4,
+    "chunk_size": 128,
+    "expand": 2,
+    "use_conv_bias": True,
+    "use_bias": False,
+    "mamba_hidden_act": "silu",
+    "mamba_ssm_cache_dtype": "float32",
+    "time_step_min": 0.001,
+    "layer_norm_epsilon": 1e-05,
+    "max_position_embeddings": 262144,
+    "sliding_window": None,
+}
+
 PUBLISHED: dict[str, dict[str, Any]] = {
     "Llama 3 8B": LLAMA3_8B,
     "Mistral 7B": MISTRAL_7B,
@@ -256,6 +287,7 @@ PUBLISHED: dict[str, dict[str, Any]] = {
     "DeepSeek-V4-Flash": DEEPSEEK_V4_FLASH,
     "Kimi Linear 48B-A3B": KIMI_LINEAR_48B,
     "SmolLM2-135M": SMOLLM2_135M,
+    "Nemotron 3 Nano 30B-A3B": NEMOTRON_3_NANO,
 }
 
 SOURCES: dict[str, str] = {
@@ -270,6 +302,7 @@ SOURCES: dict[str, str] = {
     "DeepSeek-V4-Flash": "deepseek-ai/DeepSeek-V4-Flash-Base config.json",
     "Kimi Linear 48B-A3B": "moonshotai/Kimi-Linear-48B-A3B-Instruct config.json",
     "SmolLM2-135M": "HuggingFaceTB/SmolLM2-135M config.json",
+    "Nemotron 3 Nano 30B-A3B": "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16 config.json",
 }
 
 
