@@ -128,7 +128,7 @@ def _nemotron_mamba(hf: Mapping[str, Any]) -> Mamba2Config:
         conv_bias=bool_field(hf, "use_conv_bias", True),
         proj_bias=bool_field(hf, "use_bias", False),
         norm_eps=float_field(hf, "layer_norm_epsilon", 1e-5, model="nemotron_h"),
-        dt_limit=(float_field(hf, "time_step_min", 0.001, model="nemotron_h"), math.inf),
+        dt_limit=(_step_floor(hf), math.inf),
     )
 
 
@@ -160,16 +160,28 @@ def _granite_mamba(hf: Mapping[str, Any]) -> Mamba2Config:
     )
 
 
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and not math.isnan(value)
+
+
+def _step_floor(hf: Mapping[str, Any]) -> float:
+    """Nemotron-H's time_step_min: the scan's lowest step size (0: none)."""
+    floor = hf.get("time_step_min")
+    floor = 0.001 if floor is None else floor
+    if not _is_number(floor) or not 0 <= floor < math.inf:
+        raise ValueError(f"config field 'time_step_min' must be a number >= 0, got {floor!r}.")
+    return float(floor)
+
+
 def _time_step_limit(hf: Mapping[str, Any]) -> tuple[float, float]:
+    """Granite's time_step_limit: [low, high] bounds of the scan's step sizes."""
     limit = hf.get("time_step_limit")
     if limit is None:
         return (0.0, math.inf)
-    if (
-        not isinstance(limit, list | tuple)
-        or len(limit) != 2
-        or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in limit)
-    ):
+    if not isinstance(limit, list | tuple) or len(limit) != 2 or not all(_is_number(v) for v in limit):
         raise ValueError(f"config field 'time_step_limit' must be two numbers [low, high], got {limit!r}.")
+    if not 0 <= limit[0] < limit[1]:
+        raise ValueError(f"config field 'time_step_limit' must be [low, high] with 0 <= low < high, got {limit!r}.")
     return (float(limit[0]), float(limit[1]))
 
 
