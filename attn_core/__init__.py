@@ -57,6 +57,7 @@ from .linear import (
     LinearStateCache,
     kimi_attention_config,
 )
+from .mamba import FeedForwardBlock, Mamba2Config, Mamba2Mixer
 from .options import AttentionOptions
 from .presets import PRESETS, ModelPreset
 from .published import PUBLISHED, SOURCES, context_length, published_config
@@ -83,6 +84,7 @@ __all__ = [
     "DSACache",
     "DSAConfig",
     "DeepSeekSparseAttention",
+    "FeedForwardBlock",
     "GatedAttention",
     "GatedAttentionConfig",
     "GatedDeltaNet",
@@ -98,6 +100,8 @@ __all__ = [
     "LatentKVCache",
     "LatentWidths",
     "LinearStateCache",
+    "Mamba2Config",
+    "Mamba2Mixer",
     "ModelDescription",
     "ModelPreset",
     "MultiHeadLatentAttention",

@@ -53,6 +53,10 @@ from .options import AttentionOptions
 # them each, carrying the state between segments.
 SEGMENT_ELEMENTS = 1 << 25
 
+# More numbers than this in one weight or one sequence's state is a typo, not a model (Nano's largest: 27.7M): refused
+# before torch is asked for a tensor whose size overflows.
+MAX_ELEMENTS = 1 << 40
+
 CACHE_FORMULA = "B · (H · P · N · 4 + (K − 1) · C · b), whatever T (float32 SSM state, conv tail in b bytes)"
 
 
@@ -84,6 +88,15 @@ class Mamba2Config:
                 f"n_heads={self.n_heads} is not a multiple of n_groups={self.n_groups}: each group of heads shares "
                 "one B and one C."
             )
+        sizes = {
+            "the state (n_heads · head_dim · state_size)": self.inner_dim * self.state_size,
+            "in_proj (d_model · (2 · n_heads · head_dim + 2 · n_groups · state_size + n_heads))": self.d_model
+            * (self.inner_dim + self.conv_channels + self.n_heads),
+            "conv1d (channels · conv_kernel)": self.conv_channels * self.conv_kernel,
+        }
+        for what, count in sizes.items():
+            if count > MAX_ELEMENTS:
+                raise ValueError(f"{what} would hold {count:.3g} numbers: check mamba_num_heads, its widths and sizes.")
         low, high = self.dt_limit
         if not 0.0 <= low < high:
             raise ValueError(f"dt_limit={self.dt_limit!r}: give a lower bound >= 0 below the upper one.")
@@ -451,9 +464,10 @@ class Mamba2Mixer(nn.Module):
         checked_tokens(tokens)
         positive_int("batch_size", batch_size)
         cache = self._cache(batch_size, dtype or self.conv1d.weight.dtype)
-        if tokens:
+        if tokens:  # the tail is the last K - 1 inputs: no more of the prompt is needed to build it
+            latest = min(tokens, self.cfg.conv_kernel - 1)
             window = cache.window(
-                torch.empty(batch_size, self.cfg.conv_channels, tokens, device="meta", dtype=cache.dtype)
+                torch.empty(batch_size, self.cfg.conv_channels, latest, device="meta", dtype=cache.dtype)
             )
             cache.update(window, torch.empty(cache.state_shape, device="meta", dtype=STATE_DTYPE), tokens)
         return cache
