@@ -52,6 +52,10 @@ def pair() -> tuple[torch.nn.Module, torch.nn.Module, NemotronHConfig]:
     config = nemotron_config()
     torch.manual_seed(0)
     hf = NemotronHMamba2Mixer(config, layer_idx=0).eval()
+    with torch.no_grad():  # dt_bias as HF's _init_weights draws it (dt in [1e-3, 0.1]): slow decays, so the state
+        # carried between chunks matters (with __init__'s dt_bias of 1 it has decayed to 0 within a few tokens)
+        dt = torch.empty(hf.num_heads).uniform_(-6.9, -2.3).exp()
+        hf.dt_bias.copy_(dt + torch.log(-torch.expm1(-dt)))
     ours = build_layer(config.to_dict() | {"num_hidden_layers": 1}, 0).eval()
     ours.load_state_dict(hf.state_dict(), strict=True)
     return ours, hf, config
