@@ -22,6 +22,9 @@ KIND_NAMES = {
     "linear": N_("linear attention"),
     "gated_deltanet": N_("linear attention"),
     "kda": N_("linear attention"),
+    "mamba": N_("Mamba-2 state"),
+    "moe": N_("MoE, no cache"),
+    "mlp": N_("MLP, no cache"),
 }
 
 
