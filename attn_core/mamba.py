@@ -48,6 +48,7 @@ from .hf_fields import (
 )
 from .linear import STATE_DTYPE, LinearStateCache, causal_conv
 from .options import AttentionOptions
+from .rope import RopeScaling
 
 # A chunked call holds [B, chunks, Q, Q, H] scores: a long prompt is computed in segments of at most this many of
 # them each, carrying the state between segments.
@@ -228,7 +229,7 @@ def hybrid_layer_types(hf: Mapping[str, Any]) -> list[str]:
         name = "layers_block_type" if hf.get("layers_block_type") is not None else "layer_types"
         listed = hf.get(name)
         if listed is None:
-            return _pattern_types(hf.get("hybrid_override_pattern", "M*-E"), layers)
+            return _pattern_types(hf.get("hybrid_override_pattern", "ME*-"), layers)
         known: tuple[str, ...] = ("linear_attention", "full_attention", "mlp", "moe")
     else:
         name, listed, known = "layer_types", hf.get("layer_types"), ("linear_attention", "full_attention")
@@ -305,7 +306,8 @@ def _hybrid_attention(hf: Mapping[str, Any]) -> tuple[AttentionConfig, Attention
             f"num_attention_heads={heads} is not a multiple of num_key_value_heads={kv_heads}: check the config."
         )
     rope = granite and hf.get("position_embedding_type") == "rope"
-    theta = rope_settings(hf, 10000.0, None)[0] if rope else 10000.0
+    context = int_field(hf, "max_position_embeddings", 2048, model=model)
+    theta, scaling = rope_settings(hf, 10000.0, context) if rope else (10000.0, RopeScaling())
     variant: GroupedVariant = "mha" if kv_heads == heads else "mqa" if kv_heads == 1 else "gqa"
     cfg = AttentionConfig(
         variant,
@@ -318,7 +320,7 @@ def _hybrid_attention(hf: Mapping[str, Any]) -> tuple[AttentionConfig, Attention
         bias=granite and bool_field(hf, "attention_bias", False),
     )
     scale = float_field(hf, "attention_multiplier", 1.0, model=model) if granite else None
-    return cfg, AttentionOptions(scale=scale)
+    return cfg, AttentionOptions(scale=scale, rope_scaling=scaling)
 
 
 # --- the scan ------------------------------------------------------------------------------------------------------

@@ -20,7 +20,8 @@ from transformers.models.granitemoehybrid.modeling_granitemoehybrid import (
 )
 from transformers.models.nemotron_h.modeling_nemotron_h import NemotronHAttention, NemotronHMamba2Mixer
 
-from attn_core.hf import build_layer
+from attn_core import published_config
+from attn_core.hf import build_layer, describe_model
 
 from .examples import randn
 from .test_peers_hf import additive_causal_mask, max_diff
@@ -225,3 +226,24 @@ def test_the_clamped_peer_does_clamp():
     dt = module.in_proj(x)[..., -module.num_heads :]
     steps = torch.nn.functional.softplus(dt + module.dt_bias)
     assert (steps < module.time_step_limit[0]).float().mean() > 0.5
+
+
+KINDS = {"linear_attention": "mamba", "full_attention": "full", "moe": "moe", "mlp": "mlp"}
+
+
+@pytest.mark.parametrize("config_class", [NemotronHConfig, GraniteMoeHybridConfig])
+def test_layer_kinds_follow_the_config_class_layer_types(config_class):
+    hf_config = config_class()
+    assert describe_model(config_dict(hf_config)).layer_kinds == [KINDS[t] for t in hf_config.layer_types]
+
+
+def test_a_config_json_naming_no_layers_gets_the_config_class_default_layout():
+    layers = NemotronHConfig().layer_types
+    bare = {"model_type": "nemotron_h", "hidden_size": 64, "num_attention_heads": 8, "num_hidden_layers": len(layers)}
+    assert describe_model(bare).layer_kinds == [KINDS[t] for t in layers]
+
+
+def test_a_published_pattern_gives_the_config_class_layer_types():
+    published = published_config("Nemotron 3 Nano 30B-A3B")
+    hf_config = NemotronHConfig(hybrid_override_pattern=published["hybrid_override_pattern"])
+    assert describe_model(published).layer_kinds == [KINDS[t] for t in hf_config.layer_types]
