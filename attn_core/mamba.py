@@ -371,24 +371,26 @@ def _chunks(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     length = x.shape[1]
     pad = -length % chunk  # padded tokens have dt = 0: no input, no decay, the state passes through them unchanged
-    x = F.pad(x * dt[..., None], (0, 0, 0, 0, 0, pad))  # dt_j x_j: token j's input to the state
-    a, b, c = F.pad(a, (0, 0, 0, pad)), F.pad(b, (0, 0, 0, 0, 0, pad)), F.pad(c, (0, 0, 0, 0, 0, pad))
-    x, b, c = (rearrange(t, "b (n q) h d -> b n q h d", q=chunk) for t in (x, b, c))
+    # [B, H, n, Q, ...]: heads, then chunks, so that every product below is a batched matrix product
+    if pad:
+        x, dt, a, b, c = (F.pad(t, (0, 0) * (t.dim() - 2) + (0, pad)) for t in (x, dt, a, b, c))
+    x = rearrange(x * dt[..., None], "b (n q) h p -> b h n q p", q=chunk)  # dt_j x_j: token j's input
+    b, c = (rearrange(t, "b (n q) h s -> b h n q s", q=chunk) for t in (b, c))
     a = rearrange(a, "b (n q) h -> b h n q", q=chunk)
     cum = a.cumsum(dim=-1)  # [B, H, n, Q]: log decay from the chunk's start through each token
     # within a chunk: y_i = sum_{j <= i} (C_i . B_j) exp(a_{j+1} + ... + a_i) dt_j x_j, attention with a decay mask
-    decay = segment_sums(a).exp()  # [B, H, n, Q(i), Q(j)]
-    scores = torch.einsum("bnihs,bnjhs->bhnij", c, b) * decay
-    y = torch.einsum("bhnij,bnjhp->bnihp", scores, x)
-    # each chunk's own contribution to the state at its end: sum_j exp(cum_end - cum_j) dt_j x_j B_j^T
-    to_end = (cum[..., -1:] - cum).exp()  # [B, H, n, Q]
-    added = torch.einsum("bnjhs,bhnj,bnjhp->bnhps", b, to_end, x)
-    chunk_decay = cum[..., -1].exp()  # [B, H, n]
-    from_start = cum.exp()  # [B, H, n, Q]: what the state at a chunk's start has decayed by at each token
-    for n in range(x.shape[1]):  # the state carried chunk to chunk; each chunk reads the one it starts with
-        y[:, n] += torch.einsum("bihs,bhps,bhi->bihp", c[:, n], state, from_start[:, :, n])
-        state = state * chunk_decay[:, :, n, None, None] + added[:, n]
-    return rearrange(y, "b n q h p -> b (n q) h p")[:, :length], state
+    scores = (c @ b.transpose(-1, -2)).mul_(segment_sums(a).exp_())  # [B, H, n, Q(i), Q(j)]
+    y = scores @ x  # [B, H, n, Q, P]
+    # each chunk's own contribution to the state at its end: sum_j exp(cum_end - cum_j) B_j^T dt_j x_j
+    added = (b * (cum[..., -1:] - cum).exp_().unsqueeze(-1)).transpose(-1, -2) @ x  # [B, H, n, N, P]
+    chunk_decay = cum[..., -1].exp()[..., None, None]  # [B, H, n, 1, 1]
+    starts = state.new_empty(*state.shape[:2], x.shape[2], *state.shape[2:])  # [B, H, n, P, N]
+    for n in range(x.shape[2]):  # the state carried chunk to chunk, as it is at each chunk's start
+        starts[:, :, n] = state
+        state = state * chunk_decay[:, :, n] + added[:, :, n].transpose(-1, -2)
+    # each token reads its chunk's start state, decayed from the chunk's start to it
+    y += (c * cum.exp_().unsqueeze(-1)) @ starts.transpose(-1, -2)
+    return rearrange(y, "b h n q p -> b (n q) h p")[:, :length], state
 
 
 def recurrent_step(
