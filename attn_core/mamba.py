@@ -347,8 +347,9 @@ def chunk_scan(
     state: torch.Tensor,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The SSM over a prompt, chunk by chunk. x [B, L, H, P], dt [B, L, H] (step sizes), a [B, L, H] (dt · A: log
-    decay per token), b, c [B, L, H, N] (each head's group's), state [B, H, P, N]; all float32 -> y [B, L, H, P]
-    (without D's skip), the state after the last token. A long prompt in segments of bounded memory."""
+    decay per token), b, c [B, L, n_g, N] (each group's, shared by its H / n_g heads), state [B, H, P, N]; all
+    float32 -> y [B, L, H, P] (without D's skip), the state after the last token. A long prompt in segments of
+    bounded memory."""
     batch, length, heads, _ = x.shape
     per_chunk = batch * chunk * chunk * heads
     segment = chunk * max(1, SEGMENT_ELEMENTS // per_chunk)
@@ -369,28 +370,30 @@ def _chunks(
     chunk: int,
     state: torch.Tensor,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    length = x.shape[1]
+    length, groups = x.shape[1], b.shape[2]
     pad = -length % chunk  # padded tokens have dt = 0: no input, no decay, the state passes through them unchanged
-    # [B, H, n, Q, ...]: heads, then chunks, so that every product below is a batched matrix product
     if pad:
         x, dt, a, b, c = (F.pad(t, (0, 0) * (t.dim() - 2) + (0, pad)) for t in (x, dt, a, b, c))
-    x = rearrange(x * dt[..., None], "b (n q) h p -> b h n q p", q=chunk)  # dt_j x_j: token j's input
-    b, c = (rearrange(t, "b (n q) h s -> b h n q s", q=chunk) for t in (b, c))
-    a = rearrange(a, "b (n q) h -> b h n q", q=chunk)
-    cum = a.cumsum(dim=-1)  # [B, H, n, Q]: log decay from the chunk's start through each token
+    # [B, n_g, R, n, Q, ...] (R = H / n_g heads per group, n chunks): every product below is a batched matrix product,
+    # and B and C's scores are computed once per group, not once per head
+    x = rearrange(x * dt[..., None], "b (n q) (g r) p -> b g r n q p", q=chunk, g=groups)  # dt_j x_j: j's input
+    b, c = (rearrange(t, "b (n q) g s -> b g () n q s", q=chunk) for t in (b, c))
+    a = rearrange(a, "b (n q) (g r) -> b g r n q", q=chunk, g=groups)
+    cum = a.cumsum(dim=-1)  # log decay from the chunk's start through each token
     # within a chunk: y_i = sum_{j <= i} (C_i . B_j) exp(a_{j+1} + ... + a_i) dt_j x_j, attention with a decay mask
-    scores = (c @ b.transpose(-1, -2)).mul_(segment_sums(a).exp_())  # [B, H, n, Q(i), Q(j)]
-    y = scores @ x  # [B, H, n, Q, P]
+    y = ((c @ b.transpose(-1, -2)) * segment_sums(a).exp_()) @ x  # [B, n_g, R, n, Q, P]
     # each chunk's own contribution to the state at its end: sum_j exp(cum_end - cum_j) B_j^T dt_j x_j
-    added = (b * (cum[..., -1:] - cum).exp_().unsqueeze(-1)).transpose(-1, -2) @ x  # [B, H, n, N, P]
-    chunk_decay = cum[..., -1].exp()[..., None, None]  # [B, H, n, 1, 1]
-    starts = state.new_empty(*state.shape[:2], x.shape[2], *state.shape[2:])  # [B, H, n, P, N]
-    for n in range(x.shape[2]):  # the state carried chunk to chunk, as it is at each chunk's start
-        starts[:, :, n] = state
-        state = state * chunk_decay[:, :, n] + added[:, :, n].transpose(-1, -2)
+    added = (b * (cum[..., -1:] - cum).exp_().unsqueeze(-1)).transpose(-1, -2) @ x  # [B, n_g, R, n, N, P]
+    chunk_decay = cum[..., -1].exp()[..., None, None]  # [B, n_g, R, n, 1, 1]
+    state = rearrange(state, "b (g r) p s -> b g r p s", g=groups)
+    starts = state.new_empty(*state.shape[:3], x.shape[3], *state.shape[3:])  # [B, n_g, R, n, P, N]
+    for n in range(x.shape[3]):  # the state carried chunk to chunk, as it is at each chunk's start
+        starts[:, :, :, n] = state
+        state = state * chunk_decay[:, :, :, n] + added[:, :, :, n].transpose(-1, -2)
     # each token reads its chunk's start state, decayed from the chunk's start to it
     y += (c * cum.exp_().unsqueeze(-1)) @ starts.transpose(-1, -2)
-    return rearrange(y, "b h n q p -> b (n q) h p")[:, :length], state
+    out = rearrange(y, "b g r n q p -> b (n q) (g r) p")[:, :length]
+    return out, rearrange(state, "b g r p s -> b (g r) p s")
 
 
 def recurrent_step(
@@ -511,15 +514,15 @@ class Mamba2Mixer(nn.Module):
         xbc, window = self._convolved(xbc, cache)
         group_width = cfg.n_groups * cfg.state_size
         xs, b, c = xbc.float().split([cfg.inner_dim, group_width, group_width], dim=-1)
-        per_group = cfg.n_heads // cfg.n_groups
-        # [B, L, H, ...]: each group's B and C serve its H / n_g heads
         xs = rearrange(xs, "b l (h p) -> b l h p", p=cfg.head_dim)
-        b, c = (rearrange(t, "b l (g s) -> b l g s", s=cfg.state_size).repeat_interleave(per_group, 2) for t in (b, c))
+        b, c = (rearrange(t, "b l (g s) -> b l g s", s=cfg.state_size) for t in (b, c))  # [B, L, n_g, N]
         dt = F.softplus(dt_raw.float() + self.dt_bias.float())  # [B, L, H]
         a_rate = -self.A_log.float().exp()  # [H]
         state = cache.state if cache is not None else None
         if state is not None and length == 1:  # decoding: the recurrence once, no clamp (as HF's step)
-            y, state = recurrent_step(xs[:, 0], dt[:, 0], dt[:, 0] * a_rate, b[:, 0], c[:, 0], state)
+            per_group = cfg.n_heads // cfg.n_groups  # each group's B and C serve its H / n_g heads
+            b, c = (t[:, 0].repeat_interleave(per_group, dim=1) for t in (b, c))
+            y, state = recurrent_step(xs[:, 0], dt[:, 0], dt[:, 0] * a_rate, b, c, state)
             y = y[:, None].to(x.dtype)  # HF's step hands the norm the model's dtype, its scan float32
         else:
             dt = dt.clamp(*cfg.dt_limit)
