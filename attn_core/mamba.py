@@ -202,7 +202,9 @@ def _time_step_limit(hf: Mapping[str, Any]) -> tuple[float, float]:
 def _require_silu(hf: Mapping[str, Any], key: str) -> None:
     act = hf.get(key) or "silu"
     if act != "silu":
-        raise ValueError(f"config field {key!r} is {act!r}: the Mamba-2 layers are built with silu (the published).")
+        raise ValueError(
+            f"config field {key!r} is {act!r}: the Mamba-2 layers are built with silu (the published models')."
+        )
 
 
 # --- which layer is which --------------------------------------------------------------------------------------------
