@@ -62,6 +62,7 @@ from .linear import (
     LinearStateCache,
     kimi_attention_config,
 )
+from .mamba import FeedForwardBlock, Mamba2Config, Mamba2Mixer
 from .options import AttentionOptions
 from .presets import PRESETS, STATED_REASONS, ModelPreset, StatedReason
 from .published import PUBLISHED, SOURCES, context_length, published_config
@@ -96,6 +97,7 @@ __all__ = [
     "DSACache",
     "DSAConfig",
     "DeepSeekSparseAttention",
+    "FeedForwardBlock",
     "Footprint",
     "GatedAttention",
     "GatedAttentionConfig",
@@ -118,6 +120,8 @@ __all__ = [
     "LightningConfig",
     "LightningStateCache",
     "LinearStateCache",
+    "Mamba2Config",
+    "Mamba2Mixer",
     "ModelDescription",
     "ModelPreset",
     "MultiHeadLatentAttention",

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
-from . import compressed, dsa, gated, glm_dsa, kv_sharing, lightning, linear
+from . import compressed, dsa, gated, glm_dsa, kv_sharing, lightning, linear, mamba
 from .accounting import as_dtype, bytes_per_element
 from .build import build_attention
 from .chunked import QueryTemperature
@@ -53,6 +53,7 @@ from .hybrids import KIMI_MODEL_TYPES, QWEN_MODEL_TYPES, kimi_linear_layer, qwen
 from .kv_sharing import KVSharingAttention, KVSharingConfig
 from .lightning import MINIMAX_MODEL_TYPES, LightningAttention, LightningConfig, minimax_layer_types
 from .linear import GatedDeltaNet, GatedDeltaNetConfig, KimiDeltaAttention, KimiDeltaConfig
+from .mamba import HYBRID_MODEL_TYPES, FeedForwardBlock, Mamba2Config, Mamba2Mixer, hybrid_layer
 from .options import NO_OPTIONS, AttentionOptions, QkNorm, held_tokens
 from .rope import RopeScaling
 from .served import SERVED_AS_HELD, STORAGES, ServedFormat, Storage, served_layout
@@ -127,6 +128,7 @@ class Design:
     build: Callable[[Any, int | None, torch.device | str | None, torch.dtype | None], nn.Module]
     cache_bytes: Callable[[Any, int, int, int], int]
     formula: Callable[[Any], str]
+    holds_cache: bool = True  # False: a hybrid's layer that mixes no tokens (MLP, MoE): 0 bytes, measured by no layer
 
 
 def design_of_class(layer_class: Callable[..., nn.Module], cache_bytes: Callable[..., int], formula: str) -> Design:
@@ -235,6 +237,8 @@ class ModelDescription:
     def _measured(
         self, config: Any, tokens: int, batch: int, dtype: torch.dtype, storage: Storage = "reference"
     ) -> tuple[int, int]:
+        if not design_for(config).holds_cache:
+            return 0, 0
         key = (config, dtype)
         if key not in self._meta_layers:
             self._meta_layers[key] = _built(config, None, "meta", dtype)
@@ -768,6 +772,29 @@ DESIGNS.update(
 )
 
 
+def read_mamba_hybrid(hf: Mapping[str, Any], layer_idx: int) -> tuple[str, Any]:
+    """NemotronHConfig (hybrid_override_pattern) and GraniteMoeHybridConfig (layer_types): Mamba-2 layers, grouped
+    attention layers (a LayerShape), and MLP or MoE layers that hold no cache."""
+    kind, config = hybrid_layer(hf, layer_idx)
+    return kind, LayerShape(*config) if isinstance(config, tuple) else config
+
+
+def _no_layer(block: FeedForwardBlock, *_: object) -> nn.Module:
+    raise ValueError(
+        f"this layer is an {block.kind} layer: it mixes no tokens and holds no cache, and attn_core builds token "
+        "mixers only (the Mamba-2 and attention layers)."
+    )
+
+
+READERS.update(dict.fromkeys(HYBRID_MODEL_TYPES, read_mamba_hybrid))
+DESIGNS.update(
+    {
+        Mamba2Config: design_of_class(Mamba2Mixer, mamba.cache_bytes_formula, mamba.CACHE_FORMULA),
+        FeedForwardBlock: Design(_no_layer, mamba.feed_forward_bytes, mamba.feed_forward_formula, holds_cache=False),
+    }
+)
+
+
 if TYPE_CHECKING:  # mypy checks here that every design's layer meets the contract, and its cache the KVCache protocol
 
     def _meet_the_contract(
@@ -779,6 +806,7 @@ if TYPE_CHECKING:  # mypy checks here that every design's layer meets the contra
         delta: GatedDeltaNet,
         kimi: KimiDeltaAttention,
         kv_sharing: KVSharingAttention,
+        mamba2: Mamba2Mixer,
     ) -> tuple[
         CachedLayer[GroupedKVCache | WindowedKVCache | ChunkedKVCache],
         CachedLayer[LatentKVCache],
@@ -788,8 +816,9 @@ if TYPE_CHECKING:  # mypy checks here that every design's layer meets the contra
         CachedLayer[LinearStateCache],
         CachedLayer[LinearStateCache],
         CachedLayer[LayerCache],
+        CachedLayer[LinearStateCache],
     ]:
-        return grouped, latent, sparse, compressed, gated, delta, kimi, kv_sharing
+        return grouped, latent, sparse, compressed, gated, delta, kimi, kv_sharing, mamba2
 
 
 # --- GLM-5 and MiniMax ------------------------------------------------------------------------------------------------

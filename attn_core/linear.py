@@ -276,12 +276,14 @@ def delta_rule(
     return rule(q, k, v, g, beta, state)
 
 
-def causal_conv(window: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-    """window [B, C, K - 1 + L] (the tail, then L new inputs), weight [C, 1, K] -> silu(conv) [B, C, L]: each channel
-    its own K-tap filter over itself, causal by construction (no padding: the tail is the left context)."""
+def causal_conv(window: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """window [B, C, K - 1 + L] (the tail, then L new inputs), weight [C, 1, K], bias [C] or None -> silu(conv)
+    [B, C, L]: each channel its own K-tap filter over itself, causal by construction (no padding: the tail is the left
+    context)."""
     if window.shape[-1] == weight.shape[-1]:  # one token: a dot product per channel, no convolution call
-        return F.silu((window * weight[:, 0]).sum(-1, keepdim=True))
-    return F.silu(F.conv1d(window, weight, groups=window.shape[1]))
+        out = (window * weight[:, 0]).sum(-1, keepdim=True)
+        return F.silu(out if bias is None else out + bias[:, None])
+    return F.silu(F.conv1d(window, weight, bias, groups=window.shape[1]))
 
 
 class GatedRMSNorm(nn.Module):

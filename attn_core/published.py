@@ -423,6 +423,37 @@ SMOLLM3_3B: dict[str, Any] = {
     "rms_norm_eps": 1e-06,
 }
 
+# nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16 config.json (Hugging Face Hub; transformers' NemotronHConfig names it as
+# its checkpoint; the same file is quoted whole in public bring-up notes and test fixtures, which agree on every field
+# below): 52 layers by hybrid_override_pattern, 23 Mamba-2 (M: 64 heads of 64, state 128, 8 groups, a 4-tap
+# convolution), 6 attention (*: 32 query heads, 2 KV heads of 128, no RoPE) and 23 mixture-of-experts layers (E: no
+# cache); 262144 positions. model_max_length is not given here: the model card's 1M-token context is not a config field.
+NEMOTRON_3_NANO: dict[str, Any] = {
+    "model_type": "nemotron_h",
+    "hidden_size": 2688,
+    "num_hidden_layers": 52,
+    "hybrid_override_pattern": "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME",
+    "num_attention_heads": 32,
+    "num_key_value_heads": 2,
+    "head_dim": 128,
+    "attention_bias": False,
+    "mamba_num_heads": 64,
+    "mamba_head_dim": 64,
+    "ssm_state_size": 128,
+    "n_groups": 8,
+    "conv_kernel": 4,
+    "chunk_size": 128,
+    "expand": 2,
+    "use_conv_bias": True,
+    "use_bias": False,
+    "mamba_hidden_act": "silu",
+    "mamba_ssm_cache_dtype": "float32",
+    "time_step_min": 0.001,
+    "layer_norm_epsilon": 1e-05,
+    "max_position_embeddings": 262144,
+    "sliding_window": None,
+}
+
 PUBLISHED: dict[str, dict[str, Any]] = {
     "Llama 3 8B": LLAMA3_8B,
     "Mistral 7B": MISTRAL_7B,
@@ -442,6 +473,7 @@ PUBLISHED: dict[str, dict[str, Any]] = {
     "Gemma 4 31B": GEMMA4_31B,
     "Llama 4 Scout": LLAMA4_SCOUT,
     "SmolLM3-3B": SMOLLM3_3B,
+    "Nemotron 3 Nano 30B-A3B": NEMOTRON_3_NANO,
 }
 
 SOURCES: dict[str, str] = {
@@ -463,6 +495,7 @@ SOURCES: dict[str, str] = {
     "Gemma 4 31B": "google/gemma-4-31B-it config.json (text_config)",
     "Llama 4 Scout": "meta-llama/Llama-4-Scout-17B-16E config.json (text_config)",
     "SmolLM3-3B": "HuggingFaceTB/SmolLM3-3B config.json",
+    "Nemotron 3 Nano 30B-A3B": "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16 config.json",
 }
 
 

@@ -23,6 +23,9 @@ KIND_NAMES = {
     "shared": N_("shared KV"),  # Gemma 3n's and Gemma 4's layers that read an earlier layer's cache
     "chunked": N_("chunked attention"),
     "nope": N_("full attention without RoPE"),
+    "mamba": N_("Mamba-2 state"),
+    "moe": N_("MoE, no cache"),
+    "mlp": N_("MLP, no cache"),
 }
 
 

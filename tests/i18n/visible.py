@@ -183,6 +183,7 @@ ALLOWED_LATIN = set(
     """MHA MQA GQA MLA KV RoPE QK QKᵀ Q K V KiB MiB GiB TiB kFLOP MFLOP GFLOP TFLOP FLOP FLOPs B FP BF bf fp
     UTF TransMLA BKV Adam Ainslie Ji Meng SmolLM SmolLM2 DeepSeek Flash Kimi Linear Next gpt oss Llama LLaMA Mistral Falcon Phi BLOOM Qwen Gemma GPT HF GGUF PyTorch Streamlit Plotly CSV JSON URL GIF
     Scout
+    Nemotron Nano Mamba MoE
     PCA SVD SwiGLU RMSNorm MLP CSA HCA DSA mod BPE EOS BOS softmax Softmax SDPA YaRN JS ID IDs GPU CPU RAM RSS PPL kv_lora_rank
     head_dim d h g L S D H G T N P C d_model d_h d_c k v q o x c W max min mean log exp sin cos mha mqa gqa mla
     float float16 float32 bfloat16 int8 True False None Step Play ms pt dtype seed batch lang en zh English Pareto
