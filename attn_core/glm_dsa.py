@@ -32,6 +32,7 @@ from .hf_fields import (
     int_field,
     layer_index,
     mla_softmax_scale,
+    once,
     require_model_type,
     rope_parameters,
     rope_settings,
@@ -43,6 +44,11 @@ SHARED_CACHE_FORMULA = "(d_c + d_h^R) · T · b  (read per step: (d_c + d_h^R) �
 
 
 def indexer_types(hf: Mapping[str, Any]) -> list[str]:
+    """_indexer_types(hf), worked out once per config read (every layer's reader asks for the whole list)."""
+    return once(hf, "indexer_types", lambda: _indexer_types(hf))
+
+
+def _indexer_types(hf: Mapping[str, Any]) -> list[str]:
     """Each layer's indexer mode as GlmMoeDsaConfig fills it in: indexer_types as given, else index_topk_pattern
     ("FSS..." or a list), else the schedule of index_topk_freq (1) and index_skip_topk_offset (2), under which every
     layer is full. A ValueError naming the field for a list of the wrong length, an unknown entry, or a shared layer

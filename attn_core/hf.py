@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, is_dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -239,9 +239,12 @@ class ModelDescription:
     ) -> tuple[int, int]:
         if not design_for(config).holds_cache:
             return 0, 0
-        key = (config, dtype)
+        # A layer's place in the model sets its weights' values (lightning's decay rates), not its cache: one meta
+        # layer measures every layer of the same shapes (MiniMax-M1 at 4,096 layers built 3,584 of them)
+        placed = is_dataclass(config) and not isinstance(config, type) and hasattr(config, "layer_idx")
+        key = (replace(config, layer_idx=0) if placed else config, dtype)
         if key not in self._meta_layers:
-            self._meta_layers[key] = _built(config, None, "meta", dtype)
+            self._meta_layers[key] = _built(key[0], None, "meta", dtype)
         cache = self._meta_layers[key].cache_after(tokens, batch_size=batch)  # type: ignore[operator]
         layout = served_layout(config) if storage == "served" else None
         if layout is not None:  # the same cache's rows, in the served format

@@ -35,6 +35,7 @@ from .hf_fields import (
     int_field,
     layer_index,
     layer_types,
+    once,
     positive_fields,
     rope_settings,
 )
@@ -119,6 +120,12 @@ def _layer_types(hf: Mapping[str, Any], gemma4: bool) -> Sequence[str]:
 
 
 def kv_sources(hf: Mapping[str, Any], types: Sequence[str], default_shared: int) -> list[int | None]:
+    """_kv_sources(...), worked out once per config read: every layer's reader asks for the whole list."""
+    # keyed without types: they follow from hf, and hashing 4,096 of them for every layer cost more than the work
+    return once(hf, ("kv_sources", default_shared), lambda: _kv_sources(hf, types, default_shared))
+
+
+def _kv_sources(hf: Mapping[str, Any], types: Sequence[str], default_shared: int) -> list[int | None]:
     """Per layer, the layer whose cache it reads (the last non-shared one of its type), None for a layer with its
     own: HF's kv_sharing_modes, with a ValueError naming the field where it has no answer."""
     layers = len(types)

@@ -28,7 +28,7 @@ from torch import nn
 
 from .build import seed_dense_weights
 from .cache import checked_tokens
-from .hf_fields import field, int_field, layer_index, layer_types, positive_fields
+from .hf_fields import field, int_field, layer_index, layer_types, once, positive_fields
 from .latent import RMSNorm
 
 CACHE_FORMULA = "B · H · D · D · b, whatever T (each head's decayed state Kᵀ V, in the model's dtype)"
@@ -39,6 +39,11 @@ ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {"silu": F.silu
 
 
 def minimax_layer_types(hf: Mapping[str, Any]) -> Sequence[str]:
+    """_minimax_layer_types(...), worked out once per config read: every layer's reader asks for the whole list."""
+    return once(hf, "minimax_layer_types", lambda: _minimax_layer_types(hf))
+
+
+def _minimax_layer_types(hf: Mapping[str, Any]) -> Sequence[str]:
     """Each layer's type: layer_types as given, else attn_type_list (0: linear_attention, 1: full_attention), else
     MiniMaxConfig's default (full on even layers, linear on odd). A ValueError naming the field when malformed."""
     layers = int_field(hf, "num_hidden_layers")

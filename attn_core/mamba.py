@@ -41,6 +41,7 @@ from .hf_fields import (
     float_field,
     int_field,
     layer_index,
+    once,
     positive_fields,
     positive_float,
     positive_int,
@@ -218,6 +219,11 @@ KINDS = {"linear_attention": "mamba", "full_attention": "full", "mlp": "mlp", "m
 
 
 def hybrid_layer_types(hf: Mapping[str, Any]) -> list[str]:
+    """_hybrid_layer_types(...), worked out once per config read: every layer's reader asks for the whole list."""
+    return once(hf, "hybrid_layer_types", lambda: _hybrid_layer_types(hf))
+
+
+def _hybrid_layer_types(hf: Mapping[str, Any]) -> list[str]:
     """Each layer's type (linear_attention, full_attention, mlp, moe), as transformers' config classes resolve them:
     Nemotron-H's layers_block_type (or layer_types) when given, else hybrid_override_pattern, else its default;
     Granite's layer_types, else Mamba-2 everywhere. Exactly num_hidden_layers of them."""

@@ -212,12 +212,16 @@ def test_weights_past_any_machine_are_refused_before_anything_is_allocated():
         build_layer(config, 0, seed=0)
 
 
+# Fields that list every layer (a string pattern too): repeated to the layer limit
+PER_LAYER = ("layer_types", "compress_ratios", "no_rope_layers", "attn_type_list", "hybrid_override_pattern")
+
+
 @pytest.mark.parametrize("name", list(PUBLISHED))
 def test_a_published_model_at_the_layer_limit_is_answered_within_a_second(name):
     config = copy.deepcopy(PUBLISHED[name])
     text = config.get("text_config", config)
     text["num_hidden_layers"] = MAX_LAYERS
-    for key in ("layer_types", "compress_ratios"):
+    for key in PER_LAYER:
         if key in text:
             text[key] = (text[key] * MAX_LAYERS)[:MAX_LAYERS]
     if "linear_attn_config" in text:
