@@ -229,6 +229,12 @@ class ModelDescription:
         self._meta_layers: dict[tuple[Any, torch.dtype], nn.Module] = {}
 
     @property
+    def mixing_layers(self) -> int:
+        """How many layers mix tokens (attention or a state): a hybrid's MLP and MoE layers (Nemotron-H's E and -)
+        are layers of their own in its config, where other models count them inside each attention layer."""
+        return sum(not isinstance(config, FeedForwardBlock) for config in self.layer_configs)
+
+    @property
     def kv_sources(self) -> list[int | None]:
         """Per layer, the layer whose cache it reads (Gemma 3n's and Gemma 4's kv sharing: it holds nothing), None
         for a layer with a cache of its own."""

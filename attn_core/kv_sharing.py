@@ -106,7 +106,8 @@ class KVSharingConfig:
                     "from that layer's (num_key_value_heads, head_dim): check per_layer_config."
                 )
             return replace(own, kv_source=source, stores_kv=False)
-        return replace(own, stores_kv=layer_idx in sources)
+        producers = once(hf, ("kv_producers", gemma4), lambda: set(sources))  # a set: asked by every layer
+        return replace(own, stores_kv=layer_idx in producers)
 
 
 def _layer_types(hf: Mapping[str, Any], gemma4: bool) -> Sequence[str]:
@@ -115,7 +116,8 @@ def _layer_types(hf: Mapping[str, Any], gemma4: bool) -> Sequence[str]:
     pattern = 6 if gemma4 else 5
     types = layer_types(hf, LAYER_TYPES, lambda i: "sliding_attention" if (i + 1) % pattern else "full_attention")
     if gemma4 and types[-1] != "full_attention":
-        types = [*types[:-1], "full_attention"]  # a copy: layer_types' list is kept for the config's other layers
+        # a copy, once per config read: layer_types' list is kept for the config's other layers
+        return once(hf, "gemma4_layer_types", lambda: [*types[:-1], "full_attention"])
     return types
 
 

@@ -120,7 +120,7 @@ def model_curves(
     return ModelCurves(
         name=name,
         model_type=str(model.model_type),
-        layers=len(model.layer_kinds),
+        layers=model.mixing_layers,  # a hybrid's MoE and MLP layers hold no cache and are no layer cut
         context=context_length(dict(hf)),
         tokens=tuple(tokens),
         batch=batch,

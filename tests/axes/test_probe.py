@@ -243,3 +243,16 @@ def test_dsa_keeps_v3s_width_but_a_step_reads_a_bounded_part_of_its_tokens(drawn
     # a step reads the indexer's key of every token and the top 2048 tokens' latents: 704 numbers a token kept
     assert read.tokens == pytest.approx(at * 704 / (128 * at + 576 * 2048))
     assert read.width == held.width == pytest.approx(128 * 320 / 704)
+
+
+def test_a_hybrids_feed_forward_layers_are_not_counted_on_the_layers_axis():
+    """Nemotron-H lists its MoE layers (E) as layers of their own: only the Mamba (M) and attention (*) layers mix
+    tokens, as every layer of the other models does, so only they count on the layers axis."""
+    config = PUBLISHED["Nemotron 3 Nano 30B-A3B"]
+    pattern = config["hybrid_override_pattern"]
+    curves = model_curves(config, name="Nemotron 3 Nano")
+    assert curves.layers == pattern.count("M") + pattern.count("*") < len(pattern)
+    cuts = axis_cuts(curves, 131072)
+    held = {kind.kind: kind.held[curves.at(131072)] for kind in curves.kinds}
+    attention = held["full"] / pattern.count("*")
+    assert cuts.layers == pytest.approx(curves.layers * attention / sum(held.values()))
