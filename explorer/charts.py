@@ -440,15 +440,7 @@ def as_slide(spec: dict) -> dict:
 
 # One colour per variant, on every page.
 VARIANT_COLORS = {"mha": "#3b6ea8", "mqa": "#c4573a", "gqa": "#4a9a6b", "mla": "#8a5cb8"}
-# The designs after MLA (explorer/designs.py), apart from the variants' colours
-DESIGN_COLORS = {
-    "sliding": "#1b9aaa",
-    "dsa": "#b5179e",
-    "compressed": "#8d6e63",
-    "linear": "#e09f3e",
-    "quantised": "#264653",
-}
-
+# (the designs after MLA's colours are their kinds', explorer/kinds/, apart from these)
 
 BYTE_UNITS = (("B", 1), ("KiB", 1024), ("MiB", 1024**2), ("GiB", 1024**3), ("TiB", 1024**4))
 FLOP_UNITS = (("FLOP", 1), ("kFLOP", 1e3), ("MFLOP", 1e6), ("GFLOP", 1e9), ("TFLOP", 1e12))

@@ -13,6 +13,7 @@ from typing import Any
 from attn_core import DTYPES, VARIANTS, AttentionConfig, kv_head_counts
 
 from .i18n import _
+from .kinds.registry import KINDS
 from .params import shown
 
 D_MODEL_CHOICES = (16, 32, 64, 128, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 5120, 6144, 7168, 8192)
@@ -48,23 +49,15 @@ SEQ_LEN_CHOICES = (
 BATCH_CHOICES = (1, 2, 4, 8, 16, 32, 64, 128)
 DTYPE_CHOICES = tuple(DTYPES)
 MAX_SEED = 2**31 - 1
-# The designs after MLA the pages can show beside the four variants (explorer/designs.py builds each from the layer
-# settings and the knobs below), and the knobs' offered values.
-DESIGNS = ("sliding", "dsa", "compressed", "linear", "quantised")
+# The designs after MLA the pages can show beside the four variants (explorer/kinds/: each kind builds its layer from
+# the layer settings and the knobs it reads), and the knobs' offered values.
+DESIGNS = tuple(KINDS)
 WINDOW_CHOICES = (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
 SINK_CHOICES = (0, 1, 2, 4, 8, 16)
 TOPK_CHOICES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048)
 RATE_CHOICES = (2, 4, 8, 16, 32, 64, 128)
 STATE_DIM_CHOICES = (8, 16, 32, 64, 128, 256)
 BITS_CHOICES = (8, 4, 2)
-# The knobs each design reads (the sidebar shows a knob while a design that reads it is chosen)
-KNOBS_READ = {
-    "sliding": ("window", "sinks"),
-    "dsa": ("topk",),
-    "compressed": ("window", "rate"),
-    "linear": ("state_dim",),
-    "quantised": ("bits",),
-}
 
 # Link names are part of the public interface: a link shared today must open the same view later.
 LINK_NAMES = (
