@@ -245,8 +245,10 @@ else:
         st.info(blocked, icon=":material/speed:")
     elif chosen is not None:
         with st.spinner(_("Decoding {n} tokens one at a time…", n=tokens)):
-            spec, rows = mapping_reads.reads_chart(chosen, settings.seed, tokens, token, settings.dtype, language())
-            reads = mapping_reads.decode_reads(chosen, settings.seed, tokens, settings.dtype)
+            spec, rows = mapping_reads.reads_chart(
+                chosen, settings.seed, tokens, token, settings.dtype, settings.batch, language()
+            )
+            reads = mapping_reads.decode_reads(chosen, settings.seed, tokens, settings.dtype, settings.batch)
         show_chart(spec, name="design-reads", rows=rows, caption=mapping_reads.reads_caption(reads, shown_design))
         if chosen.config.d_model != settings.d_model:
             st.caption(
@@ -261,7 +263,7 @@ else:
         lang_now, drawn = language(), chosen
         st.download_button(
             _("GIF for slides"),
-            lambda: mapping_reads.reads_gif(drawn, settings.seed, tokens, settings.dtype, lang_now),
+            lambda: mapping_reads.reads_gif(drawn, settings.seed, tokens, settings.dtype, settings.batch, lang_now),
             file_name=f"after-mla-{shown_design}-{lang_now}.gif",
             mime="image/gif",
             on_click="ignore",

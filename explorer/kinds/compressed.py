@@ -93,6 +93,7 @@ def compressed_reads(layer: CompressedAttention, x: torch.Tensor, twin: Twin) ->
         tuple(twin.held),
         tuple(twin.read),
         twin.dtype_name,
+        twin.batch,
     )
 
 
@@ -121,8 +122,8 @@ class Compressed(Kind):
     def attention_map(self, layer: Any, x: torch.Tensor) -> CompressedMap:
         return compressed_map(layer, x)
 
-    def decode_reads(self, design: Design, layer: Any, x: torch.Tensor, dtype: str) -> DecodeReads:
-        return compressed_reads(layer, x, Twin(design, 1, dtype))
+    def decode_reads(self, design: Design, layer: Any, x: torch.Tensor, twin: Twin) -> DecodeReads:
+        return compressed_reads(layer, x, twin)
 
     def formula_bytes(self, design: Design, tokens: int, batch: int, element: int, new_tokens: int) -> tuple[int, int]:
         """attn_core.compressed's closed form (W − 1 window keys, one entry per m tokens, the m − 1 waiting) and

@@ -56,7 +56,7 @@ def sparse_reads(layer: DeepSeekSparseAttention, x: torch.Tensor, twin: Twin) ->
         read[t, : t + 1] = given_weight(weights)
         held[t, : cache.c_kv.shape[2]] = True
     kinds, spans = token_columns(steps)
-    return DecodeReads(kinds, spans, read, held, tuple(twin.held), tuple(twin.read), twin.dtype_name)
+    return DecodeReads(kinds, spans, read, held, tuple(twin.held), tuple(twin.read), twin.dtype_name, twin.batch)
 
 
 class Sparse(Kind):
@@ -84,8 +84,8 @@ class Sparse(Kind):
     def attention_map(self, layer: Any, x: torch.Tensor) -> SparseMap:
         return sparse_map(layer, x)
 
-    def decode_reads(self, design: Design, layer: Any, x: torch.Tensor, dtype: str) -> DecodeReads:
-        return sparse_reads(layer, x, Twin(design, 1, dtype))
+    def decode_reads(self, design: Design, layer: Any, x: torch.Tensor, twin: Twin) -> DecodeReads:
+        return sparse_reads(layer, x, twin)
 
     def formula_bytes(self, design: Design, tokens: int, batch: int, element: int, new_tokens: int) -> tuple[int, int]:
         """attn_core.dsa's closed form (every token's latent and indexer key held) and DSAConfig.read_elements (the

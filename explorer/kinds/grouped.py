@@ -76,7 +76,7 @@ def grouped_reads(layer: GroupedQueryAttention, x: torch.Tensor, twin: Twin) -> 
         read[t, [p for p, given in zip(positions, given_weight(weights), strict=True) if given]] = True
         held[t, held_positions] = True
     kinds, spans = token_columns(steps)
-    return DecodeReads(kinds, spans, read, held, tuple(twin.held), tuple(twin.read), twin.dtype_name)
+    return DecodeReads(kinds, spans, read, held, tuple(twin.held), tuple(twin.read), twin.dtype_name, twin.batch)
 
 
 class Grouped(Kind):
@@ -106,8 +106,8 @@ class Grouped(Kind):
     def attention_map(self, layer: Any, x: torch.Tensor) -> BandMap:
         return band_map(layer, x)
 
-    def decode_reads(self, design: Design, layer: Any, x: torch.Tensor, dtype: str) -> DecodeReads:
-        return grouped_reads(layer, x, Twin(design, 1, dtype))
+    def decode_reads(self, design: Design, layer: Any, x: torch.Tensor, twin: Twin) -> DecodeReads:
+        return grouped_reads(layer, x, twin)
 
     def formula_bytes(self, design: Design, tokens: int, batch: int, element: int, new_tokens: int) -> tuple[int, int]:
         """attn_core.hf's closed form of a grouped layer's cache (min(T, n_s) + min(T − min(T, n_s), W − 1) tokens

@@ -85,9 +85,9 @@ class Kind:
         """What one forward pass of layer over x [1, L, d_model] attends to (the heatmaps page's design map)."""
         raise ValueError(f"{self.key}: this kind has no attention weights to map.")
 
-    def decode_reads(self, design: Design, layer: Any, x: torch.Tensor, dtype: str) -> DecodeReads:
+    def decode_reads(self, design: Design, layer: Any, x: torch.Tensor, twin: Twin) -> DecodeReads:
         """x [1, N, d_model] decoded token by token through layer (float32, built from design): what each step read
-        and what the cache held, with the bytes of a cache in `dtype` (a Twin's)."""
+        and what the cache held, with the bytes of twin's cache (a cache in the sidebar's dtype and batch)."""
         raise ValueError(f"{self.key}: the mapping page does not decode this kind.")
 
     # --- bytes, from the core --------------------------------------------------------------------------------------
@@ -140,7 +140,7 @@ class Twin:
     shown, in the dtype the sidebar names."""
 
     def __init__(self, design: Design, batch: int, dtype: torch.dtype | str) -> None:
-        self.dtype = as_dtype(dtype)
+        self.dtype, self.batch = as_dtype(dtype), batch
         self.layer = design.build(device="meta", dtype=self.dtype)
         self.cache = design.new_cache(self.layer, batch)
         self.held: list[int] = []
@@ -151,8 +151,9 @@ class Twin:
         return str(self.dtype).removeprefix("torch.")
 
     def call(self, x: torch.Tensor) -> None:
-        """x [B, L, d_model] (any device) through the twin with its cache; its bytes recorded."""
-        self.layer(x.to(device="meta", dtype=self.dtype), cache=self.cache)
+        """x [B, L, d_model] (any device; one sequence stands for each of the twin's batch) through the twin with
+        its cache; its bytes recorded."""
+        self.layer(x.to(device="meta", dtype=self.dtype).expand(self.batch, -1, -1), cache=self.cache)
         self.held.append(self.cache.nbytes)
         self.read.append(self.cache.read_nbytes)
 
@@ -174,6 +175,7 @@ class DecodeReads:
     held_bytes: tuple[int, ...]  # cache.nbytes after each step
     read_bytes: tuple[int, ...]  # cache.read_nbytes of each step
     dtype: str  # of the bytes, without "torch."
+    batch: int  # sequences the bytes count
 
     @property
     def steps(self) -> int:

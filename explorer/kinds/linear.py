@@ -34,7 +34,9 @@ def linear_reads(layer: GatedDeltaNet, x: torch.Tensor, twin: Twin) -> DecodeRea
         twin.call(x[:, t : t + 1])
         held[t, 0] = cache.nbytes > 0
         read[t, 0] = cache.read_nbytes > 0
-    return DecodeReads((STATE,), ((0, steps - 1),), read, held, tuple(twin.held), tuple(twin.read), twin.dtype_name)
+    return DecodeReads(
+        (STATE,), ((0, steps - 1),), read, held, tuple(twin.held), tuple(twin.read), twin.dtype_name, twin.batch
+    )
 
 
 class Linear(Kind):
@@ -55,8 +57,8 @@ class Linear(Kind):
     def layer_class(self) -> Any:
         return GatedDeltaNet
 
-    def decode_reads(self, design: Design, layer: Any, x: torch.Tensor, dtype: str) -> DecodeReads:
-        return linear_reads(layer, x, Twin(design, 1, dtype))
+    def decode_reads(self, design: Design, layer: Any, x: torch.Tensor, twin: Twin) -> DecodeReads:
+        return linear_reads(layer, x, twin)
 
     def formula_bytes(self, design: Design, tokens: int, batch: int, element: int, new_tokens: int) -> tuple[int, int]:
         """attn_core.linear's closed form: a float32 state per value head and the convolution's last K − 1 inputs,

@@ -12,7 +12,7 @@ from PIL import Image, ImageDraw
 from explorer.charts import typed_array
 from explorer.gif import FADED, INK, PAPER, SIZE, fit, gif_bytes, text
 from explorer.i18n import _, format_bytes, n_, sentences, speaking
-from explorer.kinds.kind import ENTRY, STATE, DecodeReads, Design
+from explorer.kinds.kind import ENTRY, STATE, DecodeReads, Design, Twin
 from explorer.probes.heatmaps import InputSpec, make_inputs
 from explorer.work import takes_turns
 
@@ -37,12 +37,12 @@ def probe_design(design: Design, d_model: int) -> Design:
 
 @st.cache_data(max_entries=16, show_spinner=False)  # the page shows a spinner in its language
 @takes_turns
-def decode_reads(design: Design, seed: int, steps: int, dtype: str) -> DecodeReads:
-    """`steps` tokens (seeded inputs) decoded one at a time through the design's layer, in float32; the bytes a
-    cache in `dtype` holds and reads (the sidebar's, as every page counts them)."""
+def decode_reads(design: Design, seed: int, steps: int, dtype: str, batch: int) -> DecodeReads:
+    """`steps` tokens (seeded inputs) decoded one at a time through the design's layer, in float32; the bytes that
+    `batch` such sequences' cache holds and reads in `dtype` (the sidebar's, as every page counts them)."""
     layer = design.build(seed)
     x = make_inputs(InputSpec(d_model=design.config.d_model, seed=seed, n_tokens=steps))
-    return design.kind.decode_reads(design, layer, x, dtype)
+    return design.kind.decode_reads(design, layer, x, Twin(design, batch, dtype))
 
 
 def column_labels(reads: DecodeReads) -> list[str]:
@@ -248,14 +248,20 @@ def reads_caption(reads: DecodeReads, design: str) -> str:
                 bytes=format_bytes(reads.held_bytes[last]),
             ),
         )
-    dtype = _("Bytes of a {dtype} cache, the sidebar's dtype, as every page counts them.", dtype=reads.dtype)
+    dtype = _(
+        "Bytes of a {dtype} cache of batch {batch}, the sidebar's settings, as every page counts them.",
+        dtype=reads.dtype,
+        batch=reads.batch,
+    )
     return sentences(measured, said, dtype)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def reads_chart(design: Design, seed: int, steps: int, active: int, dtype: str, lang: str) -> tuple[dict, list[dict]]:
+def reads_chart(
+    design: Design, seed: int, steps: int, active: int, dtype: str, batch: int, lang: str
+) -> tuple[dict, list[dict]]:
     with speaking(lang):
-        reads = decode_reads(design, seed, steps, dtype)
+        reads = decode_reads(design, seed, steps, dtype, batch)
         return reads_spec(reads, active), reads_rows(reads)
 
 
@@ -300,7 +306,7 @@ def reads_images(reads: DecodeReads) -> list[Image.Image]:
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
-def reads_gif(design: Design, seed: int, steps: int, dtype: str, lang: str) -> bytes:
+def reads_gif(design: Design, seed: int, steps: int, dtype: str, batch: int, lang: str) -> bytes:
     """The animation as a GIF with its words in `lang` (made when the download is clicked)."""
     with speaking(lang):
-        return gif_bytes(reads_images(decode_reads(design, seed, steps, dtype)), STEP_MS)
+        return gif_bytes(reads_images(decode_reads(design, seed, steps, dtype, batch)), STEP_MS)

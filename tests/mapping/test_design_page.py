@@ -88,7 +88,7 @@ def test_the_widest_view_stays_within_the_payload_budget():
 
 def test_the_gif_has_a_frame_per_token_at_a_slides_size_and_moves():
     design = registry.design(Settings(designs=("dsa",), topk=4), "dsa")
-    data = reads.reads_gif(design, 0, 32, "bfloat16", "en")
+    data = reads.reads_gif(design, 0, 32, "bfloat16", 1, "en")
     image = Image.open(io.BytesIO(data))
     assert image.n_frames == 32
     assert image.size == (1024, 768)
