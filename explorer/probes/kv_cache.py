@@ -500,7 +500,8 @@ def sequences_that_fit(preset: ModelPreset, bytes_per_token_model: int, *, budge
 def what_fits(preset: ModelPreset, row: ModelRow, *, budget_left: int, batch: int) -> Fit:
     """How long `batch` sequences can grow, and how many sequences of the full context fit, in budget_left bytes.
 
-    A rolling window caps what each sequence holds at W tokens per layer, so past W a sequence grows for free.
+    A rolling window caps what each sequence holds at W - 1 tokens per layer (tokens_held), so past W a sequence
+    grows for free.
     """
     per_token = row.bytes_per_token_model  # one sequence, all layers
     if budget_left <= 0:
