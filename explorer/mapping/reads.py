@@ -181,11 +181,76 @@ def reads_rows(reads: DecodeReads) -> list[dict]:
     ]
 
 
-def reads_caption(reads: DecodeReads, design: str) -> str:
-    """What the animation shows, with the numbers of these decoding steps."""
+def _linear_said(reads: DecodeReads) -> str:
+    last = reads.steps - 1
+    return _(
+        "One column, the state: read and rewritten whole at every step. The cache holds {first} after token 0 and "
+        "{last} after token {t}: a fixed state, whatever the length.",
+        first=format_bytes(reads.held_bytes[0]),
+        last=format_bytes(reads.held_bytes[last]),
+        t=last,
+    )
+
+
+def _dsa_said(reads: DecodeReads) -> str:
+    return _(
+        "Every token stays cached ({bytes} after {n} tokens), but once more than {k} are there each step reads "
+        "only {k}, chosen by the indexer: the dark cells jump from row to row.",
+        bytes=format_bytes(reads.held_bytes[-1]),
+        n=reads.steps,
+        k=int(reads.read.sum(axis=1).max()),
+    )
+
+
+def _compressed_said(reads: DecodeReads) -> str:
+    entries = reads.kinds.count(ENTRY)
+    rate = reads.spans[-1][1] - reads.spans[-1][0] + 1 if entries else 0
+    return _(
+        "The band is the window, sliding as a sliding layer's does; on the right, a compressed entry appears "
+        "every {m} tokens and stays, read by every later token: {entries} after {n} tokens. The cache holds {bytes} "
+        "then.",
+        m=rate,
+        entries=entries,
+        n=reads.steps,
+        bytes=format_bytes(reads.held_bytes[-1]),
+    )
+
+
+def _sliding_said(reads: DecodeReads) -> str:
     last = reads.steps - 1
     held = reads.held.sum(axis=1)
     read = reads.read.sum(axis=1)
+    flat = int(np.argmax(held == held[last]))
+    run = reads.read[last, last::-1]  # from the last token back: its window is the first run of reads
+    window = int(run.argmin()) if not run.all() else run.size
+    kept = int(read[last]) - window
+    if kept:
+        reading = _(
+            "Each token reads at most {most} entries: its window of {window}, and the {kept} kept first tokens on "
+            "the left, which stay while the window slides.",
+            most=int(read.max()),
+            window=window,
+            kept=kept,
+        )
+    else:
+        reading = _("Each token reads at most {most} entries: its window, sliding right.", most=int(read.max()))
+    return sentences(
+        reading,
+        _(
+            "From token {t} on the cache holds {held} entries, {bytes}, however long the text grows.",
+            t=flat,
+            held=int(held[last]),
+            bytes=format_bytes(reads.held_bytes[last]),
+        ),
+    )
+
+
+# What the animation shows of each kind that decodes (explorer/kinds/: Kind.decodes), by its link value
+SAID = {"sliding": _sliding_said, "dsa": _dsa_said, "compressed": _compressed_said, "linear": _linear_said}
+
+
+def reads_caption(reads: DecodeReads, design: str) -> str:
+    """What the animation shows, with the numbers of these decoding steps."""
     measured = _(
         "Measured: {n} tokens decoded one at a time through the layer's own cache, each step's reads taken from its "
         "weights.",
@@ -197,63 +262,12 @@ def reads_caption(reads: DecodeReads, design: str) -> str:
             "taken from the cache.",
             n=reads.steps,
         )
-        said = _(
-            "One column, the state: read and rewritten whole at every step. The cache holds {first} after token 0 and "
-            "{last} after token {t}: a fixed state, whatever the length.",
-            first=format_bytes(reads.held_bytes[0]),
-            last=format_bytes(reads.held_bytes[last]),
-            t=last,
-        )
-    elif design == "dsa":
-        said = _(
-            "Every token stays cached ({bytes} after {n} tokens), but once more than {k} are there each step reads "
-            "only {k}, chosen by the indexer: the dark cells jump from row to row.",
-            bytes=format_bytes(reads.held_bytes[last]),
-            n=reads.steps,
-            k=int(read.max()),
-        )
-    elif design == "compressed":
-        entries = reads.kinds.count(ENTRY)
-        rate = reads.spans[-1][1] - reads.spans[-1][0] + 1 if entries else 0
-        said = _(
-            "The band is the window, sliding as a sliding layer's does; on the right, a compressed entry appears "
-            "every {m} tokens and stays, read by every later token: {entries} after {n} tokens. The cache holds {bytes} "
-            "then.",
-            m=rate,
-            entries=entries,
-            n=reads.steps,
-            bytes=format_bytes(reads.held_bytes[last]),
-        )
-    else:
-        flat = int(np.argmax(held == held[last]))
-        run = reads.read[last, last::-1]  # from the last token back: its window is the first run of reads
-        window = int(run.argmin()) if not run.all() else run.size
-        kept = int(read[last]) - window
-        if kept:
-            reading = _(
-                "Each token reads at most {most} entries: its window of {window}, and the {kept} kept first tokens on "
-                "the left, which stay while the window slides.",
-                most=int(read.max()),
-                window=window,
-                kept=kept,
-            )
-        else:
-            reading = _("Each token reads at most {most} entries: its window, sliding right.", most=int(read.max()))
-        said = sentences(
-            reading,
-            _(
-                "From token {t} on the cache holds {held} entries, {bytes}, however long the text grows.",
-                t=flat,
-                held=int(held[last]),
-                bytes=format_bytes(reads.held_bytes[last]),
-            ),
-        )
     dtype = _(
         "Bytes of a {dtype} cache of batch {batch}, the sidebar's settings, as every page counts them.",
         dtype=reads.dtype,
         batch=reads.batch,
     )
-    return sentences(measured, said, dtype)
+    return sentences(measured, SAID[design](reads), dtype)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
