@@ -319,6 +319,16 @@ def design_caption(rows: list[DesignRow], seq_len: int) -> str:
                 share=f"{least.read_bytes_measured / least.cache_bytes_measured:.0%}",
             )
         )
+    sliding = next((row for row in rows if row.design == "sliding"), None)
+    if sliding is not None and sliding.read_bytes_measured > sliding.cache_bytes_measured:
+        parts.append(
+            _(
+                "The sliding window holds its kept first tokens and the last W − 1 ({held}); its next step reads those "
+                "and its own new token ({read}), as the core's and HF's caches count them.",
+                held=format_bytes(sliding.cache_bytes_measured),
+                read=format_bytes(sliding.read_bytes_measured),
+            )
+        )
     parts.append(
         _(
             "Measured on the meta device from each design's real layer: the cache after a prefill of the tokens, then "

@@ -12,8 +12,10 @@ import torch
 
 from attn_core import as_dtype, bytes_per_element
 from attn_core.quant import cache_bytes_formula
+from explorer import i18n
 from explorer.kinds.registry import KINDS, design
 from explorer.mapping.reads import decode_reads
+from explorer.overview import design_caption
 from explorer.probes.kv_cache import design_trace
 from explorer.probes.overview import compare_designs
 from explorer.settings import DESIGNS, Settings
@@ -93,3 +95,14 @@ def test_the_defaults_hold_the_issue_s_figures():
     assert core_bytes(DEFAULT, "sliding", 64)[0] == (4 + 15) * 2 * 2 * 64 * 2 == 9728
     reads = decode_reads(design(DEFAULT, "sliding"), DEFAULT.seed, 48, DEFAULT.dtype, DEFAULT.batch)
     assert reads.held_bytes[-1] == 9728
+
+
+def test_the_overview_says_why_a_sliding_layer_reads_one_token_more_than_it_holds():
+    """Held 9.50 KiB (4 kept + W - 1 = 15 tokens), read 10.00 KiB (with the step's own token): said beside the table."""
+    rows = compare_designs(
+        {"sliding": design(DEFAULT, "sliding")}, DEFAULT.config("mha"), batch=1, seq_len=64, dtype="bfloat16"
+    )
+    with i18n.speaking("en"):
+        caption = design_caption(rows, 64)
+    assert "the last W − 1 (9.50 KiB)" in caption
+    assert "its own new token (10.00 KiB)" in caption
