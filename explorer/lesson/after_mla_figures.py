@@ -118,13 +118,10 @@ def _at_line(tokens: int) -> dict:
     }
 
 
-def sinks_figure(first_token_share: np.ndarray, table: WindowTable) -> tuple[dict, list[dict]]:
-    """Left: each layer's heads' mean weight on the first token ([layers, heads] shares). Right: the lab's measured
-    perplexity against the window (every layer windowed), without and with the first token kept, and the whole
-    cache's as a line."""
+def _sinks_traces(first_token_share: np.ndarray, table: WindowTable) -> list[dict]:
+    """The bars of each layer's mean weight on the first token, then the window's perplexity without and with it."""
     layers = first_token_share.shape[0]
     windows = table.windows()
-    original = table.row(None).perplexity
     data: list[dict] = [
         {
             "type": "bar",
@@ -158,6 +155,11 @@ def sinks_figure(first_token_share: np.ndarray, table: WindowTable) -> tuple[dic
                 "yaxis": "y2",
             }
         )
+    return data
+
+
+def _sinks_layout(table: WindowTable, original: float) -> dict:
+    """The two panels side by side, the whole cache's perplexity as a dashed line on the right one."""
     top = max(r.perplexity for r in table.rows if r.pattern == "every")
     layout: dict = {
         "title": {"text": _("SmolLM2-135M: the first token, and windows without it")},
@@ -198,8 +200,12 @@ def sinks_figure(first_token_share: np.ndarray, table: WindowTable) -> tuple[dic
         "margin": {"t": 60, "b": 60, "l": 60, "r": 20},
         "legend": {"orientation": "h", "x": 0.55, "y": 1.0, "yanchor": "bottom"},
     }
+    return layout
+
+
+def _sinks_phone(layout: dict) -> dict:
     # on a phone the two panels one above the other, each the whole width, the legend under the lower one
-    phone = layout | {
+    return layout | {
         "height": 760,
         "xaxis": {**layout["xaxis"], "domain": [0, 1], "anchor": "y"},
         "yaxis": {**layout["yaxis"], "domain": [0.62, 1]},
@@ -208,6 +214,14 @@ def sinks_figure(first_token_share: np.ndarray, table: WindowTable) -> tuple[dic
         "legend": {"orientation": "h", "x": 0, "y": -0.12, "yanchor": "top"},
         "margin": {"t": 60, "b": 110, "l": 60, "r": 20},
     }
+
+
+def sinks_figure(first_token_share: np.ndarray, table: WindowTable) -> tuple[dict, list[dict]]:
+    """Left: each layer's heads' mean weight on the first token ([layers, heads] shares). Right: the lab's measured
+    perplexity against the window (every layer windowed), without and with the first token kept, and the whole
+    cache's as a line."""
+    layers = first_token_share.shape[0]
+    layout = _sinks_layout(table, table.row(None).perplexity)
     csv: list[dict] = [
         {"layer": layer, "mean_first_token_share": float(first_token_share[layer].mean())} for layer in range(layers)
     ]
@@ -216,7 +230,11 @@ def sinks_figure(first_token_share: np.ndarray, table: WindowTable) -> tuple[dic
         for r in table.rows
         if r.pattern in (None, "every")
     ]
-    return {"data": data, "layout": layout, "narrow": narrow(phone)}, csv
+    return {
+        "data": _sinks_traces(first_token_share, table),
+        "layout": layout,
+        "narrow": narrow(_sinks_phone(layout)),
+    }, csv
 
 
 def key_bits_figure(result: KeyBits, head: int) -> tuple[dict, list[dict]]:
