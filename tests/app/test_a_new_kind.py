@@ -58,3 +58,12 @@ def test_the_kv_cache_page_traces_it(registered):
     trace = design_trace(registered, prompt_len=3, steps=4, batch=1, seed=0, storage_dtype="float16")
     assert trace.nbytes == trace.formula_nbytes
     assert trace.nbytes[-1] == cache_bytes_formula(registered.config, 7, 1, 2)  # type: ignore[arg-type]
+
+
+def test_every_kind_a_page_draws_has_its_figure_and_its_words():
+    """A kind that says it maps (heatmaps) or decodes (mapping) has that page's figure or caption by its link value."""
+    from explorer.heatmaps.figures import DESIGN_FIGURES
+    from explorer.mapping.reads import SAID
+
+    assert {name for name, kind in registry.KINDS.items() if kind.maps} == set(DESIGN_FIGURES)
+    assert {name for name, kind in registry.KINDS.items() if kind.decodes} == set(SAID)
