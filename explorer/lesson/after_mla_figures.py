@@ -237,10 +237,9 @@ def sinks_figure(first_token_share: np.ndarray, table: WindowTable) -> tuple[dic
     }, csv
 
 
-def key_bits_figure(result: KeyBits, head: int) -> tuple[dict, list[dict]]:
-    """KV head `head`'s channels: the error each layout leaves (bars), and how large each channel is (a line)."""
-    width = result.key_rms.shape[1]
-    channels = list(range(width))
+def _key_bits_traces(result: KeyBits, head: int) -> list[dict]:
+    """Each layout's error by channel (bars), and each channel's key size (a line on its own scale)."""
+    channels = list(range(result.key_rms.shape[1]))
     data: list[dict] = []
     for grouping in ("token", "channel"):
         name = _("per token") if grouping == "token" else _("per channel")
@@ -266,6 +265,12 @@ def key_bits_figure(result: KeyBits, head: int) -> tuple[dict, list[dict]]:
             "hovertemplate": _("channel %{x}: key RMS %{y:.2f}") + "<extra></extra>",
         }
     )
+    return data
+
+
+def _key_bits_layout(result: KeyBits, head: int) -> dict:
+    """The title, the grouped bars' axes, the size's hidden scale, and the largest channel named."""
+    width = result.key_rms.shape[1]
     outlier = int(np.argmax(result.key_rms[head]))
     layout = {
         "title": {
@@ -306,6 +311,12 @@ def key_bits_figure(result: KeyBits, head: int) -> tuple[dict, list[dict]]:
         "margin": {"t": 60, "b": 60, "l": 60, "r": 20},
         "legend": {"orientation": "h", "y": -0.2, "x": 0, "yanchor": "top"},
     }
+    return layout
+
+
+def key_bits_figure(result: KeyBits, head: int) -> tuple[dict, list[dict]]:
+    """KV head `head`'s channels: the error each layout leaves (bars), and how large each channel is (a line)."""
+    width = result.key_rms.shape[1]
     csv = [
         {
             "layer": result.layer,
@@ -318,4 +329,4 @@ def key_bits_figure(result: KeyBits, head: int) -> tuple[dict, list[dict]]:
         for h in range(result.key_rms.shape[0])
         for c in range(width)
     ]
-    return {"data": data, "layout": layout}, csv
+    return {"data": _key_bits_traces(result, head), "layout": _key_bits_layout(result, head)}, csv

@@ -187,7 +187,6 @@ LONGER_STILL = {
     "explorer/lab/figures.py:pareto_figure": 80,
     "explorer/lab/figures.py:healed_figure": 73,
     "explorer/lab/axes_figures.py:axes_figure": 70,
-    "explorer/lesson/after_mla_figures.py:key_bits_figure": 82,
     "pages/lab.py:heal_view": 61,
 }
 
