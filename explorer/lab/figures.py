@@ -221,6 +221,36 @@ def _with_phone_layout(figure: dict, sides: list[list[str] | None]) -> dict:
 HEALED_VIEW_TOP = 1.6  # x the original's perplexity: the healed view's top; a point above it is drawn at the edge
 
 
+def _healed_trace(
+    group: list[LabRow], shown: str, color: str, positions: dict[str, str], top: float, original: LabRow
+) -> go.Scatter:
+    """One group's points, each named: a star per healed conversion, a triangle at the top edge past `top`."""
+    return go.Scatter(
+        x=[r.cache_bytes_per_token / 1024 for r in group],
+        y=[min(r.perplexity, top) for r in group],
+        mode="markers+text",
+        text=[_healed_name(r, top) for r in group],
+        textposition=[positions[r.key] for r in group],
+        marker={
+            "symbol": [
+                "circle" if r.key == "original" else "triangle-up" if r.perplexity > top else "star" for r in group
+            ],
+            "size": 14,
+            "color": color,
+        },
+        textfont={"color": color},
+        customdata=[
+            [label_shown(r), r.perplexity, r.cache_bytes_per_token / original.cache_bytes_per_token] for r in group
+        ],
+        hovertemplate=_(
+            "%{{customdata[0]}}<br>perplexity %{{customdata[1]:,.2f}}<br>%{{customdata[2]:.0%}} of the original's cache"
+        )
+        + "<extra></extra>",
+        cliponaxis=False,
+        name=shown,
+    )
+
+
 def healed_figure(rows: list[LabRow], healed: dict[str, HealedRow]) -> dict:
     """After healing, up close: the original and every healed conversion, perplexity against cache per token, each
     named beside its point (a projector has no hover), and the frontier they make. A point above HEALED_VIEW_TOP x
@@ -252,35 +282,7 @@ def healed_figure(rows: list[LabRow], healed: dict[str, HealedRow]) -> dict:
     twins = sorted((r for r in points if r != original), key=lambda r: r.perplexity)  # a star first: the legend's
     groups = ((_("original"), "#4a9a6b", [original]), (_("healed (MLA named by d_c)"), "#2f8f5b", twins))
     for shown, color, group in groups:
-        fig.add_trace(
-            go.Scatter(
-                x=[r.cache_bytes_per_token / 1024 for r in group],
-                y=[min(r.perplexity, top) for r in group],
-                mode="markers+text",
-                text=[_healed_name(r, top) for r in group],
-                textposition=[positions[r.key] for r in group],
-                marker={
-                    "symbol": [
-                        "circle" if r.key == "original" else "triangle-up" if r.perplexity > top else "star"
-                        for r in group
-                    ],
-                    "size": 14,
-                    "color": color,
-                },
-                textfont={"color": color},
-                customdata=[
-                    [label_shown(r), r.perplexity, r.cache_bytes_per_token / original.cache_bytes_per_token]
-                    for r in group
-                ],
-                hovertemplate=_(
-                    "%{{customdata[0]}}<br>perplexity %{{customdata[1]:,.2f}}<br>%{{customdata[2]:.0%}} of the "
-                    "original's cache"
-                )
-                + "<extra></extra>",
-                cliponaxis=False,
-                name=shown,
-            )
-        )
+        fig.add_trace(_healed_trace(group, shown, color, positions, top, original))
     fig.update_layout(
         xaxis_title=_("KV cache per token, whole model (KiB, float32)"),
         # room right of the original for its name, in presenter mode's doubled font too (a 1024 px projector)
