@@ -183,7 +183,6 @@ LONGER_STILL = {
     "explorer/labels.py:apart": 66,
     "explorer/charts.py:show_chart": 72,
     "explorer/axes/figures.py:context_figure": 111,
-    "pages/lab.py:heal_view": 61,
 }
 
 
