@@ -221,6 +221,30 @@ def csv_text(rows: Sequence[dict]) -> str:
     return out.getvalue()
 
 
+def _narrow_as_drawn(narrow: dict, spec: dict, slide_height: int | None) -> dict:
+    """A figure's "narrow" entry as the browser reads it: its phone layout drawn as the chart's is."""
+    return {
+        "below": narrow["below"],
+        "layout": _as_drawn({**spec, "layout": narrow["layout"]}, slide_height)["layout"]
+        if "layout" in narrow
+        else None,
+        "unlabelled": bool(narrow.get("unlabelled")),
+        "textposition": narrow.get("textposition"),
+    }
+
+
+def _chart_config(name: str) -> tuple[dict, int]:
+    """Plotly's config for the chart `name` (its PNG named after it, the run's locale), and the least heatmap cell
+    text in px (0: Plotly's own)."""
+    to_image = dict(PLOTLY_CONFIG["toImageButtonOptions"], filename=name)
+    config = PLOTLY_CONFIG | {"toImageButtonOptions": to_image} | plotly_locale()
+    least = 0
+    if presenting():  # one row of tools, clear of the larger title, on a projector's half-width column
+        config["modeBarButtonsToRemove"] = [*PLOTLY_CONFIG["modeBarButtonsToRemove"], *PRESENTER_REMOVES]
+        least = MIN_TEXT_PX  # numbers Plotly fits into heatmap cells smaller than this are left to the hover
+    return config, least
+
+
 def show_chart(
     fig: go.Figure | dict,
     *,
@@ -248,20 +272,8 @@ def show_chart(
     spec = {key: value for key, value in spec.items() if key != "narrow"}
     shown = _as_drawn(spec, slide_height)
     if narrow:
-        narrow = {
-            "below": narrow["below"],
-            "layout": _as_drawn({**spec, "layout": narrow["layout"]}, slide_height)["layout"]
-            if "layout" in narrow
-            else None,
-            "unlabelled": bool(narrow.get("unlabelled")),
-            "textposition": narrow.get("textposition"),
-        }
-    to_image = dict(PLOTLY_CONFIG["toImageButtonOptions"], filename=name)
-    config = PLOTLY_CONFIG | {"toImageButtonOptions": to_image} | plotly_locale()
-    least = 0
-    if presenting():  # one row of tools, clear of the larger title, on a projector's half-width column
-        config["modeBarButtonsToRemove"] = [*PLOTLY_CONFIG["modeBarButtonsToRemove"], *PRESENTER_REMOVES]
-        least = MIN_TEXT_PX  # numbers Plotly fits into heatmap cells smaller than this are left to the hover
+        narrow = _narrow_as_drawn(narrow, spec, slide_height)
+    config, least = _chart_config(name)
     # Plotly's own JSON writer (numpy arrays, NaN), without building Plotly's object tree for a dict: that costs
     # milliseconds a chart for figures of many heatmaps, every rerun
     figure = plotly.io.to_json(shown, validate=False)
