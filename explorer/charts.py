@@ -221,6 +221,18 @@ def csv_text(rows: Sequence[dict]) -> str:
     return out.getvalue()
 
 
+def _chart_config(name: str) -> tuple[dict, int]:
+    """Plotly's config for the chart `name` (its PNG named after it, the run's locale), and the least heatmap cell
+    text in px (0: Plotly's own)."""
+    to_image = dict(PLOTLY_CONFIG["toImageButtonOptions"], filename=name)
+    config = PLOTLY_CONFIG | {"toImageButtonOptions": to_image} | plotly_locale()
+    least = 0
+    if presenting():  # one row of tools, clear of the larger title, on a projector's half-width column
+        config["modeBarButtonsToRemove"] = [*PLOTLY_CONFIG["modeBarButtonsToRemove"], *PRESENTER_REMOVES]
+        least = MIN_TEXT_PX  # numbers Plotly fits into heatmap cells smaller than this are left to the hover
+    return config, least
+
+
 def show_chart(
     fig: go.Figure | dict,
     *,
@@ -248,12 +260,7 @@ def show_chart(
     spec = {key: value for key, value in spec.items() if key != "narrow"}
     shown = _as_drawn(spec, slide_height, present=presenting())
     narrow = _narrow(spec, narrow, slide_height)
-    to_image = dict(PLOTLY_CONFIG["toImageButtonOptions"], filename=name)
-    config = PLOTLY_CONFIG | {"toImageButtonOptions": to_image} | plotly_locale()
-    least = 0
-    if presenting():  # one row of tools, clear of the larger title, on a projector's half-width column
-        config["modeBarButtonsToRemove"] = [*PLOTLY_CONFIG["modeBarButtonsToRemove"], *PRESENTER_REMOVES]
-        least = MIN_TEXT_PX  # numbers Plotly fits into heatmap cells smaller than this are left to the hover
+    config, least = _chart_config(name)
     # Plotly's own JSON writer (numpy arrays, NaN), without building Plotly's object tree for a dict: that costs
     # milliseconds a chart for figures of many heatmaps, every rerun
     figure = plotly.io.to_json(shown, validate=False)
@@ -470,15 +477,7 @@ def as_slide(spec: dict) -> dict:
 
 # One colour per variant, on every page.
 VARIANT_COLORS = {"mha": "#3b6ea8", "mqa": "#c4573a", "gqa": "#4a9a6b", "mla": "#8a5cb8"}
-# The designs after MLA (explorer/designs.py), apart from the variants' colours
-DESIGN_COLORS = {
-    "sliding": "#1b9aaa",
-    "dsa": "#b5179e",
-    "compressed": "#8d6e63",
-    "linear": "#e09f3e",
-    "quantised": "#264653",
-}
-
+# (the designs after MLA's colours are their kinds', explorer/kinds/, apart from these)
 
 BYTE_UNITS = (("B", 1), ("KiB", 1024), ("MiB", 1024**2), ("GiB", 1024**3), ("TiB", 1024**4))
 FLOP_UNITS = (("FLOP", 1), ("kFLOP", 1e3), ("MFLOP", 1e6), ("GFLOP", 1e9), ("TFLOP", 1e12))

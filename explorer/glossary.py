@@ -4,6 +4,7 @@ meaning) shown in the sidebar. Marked for the catalog here, translated where sho
 from __future__ import annotations
 
 from .i18n import N_, _
+from .kinds.registry import KINDS
 
 # The variants as the notes name them (Chinese: 多头注意力 …), with the abbreviation beside where shown.
 VARIANT_NAMES = {
@@ -41,26 +42,9 @@ SYMBOLS = (
 )
 
 
-# The designs after MLA (explorer/designs.py) by their short names, and what each is in a line
-DESIGN_NAMES = {
-    "sliding": N_("Sliding window"),
-    "dsa": N_("DSA top-k"),
-    "compressed": N_("Compressed (V4)"),
-    "linear": N_("Linear state"),
-    "quantised": N_("Quantised"),
-}
-DESIGN_HELP = {
-    "sliding": N_("GQA seeing the last W tokens and the first n_s (Mistral, StreamingLLM)."),
-    "dsa": N_("MLA whose queries read the top-k tokens a lightning indexer picks (DeepSeek-V3.2)."),
-    "compressed": N_("One cached entry per m tokens, plus a window of W (DeepSeek-V4's compressed attention)."),
-    "linear": N_("A fixed state instead of a cache (Gated DeltaNet, Qwen3-Next's linear layers)."),
-    "quantised": N_("GQA with its cache stored in fewer bits (KIVI)."),
-}
-
-
 def design_name(design: str) -> str:
-    """'sliding' -> 'Sliding window' (or 滑动窗口) in this run's language."""
-    return _(DESIGN_NAMES[design])
+    """'sliding' -> 'Sliding window' (or 滑动窗口) in this run's language: the name its kind gives it."""
+    return _(KINDS[design].name)
 
 
 def variant_name(variant: str) -> str:

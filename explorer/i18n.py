@@ -165,10 +165,11 @@ def format_flops(n: float) -> str:
 
 
 def sig(value: float, digits: int = 3) -> str:
-    """value to `digits` significant digits (as :.3g writes it) in the run's language: 14.2, 0.0156, 2.25."""
+    """value to `digits` significant digits (as :.3g writes it) in the run's language: 14.2, 0.0156, 2.25; a value of
+    `digits` whole digits or more keeps them all (1234.5 -> "1,234", not "1,230"): the one formatter of the app."""
+    if abs(value) >= 10 ** (digits - 1):
+        return fmt(round(value))
     text = f"{value:.{digits}g}"
-    if "e" in text:  # 10**digits or more (what is shown here is never that small)
-        return fmt(round(float(text)))
     return fmt(float(text), len(text.split(".")[1]) if "." in text else 0)
 
 

@@ -27,6 +27,33 @@ PAD_PX = 3  # a name's room each side: names that merely touch read as one
 AMBIGUOUS = 400  # px² a name costs for each point it sits nearer than its own
 
 
+def _cost(
+    index: int,
+    position: str,
+    others: list[int],
+    placed: tuple[Sequence, list[dict], dict, list[str]],
+    x_range: tuple[float, float],
+    y_range: tuple[float, float],
+) -> float:
+    """How covered point index's name is at `position`, by the names of `others` where they are and by every
+    other point, at every size; how far outside the plot; how near another point. placed: apart's points, their
+    names' boxes by position and size, the points' markers by size, and the positions chosen so far."""
+    points, boxes, markers, chosen = placed
+    total = 0.0
+    for size, box in boxes[index][position].items():
+        width, height, font = size
+        px, py = _to_px(points[index][0], points[index][1], x_range, y_range, width, height)
+        around = [m for other, m in enumerate(markers[size]) if other != index]
+        total += sum(_covered(box, boxes[other][chosen[other]][size]) for other in others)
+        total += sum(_covered(box, m) for m in around)
+        # a name nearer another point than its own reads as that point's
+        near = _distance(box, (px, py))
+        total += AMBIGUOUS * sum(_distance(box, _centre(m)) < near + MARKER_PX / 2 for m in around)
+        # outside the plot (a little above is room)
+        total += (box[2] - box[0]) * (box[3] - box[1]) - _covered(box, (-PAD_PX, 0, width + PAD_PX, height + font))
+    return total
+
+
 def apart(
     points: Sequence[tuple[float, float, str] | tuple[float, float, str, Sequence[str]]],
     x_range: tuple[float, float],
@@ -53,21 +80,7 @@ def apart(
     }
 
     def cost(index: int, position: str, others: list[int]) -> float:
-        """How covered point index's name is at `position`, by the names of `others` where they are and by every
-        other point, at every size; how far outside the plot; how near another point."""
-        total = 0.0
-        for size, box in boxes[index][position].items():
-            width, height, font = size
-            px, py = _to_px(points[index][0], points[index][1], x_range, y_range, width, height)
-            around = [m for other, m in enumerate(markers[size]) if other != index]
-            total += sum(_covered(box, boxes[other][chosen[other]][size]) for other in others)
-            total += sum(_covered(box, m) for m in around)
-            # a name nearer another point than its own reads as that point's
-            near = _distance(box, (px, py))
-            total += AMBIGUOUS * sum(_distance(box, _centre(m)) < near + MARKER_PX / 2 for m in around)
-            # outside the plot (a little above is room)
-            total += (box[2] - box[0]) * (box[3] - box[1]) - _covered(box, (-PAD_PX, 0, width + PAD_PX, height + font))
-        return total
+        return _cost(index, position, others, (points, boxes, markers, chosen), x_range, y_range)
 
     def best(index: int, others: list[int]) -> tuple[float, str]:
         found: tuple[float, str] | None = None

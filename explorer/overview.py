@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from attn_core import AttentionConfig, CachesAsMuchAsMHA, LatentCompressesNothing, decode_flops_per_token
-from explorer import designs
-from explorer.charts import DESIGN_COLORS, FLOP_UNITS, VARIANT_COLORS, in_two_lines, unit_axis
+from explorer.charts import FLOP_UNITS, VARIANT_COLORS, in_two_lines, unit_axis
 from explorer.glossary import design_name
 from explorer.i18n import N_, _, fmt, format_bytes, format_flops, n_, sentences
+from explorer.kinds.registry import KINDS, chosen
 from explorer.probes.overview import DesignRow, VariantRow, compare_designs, compare_variants
 from explorer.settings import Settings
 from explorer.work import cached_probe
@@ -32,7 +32,7 @@ def design_rows(settings: Settings) -> list[DesignRow]:
     if not settings.designs:
         return []
     return _design_rows(
-        designs.chosen(settings),
+        chosen(settings),
         settings.config("mha"),
         batch=settings.batch,
         seq_len=settings.seq_len,
@@ -157,7 +157,7 @@ def summary_table(rows: list[VariantRow]) -> list[dict]:
 def _bars_of(rows: list[VariantRow], extra: Sequence[DesignRow]) -> list[tuple[str, str]]:
     """(name, colour) of each bar: the variants, then the designs after MLA."""
     return [(row.variant.upper(), VARIANT_COLORS[row.variant]) for row in rows] + [
-        (design_name(row.design), DESIGN_COLORS[row.design]) for row in extra
+        (design_name(row.design), KINDS[row.design].color) for row in extra
     ]
 
 
@@ -317,6 +317,16 @@ def design_caption(rows: list[DesignRow], seq_len: int) -> str:
                 read=format_bytes(least.read_bytes_measured),
                 held=format_bytes(least.cache_bytes_measured),
                 share=f"{least.read_bytes_measured / least.cache_bytes_measured:.0%}",
+            )
+        )
+    sliding = next((row for row in rows if row.design == "sliding"), None)
+    if sliding is not None and sliding.read_bytes_measured > sliding.cache_bytes_measured:
+        parts.append(
+            _(
+                "The sliding window holds its kept first tokens and the last W − 1 ({held}); its next step reads those "
+                "and its own new token ({read}), as the core's and HF's caches count them.",
+                held=format_bytes(sliding.cache_bytes_measured),
+                read=format_bytes(sliding.read_bytes_measured),
             )
         )
     parts.append(

@@ -13,6 +13,7 @@ from typing import Any
 from attn_core import DTYPES, VARIANTS, AttentionConfig, kv_head_counts
 
 from .i18n import _
+from .kinds.registry import KINDS
 from .params import shown
 
 D_MODEL_CHOICES = (16, 32, 64, 128, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 5120, 6144, 7168, 8192)
@@ -48,23 +49,15 @@ SEQ_LEN_CHOICES = (
 BATCH_CHOICES = (1, 2, 4, 8, 16, 32, 64, 128)
 DTYPE_CHOICES = tuple(DTYPES)
 MAX_SEED = 2**31 - 1
-# The designs after MLA the pages can show beside the four variants (explorer/designs.py builds each from the layer
-# settings and the knobs below), and the knobs' offered values.
-DESIGNS = ("sliding", "dsa", "compressed", "linear", "quantised")
+# The designs after MLA the pages can show beside the four variants (explorer/kinds/: each kind builds its layer from
+# the layer settings and the knobs it reads), and the knobs' offered values.
+DESIGNS = tuple(KINDS)
 WINDOW_CHOICES = (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
 SINK_CHOICES = (0, 1, 2, 4, 8, 16)
 TOPK_CHOICES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048)
 RATE_CHOICES = (2, 4, 8, 16, 32, 64, 128)
 STATE_DIM_CHOICES = (8, 16, 32, 64, 128, 256)
 BITS_CHOICES = (8, 4, 2)
-# The knobs each design reads (the sidebar shows a knob while a design that reads it is chosen)
-KNOBS_READ = {
-    "sliding": ("window", "sinks"),
-    "dsa": ("topk",),
-    "compressed": ("window", "rate"),
-    "linear": ("state_dim",),
-    "quantised": ("bits",),
-}
 
 # Link names are part of the public interface: a link shared today must open the same view later.
 LINK_NAMES = (
@@ -319,63 +312,70 @@ def from_link(params: Mapping[str, str | list[str]]) -> tuple[Settings, list[str
                 )
             raw = raw[-1] if raw else ""
         text = str(raw).strip()
-        if name == "variant":
-            chosen = [part.strip().lower() for part in text.split(",") if part.strip()]
-            unknown = [part for part in chosen if part not in VARIANTS]
-            if unknown:
-                notes.append(
-                    _(
-                        "variant: ignored {unknown} (choose among {choices}).",
-                        unknown=", ".join(shown(u) for u in unknown),
-                        choices=", ".join(VARIANTS),
-                    )
-                )
-            values["variants"] = tuple(v for v in VARIANTS if v in chosen)
-        elif name == "design":
-            chosen = [part.strip().lower() for part in text.split(",") if part.strip()]
-            unknown = [part for part in chosen if part not in DESIGNS]
-            if unknown:
-                notes.append(
-                    _(
-                        "design: ignored {unknown} (choose among {choices}).",
-                        unknown=", ".join(shown(u) for u in unknown),
-                        choices=", ".join(f"`{d}`" for d in DESIGNS),  # link values, as written in a link
-                    )
-                )
-            values["designs"] = tuple(d for d in DESIGNS if d in chosen)
+        if name in ("variant", "design"):
+            values[f"{name}s"] = _read_names(name, text, notes)
         elif name == "dtype":
             values["dtype"] = text.lower()
         else:
-            try:
-                number = int(text)
-            except ValueError:
-                notes.append(
-                    _(
-                        "{name}: {value} is not a whole number, so the default {default} is used.",
-                        name=name,
-                        value=shown(text),
-                        default=str(values[name]),
-                    )
-                )
-                continue
-            # A count below zero, or a size below one, is garbled, not out of range: snapped, d_model=-5 gave a
-            # 16-wide layer. A seed may be any number, and zero kept first tokens is a choice.
-            least = 0 if name == "sinks" else 1
-            if number < least and name != "seed":
-                notes.append(
-                    _(
-                        "{name}: {value} is not a size or count here (it is at least {least}), so the default "
-                        "{default} is used.",
-                        name=name,
-                        value=shown(text),
-                        least=str(least),
-                        default=str(values[name]),
-                    )
-                )
-                continue
-            values[name] = number
+            values[name] = _read_number(name, text, values[name], notes)
     settings, fixes = normalize(Settings(**values))
     return settings, notes + fixes
+
+
+def _read_names(name: str, text: str, notes: list[str]) -> tuple[str, ...]:
+    """A link's variants or designs: comma-separated, in any case and order; unknown ones are reported."""
+    known = VARIANTS if name == "variant" else DESIGNS
+    chosen = [part.strip().lower() for part in text.split(",") if part.strip()]
+    unknown = [part for part in chosen if part not in known]
+    if unknown and name == "variant":
+        notes.append(
+            _(
+                "variant: ignored {unknown} (choose among {choices}).",
+                unknown=", ".join(shown(u) for u in unknown),
+                choices=", ".join(VARIANTS),
+            )
+        )
+    elif unknown:
+        notes.append(
+            _(
+                "design: ignored {unknown} (choose among {choices}).",
+                unknown=", ".join(shown(u) for u in unknown),
+                choices=", ".join(f"`{d}`" for d in DESIGNS),  # link values, as written in a link
+            )
+        )
+    return tuple(v for v in known if v in chosen)
+
+
+def _read_number(name: str, text: str, default: int, notes: list[str]) -> int:
+    """A whole-number setting from a link; the default, with a note, when it is not one or not a size or count."""
+    try:
+        number = int(text)
+    except ValueError:
+        notes.append(
+            _(
+                "{name}: {value} is not a whole number, so the default {default} is used.",
+                name=name,
+                value=shown(text),
+                default=str(default),
+            )
+        )
+        return default
+    # A count below zero, or a size below one, is garbled, not out of range: snapped, d_model=-5 gave a
+    # 16-wide layer. A seed may be any number, and zero kept first tokens is a choice.
+    least = 0 if name == "sinks" else 1
+    if number < least and name != "seed":
+        notes.append(
+            _(
+                "{name}: {value} is not a size or count here (it is at least {least}), so the default "
+                "{default} is used.",
+                name=name,
+                value=shown(text),
+                least=str(least),
+                default=str(default),
+            )
+        )
+        return default
+    return number
 
 
 def version_note(params: Mapping[str, str | list[str]]) -> str | None:

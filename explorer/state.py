@@ -14,8 +14,9 @@ import torch
 from attn_core import VARIANTS
 
 from . import i18n, language_switch, share
-from .glossary import DESIGN_HELP, design_name, glossary_markdown, variant_name
+from .glossary import design_name, glossary_markdown, variant_name
 from .i18n import LANGUAGES, LINK_PARAM, N_, _
+from .kinds.registry import KINDS
 from .link import write_link
 from .navigation import use_language
 from .pages import ALL_SETTINGS, DESIGN_SETTINGS, PAGES, PageEntry
@@ -26,7 +27,6 @@ from .settings import (
     D_MODEL_CHOICES,
     DESIGNS,
     DTYPE_CHOICES,
-    KNOBS_READ,
     LATENT_CHOICES,
     MAX_SEED,
     RATE_CHOICES,
@@ -227,9 +227,9 @@ def _design_controls(uses: tuple[str, ...]) -> None:
         key=_WIDGET["designs"],
         on_change=_on_change,
         format_func=design_name,
-        help=" · ".join(f"{design_name(d)}: {_(DESIGN_HELP[d])}" for d in DESIGNS),
+        help=" · ".join(f"{design_name(d)}: {_(KINDS[d].help)}" for d in DESIGNS),
     )
-    read = {knob for name in state[_WIDGET["designs"]] or () for knob in KNOBS_READ[name]}
+    read = {knob for name in state[_WIDGET["designs"]] or () for knob in KINDS[name].knobs}
     head_dim = state[_WIDGET["d_model"]] // state[_WIDGET["heads"]]
     choices = {
         "window": WINDOW_CHOICES,

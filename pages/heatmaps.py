@@ -8,12 +8,12 @@ import streamlit as st
 
 import explorer.shell  # noqa: F401  (first of ours: see explorer/shell.py)
 
-from attn_core import VARIANTS, CompressedConfig, DSAConfig
-from explorer import designs
+from attn_core import VARIANTS
 from explorer.charts import fixed_place, show_chart
 from explorer.glossary import design_name, variant_name
 from explorer.heatmaps import computed, figures, link, tables
 from explorer.i18n import N_, _, language, n_, sentences
+from explorer.kinds.registry import design
 from explorer.link import bound, text_box
 from explorer.params import shown
 from explorer.probes.heatmaps import MAX_TEXT_CHARS, MAX_TEXT_TOKENS
@@ -547,7 +547,7 @@ else:
             offered_designs,
         )
     try:
-        chosen = designs.design(settings, shown_design)
+        chosen = design(settings, shown_design)
     except ValueError as error:  # a configuration the core refuses, with its own sentence
         st.error(_("This layer cannot be built at these settings: change one in the sidebar. The core's reason:"))
         show_verbatim(str(error))
@@ -623,12 +623,11 @@ else:
                 "weighted). Right: the weights of DSA's MLA: each query reads only its top {k} keys by those scores, "
                 "the rest are blank; a query with at most {k} earlier tokens reads them all. The busiest query reads "
                 "{most}. The cache still keeps every token: what shrinks is the reading.",
-                k=chosen.config.index_topk if isinstance(chosen.config, DSAConfig) else facts.read_most,
+                k=settings.topk,
                 most=facts.read_most,
             ),
         )
     else:
-        rate = chosen.config.compress_rate if isinstance(chosen.config, CompressedConfig) else 0
         caption = sentences(
             on,
             _(
@@ -636,8 +635,8 @@ else:
                 "columns after the tokens are compressed entries, each pooling the {m} tokens its label names "
                 "(⟨0–{last}⟩: tokens 0 to {last}), read once finished — a new one every {m} tokens, {entries} here. "
                 "The last column is the sink's weight.",
-                m=rate,
-                last=rate - 1,
+                m=settings.rate,
+                last=settings.rate - 1,
                 entries=facts.entries,
             ),
         )

@@ -241,6 +241,35 @@ def heal_section(key: str, model_name: str, about: str | None = None) -> None:
     st.fragment(run_every=1.0 if progress.running else None)(heal_view)(key)
 
 
+def heal_summary(progress: healing.HealProgress) -> str:
+    """What a finished heal reached: perplexity before, after and the original's, its time and the gap closed."""
+    shown = dict(
+        before=f"{progress.perplexity_before:,.2f}",
+        after=f"{progress.perplexity_after:,.2f}",
+        original=f"{progress.perplexity_original:,.2f}",
+        n=progress.eval_tokens,
+        seconds=f"{progress.seconds:.0f}",
+        # the same figures as the text above: the distinct training tokens, and the steps taken over them
+        steps=len(progress.step_losses),
+        window=WINDOW,
+        tokens=progress.train_tokens,
+    )
+    gap = progress.gap_closed
+    return sentences(
+        _(
+            "Perplexity on the first {n} evaluation tokens: **{before} converted → {after} healed** (the original: "
+            "{original}), after {seconds} s of training: {steps} steps of {window} tokens from the {tokens} "
+            "training tokens.",
+            **shown,
+        ),
+        _("{seconds} s in all, converting and scoring included.", seconds=f"{progress.total_seconds:.0f}")
+        if progress.total_seconds
+        else "",
+        "" if gap is None else _("{share} of the gap closed.", share=percent(gap)),
+        _("Healed before on this server: kept on disk.") if progress.from_disk else "",
+    )
+
+
 def heal_view(key: str) -> None:
     progress = cached.heal_progress(key)
     assert progress is not None
@@ -274,34 +303,7 @@ def heal_view(key: str) -> None:
         return
     if st.session_state.pop(watching, False):
         st.rerun(scope="app")  # it just finished: the answers below can use the healed model now
-    shown = dict(
-        before=f"{progress.perplexity_before:,.2f}",
-        after=f"{progress.perplexity_after:,.2f}",
-        original=f"{progress.perplexity_original:,.2f}",
-        n=progress.eval_tokens,
-        seconds=f"{progress.seconds:.0f}",
-        # the same figures as the text above: the distinct training tokens, and the steps taken over them
-        steps=len(progress.step_losses),
-        window=WINDOW,
-        tokens=progress.train_tokens,
-    )
-    gap = progress.gap_closed
-    st.success(
-        sentences(
-            _(
-                "Perplexity on the first {n} evaluation tokens: **{before} converted → {after} healed** (the original: "
-                "{original}), after {seconds} s of training: {steps} steps of {window} tokens from the {tokens} "
-                "training tokens.",
-                **shown,
-            ),
-            _("{seconds} s in all, converting and scoring included.", seconds=f"{progress.total_seconds:.0f}")
-            if progress.total_seconds
-            else "",
-            "" if gap is None else _("{share} of the gap closed.", share=percent(gap)),
-            _("Healed before on this server: kept on disk.") if progress.from_disk else "",
-        ),
-        icon=":material/healing:",
-    )
+    st.success(heal_summary(progress), icon=":material/healing:")
 
 
 # --- one prompt, two models -----------------------------------------------------------------------------------------

@@ -6,12 +6,13 @@ import streamlit as st
 
 import explorer.shell  # noqa: F401  (first of ours: see explorer/shell.py)
 
-from explorer import designs
 from explorer.charts import show_chart
 from explorer.glossary import design_name
 from explorer.heatmaps import computed as heatmaps_computed
 from explorer.heatmaps import link as heatmaps_link
 from explorer.i18n import _, language, n_, sentences
+from explorer.kinds.kind import Design
+from explorer.kinds.registry import design
 from explorer.lesson import keys as lesson_keys
 from explorer.link import bound, link_query, page_link
 from explorer.mapping import computed as mapping_computed
@@ -232,10 +233,10 @@ else:
         token_options,
         say_moves=False,
     )
-    chosen: designs.Design | None = None
+    chosen: Design | None = None
     blocked: str | None = None
     try:
-        chosen = mapping_reads.probe_design(designs.design(settings, shown_design), settings.d_model)
+        chosen = mapping_reads.probe_design(design(settings, shown_design), settings.d_model)
         blocked = heatmaps_computed.design_blocked(chosen)
     except ValueError as error:  # a configuration the core refuses, with its own sentence
         st.error(_("This layer cannot be built at these settings: change one in the sidebar. The core's reason:"))
@@ -244,8 +245,10 @@ else:
         st.info(blocked, icon=":material/speed:")
     elif chosen is not None:
         with st.spinner(_("Decoding {n} tokens one at a time…", n=tokens)):
-            spec, rows = mapping_reads.reads_chart(chosen, settings.seed, tokens, token, language())
-            reads = mapping_reads.decode_reads(chosen, settings.seed, tokens)
+            spec, rows = mapping_reads.reads_chart(
+                chosen, settings.seed, tokens, token, settings.dtype, settings.batch, language()
+            )
+            reads = mapping_reads.decode_reads(chosen, settings.seed, tokens, settings.dtype, settings.batch)
         show_chart(spec, name="design-reads", rows=rows, caption=mapping_reads.reads_caption(reads, shown_design))
         if chosen.config.d_model != settings.d_model:
             st.caption(
@@ -260,7 +263,7 @@ else:
         lang_now, drawn = language(), chosen
         st.download_button(
             _("GIF for slides"),
-            lambda: mapping_reads.reads_gif(drawn, settings.seed, tokens, lang_now),
+            lambda: mapping_reads.reads_gif(drawn, settings.seed, tokens, settings.dtype, settings.batch, lang_now),
             file_name=f"after-mla-{shown_design}-{lang_now}.gif",
             mime="image/gif",
             on_click="ignore",

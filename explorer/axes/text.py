@@ -4,7 +4,7 @@ decoding step reads of what is held, which design cuts which axis most)."""
 
 from __future__ import annotations
 
-from explorer.i18n import N_, _, fmt, format_bytes, n_, percent, sentences
+from explorer.i18n import N_, _, format_bytes, n_, percent, sentences, sig
 from explorer.probes.axes import AxisCuts, ConfigProblem, Crossing, ModelCurves, Plateau
 
 # The core's layer kinds (attn_core.hf readers' words) as the page names them; a kind not listed is shown as the
@@ -36,14 +36,6 @@ def kind_name(kind: str) -> str:
 def kind_label(kind: str) -> str:
     """A kind's name where Markdown is not drawn (tables, charts): without the code marks."""
     return kind_name(kind).strip("`")
-
-
-def sig(value: float, digits: int = 3) -> str:
-    """value to `digits` significant digits in the run's language: 6.2, 128, 0.5."""
-    if value >= 10 ** (digits - 1):
-        return fmt(round(value))
-    text = f"{value:.{digits}g}"
-    return fmt(float(text), len(text.split(".")[1]) if "." in text else 0)
 
 
 def times(value: float | None) -> str:

@@ -2,7 +2,7 @@
 
 link        the page's parameters in the link
 computed    which heads a pass computes, the window of tokens, and the cached passes (explorer.probes.heatmaps; the
-            designs after MLA: explorer.probes.design_heatmaps)
+            designs after MLA: their kinds' attention_map, explorer/kinds/)
 panels      heatmap panels: one pooled matrix, a grid of them as one figure (explorer/grid.py), their CSV numbers
 figures     the page's charts (the four sections and the designs after MLA), cached by settings and language, with
             the facts their captions state

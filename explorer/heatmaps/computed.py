@@ -5,16 +5,15 @@ the variants made from one MHA layer."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import streamlit as st
 
 from attn_core import AttentionConfig, build_attention
-from explorer.designs import Design
 from explorer.i18n import _, fmt
+from explorer.kinds.kind import DESIGN_WEIGHT_BUDGET, Design, weight_count
 from explorer.params import clean_text
-from explorer.probes.design_heatmaps import DESIGN_WEIGHT_BUDGET, DesignMap, design_map, weight_count
 from explorer.probes.heatmaps import (
     COMPARE_WORK_BUDGET,
     MAX_TEXT_CHARS,
@@ -32,13 +31,13 @@ from explorer.probes.heatmaps import (
 from explorer.settings import D_MODEL_CHOICES, Settings
 from explorer.work import cached_probe, takes_turns
 
-from .link import DEFAULT_TEXT
+from .link import DEFAULT_TEXT, DESIGN
 
 # The designs after MLA are drawn on the page's first tokens, at most this many: one head's every weight (no pooling),
 # the band, the top-k and the entries a few px a cell
 DESIGN_MAX_TOKENS = 128
 # The designs the page draws weights of (a linear layer has none; a quantised cache reads what a plain one does)
-MAPPED_DESIGNS = ("sliding", "dsa", "compressed")
+MAPPED_DESIGNS = DESIGN.options
 MAX_PANELS = 16  # heads drawn (and computed) at once in the grid; the page picker moves through the rest
 
 
@@ -178,9 +177,10 @@ def comparison_blocked(d_model: int, length: int) -> str | None:
 
 @st.cache_data(max_entries=6, show_spinner=False)
 @takes_turns
-def design_result(design: Design, seed: int, spec: InputSpec) -> DesignMap:
-    """One forward pass of the design's layer (built from the seed) on the page's input."""
-    return design_map(design.build(seed), make_inputs(spec))
+def design_result(design: Design, seed: int, spec: InputSpec) -> Any:
+    """One forward pass of the design's layer (built from the seed) on the page's input: its kind's map (a
+    grouped.BandMap, dsa.SparseMap or compressed.CompressedMap)."""
+    return design.kind.attention_map(design.build(seed), make_inputs(spec))
 
 
 def design_blocked(design: Design) -> str | None:

@@ -3,19 +3,22 @@ results (plain arrays in), the numbers it plots, how it was pooled, and the fact
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 import streamlit as st
 from plotly.colors import sample_colorscale
 
 from attn_core import AttentionConfig
-from explorer.designs import Design
 from explorer.grid import PHONE_COLUMNS, axis_suffix
 from explorer.i18n import _, speaking
-from explorer.probes.design_heatmaps import BandMap, CompressedMap, SparseMap
+from explorer.kinds.compressed import CompressedMap
+from explorer.kinds.dsa import SparseMap
+from explorer.kinds.grouped import BandMap
+from explorer.kinds.kind import Design
 from explorer.probes.heatmaps import (
     Comparison,
     HeadSteps,
@@ -641,16 +644,19 @@ def compressed_figure(
     return _categorical(fig), panel_csv([panel]), facts
 
 
+# Each mapped kind's figure (explorer/kinds/: a kind's map is its own; the figure is this page's), by its link value
+DESIGN_FIGURES: dict[str, Callable[[Any, int, list[str] | None], tuple[dict, PanelNumbers, DesignFacts]]] = {
+    "sliding": band_figure,
+    "dsa": sparse_figure,
+    "compressed": compressed_figure,
+}
+
+
 @st.cache_data(max_entries=16, show_spinner=False)
 def design_chart(design: Design, seed: int, spec: InputSpec, head: int, lang: str) -> Chart[DesignFacts]:
     """A design after MLA's map on the page's input: its band, its top-k or its entries, for head `head`."""
     with speaking(lang):
         result = design_result(design, seed, spec)
         tokens = _tokens(spec)
-        if isinstance(result, BandMap):
-            fig, rows, facts = band_figure(result, head, tokens)
-        elif isinstance(result, SparseMap):
-            fig, rows, facts = sparse_figure(result, head, tokens)
-        else:
-            fig, rows, facts = compressed_figure(result, head, tokens)
+        fig, rows, facts = DESIGN_FIGURES[design.name](result, head, tokens)
         return Chart(fig, rows, Pooling(1, 1, "mean"), facts)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from attn_core import VARIANTS
+from explorer.kinds.registry import KINDS
 from explorer.params import Choice, Flag, Text
 from explorer.probes.heatmaps import MAX_TEXT_CHARS
 
@@ -23,5 +24,5 @@ ROPE = Flag("hm_rope", True)
 POOL = Choice("hm_pool", ("mean", "max"), "mean")
 # The designs after MLA (section 5): the design drawn, and a sliding layer's sinks (the sidebar's kept first tokens,
 # StreamingLLM's, or a learned sink logit per head, gpt-oss's)
-DESIGN = Choice("hm_design", ("sliding", "dsa", "compressed"), "sliding")
+DESIGN = Choice("hm_design", tuple(name for name, kind in KINDS.items() if kind.maps), "sliding")
 SINK = Choice("hm_sink", ("kept", "learned"), "kept")

@@ -6,9 +6,9 @@ from __future__ import annotations
 import streamlit as st
 
 from attn_core import AttentionConfig
-from explorer import designs
 from explorer.glossary import design_name
 from explorer.i18n import _
+from explorer.kinds.registry import chosen
 from explorer.probes.kv_cache import (
     MAX_TRACE_BATCH,
     DecodeTrace,
@@ -90,7 +90,7 @@ def design_traces_for(settings: Settings, prompt_len: int, steps: int) -> tuple[
     traces, skipped = {}, []
     batch = trace_batch(settings)
     with st.spinner(_("Decoding token by token through the designs after MLA…")):
-        for name, design in designs.chosen(settings).items():
+        for name, design in chosen(settings).items():
             try:
                 check_trace_bounds_tokens(prompt_len, steps, batch)
                 check_work_bounds(design_parameters(design), tokens=prompt_len + steps, batch=batch)

@@ -8,9 +8,10 @@ from typing import Any
 import numpy as np
 
 from attn_core import PRESETS, ModelPreset
-from explorer.charts import DESIGN_COLORS, VARIANT_COLORS, count_axis, log_bytes_axis, unit_axis
+from explorer.charts import VARIANT_COLORS, count_axis, log_bytes_axis, unit_axis
 from explorer.glossary import design_name
 from explorer.i18n import _, format_bytes, n_
+from explorer.kinds.registry import KINDS
 from explorer.labels import apart
 from explorer.probes import FLOAT32_TOLERANCE
 from explorer.probes.kv_cache import (
@@ -199,7 +200,7 @@ def design_size_figure(designs: dict[str, DesignTrace], variants: dict[str, Deco
 
 def _design_lines(name: str, trace: DesignTrace) -> list[dict]:
     """One design's four lines: held and read, each measured over its closed form."""
-    color, shown = DESIGN_COLORS[name], design_name(name)
+    color, shown = KINDS[name].color, design_name(name)
     common = {"type": "scatter", "x": list(range(len(trace.nbytes))), "legendgroup": name}
     lines = []
     for values, formula, what, dash, marker, in_legend in (

@@ -68,6 +68,30 @@ def frontier_labels(
     return labels, positions
 
 
+def _axis_trace(shown: str, color: str, group: list[AxisPoint], context: int) -> go.Scatter:
+    """One axis's designs as points in its colour (a healed one larger), named on hover."""
+    return go.Scatter(
+        x=[p.bytes_per_token(context) / 1024 for p in group],
+        y=[_y(p) for p in group],
+        mode="markers",
+        marker={
+            "symbol": [_symbol(p) for p in group],
+            "size": [14 if p.healed else 10 for p in group],
+            "color": color,
+            "line": {"width": 1, "color": "white"},
+        },
+        customdata=[[point_name(p), p.times_original, p.perplexity, p.piece] for p in group],
+        hovertemplate=_(
+            "%{{customdata[0]}}<br>×%{{customdata[1]:,.2f}} the original (perplexity %{{customdata[2]:,.2f}} "
+            "on pieces of %{{customdata[3]}})<br>cache %{{x:,.2f}} KiB per token at {context} tokens",
+            context=context,
+        )
+        + "<extra></extra>",
+        name=shown,
+        cliponaxis=False,
+    )
+
+
 def axes_figure(points: list[AxisPoint], context: int) -> dict:
     """Every design at `context` tokens; the frontier as a line through its designs, each named beside its point."""
     line = frontier(points, context)
@@ -96,30 +120,8 @@ def axes_figure(points: list[AxisPoint], context: int) -> dict:
         for axis in AXES
     ]
     for shown, color, group in groups:
-        if not group:
-            continue
-        fig.add_trace(
-            go.Scatter(
-                x=[p.bytes_per_token(context) / 1024 for p in group],
-                y=[_y(p) for p in group],
-                mode="markers",
-                marker={
-                    "symbol": [_symbol(p) for p in group],
-                    "size": [14 if p.healed else 10 for p in group],
-                    "color": color,
-                    "line": {"width": 1, "color": "white"},
-                },
-                customdata=[[point_name(p), p.times_original, p.perplexity, p.piece] for p in group],
-                hovertemplate=_(
-                    "%{{customdata[0]}}<br>×%{{customdata[1]:,.2f}} the original (perplexity %{{customdata[2]:,.2f}} "
-                    "on pieces of %{{customdata[3]}})<br>cache %{{x:,.2f}} KiB per token at {context} tokens",
-                    context=context,
-                )
-                + "<extra></extra>",
-                name=shown,
-                cliponaxis=False,
-            )
-        )
+        if group:
+            fig.add_trace(_axis_trace(shown, color, group, context))
     fig.update_layout(
         xaxis_title=_("KV cache per token at {context} tokens, whole model (KiB, float32, log)", context=context),
         xaxis_type="log",

@@ -68,20 +68,8 @@ def load_points() -> list[AxisPoint]:
     )
 
 
-def axis_points(
-    lab_table: dict,
-    heal_table: dict | None,
-    window_table: dict | None,
-    window_heal_table: dict | None,
-    bits_table: dict | None,
-) -> list[AxisPoint]:
-    """The points of the stored tables at the contexts every table with contexts stores (a lab-table row's cache is
-    per token times tokens: it grows with the context). The original appears once, as the lab table's."""
-    contexts = sorted(
-        set.intersection(*(set(_contexts(t)) for t in (window_table, bits_table) if t is not None))
-        if window_table or bits_table
-        else {512, 1024, 2048, 4096, 8192}
-    )
+def _lab_points(lab_table: dict, heal_table: dict | None, contexts: list[int]) -> list[AxisPoint]:
+    """The lab table's rows (heads and latent), and their healed twins: a cache of per token times tokens."""
     rows = table_rows(lab_table)
     original = next(row for row in rows if row.key == "original")
     lab_piece = lab_table["evaluation"]["window"]
@@ -118,66 +106,98 @@ def axis_points(
                     spec={"variant": by_key[key].variant, **by_key[key].options},
                 )
             )
-    if window_table is not None:
-        piece = window_table["evaluation"]["window"]
-        window_original = next(row for row in window_table["rows"] if row["key"] == "original")
-        stored = {row["key"]: row for row in window_table["rows"]}
-        for row in window_table["rows"]:
-            if row["key"] == "original":
-                continue
-            spec = {name: row[name] for name in ("window", "sink_tokens", "pattern")}
-            if "cache_bits" in row:
-                spec |= {"bits": row["cache_bits"]["bits"], "keys": row["cache_bits"]["keys"]}
-            axis = "combined" if "cache_bits" in row else "window" if row["pattern"] == "every" else "layers"
+    return points
+
+
+def _window_points(window_table: dict, window_heal_table: dict | None, contexts: list[int]) -> list[AxisPoint]:
+    """The window table's rows (windows, local and global layers, with bits: combined), and their healed twins."""
+    points: list[AxisPoint] = []
+    piece = window_table["evaluation"]["window"]
+    window_original = next(row for row in window_table["rows"] if row["key"] == "original")
+    stored = {row["key"]: row for row in window_table["rows"]}
+    for row in window_table["rows"]:
+        if row["key"] == "original":
+            continue
+        spec = {name: row[name] for name in ("window", "sink_tokens", "pattern")}
+        if "cache_bits" in row:
+            spec |= {"bits": row["cache_bits"]["bits"], "keys": row["cache_bits"]["keys"]}
+        axis = "combined" if "cache_bits" in row else "window" if row["pattern"] == "every" else "layers"
+        points.append(
+            AxisPoint(
+                row["key"],
+                axis,
+                row["perplexity"],
+                window_original["perplexity"],
+                piece,
+                {c: row["cache_nbytes"][str(c)] for c in contexts},
+                WINDOW_TABLE_PATH.name,
+                spec=spec,
+            )
+        )
+    for row in (window_heal_table or {}).get("rows", []):
+        # learned sinks are a logit per head, in the weights: the cache is the unhealed window's
+        twin_of = f"w{row['window']}-s{row['sink_tokens']}-{row['pattern']}"
+        if twin_of in stored and row["perplexity_original"] == window_original["perplexity"]:
             points.append(
                 AxisPoint(
-                    row["key"],
-                    axis,
-                    row["perplexity"],
+                    row["key"] + "+healed",
+                    "window" if row["pattern"] == "every" else "layers",
+                    row["perplexity_after"],
                     window_original["perplexity"],
                     piece,
-                    {c: row["cache_nbytes"][str(c)] for c in contexts},
-                    WINDOW_TABLE_PATH.name,
-                    spec=spec,
+                    {c: stored[twin_of]["cache_nbytes"][str(c)] for c in contexts},
+                    WINDOW_HEAL_TABLE_PATH.name,
+                    healed=True,
+                    spec={name: row[name] for name in ("window", "sink_tokens", "pattern", "learned_sinks")},
                 )
             )
-        for row in (window_heal_table or {}).get("rows", []):
-            # learned sinks are a logit per head, in the weights: the cache is the unhealed window's
-            twin_of = f"w{row['window']}-s{row['sink_tokens']}-{row['pattern']}"
-            if twin_of in stored and row["perplexity_original"] == window_original["perplexity"]:
-                points.append(
-                    AxisPoint(
-                        row["key"] + "+healed",
-                        "window" if row["pattern"] == "every" else "layers",
-                        row["perplexity_after"],
-                        window_original["perplexity"],
-                        piece,
-                        {c: stored[twin_of]["cache_nbytes"][str(c)] for c in contexts},
-                        WINDOW_HEAL_TABLE_PATH.name,
-                        healed=True,
-                        spec={name: row[name] for name in ("window", "sink_tokens", "pattern", "learned_sinks")},
-                    )
-                )
+    return points
+
+
+def _bits_points(bits_table: dict, contexts: list[int]) -> list[AxisPoint]:
+    """The cache-bits table's quantised rows (of the original: bits; of a conversion: combined)."""
+    points: list[AxisPoint] = []
+    piece = bits_table["evaluation"]["window"]
+    bits_original = next(row for row in bits_table["rows"] if row["key"] == "original")
+    for row in bits_table["rows"]:
+        if row["key"] == "original" or row.get("bits") is None:
+            continue  # the original is the lab table's; a healed source's float row is heal_table.json's
+        combined = row["source"] != "original"
+        points.append(
+            AxisPoint(
+                row["key"],
+                "combined" if combined else "bits",
+                row["perplexity"],
+                bits_original["perplexity"],
+                piece,
+                {c: row["cache_nbytes"][str(c)] for c in contexts},
+                CACHE_BITS_TABLE_PATH.name,
+                healed=row["source"].endswith("-healed"),
+                spec={"source": row["source"], "bits": row["bits"], "keys": row["keys"]},
+            )
+        )
+    return points
+
+
+def axis_points(
+    lab_table: dict,
+    heal_table: dict | None,
+    window_table: dict | None,
+    window_heal_table: dict | None,
+    bits_table: dict | None,
+) -> list[AxisPoint]:
+    """The points of the stored tables at the contexts every table with contexts stores (a lab-table row's cache is
+    per token times tokens: it grows with the context). The original appears once, as the lab table's."""
+    contexts = sorted(
+        set.intersection(*(set(_contexts(t)) for t in (window_table, bits_table) if t is not None))
+        if window_table or bits_table
+        else {512, 1024, 2048, 4096, 8192}
+    )
+    points = _lab_points(lab_table, heal_table, contexts)
+    if window_table is not None:
+        points += _window_points(window_table, window_heal_table, contexts)
     if bits_table is not None:
-        piece = bits_table["evaluation"]["window"]
-        bits_original = next(row for row in bits_table["rows"] if row["key"] == "original")
-        for row in bits_table["rows"]:
-            if row["key"] == "original" or row.get("bits") is None:
-                continue  # the original is the lab table's; a healed source's float row is heal_table.json's
-            combined = row["source"] != "original"
-            points.append(
-                AxisPoint(
-                    row["key"],
-                    "combined" if combined else "bits",
-                    row["perplexity"],
-                    bits_original["perplexity"],
-                    piece,
-                    {c: row["cache_nbytes"][str(c)] for c in contexts},
-                    CACHE_BITS_TABLE_PATH.name,
-                    healed=row["source"].endswith("-healed"),
-                    spec={"source": row["source"], "bits": row["bits"], "keys": row["keys"]},
-                )
-            )
+        points += _bits_points(bits_table, contexts)
     return points
 
 

@@ -109,37 +109,17 @@ def label_positions(
     return {key: side for (key, *_rest), side in zip(named, sides, strict=False)}
 
 
-def pareto_figure(
-    rows: list[LabRow], *, context_length: int, chosen: str | None = None, healed: dict[str, HealedRow] | None = None
-) -> dict:
-    """Perplexity (log) against KV cache per token (KiB, whole model, float32), every point named beside it; the
-    frontier as a line; hover adds the settings and the whole-model cache at context_length tokens."""
-    frontier = pareto_frontier(rows)
-    # MLA points are named by their latent width alone: on a log axis their widths sit ~30 px apart at a laptop's
-    # width, room for "256" but not for "MLA 256+32"
-    names = {r.key: str(r.options["kv_lora_rank"]) if r.variant == "mla" else point_name(r) for r in rows}
-    # every point, the healed stars after the conversions: (cache per token, perplexity)
-    measured = [(r.cache_bytes_per_token, r.perplexity) for r in rows]
-    measured += [(h.cache_bytes_per_token, h.perplexity) for h in (healed or {}).values()]
-    log_x = [math.log10(nbytes / 1024) for nbytes, _perplexity in measured]
-    log_y = [math.log10(perplexity) for _nbytes, perplexity in measured]
-    # explicit ranges: the names are placed against the same axes Plotly draws
-    x_range, y_range = (min(log_x) - 0.08, max(log_x) + 0.08), (min(log_y) - 0.15, max(log_y) + 0.15)
-    named = [(r.key, x, y, names[r.key]) for r, x, y in zip(rows, log_x, log_y, strict=False)]
-    stars = list(zip(log_x[len(rows) :], log_y[len(rows) :], strict=True))
-    positions = label_positions(named, stars, x_range, y_range)
-    on_phone = label_positions(named, stars, x_range, y_range, PHONE_PLOT)
-    fig = go.Figure()
-    fig.add_trace(
-        go.Scatter(
-            x=[r.cache_bytes_per_token / 1024 for r in frontier],
-            y=[r.perplexity for r in frontier],
-            mode="lines",
-            line={"dash": "dot", "color": "#888"},
-            name=_("Pareto frontier"),
-            hoverinfo="skip",
-        )
-    )
+def _variant_traces(
+    fig: go.Figure,
+    rows: list[LabRow],
+    names: dict[str, str],
+    sides: tuple[dict[str, str], dict[str, str]],
+    chosen: str | None,
+    context_length: int,
+) -> list[list[str] | None]:
+    """One trace of named points per variant, the chosen one ringed; returns each trace's name sides on a phone
+    (the frontier's line first, which has none). sides: where each point's name goes at full width and on a phone."""
+    positions, on_phone = sides
     colors = {"original": "#4a9a6b", "mha": "#3b6ea8", "gqa": "#c4573a", "mla": "#8a5cb8"}
     phone_sides: list[list[str] | None] = [None]  # per trace: the frontier's line has no names
     for variant in ("original", "mha", "gqa", "mla"):
@@ -172,7 +152,10 @@ def pareto_figure(
                 name=_("original") if variant == "original" else _legend_name(variant, group),
             )
         )
-    _add_healed(fig, rows, healed or {})
+    return phone_sides
+
+
+def _pareto_axes(fig: go.Figure, x_range: tuple[float, float], y_range: tuple[float, float]) -> None:
     fig.update_layout(
         # log: caches a few times apart (MQA's 15 KiB, the MLA widths, GQA's 45, MHA's 135) spread evenly, so the
         # MLA points' names no longer pile up at the left beside their healed twins
@@ -188,6 +171,42 @@ def pareto_figure(
         margin={"t": 30},
         legend={"orientation": "h", "y": -0.2},
     )
+
+
+def pareto_figure(
+    rows: list[LabRow], *, context_length: int, chosen: str | None = None, healed: dict[str, HealedRow] | None = None
+) -> dict:
+    """Perplexity (log) against KV cache per token (KiB, whole model, float32), every point named beside it; the
+    frontier as a line; hover adds the settings and the whole-model cache at context_length tokens."""
+    frontier = pareto_frontier(rows)
+    # MLA points are named by their latent width alone: on a log axis their widths sit ~30 px apart at a laptop's
+    # width, room for "256" but not for "MLA 256+32"
+    names = {r.key: str(r.options["kv_lora_rank"]) if r.variant == "mla" else point_name(r) for r in rows}
+    # every point, the healed stars after the conversions: (cache per token, perplexity)
+    measured = [(r.cache_bytes_per_token, r.perplexity) for r in rows]
+    measured += [(h.cache_bytes_per_token, h.perplexity) for h in (healed or {}).values()]
+    log_x = [math.log10(nbytes / 1024) for nbytes, _perplexity in measured]
+    log_y = [math.log10(perplexity) for _nbytes, perplexity in measured]
+    # explicit ranges: the names are placed against the same axes Plotly draws
+    x_range, y_range = (min(log_x) - 0.08, max(log_x) + 0.08), (min(log_y) - 0.15, max(log_y) + 0.15)
+    named = [(r.key, x, y, names[r.key]) for r, x, y in zip(rows, log_x, log_y, strict=False)]
+    stars = list(zip(log_x[len(rows) :], log_y[len(rows) :], strict=True))
+    positions = label_positions(named, stars, x_range, y_range)
+    on_phone = label_positions(named, stars, x_range, y_range, PHONE_PLOT)
+    fig = go.Figure()
+    fig.add_trace(
+        go.Scatter(
+            x=[r.cache_bytes_per_token / 1024 for r in frontier],
+            y=[r.perplexity for r in frontier],
+            mode="lines",
+            line={"dash": "dot", "color": "#888"},
+            name=_("Pareto frontier"),
+            hoverinfo="skip",
+        )
+    )
+    phone_sides = _variant_traces(fig, rows, names, (positions, on_phone), chosen, context_length)
+    _add_healed(fig, rows, healed or {})
+    _pareto_axes(fig, x_range, y_range)
     return _with_phone_layout(fig.to_dict(), phone_sides)
 
 
@@ -200,6 +219,36 @@ def _with_phone_layout(figure: dict, sides: list[list[str] | None]) -> dict:
 
 
 HEALED_VIEW_TOP = 1.6  # x the original's perplexity: the healed view's top; a point above it is drawn at the edge
+
+
+def _healed_trace(
+    group: list[LabRow], shown: str, color: str, positions: dict[str, str], top: float, original: LabRow
+) -> go.Scatter:
+    """One group's points, each named: a star per healed conversion, a triangle at the top edge past `top`."""
+    return go.Scatter(
+        x=[r.cache_bytes_per_token / 1024 for r in group],
+        y=[min(r.perplexity, top) for r in group],
+        mode="markers+text",
+        text=[_healed_name(r, top) for r in group],
+        textposition=[positions[r.key] for r in group],
+        marker={
+            "symbol": [
+                "circle" if r.key == "original" else "triangle-up" if r.perplexity > top else "star" for r in group
+            ],
+            "size": 14,
+            "color": color,
+        },
+        textfont={"color": color},
+        customdata=[
+            [label_shown(r), r.perplexity, r.cache_bytes_per_token / original.cache_bytes_per_token] for r in group
+        ],
+        hovertemplate=_(
+            "%{{customdata[0]}}<br>perplexity %{{customdata[1]:,.2f}}<br>%{{customdata[2]:.0%}} of the original's cache"
+        )
+        + "<extra></extra>",
+        cliponaxis=False,
+        name=shown,
+    )
 
 
 def healed_figure(rows: list[LabRow], healed: dict[str, HealedRow]) -> dict:
@@ -233,35 +282,7 @@ def healed_figure(rows: list[LabRow], healed: dict[str, HealedRow]) -> dict:
     twins = sorted((r for r in points if r != original), key=lambda r: r.perplexity)  # a star first: the legend's
     groups = ((_("original"), "#4a9a6b", [original]), (_("healed (MLA named by d_c)"), "#2f8f5b", twins))
     for shown, color, group in groups:
-        fig.add_trace(
-            go.Scatter(
-                x=[r.cache_bytes_per_token / 1024 for r in group],
-                y=[min(r.perplexity, top) for r in group],
-                mode="markers+text",
-                text=[_healed_name(r, top) for r in group],
-                textposition=[positions[r.key] for r in group],
-                marker={
-                    "symbol": [
-                        "circle" if r.key == "original" else "triangle-up" if r.perplexity > top else "star"
-                        for r in group
-                    ],
-                    "size": 14,
-                    "color": color,
-                },
-                textfont={"color": color},
-                customdata=[
-                    [label_shown(r), r.perplexity, r.cache_bytes_per_token / original.cache_bytes_per_token]
-                    for r in group
-                ],
-                hovertemplate=_(
-                    "%{{customdata[0]}}<br>perplexity %{{customdata[1]:,.2f}}<br>%{{customdata[2]:.0%}} of the "
-                    "original's cache"
-                )
-                + "<extra></extra>",
-                cliponaxis=False,
-                name=shown,
-            )
-        )
+        fig.add_trace(_healed_trace(group, shown, color, positions, top, original))
     fig.update_layout(
         xaxis_title=_("KV cache per token, whole model (KiB, float32)"),
         # room right of the original for its name, in presenter mode's doubled font too (a 1024 px projector)

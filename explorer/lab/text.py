@@ -104,7 +104,12 @@ def pareto_findings(rows: list[LabRow], healed: dict[str, HealedRow]) -> list[st
                 high=percent(closed[-1].gap_closed),
             )
         )
-    # Models that share one cache size, compared in one sentence, best first.
+    return findings + _same_cache_findings(rows, healed)
+
+
+def _same_cache_findings(rows: list[LabRow], healed: dict[str, HealedRow]) -> list[str]:
+    """Models that share one cache size, compared in one sentence, best first (and their healed twins in another)."""
+    findings = []
     for size in sorted({r.cache_bytes_per_token for r in rows}):
         same = sorted((r for r in rows if r.cache_bytes_per_token == size), key=lambda r: r.perplexity)
         if len(same) > 1:

@@ -54,7 +54,8 @@ CHAPTER: tuple[dict[str, str], ...] = (
             "whole cache: {full_share} of it at {tokens} tokens in {model}."
         ),
         lead=N_(
-            "A window layer keeps the last $W$ tokens: its cache stops growing. {model}: {sliding} window layers "
+            "A window layer keeps the last $W - 1$ tokens (the next one brings its own key): its cache stops growing. "
+            "{model}: {sliding} window layers "
             "($W$ = {window}) hold {sliding_bytes}, its {full} full layers {full_bytes} at {tokens} tokens."
         ),
     ),

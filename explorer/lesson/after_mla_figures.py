@@ -118,13 +118,10 @@ def _at_line(tokens: int) -> dict:
     }
 
 
-def sinks_figure(first_token_share: np.ndarray, table: WindowTable) -> tuple[dict, list[dict]]:
-    """Left: each layer's heads' mean weight on the first token ([layers, heads] shares). Right: the lab's measured
-    perplexity against the window (every layer windowed), without and with the first token kept, and the whole
-    cache's as a line."""
+def _sinks_traces(first_token_share: np.ndarray, table: WindowTable) -> list[dict]:
+    """The bars of each layer's mean weight on the first token, then the window's perplexity without and with it."""
     layers = first_token_share.shape[0]
     windows = table.windows()
-    original = table.row(None).perplexity
     data: list[dict] = [
         {
             "type": "bar",
@@ -158,6 +155,11 @@ def sinks_figure(first_token_share: np.ndarray, table: WindowTable) -> tuple[dic
                 "yaxis": "y2",
             }
         )
+    return data
+
+
+def _sinks_layout(table: WindowTable, original: float) -> dict:
+    """The two panels side by side, the whole cache's perplexity as a dashed line on the right one."""
     top = max(r.perplexity for r in table.rows if r.pattern == "every")
     layout: dict = {
         "title": {"text": _("SmolLM2-135M: the first token, and windows without it")},
@@ -198,8 +200,12 @@ def sinks_figure(first_token_share: np.ndarray, table: WindowTable) -> tuple[dic
         "margin": {"t": 60, "b": 60, "l": 60, "r": 20},
         "legend": {"orientation": "h", "x": 0.55, "y": 1.0, "yanchor": "bottom"},
     }
+    return layout
+
+
+def _sinks_phone(layout: dict) -> dict:
     # on a phone the two panels one above the other, each the whole width, the legend under the lower one
-    phone = layout | {
+    return layout | {
         "height": 760,
         "xaxis": {**layout["xaxis"], "domain": [0, 1], "anchor": "y"},
         "yaxis": {**layout["yaxis"], "domain": [0.62, 1]},
@@ -208,6 +214,14 @@ def sinks_figure(first_token_share: np.ndarray, table: WindowTable) -> tuple[dic
         "legend": {"orientation": "h", "x": 0, "y": -0.12, "yanchor": "top"},
         "margin": {"t": 60, "b": 110, "l": 60, "r": 20},
     }
+
+
+def sinks_figure(first_token_share: np.ndarray, table: WindowTable) -> tuple[dict, list[dict]]:
+    """Left: each layer's heads' mean weight on the first token ([layers, heads] shares). Right: the lab's measured
+    perplexity against the window (every layer windowed), without and with the first token kept, and the whole
+    cache's as a line."""
+    layers = first_token_share.shape[0]
+    layout = _sinks_layout(table, table.row(None).perplexity)
     csv: list[dict] = [
         {"layer": layer, "mean_first_token_share": float(first_token_share[layer].mean())} for layer in range(layers)
     ]
@@ -216,13 +230,16 @@ def sinks_figure(first_token_share: np.ndarray, table: WindowTable) -> tuple[dic
         for r in table.rows
         if r.pattern in (None, "every")
     ]
-    return {"data": data, "layout": layout, "narrow": narrow(phone)}, csv
+    return {
+        "data": _sinks_traces(first_token_share, table),
+        "layout": layout,
+        "narrow": narrow(_sinks_phone(layout)),
+    }, csv
 
 
-def key_bits_figure(result: KeyBits, head: int) -> tuple[dict, list[dict]]:
-    """KV head `head`'s channels: the error each layout leaves (bars), and how large each channel is (a line)."""
-    width = result.key_rms.shape[1]
-    channels = list(range(width))
+def _key_bits_traces(result: KeyBits, head: int) -> list[dict]:
+    """Each layout's error by channel (bars), and each channel's key size (a line on its own scale)."""
+    channels = list(range(result.key_rms.shape[1]))
     data: list[dict] = []
     for grouping in ("token", "channel"):
         name = _("per token") if grouping == "token" else _("per channel")
@@ -248,6 +265,12 @@ def key_bits_figure(result: KeyBits, head: int) -> tuple[dict, list[dict]]:
             "hovertemplate": _("channel %{x}: key RMS %{y:.2f}") + "<extra></extra>",
         }
     )
+    return data
+
+
+def _key_bits_layout(result: KeyBits, head: int) -> dict:
+    """The title, the grouped bars' axes, the size's hidden scale, and the largest channel named."""
+    width = result.key_rms.shape[1]
     outlier = int(np.argmax(result.key_rms[head]))
     layout = {
         "title": {
@@ -288,6 +311,12 @@ def key_bits_figure(result: KeyBits, head: int) -> tuple[dict, list[dict]]:
         "margin": {"t": 60, "b": 60, "l": 60, "r": 20},
         "legend": {"orientation": "h", "y": -0.2, "x": 0, "yanchor": "top"},
     }
+    return layout
+
+
+def key_bits_figure(result: KeyBits, head: int) -> tuple[dict, list[dict]]:
+    """KV head `head`'s channels: the error each layout leaves (bars), and how large each channel is (a line)."""
+    width = result.key_rms.shape[1]
     csv = [
         {
             "layer": result.layer,
@@ -300,4 +329,4 @@ def key_bits_figure(result: KeyBits, head: int) -> tuple[dict, list[dict]]:
         for h in range(result.key_rms.shape[0])
         for c in range(width)
     ]
-    return {"data": data, "layout": layout}, csv
+    return {"data": _key_bits_traces(result, head), "layout": _key_bits_layout(result, head)}, csv

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from PIL import Image, ImageDraw
 
+from attn_core import AttentionOptions
 from attn_core.compressed import CompressedCache
+from attn_core.options import held_tokens
 from explorer.axes.figures import token_label
 from explorer.gif import FADED, INK, PAPER, SIZE, fit, gif_bytes, text
 from explorer.i18n import _, format_bytes
@@ -18,12 +20,14 @@ KIND_COLORS = {"sliding": "#c4573a", "full": "#4a9a6b"}
 
 
 def window_images(model: ModelCurves, window: int, longest: int) -> list[Image.Image]:
-    """One image per grid length up to `longest`: the context as a strip with the window's last W tokens marked, and
+    """One image per grid length up to `longest`: the context as a strip with the W - 1 tokens a window layer keeps
+    marked (attn_core's convention, HF's: the next query brings its own key), and
     each kind of the model's layers as a bar as long as what it holds (one scale: the largest at `longest`)."""
     lengths = [t for t in model.tokens if t <= longest]
     kinds = {kind.kind: kind for kind in model.kinds}
     top = max(kind.held[model.at(longest)] for kind in model.kinds)
     left, right = 60, SIZE[0] - 60
+    kept = held_tokens(AttentionOptions(window=window), window)
     images = []
     for tokens in lengths:
         i = model.at(tokens)
@@ -34,9 +38,9 @@ def window_images(model: ModelCurves, window: int, longest: int) -> list[Image.I
         # the context as a strip, as long as the tokens read so far against the longest; the window at its end
         strip = left + (right - left) * tokens / longest
         draw.rectangle([left, 150, strip, 190], fill="#d5dae5", outline=INK)
-        start = max(left, strip - (right - left) * window / longest)
+        start = max(left, strip - (right - left) * kept / longest)
         draw.rectangle([start, 150, strip, 190], fill=KIND_COLORS["sliding"], outline=INK)
-        note = _("the window: the last {window} tokens a sliding layer keeps", window=window)
+        note = _("the window: the last {kept} tokens a sliding layer keeps (W = {window})", kept=kept, window=window)
         text(draw, (left, 200), note, fit(draw, note, 24, right - left), FADED)
         for row, name in enumerate(("sliding", "full")):
             kind = kinds[name]

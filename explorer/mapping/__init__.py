@@ -8,6 +8,6 @@ hover     the figure's words: hover HTML, the cache's bytes, each frame's title
 figures   the animated figure (one frame per step, MHA -> MLA): its traces and layout
 tables    the page's tables and CSV rows
 fused     one fused weight for q, k and v
-reads     the designs after MLA decoding token by token: what each token reads (explorer.probes.design_reads), the
+reads     the designs after MLA decoding token by token: what each token reads (its kind's decode_reads, explorer/kinds/), the
           animated figure, its caption, CSV rows and GIF
 """

@@ -1,31 +1,27 @@
 """A design after MLA decoding token by token, the mapping page's animation along the token axis: the probe's cached
-call (explorer.probes.design_reads, on the design's real layer and cache), the animated figure (one frame per decoded
+call (its kind's decode_reads, explorer/kinds/, on the design's real layer and cache), the animated figure (one frame per decoded
 token, played with the head -> KV morph's ▶ Play and slider), its words, its CSV rows and its GIF (drawn with the
 slides' Pillow helpers, explorer.gif)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 import streamlit as st
 from PIL import Image, ImageDraw
 
-from attn_core import AttentionConfig
 from explorer.charts import typed_array
-from explorer.designs import Design
 from explorer.gif import FADED, INK, PAPER, SIZE, fit, gif_bytes, text
 from explorer.i18n import _, format_bytes, n_, sentences, speaking
-from explorer.probes.design_reads import ENTRY, STATE, DecodeReads, design_reads
+from explorer.kinds.kind import ENTRY, STATE, DecodeReads, Design, Twin
 from explorer.probes.heatmaps import InputSpec, make_inputs
-from explorer.probes.mapping import narrowed
 from explorer.work import takes_turns
 
 from .computed import probe_width
 from .figures import play_buttons, step_slider
+from .link import MAP_DESIGN
 
 # The designs whose decoding the animation shows (a quantised cache reads every token, as a plain one does)
-READ_DESIGNS = ("sliding", "dsa", "compressed", "linear")
+READ_DESIGNS = MAP_DESIGN.options
 STEP_MS = 350  # per decoded token, as the lesson's cache animation
 READ, HELD = 2.0, 1.0  # a cell's value: read by the step's token, or held by the cache and not read
 READ_COLOUR, HELD_COLOUR, NEW_COLOUR = "#1f5fa8", "#c9d8ea", "#c4573a"
@@ -36,20 +32,17 @@ HISTORY = (0.0, 0.68)
 def probe_design(design: Design, d_model: int) -> Design:
     """The design with its input narrowed as the morph's layers are past FULL_WIDTH_LIMIT (same heads and widths,
     the same cache entries; a wide layer takes seconds to build here)."""
-    width = probe_width(d_model)
-    if width == d_model:
-        return design
-    if isinstance(design.config, AttentionConfig):
-        return replace(design, config=narrowed(design.config, width))
-    return replace(design, config=replace(design.config, d_model=width))
+    return design.narrowed(probe_width(d_model))
 
 
 @st.cache_data(max_entries=16, show_spinner=False)  # the page shows a spinner in its language
 @takes_turns
-def decode_reads(design: Design, seed: int, steps: int) -> DecodeReads:
-    """`steps` tokens (seeded inputs) decoded one at a time through the design's layer."""
+def decode_reads(design: Design, seed: int, steps: int, dtype: str, batch: int) -> DecodeReads:
+    """`steps` tokens (seeded inputs) decoded one at a time through the design's layer, in float32; the bytes that
+    `batch` such sequences' cache holds and reads in `dtype` (the sidebar's, as every page counts them)."""
     layer = design.build(seed)
-    return design_reads(layer, make_inputs(InputSpec(d_model=design.config.d_model, seed=seed, n_tokens=steps)))
+    x = make_inputs(InputSpec(d_model=design.config.d_model, seed=seed, n_tokens=steps))
+    return design.kind.decode_reads(design, layer, x, Twin(design, batch, dtype))
 
 
 def column_labels(reads: DecodeReads) -> list[str]:
@@ -188,11 +181,76 @@ def reads_rows(reads: DecodeReads) -> list[dict]:
     ]
 
 
-def reads_caption(reads: DecodeReads, design: str) -> str:
-    """What the animation shows, with the numbers of these decoding steps."""
+def _linear_said(reads: DecodeReads) -> str:
+    last = reads.steps - 1
+    return _(
+        "One column, the state: read and rewritten whole at every step. The cache holds {first} after token 0 and "
+        "{last} after token {t}: a fixed state, whatever the length.",
+        first=format_bytes(reads.held_bytes[0]),
+        last=format_bytes(reads.held_bytes[last]),
+        t=last,
+    )
+
+
+def _dsa_said(reads: DecodeReads) -> str:
+    return _(
+        "Every token stays cached ({bytes} after {n} tokens), but once more than {k} are there each step reads "
+        "only {k}, chosen by the indexer: the dark cells jump from row to row.",
+        bytes=format_bytes(reads.held_bytes[-1]),
+        n=reads.steps,
+        k=int(reads.read.sum(axis=1).max()),
+    )
+
+
+def _compressed_said(reads: DecodeReads) -> str:
+    entries = reads.kinds.count(ENTRY)
+    rate = reads.spans[-1][1] - reads.spans[-1][0] + 1 if entries else 0
+    return _(
+        "The band is the window, sliding as a sliding layer's does; on the right, a compressed entry appears "
+        "every {m} tokens and stays, read by every later token: {entries} after {n} tokens. The cache holds {bytes} "
+        "then.",
+        m=rate,
+        entries=entries,
+        n=reads.steps,
+        bytes=format_bytes(reads.held_bytes[-1]),
+    )
+
+
+def _sliding_said(reads: DecodeReads) -> str:
     last = reads.steps - 1
     held = reads.held.sum(axis=1)
     read = reads.read.sum(axis=1)
+    flat = int(np.argmax(held == held[last]))
+    run = reads.read[last, last::-1]  # from the last token back: its window is the first run of reads
+    window = int(run.argmin()) if not run.all() else run.size
+    kept = int(read[last]) - window
+    if kept:
+        reading = _(
+            "Each token reads at most {most} entries: its window of {window}, and the {kept} kept first tokens on "
+            "the left, which stay while the window slides.",
+            most=int(read.max()),
+            window=window,
+            kept=kept,
+        )
+    else:
+        reading = _("Each token reads at most {most} entries: its window, sliding right.", most=int(read.max()))
+    return sentences(
+        reading,
+        _(
+            "From token {t} on the cache holds {held} entries, {bytes}, however long the text grows.",
+            t=flat,
+            held=int(held[last]),
+            bytes=format_bytes(reads.held_bytes[last]),
+        ),
+    )
+
+
+# What the animation shows of each kind that decodes (explorer/kinds/: Kind.decodes), by its link value
+SAID = {"sliding": _sliding_said, "dsa": _dsa_said, "compressed": _compressed_said, "linear": _linear_said}
+
+
+def reads_caption(reads: DecodeReads, design: str) -> str:
+    """What the animation shows, with the numbers of these decoding steps."""
     measured = _(
         "Measured: {n} tokens decoded one at a time through the layer's own cache, each step's reads taken from its "
         "weights.",
@@ -204,64 +262,20 @@ def reads_caption(reads: DecodeReads, design: str) -> str:
             "taken from the cache.",
             n=reads.steps,
         )
-        said = _(
-            "One column, the state: read and rewritten whole at every step. The cache holds {first} after token 0 and "
-            "{last} after token {t}: a fixed state, whatever the length.",
-            first=format_bytes(reads.held_bytes[0]),
-            last=format_bytes(reads.held_bytes[last]),
-            t=last,
-        )
-    elif design == "dsa":
-        said = _(
-            "Every token stays cached ({bytes} after {n} tokens), but once more than {k} are there each step reads "
-            "only {k}, chosen by the indexer: the dark cells jump from row to row.",
-            bytes=format_bytes(reads.held_bytes[last]),
-            n=reads.steps,
-            k=int(read.max()),
-        )
-    elif design == "compressed":
-        entries = reads.kinds.count(ENTRY)
-        rate = reads.spans[-1][1] - reads.spans[-1][0] + 1 if entries else 0
-        said = _(
-            "The band is the window, sliding as a sliding layer's does; on the right, a compressed entry appears "
-            "every {m} tokens and stays, read by every later token: {entries} after {n} tokens. The cache holds {bytes} "
-            "then.",
-            m=rate,
-            entries=entries,
-            n=reads.steps,
-            bytes=format_bytes(reads.held_bytes[last]),
-        )
-    else:
-        flat = int(np.argmax(held == held[last]))
-        run = reads.read[last, last::-1]  # from the last token back: its window is the first run of reads
-        window = int(run.argmin()) if not run.all() else run.size
-        kept = int(read[last]) - window
-        if kept:
-            reading = _(
-                "Each token reads at most {most} entries: its window of {window}, and the {kept} kept first tokens on "
-                "the left, which stay while the window slides.",
-                most=int(read.max()),
-                window=window,
-                kept=kept,
-            )
-        else:
-            reading = _("Each token reads at most {most} entries: its window, sliding right.", most=int(read.max()))
-        said = sentences(
-            reading,
-            _(
-                "From token {t} on the cache holds {held} entries, {bytes}, however long the text grows.",
-                t=flat,
-                held=int(held[last]),
-                bytes=format_bytes(reads.held_bytes[last]),
-            ),
-        )
-    return sentences(measured, said)
+    dtype = _(
+        "Bytes of a {dtype} cache of batch {batch}, the sidebar's settings, as every page counts them.",
+        dtype=reads.dtype,
+        batch=reads.batch,
+    )
+    return sentences(measured, SAID[design](reads), dtype)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def reads_chart(design: Design, seed: int, steps: int, active: int, lang: str) -> tuple[dict, list[dict]]:
+def reads_chart(
+    design: Design, seed: int, steps: int, active: int, dtype: str, batch: int, lang: str
+) -> tuple[dict, list[dict]]:
     with speaking(lang):
-        reads = decode_reads(design, seed, steps)
+        reads = decode_reads(design, seed, steps, dtype, batch)
         return reads_spec(reads, active), reads_rows(reads)
 
 
@@ -306,7 +320,7 @@ def reads_images(reads: DecodeReads) -> list[Image.Image]:
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
-def reads_gif(design: Design, seed: int, steps: int, lang: str) -> bytes:
+def reads_gif(design: Design, seed: int, steps: int, dtype: str, batch: int, lang: str) -> bytes:
     """The animation as a GIF with its words in `lang` (made when the download is clicked)."""
     with speaking(lang):
-        return gif_bytes(reads_images(decode_reads(design, seed, steps)), STEP_MS)
+        return gif_bytes(reads_images(decode_reads(design, seed, steps, dtype, batch)), STEP_MS)

@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from typing import cast
 
 import numpy as np
 import torch
@@ -121,13 +122,15 @@ class HeadTensors:
 def head_tensors(layer: GroupedQueryAttention | MultiHeadLatentAttention, x: torch.Tensor) -> HeadTensors:
     """The q, k, v the layer's forward pass attends with (prefill from position 0, batch 1), per head."""
     cfg = layer.cfg
-    if isinstance(layer, MultiHeadLatentAttention):
-        q = layer.queries(x, 0).joined()  # [1, H, L, d_nope + d_h^R]
-        c_kv, k_rope = layer.compress(x, 0)
-        keys, values = layer.up_project(c_kv, k_rope)  # [1, H, S, d_nope + d_h^R], [1, H, S, d_v]
+    if cfg.variant == "mla":
+        latent = cast(MultiHeadLatentAttention, layer)
+        q = latent.queries(x, 0).joined()  # [1, H, L, d_nope + d_h^R]
+        c_kv, k_rope = latent.compress(x, 0)
+        keys, values = latent.up_project(c_kv, k_rope)  # [1, H, S, d_nope + d_h^R], [1, H, S, d_v]
         return HeadTensors(q[0], keys[0], values[0], list(range(cfg.n_heads)), cfg.qk_head_dim**-0.5)
-    q = layer.queries(x, 0).joined()
-    k, v = layer.keys_values(x, 0)
+    grouped = cast(GroupedQueryAttention, layer)
+    q = grouped.queries(x, 0).joined()
+    k, v = grouped.keys_values(x, 0)
     kv_head = [h // cfg.group_size for h in range(cfg.n_heads)]
     return HeadTensors(q[0], k[0], v[0], kv_head, cfg.head_dim**-0.5)
 
@@ -312,14 +315,13 @@ def prefilled_cache(
     grouped layers their keys after RoPE and values (parts: what the forward pass attended with), for MLA the
     normalised latent c_kv and the rotated shared key k_rope (the layer's own compress). A prefill forward pass would
     also run the queries and o_proj over those tokens, whose results a cache does not keep."""
-    if isinstance(layer, MultiHeadLatentAttention):
-        latent = layer.new_cache(1)
+    if layer.cfg.variant == "mla":
+        latent = cast(MultiHeadLatentAttention, layer).new_cache(1)
         if x.shape[1] > 1:
-            c_kv, k_rope = layer.compress(x, 0)  # [1, 1, L, d_c], [1, 1, L, d_h^R]
+            c_kv, k_rope = cast(MultiHeadLatentAttention, layer).compress(x, 0)  # [1, 1, L, d_c], [1, 1, L, d_h^R]
             latent.append(c_kv[:, :, :-1], k_rope[:, :, :-1])
         return latent
-    grouped = layer.new_cache(1)
-    assert isinstance(grouped, GroupedKVCache)  # the app's layers have no window (attn_core.options)
+    grouped = cast(GroupedKVCache, layer.new_cache(1))  # the app's variants have no window (attn_core.options)
     if x.shape[1] > 1:
         grouped.append(parts.k[None, :, :-1], parts.v[None, :, :-1])  # [1, K, L - 1, d_h]
     return grouped

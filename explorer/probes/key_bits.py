@@ -8,6 +8,7 @@ tokens of one channel, so each channel gets a scale of its own."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 import torch
@@ -39,9 +40,9 @@ def cached_keys(lm: PretrainedLM, ids: list[int], layer: int) -> torch.Tensor:
     cache = lm.new_cache()
     with torch.inference_mode():
         lm.hidden_states(torch.tensor([ids]), cache)
-    held = cache.layers[layer]
-    if not isinstance(held, GroupedKVCache):
+    if lm.attention.variant == "mla":
         raise ValueError(f"layer={layer} caches no keys of its own (a latent cache): choose a grouped layer.")
+    held = cast(GroupedKVCache, cache.layers[layer])  # a grouped model's layers cache their keys
     return held.k
 
 

@@ -30,10 +30,6 @@ from attn_core import (
     PRESETS,
     AttentionConfig,
     AttentionOptions,
-    CacheBits,
-    CompressedConfig,
-    DSAConfig,
-    GatedDeltaNetConfig,
     GroupedKVCache,
     LatentKVCache,
     ModelPreset,
@@ -50,7 +46,7 @@ from explorer.messages import N_
 from .measured import measure_cache
 
 if TYPE_CHECKING:
-    from explorer.designs import Design
+    from explorer.kinds.kind import Design
 
 # Bounds of the step-by-step decode: it runs real float32 layers on the server's CPU at every new setting.
 MAX_PROMPT_LEN = 64
@@ -256,7 +252,7 @@ def design_trace(
     """Prefill prompt_len tokens, then decode steps tokens one at a time through the design's real layer, in float32,
     with its cache; the same calls go through a twin on the meta device in the storage dtype, whose cache is the one
     a layer in that dtype would hold (same code, same shapes, no memory). Each step records both caches' bytes and
-    the closed forms (design_cache_bytes)."""
+    the core's closed forms (Design.formula_bytes)."""
     tokens = prompt_len + steps
     check_trace_bounds_tokens(prompt_len, steps, batch)
     parameters = design_parameters(design)
@@ -275,7 +271,7 @@ def design_trace(
         out, _ = layer(x[:, part], cache=cache)
         twin(x[:, part].to(device="meta", dtype=dtype), cache=twin_cache)
         new = part.stop - part.start
-        held, read = design_cache_bytes(design, twin_cache.seq_len, batch, element, new_tokens=new)
+        held, read = design.kind.formula_bytes(design, twin_cache.seq_len, batch, element, new)
         for key, value in (
             ("seen", cache.seq_len),
             ("held", twin_cache.nbytes),
@@ -327,56 +323,6 @@ def check_trace_bounds_tokens(prompt_len: int, steps: int, batch: int) -> None:
             most_steps=MAX_STEPS,
             most_batch=MAX_TRACE_BATCH,
         )
-
-
-# The linear layers' recurrent state is float32 whatever the layer's dtype (as HF holds it)
-STATE_BYTES = 4
-
-
-def design_cache_bytes(design: Design, tokens: int, batch: int, element: int, *, new_tokens: int) -> tuple[int, int]:
-    """(held, read) in closed form: what the design's cache holds after `tokens` tokens, and what the last query of a
-    call that brought `new_tokens` of them read from it (its own key included), in bytes of `element` bytes a number.
-    Written from each design's description, not from its cache's code: the page checks the two agree at every step."""
-    cfg, t = design.config, tokens
-    if isinstance(cfg, AttentionConfig) and design.bits is not None:  # KIVI: codes, scales, zero points; rest exact
-        before = _quantised_bytes(cfg, design.bits, t - new_tokens, batch, element)
-        new = 2 * batch * cfg.n_kv_heads * cfg.head_dim * new_tokens * element  # read exact, then quantised
-        return _quantised_bytes(cfg, design.bits, t, batch, element), before + new
-    if isinstance(cfg, AttentionConfig):  # a window of W and n_s kept first tokens
-        options = design.options or AttentionOptions()
-        per_token = 2 * cfg.n_kv_heads * cfg.head_dim * batch * element
-        window = options.window or t
-        sinks = min(t, options.sink_tokens)
-        return per_token * (sinks + min(t - sinks, window - 1)), per_token * (sinks + min(t - sinks, window))
-    if isinstance(cfg, DSAConfig):  # every token's latent and indexer key; the top k latents read past k tokens
-        latent = cfg.kv_lora_rank + cfg.qk_rope_head_dim
-        read = t * cfg.index_head_dim + min(t, cfg.index_topk) * latent  # the indexer runs at every T (DeepSeek's)
-        return (latent + cfg.index_head_dim) * t * batch * element, read * batch * element
-    if isinstance(cfg, CompressedConfig):  # V4's HCA: W - 1 window keys, one entry per m tokens, the m - 1 waiting
-        m, d = cfg.compress_rate, cfg.head_dim
-        entries, waiting = t // m, t % m
-        # a waiting token is held as its projection and its gate logits until its group of m is pooled
-        held = min(t, cfg.sliding_window - 1) * d + entries * d + 2 * waiting * d
-        read = min(t, cfg.sliding_window) * d + entries * d
-        return held * batch * element, read * batch * element
-    if isinstance(cfg, GatedDeltaNetConfig):  # a state per value head, and the convolution's last K - 1 inputs
-        state = cfg.n_value_heads * cfg.key_head_dim * cfg.value_head_dim * STATE_BYTES
-        conv = (2 * cfg.n_key_heads * cfg.key_head_dim + cfg.n_value_heads * cfg.value_head_dim) * (cfg.conv_kernel - 1)
-        held = batch * (state + conv * element) if t else 0
-        return held, held
-    raise ValueError(f"{type(cfg).__name__}: no closed form for this design.")
-
-
-def _quantised_bytes(cfg: AttentionConfig, bits: CacheBits, tokens: int, batch: int, element: int) -> int:
-    """KIVI's cache after `tokens`: per part (keys by channel, values by token), Q quantised tokens as bits-wide codes
-    with a scale and a zero point per group of g numbers, the T - Q others exact."""
-    total = 0
-    for block in (bits.group_size, 1):  # keys quantise whole groups of g tokens per channel; values each token
-        quantised = block * (max(tokens - bits.residual, 0) // block)
-        numbers = quantised * cfg.head_dim
-        total += numbers * bits.bits // 8 + 2 * (numbers // bits.group_size) * element
-        total += (tokens - quantised) * cfg.head_dim * element
-    return batch * cfg.n_kv_heads * total
 
 
 # --- whole models ----------------------------------------------------------------------------------------------------
@@ -554,7 +500,8 @@ def sequences_that_fit(preset: ModelPreset, bytes_per_token_model: int, *, budge
 def what_fits(preset: ModelPreset, row: ModelRow, *, budget_left: int, batch: int) -> Fit:
     """How long `batch` sequences can grow, and how many sequences of the full context fit, in budget_left bytes.
 
-    A rolling window caps what each sequence holds at W tokens per layer, so past W a sequence grows for free.
+    A rolling window caps what each sequence holds at W - 1 tokens per layer (tokens_held), so past W a sequence
+    grows for free.
     """
     per_token = row.bytes_per_token_model  # one sequence, all layers
     if budget_left <= 0:

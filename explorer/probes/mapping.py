@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import numpy as np
 import torch
@@ -125,10 +125,12 @@ def _disturb(
     cache: GroupedKVCache | LatentKVCache, cfg: AttentionConfig, row: int, store: int, noise: torch.Generator
 ) -> None:
     """Add noise as large as the stored values to one store of one batch row, in place."""
-    if isinstance(cache, LatentKVCache):
-        targets = [cache.c_kv[row, 0] if store == 0 else cache.k_rope[row, 0]]
+    if cfg.variant == "mla":
+        latent = cast(LatentKVCache, cache)
+        targets = [latent.c_kv[row, 0] if store == 0 else latent.k_rope[row, 0]]
     else:
-        targets = [cache.k[row, store], cache.v[row, store]]
+        grouped = cast(GroupedKVCache, cache)
+        targets = [grouped.k[row, store], grouped.v[row, store]]
     for target in targets:
         scale = target.abs().mean() + 1e-3
         target += scale * torch.randn(target.shape, generator=noise, dtype=target.dtype)
@@ -232,11 +234,12 @@ def _trace(
         with torch.inference_mode():
             prefill = torch.empty(batch, seq_len, cfg.d_model, device=meta) if decode else None
             x = torch.empty(batch, 1 if decode else seq_len, cfg.d_model, device=meta)
-            if isinstance(layer, MultiHeadLatentAttention):
-                return _latent_rows(layer, cfg, x, _cache_after(layer, batch, prefill), concat)
-            grouped = _cache_after(layer, batch, prefill)
-            assert isinstance(grouped, GroupedKVCache)  # the app's layers have no window (attn_core.options)
-            return _grouped_rows(layer, cfg, x, grouped, concat)
+            if cfg.variant == "mla":
+                latent = cast(MultiHeadLatentAttention, layer)
+                return _latent_rows(latent, cfg, x, _cache_after(latent, batch, prefill), concat)
+            grouped = cast(GroupedQueryAttention, layer)
+            # the app's variants have no window (attn_core.options): a plain grouped cache
+            return _grouped_rows(grouped, cfg, x, cast(GroupedKVCache, _cache_after(grouped, batch, prefill)), concat)
     finally:
         hook.remove()
 

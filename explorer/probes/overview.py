@@ -18,11 +18,10 @@ from attn_core import (
     parameter_count,
 )
 
-from .kv_cache import design_cache_bytes
 from .measured import measure_cache
 
 if TYPE_CHECKING:
-    from explorer.designs import Design
+    from explorer.kinds.kind import Design
 
 
 @dataclass(frozen=True)
@@ -111,10 +110,10 @@ def compare_designs(
                 design=name,
                 parameters=sum(p.numel() for p in layer.parameters()),
                 cache_bytes_measured=held,
-                cache_bytes_formula=design_cache_bytes(design, seq_len, batch, element, new_tokens=seq_len)[0],
+                cache_bytes_formula=design.kind.formula_bytes(design, seq_len, batch, element, seq_len)[0],
                 cache_bytes_per_token=held / (seq_len * batch),
                 read_bytes_measured=cache.read_nbytes,
-                read_bytes_formula=design_cache_bytes(design, seq_len + 1, batch, element, new_tokens=1)[1],
+                read_bytes_formula=design.kind.formula_bytes(design, seq_len + 1, batch, element, 1)[1],
                 decode_flops_per_token=counter.get_total_flops() // batch,
                 cache_ratio_to_mha=held / kv_cache_bytes(mha, batch, seq_len, dtype),
             )

@@ -1,5 +1,5 @@
 """The designs after MLA in the settings: their link values read from any text, and every design built and run at any
-settings the sidebar offers (explorer/designs.py)."""
+settings the sidebar offers (explorer/kinds/)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
-from explorer.designs import design
+from explorer.kinds.registry import design
 from explorer.settings import (
     DESIGNS,
     LINK_NAMES,

@@ -5,9 +5,12 @@ no names the pages read (they import the module that defines a name)."""
 from __future__ import annotations
 
 import ast
+import importlib
 from pathlib import Path
 
 import pytest
+
+from attn_core import ConfigWarning
 
 EXPLORER = Path(__file__).parents[2] / "explorer"
 # The pages' packages (probes serve every page; locales is the catalog)
@@ -92,3 +95,107 @@ def test_a_page_package_s_init_re_exports_nothing_the_pages_read(package):
                 assert {alias.name for alias in node.names} <= defined, f"{page.name} reads {package.name}'s __init__"
             if isinstance(node, ast.ImportFrom) and node.module == "explorer":
                 assert package.name not in {alias.name for alias in node.names}, f"{page.name} imports the package"
+
+
+# --- a kind of layer is asked, not tested for (explorer/kinds/) ----------------------------------------------------
+KINDS_ROOM = EXPLORER / "kinds"
+
+
+def worded(module: str, name: str) -> bool:
+    """attn_core's typed values that the app words rather than a kind of layer: its config warnings and errors."""
+    value = getattr(importlib.import_module(module), name, None)
+    return isinstance(value, type) and issubclass(value, ConfigWarning | BaseException)
+
+
+def core_names(tree: ast.AST) -> set[str]:
+    """Names a module binds to attn_core's layers, configs and caches (not its warnings and errors, nor
+    attn_core.pretrained's missing-model values, which the app words): `from attn_core(.x) import Name`, and
+    `attn_core` itself for `attn_core.Name`."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "attn_core":
+            if not node.module.startswith("attn_core.pretrained"):
+                names |= {alias.asname or alias.name for alias in node.names if not worded(node.module, alias.name)}
+        elif isinstance(node, ast.Import):
+            names |= {alias.asname or alias.name for alias in node.names if alias.name == "attn_core"}
+    return names
+
+
+def _mentions(node: ast.AST, names: set[str]) -> bool:
+    return any(
+        (isinstance(part, ast.Name) and part.id in names)
+        or (isinstance(part, ast.Attribute) and isinstance(part.value, ast.Name) and part.value.id in names)
+        for part in ast.walk(node)
+    )
+
+
+def type_tests(source: str) -> list[int]:
+    """Lines that test a value against one of the core's classes: isinstance / issubclass, type(x) compared or used
+    as a key, a match on a class pattern, a table keyed by the core's classes."""
+    tree = ast.parse(source)
+    names = core_names(tree)
+    found = []
+    for node in ast.walk(tree):
+        call = isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+        if call and node.func.id in ("isinstance", "issubclass") and len(node.args) == 2:  # type: ignore[union-attr]
+            hit = _mentions(node.args[1], names)  # type: ignore[attr-defined]
+        elif isinstance(node, ast.Compare) and any(isinstance(op, ast.Is | ast.Eq | ast.In) for op in node.ops):
+            typed = [p for p in (node.left, *node.comparators) if isinstance(p, ast.Call)]
+            hit = any(isinstance(p.func, ast.Name) and p.func.id == "type" for p in typed) and _mentions(node, names)
+        elif isinstance(node, ast.MatchClass):
+            hit = _mentions(node.cls, names)
+        elif isinstance(node, ast.Dict):
+            hit = any(key is not None and _mentions(key, names) for key in node.keys)
+        else:
+            hit = False
+        if hit:
+            found.append(node.lineno)  # type: ignore[attr-defined]
+    return found
+
+
+def test_the_type_test_scan_finds_each_form():
+    source = (
+        "from attn_core import DSAConfig, GroupedQueryAttention as G\nimport attn_core\n"
+        "isinstance(a, DSAConfig)\nisinstance(a, (int, G))\ntype(a) is attn_core.DSAConfig\n"
+        "{DSAConfig: 1}[type(a)]\nmatch a:\n    case G():\n        pass\n"
+        "isinstance(a, int)\ntype(a) is int\n"
+        "from attn_core import LatentCompressesNothing\nisinstance(a, LatentCompressesNothing)\n"
+    )
+    assert type_tests(source) == [3, 4, 5, 6, 8]
+
+
+def test_no_page_or_app_module_tests_a_value_against_the_core_s_classes():
+    """What differs between kinds of layer is asked of the kind (explorer/kinds/: KINDS, a Design's .kind), so a new
+    kind is a module there and its registry line, not a branch in every page."""
+    found = {}
+    for path in [*EXPLORER.rglob("*.py"), *(EXPLORER.parent / "pages").glob("*.py")]:
+        if KINDS_ROOM in path.parents:
+            continue
+        if lines := type_tests(path.read_text()):
+            found[str(path.relative_to(EXPLORER.parent))] = lines
+    assert found == {}
+
+
+# --- short functions ---------------------------------------------------------------------------------------------
+MOST_LINES = 60
+# Functions still longer, each to be split when next touched; none may join them, and none may grow
+LONGER_STILL = {
+    "explorer/axes/figures.py:context_figure": 111,
+}
+
+
+def long_functions() -> dict[str, int]:
+    found = {}
+    root = EXPLORER.parent
+    for path in [*EXPLORER.rglob("*.py"), *(root / "pages").glob("*.py"), root / "app.py"]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.end_lineno is not None:
+                lines = node.end_lineno - node.lineno + 1
+                if lines > MOST_LINES:
+                    found[f"{path.relative_to(root)}:{node.name}"] = lines
+    return found
+
+
+def test_no_function_in_the_app_is_over_60_lines_beyond_those_listed_and_none_grows():
+    found = long_functions()
+    assert {name: lines for name, lines in found.items() if lines > LONGER_STILL.get(name, MOST_LINES)} == {}

@@ -12,8 +12,8 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
 from attn_core import kv_cache_bytes
-from explorer.designs import chosen, design
 from explorer.glossary import design_name
+from explorer.kinds.registry import chosen, design
 from explorer.probes.overview import compare_designs
 from explorer.settings import (
     DESIGNS,

@@ -1,4 +1,4 @@
-"""explorer.probes.design_heatmaps: the designs after MLA's weights, each held against an independent reference (a
+"""The kinds' attention maps (explorer/kinds/): the designs after MLA's weights, each held against an independent reference (a
 mask formula, a softmax written here, torch.topk of the indexer's scores, the compressor's own entries)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from attn_core import (
     DeepSeekSparseAttention,
     build_attention,
 )
-from explorer.probes import design_heatmaps as probe
+from explorer.kinds import compressed, dsa, grouped
 from tests.small_designs import GQA, small_dsa, v4_layer
 
 LENGTH = 14
@@ -30,7 +30,7 @@ def band_formula(length: int, window: int, sinks: int) -> np.ndarray:
 
 def test_a_sliding_layers_read_keys_are_its_band_and_kept_first_tokens():
     layer = build_attention(GQA, seed=1, options=AttentionOptions(window=4, sink_tokens=2))
-    result = probe.band_map(layer, inputs())
+    result = grouped.band_map(layer, inputs())
     read = ~np.isnan(result.weights)
     for head in range(4):
         assert np.array_equal(read[head], band_formula(LENGTH, 4, 2))
@@ -41,7 +41,7 @@ def test_a_sliding_layers_read_keys_are_its_band_and_kept_first_tokens():
 def test_a_learned_sinks_weight_is_its_logits_share_of_the_softmax():
     layer = build_attention(GQA, seed=2, options=AttentionOptions(window=5, learned_sinks=True))
     x = inputs(seed=3)
-    result = probe.band_map(layer, x)
+    result = grouped.band_map(layer, x)
     with torch.no_grad():
         q, k, _ = layer.rotated_qkv(x, 0)
         k = k.repeat_interleave(2, dim=1)  # each KV head read by 2 query heads
@@ -61,7 +61,7 @@ DSA = small_dsa(topk=4)
 def test_dsa_reads_each_querys_top_k_of_the_indexer_scores_and_leaves_the_rest_blank():
     layer = DeepSeekSparseAttention(DSA)
     layer.init_from_seed(5)
-    result = probe.sparse_map(layer, inputs(seed=6))
+    result = dsa.sparse_map(layer, inputs(seed=6))
     scores = torch.from_numpy(np.nan_to_num(result.index_scores, nan=-np.inf))
     for query in range(LENGTH):
         top = set(torch.topk(scores[query], 4).indices.tolist())
@@ -73,7 +73,7 @@ def test_dsa_reads_each_querys_top_k_of_the_indexer_scores_and_leaves_the_rest_b
 
 
 def test_an_hca_layer_reads_its_window_then_every_finished_entry():
-    result = probe.compressed_map(v4_layer("hca", seed=7), inputs(seed=8))
+    result = compressed.compressed_map(v4_layer("hca", seed=7), inputs(seed=8))
     read = ~np.isnan(result.weights[0])
     assert np.array_equal(read[:, :LENGTH], band_formula(LENGTH, 5, 0))
     entries = read[:, LENGTH:]
@@ -84,7 +84,7 @@ def test_an_hca_layer_reads_its_window_then_every_finished_entry():
 
 
 def test_a_csa_layer_reads_at_most_top_k_of_its_finished_entries():
-    result = probe.compressed_map(v4_layer("csa", seed=7), inputs(seed=9))
+    result = compressed.compressed_map(v4_layer("csa", seed=7), inputs(seed=9))
     entries = ~np.isnan(result.weights[0, :, LENGTH:])
     finished = (np.arange(LENGTH) + 1) // 3
     assert np.array_equal(entries.sum(axis=1), np.minimum(finished, 2))
@@ -101,7 +101,7 @@ def entries_after(layer: CompressedAttention, x: torch.Tensor) -> torch.Tensor:
 def test_each_entry_pools_exactly_the_tokens_its_span_names():
     for kind in ("hca", "csa"):
         layer, x = v4_layer(kind, seed=7), inputs(seed=10)
-        spans = probe.entry_spans(kind, 3, LENGTH // 3)
+        spans = compressed.entry_spans(kind, 3, LENGTH // 3)
         before = entries_after(layer, x)
         for token in range(LENGTH // 3 * 3):
             moved = x.clone()

@@ -8,11 +8,11 @@ from functools import cache
 
 import pytest
 
-from explorer.designs import design
 from explorer.glossary import design_name
+from explorer.kinds.registry import design
 from explorer.kv_cache.figures import design_size_figure
 from explorer.probes import FLOAT32_TOLERANCE
-from explorer.probes.kv_cache import DesignTrace, TraceTooHeavy, design_cache_bytes, design_trace
+from explorer.probes.kv_cache import DesignTrace, TraceTooHeavy, design_trace
 from explorer.settings import DESIGNS, Settings
 
 SMALL = Settings(d_model=64, heads=4, groups=2, latent=16, rope_dim=8, window=8, sinks=2, topk=8, rate=4, bits=4)
@@ -65,7 +65,7 @@ def test_the_closed_forms_by_hand():
     e, b = 2, 1
 
     def at(name, tokens, new=1):
-        return design_cache_bytes(design(SMALL, name), tokens, b, e, new_tokens=new)
+        return design(SMALL, name).formula_bytes(tokens, b, "bfloat16", new_tokens=new)
 
     per_token = 2 * 2 * 16 * e  # K and V of 2 heads of 16
     assert at("sliding", 20) == (per_token * (2 + 7), per_token * (2 + 8))

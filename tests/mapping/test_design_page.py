@@ -11,7 +11,7 @@ import numpy as np
 from PIL import Image, ImageChops
 from streamlit.testing.v1 import AppTest
 
-from explorer import designs
+from explorer.kinds import registry
 from explorer.mapping import reads
 from explorer.settings import Settings
 from tests.app.helpers import chart_bytes, chart_specs, no_exception, open_script
@@ -87,8 +87,8 @@ def test_the_widest_view_stays_within_the_payload_budget():
 
 
 def test_the_gif_has_a_frame_per_token_at_a_slides_size_and_moves():
-    design = designs.design(Settings(designs=("dsa",), topk=4), "dsa")
-    data = reads.reads_gif(design, 0, 32, "en")
+    design = registry.design(Settings(designs=("dsa",), topk=4), "dsa")
+    data = reads.reads_gif(design, 0, 32, "bfloat16", 1, "en")
     image = Image.open(io.BytesIO(data))
     assert image.n_frames == 32
     assert image.size == (1024, 768)

@@ -1,4 +1,4 @@
-"""explorer.probes.design_reads: what each decoding step of a design after MLA reads, held against independent
+"""The kinds' decode_reads (explorer/kinds/): what each decoding step of a design after MLA reads, held against independent
 references (a window-and-sinks formula, torch.topk of the indexer's scores, V4's entry schedule, the linear state's
 byte formula)."""
 
@@ -16,10 +16,16 @@ from attn_core import (
     build_attention,
 )
 from attn_core.linear import cache_bytes_formula
-from explorer.probes import design_reads as probe
+from explorer.kinds import compressed, dsa, grouped, linear
+from explorer.kinds.kind import Design, Twin
 from tests.small_designs import GQA, small_dsa, v4_layer
 
 STEPS = 20
+
+
+def twin(design: Design) -> Twin:
+    """The bytes of a float32 cache, as the real layer's (the pages pass the sidebar's dtype)."""
+    return Twin(design, 1, "float32")
 
 
 def inputs(d_model: int = 32, seed: int = 0) -> torch.Tensor:
@@ -28,8 +34,9 @@ def inputs(d_model: int = 32, seed: int = 0) -> torch.Tensor:
 
 @pytest.mark.parametrize(("window", "sinks"), [(5, 0), (4, 2), (30, 0)])
 def test_a_sliding_layers_step_reads_its_window_and_kept_first_tokens(window, sinks):
-    layer = build_attention(GQA, seed=1, options=AttentionOptions(window=window, sink_tokens=sinks))
-    result = probe.grouped_reads(layer, inputs())
+    options = AttentionOptions(window=window, sink_tokens=sinks)
+    layer = build_attention(GQA, seed=1, options=options)
+    result = grouped.grouped_reads(layer, inputs(), twin(Design(grouped.SLIDING, GQA, options)))
     t, j = np.arange(STEPS)[:, None], np.arange(STEPS)[None]
     assert np.array_equal(result.read, (j <= t) & ((t - j < window) | (j < sinks)))
     # held for the next token: the kept first tokens and the window - 1 latest
@@ -45,7 +52,7 @@ def test_a_dsa_step_reads_the_top_k_of_its_indexer_scores_and_the_cache_holds_ev
     layer = DeepSeekSparseAttention(DSA)
     layer.init_from_seed(2)
     x = inputs(seed=3)
-    result = probe.sparse_reads(layer, x)
+    result = dsa.sparse_reads(layer, x, twin(Design(dsa.DSA, DSA)))
     cache = layer.new_cache(1)
     with torch.no_grad():
         for t in range(STEPS):
@@ -58,7 +65,8 @@ def test_a_dsa_step_reads_the_top_k_of_its_indexer_scores_and_the_cache_holds_ev
 
 
 def test_an_hca_step_reads_its_window_and_every_entry_finished_so_far():
-    result = probe.compressed_reads(v4_layer("hca", seed=4), inputs(seed=5))
+    layer = v4_layer("hca", seed=4)
+    result = compressed.compressed_reads(layer, inputs(seed=5), twin(Design(compressed.COMPRESSED, layer.cfg)))
     entries = STEPS // 3
     assert result.kinds == ("token",) * STEPS + ("entry",) * entries
     assert result.spans[STEPS:] == tuple((3 * e, 3 * e + 2) for e in range(entries))
@@ -70,7 +78,8 @@ def test_an_hca_step_reads_its_window_and_every_entry_finished_so_far():
 
 
 def test_a_csa_step_reads_at_most_top_k_entries():
-    result = probe.compressed_reads(v4_layer("csa", seed=4), inputs(seed=6))
+    layer = v4_layer("csa", seed=4)
+    result = compressed.compressed_reads(layer, inputs(seed=6), twin(Design(compressed.COMPRESSED, layer.cfg)))
     finished = (np.arange(STEPS) + 1) // 3
     assert result.read[:, STEPS:].sum(axis=1).tolist() == np.minimum(finished, 2).tolist()
 
@@ -81,7 +90,7 @@ def test_a_linear_layer_holds_and_reads_one_state_of_the_same_bytes_at_every_ste
     )
     layer = GatedDeltaNet(cfg)
     layer.init_from_seed(7)
-    result = probe.linear_reads(layer, inputs(seed=8))
+    result = linear.linear_reads(layer, inputs(seed=8), twin(Design(linear.LINEAR, cfg)))
     assert result.kinds == ("state",)
     assert result.read.all()
     assert result.held.all()
