@@ -49,9 +49,9 @@ def flops_by_formula(s: Settings, name: str, cached: int) -> int:
         read = min(keys, s.topk)
         mla += 2 * h * (dc + dr) * read + 2 * h * dc * read
         indexer = 2 * d * index_dim  # its key, cached for every token
-        if keys > s.topk:  # scoring every key, weighted per indexer head
-            indexer += 2 * q_lora * index_heads * index_dim + 2 * d * index_heads
-            indexer += 2 * index_heads * index_dim * keys + 2 * index_heads * keys
+        # scoring every key, weighted per indexer head: at every length, as DeepSeek's reference and HF's module run it
+        indexer += 2 * q_lora * index_heads * index_dim + 2 * d * index_heads
+        indexer += 2 * index_heads * index_dim * keys + 2 * index_heads * keys
         return mla + indexer
     if name == "compressed":  # V4's HCA: one K=V head; the window and every entry; the sink as one more key
         q_lora, o_lora = dc, dc
