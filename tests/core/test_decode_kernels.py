@@ -8,8 +8,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 from torch.backends import cuda as cuda_backends
+from torch.utils._python_dispatch import TorchDispatchMode
 
+from attn_core import compressed
 from attn_core.attend import sdpa
+from attn_core.compressed import QUERY_BLOCK_ELEMENTS
+from attn_core.hf import build_layer
+from attn_core.published import published_config
 
 from .published_small import CASE_IDS, LAYER_KINDS, prefill_then_decode, small_layer
 
@@ -99,3 +104,55 @@ def test_layer_in_half_precision_is_float32_within_the_dtypes_rounding(
     assert out.dtype == dtype
     tolerance = 8 * torch.finfo(dtype).eps * expected.abs().max().item()
     assert (out.float() - expected).abs().max().item() <= tolerance
+
+
+# --- DeepSeek-V4's prompt memory: linear in the prompt's length --------------------------------------------------------
+
+
+class _LargestRequest(TorchDispatchMode):
+    """The largest tensor any torch operation creates while active, in bytes (meta tensors too: their shapes)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.largest = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        out = func(*args, **(kwargs or {}))
+        for tensor in out if isinstance(out, (tuple, list)) else [out]:
+            if isinstance(tensor, torch.Tensor):
+                self.largest = max(self.largest, tensor.numel() * tensor.element_size())
+        return out
+
+
+def _largest_request_filling(layer: torch.nn.Module, batch: int, tokens: int, chunk: int) -> int:
+    cache, record = layer.new_cache(batch), _LargestRequest()
+    with torch.no_grad(), record:
+        for _ in range(0, tokens, chunk):
+            layer(torch.empty(batch, chunk, layer.cfg.d_model, device="meta", dtype=torch.bfloat16), cache=cache)
+    return record.largest
+
+
+@pytest.mark.parametrize("index", [2, 3], ids=["csa", "hca"])
+def test_v4_prompt_fills_its_cache_without_a_request_growing_with_its_length(index: int) -> None:
+    """The published layer, B=32, on the meta device: doubling the prompt leaves the largest single request where it
+    was, within one query block's budget (1 GB; 70 GB and 38 GB at 8k in 2,048-token chunks before blocking)."""
+    layer = build_layer(published_config("DeepSeek-V4-Flash"), index, device="meta", dtype=torch.bfloat16)
+    shorter, longer = (_largest_request_filling(layer, 32, tokens, 512) for tokens in (2048, 4096))
+    assert longer <= shorter <= 4 * QUERY_BLOCK_ELEMENTS
+
+
+@pytest.mark.parametrize("kind", ["csa", "hca"])
+def test_v4_query_blocks_give_the_one_block_numbers(kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    name, index = "DeepSeek-V4-Flash", 2 if kind == "csa" else 3
+    x = torch.randn(2, 150, 64, generator=torch.Generator().manual_seed(2))
+    layer = small_layer(name, index)
+    with torch.no_grad():
+        whole = layer(x, cache=layer.new_cache(2), return_weights=True)
+        fused = layer(x, cache=layer.new_cache(2))[0]
+        monkeypatch.setattr(compressed, "QUERY_BLOCK_ELEMENTS", 2 * 4 * 200)  # a few queries a block
+        assert layer.query_rows(2, 200) < 10
+        blocked = layer(x, cache=layer.new_cache(2), return_weights=True)
+        blocked_fused = layer(x, cache=layer.new_cache(2))[0]
+    torch.testing.assert_close(blocked[0], whole[0], rtol=0, atol=1e-6)
+    torch.testing.assert_close(blocked[1], whole[1], rtol=0, atol=1e-6)
+    torch.testing.assert_close(blocked_fused, fused, rtol=0, atol=1e-6)
