@@ -73,6 +73,8 @@ def layer_kinds() -> list[tuple[str, str, int]]:
     """(model, kind, layer index): the first layer of each kind of every published model."""
     cases = []
     for name in PUBLISHED:
+        if name not in SMALLER:  # test_every_published_model_has_a_small_version says so
+            continue
         hf, seen = small_config(name), set()
         for index in range(_layer_count(hf)):
             kind, _ = read_layer(hf, index)

@@ -14,9 +14,9 @@ from attn_core import compressed
 from attn_core.attend import sdpa
 from attn_core.compressed import QUERY_BLOCK_ELEMENTS
 from attn_core.hf import build_layer
-from attn_core.published import published_config
+from attn_core.published import PUBLISHED, published_config
 
-from .published_small import CASE_IDS, LAYER_KINDS, prefill_then_decode, small_layer
+from .published_small import CASE_IDS, LAYER_KINDS, SMALLER, prefill_then_decode, small_layer
 
 # Kinds whose decoding step reaches torch's fused kernel. The others score with explicit products (no plan to
 # build): gpt-oss's sinks, MLA's and DSA's absorbed step (keys wider than values), and the linear layers' state.
@@ -32,6 +32,11 @@ FUSED_DECODE = {
     "DeepSeek-V4-Flash:hca",
     "SmolLM2-135M:full",
 }
+
+
+def test_every_published_model_has_a_small_version() -> None:
+    missing = sorted(set(PUBLISHED) - set(SMALLER))
+    assert not missing, f"add {missing}'s small fields to tests/core/published_small.SMALLER"
 
 
 def _tokens(kind: str) -> int:
