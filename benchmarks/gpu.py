@@ -10,8 +10,9 @@ decoding step at B=1 and 32 after 4k, 32k and 128k cached tokens (V4's layers al
 32k tokens at B=1. A step's bytes are the layer's weights plus what its cache's accounting says the step reads
 (read_nbytes, from the core's meta-device cache_after: nothing estimated here); bandwidth is bytes / median time.
 Caches are filled with random numbers at the right shapes (the meta cache's tensors made real), not by prefilling:
-a decoding step's cost does not depend on the numbers. HF's LlamaAttention runs beside the Llama-family layers
-(Llama 3 8B, SmolLM2-135M) with the same weights and the same cached keys; other peers are not wired yet ("hf": null).
+a decoding step's cost does not depend on the numbers. HF's LlamaAttention / Qwen3Attention run beside Llama 3 8B's,
+SmolLM2-135M's and Qwen3-8B's layers with the same weights (a prefill also compares the outputs) and caches of the
+same size; other peers are not wired yet ("hf_ms": null).
 Every case stops at the run's time budget: what did not fit is listed as skipped, never guessed.
 
 Without CUDA the CPU mode runs the same code on the published models' layers made small (tests/core/published_small)
@@ -39,7 +40,8 @@ from attn_core.published import PUBLISHED, published_config
 
 # Cards' memory bandwidth, bytes/s (vendors' figures), found by a substring of torch.cuda.get_device_name().
 CARD_BANDWIDTH = {"H200": 4.8e12, "H100": 3.35e12, "A100": 2.0e12, "L40S": 0.864e12}
-LLAMA_FAMILY = {"Llama 3 8B", "SmolLM2-135M"}  # HF's LlamaAttention is their module
+# HF's module for the layers whose peer the benchmark wires: transformers' model module name, and its class prefix.
+HF_PEERS = {"Llama 3 8B": ("llama", "Llama"), "SmolLM2-135M": ("llama", "Llama"), "Qwen3-8B": ("qwen3", "Qwen3")}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,7 +85,7 @@ def layer_cases(small: bool) -> list[tuple[str, str, int, dict[str, Any]]]:
     return cases
 
 
-def made_real(value: Any, device: torch.device, generator: torch.Generator, seen: set[int] | None = None) -> Any:
+def made_real(value: Any, device: torch.device, seen: set[int] | None = None) -> Any:
     """A meta-device cache (cache_after's) with every tensor replaced, in place, by random numbers of its shape and
     dtype on `device` (integers: zeros); recurses into attributes, dicts and lists."""
     seen = set() if seen is None else seen
@@ -91,20 +93,19 @@ def made_real(value: Any, device: torch.device, generator: torch.Generator, seen
         if value.device.type != "meta":
             return value
         if value.is_floating_point():
-            drawn = torch.randn(value.shape, generator=generator, device="cpu", dtype=torch.float32) * 0.5
-            return drawn.to(device=device, dtype=value.dtype)
+            return torch.randn(value.shape, device=device, dtype=value.dtype)  # drawn where it is used: GBs
         return torch.zeros(value.shape, dtype=value.dtype, device=device)
     if id(value) in seen or isinstance(value, (int, float, str, bool, type(None), torch.dtype, torch.device)):
         return value
     seen.add(id(value))
     if isinstance(value, dict):
         for key in value:
-            value[key] = made_real(value[key], device, generator, seen)
+            value[key] = made_real(value[key], device, seen)
     elif isinstance(value, list):
-        value[:] = [made_real(item, device, generator, seen) for item in value]
+        value[:] = [made_real(item, device, seen) for item in value]
     elif hasattr(value, "__dict__"):
         for key, item in vars(value).items():
-            setattr(value, key, made_real(item, device, generator, seen))
+            setattr(value, key, made_real(item, device, seen))
     return value
 
 
@@ -127,24 +128,29 @@ def weight_bytes(layer: nn.Module) -> int:
     return sum(p.numel() * p.element_size() for p in layer.parameters())
 
 
-def llama_peer(hf: dict[str, Any], ours: nn.Module, device: torch.device, dtype: torch.dtype):
-    """HF's LlamaAttention with our layer's weights (strict), and its rotary embedding."""
-    from transformers import LlamaConfig
-    from transformers.models.llama.modeling_llama import LlamaAttention, LlamaRotaryEmbedding
+def hf_peer(name: str, hf: dict[str, Any], ours: nn.Module, device: torch.device, dtype: torch.dtype):
+    """HF's attention module for model `name` (HF_PEERS) with our layer's weights (strict), and its rotary
+    embedding."""
+    import importlib
 
-    config = LlamaConfig(**{k: v for k, v in hf.items() if k != "model_type"})
+    import transformers
+
+    module, prefix = HF_PEERS[name]
+    modeling = importlib.import_module(f"transformers.models.{module}.modeling_{module}")
+    config = getattr(transformers, f"{prefix}Config")(**{k: v for k, v in hf.items() if k != "model_type"})
     config._attn_implementation = "sdpa"
-    peer = LlamaAttention(config, layer_idx=0).to(device=device, dtype=dtype).eval()
+    peer = getattr(modeling, f"{prefix}Attention")(config, layer_idx=0).to(device=device, dtype=dtype).eval()
     peer.load_state_dict(ours.state_dict(), strict=True)
-    return peer, LlamaRotaryEmbedding(config).to(device)
+    return peer, getattr(modeling, f"{prefix}RotaryEmbedding")(config).to(device)
 
 
-def decode_case(case, batch: int, tokens: int, plan: Plan, device: torch.device, card: float | None) -> dict:
+def decode_case(
+    case, layer: nn.Module, batch: int, tokens: int, plan: Plan, device: torch.device, card: float | None
+) -> dict:
     name, kind, index, hf = case
-    layer = build_layer(hf, index, seed=0, device=device, dtype=plan.dtype).eval()
     cache = layer.cache_after(tokens, batch_size=batch)
     read = cache.read_nbytes
-    cache = made_real(cache, device, torch.Generator().manual_seed(0))
+    cache = made_real(cache, device)
     width = layer.cfg.d_model
     token = torch.randn(batch, 1, width, generator=torch.Generator().manual_seed(1)).to(device, plan.dtype)
     with torch.no_grad():
@@ -153,15 +159,17 @@ def decode_case(case, batch: int, tokens: int, plan: Plan, device: torch.device,
     row = {"model": name, "kind": kind, "layer": index, "batch": batch, "cached_tokens": tokens, "ms": seconds * 1e3}
     row |= {"weight_bytes": weight_bytes(layer), "cache_read_bytes": read, "bytes_per_s": step_bytes / seconds}
     row |= {"fraction_of_card": None if card is None else step_bytes / seconds / card, "hf_ms": None}
-    if name in LLAMA_FAMILY:
-        row["hf_ms"] = llama_decode_ms(hf, layer, batch, tokens, token, plan, device)
+    if name in HF_PEERS:
+        row["hf_ms"] = hf_decode_ms(name, hf, layer, batch, tokens, token, plan, device)
     return row
 
 
-def llama_decode_ms(hf, layer, batch: int, tokens: int, token: torch.Tensor, plan: Plan, device: torch.device) -> float:
+def hf_decode_ms(
+    name: str, hf, layer, batch: int, tokens: int, token: torch.Tensor, plan: Plan, device: torch.device
+) -> float:
     from transformers import DynamicCache
 
-    peer, rotary = llama_peer(hf, layer, device, plan.dtype)
+    peer, rotary = hf_peer(name, hf, layer, device, plan.dtype)
     cfg = layer.cfg
     shape = (batch, cfg.n_kv_heads, tokens, cfg.head_dim)
     hf_cache = DynamicCache(config=peer.config)
@@ -175,15 +183,14 @@ def llama_decode_ms(hf, layer, batch: int, tokens: int, token: torch.Tensor, pla
         return timed(step, plan.steps, device) * 1e3
 
 
-def prefill_case(case, tokens: int, plan: Plan, device: torch.device) -> dict:
+def prefill_case(case, layer: nn.Module, tokens: int, plan: Plan, device: torch.device) -> dict:
     name, kind, index, hf = case
-    layer = build_layer(hf, index, seed=0, device=device, dtype=plan.dtype).eval()
     x = torch.randn(1, tokens, layer.cfg.d_model, generator=torch.Generator().manual_seed(2)).to(device, plan.dtype)
     with torch.no_grad():
         seconds = timed(lambda: layer(x, cache=layer.new_cache(1)), max(2, plan.steps // 3), device)
         row = {"model": name, "kind": kind, "layer": index, "prompt_tokens": tokens, "ms": seconds * 1e3, "hf_ms": None}
-        if name in LLAMA_FAMILY:
-            peer, rotary = llama_peer(hf, layer, device, plan.dtype)
+        if name in HF_PEERS:
+            peer, rotary = hf_peer(name, hf, layer, device, plan.dtype)
             embeddings = rotary(x, torch.arange(tokens, device=device)[None])
             # HF's module alone is not causal without a mask: is_causal through SDPA's own path (no mask tensor)
             call = lambda: peer(x, position_embeddings=embeddings, attention_mask=None, is_causal=True)  # noqa: E731
@@ -206,8 +213,10 @@ def run(plan: Plan, device: torch.device, small: bool) -> dict:
     report: dict[str, Any] = {"device": card, "card_bytes_per_s": bandwidth, "dtype": str(plan.dtype)}
     report |= {"torch": torch.__version__, "date": time.strftime("%Y-%m-%d", time.gmtime())}
     report |= {"decode": [], "prefill": [], "skipped": [], "failed": []}
+    torch.manual_seed(0)
     for case in layer_cases(small):
         name, kind = case[0], case[1]
+        layer = build_layer(case[3], case[2], seed=0, device=device, dtype=plan.dtype).eval()
         jobs = [("decode", b, t) for b, t in plan.decode]
         jobs += [("decode", b, t) for b, t in plan.v4_decode if name.startswith("DeepSeek-V4")]
         jobs += [("prefill", 1, t) for t in plan.prefill]
@@ -218,9 +227,9 @@ def run(plan: Plan, device: torch.device, small: bool) -> dict:
                 continue
             try:
                 if what == "decode":
-                    report["decode"].append(decode_case(case, batch, tokens, plan, device, bandwidth))
+                    report["decode"].append(decode_case(case, layer, batch, tokens, plan, device, bandwidth))
                 else:
-                    report["prefill"].append(prefill_case(case, tokens, plan, device))
+                    report["prefill"].append(prefill_case(case, layer, tokens, plan, device))
             except (RuntimeError, ValueError) as error:  # out of memory included: said, and the run goes on
                 report["failed"].append({"case": label, "error": str(error).splitlines()[0][:300]})
             finally:

@@ -34,6 +34,6 @@ def test_cpu_mode_measures_every_layer_kind_and_says_the_gpu_figures_need_a_gpu(
         assert row["cache_read_bytes"] > 0
         assert row["fraction_of_card"] is None
         assert row["bytes_per_s"] == pytest.approx((row["weight_bytes"] + row["cache_read_bytes"]) / row["ms"] * 1e3)
-    llama = [row for row in report["prefill"] if row["model"] in gpu.LLAMA_FAMILY]
+    llama = [row for row in report["prefill"] if row["model"] in gpu.HF_PEERS]
     assert llama
     assert all(row["hf_ms"] > 0 and row["hf_max_abs_diff"] < 1e-5 for row in llama)
