@@ -572,7 +572,9 @@ class CompressedAttention(nn.Module):
         )
         allowed = (key_pos[None] <= query_pos) & (query_pos - key_pos[None] < cfg.sliding_window)  # [l, held + L]
         allowed = allowed[None, None].expand(batch, 1, -1, -1)
-        keys, mask, chosen, entries = reads.keys, allowed, None, reads.entries
+        keys, entries = reads.keys, reads.entries
+        mask: torch.Tensor | None = allowed
+        chosen: torch.Tensor | None = None
         if entries is not None:
             visible = torch.arange(entries.shape[2], device=x.device)[None] < (query_pos + 1) // cfg.compress_rate
             visible = visible[None, None].expand(batch, 1, -1, -1)  # [B, 1, l, E]
