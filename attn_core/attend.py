@@ -8,6 +8,7 @@ from functools import lru_cache
 import torch
 import torch.nn.functional as F
 from einops import rearrange, repeat
+from torch.backends import cuda as cuda_backends
 
 
 @dataclass(frozen=True)
@@ -118,6 +119,32 @@ def _window(
 _memoised_window = lru_cache(maxsize=4)(_window)
 
 
+def sdpa(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    scale: float,
+    attn_mask: torch.Tensor | None = None,
+    is_causal: bool = False,
+    enable_gqa: bool = False,
+) -> torch.Tensor:
+    """torch's scaled_dot_product_attention with its kernels chosen here, the one place every layer's fused attention
+    (prefill, chunks and decoding steps) is called: cuDNN attention excluded, flash, memory-efficient and math kept
+    in torch's order. On CUDA torch would send a decoding step's non-causal [B, G, R, D] queries to cuDNN, which
+    builds a new execution plan for every new key length (~70 ms of CPU a step on an H200, issue 46); the others
+    build none. torch.backends.cuda's flag, as sdpa_kernel([...]) sets it, at ~1 us a call rather than ~55 us; it
+    changes nothing on a CPU, which has no cuDNN kernel."""
+    previous = cuda_backends.cudnn_sdp_enabled()
+    cuda_backends.enable_cudnn_sdp(False)
+    try:
+        return F.scaled_dot_product_attention(
+            q, k, v, attn_mask=attn_mask, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa
+        )
+    finally:
+        cuda_backends.enable_cudnn_sdp(previous)
+
+
 def attend(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -151,7 +178,7 @@ def attend(
         or (n_kv_heads != n_heads and k.shape[-1] != v.shape[-1])
     )
     if not explicit and (mask.plain_causal or n_kv_heads == n_heads):
-        out = F.scaled_dot_product_attention(
+        out = sdpa(
             q,
             k,
             v,
@@ -167,7 +194,7 @@ def attend(
         # A long prompt under a mask (a sliding window's band): folding would repeat the [L, S] mask once per query
         # head of a group (and torch then converts it to floats), which costs more than the keys and values
         # [2, H, S, D] that enable_gqa repeats (Gemma 3's sliding layer, 2048 tokens: 13 % of the call).
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, scale=scale, enable_gqa=True)
+        out = sdpa(q, k, v, attn_mask=allowed, scale=scale, enable_gqa=True)
         return out, None
     if not explicit:
         # Shared KV heads and no plain causal square (decode, chunks, padding). enable_gqa would make torch's math
@@ -176,7 +203,7 @@ def attend(
         if allowed is not None and allowed.shape[2] > 1:
             allowed = repeat(allowed, "b one l s -> b one (r l) s", r=group)  # [B, 1, R*L, S]
         folded_q = rearrange(q, "b (g r) l d -> b g (r l) d", g=n_kv_heads)  # [B, G, R*L, D]
-        out = F.scaled_dot_product_attention(folded_q, k, v, attn_mask=allowed, scale=scale)
+        out = sdpa(folded_q, k, v, attn_mask=allowed, scale=scale)
         return rearrange(out, "b g (r l) d -> b (g r) l d", r=group), None
     # Each KV head's query heads as one block of rows ([B, G, R*L, D]): one batched product per group reads k as it is.
     batch, q_len, k_len = q.shape[0], q.shape[2], k.shape[2]

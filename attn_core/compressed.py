@@ -357,6 +357,25 @@ class CompressedCache:
         return {name: tuple(t.shape) for name, t in self._held().items()}
 
 
+# A query block's largest intermediate, in elements (1 GB of float32): see CompressedAttention.query_rows.
+QUERY_BLOCK_ELEMENTS = 1 << 28
+
+
+@dataclass(frozen=True)
+class Reads:
+    """What one call's queries read: the window's keys [B, 1, held + L, D], the compressor's entries [B, 1, E, D] and
+    the indexer's keys [B, E, d_I] (None where the layer has none), the call's first position and the keys held
+    before it."""
+
+    keys: torch.Tensor
+    entries: torch.Tensor | None
+    index_keys: torch.Tensor | None
+    start: int
+    held: int
+    every_key: torch.Tensor | None = None  # a prompt's: keys then entries [B, 1, S, D]
+    sink_kv: torch.Tensor | None = None  # and as _sink_kv gives them, without weights
+
+
 # --- the layer ---------------------------------------------------------------------------------------------------------
 
 
@@ -425,8 +444,10 @@ class Indexer(Compressor):
         cfg = self.cfg
         q = rearrange(self.q_b_proj(q_resid), "b l (h d) -> b h l d", h=cfg.index_n_heads)
         q = rotate_last_pairs(q, cos, sin).transpose(1, 2)  # [B, L, H_I, d_I]
-        keys_t = keys.transpose(-1, -2).float().unsqueeze(1)  # [B, 1, d_I, E]
-        scores = F.relu(torch.matmul(q.float(), keys_t)) * cfg.index_head_dim**-0.5  # [B, L, H_I, E]
+        batch, q_len = q.shape[0], q.shape[1]
+        # one [B, L * H_I, d_I] x [B, d_I, E] product: matmul would broadcast (copy) the keys once per query
+        products = torch.bmm(q.reshape(batch, -1, q.shape[-1]).float(), keys.transpose(-1, -2).float())
+        scores = F.relu(products.view(batch, q_len, cfg.index_n_heads, -1)) * cfg.index_head_dim**-0.5  # [B, L, H_I, E]
         weights = self.scorer.weights_proj(x).float() * cfg.index_n_heads**-0.5  # [B, L, H_I]
         return (scores * weights.unsqueeze(-1)).sum(dim=2)
 
@@ -511,37 +532,99 @@ class CompressedAttention(nn.Module):
         cache = self.new_cache(batch) if cache is None else cache
         start, held = cache.seq_len, cache.window.shape[2]
         cos, sin = _pair_angles(start, q_len, cfg, x, compressed=cfg.kind != "sliding")
-        q_resid = self.q_a_norm(self.q_a_proj(x))
-        q = rearrange(self.q_b_proj(q_resid), "b l (h d) -> b h l d", h=cfg.n_heads)
-        q = rotate_last_pairs(F.rms_norm(q, (cfg.head_dim,), eps=cfg.norm_eps), cos, sin)  # [B, H, L, D]
+        q_resid = self.q_a_norm(self.q_a_proj(x))  # [B, L, q_lora_rank]; the heads' queries are made block by block
         kv = rotate_last_pairs(self.kv_norm(self.kv_proj(x))[:, None], cos, sin)  # [B, 1, L, D]
         keys = cache.append(kv)  # [B, 1, held + L, D]
-        query_pos = torch.arange(start, start + q_len, device=x.device)[:, None]  # [L, 1]
-        key_pos = torch.arange(start - held, start + q_len, device=x.device)[None]
-        allowed = (key_pos <= query_pos) & (query_pos - key_pos < cfg.sliding_window)  # [L, held + L]
-        allowed = allowed[None, None].expand(batch, 1, -1, -1)
-        mask: torch.Tensor | None = allowed
-        chosen = None
-        if isinstance(self.compressor, Compressor):
+        entries = index_keys = None
+        if isinstance(self.compressor, Compressor):  # compressed once per call: the states move on
             entries = self.compressor.compress(x, cache.states["compressor"])  # [B, 1, E, D]
+            if isinstance(self.compressor, SparseCompressor):  # [B, E, d_I]
+                index_keys = self.compressor.indexer.compress(x, cache.states["indexer"])[:, 0]
+        every_key = sink_kv = None
+        if q_len > 1:  # one copy per call, shared by every query block
+            every_key = keys if entries is None else torch.cat((keys, entries), dim=2)
+            sink_kv = None if return_weights else self._sink_kv(every_key)
+        reads = Reads(keys, entries, index_keys, start, held, every_key, sink_kv)
+        rows = self.query_rows(batch, keys.shape[2] + (0 if entries is None else entries.shape[2]))
+        parts = [
+            self._rows(
+                x[:, first : first + rows],
+                q_resid[:, first : first + rows],
+                (cos[first : first + rows], sin[first : first + rows]),
+                reads,
+                first,
+                return_weights,
+                step=q_len == 1,
+            )
+            for first in range(0, q_len, rows)
+        ]
+        cache.seq_len += q_len
+        cache.read_nbytes = batch * cfg.read_elements(cache.seq_len) * cache.window.element_size()
+        if len(parts) == 1:
+            return parts[0]
+        out = torch.cat([part for part, _ in parts], dim=1)
+        if not return_weights:
+            return out, None
+        return out, torch.cat([part for _, part in parts if part is not None], dim=2)
+
+    def query_rows(self, batch: int, keys: int) -> int:
+        """How many queries one block attends at once: a block's largest intermediates ([B, H, rows, S] scores where
+        torch falls back to its math kernel, the CSA indexer's [B, rows, H_I, E]) stay within QUERY_BLOCK_ELEMENTS,
+        so a prompt's memory grows with its length, not with length x length."""
+        heads = max(self.cfg.n_heads, self.cfg.index_n_heads if self.cfg.kind == "csa" else 0)
+        return max(1, QUERY_BLOCK_ELEMENTS // (batch * heads * (max(keys, self.cfg.head_dim) + 1)))  # + the sink
+
+    def _rows(
+        self,
+        x: torch.Tensor,
+        q_resid: torch.Tensor,
+        angles: tuple[torch.Tensor, torch.Tensor],
+        reads: Reads,
+        first: int,
+        return_weights: bool,
+        *,
+        step: bool,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The call's tokens first .. first + l - 1 (x [B, l, d_model], q_resid their q_a_norm(q_a_proj(x)), angles
+        their cos, sin) over every key and entry the call reads -> out [B, l, d_model], weights [B, H, l, S] or None.
+        step: the call is one decoding step."""
+        cfg = self.cfg
+        batch, q_len = x.shape[0], x.shape[1]
+        cos, sin = angles
+        q = rearrange(self.q_b_proj(q_resid), "b l (h d) -> b h l d", h=cfg.n_heads)
+        q = rotate_last_pairs(F.rms_norm(q, (cfg.head_dim,), eps=cfg.norm_eps), cos, sin)  # [B, H, l, D]
+        start = reads.start + first
+        query_pos = torch.arange(start, start + q_len, device=x.device)[:, None]  # [l, 1]
+        key_pos = torch.arange(
+            reads.start - reads.held, reads.start - reads.held + reads.keys.shape[2], device=x.device
+        )
+        allowed = (key_pos[None] <= query_pos) & (query_pos - key_pos[None] < cfg.sliding_window)  # [l, held + L]
+        allowed = allowed[None, None].expand(batch, 1, -1, -1)
+        keys, entries = reads.keys, reads.entries
+        mask: torch.Tensor | None = allowed
+        chosen: torch.Tensor | None = None
+        if entries is not None:
             visible = torch.arange(entries.shape[2], device=x.device)[None] < (query_pos + 1) // cfg.compress_rate
-            visible = visible[None, None].expand(batch, 1, -1, -1)  # [B, 1, L, E]
-            if isinstance(self.compressor, SparseCompressor):
-                visible, chosen = self._choose(self.compressor.indexer, x, q_resid, cache, visible, start)
-            if chosen is not None and q_len == 1:  # a decoding step: gather the chosen entries (in cache order)
+            visible = visible[None, None].expand(batch, 1, -1, -1)  # [B, 1, l, E]
+            if reads.index_keys is not None and isinstance(self.compressor, SparseCompressor):
+                visible, chosen = self._choose(
+                    self.compressor.indexer, x, q_resid, reads.index_keys, visible, start, step
+                )
+            if chosen is not None and step:  # a decoding step: gather the chosen entries (in cache order)
                 gathered = entries[:, 0][torch.arange(batch, device=x.device)[:, None], chosen[:, 0]][:, None]
                 keys, mask = torch.cat((keys, gathered), dim=2), None
             else:
-                keys, mask = torch.cat((keys, entries), dim=2), torch.cat((allowed, visible), dim=-1)
-        out, weights = self._attend(q, keys, mask, return_weights)
-        if weights is not None and chosen is not None and q_len == 1:  # back to [B, H, 1, held + 1 + E]
+                mask = torch.cat((allowed, visible), dim=-1)
+                keys = reads.every_key if reads.every_key is not None else torch.cat((keys, entries), dim=2)
+        elif reads.every_key is not None:
+            keys = reads.every_key
+        out, weights = self._attend(q, keys, mask, return_weights, reads.sink_kv if keys is reads.every_key else None)
+        if weights is not None and entries is not None and chosen is not None and step:  # to [B, H, 1, held + 1 + E]
             window, spread = weights[..., : -chosen.shape[-1]], weights.new_zeros(*weights.shape[:3], entries.shape[2])
             spread.scatter_(-1, chosen[:, None].expand(-1, cfg.n_heads, -1, -1), weights[..., -chosen.shape[-1] :])
             weights = torch.cat((window, spread), dim=-1)
-        cache.seq_len += q_len
-        cache.read_nbytes = batch * cfg.read_elements(cache.seq_len) * cache.window.element_size()
         out = rotate_last_pairs(out, cos, -sin)  # the values' rotation, undone at the query's position
-        grouped = rearrange(out, "b h l d -> (b l) (h d)").view(batch * q_len, cfg.o_groups, -1)  # [B*L, g, in]
+        grouped = rearrange(out, "b h l d -> (b l) (h d)").view(batch * q_len, cfg.o_groups, -1)  # [B*l, g, in]
         w = self.o_a_proj.weight.view(cfg.o_groups, cfg.o_lora_rank, -1).transpose(1, 2)  # [g, in, o_lora_rank]
         mixed = torch.bmm(grouped.transpose(0, 1), w).transpose(0, 1).reshape(batch, q_len, -1)
         return self.o_b_proj(mixed), weights
@@ -551,32 +634,38 @@ class CompressedAttention(nn.Module):
         indexer: Indexer,
         x: torch.Tensor,
         q_resid: torch.Tensor,
-        cache: CompressedCache,
+        index_keys: torch.Tensor,
         visible: torch.Tensor,
         start: int,
+        step: bool,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """The indexer's pick among the visible entries: (visible & chosen [B, 1, L, E], or for a decoding step with
         more than index_topk entries the chosen indices [B, 1, k])."""
         cfg = self.cfg
-        index_keys = indexer.compress(x, cache.states["indexer"])[:, 0]  # [B, E, d_I]: compressed every call
         entries = index_keys.shape[1]
         if entries <= cfg.index_topk:  # the indexer would choose every visible entry
             return visible, None
         cos, sin = _pair_angles(start, x.shape[1], cfg, x, compressed=True)
         scores = indexer.scores(x, q_resid, index_keys, cos, sin).masked_fill(~visible[:, 0], float("-inf"))
         chosen = scores.topk(cfg.index_topk, dim=-1).indices  # [B, L, k]
-        if x.shape[1] == 1:  # rows read in cache order are read much faster, and attention is the same
+        if step:  # rows read in cache order are read much faster, and attention is the same
             return visible, chosen.sort(dim=-1).values
         picked = torch.zeros_like(visible[:, 0]).scatter_(-1, chosen, True)
         return visible & picked[:, None], None
 
     def _attend(
-        self, q: torch.Tensor, keys: torch.Tensor, allowed: torch.Tensor | None, return_weights: bool
+        self,
+        q: torch.Tensor,
+        keys: torch.Tensor,
+        allowed: torch.Tensor | None,
+        return_weights: bool,
+        kv: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """q [B, H, L, D] over the one K=V head keys [B, 1, S, D], with each head's sink logit in the softmax."""
+        """q [B, H, L, D] over the one K=V head keys [B, 1, S, D], with each head's sink logit in the softmax; kv:
+        _sink_kv(keys) where the caller has it."""
         batch, heads, q_len, dim = q.shape
         if not return_weights:
-            return self._attend_fused(q, keys, allowed), None
+            return self._attend_fused(q, self._sink_kv(keys) if kv is None else kv, allowed), None
         scores = torch.matmul(q.reshape(batch, 1, heads * q_len, dim), keys.transpose(-1, -2))
         scores = scores.view(batch, heads, q_len, -1).mul_(dim**-0.5)  # [B, H, L, S]
         if allowed is not None:
@@ -587,17 +676,24 @@ class CompressedAttention(nn.Module):
         out = torch.matmul(weights.reshape(batch, 1, heads * q_len, -1), keys).view(batch, heads, q_len, dim)
         return out, weights
 
-    def _attend_fused(self, q: torch.Tensor, keys: torch.Tensor, allowed: torch.Tensor | None) -> torch.Tensor:
-        """As _attend, through attend() (torch's fused kernel, no [B, H, L, S] weights drawn): the sink becomes one
-        more key, [0, ..., 0, 1], always allowed, whose logit is the extra query channel sink_h * sqrt(D); its value
-        is 0 in the D channels read out (the extra one is dropped)."""
+    @staticmethod
+    def _sink_kv(keys: torch.Tensor) -> torch.Tensor:
+        """keys [B, 1, S, D] -> [B, 1, S + 1, D + 1]: the keys with a zero channel, then the sink's key [0, ..., 0, 1]
+        (see _attend_fused). Built once per call, not per query block: it copies every key."""
+        batch, _, length, dim = keys.shape
+        kv = keys.new_zeros(batch, 1, length + 1, dim + 1)
+        kv[:, :, :-1, :dim] = keys
+        kv[:, :, -1, dim] = 1.0
+        return kv
+
+    def _attend_fused(self, q: torch.Tensor, kv: torch.Tensor, allowed: torch.Tensor | None) -> torch.Tensor:
+        """As _attend, through attend() (torch's fused kernel, no [B, H, L, S] weights drawn) over kv = _sink_kv(keys):
+        the sink becomes one more key, [0, ..., 0, 1], always allowed, whose logit is the extra query channel
+        sink_h * sqrt(D); its value is 0 in the D channels read out (the extra one is dropped)."""
         batch, heads, q_len, dim = q.shape
         scale = dim**-0.5
         sink_q = (self.sinks / scale).to(q.dtype).view(1, heads, 1, 1).expand(batch, -1, q_len, 1)
         q = torch.cat((q, sink_q), dim=-1)  # [B, H, L, D + 1]
-        kv = keys.new_zeros(batch, 1, keys.shape[2] + 1, dim + 1)  # [B, 1, S + 1, D + 1]
-        kv[:, :, :-1, :dim] = keys
-        kv[:, :, -1, dim] = 1.0
         mask = KeyMask(None)
         if allowed is not None:
             mask = KeyMask(torch.cat((allowed, allowed.new_ones(*allowed.shape[:-1], 1)), dim=-1))

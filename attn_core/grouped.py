@@ -5,11 +5,10 @@ from __future__ import annotations
 from typing import Any, overload
 
 import torch
-import torch.nn.functional as F
 from einops import rearrange
 from torch import nn
 
-from .attend import KeyMask, allowed_positions, attend, window_allowed
+from .attend import KeyMask, allowed_positions, attend, sdpa, window_allowed
 from .cache import GroupedKVCache, WindowedKVCache, checked_tokens
 from .chunked import ChunkedKVCache, WeightlessRMSNorm, attend_in_chunks, chunk_allowed
 from .config import AttentionConfig
@@ -335,7 +334,7 @@ class GroupedQueryAttention(nn.Module):
         q, k, v = self.rotated_qkv(x, start)  # [B, H, 1, D], [B, G, 1, D], [B, G, 1, D]
         keys, values = cache.append(k, v)  # [B, G, S, D]
         groups = keys.shape[1]  # G, or H for a cache that repeats heads
-        out = F.scaled_dot_product_attention(
+        out = sdpa(
             q.reshape(batch, groups, heads // groups, width), keys, values, scale=self.scale
         )  # [B, G, R, D]: row r of group g is query head g * R + r, the order of o_proj's columns
         return self.o_proj(out.reshape(batch, 1, heads * width))
