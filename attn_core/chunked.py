@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
+from .attend import sdpa
 from .cache import GrowingSequenceBuffer
 
 
@@ -100,13 +100,11 @@ def attend_in_chunks(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, scale
         def blocks(t: torch.Tensor) -> torch.Tensor:  # [B, heads, n·C, D] -> [B·n, heads, C, D]
             return t[:, :, :whole].unflatten(2, (-1, chunk)).transpose(1, 2).flatten(0, 1)
 
-        out = F.scaled_dot_product_attention(
-            blocks(q), blocks(k), blocks(v), is_causal=True, scale=scale, enable_gqa=gqa
-        )
+        out = sdpa(blocks(q), blocks(k), blocks(v), is_causal=True, scale=scale, enable_gqa=gqa)
         outs.append(out.unflatten(0, (batch, -1)).transpose(1, 2).flatten(2, 3))  # [B, H, n·C, D]
     if whole < q.shape[2]:
         rest_q, rest_k, rest_v = q[:, :, whole:], k[:, :, whole:], v[:, :, whole:]
-        outs.append(F.scaled_dot_product_attention(rest_q, rest_k, rest_v, is_causal=True, scale=scale, enable_gqa=gqa))
+        outs.append(sdpa(rest_q, rest_k, rest_v, is_causal=True, scale=scale, enable_gqa=gqa))
     return torch.cat(outs, dim=2) if len(outs) > 1 else outs[0]
 
 

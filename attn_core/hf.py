@@ -162,6 +162,17 @@ def design_for(config: Any) -> Design:
     return design
 
 
+def stands_alone(config: Any) -> bool:
+    """Whether the layer build_layer makes from config runs with a cache of its own: not a hybrid's feed-forward
+    block (none is built), nor a layer that reads another layer's cache (Gemma's shared KV: cache=the source's;
+    GLM-5's shared top-k: topk_from=)."""
+    return (
+        design_for(config).holds_cache
+        and getattr(config, "kv_source", None) is None
+        and not hasattr(config, "reads_layer")
+    )
+
+
 # --- the entry points -----------------------------------------------------------------------------------------------
 def read_layer(hf: Mapping[str, Any], layer_idx: int) -> tuple[str, Any]:
     """(kind, layer config) of layer layer_idx of the model hf describes."""

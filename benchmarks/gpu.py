@@ -15,7 +15,7 @@ SmolLM2-135M's and Qwen3-8B's layers with the same weights (a prefill also compa
 same size; other peers are not wired yet ("hf_ms": null).
 Every case stops at the run's time budget: what did not fit is listed as skipped, never guessed.
 
-Without CUDA the CPU mode runs the same code on the published models' layers made small (tests/core/published_small)
+Without CUDA the CPU mode runs the same code on the published models' layers made small (benchmarks/published_small.py)
 at tens of tokens, and says that the GPU figures need a GPU.
 """
 
@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch
 from torch import nn
 
-from attn_core.hf import build_layer, read_layer
+from attn_core.hf import build_layer, read_layer, stands_alone
 from attn_core.published import PUBLISHED, published_config
 
 # Cards' memory bandwidth, bytes/s (vendors' figures), found by a substring of torch.cuda.get_device_name().
@@ -70,7 +70,7 @@ CPU_PLAN = Plan(
 def layer_cases(small: bool) -> list[tuple[str, str, int, dict[str, Any]]]:
     """(model, kind, layer index, config): the first layer of each kind of every published model."""
     if small:
-        from tests.core.published_small import LAYER_KINDS, small_config
+        from benchmarks.published_small import LAYER_KINDS, small_config
 
         return [(name, kind, index, small_config(name)) for name, kind, index in LAYER_KINDS]
     cases = []
@@ -78,8 +78,8 @@ def layer_cases(small: bool) -> list[tuple[str, str, int, dict[str, Any]]]:
         hf, seen = published_config(name), set()
         count = hf.get("num_hidden_layers") or hf["text_config"]["num_hidden_layers"]
         for index in range(count):
-            kind, _ = read_layer(hf, index)
-            if kind not in seen:
+            kind, config = read_layer(hf, index)
+            if kind not in seen and stands_alone(config):
                 seen.add(kind)
                 cases.append((name, kind, index, hf))
     return cases

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from .published_small import CASE_IDS, LAYER_KINDS, prefill_then_decode, small_layer
+from benchmarks.published_small import CASE_IDS, LAYER_KINDS, prefill_then_decode, small_layer
 
 pytestmark = [
     pytest.mark.cuda,

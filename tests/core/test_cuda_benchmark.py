@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 import gpu
 
-from .published_small import LAYER_KINDS
+from benchmarks.published_small import LAYER_KINDS
 
 
 def test_cpu_mode_measures_every_layer_kind_and_says_the_gpu_figures_need_a_gpu(

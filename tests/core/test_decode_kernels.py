@@ -15,8 +15,7 @@ from attn_core.attend import sdpa
 from attn_core.compressed import QUERY_BLOCK_ELEMENTS
 from attn_core.hf import build_layer
 from attn_core.published import PUBLISHED, published_config
-
-from .published_small import CASE_IDS, LAYER_KINDS, SMALLER, prefill_then_decode, small_layer
+from benchmarks.published_small import CASE_IDS, LAYER_KINDS, SMALLER, prefill_then_decode, small_layer
 
 # Kinds whose decoding step reaches torch's fused kernel. The others score with explicit products (no plan to
 # build): gpt-oss's sinks, MLA's and DSA's absorbed step (keys wider than values), and the linear layers' state.
@@ -31,12 +30,23 @@ FUSED_DECODE = {
     "DeepSeek-V4-Flash:csa",
     "DeepSeek-V4-Flash:hca",
     "SmolLM2-135M:full",
+    "MiniMax-M1:full",
+    "MiniMax-M2:full",
+    "Gemma 3n E4B:sliding",
+    "Gemma 3n E4B:full",
+    "Gemma 4 31B:sliding",
+    "Gemma 4 31B:full",
+    "Llama 4 Scout:chunked",
+    "Llama 4 Scout:nope",
+    "SmolLM3-3B:full",
+    "SmolLM3-3B:nope",
+    "Nemotron 3 Nano 30B-A3B:full",
 }
 
 
 def test_every_published_model_has_a_small_version() -> None:
     missing = sorted(set(PUBLISHED) - set(SMALLER))
-    assert not missing, f"add {missing}'s small fields to tests/core/published_small.SMALLER"
+    assert not missing, f"add {missing}'s small fields to benchmarks/published_small.SMALLER"
 
 
 def _tokens(kind: str) -> int:

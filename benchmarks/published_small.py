@@ -9,7 +9,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from attn_core.hf import build_layer, read_layer
+from attn_core.hf import build_layer, read_layer, stands_alone
 from attn_core.published import PUBLISHED, published_config
 
 _GROUPED = {"hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2}
@@ -54,6 +54,25 @@ SMALLER: dict[str, dict[str, Any]] = {
     },
     "Kimi Linear 48B-A3B": {**_LATENT, "linear_attn_config": {"num_heads": 4, "head_dim": 16}},
     "SmolLM2-135M": _GROUPED,
+    # top-k past the test's tokens: a pick flipped by bf16's rounding would move the output by a whole entry's share
+    # (V3.2's entry covers the sparse path)
+    "GLM-5": {**_LATENT, "q_lora_rank": 24, "index_n_heads": 4, "index_head_dim": 16, "index_topk": 64},
+    "MiniMax-M1": _HEAD,
+    "MiniMax-M2": _HEAD,
+    "Gemma 3n E4B": {"text_config": {**_HEAD, "sliding_window": 6}},
+    "Gemma 4 31B": {
+        "text_config": {**_HEAD, "num_global_key_value_heads": 1, "global_head_dim": 32, "sliding_window": 6}
+    },
+    "Llama 4 Scout": {"text_config": {**_HEAD, "attention_chunk_size": 6, "floor_scale": 4}},
+    "SmolLM3-3B": _HEAD,
+    "Nemotron 3 Nano 30B-A3B": {
+        **_HEAD,
+        "mamba_num_heads": 4,
+        "mamba_head_dim": 16,
+        "ssm_state_size": 16,
+        "n_groups": 2,
+        "chunk_size": 8,
+    },
 }
 
 
@@ -77,8 +96,8 @@ def layer_kinds() -> list[tuple[str, str, int]]:
             continue
         hf, seen = small_config(name), set()
         for index in range(_layer_count(hf)):
-            kind, _ = read_layer(hf, index)
-            if kind not in seen:
+            kind, config = read_layer(hf, index)
+            if kind not in seen and stands_alone(config):
                 seen.add(kind)
                 cases.append((name, kind, index))
     return cases
