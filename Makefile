@@ -89,7 +89,7 @@ deploy-base:
 	SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
 	{ command -v debootstrap >/dev/null 2>&1 || $$SUDO apt-get install -y -qq debootstrap; } \
 	&& $$SUDO rm -rf $(ROOTFS) \
-	&& $$SUDO debootstrap --variant=minbase --include=python3,python3-venv bookworm $(ROOTFS) http://deb.debian.org/debian \
+	&& $$SUDO debootstrap --variant=minbase --include=python3,python3-venv bookworm $(ROOTFS) \
 	&& $$SUDO chroot $(ROOTFS) python3 -m venv /usr/local \
 	&& $$SUDO tar -C $(ROOTFS) -c . | $(DOCKER) import - attention-explorer-base:bookworm \
 	&& $$SUDO rm -rf $(ROOTFS)
