@@ -451,6 +451,10 @@ def in_two_lines(text: str) -> str:
 SLIDE_Y_TITLE = 28  # a y axis title wider than this (in Latin letters) is longer than a slide's plot is tall
 
 
+LEGEND_ROW = 1.9  # a legend entry's height in its font's size, as drawn (the line and the gap to the next)
+SLIDE_LEGEND_PX = round(12 * SLIDE_FONT_SCALE)  # the template's legend text on a slide
+
+
 def as_slide(spec: dict) -> dict:
     """A slide's figure (wide and short: explorer.lesson in presenter mode): a legend laid below the plot stands at its
     right instead, where the slide has room, a long y axis title goes on two lines, and bar labels keep their size
@@ -460,6 +464,13 @@ def as_slide(spec: dict) -> dict:
     legend = layout.get("legend")
     if isinstance(legend, dict) and legend.get("orientation") == "h" and (legend.get("y") or 0) < 0:
         layout["legend"] = {**legend, "orientation": "v", "x": 1.02, "xanchor": "left", "y": 1, "yanchor": "top"}
+        entries = sum(1 for t in spec.get("data") or [] if t.get("showlegend") is not False and t.get("name"))
+        below_title = (layout.get("height") or 450) - ((layout.get("margin") or {}).get("t") or 0)
+        if entries * LEGEND_ROW * SLIDE_LEGEND_PX > below_title:
+            # a column of names at the slide's size runs past the chart's foot (step 20's 13 published models):
+            # the least size a projector reads, entries closer together
+            font = {**(legend.get("font") or {}), "size": MIN_TEXT_PX}
+            layout["legend"] |= {"font": font, "tracegroupgap": 0}
     for name, axis in spec["layout"].items():
         title = axis.get("title") if name.startswith("yaxis") and isinstance(axis, dict) else None
         text = title.get("text") if isinstance(title, dict) else title
