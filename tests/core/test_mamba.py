@@ -215,7 +215,7 @@ def test_nemotron_3_nano_state_bytes_are_the_same_at_4k_and_128k():
         ({"time_step_min": -1.0}, "time_step_min"),
         ({"time_step_min": "0.001"}, "time_step_min"),
         ({"ssm_state_size": 2**40}, "state_size"),  # a typo, refused before torch is asked for the tensor
-        ({"hidden_size": 10**12}, "d_model"),
+        ({"hidden_size": 10**12}, "hidden_size"),
     ],
 )
 def test_a_bad_field_is_a_value_error_naming_it(change, field):

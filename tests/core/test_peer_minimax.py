@@ -229,7 +229,7 @@ def test_attn_type_list_reads_as_layer_types():
 def test_layer_types_default_as_minimax_config_fills_them():
     transformers = pytest.importorskip("transformers")
     hf = {k: v for k, v in MINIMAX_HF.items() if k != "layer_types"}
-    assert minimax_layer_types(hf) == transformers.MiniMaxConfig(num_hidden_layers=5).layer_types
+    assert list(minimax_layer_types(hf)) == transformers.MiniMaxConfig(num_hidden_layers=5).layer_types
 
 
 @pytest.mark.parametrize(

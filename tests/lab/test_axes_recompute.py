@@ -26,6 +26,13 @@ def first_piece_nll(model, eval_ids, piece):
     return float(model.token_nll(eval_ids[:piece], piece).double().sum())
 
 
+# A 4-bit cache rounds each number to one of 16 codes: float32 sums that differ in their last bit between CPUs (the
+# kernels torch picks for the processor) move a few numbers across a code's boundary, and the piece's NLL by up to
+# ~0.1 % (0.07 % seen on an AVX-512 Xeon against the table's machine; the same row on the same machine is identical).
+# Another design differs by percents: 2 bits or keys per token against per channel, a window of 64 against 128.
+QUANTISED_REL = 2e-3
+
+
 def windowed(lm, row):
     source = with_cache_bits(lm, **row["cache_bits"]) if "cache_bits" in row else lm
     return with_window(source, row["window"], row["sink_tokens"], global_layers(row["pattern"], lm.config.n_layers))
@@ -51,7 +58,8 @@ def test_a_latent_is_its_stored_row(lm, lab_ids):
 def test_a_window_a_layer_pattern_and_a_window_over_4_bits_are_their_stored_rows(lm, lab_ids, key, axis):
     piece, row = stored_row(axes_points.WINDOW_TABLE_PATH, key)
     model = windowed(lm, row)
-    assert first_piece_nll(model, lab_ids[0], piece) == pytest.approx(row["window_nll_sums"][0][0], rel=1e-5)
+    rel = QUANTISED_REL if "cache_bits" in row else 1e-5
+    assert first_piece_nll(model, lab_ids[0], piece) == pytest.approx(row["window_nll_sums"][0][0], rel=rel)
     assert row["cache_nbytes"]["8192"] == model.cache_nbytes(8192)
     assert next(p for p in axes_points.load_points() if p.key == key).axis == axis
 
@@ -59,5 +67,5 @@ def test_a_window_a_layer_pattern_and_a_window_over_4_bits_are_their_stored_rows
 def test_four_bits_keys_per_channel_is_its_stored_row(lm, lab_ids):
     piece, row = stored_row(axes_points.CACHE_BITS_TABLE_PATH, "b4-channel-r0")
     model = with_cache_bits(lm, bits=4, group_size=row["group_size"], residual=row["residual"], keys="channel")
-    assert first_piece_nll(model, lab_ids[0], piece) == pytest.approx(row["window_nll_sums"][0][0], rel=1e-5)
+    assert first_piece_nll(model, lab_ids[0], piece) == pytest.approx(row["window_nll_sums"][0][0], rel=QUANTISED_REL)
     assert row["cache_nbytes"]["8192"] == model.cache_nbytes(8192)
