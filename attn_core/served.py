@@ -26,7 +26,7 @@ Shapes = Mapping[str, tuple[int, ...]]
 Storage = Literal["reference", "served"]  # as HF's modules hold the caches, or as the models' serving code keeps them
 STORAGES: tuple[Storage, ...] = ("reference", "served")
 
-# Each format's source, as a citation (the page shows it as it is)
+# Each format's source, as a citation (shown as it is, wherever the format is)
 FLASHMLA = (
     "deepseek-ai/FlashMLA README (FP8 sparse KV cache: 656 B a token); DeepSeek-V3.2-Exp inference/model.py; "
     "vLLM kv_cache_dtype fp8_ds_mla"
@@ -130,7 +130,7 @@ SERVED_AS_HELD = numbers("every number, as HF holds it", "bf16", 16, BF16_AS_HEL
 
 @dataclass(frozen=True)
 class ServedLayout:
-    """A layer config's served cache: its formats (for the page's sources) and bytes(shapes, tokens) -> (held,
+    """A layer config's served cache: its formats (each with its source) and bytes(shapes, tokens) -> (held,
     read), from the shapes of the reference cache after `tokens` tokens."""
 
     formats: tuple[ServedFormat, ...]
