@@ -106,6 +106,17 @@ class LinearStateCache:
         self.seq_len += tokens
         self.read_nbytes = self.nbytes  # the last token read the whole state and the tail
 
+    def after_prefill(self, tokens: int) -> LinearStateCache:
+        """This empty cache as a prefill of `tokens` tokens leaves it, on the meta device by its own update (no memory,
+        no arithmetic): only the last K - 1 inputs make the tail, so no more of the prompt is drawn."""
+        if tokens:
+            latest = min(tokens, self.conv_kernel - 1)
+            window = self.window(
+                torch.empty(self.batch_size, self.conv_channels, latest, device="meta", dtype=self.dtype)
+            )
+            self.update(window, torch.empty(self.state_shape, device="meta", dtype=STATE_DTYPE), tokens)
+        return self
+
     @property
     def nbytes(self) -> int:
         """Bytes held: the state and the tail (0 before the first token)."""
@@ -621,13 +632,7 @@ class _LinearLayer(nn.Module, Generic[ConfigT]):
         (no memory, no arithmetic): a state and a tail whatever the count."""
         checked_tokens(tokens)
         positive_int("batch_size", batch_size)
-        cache = self._cache(batch_size, dtype or self.conv1d.weight.dtype)
-        if tokens:
-            window = cache.window(
-                torch.empty(batch_size, self.cfg.conv_channels, tokens, device="meta", dtype=cache.dtype)
-            )
-            cache.update(window, torch.empty(cache.state_shape, device="meta", dtype=STATE_DTYPE), tokens)
-        return cache
+        return self._cache(batch_size, dtype or self.conv1d.weight.dtype).after_prefill(tokens)
 
     def _convolved(self, mixed: torch.Tensor, cache: LinearStateCache | None) -> tuple[torch.Tensor, torch.Tensor]:
         """mixed [B, L, C] -> the convolution's output [B, L, C] and the window it read [B, C, K - 1 + L]."""

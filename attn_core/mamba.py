@@ -478,14 +478,7 @@ class Mamba2Mixer(nn.Module):
         (no memory, no arithmetic): a state and a tail whatever the count."""
         checked_tokens(tokens)
         positive_int("batch_size", batch_size)
-        cache = self._cache(batch_size, dtype or self.conv1d.weight.dtype)
-        if tokens:  # the tail is the last K - 1 inputs: no more of the prompt is needed to build it
-            latest = min(tokens, self.cfg.conv_kernel - 1)
-            window = cache.window(
-                torch.empty(batch_size, self.cfg.conv_channels, latest, device="meta", dtype=cache.dtype)
-            )
-            cache.update(window, torch.empty(cache.state_shape, device="meta", dtype=STATE_DTYPE), tokens)
-        return cache
+        return self._cache(batch_size, dtype or self.conv1d.weight.dtype).after_prefill(tokens)
 
     @torch.no_grad()
     def init_from_seed(self, seed: int) -> None:
