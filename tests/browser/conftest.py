@@ -111,6 +111,23 @@ def wait_until_idle(page, *, seconds: float = VIEW_SECONDS) -> None:
     )
 
 
+def open_fold(page, label: str) -> None:
+    """Open an expander by its label and wait until it has stopped growing: a click on what it holds while it opens
+    lands where that thing was a frame ago (seen in CI on a loaded machine: the slides' GIF button, clicked while its
+    fold was still opening, left the click on the fold's text and no download came)."""
+    page.get_by_text(label).click()
+    page.wait_for_function(
+        """label => {
+            const fold = Array.from(document.querySelectorAll('[data-testid="stExpander"] details'))
+                .find(d => d.querySelector('summary').innerText.includes(label));
+            // Streamlit grows the fold's height in script, not in CSS: open once its box holds all its content
+            return fold && fold.open && fold.getBoundingClientRect().height >= fold.scrollHeight - 1;
+        }""",
+        arg=label,
+        polling=100,
+    )
+
+
 def url_params(page) -> dict[str, str]:
     return dict(parse_qsl(urlsplit(page.url).query, keep_blank_values=True))
 
