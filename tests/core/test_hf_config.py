@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 import math
-import time
 
 import pytest
 import torch
@@ -102,13 +101,6 @@ def test_the_library_closed_form_agrees_with_the_meta_device_caches():
     for config in [PUBLISHED[model] for model in EXPECTED]:
         model = describe_model(config)
         assert model.formula_bytes(tokens=777_777) == model.cache_bytes(tokens=777_777)
-
-
-def test_published_caches_at_a_million_tokens_in_well_under_a_second():
-    start = time.perf_counter()
-    for config in [PUBLISHED[model] for model in EXPECTED]:
-        describe_model(config).cache_bytes(tokens=1 << 20, batch=1, dtype="bfloat16")
-    assert time.perf_counter() - start < 1.0
 
 
 @pytest.mark.parametrize("model", EXPECTED)

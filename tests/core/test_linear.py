@@ -4,8 +4,6 @@ transformers' modules are in test_peer_linear.py."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 import torch
 
@@ -189,11 +187,9 @@ def test_a_long_prompt_computed_in_segments_gives_the_same_numbers(kind, monkeyp
 
 
 @pytest.mark.parametrize("kind", LAYERS)
-def test_cache_after_a_million_tokens_takes_milliseconds_and_no_memory(kind):
-    layer = seeded(LAYERS[kind])
-    began = time.perf_counter()
-    cache = layer.cache_after(1_000_000, batch_size=8)
-    assert time.perf_counter() - began < 0.5
+def test_cache_after_a_million_tokens_holds_no_memory(kind):
+    """On the meta device: shapes without storage (its time is printed by benchmarks/describe.py)."""
+    cache = seeded(LAYERS[kind]).cache_after(1_000_000, batch_size=8)
     assert cache.state is not None
     assert cache.state.device.type == "meta"
 
