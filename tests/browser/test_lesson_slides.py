@@ -145,8 +145,8 @@ def walks(browser, server):
         return opened[lang]
 
     yield walk
-    for walk in opened.values():
-        walk.context.close()
+    for each in opened.values():
+        each.context.close()
 
 
 def inside_the_screen(name: str, box: list[float] | None, top: float) -> list[str]:
