@@ -20,6 +20,7 @@ from explorer.heatmaps import link as heatmaps_link
 from explorer.i18n import _, difference, format_bytes, language, sentences, sig, speaking
 from explorer.kv_cache import computed as kv_cache_computed
 from explorer.kv_cache import figures as kv_cache_figures
+from explorer.kv_cache import gif as kv_cache_gif
 from explorer.kv_cache import link as kv_cache_link
 from explorer.kv_cache import tables as kv_cache_tables
 from explorer.lab import csv_export as lab_csv_export
@@ -30,6 +31,7 @@ from explorer.lab import text as lab_text
 from explorer.mapping import computed as mapping_computed
 from explorer.mapping import figures as mapping_figures
 from explorer.mapping import frames as mapping_frames
+from explorer.mapping import gif as mapping_gif
 from explorer.mapping import link as mapping_link
 from explorer.model import trained_model
 from explorer.params import Choice, Param
@@ -41,8 +43,6 @@ from explorer.trained import computed as trained_computed
 from explorer.trained import csv_export as trained_csv_export
 from explorer.trained import figures as trained_figures
 from explorer.trained import link as trained_link
-
-from . import slides
 
 # The sentence the heatmap steps attend over, in the page's language (a Chinese character is a token of its own).
 SENTENCES = {"en": "the cat sat on the mat", "zh": "猫坐在垫子上"}
@@ -203,14 +203,14 @@ def cache_gif(settings: Settings, repeated: bool, lang: str) -> bytes:
     """The cache growing token by token, as a GIF with its words in `lang` (a download's data is made when clicked,
     outside the run that knew the language)."""
     with speaking(lang):
-        return slides.cache_gif(_traces(settings, repeated))
+        return kv_cache_gif.cache_gif(_traces(settings, repeated))
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def morph_gif(settings: Settings, lang: str) -> bytes:
     """The head -> KV morph, as a GIF with its words in `lang`."""
     with speaking(lang):
-        return slides.morph_gif(mapping_computed.frames_for(settings), settings)
+        return mapping_gif.morph_gif(mapping_computed.frames_for(settings), settings)
 
 
 def _kv_view() -> dict[Param, object]:
