@@ -9,7 +9,7 @@ from attn_core import PUBLISHED
 from explorer.charts import log_bytes_axis
 from explorer.grid import narrow
 from explorer.i18n import _, format_bytes
-from explorer.probes.axes import AxisCuts, ModelCurves
+from explorer.probes.axes import AxisCuts, KindCurve, ModelCurves
 
 from .text import AXES, kind_label, sig
 
@@ -57,82 +57,101 @@ def context_figure(
     data: list[dict] = []
     csv: list[dict] = []
     for index, model in enumerate(models):
-        values = getattr(model, measure)
         color = PALETTE[index % len(PALETTE)] if by_kind else MODEL_COLORS.get(model.name, PALETTE[0])
-        hover = [_breakdown(model, measure, i) for i in range(len(model.tokens))]
-        template = (
-            _("{model}, {tokens} tokens: {bytes} bytes", model=model.name, tokens="%{x:,}", bytes="%{y:,}")
-            + "<br>%{customdata}<extra></extra>"
-        )
-        inside = [i for i, t in enumerate(model.tokens) if model.context is None or t <= model.context]
-        beyond = [i for i in range(len(model.tokens)) if i not in inside]
-        if beyond and inside:
-            beyond = [inside[-1], *beyond]  # the dotted part starts where the solid one ends
-        for part, dash, shown in ((inside, "solid", True), (beyond, "dot", not inside)):
-            if not part:
-                continue
-            data.append(
-                {
-                    "type": "scatter",
-                    "mode": "lines",
-                    "x": [model.tokens[i] for i in part],
-                    "y": [values[i] for i in part],
-                    "customdata": [hover[i] for i in part],
-                    "name": model.name,
-                    "legendgroup": model.name,
-                    "showlegend": shown,
-                    "line": {"color": color, "dash": dash, "width": 3 if by_kind else 2},
-                    "hovertemplate": template,
-                }
-            )
+        data += _model_lines(model, measure, color, by_kind)
         if by_kind:
-            for k_index, kind in enumerate(model.kinds):
-                data.append(
-                    {
-                        "type": "scatter",
-                        "mode": "lines",
-                        "x": list(model.tokens),
-                        "y": list(getattr(kind, measure)),
-                        "name": _("{kind} layers (× {count})", kind=kind_label(kind.kind), count=kind.count),
-                        "line": {"color": PALETTE[(k_index + 1) % len(PALETTE)], "dash": "dash", "width": 2},
-                        "hovertemplate": _(
-                            "{kind} layers, {tokens} tokens: {bytes} bytes",
-                            kind=kind_label(kind.kind),
-                            tokens="%{x:,}",
-                            bytes="%{y:,}",
-                        )
-                        + "<extra></extra>",
-                    }
-                )
-        csv += [
-            {
-                "model": model.name,
-                "kind": kind.kind,
-                "layers": kind.count,
-                "tokens": t,
-                "held_bytes": kind.held[i],
-                "read_bytes": kind.read[i],
-            }
-            for kind in model.kinds
-            for i, t in enumerate(model.tokens)
-        ]
-    marks = [m for m in models if getattr(m, measure)[m.at(tokens)] > 0]
-    data.append(
+            data += [_kind_line(model, measure, k_index, kind) for k_index, kind in enumerate(model.kinds)]
+        csv += _context_rows(model)
+    data.append(_length_marks(models, measure, tokens, by_kind))
+    return {"data": data, **_context_layout(data, models, measure, tokens)}, csv
+
+
+def _model_lines(model: ModelCurves, measure: str, color: str, by_kind: bool) -> list[dict]:
+    """A model's total: solid within its published context, dotted beyond (starting where the solid part ends)."""
+    values = getattr(model, measure)
+    hover = [_breakdown(model, measure, i) for i in range(len(model.tokens))]
+    template = (
+        _("{model}, {tokens} tokens: {bytes} bytes", model=model.name, tokens="%{x:,}", bytes="%{y:,}")
+        + "<br>%{customdata}<extra></extra>"
+    )
+    inside = [i for i, t in enumerate(model.tokens) if model.context is None or t <= model.context]
+    beyond = [i for i in range(len(model.tokens)) if i not in inside]
+    if beyond and inside:
+        beyond = [inside[-1], *beyond]  # the dotted part starts where the solid one ends
+    return [
         {
             "type": "scatter",
-            "mode": "markers",
-            "x": [tokens] * len(marks),
-            "y": [getattr(m, measure)[m.at(tokens)] for m in marks],
-            "text": [m.name for m in marks],
-            "marker": {
-                "size": 10,
-                "color": [PALETTE[0] if by_kind else MODEL_COLORS.get(m.name, PALETTE[0]) for m in marks],
-                "line": {"color": "white", "width": 1.5},
-            },
-            "showlegend": False,
-            "hovertemplate": "%{text}: %{y:,} B<extra></extra>",
+            "mode": "lines",
+            "x": [model.tokens[i] for i in part],
+            "y": [values[i] for i in part],
+            "customdata": [hover[i] for i in part],
+            "name": model.name,
+            "legendgroup": model.name,
+            "showlegend": shown,
+            "line": {"color": color, "dash": dash, "width": 3 if by_kind else 2},
+            "hovertemplate": template,
         }
-    )
+        for part, dash, shown in ((inside, "solid", True), (beyond, "dot", not inside))
+        if part
+    ]
+
+
+def _kind_line(model: ModelCurves, measure: str, k_index: int, kind: KindCurve) -> dict:
+    """One kind of a model's layers, dashed."""
+    return {
+        "type": "scatter",
+        "mode": "lines",
+        "x": list(model.tokens),
+        "y": list(getattr(kind, measure)),
+        "name": _("{kind} layers (× {count})", kind=kind_label(kind.kind), count=kind.count),
+        "line": {"color": PALETTE[(k_index + 1) % len(PALETTE)], "dash": "dash", "width": 2},
+        "hovertemplate": _(
+            "{kind} layers, {tokens} tokens: {bytes} bytes",
+            kind=kind_label(kind.kind),
+            tokens="%{x:,}",
+            bytes="%{y:,}",
+        )
+        + "<extra></extra>",
+    }
+
+
+def _context_rows(model: ModelCurves) -> list[dict]:
+    """The download's rows: a model's every kind of layer at every length."""
+    return [
+        {
+            "model": model.name,
+            "kind": kind.kind,
+            "layers": kind.count,
+            "tokens": t,
+            "held_bytes": kind.held[i],
+            "read_bytes": kind.read[i],
+        }
+        for kind in model.kinds
+        for i, t in enumerate(model.tokens)
+    ]
+
+
+def _length_marks(models: list[ModelCurves], measure: str, tokens: int, by_kind: bool) -> dict:
+    """A marker on each model's line at the reader's length (none where it keeps nothing: a log axis)."""
+    marks = [m for m in models if getattr(m, measure)[m.at(tokens)] > 0]
+    return {
+        "type": "scatter",
+        "mode": "markers",
+        "x": [tokens] * len(marks),
+        "y": [getattr(m, measure)[m.at(tokens)] for m in marks],
+        "text": [m.name for m in marks],
+        "marker": {
+            "size": 10,
+            "color": [PALETTE[0] if by_kind else MODEL_COLORS.get(m.name, PALETTE[0]) for m in marks],
+            "line": {"color": "white", "width": 1.5},
+        },
+        "showlegend": False,
+        "hovertemplate": "%{text}: %{y:,} B<extra></extra>",
+    }
+
+
+def _context_layout(data: list[dict], models: list[ModelCurves], measure: str, tokens: int) -> dict:
+    """The log-log axes spanning every line, a dashed rule at the reader's length, and the phone's taller layout."""
     every = [v for trace in data for v in trace["y"] if v > 0]
     title = _("Cache held against context") if measure == "held" else _("Cache read by one decoding step")
     layout = {
@@ -158,7 +177,7 @@ def context_figure(
     }
     # on a phone the legend takes several rows: a taller chart, the legend lower below its axis title
     phone = layout | {"height": 760, "legend": {"orientation": "h", "y": -0.22, "x": 0, "yanchor": "top"}}
-    return {"data": data, "layout": layout, "narrow": narrow(phone)}, csv
+    return {"layout": layout, "narrow": narrow(phone)}
 
 
 def axes_figure(cuts: list[AxisCuts], tokens: int, measure: str = "held") -> tuple[dict, list[dict]]:

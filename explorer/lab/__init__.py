@@ -52,3 +52,17 @@ __all__ = [
     "text_sha256",
     "window_nll_sums",
 ]
+
+# The modules another page (the lesson) may import: this page's public face; the others are its own helpers.
+PUBLIC = (
+    "link",
+    "computed",
+    "stored",
+    "text",
+    "tables",
+    "figures",
+    "csv_export",
+    "window_table",
+    "axes_points",
+    "axes_text",
+)

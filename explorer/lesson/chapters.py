@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from . import after_mla_views, views
 
-# Each step's view: called with the language, and the step's control if it has one.
+# Each step's view: called with the language (its words are in it), and the step's control if it has one.
 STEP_VIEWS: dict[str, Callable[..., views.StepView | None]] = views.STEP_VIEWS | after_mla_views.VIEWS
 # The numbers a step's text, question and answer quote ({placeholders}), for the steps that quote any.
 STEP_NUMBERS: dict[str, Callable[[str], dict[str, object]]] = views.STEP_NUMBERS | after_mla_views.NUMBERS
