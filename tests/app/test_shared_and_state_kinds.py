@@ -104,3 +104,20 @@ def test_a_shared_layer_holds_the_latent_alone_and_reads_k_entries():
     assert read == (SMALL.latent + SMALL.rope_dim) * SMALL.topk * element
     dsa_held, dsa_read = design(SMALL, "dsa").formula_bytes(tokens, 1, "bfloat16", new_tokens=1)
     assert (held, read) < (dsa_held, dsa_read)
+
+
+def test_the_kv_cache_page_says_which_designs_hold_the_same_at_4k_and_128k():
+    from explorer import i18n
+    from explorer.kv_cache.computed import CONTEXTS, held_at_contexts
+    from explorer.kv_cache.text import contexts_finding
+
+    settings = replace(SMALL, designs=("dsa", "shared_topk", "mamba2", "lightning"), dtype="float16", batch=2)
+    held = held_at_contexts(settings)
+    for name in settings.designs:  # the core's own caches, measured on the meta device
+        layer = design(settings, name).build(device="meta", dtype=torch.float16)
+        assert held[name] == tuple(layer.cache_after(tokens, 2).nbytes for tokens in CONTEXTS), name
+    assert held["mamba2"][0] == held["mamba2"][1] == state_formula(settings, "mamba2", 2, 2)
+    with i18n.speaking("en"):
+        said = contexts_finding(held, CONTEXTS)
+    assert "The same bytes at both: Mamba-2 state, Lightning state." in said
+    assert "131,072" in said
