@@ -651,8 +651,8 @@ def shared_figure(result: SharedMap, head: int, tokens: list[str] | None) -> tup
     head each, on one colour scale."""
     length = result.picked.shape[0]
     x, y = _key_labels(length, tokens), axis_labels(length, 1, tokens)
-    full_title = _("full layer, head {head}: its top {k}", head=head, k=result.top_k)
-    shared_title = _("shared layer, head {head}: the same keys", head=head)
+    full_title = _("full layer, top {k}", k=result.top_k)  # short: two panels side by side on a phone
+    shared_title = _("shared layer")
     full = _design_panel(result.full_weights[head], x, y, full_title, _("full layer"), _("weight"))
     shared = _design_panel(result.shared_weights[head], x, y, shared_title, _("shared layer"), _("weight"))
     top = float(max(np.nanmax(result.full_weights[head]), np.nanmax(result.shared_weights[head])))
