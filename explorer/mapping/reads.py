@@ -146,6 +146,8 @@ def reads_spec(reads: DecodeReads, active: int) -> dict:
         "text": _hover(z),
         "hovertemplate": f"{token_name} %{{y}} · %{{x}}: %{{text}}<extra></extra>",
     }
+    if reads.state_shape is not None:  # one matrix per head: the heads' columns apart, as the strip's cells are
+        history["xgap"] = 4
 
     def outline(step: int) -> list[dict]:
         line = {"type": "rect", "xref": "x domain", "x0": 0, "x1": 1, "line": {"color": NEW_COLOUR, "width": 2}}
