@@ -125,7 +125,6 @@ def reads_spec(reads: DecodeReads, active: int) -> dict:
     colour = [[0.0, HELD_COLOUR], [0.5, HELD_COLOUR], [0.5, READ_COLOUR], [1.0, READ_COLOUR]]
     common = {"type": "heatmap", "x": labels, "colorscale": colour, "zmin": HELD, "zmax": READ, "showscale": False}
     step_name = _("step")
-
     token_name = _("token")
 
     def strip(step: int) -> dict:
@@ -145,9 +144,8 @@ def reads_spec(reads: DecodeReads, active: int) -> dict:
         "y": list(range(steps)),
         "text": _hover(z),
         "hovertemplate": f"{token_name} %{{y}} · %{{x}}: %{{text}}<extra></extra>",
+        "xgap": 0 if reads.state_shape is None else 4,  # a state: one matrix per head, each column apart
     }
-    if reads.state_shape is not None:  # one matrix per head: the heads' columns apart, as the strip's cells are
-        history["xgap"] = 4
 
     def outline(step: int) -> list[dict]:
         line = {"type": "rect", "xref": "x domain", "x0": 0, "x1": 1, "line": {"color": NEW_COLOUR, "width": 2}}
