@@ -627,6 +627,19 @@ else:
                 most=facts.read_most,
             ),
         )
+    elif shown_design == "shared_topk":
+        caption = sentences(
+            on,
+            _(
+                "GLM-5's shared layers run no indexer. Left: the full DSA layer before it, whose indexer picks each "
+                "query's top {k} keys (the rest blank). Right: the shared layer, with weights of its own, reading the "
+                "keys that layer picked: the same cells in {same} of {n} rows. Its cache keeps each token's latent "
+                "and no indexer key.",
+                k=settings.topk,
+                same=facts.same_rows,
+                n=facts.tokens,
+            ),
+        )
     else:
         caption = sentences(
             on,

@@ -232,6 +232,7 @@ def designs_section(step: int) -> None:
                 "key included). Each sits on its closed form (the wide pale line), measured from the layer's own "
                 "cache after each real decoding step. The variants' held bytes are the dotted lines."
             ),
+            text.contexts_finding(computed.held_at_contexts(settings), computed.CONTEXTS),
         ),
     )
     st.dataframe(

@@ -19,6 +19,7 @@ from explorer.kinds.compressed import CompressedMap
 from explorer.kinds.dsa import SparseMap
 from explorer.kinds.grouped import BandMap
 from explorer.kinds.kind import Design
+from explorer.kinds.shared_topk import SharedMap
 from explorer.probes.heatmaps import (
     Comparison,
     HeadSteps,
@@ -536,6 +537,7 @@ class DesignFacts:
     tokens: int  # queries (= token keys) in the map
     entries: int  # compressed entries held after the last token (V4)
     sink_mean: float | None  # mean weight the sink took over every row and the head's queries, where there is one
+    same_rows: int = 0  # queries whose keys read are exactly another layer's picks (GLM-5's shared top-k)
 
 
 def _key_labels(length: int, tokens: list[str] | None) -> list[str]:
@@ -644,11 +646,36 @@ def compressed_figure(
     return _categorical(fig), panel_csv([panel]), facts
 
 
+def shared_figure(result: SharedMap, head: int, tokens: list[str] | None) -> tuple[dict, PanelNumbers, DesignFacts]:
+    """The full layer's weights (its indexer's top-k) beside the shared layer's (the same keys, its own weights), one
+    head each, on one colour scale."""
+    length = result.picked.shape[0]
+    x, y = _key_labels(length, tokens), axis_labels(length, 1, tokens)
+    full_title = _("full layer, top {k}", k=result.top_k)  # short: two panels side by side on a phone
+    shared_title = _("shared layer")
+    full = _design_panel(result.full_weights[head], x, y, full_title, _("full layer"), _("weight"))
+    shared = _design_panel(result.shared_weights[head], x, y, shared_title, _("shared layer"), _("weight"))
+    top = float(max(np.nanmax(result.full_weights[head]), np.nanmax(result.shared_weights[head])))
+    fig = panels_figure(
+        [full, shared],
+        2,
+        coloraxes={"coloraxis": weights_axis(top)},
+        row_height=DESIGN_ROW_HEIGHT,
+        x_title=_("key position"),
+        y_title=_("query position"),
+    )
+    read = result.shared_read.sum(axis=1)
+    same = int((result.shared_read == result.picked).all(axis=1).sum())
+    facts = DesignFacts(int(read.max()), int(read[-1]), length, 0, None, same_rows=same)
+    return _categorical(fig), panel_csv([full, shared]), facts
+
+
 # Each mapped kind's figure (explorer/kinds/: a kind's map is its own; the figure is this page's), by its link value
 DESIGN_FIGURES: dict[str, Callable[[Any, int, list[str] | None], tuple[dict, PanelNumbers, DesignFacts]]] = {
     "sliding": band_figure,
     "dsa": sparse_figure,
     "compressed": compressed_figure,
+    "shared_topk": shared_figure,
 }
 
 

@@ -9,13 +9,19 @@ from .compressed import COMPRESSED
 from .dsa import DSA
 from .grouped import SLIDING
 from .kind import Design, Kind
+from .lightning import LIGHTNING
 from .linear import LINEAR
+from .mamba2 import MAMBA2
 from .quantised import QUANTISED
+from .shared_topk import SHARED_TOPK
 
 if TYPE_CHECKING:
     from explorer.settings import Settings
 
 KINDS: dict[str, Kind] = {kind.key: kind for kind in (SLIDING, DSA, COMPRESSED, LINEAR, QUANTISED)}
+KINDS |= {
+    kind.key: kind for kind in (SHARED_TOPK, MAMBA2, LIGHTNING)
+}  # GLM-5's shared top-k; Mamba-2's, MiniMax's states
 
 
 def design(settings: Settings, name: str) -> Design:

@@ -4,7 +4,7 @@ names of its tensors, numbers as said, and the core's preset notes marked for th
 from __future__ import annotations
 
 from explorer.glossary import design_name
-from explorer.i18n import N_, _, format_bytes, n_, sig
+from explorer.i18n import N_, _, fmt, format_bytes, n_, sentences, sig
 from explorer.probes.kv_cache import DecodeTrace, DesignTrace, ModelRow
 
 # What the core's presets say they leave out (ModelPreset.not_modelled), for the catalog: the page shows
@@ -96,3 +96,23 @@ def design_finding(name: str, trace: DesignTrace, step: int, gqa: DecodeTrace | 
         ratio=sig(held[step] / gqa.nbytes[step], 2),
         **values,
     )
+
+
+def contexts_finding(held: dict[str, tuple[int, int]], contexts: tuple[int, int]) -> str:
+    """Each design's bytes held at a short and a long context, and which hold the same at both (a state, a window)."""
+    short, long = contexts
+    each = [
+        _("{name} {short} → {long}", name=design_name(name), short=format_bytes(a), long=format_bytes(b))
+        for name, (a, b) in held.items()
+    ]
+    said = _(
+        "Held after {short} and after {long} tokens (the core's closed forms, which the measured dots above sit "
+        "on): {each}.",
+        short=fmt(short),
+        long=fmt(long),
+        each=_(", ").join(each),
+    )
+    same = [design_name(name) for name, (a, b) in held.items() if a == b]
+    if not same:
+        return said
+    return sentences(said, _("The same bytes at both: {names}.", names=_(", ").join(same)))

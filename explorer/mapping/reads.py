@@ -48,8 +48,10 @@ def decode_reads(design: Design, seed: int, steps: int, dtype: str, batch: int) 
 def column_labels(reads: DecodeReads) -> list[str]:
     """Each column's label: a token's position, an entry's ⟨first–last⟩ tokens, the linear state."""
     labels = []
-    for kind, (first, last) in zip(reads.kinds, reads.spans, strict=True):
-        if kind == STATE:
+    for column, (kind, (first, last)) in enumerate(zip(reads.kinds, reads.spans, strict=True)):
+        if kind == STATE and reads.state_shape is not None:  # one matrix per head, named by its head and shape
+            labels.append(f"h{column} {reads.state_shape[0]}×{reads.state_shape[1]}")
+        elif kind == STATE:
             labels.append(_("state"))
         elif kind == ENTRY:
             labels.append(f"⟨{first}–{last}⟩")
@@ -70,6 +72,8 @@ def kind_runs(reads: DecodeReads) -> list[tuple[str, int, int]]:
 
 
 def kind_name(kind: str, count: int) -> str:
+    if kind == STATE and count > 1:
+        return n_("{n} head's state matrix", "{n} heads' state matrices", count)
     if kind == STATE:
         return _("the state")
     if kind == ENTRY:
@@ -84,6 +88,14 @@ def cells(reads: DecodeReads) -> np.ndarray:
 
 def frame_title(reads: DecodeReads, step: int) -> str:
     read, held = int(reads.read[step].sum()), int(reads.held[step].sum())
+    if reads.state_shape is not None:
+        return _(
+            "Token {t} reads every head's {rows}×{columns} state; the cache holds {held}",
+            t=step,
+            rows=reads.state_shape[0],
+            columns=reads.state_shape[1],
+            held=format_bytes(reads.held_bytes[step]),
+        )
     if reads.kinds == (STATE,):
         return _(
             "Token {t} reads the one state; the cache holds {held}",
@@ -113,7 +125,6 @@ def reads_spec(reads: DecodeReads, active: int) -> dict:
     colour = [[0.0, HELD_COLOUR], [0.5, HELD_COLOUR], [0.5, READ_COLOUR], [1.0, READ_COLOUR]]
     common = {"type": "heatmap", "x": labels, "colorscale": colour, "zmin": HELD, "zmax": READ, "showscale": False}
     step_name = _("step")
-
     token_name = _("token")
 
     def strip(step: int) -> dict:
@@ -133,6 +144,7 @@ def reads_spec(reads: DecodeReads, active: int) -> dict:
         "y": list(range(steps)),
         "text": _hover(z),
         "hovertemplate": f"{token_name} %{{y}} · %{{x}}: %{{text}}<extra></extra>",
+        "xgap": 0 if reads.state_shape is None else 4,  # a state: one matrix per head, each column apart
     }
 
     def outline(step: int) -> list[dict]:
@@ -245,8 +257,39 @@ def _sliding_said(reads: DecodeReads) -> str:
     )
 
 
+def _states_said(reads: DecodeReads) -> str:
+    last = reads.steps - 1
+    rows, columns = reads.state_shape or (0, 0)
+    return _(
+        "One column per head: its state, a {rows}×{columns} matrix, read and rewritten whole at every step. The "
+        "cache holds {first} after token 0 and {last} after token {t}: {heads} fixed matrices (and, for Mamba-2, the "
+        "convolution's last inputs), whatever the length.",
+        rows=rows,
+        columns=columns,
+        heads=len(reads.kinds),
+        first=format_bytes(reads.held_bytes[0]),
+        last=format_bytes(reads.held_bytes[last]),
+        t=last,
+    )
+
+
+def _shared_said(reads: DecodeReads) -> str:
+    source = reads.source_read if reads.source_read is not None else np.zeros_like(reads.read)
+    same = int((reads.read == source).all(axis=1).sum())
+    return _(
+        "This layer has no indexer: each step reads the {k} tokens the full DSA layer before it picked. Here the "
+        "dark cells are that layer's picks at {same} of {n} steps. Every token stays cached ({bytes} after {n} "
+        "tokens): its latent alone, with no indexer key.",
+        k=int(reads.read.sum(axis=1).max()),
+        same=same,
+        n=reads.steps,
+        bytes=format_bytes(reads.held_bytes[-1]),
+    )
+
+
 # What the animation shows of each kind that decodes (explorer/kinds/: Kind.decodes), by its link value
 SAID = {"sliding": _sliding_said, "dsa": _dsa_said, "compressed": _compressed_said, "linear": _linear_said}
+SAID |= {"shared_topk": _shared_said, "mamba2": _states_said, "lightning": _states_said}
 
 
 def reads_caption(reads: DecodeReads, design: str) -> str:
@@ -256,7 +299,7 @@ def reads_caption(reads: DecodeReads, design: str) -> str:
         "weights.",
         n=reads.steps,
     )
-    if design == "linear":
+    if STATE in reads.kinds:
         measured = _(
             "Measured: {n} tokens decoded one at a time through the layer's own cache, each step's reads and bytes "
             "taken from the cache.",
