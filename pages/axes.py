@@ -163,10 +163,12 @@ show_chart(
         else _("Here what one decoding step reads, against MHA reading every token's keys and values on every layer."),
         _(
             "Each cell: how many times less the model keeps than MHA keeping every token of every layer in 16 bits, "
-            "on one axis; the last column multiplies the four. **Layers**: every layer as its heaviest kind ÷ the "
-            "layers as they are. **Tokens**: that kind keeping one entry per token ÷ what it holds. **Width**: MHA's "
-            "entry (a key and a value per query head) ÷ one token's entry in that kind. **Bytes**: 16 bits ÷ the "
-            "cache's bits ({dtype}). Below 1× (red) is more, not less.",
+            "on one axis; the last column multiplies the four. The cache layers keep entries of tokens; the others "
+            "hold a fixed state (linear attention, Mamba) or share another layer's cache. **Layers**: every layer as "
+            "the mean cache layer ÷ the layers as they are (states, shared layers). **Tokens**: the cache layers "
+            "keeping one entry per token ÷ what they hold (windows, pooled entries). **Width**: MHA's entry (a key "
+            "and a value per query head) ÷ the cache layers' mean entry. **Bytes**: 16 bits ÷ the cache's bits "
+            "({dtype}). Each design stays on its axis at every length. Below 1× (red) is more, not less.",
             dtype=dtype,
         ),
         text.axis_leaders(cuts, tokens),

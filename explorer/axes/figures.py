@@ -206,7 +206,7 @@ def axes_figure(cuts: list[AxisCuts], tokens: int, measure: str = "held") -> tup
         },
     }
     csv = [
-        {"model": cut.name, "tokens": tokens, "measure": measure, "heaviest_kind": cut.heaviest}
+        {"model": cut.name, "tokens": tokens, "measure": measure, "cache_kinds": " ".join(cut.cache_kinds)}
         | {f"{column}_cut": getattr(cut, column) for column in columns}
         for cut in cuts
     ]
