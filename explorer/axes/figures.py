@@ -11,6 +11,7 @@ from explorer.grid import narrow
 from explorer.i18n import _, format_bytes
 from explorer.probes.axes import AxisCuts, ModelCurves
 
+from .ends import LABEL_AT, end_traces
 from .text import AXES, kind_label, sig
 
 PALETTE = (
@@ -94,6 +95,7 @@ def context_figure(
                         "x": list(model.tokens),
                         "y": list(getattr(kind, measure)),
                         "name": _("{kind} layers (× {count})", kind=kind_label(kind.kind), count=kind.count),
+                        "legendgroup": _("{kind} layers (× {count})", kind=kind_label(kind.kind), count=kind.count),
                         "line": {"color": PALETTE[(k_index + 1) % len(PALETTE)], "dash": "dash", "width": 2},
                         "hovertemplate": _(
                             "{kind} layers, {tokens} tokens: {bytes} bytes",
@@ -116,30 +118,36 @@ def context_figure(
             for kind in model.kinds
             for i, t in enumerate(model.tokens)
         ]
-    marks = [m for m in models if getattr(m, measure)[m.at(tokens)] > 0]
-    data.append(
-        {
-            "type": "scatter",
-            "mode": "markers",
-            "x": [tokens] * len(marks),
-            "y": [getattr(m, measure)[m.at(tokens)] for m in marks],
-            "text": [m.name for m in marks],
-            "marker": {
-                "size": 10,
-                "color": [PALETTE[0] if by_kind else MODEL_COLORS.get(m.name, PALETTE[0]) for m in marks],
-                "line": {"color": "white", "width": 1.5},
-            },
-            "showlegend": False,
-            "hovertemplate": "%{text}: %{y:,} B<extra></extra>",
-        }
-    )
+    for m in models:  # each model's dot in its legend group: hiding the model hides its dot
+        value = getattr(m, measure)[m.at(tokens)]
+        if value > 0:
+            data.append(
+                {
+                    "type": "scatter",
+                    "mode": "markers",
+                    "x": [tokens],
+                    "y": [value],
+                    "text": [m.name],
+                    "legendgroup": m.name,
+                    "marker": {
+                        "size": 10,
+                        "color": PALETTE[0] if by_kind else MODEL_COLORS.get(m.name, PALETTE[0]),
+                        "line": {"color": "white", "width": 1.5},
+                    },
+                    "showlegend": False,
+                    "hovertemplate": "%{text}: %{y:,} B<extra></extra>",
+                }
+            )
     every = [v for trace in data for v in trace["y"] if v > 0]
     title = _("Cache held against context") if measure == "held" else _("Cache read by one decoding step")
+    y_axis = log_bytes_axis(min(every, default=1), max(every, default=2), most_ticks=8)
+    data += end_traces(
+        [(t["name"], t["line"]["color"], t["x"][-1], t["y"][-1]) for t in _last_parts(data)], y_axis["range"]
+    )
     layout = {
         "title": {"text": title},
-        "xaxis": context_axis(),
-        "yaxis": {"title": {"text": _("bytes (batch {batch}, log scale)", batch=models[0].batch)}}
-        | log_bytes_axis(min(every, default=1), max(every, default=2), most_ticks=8),
+        "xaxis": context_axis() | {"range": [math.log10(900), math.log10(TOKEN_TICKS[-1] * LABEL_AT)]},
+        "yaxis": {"title": {"text": _("bytes (batch {batch}, log scale)", batch=models[0].batch)}} | y_axis,
         "shapes": [
             {
                 "type": "line",
@@ -152,13 +160,28 @@ def context_figure(
             }
         ],
         "height": 540,
-        "margin": {"t": 60, "b": 60, "l": 80, "r": 20},
+        "margin": {"t": 60, "b": 60, "l": 80, "r": 20 + 7 * max(len(t["name"]) for t in data if "name" in t)},
         "legend": {"orientation": "h", "y": -0.27, "x": 0, "yanchor": "top"},
         "hovermode": "closest",
     }
-    # on a phone the legend takes several rows: a taller chart, the legend lower below its axis title
-    phone = layout | {"height": 760, "legend": {"orientation": "h", "y": -0.22, "x": 0, "yanchor": "top"}}
-    return {"data": data, "layout": layout, "narrow": narrow(phone)}, csv
+    # on a phone the legend takes several rows: a taller chart, the legend lower below its axis title; no room for
+    # the names at the lines' ends (the legend names the lines)
+    phone = layout | {
+        "height": 760,
+        "legend": {"orientation": "h", "y": -0.22, "x": 0, "yanchor": "top"},
+        "xaxis": context_axis(),
+        "margin": {"t": 60, "b": 60, "l": 80, "r": 20},
+    }
+    return {"data": data, "layout": layout, "narrow": narrow(phone, unlabelled=True)}, csv
+
+
+def _last_parts(data: list[dict]) -> list[dict]:
+    """Each named line's last part (a model's dotted part, past its context, when it has one)."""
+    last: dict[str, dict] = {}
+    for trace in data:
+        if trace["mode"] == "lines" and trace.get("name"):
+            last[trace["name"]] = trace
+    return list(last.values())
 
 
 def axes_figure(cuts: list[AxisCuts], tokens: int, measure: str = "held") -> tuple[dict, list[dict]]:

@@ -20,7 +20,7 @@ def curves_sent(spec: dict) -> dict[str, list[tuple[int, int]]]:
     """Each model's (tokens, bytes) points as drawn, its solid and dotted parts joined."""
     points: dict[str, set] = {}
     for trace in spec["data"]:
-        if trace.get("mode") == "lines":
+        if trace.get("mode") == "lines" and "name" in trace:  # not the leaders to the names at the lines' ends
             points.setdefault(trace["name"], set()).update(zip(trace["x"], trace["y"], strict=True))
     return {name: sorted(found) for name, found in points.items()}
 
