@@ -26,8 +26,9 @@ AXIS_COLORS = {
 }
 ORIGINAL_COLOR = "#4a9a6b"
 TOP = 8.0  # x the original's perplexity: the chart's top; a design above it is drawn at the edge as a triangle
+BOTTOM = 0.85  # x the original's perplexity at the chart's foot: room below the designs near 1 for their names
 NEAR_DECADES = (0.08, 0.03)  # cache, x the original: points this close are one spot on the chart at any width
-NAMES_FIT_PX = 640  # narrower than this the chart takes its phone layout, the frontier's names their phone places
+NAMES_FIT_PX = 640  # narrower than this the frontier's names run into each other: the caption and the CSV name them
 
 
 def _y(point: AxisPoint) -> float:
@@ -40,8 +41,8 @@ def _symbol(point: AxisPoint) -> str:
     return "star" if point.healed else "circle"
 
 
-PHONE_PLOT = (290, 300, 11)  # the plot at 400 px (plot width and height in px, font px): names placed for it too
-LINE_STEP = 0.02  # decades between the frontier line's stand-in points: a name kept off them is off the line
+LINE_STEP = 0.04  # decades between the frontier line's stand-in points (a marker's width): a name off them is off it
+NEAR = (1.0, 0.25)  # decades (x, y) from a named point beyond which nothing can touch its name: left out, for speed
 
 
 def joined_name(first: str, second: str) -> str:
@@ -72,7 +73,7 @@ def frontier_labels(
     """Each frontier design's name and where it goes (explorer.labels.apart: clear of the other names, of every
     point drawn, `others` too, and of the frontier's line, at each of `sizes`). Two designs on nearly one spot (a
     window with one or four kept first tokens) are named once, together, beside the first."""
-    y_range = (math.log10(0.95), math.log10(TOP * 1.1))
+    y_range = (math.log10(BOTTOM), math.log10(TOP * 1.1))
     spots = [(math.log10(p.bytes_per_token(context) / 1024), math.log10(_y(p)), point_name(p)) for p in line]
     leader = [
         next(
@@ -93,6 +94,7 @@ def frontier_labels(
     obstacles = [(x, y, "") for i, (x, y, _name) in enumerate(spots) if leader[i] != i]
     obstacles += [(math.log10(p.bytes_per_token(context) / 1024), math.log10(_y(p)), "") for p in others]
     obstacles += _line_points([(x, y) for x, y, _name in spots])
+    obstacles = [o for o in obstacles if any(abs(o[0] - x) < NEAR[0] and abs(o[1] - y) < NEAR[1] for x, y, _n in named)]
     placed = apart([*named, *obstacles], x_range, y_range, sizes=sizes)[: len(named)]
     where, text = iter(placed), iter(name for _x, _y, name in named)
     labels, positions = [], []
@@ -135,33 +137,32 @@ def kib_ticks(x_range: tuple[float, float]) -> tuple[list[float], list[str]]:
     return values, [f"{v:g}" for v in values]
 
 
-def _budget_shapes(limit_kib: float, x_range: tuple[float, float]) -> list[dict]:
-    """The budget as a line at its cache per token, what lies beyond it shaded: over the budget."""
-    return [
-        {
-            "type": "rect",
-            "xref": "x",
-            "yref": "paper",
-            "x0": limit_kib,
-            "x1": 10 ** x_range[1],
-            "y0": 0,
-            "y1": 1,
-            "fillcolor": "#888",
-            "opacity": 0.12,
-            "line": {"width": 0},
-            "layer": "below",
-        },
-        {
-            "type": "line",
-            "xref": "x",
-            "yref": "paper",
-            "x0": limit_kib,
-            "x1": limit_kib,
-            "y0": 0,
-            "y1": 1,
-            "line": {"color": "#555", "width": 2, "dash": "dash"},
-        },
-    ]
+def _budget_marks(limit_kib: float, share: float, x_range: tuple[float, float]) -> tuple[dict, dict]:
+    """The budget as a dashed line at its cache per token, named in the legend, and what lies past it shaded."""
+    y_range = (BOTTOM, TOP * 1.1)
+    line = {
+        "type": "scatter",
+        "mode": "lines",
+        "x": [limit_kib, limit_kib],
+        "y": list(y_range),
+        "line": {"color": "#555", "width": 2, "dash": "dash"},
+        "name": _("budget {share}", share=percent(share)),
+        "hoverinfo": "skip",
+    }
+    shade = {
+        "type": "rect",
+        "xref": "x",
+        "yref": "paper",
+        "x0": limit_kib,
+        "x1": 10 ** x_range[1],
+        "y0": 0,
+        "y1": 1,
+        "fillcolor": "#888",
+        "opacity": 0.12,
+        "line": {"width": 0},
+        "layer": "below",
+    }
+    return line, shade
 
 
 def axes_figure(points: list[AxisPoint], context: int, limit: float | None = None, share: float | None = None) -> dict:
@@ -173,7 +174,6 @@ def axes_figure(points: list[AxisPoint], context: int, limit: float | None = Non
     x_range = (math.log10(min(x_values)) - 0.1, math.log10(max(x_values)) + 0.25)
     others = [p for p in points if p not in line]
     labels, positions = frontier_labels(line, others, context, x_range)
-    _phone_labels, phone_positions = frontier_labels(line, others, context, x_range, (PHONE_PLOT,))
     fig = go.Figure()
     fig.add_trace(
         go.Scatter(
@@ -206,7 +206,7 @@ def axes_figure(points: list[AxisPoint], context: int, limit: float | None = Non
         xaxis_ticktext=ticktext,
         yaxis_title=_("perplexity ÷ the original's (log; lower is better)"),
         yaxis_type="log",
-        yaxis_range=[math.log10(0.95), math.log10(TOP * 1.1)],
+        yaxis_range=[math.log10(BOTTOM), math.log10(TOP * 1.1)],
         yaxis_tickvals=[1, 1.1, 1.25, 1.5, 2, 3, 5, 8],
         yaxis_ticktext=["1", "1.1", "1.25", "1.5", "2", "3", "5", "≥ 8"],
         height=520,
@@ -214,23 +214,15 @@ def axes_figure(points: list[AxisPoint], context: int, limit: float | None = Non
         legend={"orientation": "h", "y": -0.2},
     )
     if limit is not None and share is not None:
-        fig.update_layout(shapes=_budget_shapes(limit / 1024, x_range))
-        fig.add_annotation(
-            x=math.log10(limit / 1024),  # Plotly places annotations on a log axis by the exponent
-            y=1,
-            yref="paper",
-            text=_("budget {share}", share=percent(share)),
-            showarrow=False,
-            xanchor="left",
-            yanchor="bottom",
-            font={"size": 12, "color": "#555"},
-        )
+        line_trace, shade = _budget_marks(limit / 1024, share, x_range)
+        fig.add_trace(go.Scatter(line_trace))
+        fig.update_layout(shapes=[shade])
     figure = fig.to_dict()
     phone = copy.deepcopy(figure["layout"])
     phone["xaxis"]["title"]["text"] = _("KV cache per token (KiB, log)")
     phone["yaxis"]["title"]["text"] = _("× the original (log)")
-    sides = [phone_positions] + [None] * (len(figure["data"]) - 1)
-    return {**figure, "narrow": {"below": NAMES_FIT_PX, "layout": phone, "textposition": sides}}
+    # on a phone the names do not fit beside the points (7 names in a 290 px plot): the caption and the CSV name them
+    return {**figure, "narrow": {"below": NAMES_FIT_PX, "unlabelled": True, "layout": phone}}
 
 
 def axes_csv_rows(points: list[AxisPoint], context: int) -> list[dict]:

@@ -86,7 +86,8 @@ def test_the_chart_draws_every_design_and_names_the_frontier(points):
     at = open_page("lab", {lab_link.AXES_CONTEXT.name: "32768", lab_link.AXES_BUDGET.name: "10"})
     no_exception(at, nor_error=True)
     spec = next(s for s in chart_specs(at) if s["data"][0].get("name") == "frontier")
-    drawn = [(x, y) for trace in spec["data"][1:] for x, y in zip(trace["x"], trace["y"], strict=True)]
+    designs = [t for t in spec["data"][1:] if t["mode"] == "markers"]  # not the budget's line
+    drawn = [(x, y) for trace in designs for x, y in zip(trace["x"], trace["y"], strict=True)]
     assert sorted(drawn) == pytest.approx(
         sorted((p.bytes_per_token(32768) / 1024, min(p.times_original, axes_figures.TOP)) for p in points)
     )
@@ -98,8 +99,10 @@ def test_the_chart_draws_every_design_and_names_the_frontier(points):
         assert axes_text.point_name(point) in named or " ".join(words[-2:]) in named, point.key
     budget = axes_points.within_budget(points, 32768, 0.10)
     # the budget drawn: a line at its cache per token, the designs past it shaded
-    (mark,) = [s for s in spec["layout"]["shapes"] if s["type"] == "line"]
-    assert mark["x0"] == mark["x1"] == pytest.approx(budget.bytes_per_token / 1024)
+    (mark,) = [t for t in spec["data"] if t.get("name") == "budget 10%"]
+    assert mark["x"] == pytest.approx([budget.bytes_per_token / 1024] * 2)
+    (shade,) = spec["layout"]["shapes"]
+    assert shade["x0"] == pytest.approx(budget.bytes_per_token / 1024)
     assert budget.bytes_per_token == pytest.approx(0.10 * axes_points.original_point(points).bytes_per_token(32768))
     assert any(axes_text.budget_findings(points, budget)[0] in c.value for c in at.caption)
 
