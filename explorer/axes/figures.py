@@ -50,7 +50,7 @@ def _breakdown(model: ModelCurves, measure: str, i: int) -> str:
 
 
 def context_figure(
-    models: list[ModelCurves], measure: str, tokens: int, *, by_kind: bool = False
+    models: list[ModelCurves], measure: str, tokens: int, *, by_kind: bool = False, named_ends: bool = True
 ) -> tuple[dict, list[dict]]:
     """Bytes held (or read by one decoding step) against context, log-log: one line per model, solid within its
     published context and dotted beyond; or, by_kind, one model's total and each kind of its layers. Markers at the
@@ -141,12 +141,12 @@ def context_figure(
     every = [v for trace in data for v in trace["y"] if v > 0]
     title = _("Cache held against context") if measure == "held" else _("Cache read by one decoding step")
     y_axis = log_bytes_axis(min(every, default=1), max(every, default=2), most_ticks=8)
-    data += end_traces(
-        [(t["name"], t["line"]["color"], t["x"][-1], t["y"][-1]) for t in _last_parts(data)], y_axis["range"]
-    )
+    ends = _last_parts(data) if named_ends else []  # a slide's legend stands beside its plot: no room past the ends
+    data += end_traces([(t["name"], t["line"]["color"], t["x"][-1], t["y"][-1]) for t in ends], y_axis["range"])
     layout = {
         "title": {"text": title},
-        "xaxis": context_axis() | {"range": [math.log10(900), math.log10(TOKEN_TICKS[-1] * LABEL_AT)]},
+        "xaxis": context_axis()
+        | ({"range": [math.log10(900), math.log10(TOKEN_TICKS[-1] * LABEL_AT)]} if ends else {}),
         "yaxis": {"title": {"text": _("bytes (batch {batch}, log scale)", batch=models[0].batch)}} | y_axis,
         "shapes": [
             {
@@ -160,7 +160,7 @@ def context_figure(
             }
         ],
         "height": 540,
-        "margin": {"t": 60, "b": 60, "l": 80, "r": 20 + 7 * max(len(t["name"]) for t in data if "name" in t)},
+        "margin": {"t": 60, "b": 60, "l": 80, "r": 20 + 7 * max((len(t["name"]) for t in ends), default=0)},
         "legend": {"orientation": "h", "y": -0.27, "x": 0, "yanchor": "top"},
         "hovermode": "closest",
     }

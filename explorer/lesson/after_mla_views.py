@@ -407,7 +407,7 @@ def choosing_numbers(lang: str) -> dict[str, object]:
 
 def published_caches(lang: str) -> StepView:
     curves = _long_context()
-    figure, csv = axes_figures.context_figure(curves, "held", TOKENS)
+    figure, csv = axes_figures.context_figure(curves, "held", TOKENS, named_ends=False)
     return _step_view(figure, csv, axes_text.extremes_sentence(curves, TOKENS, "held"), "axes", _axes_query())
 
 
