@@ -15,6 +15,7 @@ from explorer.axes import link as view_link
 from explorer.charts import show_chart
 from explorer.i18n import _, fmt, n_
 from explorer.link import bound
+from explorer.present import presenting
 from explorer.probes import axes as measured
 from explorer.state import page_settings
 from explorer.uploader import upload_box
@@ -68,7 +69,8 @@ dtype = settings.dtype if storage == "reference" else "bfloat16"
 st.header(_("Published models, cache against context"), divider="gray")
 with st.spinner(_("Measuring every layer's cache on the `meta` device…")):
     models, missing = computed.cached_published(batch=batch, dtype=dtype, storage=storage)
-figure, csv_rows = figures.context_figure(models, measure, tokens)
+# a projector's fonts are twice the size the names past the lines' ends are spread for: there the legend names them
+figure, csv_rows = figures.context_figure(models, measure, tokens, named_ends=not presenting())
 captions: list[str | None] = []
 if measure == "held":
     captions += text.plateau_sentences([p for m in models for p in measured.plateaus(m)])
