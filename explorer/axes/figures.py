@@ -87,25 +87,7 @@ def context_figure(
                 }
             )
         if by_kind:
-            for k_index, kind in enumerate(model.kinds):
-                data.append(
-                    {
-                        "type": "scatter",
-                        "mode": "lines",
-                        "x": list(model.tokens),
-                        "y": list(getattr(kind, measure)),
-                        "name": _("{kind} layers (× {count})", kind=kind_label(kind.kind), count=kind.count),
-                        "legendgroup": _("{kind} layers (× {count})", kind=kind_label(kind.kind), count=kind.count),
-                        "line": {"color": PALETTE[(k_index + 1) % len(PALETTE)], "dash": "dash", "width": 2},
-                        "hovertemplate": _(
-                            "{kind} layers, {tokens} tokens: {bytes} bytes",
-                            kind=kind_label(kind.kind),
-                            tokens="%{x:,}",
-                            bytes="%{y:,}",
-                        )
-                        + "<extra></extra>",
-                    }
-                )
+            data += _kind_traces(model, measure)
         csv += [
             {
                 "model": model.name,
@@ -118,7 +100,54 @@ def context_figure(
             for kind in model.kinds
             for i, t in enumerate(model.tokens)
         ]
-    for m in models:  # each model's dot in its legend group: hiding the model hides its dot
+    data += _dots(models, measure, tokens, by_kind)
+    every = [v for trace in data for v in trace["y"] if v > 0]
+    title = _("Cache held against context") if measure == "held" else _("Cache read by one decoding step")
+    y_axis = log_bytes_axis(min(every, default=1), max(every, default=2), most_ticks=8)
+    ends = _last_parts(data) if named_ends else []  # a slide's legend stands beside its plot: no room past the ends
+    data += end_traces([(t["name"], t["line"]["color"], t["x"][-1], t["y"][-1]) for t in ends], y_axis["range"])
+    layout = _context_layout(title, models[0].batch, tokens, y_axis, ends)
+    # on a phone the legend takes several rows: a taller chart, the legend lower below its axis title; no room for
+    # the names at the lines' ends (the legend names the lines)
+    phone = layout | {
+        "height": 760,
+        "legend": {"orientation": "h", "y": -0.22, "x": 0, "yanchor": "top"},
+        "xaxis": context_axis(),
+        "margin": {"t": 60, "b": 60, "l": 80, "r": 20},
+    }
+    return {"data": data, "layout": layout, "narrow": narrow(phone, unlabelled=True)}, csv
+
+
+def _kind_traces(model: ModelCurves, measure: str) -> list[dict]:
+    """Each kind of one model's layers as a dashed line, in a legend group of its own."""
+    data: list[dict] = []
+    for k_index, kind in enumerate(model.kinds):
+        name = _("{kind} layers (× {count})", kind=kind_label(kind.kind), count=kind.count)
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "x": list(model.tokens),
+                "y": list(getattr(kind, measure)),
+                "name": name,
+                "legendgroup": name,
+                "line": {"color": PALETTE[(k_index + 1) % len(PALETTE)], "dash": "dash", "width": 2},
+                "hovertemplate": _(
+                    "{kind} layers, {tokens} tokens: {bytes} bytes",
+                    kind=kind_label(kind.kind),
+                    tokens="%{x:,}",
+                    bytes="%{y:,}",
+                )
+                + "<extra></extra>",
+            }
+        )
+    return data
+
+
+def _dots(models: list[ModelCurves], measure: str, tokens: int, by_kind: bool) -> list[dict]:
+    """Each model's dot at the reader's length, in its legend group: hiding the model hides its dot."""
+    data: list[dict] = []
+    for m in models:
         value = getattr(m, measure)[m.at(tokens)]
         if value > 0:
             data.append(
@@ -138,16 +167,16 @@ def context_figure(
                     "hovertemplate": "%{text}: %{y:,} B<extra></extra>",
                 }
             )
-    every = [v for trace in data for v in trace["y"] if v > 0]
-    title = _("Cache held against context") if measure == "held" else _("Cache read by one decoding step")
-    y_axis = log_bytes_axis(min(every, default=1), max(every, default=2), most_ticks=8)
-    ends = _last_parts(data) if named_ends else []  # a slide's legend stands beside its plot: no room past the ends
-    data += end_traces([(t["name"], t["line"]["color"], t["x"][-1], t["y"][-1]) for t in ends], y_axis["range"])
-    layout = {
+    return data
+
+
+def _context_layout(title: str, batch: int, tokens: int, y_axis: dict, ends: list[dict]) -> dict:
+    """The chart's axes, T's dashed line, and room right of the plot for the names at the lines' ends (if any)."""
+    return {
         "title": {"text": title},
         "xaxis": context_axis()
         | ({"range": [math.log10(900), math.log10(TOKEN_TICKS[-1] * LABEL_AT)]} if ends else {}),
-        "yaxis": {"title": {"text": _("bytes (batch {batch}, log scale)", batch=models[0].batch)}} | y_axis,
+        "yaxis": {"title": {"text": _("bytes (batch {batch}, log scale)", batch=batch)}} | y_axis,
         "shapes": [
             {
                 "type": "line",
@@ -164,15 +193,6 @@ def context_figure(
         "legend": {"orientation": "h", "y": -0.27, "x": 0, "yanchor": "top"},
         "hovermode": "closest",
     }
-    # on a phone the legend takes several rows: a taller chart, the legend lower below its axis title; no room for
-    # the names at the lines' ends (the legend names the lines)
-    phone = layout | {
-        "height": 760,
-        "legend": {"orientation": "h", "y": -0.22, "x": 0, "yanchor": "top"},
-        "xaxis": context_axis(),
-        "margin": {"t": 60, "b": 60, "l": 80, "r": 20},
-    }
-    return {"data": data, "layout": layout, "narrow": narrow(phone, unlabelled=True)}, csv
 
 
 def _last_parts(data: list[dict]) -> list[dict]:
