@@ -149,7 +149,8 @@ def test_a_published_model_picked_fills_the_box_and_is_drawn():
     at.selectbox(key="axes_start").select("gpt-oss-120b").run()
     assert json.loads(at.text_area[0].value) == PUBLISHED["gpt-oss-120b"]
     mine = chart_specs(at)[2]
-    names = list(dict.fromkeys(trace["name"] for trace in mine["data"] if trace.get("mode") == "lines"))
+    lines = [t for t in mine["data"] if t.get("mode") == "lines" and "name" in t]  # not the leaders to their names
+    names = list(dict.fromkeys(trace["name"] for trace in lines))
     assert len(names) == 3  # the whole model, then its sliding and full layers
     assert names[0].startswith("gpt-oss-120b")  # its name, not its model_type
     assert any("**gpt-oss-120b (`gpt_oss`)**" in m.value for m in at.markdown)
