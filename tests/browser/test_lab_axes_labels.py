@@ -52,7 +52,7 @@ def overlap(a, b, slack: float = 1.0) -> bool:
 # every name is clear this test says so.
 @pytest.mark.xfail(strict=True, reason="names still touch points and the line in the crowded corner (issue 47)")
 @pytest.mark.parametrize("lang", ["en", "zh"])
-@pytest.mark.parametrize("width", [1400, 1024])
+@pytest.mark.parametrize("width", [1400])  # at 1024 px the plot is under NAMES_FIT_PX: names left out
 def test_every_frontier_design_is_named_clear_of_names_points_and_the_line(server, browser, width, lang):
     context = browser.new_context(viewport={"width": width, "height": 900})
     try:
