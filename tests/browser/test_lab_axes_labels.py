@@ -1,5 +1,5 @@
-"""The lab's every-axis chart names every frontier design in the real browser at a laptop's 1400 px and a projector's
-1024 px, in English and Chinese: each name drawn clear of the other names, of every point, and of the frontier's line
+"""The lab's every-axis chart names every frontier design in the real browser at a laptop's 1400 px, in English and Chinese
+(at 1024 px the plot is too narrow for names): each name drawn clear of the other names, of every point, and of the frontier's line
 (issue 47: names struck through by the line or lying on points); the budget is drawn as a line. (On a phone the
 names are left out: the caption and the CSV name them.)"""
 
