@@ -93,13 +93,15 @@ def apart(
         assert found is not None
         return found
 
-    chosen: list[str] = []
-    for index in range(len(points)):
-        chosen.append(best(index, list(range(index)))[1])
+    # a point without a name (one only to keep names off) keeps its first position and covers nothing
+    named = [index for index, (_x, _y, text, *_allowed) in enumerate(points) if text]
+    chosen: list[str] = [allowed[0] for allowed in options]
+    for index in named:
+        chosen[index] = best(index, [other for other in named if other < index])[1]
     for _round in range(4):  # a few rounds settle a chart's few names; each move strictly lowers a cost
         moved = False
-        for index in range(len(points)):
-            others = [other for other in range(len(points)) if other != index]
+        for index in named:
+            others = [other for other in named if other != index]
             here, position = best(index, others)
             if here < cost(index, chosen[index], others):
                 chosen[index], moved = position, True

@@ -22,7 +22,7 @@ MEASURE = Flag("lab_measure", False)
 # The trade-off across every axis (explorer.lab.axes_page): the context its caches are counted at (the stored tables'
 # contexts) and the budget, as a share of the original's cache in percent.
 AXES_CONTEXT = Choice("lab_axes_context", (512, 1024, 2048, 4096, 8192, 32768), 8192)
-AXES_BUDGET = Choice("lab_budget", (50, 25, 10, 5, 2), 25)
+AXES_BUDGET = Choice("lab_budget", (2, 5, 10, 25, 50), 25)  # the slider grows to the right
 PASSAGE = Choice("lab_passage", PASSAGES, PASSAGES[0])
 CONTINUE = Flag("lab_continue", False)
 

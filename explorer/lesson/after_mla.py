@@ -182,6 +182,9 @@ CHAPTER: tuple[dict[str, str], ...] = (
             "{lab_model} ({lab_axis}), {lab_times} the original's perplexity. "
             "[Explore this in the lab]({lab_link})."
         ),
-        lead=N_("Published caches at {tokens} tokens: from {big} ({largest}) to {small} ({smallest}), {ratio}× apart."),
+        lead=N_(
+            "The {count} published models made for {tokens} tokens or more, at {tokens}: from {big} ({largest}) to "
+            "{small} ({smallest}), {ratio}× apart."
+        ),
     ),
 )

@@ -30,7 +30,7 @@ from explorer.lab.window_table import WINDOW_TABLE_PATH, WindowTable, load_windo
 from explorer.link import link_query
 from explorer.model import shared_model, trained_model
 from explorer.params import Param
-from explorer.probes.axes import AxisCuts, ModelCurves, axis_cuts, plateaus
+from explorer.probes.axes import AxisCuts, ModelCurves, axis_cuts, extremes, made_for, plateaus
 from explorer.probes.key_bits import KeyBits, key_bits
 from explorer.probes.lab import split_tokens
 from explorer.settings import Settings
@@ -381,9 +381,7 @@ def fewer_bits(lang: str) -> StepView | None:
 
 # --- 20: choosing in 2026 -------------------------------------------------------------------------------------------
 def _long_context() -> list[ModelCurves]:
-    """The published models made for TOKENS tokens or more: a cache past a model's own context is one it never
-    serves."""
-    return [m for m in _curves().values() if m.context is None or m.context >= TOKENS]
+    return made_for(list(_curves().values()), TOKENS)
 
 
 def lab_choice_numbers() -> dict[str, object]:
@@ -403,25 +401,27 @@ def lab_choice_numbers() -> dict[str, object]:
 
 
 def choosing_numbers(lang: str) -> dict[str, object]:
+    """The axes page's extremes at TOKENS (explorer.probes.axes.extremes): the slide and the page it links to quote
+    one set of models and one pair of numbers."""
     with speaking(lang):
-        curves = _long_context()
-        values = {m.name: m.held[m.at(TOKENS)] for m in curves}
-        largest, smallest = max(values, key=values.__getitem__), min(values, key=values.__getitem__)
-        return {
-            "tokens": _tokens_label(),
-            "largest": largest,
-            "smallest": smallest,
-            "big": format_bytes(values[largest]),
-            "small": format_bytes(values[smallest]),
-            "ratio": sig(values[largest] / values[smallest]),
-            **lab_choice_numbers(),
-        }
+        found = extremes(list(_curves().values()), TOKENS)
+        quoted: dict[str, object] = dict.fromkeys(("count", "largest", "smallest", "big", "small", "ratio"), "—")
+        if found is not None:
+            quoted = {
+                "count": found.count,
+                "largest": found.largest,
+                "smallest": found.smallest,
+                "big": format_bytes(found.big),
+                "small": format_bytes(found.small),
+                "ratio": sig(found.big / found.small),
+            }
+        return {"tokens": _tokens_label(), **quoted, **lab_choice_numbers()}
 
 
 def published_caches(lang: str) -> StepView:
     with speaking(lang):
         curves = _long_context()
-        figure, csv = axes_figures.context_figure(curves, "held", TOKENS)
+        figure, csv = axes_figures.context_figure(curves, "held", TOKENS, named_ends=False)
         return _step_view(figure, csv, axes_text.extremes_sentence(curves, TOKENS, "held"), "axes", _axes_query())
 
 
