@@ -36,7 +36,9 @@ def row_label(row: ModelRow) -> str:
     if row.key == "gqa":
         return n_("as GQA, {n} group", "as GQA, {n} groups", cfg.n_kv_heads)
     if row.key == "mla":
-        return _("as MLA, d_c {latent} + d_h^R {rope}", latent=str(cfg.kv_lora_rank), rope=str(cfg.qk_rope_head_dim))
+        return _(
+            "as MLA, latent {latent} + rotary key {rope}", latent=str(cfg.kv_lora_rank), rope=str(cfg.qk_rope_head_dim)
+        )
     return _("as {variant}", variant=row.key.upper())
 
 

@@ -22,7 +22,7 @@ from explorer.axes import computed as axes_computed
 from explorer.axes import figures as axes_figures
 from explorer.axes import link as axes_link
 from explorer.axes import text as axes_text
-from explorer.i18n import _, format_bytes, percent, sig, speaking
+from explorer.i18n import _, fmt, format_bytes, percent, sig, speaking
 from explorer.lab import link as lab_link
 from explorer.lab.axes_points import load_points, within_budget
 from explorer.lab.axes_text import axis_name, point_name
@@ -126,6 +126,9 @@ def window_numbers(lang: str) -> dict[str, object]:
         "full": full.count,
         "window": _window(),
         "sliding_bytes": format_bytes(sliding.held[i]),
+        # the W - 1 tokens a window layer keeps, and one token's row in one layer: the product is sliding_bytes
+        "kept": fmt(_window() - 1),
+        "row": format_bytes(sliding.held[i] / (sliding.count * (_window() - 1))),
         "full_bytes": format_bytes(full.held[i]),
         "full_share": percent(full.held[i] / model.held[i]),
     }

@@ -36,7 +36,7 @@ class FrameContent:
 
     traces: list[dict]
     title: str
-    cache_text: str  # under the KV row
+    cache_text: tuple[str, str]  # under the plot: per token (left), the whole cache (right)
     bundle_note: str  # how many heads a bar stands for, where bars are bundles ("" if none)
     width: float  # of the KV row, as a share of MHA's cache per token
 
@@ -192,14 +192,14 @@ def mapping_spec(frames: list[MorphFrame], active: int, settings: Settings, high
     layout = dict(
         **_frame_layout(contents[active]),
         height=560,
-        margin=dict(t=50 if labels_inside else 105, b=95, l=70, r=10),
+        margin=dict(t=50 if labels_inside else 105, b=CACHE_TEXT_PX + SLIDER_PX, l=70, r=10),
         barmode="overlay",
         bargap=0,
         uniformtext=dict(minsize=7, mode="hide"),
         plot_bgcolor="rgba(0,0,0,0)",
         xaxis=_heads_axis(widest, [] if labels_inside else query_bundles, settings.heads),
         yaxis=dict(
-            range=[-0.66, 1.24],
+            range=[KV_BOTTOM - 0.06, 1.24],  # the notes go under the plot
             tickvals=[0, 1],
             ticktext=[_("cached<br>per token"), _("query<br>heads")],
             showgrid=False,
@@ -217,8 +217,13 @@ def mapping_spec(frames: list[MorphFrame], active: int, settings: Settings, high
                 layer="below",
             )
         ],
-        updatemenus=[play_buttons()],
-        sliders=[_step_slider(frames, active)],
+        # Under the plot, in px from its bottom: the cache text, then the buttons beside the slider, so neither the
+        # text nor the buttons reach the slider at any height the chart is drawn at.
+        updatemenus=[play_buttons() | {"y": 0, "pad": {"t": CACHE_TEXT_PX + 14, "r": 10}}],
+        sliders=[
+            _step_slider(frames, active)
+            | {"y": 0, "x": BUTTONS_SHARE, "len": 1 - BUTTONS_SHARE, "pad": {"t": CACHE_TEXT_PX, "b": 0}}
+        ],
     )
     # Plain dicts, not validated trace by trace (a third of the rerun's time otherwise); the tests check the figure.
     return {
@@ -231,20 +236,31 @@ def mapping_spec(frames: list[MorphFrame], active: int, settings: Settings, high
     }
 
 
+# The cache text under the plot: two columns of CACHE_LINES lines of CACHE_FONT px (Plotly's line height is about 1.3
+# font sizes), and the buttons and slider below it.
+CACHE_FONT, CACHE_LINES = 12, 3
+CACHE_TEXT_PX = round(CACHE_LINES * 1.3 * CACHE_FONT) + 10
+SLIDER_PX = 70
+BUTTONS_SHARE = 0.3  # of the plot's width, left of the slider
+
+
 def _frame_layout(content: FrameContent) -> dict:
-    """What changes from frame to frame besides the bars: the title and the notes under the cache row."""
-    note = {"xref": "x", "yref": "y", "showarrow": False, "yanchor": "top"}
-    grey = {"size": 10, "color": "#6f7a85"}
+    """What changes from frame to frame besides the bars: the title and the notes under the plot, in two columns of
+    CACHE_LINES lines: per token (what the dashed box is below it), the whole cache (what a bar stands for)."""
+    under = {"xref": "paper", "yref": "paper", "y": 0, "yanchor": "top", "yshift": -4, "showarrow": False}
+    per_token, whole = content.cache_text
+    notes = (_("dashed: MHA's cache per token"), content.bundle_note)
     return {
         "title": {"text": f"<b>{content.title}</b>", "font": {"size": 14}},
         "annotations": [
-            note
-            | {"x": 1.0, "y": KV_BOTTOM - 0.04, "text": _("dashed: MHA's cache per token"), "font": grey}
-            | {"xanchor": "right"},
-            note | {"x": 0.5, "y": KV_BOTTOM - 0.15, "text": content.cache_text, "font": {"size": 12}},
-            note | {"x": 0.0, "y": KV_BOTTOM - 0.04, "text": content.bundle_note, "font": grey, "xanchor": "left"},
+            under | {"x": x, "xanchor": side, "text": f"{text}<br>{_grey(note)}", "font": {"size": CACHE_FONT}}
+            for x, side, text, note in zip((0.0, 1.0), ("left", "right"), (per_token, whole), notes, strict=True)
         ],
     }
+
+
+def _grey(text: str) -> str:
+    return f'<span style="color:#5b6570">{text}</span>' if text else ""
 
 
 def _heads_axis(widest: float, labelled_bundles: list[tuple[int, int]], heads: int) -> dict:

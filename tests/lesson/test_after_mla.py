@@ -89,6 +89,8 @@ def test_the_window_step_quotes_gemma_3s_window_and_full_layers():
     assert at_t(trace(spec, "full attention layers (× 10)")) == full
     for figure in (format_bytes(sliding), format_bytes(full), percent(full / (full + sliding)), "1,024"):
         assert figure in text, figure
+    # the W - 1 on screen, where the bytes are (issue #47): 52 × 1,023 tokens × a row of 2 · 16 · 128 · 2 B
+    assert f"52 × 1,023 tokens × {format_bytes(2 * heads * width * BF16)} = {format_bytes(sliding)}" in text
 
 
 def test_the_sinks_step_quotes_the_stored_perplexities_and_the_models_own_first_token_share():
