@@ -333,6 +333,7 @@ def _narrow(spec: dict, own: dict | None, slide_height: int | None) -> dict | No
             else None,
             "unlabelled": bool(own.get("unlabelled")),
             "textposition": own.get("textposition"),
+            "frameLayouts": own.get("frameLayouts"),
         }
     if not present:
         return narrow
@@ -355,6 +356,7 @@ def _on_a_phone(spec: dict, narrow: dict | None, slide_height: int | None) -> di
         "layout": _as_drawn({**spec, "layout": layout})["layout"],
         "unlabelled": bool(own.get("unlabelled")),
         "textposition": own.get("textposition"),
+        "frameLayouts": own.get("frameLayouts"),
         "unscale": SLIDE_FONT_SCALE if slide_height else FONT_SCALE,
     }
 

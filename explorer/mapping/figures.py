@@ -14,6 +14,7 @@ import streamlit as st
 
 from attn_core import AttentionConfig
 from explorer.charts import VARIANT_COLORS
+from explorer.grid import narrow
 from explorer.i18n import _, speaking
 from explorer.probes.mapping import MorphFrame, morph_configs
 from explorer.settings import Settings
@@ -174,7 +175,8 @@ def mapping_chart(settings: Settings, active: int, highlight: str | None, lang: 
 
 def mapping_figure(frames: list[MorphFrame], active: int, settings: Settings, highlight: str | None) -> go.Figure:
     """The animated figure: frame `active` is shown first (with the highlight); play runs through all frames."""
-    return go.Figure(**mapping_spec(frames, active, settings, highlight), _validate=False)
+    spec = mapping_spec(frames, active, settings, highlight)
+    return go.Figure({key: value for key, value in spec.items() if key != "narrow"}, _validate=False)
 
 
 def mapping_spec(frames: list[MorphFrame], active: int, settings: Settings, highlight: str | None) -> dict:
@@ -229,6 +231,7 @@ def mapping_spec(frames: list[MorphFrame], active: int, settings: Settings, high
     return {
         "data": contents[active].traces,
         "layout": layout,
+        "narrow": _on_a_phone(layout, contents, active),
         "frames": [
             {"name": frame.key, "data": content.traces, "layout": _frame_layout(content)}
             for frame, content in zip(frames, contents, strict=True)
@@ -242,21 +245,46 @@ CACHE_FONT, CACHE_LINES = 12, 3
 CACHE_TEXT_PX = round(CACHE_LINES * 1.3 * CACHE_FONT) + 10
 SLIDER_PX = 70
 BUTTONS_SHARE = 0.3  # of the plot's width, left of the slider
+BUTTONS_PX = 40  # a row of buttons, where they go above the slider
 
 
-def _frame_layout(content: FrameContent) -> dict:
+def _frame_layout(content: FrameContent, stacked: bool = False) -> dict:
     """What changes from frame to frame besides the bars: the title and the notes under the plot, in two columns of
-    CACHE_LINES lines: per token (what the dashed box is below it), the whole cache (what a bar stands for)."""
-    under = {"xref": "paper", "yref": "paper", "y": 0, "yanchor": "top", "yshift": -4, "showarrow": False}
+    CACHE_LINES lines: per token (what the dashed box is below it), the whole cache (what a bar stands for); stacked,
+    one under the other (a phone's width holds one)."""
+    under = {"xref": "paper", "yref": "paper", "y": 0, "yanchor": "top", "showarrow": False}
     per_token, whole = content.cache_text
     notes = (_("dashed: MHA's cache per token"), content.bundle_note)
+    places = (
+        ((0.0, "left", -4), (0.0, "left", -4 - CACHE_TEXT_PX)) if stacked else ((0.0, "left", -4), (1.0, "right", -4))
+    )
     return {
         "title": {"text": f"<b>{content.title}</b>", "font": {"size": 14}},
         "annotations": [
-            under | {"x": x, "xanchor": side, "text": f"{text}<br>{_grey(note)}", "font": {"size": CACHE_FONT}}
-            for x, side, text, note in zip((0.0, 1.0), ("left", "right"), (per_token, whole), notes, strict=True)
+            under
+            | {
+                "x": x,
+                "xanchor": side,
+                "align": side,
+                "yshift": shift,
+                "text": f"{text}<br>{_grey(note)}",
+                "font": {"size": CACHE_FONT},
+            }
+            for (x, side, shift), text, note in zip(places, (per_token, whole), notes, strict=True)
         ],
     }
+
+
+def _on_a_phone(layout: dict, contents: list[FrameContent], active: int) -> dict:
+    """The narrow layout: the notes' columns stacked, the buttons on a row of their own above the slider (side by side
+    they ran into each other), in every frame."""
+    text = 2 * CACHE_TEXT_PX
+    phone = layout | _frame_layout(contents[active], stacked=True)
+    phone["margin"] = layout["margin"] | {"b": text + BUTTONS_PX + SLIDER_PX}
+    phone["updatemenus"] = [menu | {"pad": {"t": text, "r": 10}} for menu in layout["updatemenus"]]
+    phone["sliders"] = [slider | {"x": 0, "len": 1, "pad": {"t": text + BUTTONS_PX}} for slider in layout["sliders"]]
+    frame_layouts = [{"annotations": _frame_layout(content, stacked=True)["annotations"]} for content in contents]
+    return narrow(phone) | {"frameLayouts": frame_layouts}
 
 
 def _grey(text: str) -> str:
