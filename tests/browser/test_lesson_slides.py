@@ -289,7 +289,7 @@ def test_no_two_point_names_on_a_slide_overlap(walks, lang, number):
 
 
 # The steps drawn by the mapping page's figure: its notes under the plot, its buttons and its slider
-MAPPING_STEPS = [number for number, step in enumerate(steps.STEPS, 1) if step.key in ("mqa", "gqa", "mla", "rope")]
+MAPPING_STEPS = [number for number, step in enumerate(steps.STEPS, 1) if step.key in ("mqa", "gqa", "rope")]
 
 
 @pytest.mark.parametrize("number", MAPPING_STEPS)
