@@ -199,11 +199,11 @@ def first_token(lang: str) -> StepView | None:
         return None
     figure, csv = figures.sinks_figure(_sink_shares(), table)
     caption = _(
-        "Left: the trained page's measurement on its sentence, each layer's mean over its heads. Right: the lab's "
-        "perplexity on {tokens} tokens of its text in pieces of {piece}, every layer windowed (`assets/{file}`).",
+        "Left: the trained page's measurement on its English sentence (the model reads English best; so does the "
+        "page this opens), each layer's mean over its heads. Right: the lab's perplexity on {tokens} tokens of its "
+        "text in pieces of {piece}, every layer windowed.",
         tokens=table.tokens,
         piece=table.piece,
-        file=WINDOW_TABLE_PATH.name,
     )
     return _step_view(figure, csv, caption, "trained", {trained_link.TEXT: trained_link.DEFAULT_TEXTS["en"]})
 
@@ -350,16 +350,26 @@ def outlier_head(result: KeyBits) -> int:
     return int(result.key_rms.max(axis=1).argmax())
 
 
+def head_error(result: KeyBits, head: int, layout: str) -> float:
+    """‖K̂ − K‖ / ‖K‖ over one KV head: every channel holds the same tokens, so its squared norms are the channels'
+    mean squares summed."""
+    return float(np.sqrt((result.error_rms[layout][head] ** 2).sum() / (result.key_rms[head] ** 2).sum()))
+
+
 def fewer_bits(lang: str) -> StepView | None:
     if trained_model() is None:
         return None
     result = _key_result()
-    figure, csv = figures.key_bits_figure(result, outlier_head(result))
+    head = outlier_head(result)
+    figure, csv = figures.key_bits_figure(result, head)
     caption = _(
         "SmolLM2-135M's cached keys (RoPE applied) after the first {tokens} tokens of the lab's text, read back after "
-        "{bits}-bit quantisation in groups of {group} (`attn_core.quant`): per token a group is one token's {width} "
-        "channels, per channel {group} tokens of one channel. Whole layer: {token_error} error per token, "
-        "{channel_error} per channel.",
+        "{bits}-bit quantisation in groups of {group}: per token a group is one token's {width} channels, per channel "
+        "{group} tokens of one channel. The chart shows KV head {head}: {head_token} error per token, {head_channel} "
+        "per channel (the whole layer: {token_error} and {channel_error}).",
+        head=head,
+        head_token=percent(head_error(result, head, "token")),
+        head_channel=percent(head_error(result, head, "channel")),
         tokens=result.tokens,
         bits=result.bits,
         group=result.group_size,

@@ -208,6 +208,13 @@ def test_the_bits_step_quotes_the_real_keys_errors_recomputed_without_the_core()
     assert np.allclose(bars["error, per channel"]["y"], errors["channel"][head].numpy(), rtol=1e-3, atol=1e-4)
     assert f"error {percent(norms['token'])} of the keys per token, {percent(norms['channel'])} per channel" in text
     assert norms["channel"] < norms["token"] / 2, "per channel keeps the outlier channels' scales to themselves"
+    # the head the chart shows, its own figures said beside it (issue #47: only the whole layer's were)
+    shown = {
+        layout: percent(float((back - keys[head]).norm() / keys[head].norm()))
+        for layout, axis in (("token", 1), ("channel", 0))
+        for back in [own_quantisation(keys[head], chapter.KEY_BITS, chapter.KEY_GROUP, axis)]
+    }
+    assert f"KV head {head}: {shown['token']} error per token, {shown['channel']} per channel" in text
 
 
 def test_the_choosing_step_compares_the_models_made_for_128k():
