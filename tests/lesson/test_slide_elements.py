@@ -107,3 +107,13 @@ def test_the_sentence_steps_show_the_same_numbers_in_both_languages(key):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     labels = [str(trace.get("y")) + str(trace.get("x")) for trace in chinese["data"]]
     assert any("吃" in label for label in labels), "each language's own words label the rows"
+
+
+def test_the_mla_step_draws_no_line_under_another():
+    """Issue #47: step 8's "as MHA" entry was invisible, its line under Llama-2-7B's published (MHA) one."""
+    spec = views.STEP_VIEWS["mla"]("en").spec
+    assert spec is not None
+    lines = [(t["name"], tuple(decode(t["y"]))) for t in spec["data"] if t.get("mode") == "lines" and t.get("name")]
+    drawn = [values for _name, values in lines]
+    assert len(lines) >= 4, lines
+    assert len(set(drawn)) == len(drawn), [name for name, values in lines if drawn.count(values) > 1]
