@@ -313,3 +313,22 @@ def test_no_text_on_a_mapping_slide_lies_on_another_or_on_the_slider(walks, lang
         if overlap(t["box"], rail)
     ]
     assert not on, f"step {number} ({lang}): {on[:6]}"
+
+
+def test_a_click_then_the_right_arrow_leaves_no_focus_frame_on_the_next_slide(browser, server):
+    """Issue #47: after a click on → and then the → key, the button's focus frame stayed on the new slide."""
+    context = browser.new_context(viewport={"width": SCREEN[0], "height": SCREEN[1]})
+    tab = context.new_page()
+    try:
+        open_link(tab, f"{server.url}/lesson?{urlencode({'step': '3', 'lang': 'en', 'present': '1'})}")
+        tab.locator(".st-key-lesson_next button:visible").first.click()
+        wait_for_slide(tab, 4, "en")
+        tab.keyboard.press("ArrowRight")
+        wait_for_slide(tab, 5, "en")
+        focused = tab.evaluate(
+            "() => document.activeElement && document.activeElement.closest('[data-testid=\"stMain\"]') "
+            "? document.activeElement.outerHTML.slice(0, 80) : ''"
+        )
+        assert not focused, f"focus left on {focused}"
+    finally:
+        context.close()
