@@ -65,11 +65,16 @@ def held_and_read_figure(models: list[ModelCurves], tokens: int) -> tuple[dict, 
             {"model": model.name, "tokens": t, "held_bytes": model.held[i], "read_bytes": model.read[i]}
             for i, t in enumerate(model.tokens)
         ]
+    return {"data": data, "layout": _held_and_read_layout(models, data, tokens)}, csv
+
+
+def _held_and_read_layout(models: list[ModelCurves], data: list[dict], tokens: int) -> dict:
+    """The held-and-read chart's axes, its line at `tokens`, and the label of each model that reads all it holds."""
     every = [v for trace in data for v in trace["y"] if v > 0]
     labelled = [model for model in models if reads_all_it_holds(model)]
     # a label's row under every line, left of the marked context's line, so that no line crosses it
     floor = min(every) / LABEL_ROOM if labelled else min(every)
-    layout = {
+    return {
         "title": {"text": _("Cache held, and read by one decoding step")},
         "xaxis": context_axis(),
         "yaxis": {"title": {"text": _("bytes (batch {batch}, log scale)", batch=models[0].batch)}}
@@ -81,7 +86,6 @@ def held_and_read_figure(models: list[ModelCurves], tokens: int) -> tuple[dict, 
         "legend": {"orientation": "h", "y": -0.25, "x": 0, "yanchor": "top"},
         "hovermode": "closest",
     }
-    return {"data": data, "layout": layout}, csv
 
 
 def reads_all_it_holds(model: ModelCurves) -> bool:
