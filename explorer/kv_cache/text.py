@@ -36,7 +36,9 @@ def row_label(row: ModelRow) -> str:
     if row.key == "gqa":
         return n_("as GQA, {n} group", "as GQA, {n} groups", cfg.n_kv_heads)
     if row.key == "mla":
-        return _("as MLA, d_c {latent} + d_h^R {rope}", latent=str(cfg.kv_lora_rank), rope=str(cfg.qk_rope_head_dim))
+        return _(
+            "as MLA, latent {latent} + rotary key {rope}", latent=str(cfg.kv_lora_rank), rope=str(cfg.qk_rope_head_dim)
+        )
     return _("as {variant}", variant=row.key.upper())
 
 
@@ -89,6 +91,13 @@ def design_finding(name: str, trace: DesignTrace, step: int, gqa: DecodeTrace | 
         "read": format_bytes(trace.read_nbytes[step]),
         "held": format_bytes(held[step]),
     }
+    if trace.read_nbytes[step] > held[step]:
+        # a window layer holds W - 1 tokens: its query also reads the key and value its own token brings
+        return _(
+            "**{name}** {shape}; at step {step} its query reads {read}: the {held} held and its own new token's key "
+            "and value.",
+            **values,
+        )
     if gqa is None or not gqa.nbytes[step]:
         return _("**{name}** {shape}; at step {step} its query reads {read} of the {held} held.", **values)
     return _(

@@ -45,7 +45,7 @@ CHAPTER: tuple[dict[str, str], ...] = (
             "its cache is $2 \\cdot G \\cdot D \\cdot \\min(T, W - 1)$ and stops growing at $T = W$. Mistral 7B "
             "put a window on every layer; Gemma 3 and gpt-oss mix window layers with full ones. {model} has "
             "{sliding} window layers ($W$ = {window}) and {full} full ones: at {tokens} tokens the {sliding} hold "
-            "{sliding_bytes} together, the {full} full ones {full_bytes}."
+            "{sliding} × {kept} tokens × {row} = {sliding_bytes} together, the {full} full ones {full_bytes}."
         ),
         N_("Why keep any full layers, if windows cost so little?"),
         N_(
@@ -54,9 +54,9 @@ CHAPTER: tuple[dict[str, str], ...] = (
             "whole cache: {full_share} of it at {tokens} tokens in {model}."
         ),
         lead=N_(
-            "A window layer keeps the last $W - 1$ tokens (the next one brings its own key): its cache stops growing. "
-            "{model}: {sliding} window layers "
-            "($W$ = {window}) hold {sliding_bytes}, its {full} full layers {full_bytes} at {tokens} tokens."
+            "A window layer keeps $W - 1$ tokens (the next brings its own key). {model}: {sliding} window layers "
+            "($W$ = {window}) hold {sliding} × {kept} × {row} = {sliding_bytes}, its {full} full layers {full_bytes} "
+            "at {tokens} tokens."
         ),
     ),
     step(

@@ -22,7 +22,7 @@ from explorer.axes import computed as axes_computed
 from explorer.axes import figures as axes_figures
 from explorer.axes import link as axes_link
 from explorer.axes import text as axes_text
-from explorer.i18n import _, format_bytes, percent, sig, speaking
+from explorer.i18n import _, fmt, format_bytes, percent, sig, speaking
 from explorer.lab import link as lab_link
 from explorer.lab.axes_points import load_points, within_budget
 from explorer.lab.axes_text import axis_name, point_name
@@ -129,6 +129,9 @@ def window_numbers(lang: str) -> dict[str, object]:
             "full": full.count,
             "window": _window(),
             "sliding_bytes": format_bytes(sliding.held[i]),
+            # the W - 1 tokens a window layer keeps, and one token's row in one layer: the product is sliding_bytes
+            "kept": fmt(_window() - 1),
+            "row": format_bytes(sliding.held[i] / (sliding.count * (_window() - 1))),
             "full_bytes": format_bytes(full.held[i]),
             "full_share": percent(full.held[i] / model.held[i]),
         }
@@ -201,11 +204,11 @@ def first_token(lang: str) -> StepView | None:
             return None
         figure, csv = figures.sinks_figure(_sink_shares(), table)
         caption = _(
-            "Left: the trained page's measurement on its sentence, each layer's mean over its heads. Right: the lab's "
-            "perplexity on {tokens} tokens of its text in pieces of {piece}, every layer windowed (`assets/{file}`).",
+            "Left: the trained page's measurement on its English sentence (the model reads English best; so does the "
+            "page this opens), each layer's mean over its heads. Right: the lab's perplexity on {tokens} tokens of its "
+            "text in pieces of {piece}, every layer windowed.",
             tokens=table.tokens,
             piece=table.piece,
-            file=WINDOW_TABLE_PATH.name,
         )
         return _step_view(figure, csv, caption, "trained", {trained_link.TEXT: trained_link.DEFAULT_TEXTS["en"]})
 
@@ -358,17 +361,27 @@ def outlier_head(result: KeyBits) -> int:
     return int(result.key_rms.max(axis=1).argmax())
 
 
+def head_error(result: KeyBits, head: int, layout: str) -> float:
+    """‖K̂ − K‖ / ‖K‖ over one KV head: every channel holds the same tokens, so its squared norms are the channels'
+    mean squares summed."""
+    return float(np.sqrt((result.error_rms[layout][head] ** 2).sum() / (result.key_rms[head] ** 2).sum()))
+
+
 def fewer_bits(lang: str) -> StepView | None:
     with speaking(lang):
         if trained_model() is None:
             return None
         result = _key_result()
-        figure, csv = figures.key_bits_figure(result, outlier_head(result))
+        head = outlier_head(result)
+        figure, csv = figures.key_bits_figure(result, head)
         caption = _(
             "SmolLM2-135M's cached keys (RoPE applied) after the first {tokens} tokens of the lab's text, read back after "
-            "{bits}-bit quantisation in groups of {group} (`attn_core.quant`): per token a group is one token's {width} "
-            "channels, per channel {group} tokens of one channel. Whole layer: {token_error} error per token, "
-            "{channel_error} per channel.",
+            "{bits}-bit quantisation in groups of {group}: per token a group is one token's {width} channels, per channel "
+            "{group} tokens of one channel. The chart shows KV head {head}: {head_token} error per token, {head_channel} "
+            "per channel (the whole layer: {token_error} and {channel_error}).",
+            head=head,
+            head_token=percent(head_error(result, head, "token")),
+            head_channel=percent(head_error(result, head, "channel")),
             tokens=result.tokens,
             bits=result.bits,
             group=result.group_size,

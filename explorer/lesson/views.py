@@ -36,7 +36,7 @@ from explorer.mapping import link as mapping_link
 from explorer.model import trained_model
 from explorer.params import Choice, Param
 from explorer.present import presenting
-from explorer.probes.heatmaps import InputSpec
+from explorer.probes.heatmaps import InputSpec, tokenize
 from explorer.probes.kv_cache import DecodeTrace, memory_budget
 from explorer.settings import Settings
 from explorer.trained import computed as trained_computed
@@ -44,8 +44,10 @@ from explorer.trained import csv_export as trained_csv_export
 from explorer.trained import figures as trained_figures
 from explorer.trained import link as trained_link
 
-# The sentence the heatmap steps attend over, in the page's language (a Chinese character is a token of its own).
-SENTENCES = {"en": "the cat sat on the mat", "zh": "猫坐在垫子上"}
+# The sentence the heatmap steps attend over, in the page's language (a Chinese character is a token of its own). The
+# Chinese translates the English token for token, and its tokens take the English ones' vectors: one example, the
+# same numbers in both languages (the repeated "eat" / 吃 included).
+SENTENCES = {"en": "cats eat fish, dogs eat meat", "zh": "猫吃鱼狗吃肉"}
 SCALE = "2"  # heatmaps' input scale: sharp enough that the softmax visibly picks
 POOL = "mean"
 
@@ -110,7 +112,9 @@ def sentence() -> str:
 
 
 def _text_input(settings: Settings) -> InputSpec:
-    return heatmaps_computed.make_input_spec(settings, kind="text", text=sentence(), tokens="words", scale=SCALE).spec
+    spec = heatmaps_computed.make_input_spec(settings, kind="text", text=sentence(), tokens="words", scale=SCALE).spec
+    meanings = tokenize(SENTENCES["en"], "words")[: spec.length]
+    return replace(spec, meanings=tuple(meanings))
 
 
 def _heatmaps_view(variant: str) -> dict[Param, object]:
@@ -379,8 +383,11 @@ def joint_compression(lang: str) -> StepView:
         rows = kv_cache_computed.cached_model_rows(model, groups, NOTES_LATENT, NOTES_ROPE, dtype, batch, False)
         budget = memory_budget(preset, gpu_gib=GPU_GIB, gpus=GPUS, dtype=dtype)
         what_if = {"groups": groups, "latent": NOTES_LATENT, "rope_dim": NOTES_ROPE}
-        figure, csv_rows = kv_cache_figures.scale_figure(model, rows, what_if, batch=batch, dtype=dtype, budget=budget)
         by_key = {row.key: row for row in rows}
+        # a model published as MHA: its "as MHA" line lay under the published one, a legend entry with nothing to see
+        same = by_key["published"].cfg.variant == "mha"
+        shown = [row for row in rows if not (same and row.key == "mha")]
+        figure, csv_rows = kv_cache_figures.scale_figure(model, shown, what_if, batch=batch, dtype=dtype, budget=budget)
         mha, mla = by_key["mha"], by_key["mla"]
         settings = replace(Settings(), dtype=dtype, batch=batch)
         return StepView(

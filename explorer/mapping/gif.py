@@ -77,7 +77,7 @@ def morph_images(frames: list[MorphFrame], settings: Settings) -> list[Image.Ima
         _morph_queries(draw, canvas, bars, is_mla=is_mla)
         text(draw, (canvas.left - 10, canvas.py(1.0)), "Q", 26, FADED, "rm")
         text(draw, (canvas.left - 10, canvas.py(0.0)), "KV", 26, FADED, "rm")
-        for line_no, line in enumerate(plain_lines(cache_text(frame, cfg, settings))):
+        for line_no, line in enumerate(plain_lines("<br>".join(cache_text(frame, cfg, settings)))):
             text(draw, (SIZE[0] / 2, 560 + line_no * 44), line, fit(draw, line, 26, SIZE[0] - 80), INK, "ma")
         images.append(image)
     return images

@@ -47,13 +47,14 @@ SLIDE = """lead => {
             return {text: e.textContent.trim().slice(0, 40),
                 px: parseFloat(getComputedStyle(e).fontSize) * Math.hypot(m.a, m.b),
                 tick: /^[xy][0-9]*tick$/.test(e.parentNode.getAttribute('class') || ''),
-                point: !!e.closest('.textpoint'), box: box(e),
+                point: !!e.closest('.textpoint'), button: !!e.closest('.updatemenu-button'), box: box(e),
                 fill: getComputedStyle(e).fill}; }) : [];
     const data = plot && plot._fullData ? plot._fullData : [];
     return {scrolled: main.scrollTop, header: box(header), title: box(document.querySelector('[data-testid="stMain"] h2')),
         lead: box(document.querySelector('.st-key-lesson-lead p')),
         chart: box(plot), question: box(question), texts,
         controls: main.querySelectorAll('[data-testid="stSlider"]').length,
+        rails: plot ? Array.from(plot.querySelectorAll('.slider-rail-rect, .updatemenu-button rect')).map(box) : [],
         staircases: data.filter(t => t.line && t.line.shape === 'hv').length,
         outlines: ((plot && plot._fullLayout.shapes) || []).filter(s => s.type === 'rect' && s.xref === 'x domain').length,
         chartTitle: (plot && plot._fullLayout.title && plot._fullLayout.title.text) || ''};
@@ -285,3 +286,49 @@ def test_no_two_point_names_on_a_slide_overlap(walks, lang, number):
         if overlap(a["box"], b["box"])
     ]
     assert not together, f"step {number} ({lang}): {together}"
+
+
+# The steps drawn by the mapping page's figure: its notes under the plot, its buttons and its slider
+MAPPING_STEPS = [number for number, step in enumerate(steps.STEPS, 1) if step.key in ("mqa", "gqa", "rope")]
+
+
+@pytest.mark.parametrize("number", MAPPING_STEPS)
+@pytest.mark.parametrize("lang", LANGS)
+def test_no_text_on_a_mapping_slide_lies_on_another_or_on_the_slider(walks, lang, number):
+    """Issue #47: step 5's "batch 1 x 64 tokens, float16" was drawn on the play slider in both languages."""
+    seen = walks(lang).slide(number)
+    texts = [t for t in seen["texts"] if not t["tick"]]
+    assert seen["rails"], "the slide's chart has its slider and buttons"
+    on = [
+        f"{a['text']!r} on {b['text']!r}"
+        for i, a in enumerate(texts)
+        for b in texts[i + 1 :]
+        if overlap(a["box"], b["box"])
+    ]
+    on += [
+        f"{t['text']!r} on the slider or a button"
+        for t in texts
+        if not t["button"]
+        for rail in seen["rails"]
+        if overlap(t["box"], rail)
+    ]
+    assert not on, f"step {number} ({lang}): {on[:6]}"
+
+
+def test_a_click_then_the_right_arrow_leaves_no_focus_frame_on_the_next_slide(browser, server):
+    """Issue #47: after a click on → and then the → key, the button's focus frame stayed on the new slide."""
+    context = browser.new_context(viewport={"width": SCREEN[0], "height": SCREEN[1]})
+    tab = context.new_page()
+    try:
+        open_link(tab, f"{server.url}/lesson?{urlencode({'step': '3', 'lang': 'en', 'present': '1'})}")
+        tab.locator(".st-key-lesson_next button:visible").first.click()
+        wait_for_slide(tab, 4, "en")
+        tab.keyboard.press("ArrowRight")
+        wait_for_slide(tab, 5, "en")
+        focused = tab.evaluate(
+            "() => document.activeElement && document.activeElement.closest('[data-testid=\"stMain\"]') "
+            "? document.activeElement.outerHTML.slice(0, 80) : ''"
+        )
+        assert not focused, f"focus left on {focused}"
+    finally:
+        context.close()

@@ -63,7 +63,7 @@ def elements_per_token(name: str, preset) -> int:
     if name.startswith("as GQA, "):
         return 2 * int(name.split()[2]) * d_h
     if name.startswith("as MLA, "):
-        latent, rope = name.removeprefix("as MLA, d_c ").split(" + d_h^R ")
+        latent, rope = name.removeprefix("as MLA, latent ").split(" + rotary key ")
         return int(latent) + int(rope)
     raise AssertionError(name)
 

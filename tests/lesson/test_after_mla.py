@@ -89,6 +89,8 @@ def test_the_window_step_quotes_gemma_3s_window_and_full_layers():
     assert at_t(trace(spec, "full attention layers (× 10)")) == full
     for figure in (format_bytes(sliding), format_bytes(full), percent(full / (full + sliding)), "1,024"):
         assert figure in text, figure
+    # the W - 1 on screen, where the bytes are (issue #47): 52 × 1,023 tokens × a row of 2 · 16 · 128 · 2 B
+    assert f"52 × 1,023 tokens × {format_bytes(2 * heads * width * BF16)} = {format_bytes(sliding)}" in text
 
 
 def test_the_sinks_step_quotes_the_stored_perplexities_and_the_models_own_first_token_share():
@@ -206,6 +208,13 @@ def test_the_bits_step_quotes_the_real_keys_errors_recomputed_without_the_core()
     assert np.allclose(bars["error, per channel"]["y"], errors["channel"][head].numpy(), rtol=1e-3, atol=1e-4)
     assert f"error {percent(norms['token'])} of the keys per token, {percent(norms['channel'])} per channel" in text
     assert norms["channel"] < norms["token"] / 2, "per channel keeps the outlier channels' scales to themselves"
+    # the head the chart shows, its own figures said beside it (issue #47: only the whole layer's were)
+    shown = {
+        layout: percent(float((back - keys[head]).norm() / keys[head].norm()))
+        for layout, axis in (("token", 1), ("channel", 0))
+        for back in [own_quantisation(keys[head], chapter.KEY_BITS, chapter.KEY_GROUP, axis)]
+    }
+    assert f"KV head {head}: {shown['token']} error per token, {shown['channel']} per channel" in text
 
 
 def test_the_choosing_step_compares_the_models_made_for_128k():
