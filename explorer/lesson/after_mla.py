@@ -157,7 +157,7 @@ CHAPTER: tuple[dict[str, str], ...] = (
             "caching, speculative decoding) lags. The price, measured: at {tokens} tokens {model} holds {m2_bytes}, "
             "{hybrid} {m1_bytes}."
         ),
-        N_("{model} holds {ratio}× the cache of {hybrid} at {tokens} tokens. What does it buy, and who pays?"),
+        N_("{model} holds {ratio}× {hybrid}'s cache at {tokens} tokens. What does that buy?"),
         N_(
             "Exact recall in every layer, and the serving stack that full attention already has. The bill is memory "
             "per sequence: {m2_bytes} against {m1_bytes} at {tokens} tokens, so fewer long sequences fit on a GPU; "
@@ -165,8 +165,8 @@ CHAPTER: tuple[dict[str, str], ...] = (
             "“{quote}”"
         ),
         lead=N_(
-            "{hybrid} mixed {linear} lightning layers with {full} full ones; {model} went back to {layers} full "
-            "layers. The price at {tokens} tokens: {m2_bytes} against {m1_bytes}, {ratio}×."
+            "{hybrid}: {linear} lightning layers, {full} full. {model}: {layers} full layers again, at {tokens} "
+            "tokens {m2_bytes} against {m1_bytes}."
         ),
     ),
     step(

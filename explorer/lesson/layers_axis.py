@@ -16,6 +16,7 @@ from explorer.axes import computed as axes_computed
 from explorer.axes import figures as axes_figures
 from explorer.axes import link as axes_link
 from explorer.axes.text import extremes_sentence, kind_label
+from explorer.charts import unit_axis
 from explorer.grid import narrow
 from explorer.i18n import _, format_bytes, percent, sig
 from explorer.probes.axes import ModelCurves, model_curves
@@ -116,11 +117,14 @@ def shared_numbers(lang: str) -> dict[str, object]:
 
 
 def _bar_traces(models: list[tuple[str, ModelCurves]], tokens: int) -> list[dict]:
-    """One trace per layer kind, stacked: each bar a model's cache at `tokens`, its hover the kind's layer count."""
+    """One trace per layer kind that holds bytes, stacked: each bar a model's cache at `tokens`, its hover the kind's
+    layer count (the shared layers hold none: the bar's label says so)."""
     order = list(dict.fromkeys(kind.kind for _name, model in models for kind in model.kinds))
     data = []
     for kind in order:
         found = [(name, _kinds(model).get(kind), model.at(tokens)) for name, model in models]
+        if not any(k and k.held[i] for _name, k, i in found):
+            continue
         data.append(
             {
                 "type": "bar",
@@ -139,57 +143,42 @@ def _bar_traces(models: list[tuple[str, ModelCurves]], tokens: int) -> list[dict
 
 
 def sharing_figure(shared: ModelCurves, unshared: ModelCurves, tokens: int) -> tuple[dict, list[dict]]:
-    """The cache at `tokens` as published and with no layer sharing, stacked by layer kind, each bar's total and the
-    shared layers' count written on it."""
-    bars = [(_("as published"), shared), (_("every layer its own K/V"), unshared)]
-    data = _bar_traces(bars, tokens)
-    shared_count = _kinds(shared)["shared"].count
-    annotations = [
-        {
-            "x": name,
-            "y": model.held[model.at(tokens)],
-            "text": format_bytes(model.held[model.at(tokens)]),
-            "showarrow": False,
-            "yanchor": "bottom",
-        }
-        for name, model in bars
+    """The cache at `tokens` as published and with no layer sharing, stacked by layer kind, each bar's total written
+    on it and the shared layers' count under the first."""
+    count = _kinds(shared)["shared"].count
+    bars = [
+        (_("as published") + "<br>" + _("{count} shared layers: 0 B", count=count), shared),
+        (_("every layer its own K/V"), unshared),
     ]
-    annotations.append(
-        {
-            "x": bars[0][0],
-            "y": 0,
-            "text": _("{count} layers: 0 B", count=shared_count),
-            "showarrow": False,
-            "yanchor": "top",
-            "yshift": -4,
-            "font": {"color": KIND_COLORS["shared"]},
-        }
-    )
-    top = max(model.held[model.at(tokens)] for _name, model in bars)
+    totals = [model.held[model.at(tokens)] for _name, model in bars]
+    annotations = [
+        {"x": name, "y": total, "text": format_bytes(total), "showarrow": False, "yanchor": "bottom"}
+        for (name, _model), total in zip(bars, totals, strict=True)
+    ]
     layout = {
         "title": {"text": _("{model}'s cache at {tokens} tokens", model=shared.name, tokens=f"{tokens:,}")},
         "barmode": "stack",
         "xaxis": {"title": {"text": ""}},
-        "yaxis": {"title": {"text": _("bytes (batch {batch})", batch=shared.batch)}, "range": [0, 1.15 * top]},
+        "yaxis": {"title": {"text": _("bytes (batch {batch})", batch=shared.batch)}} | unit_axis(1.12 * max(totals)),
         "annotations": annotations,
         "height": 460,
-        "margin": {"t": 60, "b": 80, "l": 80, "r": 20},
-        "legend": {"orientation": "h", "y": -0.18, "x": 0, "yanchor": "top"},
+        "margin": {"t": 60, "b": 80, "l": 100, "r": 20},
+        "legend": {"orientation": "h", "y": -0.2, "x": 0, "yanchor": "top"},
         "hovermode": "closest",
     }
     phone = layout | {"height": 560, "legend": {"orientation": "h", "y": -0.2, "x": 0, "yanchor": "top"}}
     csv = [
         {
-            "model": name,
+            "bar": label,
             "kind": kind.kind,
             "layers": kind.count,
             "tokens": tokens,
             "held_bytes": kind.held[model.at(tokens)],
         }
-        for name, model in bars
+        for label, model in (("as published", shared), ("every layer its own K/V", unshared))
         for kind in model.kinds
     ]
-    return {"data": data, "layout": layout, "narrow": narrow(phone)}, csv
+    return {"data": _bar_traces(bars, tokens), "layout": layout, "narrow": narrow(phone)}, csv
 
 
 def shared_layers(lang: str) -> StepView:
