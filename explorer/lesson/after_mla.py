@@ -151,7 +151,7 @@ CHAPTER: tuple[dict[str, str], ...] = (
         N_(
             "{hybrid} was a hybrid of the previous step's kind: {linear} lightning-attention layers (a decayed linear "
             "state) and {full} full ones, seven to one. Its successor {model} has {layers} layers of plain GQA, every "
-            "one full. Its authors gave their reasons ({source}): in a production system efficient attention does "
+            "one full. Its authors gave their reasons (`{source}`): in a production system efficient attention does "
             "not yet beat full attention. Its weaknesses hide from the benchmarks they could afford to run (long "
             "multi-step reasoning, agents), it is fragile in low precision, and the serving stack around it (prefix "
             "caching, speculative decoding) lags. The price, measured: at {tokens} tokens {model} holds {m2_bytes}, "
@@ -161,8 +161,7 @@ CHAPTER: tuple[dict[str, str], ...] = (
         N_(
             "Exact recall in every layer, and the serving stack that full attention already has. The bill is memory "
             "per sequence: {m2_bytes} against {m1_bytes} at {tokens} tokens, so fewer long sequences fit on a GPU; "
-            "{hybrid}'s {linear} lightning layers hold {linear_bytes} at any length. The authors' own sentence: "
-            "“{quote}”"
+            "{hybrid}'s {linear} lightning layers hold {linear_bytes} at any length."
         ),
         lead=N_(
             "{hybrid}: {linear} lightning layers, {full} full. {model}: {layers} full layers again, at {tokens} "

@@ -61,7 +61,6 @@ def full_again_numbers(lang: str) -> dict[str, object]:
         "ratio": sig(m2.held[i] / m1.held[j]),
         "linear_bytes": format_bytes(hybrid["linear"].held[j]),
         "source": reason.source,
-        "quote": reason.quote,
     }
 
 
