@@ -143,6 +143,53 @@ CHAPTER: tuple[dict[str, str], ...] = (
             "length, its {full} full ones {full_bytes} at {tokens}."
         ),
     ),
+    # After the hybrids: the layers axis once more, first the price of leaving it uncut, then a cut that keeps
+    # attention in every layer.
+    step(
+        "full_again",
+        N_("Why MiniMax-M2 went back to full attention"),
+        N_(
+            "{hybrid} was a hybrid of the previous step's kind: {linear} lightning-attention layers (a decayed linear "
+            "state) and {full} full ones, seven to one. Its successor {model} has {layers} layers of plain GQA, every "
+            "one full. Its authors gave their reasons (`{source}`): in a production system efficient attention does "
+            "not yet beat full attention. Its weaknesses hide from the benchmarks they could afford to run (long "
+            "multi-step reasoning, agents), it is fragile in low precision, and the serving stack around it (prefix "
+            "caching, speculative decoding) lags. The price, measured: at {tokens} tokens {model} holds {m2_bytes}, "
+            "{hybrid} {m1_bytes}."
+        ),
+        N_("{model} holds {ratio}× {hybrid}'s cache at {tokens} tokens. What does that buy?"),
+        N_(
+            "Exact recall in every layer, and the serving stack that full attention already has. The bill is memory "
+            "per sequence: {m2_bytes} against {m1_bytes} at {tokens} tokens, so fewer long sequences fit on a GPU; "
+            "{hybrid}'s {linear} lightning layers hold {linear_bytes} at any length."
+        ),
+        lead=N_(
+            "{hybrid}: {linear} lightning layers, {full} full. {model}: {layers} full layers again, at {tokens} "
+            "tokens {m2_bytes} against {m1_bytes}."
+        ),
+    ),
+    step(
+        "shared_kv",
+        N_("Layers that share a cache: Gemma 3n"),
+        N_(
+            "The layers axis can be cut without giving up attention anywhere. In {model} the last {shared} of its "
+            "{layers} layers compute queries only: each reads the keys and values of an earlier layer of its type "
+            "(layer {sliding_source} for the window layers, {full_source} for the full ones, counted from 0) and "
+            "holds nothing. Measured at {tokens} tokens, its published context: {held} with the sharing, {unshared} "
+            "if every layer kept its own, {saved} less."
+        ),
+        N_("The shared layers still attend to every token. What do they give up?"),
+        N_(
+            "Keys and values of their own: a shared layer can only ask new questions (its queries) of what an earlier "
+            "layer stored, so what the last layers work out never reaches the cache. The saving is their share of "
+            "it, {saved} at {tokens} tokens, most of it from the {full_shared} full layers among them, which would "
+            "each hold {per_full}."
+        ),
+        lead=N_(
+            "{model}'s last {shared} of {layers} layers read an earlier layer's keys and values and hold nothing: "
+            "at {tokens} tokens {held} instead of {unshared}."
+        ),
+    ),
     step(
         "bits",
         N_("Fewer bits: quantised caches"),

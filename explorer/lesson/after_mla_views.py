@@ -329,7 +329,7 @@ def linear_state(lang: str) -> StepView:
         return _step_view(figure, csv, caption, "axes", _axes_query())
 
 
-# --- 19: fewer bits -------------------------------------------------------------------------------------------------
+# --- fewer bits ----------------------------------------------------------------------------------------------------
 @st.cache_data(max_entries=2, show_spinner=False)
 @takes_turns
 def trained_key_bits(layer: int, bits: int, group_size: int, tokens: int) -> KeyBits:
@@ -392,7 +392,7 @@ def fewer_bits(lang: str) -> StepView | None:
         return _step_view(figure, csv, caption, "trained", {})
 
 
-# --- 20: choosing in 2026 -------------------------------------------------------------------------------------------
+# --- choosing in 2026 ---------------------------------------------------------------------------------------------
 def _long_context() -> list[ModelCurves]:
     return made_for(list(_curves().values()), TOKENS)
 

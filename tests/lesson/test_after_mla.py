@@ -56,7 +56,8 @@ def test_the_second_chapter_follows_the_first():
     keys = [step.key for step in steps.STEPS]
     assert keys[:12] == ["sdpa", "heads", "cache", "mqa", "gqa", "trained", "pitfall", "mla", "rope", "absorb",
                          "choose", "healed"], "links to steps 1-12 open what they did"  # fmt: skip
-    assert keys[12:] == ["axes", "window", "sinks", "sparse", "compressed", "linear", "bits", "choose2026"]
+    assert keys[12:] == ["axes", "window", "sinks", "sparse", "compressed", "linear", "full_again", "shared_kv",
+                         "bits", "choose2026"]  # fmt: skip
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
