@@ -9,9 +9,9 @@ from attn_core import PUBLISHED
 from explorer.charts import log_bytes_axis
 from explorer.grid import narrow
 from explorer.i18n import _, format_bytes
+from explorer.labels import LABEL_AT, end_traces
 from explorer.probes.axes import AxisCuts, ModelCurves
 
-from .ends import LABEL_AT, end_traces
 from .text import AXES, kind_label, sig
 
 PALETTE = (

@@ -8,8 +8,8 @@ import math
 
 import pytest
 
-from explorer.axes.ends import LABEL_PX, PLOT_PX, spread
 from explorer.axes.figures import context_figure
+from explorer.labels import LABEL_PX, PLOT_PX, spread
 from explorer.probes.axes import published_curves
 
 
