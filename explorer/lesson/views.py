@@ -62,7 +62,7 @@ SHARING = LAYER
 PITFALL = replace(LAYER, variants=("mha", "gqa"))
 LATENT_HEAD = Settings(variants=("mla",), d_model=128, heads=4, groups=4, latent=32, rope_dim=8, seq_len=8, seed=0)
 PROMPT_TOKENS, DECODED_TOKENS = 8, 24  # the decode steps' trace: a short prompt, then one token at a time
-NOTES_MODEL, NOTES_LATENT, NOTES_ROPE = "Llama-2-7B", 512, 128  # the course notes' example: 8192 vs 640 numbers
+NOTES_MODEL, NOTES_LATENT, NOTES_ROPE = kv_cache_link.NOTES_MODEL, 512, 128  # the course notes': 8192 vs 640 numbers
 GPU_GIB, GPUS = 80, 1
 
 # A step's own control, in the link: GQA's group count over the step's 8 heads.
