@@ -5,17 +5,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .chunked import CHUNKED
 from .compressed import COMPRESSED
 from .dsa import DSA
 from .grouped import SLIDING
 from .kind import Design, Kind
 from .linear import LINEAR
 from .quantised import QUANTISED
+from .shared import SHARED
 
 if TYPE_CHECKING:
     from explorer.settings import Settings
 
 KINDS: dict[str, Kind] = {kind.key: kind for kind in (SLIDING, DSA, COMPRESSED, LINEAR, QUANTISED)}
+KINDS.update({kind.key: kind for kind in (CHUNKED, SHARED)})  # Llama 4's chunks, Gemma 3n's shared layers
 
 
 def design(settings: Settings, name: str) -> Design:

@@ -63,6 +63,11 @@ def flops_by_formula(s: Settings, name: str, cached: int) -> int:
         dk = s.state_dim
         projections = 2 * d * (2 * g * dk + 2 * h * dh) + 2 * d * 2 * h + 2 * h * dh * d
         return projections + 3 * 2 * h * dk * dh
+    if name == "chunked":  # Llama 4: GQA reading its own chunk up to itself, (T − 1) mod C + 1 keys
+        projections = 2 * d * h * dh + 2 * 2 * d * g * dh + 2 * h * dh * d
+        return projections + 2 * 2 * h * dh * ((keys - 1) % s.chunk + 1)
+    if name == "shared":  # Gemma 3n's consumer: its queries and output only; the keys and values are its producer's
+        return 2 * d * h * dh + 2 * h * dh * d + 2 * 2 * h * dh * keys
     raise AssertionError(name)
 
 
