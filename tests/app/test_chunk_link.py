@@ -35,3 +35,16 @@ def test_a_chunk_between_the_offered_sizes_snaps_to_the_nearest_and_says_so():
     (note,) = notes
     assert "chunk" in note
     assert read(chunk="100000")[0].chunk == max(CHUNK_CHOICES)
+
+
+def test_the_kv_cache_page_says_a_chunked_cache_drops_back_and_never_passes_its_chunk():
+    from explorer.kinds.registry import design
+    from explorer.kv_cache.text import design_finding
+    from explorer.probes.kv_cache import design_trace
+
+    settings = Settings(d_model=64, heads=4, groups=2, chunk=4)
+    trace = design_trace(design(settings, "chunked"), prompt_len=3, steps=9, batch=1, seed=0, storage_dtype="bfloat16")
+    assert max(trace.nbytes) == 4 * 2 * 2 * 16 * 2  # a chunk of 4 tokens: K and V, 2 heads of 16, bfloat16
+    with i18n.speaking("en"):
+        said = design_finding("chunked", trace, 2, None)
+    assert "drops back to 128 B again and again: it never holds more than 512 B" in said
