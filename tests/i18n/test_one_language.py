@@ -53,8 +53,12 @@ DESIGN_VIEWS = {
     "mapping-dsa": ("mapping", {"map_design": "dsa"}),
     "mapping-compressed": ("mapping", {"map_design": "compressed"}),
     "mapping-linear": ("mapping", {"map_design": "linear"}),
+    "heatmaps-chunked": ("heatmaps", {"hm_design": "chunked"}),
+    "heatmaps-shared": ("heatmaps", {"hm_design": "shared"}),
+    "mapping-chunked": ("mapping", {"map_design": "chunked"}),
+    "mapping-shared": ("mapping", {"map_design": "shared"}),
 }
-ALL_DESIGNS = {"design": "sliding,dsa,compressed,linear,quantised", "seq_len": "32"}
+ALL_DESIGNS = {"design": "sliding,dsa,compressed,linear,quantised,chunked,shared", "seq_len": "32"}
 
 
 @pytest.mark.parametrize("view", list(DESIGN_VIEWS))
