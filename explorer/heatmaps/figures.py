@@ -704,6 +704,7 @@ def shared_figure(result: SharedMap, head: int, tokens: list[str] | None) -> tup
         row_height=DESIGN_ROW_HEIGHT,
         x_title=_("key position"),
         y_title=_("query position"),
+        phone_columns=1,  # one above the other on a phone: side by side their titles run into each other
     )
     read = (~np.isnan(result.consumer[head])).sum(axis=1)
     same = bool((np.isnan(result.producer) == np.isnan(result.consumer)).all())
