@@ -21,6 +21,7 @@ from attn_core import (
     CompressedConfig,
     DSAConfig,
     GatedDeltaNetConfig,
+    KVSharingConfig,
     LightningConfig,
     Mamba2Config,
     as_dtype,
@@ -30,7 +31,15 @@ from attn_core import (
 if TYPE_CHECKING:
     from explorer.settings import Settings
 
-LayerConfig = AttentionConfig | DSAConfig | CompressedConfig | GatedDeltaNetConfig | Mamba2Config | LightningConfig
+LayerConfig = (
+    AttentionConfig
+    | DSAConfig
+    | CompressedConfig
+    | GatedDeltaNetConfig
+    | Mamba2Config
+    | LightningConfig
+    | KVSharingConfig
+)
 # Weights a kind's layer may have for a page to draw them from the seed within a rerun (~1 s for 16M here); a layer
 # whose weights grow with heads x latent (DSA, V4 at the widest settings: billions) is not built past it
 DESIGN_WEIGHT_BUDGET = 2**25
@@ -171,9 +180,10 @@ class Twin:
 class DecodeReads:
     """N decoding steps of one design's layer.
 
-    read[t, c]: step t's token (at position t) read column c; held[t, c]: the cache holds column c after step t.
-    spans[c]: the first and last token column c stands for (a token: itself; an entry: the tokens it pools; the state:
-    every token so far, 0 .. N - 1). The bytes are a cache's in `dtype` (a Twin's), as the other pages count them.
+        read[t, c]: step t's token (at position t) read column c; held[t, c]: the cache holds column c after step t.
+        spans[c]: the first and last token column c stands for (a token: itself; an entry: the tokens it pools; the state:
+        every token so far, 0 .. N - 1). The bytes are a cache's in `dtype` (a Twin's), as the other pages count them; a layer
+    that reads another's cache (source) holds no column and 0 bytes.
     """
 
     kinds: tuple[str, ...]  # per column: TOKEN, ENTRY or STATE
@@ -188,6 +198,7 @@ class DecodeReads:
     state_shape: tuple[int, int] | None = None
     # [N, C] bool: what the layer whose picks this one reads chose at each step (GLM-5's shared top-k)
     source_read: np.ndarray | None = None
+    source: int | None = None  # the layer whose cache the steps read, where it is not this one's (KV sharing)
 
     @property
     def steps(self) -> int:

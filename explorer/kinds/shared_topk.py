@@ -59,7 +59,7 @@ class PairCache:
         return self.own.shapes()
 
 
-class SharedPair(nn.Module):
+class TopKPair(nn.Module):
     """A shared layer and the full layer it reads, called as GLM-5 calls them: the full layer on the tokens first,
     then the shared one with topk_from=its cache. Only the shared layer is a submodule: its weights are the ones a
     page counts, and the full layer's work stays out of a FLOP count (it is that layer's, not this one's)."""
@@ -91,7 +91,7 @@ class SharedPair(nn.Module):
 
 
 @dataclass(frozen=True)
-class SharedMap:
+class TopKMap:
     """The pair over one input: the full layer's weights (its own indexer's top-k) and the shared layer's (the same
     keys, read with its own weights)."""
 
@@ -103,7 +103,7 @@ class SharedMap:
 
 
 @torch.no_grad()
-def shared_map(layer: SharedPair, x: torch.Tensor) -> SharedMap:
+def topk_map(layer: TopKPair, x: torch.Tensor) -> TopKMap:
     cache = layer.new_cache(1)
     _, full_weights = with_weights(layer.full(x, cache=cache.full, return_weights=True))  # [1, H, L, S]
     _, shared_weights = with_weights(
@@ -111,7 +111,7 @@ def shared_map(layer: SharedPair, x: torch.Tensor) -> SharedMap:
     )  # [1, H, L, S]
     length = x.shape[1]
     causal = np.tril(np.ones((length, length), bool))
-    return SharedMap(
+    return TopKMap(
         full_weights=blank_unread(full_weights[0]),
         shared_weights=blank_unread(shared_weights[0]),
         picked=picks(cache.full.last_topk, length, length) & causal,
@@ -131,7 +131,7 @@ def picks(chosen: torch.Tensor | None, queries: int, keys: int) -> np.ndarray:
 
 
 @torch.no_grad()
-def shared_reads(layer: SharedPair, x: torch.Tensor, twin: Twin) -> DecodeReads:
+def topk_reads(layer: TopKPair, x: torch.Tensor, twin: Twin) -> DecodeReads:
     """The pair decoded token by token: the shared layer's cache holds every token's latent; each step reads the
     entries the full layer's indexer picked (source_read)."""
     steps = x.shape[1]
@@ -164,18 +164,18 @@ class SharedTopK(Kind):
         shared_seed = None if seed is None else seed + 1
         full = built(DeepSeekSparseAttention, config, seed, device, dtype)
         shared = built(SharedTopKAttention, self.shared_config(design), shared_seed, device, dtype)
-        return SharedPair(full, shared)  # type: ignore[arg-type]
+        return TopKPair(full, shared)  # type: ignore[arg-type]
 
     @staticmethod
     def shared_config(design: Design) -> SharedTopKConfig:
         assert isinstance(design.config, DSAConfig)
         return SharedTopKConfig(design.config, reads_layer=0)
 
-    def attention_map(self, layer: Any, x: torch.Tensor) -> SharedMap:
-        return shared_map(layer, x)
+    def attention_map(self, layer: Any, x: torch.Tensor) -> TopKMap:
+        return topk_map(layer, x)
 
     def decode_reads(self, design: Design, layer: Any, x: torch.Tensor, twin: Twin) -> DecodeReads:
-        return shared_reads(layer, x, twin)
+        return topk_reads(layer, x, twin)
 
     def formula_bytes(self, design: Design, tokens: int, batch: int, element: int, new_tokens: int) -> tuple[int, int]:
         """attn_core.glm_dsa's closed form (every token's latent, no indexer key) and SharedTopKConfig.read_elements

@@ -3,6 +3,8 @@ names of its tensors, numbers as said, and the core's preset notes marked for th
 
 from __future__ import annotations
 
+import itertools
+
 from explorer.glossary import design_name
 from explorer.i18n import N_, _, fmt, format_bytes, n_, sentences, sig
 from explorer.probes.kv_cache import DecodeTrace, DesignTrace, ModelRow
@@ -77,6 +79,12 @@ def design_finding(name: str, trace: DesignTrace, step: int, gqa: DecodeTrace | 
         shape = _("holds {held} at every step, whatever the length", held=format_bytes(held[last]))
     elif flat_from < last:
         shape = _("stops growing at step {step}: {held}", step=flat_from, held=format_bytes(held[last]))
+    elif any(after < before for before, after in itertools.pairwise(held)):  # a chunk dropped whole
+        shape = _(
+            "rises to {high} and drops back to {low} again and again: it never holds more than {high}",
+            high=format_bytes(max(held)),
+            low=format_bytes(min(held)),
+        )
     else:
         shape = _(
             "grows from {first} to {last} ({per} a token on average)",

@@ -102,6 +102,14 @@ def frame_title(reads: DecodeReads, step: int) -> str:
             t=step,
             held=format_bytes(reads.held_bytes[step]),
         )
+    if reads.source is not None:
+        return _(
+            "Token {t} reads {read} entries of layer {source}'s cache; this layer holds {bytes}",
+            t=step,
+            read=read,
+            source=reads.source,
+            bytes=format_bytes(reads.held_bytes[step]),
+        )
     return _(
         "Token {t} reads {read}; the cache then holds {held} entries, {bytes}",
         t=step,
@@ -154,17 +162,13 @@ def reads_spec(reads: DecodeReads, active: int) -> dict:
     def frame_layout(step: int) -> dict:
         return {"title": {"text": f"<b>{frame_title(reads, step)}</b>", "font": {"size": 14}}, "shapes": outline(step)}
 
-    key = _("dark: read by the step's token<br>light: held, not read · blank: not held")  # two lines: a phone's width
     layout = frame_layout(active) | {
         "height": 620,
         "margin": {"t": 50, "b": 170, "l": 60, "r": 10},
         "xaxis": {"type": "category", "tickfont": {"size": 9}, "anchor": "y", "title": {"text": _("cache entry")}},
         "yaxis": {"domain": list(HISTORY), "autorange": "reversed", "title": {"text": _("decoded token")}},
         "yaxis2": {"domain": list(STRIP), "anchor": "x", "showticklabels": False, "fixedrange": True},
-        "annotations": [
-            {"xref": "paper", "yref": "paper", "x": 0, "y": STRIP[0] - 0.02, "yanchor": "top", "showarrow": False}
-            | {"xanchor": "left", "align": "left", "text": key, "font": {"size": 11, "color": FADED}}
-        ],
+        "annotations": notes(reads),
         # below the x axis's title, which a phone's turned tick labels push down
         "updatemenus": [play_buttons(STEP_MS) | {"y": -0.3}],
         "sliders": [step_slider([(str(t), str(t)) for t in range(steps)], active, prefix=_("Token: ")) | {"y": -0.2}],
@@ -175,6 +179,35 @@ def reads_spec(reads: DecodeReads, active: int) -> dict:
         "frames": [
             {"name": str(t), "data": [strip(t)], "traces": [0], "layout": frame_layout(t)} for t in range(steps)
         ],
+    }
+
+
+def notes(reads: DecodeReads) -> list[dict]:
+    """The colours' key under the step's row; where the entries are another layer's, the mark naming it."""
+    key = _("dark: read by the step's token<br>light: held, not read · blank: not held")  # two lines: a phone's width
+    shown = [
+        {"xref": "paper", "yref": "paper", "x": 0, "y": STRIP[0] - 0.02, "yanchor": "top", "showarrow": False}
+        | {"xanchor": "left", "align": "left", "text": key, "font": {"size": 11, "color": FADED}}
+    ]
+    return shown if reads.source is None else [*shown, source_mark(reads.source)]
+
+
+def source_mark(source: int) -> dict:
+    """An arrow from the step's row up to a label naming the layer whose cache the entries are."""
+    return {
+        "xref": "paper",
+        "yref": "paper",
+        "x": 1,
+        "y": STRIP[1] + 0.01,
+        "xanchor": "right",
+        "yanchor": "bottom",
+        "ax": 0,
+        "ay": -18,
+        "showarrow": True,
+        "arrowhead": 2,
+        "arrowcolor": NEW_COLOUR,
+        "text": _("→ layer {source}'s cache", source=source),
+        "font": {"size": 12, "color": NEW_COLOUR},
     }
 
 
@@ -273,7 +306,21 @@ def _states_said(reads: DecodeReads) -> str:
     )
 
 
-def _shared_said(reads: DecodeReads) -> str:
+def _chunked_said(reads: DecodeReads) -> str:
+    held = reads.held.sum(axis=1)
+    starts = [int(t) for t in np.flatnonzero(held == 1)]  # the steps that began a chunk: the cache dropped the last
+    chunk = int(held.max())
+    return _(
+        "The cache holds the latest token's chunk only: it grows to {c} entries ({bytes}), then a new chunk begins "
+        "and it drops back to 1 — at tokens {starts} here. Each token reads what is held, so a step's read rises "
+        "and falls like a saw.",
+        c=chunk,
+        bytes=format_bytes(max(reads.held_bytes)),
+        starts=", ".join(str(t) for t in starts),
+    )
+
+
+def _shared_topk_said(reads: DecodeReads) -> str:
     source = reads.source_read if reads.source_read is not None else np.zeros_like(reads.read)
     same = int((reads.read == source).all(axis=1).sum())
     return _(
@@ -287,9 +334,22 @@ def _shared_said(reads: DecodeReads) -> str:
     )
 
 
+def _shared_said(reads: DecodeReads) -> str:
+    last = reads.steps - 1
+    return _(
+        "This layer computes no keys or values: each token reads layer {source}'s cache, every token so far "
+        "({bytes} at token {t}), and this layer holds {held}.",
+        source=reads.source,
+        bytes=format_bytes(reads.read_bytes[last]),
+        t=last,
+        held=format_bytes(reads.held_bytes[last]),
+    )
+
+
 # What the animation shows of each kind that decodes (explorer/kinds/: Kind.decodes), by its link value
 SAID = {"sliding": _sliding_said, "dsa": _dsa_said, "compressed": _compressed_said, "linear": _linear_said}
-SAID |= {"shared_topk": _shared_said, "mamba2": _states_said, "lightning": _states_said}
+SAID |= {"shared_topk": _shared_topk_said, "mamba2": _states_said, "lightning": _states_said}
+SAID |= {"chunked": _chunked_said, "shared": _shared_said}
 
 
 def reads_caption(reads: DecodeReads, design: str) -> str:

@@ -74,6 +74,11 @@ def flops_by_formula(s: Settings, name: str, cached: int) -> int:
         return 2 * d * (2 * h * p + 2 * g * n + h) + 2 * h * p * n + 2 * h * p * d
     if name == "lightning":  # qkv and the gate, k^T v into each head's D x D state, q times it, out_proj
         return 2 * d * 3 * h * dh + 2 * d * h * dh + 2 * 2 * h * dh * dh + 2 * h * dh * d
+    if name == "chunked":  # Llama 4: GQA reading its own chunk up to itself, (T − 1) mod C + 1 keys
+        projections = 2 * d * h * dh + 2 * 2 * d * g * dh + 2 * h * dh * d
+        return projections + 2 * 2 * h * dh * ((keys - 1) % s.chunk + 1)
+    if name == "shared":  # Gemma 3n's consumer: its queries and output only; the keys and values are its producer's
+        return 2 * d * h * dh + 2 * h * dh * d + 2 * 2 * h * dh * keys
     raise AssertionError(name)
 
 

@@ -57,6 +57,10 @@ DESIGN_VIEWS = {
     "mapping-shared_topk": ("mapping", {"map_design": "shared_topk"}),
     "mapping-mamba2": ("mapping", {"map_design": "mamba2"}),
     "mapping-lightning": ("mapping", {"map_design": "lightning"}),
+    "heatmaps-chunked": ("heatmaps", {"hm_design": "chunked"}),
+    "heatmaps-shared": ("heatmaps", {"hm_design": "shared"}),
+    "mapping-chunked": ("mapping", {"map_design": "chunked"}),
+    "mapping-shared": ("mapping", {"map_design": "shared"}),
 }
 ALL_DESIGNS = {"design": ",".join(DESIGNS), "seq_len": "32"}
 
