@@ -102,7 +102,7 @@ def shared_reads(layer: SharedPair, x: torch.Tensor, twin: Twin) -> DecodeReads:
         read[t, : t + 1] = given_weight(weights)
     kinds, spans = token_columns(steps)
     held_bytes, read_bytes = tuple(twin.held), tuple(twin.read)
-    return DecodeReads(kinds, spans, read, held, held_bytes, read_bytes, twin.dtype_name, twin.batch, PRODUCER)
+    return DecodeReads(kinds, spans, read, held, held_bytes, read_bytes, twin.dtype_name, twin.batch, source=PRODUCER)
 
 
 def _built(
