@@ -9,7 +9,7 @@ from attn_core import AttentionConfig
 from attn_core.pretrained import ModelNotInstalled, full_latent_rank
 from explorer.charts import show_chart
 from explorer.i18n import N_, _, fmt, format_bytes, language, n_, percent, sentences
-from explorer.lab import axes_page, csv_export, figures, link, stored, tables, text
+from explorer.lab import axes_page, csv_export, figures, first_view, link, stored, tables, text
 from explorer.lab import computed as cached
 from explorer.labels import display_width
 from explorer.link import bound, text_box
@@ -95,6 +95,8 @@ show_chart(
         ),
     ),
 )
+if first_view.rest_deferred():  # a new visit: the rest of the page follows its first chart (explorer.lab.first_view)
+    st.stop()
 if healed:
     st.markdown("**" + _("After healing, up close") + "**")
     show_chart(
