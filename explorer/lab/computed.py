@@ -132,16 +132,16 @@ def stop_heal(key: str) -> bool:
 def _stop_reason(run: HealRun) -> Callable[[], str | None]:
     """heal_live's should_stop for run: "owner" once its Stop was pressed, "left" once its session has been gone for
     OWNER_GRACE_SECONDS."""
-    gone_since: list[float] = []
+    # when the owner was last seen: a phase may take minutes, so absence counts from then, not from its first sighting
+    seen = [time.monotonic()]
 
     def reason() -> str | None:
         if run.stop.is_set():
             return "owner"
         if run.owner is None or not Runtime.exists() or Runtime.instance().is_active_session(run.owner):
-            gone_since.clear()
+            seen[0] = time.monotonic()
             return None
-        gone_since[:] = gone_since or [time.monotonic()]
-        return "left" if time.monotonic() - gone_since[0] >= OWNER_GRACE_SECONDS else None
+        return "left" if time.monotonic() - seen[0] >= OWNER_GRACE_SECONDS else None
 
     return reason
 
