@@ -137,7 +137,15 @@ class Walk:
 @pytest.fixture(scope="module")
 def walks(browser, server):
     opened: dict[str, Walk] = {}
-    yield lambda lang: opened.setdefault(lang, Walk(browser, server, lang))
+
+    def walk(lang: str) -> Walk:
+        # not opened.setdefault(lang, Walk(...)): that opens a new browser context on every call, never closed (a
+        # run of this file left ~500 of chromium's renderers, ~20 GB, and the suite after it swapping)
+        if lang not in opened:
+            opened[lang] = Walk(browser, server, lang)
+        return opened[lang]
+
+    yield walk
     for walk in opened.values():
         walk.context.close()
 
