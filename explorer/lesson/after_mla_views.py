@@ -152,7 +152,7 @@ def _window() -> int:
 
 def window_layers(lang: str) -> StepView:
     model = _curves()[WINDOW_MODEL]
-    figure, csv = axes_figures.context_figure([model], "held", TOKENS, by_kind=True)
+    figure, csv = axes_figures.context_figure([model], "held", TOKENS, by_kind=True, named_ends=False)
     caption = axes_text.sentences_of(*axes_text.plateau_sentences(plateaus(model)))
     frames = sum(1 for t in model.tokens if t <= TOKENS)
     animation = Animation(f"sliding-window-{lang}.gif", lambda: window_gif(lang), frames)
@@ -324,7 +324,7 @@ def linear_numbers(lang: str) -> dict[str, object]:
 def linear_state(lang: str) -> StepView:
     with speaking(lang):
         model = _curves()[LINEAR_MODEL]
-        figure, csv = axes_figures.context_figure([model], "held", TOKENS, by_kind=True)
+        figure, csv = axes_figures.context_figure([model], "held", TOKENS, by_kind=True, named_ends=False)
         caption = axes_text.sentences_of(*axes_text.plateau_sentences(plateaus(model)))
         return _step_view(figure, csv, caption, "axes", _axes_query())
 
