@@ -64,7 +64,7 @@ from .linear import (
 )
 from .mamba import FeedForwardBlock, Mamba2Config, Mamba2Mixer
 from .options import AttentionOptions
-from .presets import PRESETS, STATED_REASONS, ModelPreset, StatedReason
+from .presets import FORMER_NAMES, PRESETS, STATED_REASONS, ModelPreset, StatedReason
 from .published import PUBLISHED, SOURCES, context_length, published_config
 from .quant import CacheBits, QuantizedKVCache, QuantizedLatentKVCache
 from .rope import RopeScaling
@@ -72,6 +72,7 @@ from .served import SERVED_AS_HELD, STORAGES, ServedFormat, Storage
 
 __all__ = [
     "DTYPES",
+    "FORMER_NAMES",
     "LAYOUTS",
     "MAX_LAYERS",
     "PRESETS",

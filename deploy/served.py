@@ -30,8 +30,10 @@ CHROMIUM_ARGS = [
 # At least n charts on the page, and every chart drawn holds its data (n: the argument).
 CHARTS_READY = """n => document.querySelectorAll('.js-plotly-plot').length >= n &&
     Array.from(document.querySelectorAll('.js-plotly-plot')).every(g => g._fullData && g._fullData.length)"""
-# No script running: Streamlit's status widget is gone.
-SCRIPT_IDLE = """() => !document.querySelector('[data-testid="stStatusWidget"]')"""
+# No script running: Streamlit's status widget is gone; and no page waits to draw what it deferred (a new visit to the
+# lab draws its first chart, then reruns itself whole: explorer.lab.first_view marks the wait).
+SCRIPT_IDLE = """() => !document.querySelector('[data-testid="stStatusWidget"]')
+    && !document.querySelector('.view-pending')"""
 
 
 def free_port() -> int:

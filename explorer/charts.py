@@ -333,6 +333,7 @@ def _narrow(spec: dict, own: dict | None, slide_height: int | None) -> dict | No
             else None,
             "unlabelled": bool(own.get("unlabelled")),
             "textposition": own.get("textposition"),
+            "frameLayouts": own.get("frameLayouts"),
         }
     if not present:
         return narrow
@@ -355,6 +356,7 @@ def _on_a_phone(spec: dict, narrow: dict | None, slide_height: int | None) -> di
         "layout": _as_drawn({**spec, "layout": layout})["layout"],
         "unlabelled": bool(own.get("unlabelled")),
         "textposition": own.get("textposition"),
+        "frameLayouts": own.get("frameLayouts"),
         "unscale": SLIDE_FONT_SCALE if slide_height else FONT_SCALE,
     }
 
@@ -435,16 +437,27 @@ def title_below_toolbar(layout: dict, width: int = TITLE_WIDTH) -> dict:
     return {**layout, "title": title, "margin": margin}
 
 
+PHRASE_SLACK = 0.5  # a phrase's break may be this share of half the text off its middle
+
+
 def in_two_lines(text: str) -> str:
     """text broken into two lines near its middle (Plotly does not wrap), unless it has lines already."""
     if "<br>" in text:
         return text
     middle = display_width(text) / 2
     # A line may break at a space, or between two Chinese characters (Chinese puts no spaces between words).
-    cuts = [i for i, ch in enumerate(text) if ch == " " or (i and is_wide(text[i - 1]) and is_wide(ch))]
+    cuts = [i for i, ch in enumerate(text) if i and (ch in " （" or (is_wide(text[i - 1]) and is_wide(ch)))]
     if not cuts:
         return text
-    cut = min(cuts, key=lambda i: abs(display_width(text[:i]) - middle))
+    # Before a bracket or after a comma or colon first, near enough the middle: between two characters may be inside
+    # a Chinese word ("缓<br>存")
+    phrases = [
+        i
+        for i in cuts
+        if text[i] in "（(" or text[i - 1] in "，、：；,:;" or (text[i] == " " and text[i + 1 : i + 2] in ("(", "（"))
+    ]
+    near = [i for i in phrases if abs(display_width(text[:i]) - middle) <= PHRASE_SLACK * middle]
+    cut = min(near or cuts, key=lambda i: abs(display_width(text[:i]) - middle))
     return text[:cut] + "<br>" + text[cut:].removeprefix(" ")
 
 

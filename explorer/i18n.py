@@ -23,6 +23,7 @@ from __future__ import annotations
 import gettext
 import io
 import re
+import string
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -106,8 +107,31 @@ def n_(singular: str, plural: str, n: int, **values: object) -> str:
     return _filled(_translations(language()).ngettext(singular, plural, n), {"n": n, **values})
 
 
+# A Chinese character (not its punctuation) beside a Latin letter or digit where a value meets the message's words:
+# "20 层" + "HCA" is written "20 层 HCA", as Chinese sets Latin text apart.
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_LATIN = re.compile(r"[A-Za-z0-9]")
+_FORMATTER = string.Formatter()
+
+
 def _filled(text: str, values: dict[str, object]) -> str:
-    return text.format(**{name: fmt(value) for name, value in values.items()})
+    shown = {name: fmt(value) for name, value in values.items()}
+    pieces: list[str] = []
+    for literal, field, spec, conversion in _FORMATTER.parse(text):
+        pieces.append(literal)
+        if field is not None:
+            value = _FORMATTER.convert_field(_FORMATTER.get_field(field, (), shown)[0], conversion)
+            pieces.append(format(value, _FORMATTER.vformat(spec or "", (), shown)))
+    out = ""
+    for piece in pieces:
+        if out and piece and _apart(out[-1], piece[0]):
+            out += " "
+        out += piece
+    return out
+
+
+def _apart(before: str, after: str) -> bool:
+    return bool((_HAN.match(before) and _LATIN.match(after)) or (_LATIN.match(before) and _HAN.match(after)))
 
 
 def sentences(*parts: str) -> str:

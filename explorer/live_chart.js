@@ -7,7 +7,8 @@
 //
 // data: the UTF-8 bytes of {"plotly": url of plotly.js, "label": the chart's text alternative (its title and
 // caption), "said": {"unloaded", "failed", "fullscreen"} (words in the reader's language), "config": {...}, "narrow":
-// null or {"below": px, "layout": {...} or null, "unlabelled": bool, "textposition": [...] or null}, "figure":
+// null or {"below": px, "layout": {...} or null, "unlabelled": bool, "textposition": [...] or null, "frameLayouts":
+// [...] or null}, "figure":
 // {"data": [...], "layout": {...}, "frames": [...]}, "leastCellText": px (0: any size)}. A chart narrower than
 // "below" px (a phone) is drawn with the narrow layout, its points' text labels placed for it ("textposition") or
 // left out ("unlabelled"): only the browser knows the width. In presenter mode "narrow" also has "phone": {
@@ -143,10 +144,13 @@ function unscaled(value, by, font = false) {
   return out;
 }
 
-// The animation's frames as drawn: at their usual size on a phone's screen in presenter mode.
+// The animation's frames as drawn: with the narrow layout's own frame layouts ("frameLayouts": one per frame, over
+// its layout: a frame's notes placed for a phone), at their usual size on a phone's screen in presenter mode.
 function framesFor(spec, div) {
   const variant = variantFor(spec, div);
-  return variant?.unscale && spec.figure.frames ? unscaled(spec.figure.frames, variant.unscale) : spec.figure.frames;
+  const frames = variant?.unscale && spec.figure.frames ? unscaled(spec.figure.frames, variant.unscale) : spec.figure.frames;
+  const own = variant?.frameLayouts; // at their usual size already
+  return frames && own ? frames.map((frame, i) => ({ ...frame, layout: { ...frame.layout, ...own[i] } })) : frames;
 }
 
 // The traces as drawn: where the chart is narrow and the figure asks, without their points' text labels (names of

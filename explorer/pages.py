@@ -19,7 +19,7 @@ class PageEntry(NamedTuple):
 LAYER = ("variants", "d_model", "heads", "groups", "latent", "rope_dim")  # the layer each variant is built as
 ALL_SETTINGS = (*LAYER, "seq_len", "batch", "dtype", "seed")
 # The designs after MLA and their knobs: drawn only on a page that reads them (so not in the cue of ALL_SETTINGS)
-DESIGN_SETTINGS = ("designs", "window", "sinks", "topk", "rate", "state_dim", "bits")
+DESIGN_SETTINGS = ("designs", "window", "sinks", "topk", "rate", "state_dim", "bits", "chunk")
 
 
 # A page's key is its URL path and equals its file's stem: a freshly started server resolves the first link it is

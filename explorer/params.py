@@ -29,14 +29,18 @@ class _InTheLink:
 
 @dataclass(frozen=True)
 class Choice(_InTheLink):
-    """One of a fixed list of options (strings or ints). Options may depend on the settings: pass them at bind time."""
+    """One of a fixed list of options (strings or ints). Options may depend on the settings: pass them at bind time.
+    aliases: (old text, option) pairs for options renamed since links were shared; an old text opens its option
+    without a note (it is the same choice) and the link is written with today's text."""
 
     name: str
     options: tuple
     default: object
+    aliases: tuple[tuple[str, object], ...] = ()
 
     def parse(self, text: str, options: tuple | None = None) -> tuple[object, str | None]:
         options = self.options if options is None else options
+        text = str(dict(self.aliases).get(text.strip(), text))
         for option in options:
             if str(option) == text.strip():
                 return option, None

@@ -80,12 +80,24 @@ def for_projector(
         layout["margin"] = {
             side: _times(value, grow[side]) if side in grow else value for side, value in margin.items()
         }
+    # A slider's or a button row's pad keeps it clear of text drawn above it (the mapping chart's cache text): in px,
+    # so it grows with that text's fonts
+    for control in ("sliders", "updatemenus"):
+        if isinstance(layout.get(control), list):
+            layout[control] = [_padded(item, scale) for item in layout[control]]
     title = layout.get("title")
     title = {"text": title} if isinstance(title, str) else title
     if isinstance(title, dict) and title.get("text") and not (title.get("font") or {}).get("size"):
         # sized by the template otherwise, which the top margin (charts.title_below_toolbar) would not see
         layout["title"] = {**title, "font": {**(title.get("font") or {}), "size": round(TITLE_SIZE * scale)}}
     return {**scaled, "layout": layout}
+
+
+def _padded(control: Any, scale: float) -> Any:
+    pad = control.get("pad") if isinstance(control, dict) else None
+    if not isinstance(pad, dict):
+        return control
+    return {**control, "pad": {side: _times(value, scale) for side, value in pad.items()}}
 
 
 def _scaled(value: Any, scale: float, greys: frozenset[str], font: bool = False) -> Any:

@@ -58,6 +58,7 @@ TOPK_CHOICES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048)
 RATE_CHOICES = (2, 4, 8, 16, 32, 64, 128)
 STATE_DIM_CHOICES = (8, 16, 32, 64, 128, 256)
 BITS_CHOICES = (8, 4, 2)
+CHUNK_CHOICES = (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)  # Llama 4: 8,192
 
 # Link names are part of the public interface: a link shared today must open the same view later.
 LINK_NAMES = (
@@ -79,6 +80,7 @@ LINK_NAMES = (
     "rate",
     "state_dim",
     "bits",
+    "chunk",
 )
 # What a link shows follows from its settings and from how seeded weights and inputs are drawn. When the drawing
 # changes, LINK_VERSION goes up, so that an older link says its numbers differ instead of silently showing others.
@@ -107,6 +109,7 @@ class Settings:
     rate: int = 4
     state_dim: int = 64
     bits: int = 4
+    chunk: int = 8
 
     @property
     def head_dim(self) -> int:
@@ -278,6 +281,7 @@ def _snap_design_knobs(settings: Settings, notes: list[str]) -> Settings:
         ("topk", TOPK_CHOICES),
         ("rate", RATE_CHOICES),
         ("state_dim", STATE_DIM_CHOICES),
+        ("chunk", CHUNK_CHOICES),
     ):
         settings = _snap(settings, name, choices, _("{name} is offered in steps", name=name), notes)
     return _snap(

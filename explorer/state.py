@@ -24,6 +24,7 @@ from .params import shown
 from .present import use_presenter
 from .settings import (
     BATCH_CHOICES,
+    CHUNK_CHOICES,
     D_MODEL_CHOICES,
     DESIGNS,
     DTYPE_CHOICES,
@@ -151,6 +152,7 @@ SLIDER_LABELS = {
     "rate": N_("Compression rate (m, tokens per entry)"),
     "state_dim": N_("State key width (d_k, linear)"),
     "bits": N_("Bits per cached number"),
+    "chunk": N_("Chunk (C, tokens)"),
 }
 # The sidebar's settings as the cue under them names them.
 SETTING_LABELS = {
@@ -238,6 +240,7 @@ def _design_controls(uses: tuple[str, ...]) -> None:
         "rate": RATE_CHOICES,
         "state_dim": STATE_DIM_CHOICES,
         "bits": bits_choices(head_dim),
+        "chunk": CHUNK_CHOICES,
     }
     for knob, options in choices.items():
         if knob in read and knob in uses:

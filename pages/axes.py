@@ -15,6 +15,7 @@ from explorer.axes import link as view_link
 from explorer.charts import show_chart
 from explorer.i18n import _, fmt, n_
 from explorer.link import bound
+from explorer.present import presenting
 from explorer.probes import axes as measured
 from explorer.state import page_settings
 from explorer.uploader import upload_box
@@ -68,7 +69,8 @@ dtype = settings.dtype if storage == "reference" else "bfloat16"
 st.header(_("Published models, cache against context"), divider="gray")
 with st.spinner(_("Measuring every layer's cache on the `meta` device…")):
     models, missing = computed.cached_published(batch=batch, dtype=dtype, storage=storage)
-figure, csv_rows = figures.context_figure(models, measure, tokens)
+# a projector's fonts are twice the size the names past the lines' ends are spread for: there the legend names them
+figure, csv_rows = figures.context_figure(models, measure, tokens, named_ends=not presenting())
 captions: list[str | None] = []
 if measure == "held":
     captions += text.plateau_sentences([p for m in models for p in measured.plateaus(m)])
@@ -163,10 +165,12 @@ show_chart(
         else _("Here what one decoding step reads, against MHA reading every token's keys and values on every layer."),
         _(
             "Each cell: how many times less the model keeps than MHA keeping every token of every layer in 16 bits, "
-            "on one axis; the last column multiplies the four. **Layers**: every layer as its heaviest kind ÷ the "
-            "layers as they are. **Tokens**: that kind keeping one entry per token ÷ what it holds. **Width**: MHA's "
-            "entry (a key and a value per query head) ÷ one token's entry in that kind. **Bytes**: 16 bits ÷ the "
-            "cache's bits ({dtype}). Below 1× (red) is more, not less.",
+            "on one axis; the last column multiplies the four. The cache layers keep entries of tokens; the others "
+            "hold a fixed state (linear attention, Mamba) or share another layer's cache. **Layers**: every layer as "
+            "the mean cache layer ÷ the layers as they are (states, shared layers). **Tokens**: the cache layers "
+            "keeping one entry per token ÷ what they hold (windows, pooled entries). **Width**: MHA's entry (a key "
+            "and a value per query head) ÷ the cache layers' mean entry. **Bytes**: 16 bits ÷ the cache's bits "
+            "({dtype}). Each design stays on its axis at every length. Below 1× (red) is more, not less.",
             dtype=dtype,
         ),
         text.axis_leaders(cuts, tokens),

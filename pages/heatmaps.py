@@ -627,6 +627,47 @@ else:
                 most=facts.read_most,
             ),
         )
+    elif shown_design == "shared_topk":
+        caption = sentences(
+            on,
+            _(
+                "GLM-5's shared layers run no indexer. Left: the full DSA layer before it, whose indexer picks each "
+                "query's top {k} keys (the rest blank). Right: the shared layer, with weights of its own, reading the "
+                "keys that layer picked: the same cells in {same} of {n} rows. Its cache keeps each token's latent "
+                "and no indexer key.",
+                k=settings.topk,
+                same=facts.same_rows,
+                n=facts.tokens,
+            ),
+        )
+    elif shown_design == "chunked":
+        caption = sentences(
+            on,
+            _(
+                "Llama 4's chunked local attention: positions are cut into chunks of {c}, and each query reads its "
+                "own chunk up to itself, so the map is {chunks} blocks along the diagonal, blank across every edge. "
+                "A query that starts a chunk reads 1 key, the busiest {most}; the cache keeps the latest chunk only.",
+                c=n_("{n} token", "{n} tokens", settings.chunk),
+                chunks=facts.chunks,
+                most=facts.read_most,
+            ),
+        )
+    elif shown_design == "shared":
+        same = (
+            _("Both read the same keys: the right panel's blanks are the left one's.")
+            if facts.same_keys
+            else _("The two layers read different keys here.")
+        )
+        caption = sentences(
+            on,
+            _(
+                "Gemma 3n's KV sharing: left, layer 0 with a cache of its own; right, layer 1, which computes no keys "
+                "or values and reads layer 0's cache with its own queries, so its weights differ while the keys "
+                "are the same, and it holds 0 bytes. Its last query reads {last} keys.",
+                last=facts.read_last,
+            ),
+            same,
+        )
     else:
         caption = sentences(
             on,

@@ -232,6 +232,7 @@ def designs_section(step: int) -> None:
                 "key included). Each sits on its closed form (the wide pale line), measured from the layer's own "
                 "cache after each real decoding step. The variants' held bytes are the dotted lines."
             ),
+            text.contexts_finding(computed.held_at_contexts(settings), computed.CONTEXTS),
         ),
     )
     st.dataframe(
@@ -330,13 +331,13 @@ with cols[3]:
 
 
 def notes_example() -> None:
-    st.session_state[link.MODEL.key] = "Llama-2-7B"
+    st.session_state[link.MODEL.key] = link.NOTES_MODEL
     st.session_state[link.LATENT.key] = 512
     st.session_state[link.ROPE.key] = 128
 
 
 st.button(
-    _("Try it: Llama-2-7B re-expressed as MLA with $d_c = 512$ and $d_h^R = 128$"),
+    _("Try it: {model} re-expressed as MLA with $d_c = 512$ and $d_h^R = 128$", model=link.NOTES_MODEL),
     on_click=notes_example,
     icon=":material/school:",
     key="kv_example",

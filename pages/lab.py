@@ -9,13 +9,13 @@ from attn_core import AttentionConfig
 from attn_core.pretrained import ModelNotInstalled, full_latent_rank
 from explorer.charts import show_chart
 from explorer.i18n import N_, _, fmt, format_bytes, language, n_, percent, sentences
-from explorer.lab import axes_page, csv_export, figures, link, stored, tables, text
+from explorer.lab import axes_page, csv_export, figures, first_view, link, stored, tables, text
 from explorer.lab import computed as cached
 from explorer.labels import display_width
 from explorer.link import bound, text_box
 from explorer.model import trained_model
 from explorer.probes import healing
-from explorer.probes.lab import ANSWER_TOKENS, USER_TEXT_MAX_TOKENS, WINDOW, shared_prefix
+from explorer.probes.lab import ANSWER_TOKENS, POINTS_BY_KEY, USER_TEXT_MAX_TOKENS, WINDOW, shared_prefix
 from explorer.state import page_settings
 from explorer.trained.computed import token_labels
 from explorer.trained.text import token_chips
@@ -95,6 +95,8 @@ show_chart(
         ),
     ),
 )
+if first_view.rest_deferred():  # a new visit: the rest of the page follows its first chart (explorer.lab.first_view)
+    st.stop()
 if healed:
     st.markdown("**" + _("After healing, up close") + "**")
     show_chart(
@@ -180,10 +182,13 @@ axes_page.show_tradeoff()  # the other axes: windows, layer patterns, bits, agai
 
 # --- healing, live ---------------------------------------------------------------------------------------------------
 HEAL_PHASES = {
-    "waiting": N_("Waiting for another heal on this server to finish (one at a time)…"),
     "converting": N_("Converting, and scoring the conversion before healing…"),
     "recording": N_("Recording the original model's attention on the training text…"),
     "measuring": N_("Scoring the healed model…"),
+}
+HEAL_STOPPED = {
+    "owner": N_("The last heal of this conversion was stopped by the visitor who started it."),
+    "left": N_("The last heal of this conversion stopped: the visitor who started it left the page."),
 }
 
 
@@ -192,9 +197,17 @@ def start_heal(key: str) -> None:
     cached.start_heal(key)
 
 
+def stop_heal(key: str) -> None:
+    cached.stop_heal(key)  # its thread ends at its next step; the fragment then shows it stopped
+
+
+def heal_name(key: str) -> str:
+    return label(by_key[key]) if key in by_key else _(POINTS_BY_KEY[key].label)
+
+
 def heal_section(key: str, model_name: str, about: str | None = None) -> None:
     """Heal the chosen conversion (or the windowed model: `about` says what healing does to it): a button, then its
-    progress and loss curve, live, for every session."""
+    progress and loss curve, live, for every session; while another point's heal holds the server, when it is free."""
     st.markdown("**" + _("Heal it live") + "**")
     st.markdown(
         about
@@ -211,34 +224,70 @@ def heal_section(key: str, model_name: str, about: str | None = None) -> None:
         )
     )
     progress = cached.heal_progress(key)
-    if progress is not None and progress.phase == "failed":
-        if progress.model_missing:
-            st.warning(_("The trained model is not installed. The stored table above does not need it."))
-        else:
-            st.warning(
-                _(
-                    "The last heal of this conversion stopped before it finished; press the button to heal it again. "
-                    "What the server reported:"
-                )
-            )
-            show_verbatim(progress.error or "")  # the server's own words, for its keeper
-    if progress is None or progress.phase == "failed":
-        if trained_model() is not None:
-            st.button(
-                # the training's budget, and what comes around it: "about 60 s" took 84 s in all
-                _(
-                    "Heal {model} ({seconds} s of training, plus converting and scoring)",
-                    model=model_name,
-                    seconds=f"{healing.LIVE_SECONDS:.0f}",
-                ),
-                icon=":material/healing:",
-                key=link.heal_button_key(key),
-                on_click=start_heal,
-                args=(key,),
-            )
+    if progress is not None and progress.phase in ("failed", "stopped"):
+        heal_ended(progress)
+    if progress is None or progress.phase in ("failed", "stopped"):
+        if trained_model() is None:
+            return
+        running = cached.running_heal()
+        if running is not None:  # another point's heal holds the server: redrawn until it is free
+            st.fragment(run_every=1.0)(server_busy)()
+            return
+        st.button(
+            # the training's budget, and what comes around it: "about 60 s" took 84 s in all
+            _(
+                "Heal {model} ({seconds} s of training, plus converting and scoring)",
+                model=model_name,
+                seconds=f"{healing.LIVE_SECONDS:.0f}",
+            ),
+            icon=":material/healing:",
+            key=link.heal_button_key(key),
+            on_click=start_heal,
+            args=(key,),
+        )
         return
     # Redrawn every second while it runs (a fragment: the rest of the page is not rerun); once done, once more.
     st.fragment(run_every=1.0 if progress.running else None)(heal_view)(key)
+
+
+def heal_ended(progress: healing.HealProgress) -> None:
+    """Why the last heal of this point ended without a result: a failure (the server's words beside the page's) or
+    a stop."""
+    if progress.phase == "stopped":
+        why = HEAL_STOPPED.get(progress.stopped_by or "", HEAL_STOPPED["owner"])
+        st.info(_(why), icon=":material/stop_circle:")
+    elif progress.model_missing:
+        st.warning(_("The trained model is not installed. The stored table above does not need it."))
+    else:
+        st.warning(
+            _(
+                "The last heal of this conversion stopped before it finished; press the button to heal it again. "
+                "What the server reported:"
+            )
+        )
+        show_verbatim(progress.error or "")  # the server's own words, for its keeper
+
+
+def free_in(progress: healing.HealProgress) -> str:
+    """When the server is free for another heal, as the heal's own estimate says."""
+    left = progress.seconds_left()
+    if left is None:  # still converting: its training and scoring come after
+        return _("It trains for {budget} s once converted.", budget=f"{progress.budget_seconds:.0f}")
+    return _("The server is free for another heal in about {seconds} s.", seconds=f"{max(left, 1.0):.0f}")
+
+
+def server_busy() -> None:
+    running = cached.running_heal()
+    if running is None:
+        st.rerun(scope="app")  # free now: the button comes back
+    assert running is not None
+    st.info(
+        sentences(
+            _("A heal of {model} is running on this server (one at a time).", model=heal_name(running.key)),
+            free_in(running.progress),
+        ),
+        icon=":material/hourglass_top:",
+    )
 
 
 def heal_summary(progress: healing.HealProgress) -> str:
@@ -282,11 +331,14 @@ def heal_view(key: str) -> None:
             text=_(
                 "Training: step {step}, {seconds} of {budget} s; error {loss}",
                 step=len(progress.step_losses),
-                seconds=f"{progress.seconds:.0f}",
+                # the last step ends past the budget: the bar says the budget, not a second over it
+                seconds=f"{min(progress.seconds, progress.budget_seconds):.0f}",
                 budget=f"{progress.budget_seconds:.0f}",
                 loss=f"{progress.step_losses[-1]:.4f}",
             ),
         )
+    if progress.running:
+        heal_owner(key, progress)
     if progress.step_losses:
         show_chart(
             figures.heal_loss_figure(progress.step_losses, progress.first_loss, progress.seconds),
@@ -304,6 +356,21 @@ def heal_view(key: str) -> None:
     if st.session_state.pop(watching, False):
         st.rerun(scope="app")  # it just finished: the answers below can use the healed model now
     st.success(heal_summary(progress), icon=":material/healing:")
+
+
+def heal_owner(key: str, progress: healing.HealProgress) -> None:
+    """While it runs: its owner's Stop button; anyone else's note that it is someone else's, and when it ends."""
+    run = cached.running_heal()
+    if run is not None and run.key == key and run.owner == cached.session_id():
+        st.button(
+            _("Stop the heal"),
+            icon=":material/stop_circle:",
+            key=f"lab_stop_heal_{key}",
+            on_click=stop_heal,
+            args=(key,),
+        )
+    else:
+        st.caption(sentences(_("Started by another visitor, who alone can stop it."), free_in(progress)))
 
 
 # --- one prompt, two models -----------------------------------------------------------------------------------------

@@ -8,3 +8,6 @@ figures   caches against context (log-log), and the four axes' cuts at one lengt
 
 No csv_export: each figure function returns its own CSV rows.
 """
+
+# The modules another page (the lesson) may import: this page's public face; the others are its own helpers.
+PUBLIC = ("link", "computed", "text", "tables", "figures")

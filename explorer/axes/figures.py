@@ -9,6 +9,7 @@ from attn_core import PUBLISHED
 from explorer.charts import log_bytes_axis
 from explorer.grid import narrow
 from explorer.i18n import _, format_bytes
+from explorer.labels import LABEL_AT, end_traces
 from explorer.probes.axes import AxisCuts, ModelCurves
 
 from .text import AXES, kind_label, sig
@@ -49,7 +50,7 @@ def _breakdown(model: ModelCurves, measure: str, i: int) -> str:
 
 
 def context_figure(
-    models: list[ModelCurves], measure: str, tokens: int, *, by_kind: bool = False
+    models: list[ModelCurves], measure: str, tokens: int, *, by_kind: bool = False, named_ends: bool = True
 ) -> tuple[dict, list[dict]]:
     """Bytes held (or read by one decoding step) against context, log-log: one line per model, solid within its
     published context and dotted beyond; or, by_kind, one model's total and each kind of its layers. Markers at the
@@ -57,89 +58,134 @@ def context_figure(
     data: list[dict] = []
     csv: list[dict] = []
     for index, model in enumerate(models):
-        values = getattr(model, measure)
         color = PALETTE[index % len(PALETTE)] if by_kind else MODEL_COLORS.get(model.name, PALETTE[0])
-        hover = [_breakdown(model, measure, i) for i in range(len(model.tokens))]
-        template = (
-            _("{model}, {tokens} tokens: {bytes} bytes", model=model.name, tokens="%{x:,}", bytes="%{y:,}")
-            + "<br>%{customdata}<extra></extra>"
+        data += _model_lines(model, measure, color, by_kind)
+        if by_kind:
+            data += _kind_traces(model, measure)
+        csv += _context_rows(model)
+    data += _dots(models, measure, tokens, by_kind)
+    every = [v for trace in data for v in trace["y"] if v > 0]
+    title = _("Cache held against context") if measure == "held" else _("Cache read by one decoding step")
+    y_axis = log_bytes_axis(min(every, default=1), max(every, default=2), most_ticks=8)
+    ends = _last_parts(data) if named_ends else []  # a slide's legend stands beside its plot: no room past the ends
+    data += end_traces([(t["name"], t["line"]["color"], t["x"][-1], t["y"][-1]) for t in ends], y_axis["range"])
+    layout = _context_layout(title, models[0].batch, tokens, y_axis, ends)
+    # on a phone the legend takes several rows: a taller chart, the legend lower below its axis title; no room for
+    # the names at the lines' ends (the legend names the lines)
+    phone = layout | {
+        "height": 760,
+        "legend": {"orientation": "h", "y": -0.22, "x": 0, "yanchor": "top"},
+        "xaxis": context_axis(),
+        "margin": {"t": 60, "b": 60, "l": 80, "r": 20},
+    }
+    return {"data": data, "layout": layout, "narrow": narrow(phone, unlabelled=True)}, csv
+
+
+def _model_lines(model: ModelCurves, measure: str, color: str, by_kind: bool) -> list[dict]:
+    """A model's total: solid within its published context, dotted beyond (starting where the solid part ends)."""
+    values = getattr(model, measure)
+    hover = [_breakdown(model, measure, i) for i in range(len(model.tokens))]
+    template = (
+        _("{model}, {tokens} tokens: {bytes} bytes", model=model.name, tokens="%{x:,}", bytes="%{y:,}")
+        + "<br>%{customdata}<extra></extra>"
+    )
+    inside = [i for i, t in enumerate(model.tokens) if model.context is None or t <= model.context]
+    beyond = [i for i in range(len(model.tokens)) if i not in inside]
+    if beyond and inside:
+        beyond = [inside[-1], *beyond]
+    return [
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "x": [model.tokens[i] for i in part],
+            "y": [values[i] for i in part],
+            "customdata": [hover[i] for i in part],
+            "name": model.name,
+            "legendgroup": model.name,
+            "showlegend": shown,
+            "line": {"color": color, "dash": dash, "width": 3 if by_kind else 2},
+            "hovertemplate": template,
+        }
+        for part, dash, shown in ((inside, "solid", True), (beyond, "dot", not inside))
+        if part
+    ]
+
+
+def _context_rows(model: ModelCurves) -> list[dict]:
+    """The download's rows: a model's every kind of layer at every length."""
+    return [
+        {
+            "model": model.name,
+            "kind": kind.kind,
+            "layers": kind.count,
+            "tokens": t,
+            "held_bytes": kind.held[i],
+            "read_bytes": kind.read[i],
+        }
+        for kind in model.kinds
+        for i, t in enumerate(model.tokens)
+    ]
+
+
+def _kind_traces(model: ModelCurves, measure: str) -> list[dict]:
+    """Each kind of one model's layers as a dashed line, in a legend group of its own."""
+    data: list[dict] = []
+    for k_index, kind in enumerate(model.kinds):
+        name = _("{kind} layers (× {count})", kind=kind_label(kind.kind), count=kind.count)
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "x": list(model.tokens),
+                "y": list(getattr(kind, measure)),
+                "name": name,
+                "legendgroup": name,
+                "line": {"color": PALETTE[(k_index + 1) % len(PALETTE)], "dash": "dash", "width": 2},
+                "hovertemplate": _(
+                    "{kind} layers, {tokens} tokens: {bytes} bytes",
+                    kind=kind_label(kind.kind),
+                    tokens="%{x:,}",
+                    bytes="%{y:,}",
+                )
+                + "<extra></extra>",
+            }
         )
-        inside = [i for i, t in enumerate(model.tokens) if model.context is None or t <= model.context]
-        beyond = [i for i in range(len(model.tokens)) if i not in inside]
-        if beyond and inside:
-            beyond = [inside[-1], *beyond]  # the dotted part starts where the solid one ends
-        for part, dash, shown in ((inside, "solid", True), (beyond, "dot", not inside)):
-            if not part:
-                continue
+    return data
+
+
+def _dots(models: list[ModelCurves], measure: str, tokens: int, by_kind: bool) -> list[dict]:
+    """Each model's dot at the reader's length, in its legend group: hiding the model hides its dot."""
+    data: list[dict] = []
+    for m in models:
+        value = getattr(m, measure)[m.at(tokens)]
+        if value > 0:
             data.append(
                 {
                     "type": "scatter",
-                    "mode": "lines",
-                    "x": [model.tokens[i] for i in part],
-                    "y": [values[i] for i in part],
-                    "customdata": [hover[i] for i in part],
-                    "name": model.name,
-                    "legendgroup": model.name,
-                    "showlegend": shown,
-                    "line": {"color": color, "dash": dash, "width": 3 if by_kind else 2},
-                    "hovertemplate": template,
+                    "mode": "markers",
+                    "x": [tokens],
+                    "y": [value],
+                    "text": [m.name],
+                    "legendgroup": m.name,
+                    "marker": {
+                        "size": 10,
+                        "color": PALETTE[0] if by_kind else MODEL_COLORS.get(m.name, PALETTE[0]),
+                        "line": {"color": "white", "width": 1.5},
+                    },
+                    "showlegend": False,
+                    "hovertemplate": "%{text}: %{y:,} B<extra></extra>",
                 }
             )
-        if by_kind:
-            for k_index, kind in enumerate(model.kinds):
-                data.append(
-                    {
-                        "type": "scatter",
-                        "mode": "lines",
-                        "x": list(model.tokens),
-                        "y": list(getattr(kind, measure)),
-                        "name": _("{kind} layers (× {count})", kind=kind_label(kind.kind), count=kind.count),
-                        "line": {"color": PALETTE[(k_index + 1) % len(PALETTE)], "dash": "dash", "width": 2},
-                        "hovertemplate": _(
-                            "{kind} layers, {tokens} tokens: {bytes} bytes",
-                            kind=kind_label(kind.kind),
-                            tokens="%{x:,}",
-                            bytes="%{y:,}",
-                        )
-                        + "<extra></extra>",
-                    }
-                )
-        csv += [
-            {
-                "model": model.name,
-                "kind": kind.kind,
-                "layers": kind.count,
-                "tokens": t,
-                "held_bytes": kind.held[i],
-                "read_bytes": kind.read[i],
-            }
-            for kind in model.kinds
-            for i, t in enumerate(model.tokens)
-        ]
-    marks = [m for m in models if getattr(m, measure)[m.at(tokens)] > 0]
-    data.append(
-        {
-            "type": "scatter",
-            "mode": "markers",
-            "x": [tokens] * len(marks),
-            "y": [getattr(m, measure)[m.at(tokens)] for m in marks],
-            "text": [m.name for m in marks],
-            "marker": {
-                "size": 10,
-                "color": [PALETTE[0] if by_kind else MODEL_COLORS.get(m.name, PALETTE[0]) for m in marks],
-                "line": {"color": "white", "width": 1.5},
-            },
-            "showlegend": False,
-            "hovertemplate": "%{text}: %{y:,} B<extra></extra>",
-        }
-    )
-    every = [v for trace in data for v in trace["y"] if v > 0]
-    title = _("Cache held against context") if measure == "held" else _("Cache read by one decoding step")
-    layout = {
+    return data
+
+
+def _context_layout(title: str, batch: int, tokens: int, y_axis: dict, ends: list[dict]) -> dict:
+    """The chart's axes, T's dashed line, and room right of the plot for the names at the lines' ends (if any)."""
+    return {
         "title": {"text": title},
-        "xaxis": context_axis(),
-        "yaxis": {"title": {"text": _("bytes (batch {batch}, log scale)", batch=models[0].batch)}}
-        | log_bytes_axis(min(every, default=1), max(every, default=2), most_ticks=8),
+        "xaxis": context_axis()
+        | ({"range": [math.log10(900), math.log10(TOKEN_TICKS[-1] * LABEL_AT)]} if ends else {}),
+        "yaxis": {"title": {"text": _("bytes (batch {batch}, log scale)", batch=batch)}} | y_axis,
         "shapes": [
             {
                 "type": "line",
@@ -152,13 +198,19 @@ def context_figure(
             }
         ],
         "height": 540,
-        "margin": {"t": 60, "b": 60, "l": 80, "r": 20},
+        "margin": {"t": 60, "b": 60, "l": 80, "r": 20 + 7 * max((len(t["name"]) for t in ends), default=0)},
         "legend": {"orientation": "h", "y": -0.27, "x": 0, "yanchor": "top"},
         "hovermode": "closest",
     }
-    # on a phone the legend takes several rows: a taller chart, the legend lower below its axis title
-    phone = layout | {"height": 760, "legend": {"orientation": "h", "y": -0.22, "x": 0, "yanchor": "top"}}
-    return {"data": data, "layout": layout, "narrow": narrow(phone)}, csv
+
+
+def _last_parts(data: list[dict]) -> list[dict]:
+    """Each named line's last part (a model's dotted part, past its context, when it has one)."""
+    last: dict[str, dict] = {}
+    for trace in data:
+        if trace["mode"] == "lines" and trace.get("name"):
+            last[trace["name"]] = trace
+    return list(last.values())
 
 
 def axes_figure(cuts: list[AxisCuts], tokens: int, measure: str = "held") -> tuple[dict, list[dict]]:
@@ -206,7 +258,7 @@ def axes_figure(cuts: list[AxisCuts], tokens: int, measure: str = "held") -> tup
         },
     }
     csv = [
-        {"model": cut.name, "tokens": tokens, "measure": measure, "heaviest_kind": cut.heaviest}
+        {"model": cut.name, "tokens": tokens, "measure": measure, "cache_kinds": " ".join(cut.cache_kinds)}
         | {f"{column}_cut": getattr(cut, column) for column in columns}
         for cut in cuts
     ]

@@ -5,7 +5,7 @@ decoding step reads of what is held, which design cuts which axis most)."""
 from __future__ import annotations
 
 from explorer.i18n import N_, _, format_bytes, n_, percent, sentences, sig
-from explorer.probes.axes import AxisCuts, ConfigProblem, Crossing, ModelCurves, Plateau
+from explorer.probes.axes import AxisCuts, ConfigProblem, Crossing, ModelCurves, Plateau, extremes
 
 # The core's layer kinds (attn_core.hf readers' words) as the page names them; a kind not listed is shown as the
 # core names it, in code type.
@@ -276,18 +276,20 @@ def reading_sentence(curves: ModelCurves, tokens: int) -> str | None:
 
 
 def extremes_sentence(models: list[ModelCurves], tokens: int, measure: str) -> str:
-    values = {m.name: getattr(m, measure)[m.at(tokens)] for m in models}
-    largest, smallest = max(values, key=values.__getitem__), min(values, key=values.__getitem__)
-    if not values[smallest]:
+    """The largest and smallest cache at this length among the models made for it (the lesson quotes the same)."""
+    found = extremes(models, tokens, measure)
+    if found is None:
         return ""
     return _(
-        "At {tokens} tokens {largest} needs the most ({big}) and {smallest} the least ({small}): {ratio}× apart.",
+        "Of the {count} models made for {tokens} tokens or more, at that length {largest} needs the most ({big}) and "
+        "{smallest} the least ({small}): {ratio}× apart.",
+        count=found.count,
         tokens=tokens,
-        largest=largest,
-        big=format_bytes(values[largest]),
-        smallest=smallest,
-        small=format_bytes(values[smallest]),
-        ratio=sig(values[largest] / values[smallest]),
+        largest=found.largest,
+        big=format_bytes(found.big),
+        smallest=found.smallest,
+        small=format_bytes(found.small),
+        ratio=sig(found.big / found.small),
     )
 
 

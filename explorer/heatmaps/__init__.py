@@ -8,3 +8,6 @@ figures     the page's charts (the four sections and the designs after MLA), cac
             the facts their captions state
 tables      what the decode step read from the cache, and how alike the variants' maps are
 """
+
+# The modules another page (the lesson) may import: this page's public face; the others are its own helpers.
+PUBLIC = ("link", "computed", "figures", "tables")

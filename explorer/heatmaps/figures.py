@@ -15,10 +15,13 @@ from plotly.colors import sample_colorscale
 from attn_core import AttentionConfig
 from explorer.grid import PHONE_COLUMNS, axis_suffix
 from explorer.i18n import _, speaking
+from explorer.kinds.chunked import ChunkMap
 from explorer.kinds.compressed import CompressedMap
 from explorer.kinds.dsa import SparseMap
 from explorer.kinds.grouped import BandMap
 from explorer.kinds.kind import Design
+from explorer.kinds.shared import SharedMap
+from explorer.kinds.shared_topk import TopKMap
 from explorer.probes.heatmaps import (
     Comparison,
     HeadSteps,
@@ -536,6 +539,9 @@ class DesignFacts:
     tokens: int  # queries (= token keys) in the map
     entries: int  # compressed entries held after the last token (V4)
     sink_mean: float | None  # mean weight the sink took over every row and the head's queries, where there is one
+    same_rows: int = 0  # queries whose keys read are exactly another layer's picks (GLM-5's shared top-k)
+    chunks: int = 0  # chunks begun in the map: queries that read one key, their own (Llama 4's chunked layer)
+    same_keys: bool = False  # a shared layer's queries read exactly the keys its producer's did
 
 
 def _key_labels(length: int, tokens: list[str] | None) -> list[str]:
@@ -644,11 +650,102 @@ def compressed_figure(
     return _categorical(fig), panel_csv([panel]), facts
 
 
+def shared_topk_figure(result: TopKMap, head: int, tokens: list[str] | None) -> tuple[dict, PanelNumbers, DesignFacts]:
+    """The full layer's weights (its indexer's top-k) beside the shared layer's (the same keys, its own weights), one
+    head each, on one colour scale."""
+    length = result.picked.shape[0]
+    x, y = _key_labels(length, tokens), axis_labels(length, 1, tokens)
+    full_title = _("full layer, top {k}", k=result.top_k)  # short: two panels side by side on a phone
+    shared_title = _("shared layer")
+    full = _design_panel(result.full_weights[head], x, y, full_title, _("full layer"), _("weight"))
+    shared = _design_panel(result.shared_weights[head], x, y, shared_title, _("shared layer"), _("weight"))
+    top = float(max(np.nanmax(result.full_weights[head]), np.nanmax(result.shared_weights[head])))
+    fig = panels_figure(
+        [full, shared],
+        2,
+        coloraxes={"coloraxis": weights_axis(top)},
+        row_height=DESIGN_ROW_HEIGHT,
+        x_title=_("key position"),
+        y_title=_("query position"),
+    )
+    read = result.shared_read.sum(axis=1)
+    same = int((result.shared_read == result.picked).all(axis=1).sum())
+    facts = DesignFacts(int(read.max()), int(read[-1]), length, 0, None, same_rows=same)
+    return _categorical(fig), panel_csv([full, shared]), facts
+
+
+def chunk_figure(result: ChunkMap, head: int, tokens: list[str] | None) -> tuple[dict, PanelNumbers, DesignFacts]:
+    """One head's weights over the tokens: a block per chunk along the diagonal, blank across every chunk's edge."""
+    weights = result.weights[head]
+    length = weights.shape[0]
+    panel = _design_panel(
+        weights,
+        _key_labels(length, tokens),
+        axis_labels(length, 1, tokens),
+        _("head {head}", head=head),
+        _("head {head}", head=head),
+        _("weight"),
+    )
+    fig = panels_figure(
+        [panel],
+        1,
+        coloraxes={"coloraxis": weights_axis(float(np.nanmax(weights)))},
+        row_height=DESIGN_ROW_HEIGHT,
+        x_title=_("key position"),
+        y_title=_("query position"),
+    )
+    read = (~np.isnan(weights)).sum(axis=1)
+    facts = DesignFacts(int(read.max()), int(read[-1]), length, 0, None, chunks=int((read == 1).sum()))
+    return _categorical(fig), panel_csv([panel]), facts
+
+
+def shared_figure(result: SharedMap, head: int, tokens: list[str] | None) -> tuple[dict, PanelNumbers, DesignFacts]:
+    """The producer's weights beside the consumer's, one head each: the consumer's queries over the producer's
+    cached keys, on one colour scale."""
+    length = result.producer.shape[1]
+    x, y = _key_labels(length, tokens), axis_labels(length, 1, tokens)
+    panels = [
+        _design_panel(
+            weights[head],
+            x,
+            y,
+            title,
+            _("layer {layer} head {head}", layer=layer, head=head),
+            _("weight"),
+        )
+        for weights, layer, title in (
+            (result.producer, result.producer_layer, _("layer {layer}: its own cache", layer=result.producer_layer)),
+            (
+                result.consumer,
+                result.consumer_layer,
+                _("layer {layer} → layer {source}'s cache", layer=result.consumer_layer, source=result.producer_layer),
+            ),
+        )
+    ]
+    top = float(max(np.nanmax(result.producer[head]), np.nanmax(result.consumer[head])))
+    fig = panels_figure(
+        panels,
+        2,
+        coloraxes={"coloraxis": weights_axis(top)},
+        row_height=DESIGN_ROW_HEIGHT,
+        x_title=_("key position"),
+        y_title=_("query position"),
+        phone_columns=1,  # one above the other on a phone: side by side their titles run into each other
+    )
+    read = (~np.isnan(result.consumer[head])).sum(axis=1)
+    same = bool((np.isnan(result.producer) == np.isnan(result.consumer)).all())
+    facts = DesignFacts(int(read.max()), int(read[-1]), length, 0, None, same_keys=same)
+    return _categorical(fig), panel_csv(panels), facts
+
+
 # Each mapped kind's figure (explorer/kinds/: a kind's map is its own; the figure is this page's), by its link value
 DESIGN_FIGURES: dict[str, Callable[[Any, int, list[str] | None], tuple[dict, PanelNumbers, DesignFacts]]] = {
     "sliding": band_figure,
     "dsa": sparse_figure,
     "compressed": compressed_figure,
+    "shared_topk": shared_topk_figure,
+    "chunked": chunk_figure,
+    "shared": shared_figure,
 }
 
 

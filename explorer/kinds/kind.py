@@ -21,6 +21,9 @@ from attn_core import (
     CompressedConfig,
     DSAConfig,
     GatedDeltaNetConfig,
+    KVSharingConfig,
+    LightningConfig,
+    Mamba2Config,
     as_dtype,
     bytes_per_element,
 )
@@ -28,7 +31,15 @@ from attn_core import (
 if TYPE_CHECKING:
     from explorer.settings import Settings
 
-LayerConfig = AttentionConfig | DSAConfig | CompressedConfig | GatedDeltaNetConfig
+LayerConfig = (
+    AttentionConfig
+    | DSAConfig
+    | CompressedConfig
+    | GatedDeltaNetConfig
+    | Mamba2Config
+    | LightningConfig
+    | KVSharingConfig
+)
 # Weights a kind's layer may have for a page to draw them from the seed within a rerun (~1 s for 16M here); a layer
 # whose weights grow with heads x latent (DSA, V4 at the widest settings: billions) is not built past it
 DESIGN_WEIGHT_BUDGET = 2**25
@@ -65,13 +76,7 @@ class Kind:
     def build(
         self, design: Design, seed: int | None, device: torch.device | str | None, dtype: torch.dtype | None
     ) -> nn.Module:
-        target = torch.device(device) if device is not None else torch.get_default_device()
-        layer_class = self.layer_class()
-        if seed is None or target.type == "meta":
-            return layer_class(design.config, device=target, dtype=dtype)
-        layer = layer_class(design.config, device="meta", dtype=dtype).to_empty(device=target)
-        layer.init_from_seed(seed)
-        return layer
+        return built(self.layer_class(), design.config, seed, device, dtype)
 
     def new_cache(self, design: Design, layer: Any, batch: int) -> Any:
         return layer.new_cache(batch)
@@ -129,6 +134,18 @@ class Design:
         return self.kind.formula_bytes(self, tokens, batch, bytes_per_element(as_dtype(dtype)), new_tokens)
 
 
+def built(
+    layer_class: Any, config: Any, seed: int | None, device: torch.device | str | None, dtype: torch.dtype | None
+) -> nn.Module:
+    """layer_class(config) on device; with a seed (and off the meta device), its weights drawn from it."""
+    target = torch.device(device) if device is not None else torch.get_default_device()
+    if seed is None or target.type == "meta":
+        return layer_class(config, device=target, dtype=dtype)
+    layer = layer_class(config, device="meta", dtype=dtype).to_empty(device=target)
+    layer.init_from_seed(seed)
+    return layer
+
+
 def weight_count(layer: nn.Module) -> int:
     """The layer's weights (build it on the meta device: nothing is drawn)."""
     return sum(p.numel() for p in layer.parameters())
@@ -163,9 +180,10 @@ class Twin:
 class DecodeReads:
     """N decoding steps of one design's layer.
 
-    read[t, c]: step t's token (at position t) read column c; held[t, c]: the cache holds column c after step t.
-    spans[c]: the first and last token column c stands for (a token: itself; an entry: the tokens it pools; the state:
-    every token so far, 0 .. N - 1). The bytes are a cache's in `dtype` (a Twin's), as the other pages count them.
+        read[t, c]: step t's token (at position t) read column c; held[t, c]: the cache holds column c after step t.
+        spans[c]: the first and last token column c stands for (a token: itself; an entry: the tokens it pools; the state:
+        every token so far, 0 .. N - 1). The bytes are a cache's in `dtype` (a Twin's), as the other pages count them; a layer
+    that reads another's cache (source) holds no column and 0 bytes.
     """
 
     kinds: tuple[str, ...]  # per column: TOKEN, ENTRY or STATE
@@ -176,6 +194,11 @@ class DecodeReads:
     read_bytes: tuple[int, ...]  # cache.read_nbytes of each step
     dtype: str  # of the bytes, without "torch."
     batch: int  # sequences the bytes count
+    # a state per head (one STATE column each): its matrix's rows and columns, as the cache holds it
+    state_shape: tuple[int, int] | None = None
+    # [N, C] bool: what the layer whose picks this one reads chose at each step (GLM-5's shared top-k)
+    source_read: np.ndarray | None = None
+    source: int | None = None  # the layer whose cache the steps read, where it is not this one's (KV sharing)
 
     @property
     def steps(self) -> int:

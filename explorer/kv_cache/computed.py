@@ -33,6 +33,23 @@ def trace_batch(settings: Settings) -> int:
     return min(settings.batch, MAX_TRACE_BATCH)
 
 
+# A short and a long context: what each chosen design holds at both, a state the same
+CONTEXTS = (4096, 131072)
+
+
+def held_at_contexts(settings: Settings) -> dict[str, tuple[int, int]]:
+    """design name -> bytes its cache holds after CONTEXTS tokens, by the core's closed forms (Design.formula_bytes)
+    in the sidebar's dtype and the traces' batch."""
+    batch = trace_batch(settings)
+    return {
+        name: (
+            design.formula_bytes(CONTEXTS[0], batch, settings.dtype, new_tokens=CONTEXTS[0])[0],
+            design.formula_bytes(CONTEXTS[1], batch, settings.dtype, new_tokens=CONTEXTS[1])[0],
+        )
+        for name, design in chosen(settings).items()
+    }
+
+
 def trace_plan(settings: Settings, *, repeated: bool) -> list[tuple[str, AttentionConfig, bool]]:
     """(name, config, repeated_heads) of every cache the decode section follows: each variant, plus the pitfall of
     each grouped variant whose query heads share KV heads (group size > 1) when asked."""

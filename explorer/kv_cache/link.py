@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from attn_core import PRESETS, STORAGES, kv_head_counts
+from attn_core import FORMER_NAMES, PRESETS, STORAGES, kv_head_counts
 from explorer.params import Choice, Flag, IntRange
 from explorer.probes.kv_cache import MAX_PROMPT_LEN, MAX_STEPS
 
@@ -10,7 +10,8 @@ PROMPT = IntRange("kv_prompt", 1, MAX_PROMPT_LEN, 12)
 STEPS = IntRange("kv_steps", 1, MAX_STEPS, 40)
 STEP = IntRange("kv_step", 0, MAX_STEPS, STEPS.default)  # by default the last step generated
 REPEAT = Flag("kv_repeat", False)
-MODEL = Choice("kv_model", tuple(PRESETS), "Llama-2-7B")
+NOTES_MODEL = "Llama 2 7B"  # the course notes' example, and the page's first model
+MODEL = Choice("kv_model", tuple(PRESETS), NOTES_MODEL, aliases=tuple(FORMER_NAMES.items()))  # old links' names
 GROUPS = Choice("kv_groups", tuple(range(1, 129)), 8)  # narrowed to the divisors of the model's head count
 LATENT = Choice("kv_latent", (64, 128, 256, 384, 512, 768, 1024, 1536, 2048), 512)
 ROPE = Choice("kv_rope", (16, 32, 64, 128, 256), 64)

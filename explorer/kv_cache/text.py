@@ -3,8 +3,10 @@ names of its tensors, numbers as said, and the core's preset notes marked for th
 
 from __future__ import annotations
 
+import itertools
+
 from explorer.glossary import design_name
-from explorer.i18n import N_, _, format_bytes, n_, sig
+from explorer.i18n import N_, _, fmt, format_bytes, n_, sentences, sig
 from explorer.probes.kv_cache import DecodeTrace, DesignTrace, ModelRow
 
 # What the core's presets say they leave out (ModelPreset.not_modelled), for the catalog: the page shows
@@ -36,7 +38,9 @@ def row_label(row: ModelRow) -> str:
     if row.key == "gqa":
         return n_("as GQA, {n} group", "as GQA, {n} groups", cfg.n_kv_heads)
     if row.key == "mla":
-        return _("as MLA, d_c {latent} + d_h^R {rope}", latent=str(cfg.kv_lora_rank), rope=str(cfg.qk_rope_head_dim))
+        return _(
+            "as MLA, latent {latent} + rotary key {rope}", latent=str(cfg.kv_lora_rank), rope=str(cfg.qk_rope_head_dim)
+        )
     return _("as {variant}", variant=row.key.upper())
 
 
@@ -75,6 +79,12 @@ def design_finding(name: str, trace: DesignTrace, step: int, gqa: DecodeTrace | 
         shape = _("holds {held} at every step, whatever the length", held=format_bytes(held[last]))
     elif flat_from < last:
         shape = _("stops growing at step {step}: {held}", step=flat_from, held=format_bytes(held[last]))
+    elif any(after < before for before, after in itertools.pairwise(held)):  # a chunk dropped whole
+        shape = _(
+            "rises to {high} and drops back to {low} again and again: it never holds more than {high}",
+            high=format_bytes(max(held)),
+            low=format_bytes(min(held)),
+        )
     else:
         shape = _(
             "grows from {first} to {last} ({per} a token on average)",
@@ -89,6 +99,13 @@ def design_finding(name: str, trace: DesignTrace, step: int, gqa: DecodeTrace | 
         "read": format_bytes(trace.read_nbytes[step]),
         "held": format_bytes(held[step]),
     }
+    if trace.read_nbytes[step] > held[step]:
+        # a window layer holds W - 1 tokens: its query also reads the key and value its own token brings
+        return _(
+            "**{name}** {shape}; at step {step} its query reads {read}: the {held} held and its own new token's key "
+            "and value.",
+            **values,
+        )
     if gqa is None or not gqa.nbytes[step]:
         return _("**{name}** {shape}; at step {step} its query reads {read} of the {held} held.", **values)
     return _(
@@ -96,3 +113,23 @@ def design_finding(name: str, trace: DesignTrace, step: int, gqa: DecodeTrace | 
         ratio=sig(held[step] / gqa.nbytes[step], 2),
         **values,
     )
+
+
+def contexts_finding(held: dict[str, tuple[int, int]], contexts: tuple[int, int]) -> str:
+    """Each design's bytes held at a short and a long context, and which hold the same at both (a state, a window)."""
+    short, long = contexts
+    each = [
+        _("{name} {short} → {long}", name=design_name(name), short=format_bytes(a), long=format_bytes(b))
+        for name, (a, b) in held.items()
+    ]
+    said = _(
+        "Held after {short} and after {long} tokens (the core's closed forms, which the measured dots above sit "
+        "on): {each}.",
+        short=fmt(short),
+        long=fmt(long),
+        each=_(", ").join(each),
+    )
+    same = [design_name(name) for name, (a, b) in held.items() if a == b]
+    if not same:
+        return said
+    return sentences(said, _("The same bytes at both: {names}.", names=_(", ").join(same)))

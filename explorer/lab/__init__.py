@@ -3,7 +3,9 @@ explorer.probes.lab. benchmarks/lab_table.py and benchmarks/heal.py read the nam
 imported here needs streamlit).
 
 link        the page's parameters in the link
-computed    the heavy steps cached for the server (streamlit: the page imports it itself), and the live heal
+computed    the heavy steps cached for the server (streamlit: the page imports it itself), and the live heal (one at a
+            time, its owner's to stop, stopped when its session ends)
+first_view  a new visit's first run stops after the first chart; a timer reruns the page whole (streamlit)
 stored      the stored tables as rows (LabRow, HealedRow) and the Pareto frontier
 text        the page's words for the stored points: labels, short names, settings, what a reduction kept, findings
 tables      the stored models (healed twins last) and what each reduction kept, as rows for st.dataframe
@@ -52,3 +54,17 @@ __all__ = [
     "text_sha256",
     "window_nll_sums",
 ]
+
+# The modules another page (the lesson) may import: this page's public face; the others are its own helpers.
+PUBLIC = (
+    "link",
+    "computed",
+    "stored",
+    "text",
+    "tables",
+    "figures",
+    "csv_export",
+    "window_table",
+    "axes_points",
+    "axes_text",
+)

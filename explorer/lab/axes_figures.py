@@ -5,12 +5,13 @@ healed designs as stars, the frontier drawn and its designs named; and its numbe
 from __future__ import annotations
 
 import copy
+import itertools
 import math
 
 import plotly.graph_objects as go
 
-from explorer.i18n import _
-from explorer.labels import apart, kept_names
+from explorer.i18n import _, percent
+from explorer.labels import DRAWN_AT, apart
 
 from .axes_points import AXES, AxisPoint, frontier
 from .axes_text import axis_name, point_name
@@ -25,6 +26,7 @@ AXIS_COLORS = {
 }
 ORIGINAL_COLOR = "#4a9a6b"
 TOP = 8.0  # x the original's perplexity: the chart's top; a design above it is drawn at the edge as a triangle
+BOTTOM = 0.85  # x the original's perplexity at the chart's foot: room below the designs near 1 for their names
 NEAR_DECADES = (0.08, 0.03)  # cache, x the original: points this close are one spot on the chart at any width
 NAMES_FIT_PX = 640  # narrower than this the frontier's names run into each other: the caption and the CSV name them
 
@@ -39,32 +41,66 @@ def _symbol(point: AxisPoint) -> str:
     return "star" if point.healed else "circle"
 
 
+LINE_STEP = 0.04  # decades between the frontier line's stand-in points (a marker's width): a name off them is off it
+NEAR = (1.0, 0.25)  # decades (x, y) from a named point beyond which nothing can touch its name: left out, for speed
+
+
+def joined_name(first: str, second: str) -> str:
+    """Two designs on nearly one spot named once: "window 64 + 1 sink / 4 sinks" (their common words once)."""
+    words_a, words_b = first.split(" "), second.split(" ")
+    same = 0
+    while same < min(len(words_a), len(words_b)) - 1 and words_a[same] == words_b[same]:
+        same += 1
+    return " ".join(words_a) + " / " + " ".join(words_b[same:])
+
+
+def _line_points(spots: list[tuple[float, float]]) -> list[tuple[float, float, str]]:
+    """Stand-ins along the frontier's segments, LINE_STEP apart: names placed clear of them are clear of the line."""
+    out = []
+    for (x0, y0), (x1, y1) in itertools.pairwise(spots):
+        steps = max(1, int(math.hypot(x1 - x0, y1 - y0) / LINE_STEP))
+        out += [(x0 + (x1 - x0) * k / steps, y0 + (y1 - y0) * k / steps, "") for k in range(1, steps)]
+    return out
+
+
 def frontier_labels(
-    line: list[AxisPoint], others: list[AxisPoint], context: int, x_range: tuple[float, float]
+    line: list[AxisPoint],
+    others: list[AxisPoint],
+    context: int,
+    x_range: tuple[float, float],
+    sizes: tuple[tuple[int, int, int], ...] = DRAWN_AT,
 ) -> tuple[list[str], list[str]]:
-    """Each frontier design's name and where it goes (explorer.labels.apart: clear of the other names and of every
-    point drawn, `others` too, at each size the chart is drawn at); a name that would still cover one already kept
-    is not drawn (""): the caption and the CSV name every one."""
-    y_range = (math.log10(0.95), math.log10(TOP * 1.1))
+    """Each frontier design's name and where it goes (explorer.labels.apart: clear of the other names, of every
+    point drawn, `others` too, and of the frontier's line, at each of `sizes`). Two designs on nearly one spot (a
+    window with one or four kept first tokens) are named once, together, beside the first."""
+    y_range = (math.log10(BOTTOM), math.log10(TOP * 1.1))
     spots = [(math.log10(p.bytes_per_token(context) / 1024), math.log10(_y(p)), point_name(p)) for p in line]
-    # Two designs on nearly one spot (a window with one or four kept first tokens): the line draws no marker to keep
-    # their names apart, so only the first is named, and the other is only a point its neighbours' names avoid; the
-    # caption and the CSV name both
-    first = [
-        not any(abs(x - sx) < NEAR_DECADES[0] and abs(y - sy) < NEAR_DECADES[1] for sx, sy, _name in spots[:i])
+    leader = [
+        next(
+            (
+                j
+                for j, (sx, sy, _n) in enumerate(spots[:i])
+                if abs(x - sx) < NEAR_DECADES[0] and abs(y - sy) < NEAR_DECADES[1]
+            ),
+            i,
+        )
         for i, (x, y, _name) in enumerate(spots)
     ]
-    named = [spot for spot, keep in zip(spots, first, strict=True) if keep]
-    obstacles = [(x, y, "") for (x, y, _name), keep in zip(spots, first, strict=True) if not keep]
+    names = {i: name for i, (_x, _y, name) in enumerate(spots) if leader[i] == i}
+    for i, first in enumerate(leader):
+        if first != i:
+            names[first] = joined_name(names[first], spots[i][2])
+    named = [(x, y, names[i]) for i, (x, y, _name) in enumerate(spots) if leader[i] == i]
+    obstacles = [(x, y, "") for i, (x, y, _name) in enumerate(spots) if leader[i] != i]
     obstacles += [(math.log10(p.bytes_per_token(context) / 1024), math.log10(_y(p)), "") for p in others]
-    placed = apart([*named, *obstacles], x_range, y_range)[: len(named)]
-    kept = iter(kept_names(named, placed, x_range, y_range))
-    where = iter(placed)
+    obstacles += _line_points([(x, y) for x, y, _name in spots])
+    obstacles = [o for o in obstacles if any(abs(o[0] - x) < NEAR[0] and abs(o[1] - y) < NEAR[1] for x, y, _n in named)]
+    placed = apart([*named, *obstacles], x_range, y_range, sizes=sizes)[: len(named)]
+    where, text = iter(placed), iter(name for _x, _y, name in named)
     labels, positions = [], []
-    for (*_place, name), keep in zip(spots, first, strict=True):
-        shown = keep and next(kept)
-        positions.append(next(where) if keep else "top center")
-        labels.append(name if shown else "")
+    for i in range(len(spots)):
+        positions.append(next(where) if leader[i] == i else "top center")
+        labels.append(next(text) if leader[i] == i else "")
     return labels, positions
 
 
@@ -92,13 +128,52 @@ def _axis_trace(shown: str, color: str, group: list[AxisPoint], context: int) ->
     )
 
 
-def axes_figure(points: list[AxisPoint], context: int) -> dict:
-    """Every design at `context` tokens; the frontier as a line through its designs, each named beside its point."""
+def kib_ticks(x_range: tuple[float, float]) -> tuple[list[float], list[str]]:
+    """Powers of two of KiB inside the range (log10 of KiB), every second one when they are many: major ticks only,
+    labelled as numbers, never Plotly's minor digits."""
+    first, last = math.ceil(x_range[0] / math.log10(2)), math.floor(x_range[1] / math.log10(2))
+    stride = 1 if last - first < 9 else 2
+    values = [2.0**k for k in range(first, last + 1) if k % stride == 0]
+    return values, [f"{v:g}" for v in values]
+
+
+def _budget_marks(limit_kib: float, share: float, x_range: tuple[float, float]) -> tuple[dict, dict]:
+    """The budget as a dashed line at its cache per token, named in the legend, and what lies past it shaded."""
+    y_range = (BOTTOM, TOP * 1.1)
+    line = {
+        "type": "scatter",
+        "mode": "lines",
+        "x": [limit_kib, limit_kib],
+        "y": list(y_range),
+        "line": {"color": "#555", "width": 2, "dash": "dash"},
+        "name": _("budget {share}", share=percent(share)),
+        "hoverinfo": "skip",
+    }
+    shade = {
+        "type": "rect",
+        "xref": "x",
+        "yref": "paper",
+        "x0": limit_kib,
+        "x1": 10 ** x_range[1],
+        "y0": 0,
+        "y1": 1,
+        "fillcolor": "#888",
+        "opacity": 0.12,
+        "line": {"width": 0},
+        "layer": "below",
+    }
+    return line, shade
+
+
+def axes_figure(points: list[AxisPoint], context: int, limit: float | None = None, share: float | None = None) -> dict:
+    """Every design at `context` tokens; the frontier as a line through its designs, each named beside its point;
+    the budget (`limit` bytes per token, `share` of the original's) as a line, what it excludes shaded."""
     line = frontier(points, context)
     x_values = [p.bytes_per_token(context) / 1024 for p in points]
     # room right of the original for its name
     x_range = (math.log10(min(x_values)) - 0.1, math.log10(max(x_values)) + 0.25)
-    labels, positions = frontier_labels(line, [p for p in points if p not in line], context, x_range)
+    others = [p for p in points if p not in line]
+    labels, positions = frontier_labels(line, others, context, x_range)
     fig = go.Figure()
     fig.add_trace(
         go.Scatter(
@@ -122,23 +197,31 @@ def axes_figure(points: list[AxisPoint], context: int) -> dict:
     for shown, color, group in groups:
         if group:
             fig.add_trace(_axis_trace(shown, color, group, context))
+    tickvals, ticktext = kib_ticks(x_range)
     fig.update_layout(
         xaxis_title=_("KV cache per token at {context} tokens, whole model (KiB, float32, log)", context=context),
         xaxis_type="log",
         xaxis_range=list(x_range),
+        xaxis_tickvals=tickvals,
+        xaxis_ticktext=ticktext,
         yaxis_title=_("perplexity ÷ the original's (log; lower is better)"),
         yaxis_type="log",
-        yaxis_range=[math.log10(0.95), math.log10(TOP * 1.1)],
+        yaxis_range=[math.log10(BOTTOM), math.log10(TOP * 1.1)],
         yaxis_tickvals=[1, 1.1, 1.25, 1.5, 2, 3, 5, 8],
         yaxis_ticktext=["1", "1.1", "1.25", "1.5", "2", "3", "5", "≥ 8"],
         height=520,
         margin={"t": 30},
         legend={"orientation": "h", "y": -0.2},
     )
+    if limit is not None and share is not None:
+        line_trace, shade = _budget_marks(limit / 1024, share, x_range)
+        fig.add_trace(go.Scatter(line_trace))
+        fig.update_layout(shapes=[shade])
     figure = fig.to_dict()
     phone = copy.deepcopy(figure["layout"])
     phone["xaxis"]["title"]["text"] = _("KV cache per token (KiB, log)")
     phone["yaxis"]["title"]["text"] = _("× the original (log)")
+    # on a phone the names do not fit beside the points (7 names in a 290 px plot): the caption and the CSV name them
     return {**figure, "narrow": {"below": NAMES_FIT_PX, "unlabelled": True, "layout": phone}}
 
 

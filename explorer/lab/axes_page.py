@@ -56,7 +56,7 @@ def show_tradeoff() -> None:
         )
     budget = axes_points.within_budget(points, context, share / 100)
     show_chart(
-        axes_figures.axes_figure(points, context),
+        axes_figures.axes_figure(points, context, budget.bytes_per_token, budget.share),
         name="lab-axes",
         rows=axes_figures.axes_csv_rows(points, context),
         caption=sentences(

@@ -85,7 +85,7 @@ def _bytes(point: AxisPoint, context: int) -> str:
 def frontier_findings(points: list[AxisPoint], context: int) -> list[str]:
     """The frontier at this context, named from its smallest cache to the original."""
     line = frontier(points, context)
-    steps = ", ".join(f"{point_name(p)} {_times(p)}" for p in line)
+    steps = _(", ").join(f"{point_name(p)} {_times(p)}" for p in line)
     return [
         _(
             "At {context} tokens the frontier (no design both smaller and less hurt) runs through {n} designs, "

@@ -24,8 +24,8 @@ def _legend_name(variant: str, group: list[LabRow]) -> str:
     if variant == "mla":
         rope_dims = {r.options["qk_rope_head_dim"] for r in group}
         if len(rope_dims) == 1:
-            return _("MLA, named by d_c (+ d_h^R {d_r})", d_r=rope_dims.pop())
-        return _("MLA, named by d_c")
+            return _("MLA, named by its latent width (+ rotary key {d_r})", d_r=rope_dims.pop())
+        return _("MLA, named by its latent width")
     return variant.upper()
 
 
@@ -280,7 +280,7 @@ def healed_figure(rows: list[LabRow], healed: dict[str, HealedRow]) -> dict:
         )
     )
     twins = sorted((r for r in points if r != original), key=lambda r: r.perplexity)  # a star first: the legend's
-    groups = ((_("original"), "#4a9a6b", [original]), (_("healed (MLA named by d_c)"), "#2f8f5b", twins))
+    groups = ((_("original"), "#4a9a6b", [original]), (_("healed (MLA named by its latent width)"), "#2f8f5b", twins))
     for shown, color, group in groups:
         fig.add_trace(_healed_trace(group, shown, color, positions, top, original))
     fig.update_layout(

@@ -2,6 +2,5 @@
 
 steps   what each step says, asks and answers (marked for the catalog), and the step's link parameter
 views   each step's one chart, from the pages' own cached probes and figure builders, and its "explore this" link
-slides  animated GIFs of the head -> KV morph and the cache growing, drawn on the server without a browser
 keys    the arrow keys, and a new step opened at its top, as small components
 """

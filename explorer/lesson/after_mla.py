@@ -45,7 +45,7 @@ CHAPTER: tuple[dict[str, str], ...] = (
             "its cache is $2 \\cdot G \\cdot D \\cdot \\min(T, W - 1)$ and stops growing at $T = W$. Mistral 7B "
             "put a window on every layer; Gemma 3 and gpt-oss mix window layers with full ones. {model} has "
             "{sliding} window layers ($W$ = {window}) and {full} full ones: at {tokens} tokens the {sliding} hold "
-            "{sliding_bytes} together, the {full} full ones {full_bytes}."
+            "{sliding} × {kept} tokens × {row} = {sliding_bytes} together, the {full} full ones {full_bytes}."
         ),
         N_("Why keep any full layers, if windows cost so little?"),
         N_(
@@ -54,9 +54,9 @@ CHAPTER: tuple[dict[str, str], ...] = (
             "whole cache: {full_share} of it at {tokens} tokens in {model}."
         ),
         lead=N_(
-            "A window layer keeps the last $W - 1$ tokens (the next one brings its own key): its cache stops growing. "
-            "{model}: {sliding} window layers "
-            "($W$ = {window}) hold {sliding_bytes}, its {full} full layers {full_bytes} at {tokens} tokens."
+            "A window layer keeps $W - 1$ tokens (the next brings its own key). {model}: {sliding} window layers "
+            "($W$ = {window}) hold {sliding} × {kept} × {row} = {sliding_bytes}, its {full} full layers {full_bytes} "
+            "at {tokens} tokens."
         ),
     ),
     step(
@@ -143,6 +143,53 @@ CHAPTER: tuple[dict[str, str], ...] = (
             "length, its {full} full ones {full_bytes} at {tokens}."
         ),
     ),
+    # After the hybrids: the layers axis once more, first the price of leaving it uncut, then a cut that keeps
+    # attention in every layer.
+    step(
+        "full_again",
+        N_("Why MiniMax-M2 went back to full attention"),
+        N_(
+            "{hybrid} was a hybrid of the previous step's kind: {linear} lightning-attention layers (a decayed linear "
+            "state) and {full} full ones, seven to one. Its successor {model} has {layers} layers of plain GQA, every "
+            "one full. Its authors gave their reasons (`{source}`): in a production system efficient attention does "
+            "not yet beat full attention. Its weaknesses hide from the benchmarks they could afford to run (long "
+            "multi-step reasoning, agents), it is fragile in low precision, and the serving stack around it (prefix "
+            "caching, speculative decoding) lags. The price, measured: at {tokens} tokens {model} holds {m2_bytes}, "
+            "{hybrid} {m1_bytes}."
+        ),
+        N_("{model} holds {ratio}× {hybrid}'s cache at {tokens} tokens. What does that buy?"),
+        N_(
+            "Exact recall in every layer, and the serving stack that full attention already has. The bill is memory "
+            "per sequence: {m2_bytes} against {m1_bytes} at {tokens} tokens, so fewer long sequences fit on a GPU; "
+            "{hybrid}'s {linear} lightning layers hold {linear_bytes} at any length."
+        ),
+        lead=N_(
+            "{hybrid}: {linear} lightning layers, {full} full. {model}: {layers} full layers again, at {tokens} "
+            "tokens {m2_bytes} against {m1_bytes}."
+        ),
+    ),
+    step(
+        "shared_kv",
+        N_("Layers that share a cache: Gemma 3n"),
+        N_(
+            "The layers axis can be cut without giving up attention anywhere. In {model} the last {shared} of its "
+            "{layers} layers compute queries only: each reads the keys and values of an earlier layer of its type "
+            "(layer {sliding_source} for the window layers, {full_source} for the full ones, counted from 0) and "
+            "holds nothing. Measured at {tokens} tokens, its published context: {held} with the sharing, {unshared} "
+            "if every layer kept its own, {saved} less."
+        ),
+        N_("The shared layers still attend to every token. What do they give up?"),
+        N_(
+            "Keys and values of their own: a shared layer can only ask new questions (its queries) of what an earlier "
+            "layer stored, so what the last layers work out never reaches the cache. The saving is their share of "
+            "it, {saved} at {tokens} tokens, most of it from the {full_shared} full layers among them, which would "
+            "each hold {per_full}."
+        ),
+        lead=N_(
+            "{model}'s last {shared} of {layers} layers read an earlier layer's keys and values and hold nothing: "
+            "at {tokens} tokens {held} instead of {unshared}."
+        ),
+    ),
     step(
         "bits",
         N_("Fewer bits: quantised caches"),
@@ -182,6 +229,9 @@ CHAPTER: tuple[dict[str, str], ...] = (
             "{lab_model} ({lab_axis}), {lab_times} the original's perplexity. "
             "[Explore this in the lab]({lab_link})."
         ),
-        lead=N_("Published caches at {tokens} tokens: from {big} ({largest}) to {small} ({smallest}), {ratio}× apart."),
+        lead=N_(
+            "The {count} published models made for {tokens} tokens or more, at {tokens}: from {big} ({largest}) to "
+            "{small} ({smallest}), {ratio}× apart."
+        ),
     ),
 )

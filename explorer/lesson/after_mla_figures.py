@@ -65,20 +65,27 @@ def held_and_read_figure(models: list[ModelCurves], tokens: int) -> tuple[dict, 
             {"model": model.name, "tokens": t, "held_bytes": model.held[i], "read_bytes": model.read[i]}
             for i, t in enumerate(model.tokens)
         ]
+    return {"data": data, "layout": _held_and_read_layout(models, data, tokens)}, csv
+
+
+def _held_and_read_layout(models: list[ModelCurves], data: list[dict], tokens: int) -> dict:
+    """The held-and-read chart's axes, its line at `tokens`, and the label of each model that reads all it holds."""
     every = [v for trace in data for v in trace["y"] if v > 0]
-    layout = {
+    labelled = [model for model in models if reads_all_it_holds(model)]
+    # a label's row under every line, left of the marked context's line, so that no line crosses it
+    floor = min(every) / LABEL_ROOM if labelled else min(every)
+    return {
         "title": {"text": _("Cache held, and read by one decoding step")},
         "xaxis": context_axis(),
         "yaxis": {"title": {"text": _("bytes (batch {batch}, log scale)", batch=models[0].batch)}}
-        | log_bytes_axis(min(every), max(every), most_ticks=7),
+        | log_bytes_axis(floor, max(every), most_ticks=7),
         "shapes": [_at_line(tokens)],
-        "annotations": [_reads_all_label(model) for model in models if reads_all_it_holds(model)],
+        "annotations": [_reads_all_label(model, tokens, min(every)) for model in labelled],
         "height": 460,
         "margin": {"t": 60, "b": 60, "l": 80, "r": 20},
         "legend": {"orientation": "h", "y": -0.25, "x": 0, "yanchor": "top"},
         "hovermode": "closest",
     }
-    return {"data": data, "layout": layout}, csv
 
 
 def reads_all_it_holds(model: ModelCurves) -> bool:
@@ -86,22 +93,25 @@ def reads_all_it_holds(model: ModelCurves) -> bool:
     return model.read == model.held
 
 
-def _reads_all_label(model: ModelCurves) -> dict:
-    """A label in the chart's empty lower right (no model holds less than this one's shortest context), its arrow on
-    the model's lines three quarters of the way along: the other models' lines run close by on the left."""
-    i = 3 * (len(model.tokens) - 1) // 4
+LABEL_ROOM = 6.0  # the y scale starts this many times under the lowest line: a row for a label below every line
+
+
+def _reads_all_label(model: ModelCurves, tokens: int, lowest: float) -> dict:
+    """A label in a row of its own under every line (another model's read line ran through it in the lower right),
+    ending left of the marked context's line, its arrow up to the model's lines at that context."""
+    i = model.at(tokens)
     return {
-        "x": math.log10(model.tokens[i]),
+        "x": math.log10(tokens),
         "y": math.log10(model.held[i]),
-        "ax": math.log10(model.tokens[-1]),
-        "ay": math.log10(model.held[0]),
+        "ax": math.log10(tokens) - 0.08,
+        "ay": math.log10(lowest / math.sqrt(LABEL_ROOM)),
         "axref": "x",
         "ayref": "y",
         "text": _("{model}: reads all it holds", model=model.name),
         "showarrow": True,
         "arrowcolor": MODEL_COLORS[model.name],
         "xanchor": "right",
-        "yanchor": "bottom",
+        "yanchor": "middle",
         "font": {"color": MODEL_COLORS[model.name]},
     }
 
@@ -268,10 +278,17 @@ def _key_bits_traces(result: KeyBits, head: int) -> list[dict]:
     return data
 
 
+HEADROOM = 1.4  # a scale's end over its highest value
+
+
 def _key_bits_layout(result: KeyBits, head: int) -> dict:
     """The title, the grouped bars' axes, the size's hidden scale, and the largest channel named."""
     width = result.key_rms.shape[1]
     outlier = int(np.argmax(result.key_rms[head]))
+    # Both scales end a third above their highest value: the band left clear on top holds the outlier's name, off
+    # the bars and the line
+    errors = max(float(result.error_rms[layout][head].max()) for layout in result.error_rms)
+    largest = float(result.key_rms[head][outlier])
     layout = {
         "title": {
             "text": _(
@@ -284,26 +301,28 @@ def _key_bits_layout(result: KeyBits, head: int) -> dict:
         "barmode": "group",
         "bargap": 0.1,
         "xaxis": {"title": {"text": _("channel")}, "range": [-0.6, width - 0.4]},
-        "yaxis": {"title": {"text": _("error (RMS)")}, "rangemode": "tozero"},
+        "yaxis": {"title": {"text": _("error (RMS)")}, "range": [0, HEADROOM * errors]},
         # the key's size only shows where the outliers are (its hover gives the value): no second scale to read
         "yaxis2": {
             "overlaying": "y",
             "side": "right",
-            "rangemode": "tozero",
+            "range": [0, HEADROOM * largest],
             "showticklabels": False,
             "showgrid": False,
         },
         "annotations": [
             {
                 "x": outlier,
-                "y": float(result.key_rms[head][outlier]),
+                "y": largest,
                 "yref": "y2",
                 "text": _("outlier channel {channel}", channel=outlier),
                 "showarrow": True,
                 "arrowhead": 2,
-                # the label towards the middle of the plot, where it has room
+                # the label towards the middle of the plot, where it has room, in the clear band on top
                 "ax": -40 if outlier > width / 2 else 40,
-                "ay": -20,
+                "ayref": "y2",
+                "ay": (1 + HEADROOM) / 2 * largest,
+                "yanchor": "middle",
                 "xanchor": "right" if outlier > width / 2 else "left",
             }
         ],

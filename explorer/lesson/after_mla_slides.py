@@ -1,5 +1,5 @@
-"""The second chapter's animations for slides, drawn with Pillow as explorer/lesson/slides.py draws the first chapter's:
-a sliding window's cache against full layers' as the context grows (the axes page's measured curves), and a
+"""The second chapter's animations for slides, drawn with Pillow as the first chapter's are (explorer/mapping/gif.py,
+explorer/kv_cache/gif.py): a sliding window's cache against full layers' as the context grows (the axes page's measured curves), and a
 DeepSeek-V4 layer's compressed entries appearing as tokens arrive (the core's CompressedCache after each length)."""
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from explorer.axes import computed as axes_computed
 from explorer.axes import figures as axes_figures
 from explorer.axes import link as axes_link
 from explorer.axes import text as axes_text
-from explorer.i18n import _, format_bytes, percent, sig, speaking
+from explorer.i18n import _, fmt, format_bytes, percent, sig, speaking
 from explorer.lab import link as lab_link
 from explorer.lab.axes_points import load_points, within_budget
 from explorer.lab.axes_text import axis_name, point_name
@@ -30,7 +30,7 @@ from explorer.lab.window_table import WINDOW_TABLE_PATH, WindowTable, load_windo
 from explorer.link import link_query
 from explorer.model import shared_model, trained_model
 from explorer.params import Param
-from explorer.probes.axes import AxisCuts, ModelCurves, axis_cuts, plateaus
+from explorer.probes.axes import AxisCuts, ModelCurves, axis_cuts, extremes, made_for, plateaus
 from explorer.probes.key_bits import KeyBits, key_bits
 from explorer.probes.lab import split_tokens
 from explorer.settings import Settings
@@ -90,24 +90,26 @@ def _cuts() -> list[AxisCuts]:
 
 
 def axes_numbers(lang: str) -> dict[str, object]:
-    curves, cuts = _curves(), {cut.name: cut for cut in _cuts()}
-    plain = curves[PLAIN_MODEL]
-    best = max((c for c in cuts.values() if c.total is not None), key=lambda c: c.total or 0)
-    return {
-        "tokens": _tokens_label(),
-        "plain_model": plain.name,
-        "plain_bytes": format_bytes(plain.held[plain.at(TOKENS)]),
-        "mla_model": MLA_MODEL,
-        "mla_width": sig(cuts[MLA_MODEL].width or 0),
-        "best_model": best.name,
-        "best_total": sig(best.total or 0),
-    }
+    with speaking(lang):
+        curves, cuts = _curves(), {cut.name: cut for cut in _cuts()}
+        plain = curves[PLAIN_MODEL]
+        best = max((c for c in cuts.values() if c.total is not None), key=lambda c: c.total or 0)
+        return {
+            "tokens": _tokens_label(),
+            "plain_model": plain.name,
+            "plain_bytes": format_bytes(plain.held[plain.at(TOKENS)]),
+            "mla_model": MLA_MODEL,
+            "mla_width": sig(cuts[MLA_MODEL].width or 0),
+            "best_model": best.name,
+            "best_total": sig(best.total or 0),
+        }
 
 
 def four_axes(lang: str) -> StepView:
-    cuts = _cuts()
-    figure, csv = axes_figures.axes_figure(cuts, TOKENS)
-    return _step_view(figure, csv, axes_text.axis_leaders(cuts, TOKENS), "axes", _axes_query())
+    with speaking(lang):
+        cuts = _cuts()
+        figure, csv = axes_figures.axes_figure(cuts, TOKENS)
+        return _step_view(figure, csv, axes_text.axis_leaders(cuts, TOKENS), "axes", _axes_query())
 
 
 # --- 14: sliding windows ------------------------------------------------------------------------------------------
@@ -116,19 +118,23 @@ def _kinds(model: ModelCurves) -> dict:
 
 
 def window_numbers(lang: str) -> dict[str, object]:
-    model = _curves()[WINDOW_MODEL]
-    kinds, i = _kinds(model), model.at(TOKENS)
-    sliding, full = kinds["sliding"], kinds["full"]
-    return {
-        "model": model.name,
-        "tokens": _tokens_label(),
-        "sliding": sliding.count,
-        "full": full.count,
-        "window": _window(),
-        "sliding_bytes": format_bytes(sliding.held[i]),
-        "full_bytes": format_bytes(full.held[i]),
-        "full_share": percent(full.held[i] / model.held[i]),
-    }
+    with speaking(lang):
+        model = _curves()[WINDOW_MODEL]
+        kinds, i = _kinds(model), model.at(TOKENS)
+        sliding, full = kinds["sliding"], kinds["full"]
+        return {
+            "model": model.name,
+            "tokens": _tokens_label(),
+            "sliding": sliding.count,
+            "full": full.count,
+            "window": _window(),
+            "sliding_bytes": format_bytes(sliding.held[i]),
+            # the W - 1 tokens a window layer keeps, and one token's row in one layer: the product is sliding_bytes
+            "kept": fmt(_window() - 1),
+            "row": format_bytes(sliding.held[i] / (sliding.count * (_window() - 1))),
+            "full_bytes": format_bytes(full.held[i]),
+            "full_share": percent(full.held[i] / model.held[i]),
+        }
 
 
 @st.cache_data(max_entries=4, show_spinner=False)
@@ -146,7 +152,7 @@ def _window() -> int:
 
 def window_layers(lang: str) -> StepView:
     model = _curves()[WINDOW_MODEL]
-    figure, csv = axes_figures.context_figure([model], "held", TOKENS, by_kind=True)
+    figure, csv = axes_figures.context_figure([model], "held", TOKENS, by_kind=True, named_ends=False)
     caption = axes_text.sentences_of(*axes_text.plateau_sentences(plateaus(model)))
     frames = sum(1 for t in model.tokens if t <= TOKENS)
     animation = Animation(f"sliding-window-{lang}.gif", lambda: window_gif(lang), frames)
@@ -166,43 +172,45 @@ def _sink_shares() -> np.ndarray:  # the trained page's probe on its English sen
 
 
 def sinks_numbers(lang: str) -> dict[str, object]:
-    table = _window_table()
-    if table is None or not _model_installed():
-        return dict.fromkeys(("sinks", "heads", "window", "without", "with_sink", "original", "four"), "—")
-    shares = _sink_shares()
-    return {
-        "sinks": int((shares > 0.5).sum()),
-        "heads": int(shares.size),
-        "window": SINK_WINDOW,
-        "without": f"{table.row(SINK_WINDOW, 0).perplexity:.1f}",
-        "with_sink": f"{table.row(SINK_WINDOW, 1).perplexity:.1f}",
-        "four": f"{table.row(SINK_WINDOW, 4).perplexity:.1f}",
-        "original": f"{table.row(None).perplexity:.1f}",
-    }
+    with speaking(lang):
+        table = _window_table()
+        if table is None or not _model_installed():
+            return dict.fromkeys(("sinks", "heads", "window", "without", "with_sink", "original", "four"), "—")
+        shares = _sink_shares()
+        return {
+            "sinks": int((shares > 0.5).sum()),
+            "heads": int(shares.size),
+            "window": SINK_WINDOW,
+            "without": f"{table.row(SINK_WINDOW, 0).perplexity:.1f}",
+            "with_sink": f"{table.row(SINK_WINDOW, 1).perplexity:.1f}",
+            "four": f"{table.row(SINK_WINDOW, 4).perplexity:.1f}",
+            "original": f"{table.row(None).perplexity:.1f}",
+        }
 
 
 def first_token(lang: str) -> StepView | None:
-    if trained_model() is None:  # None after saying how to install it
-        return None
-    table = _window_table()
-    if table is None:
-        st.warning(
-            _(
-                "The lab's window table ({file}) is missing or unreadable: run `python benchmarks/window_sinks.py` "
-                "to measure it.",
-                file=WINDOW_TABLE_PATH.name,
+    with speaking(lang):
+        if trained_model() is None:  # None after saying how to install it
+            return None
+        table = _window_table()
+        if table is None:
+            st.warning(
+                _(
+                    "The lab's window table ({file}) is missing or unreadable: run `python benchmarks/window_sinks.py` "
+                    "to measure it.",
+                    file=WINDOW_TABLE_PATH.name,
+                )
             )
+            return None
+        figure, csv = figures.sinks_figure(_sink_shares(), table)
+        caption = _(
+            "Left: the trained page's measurement on its English sentence (the model reads English best; so does the "
+            "page this opens), each layer's mean over its heads. Right: the lab's perplexity on {tokens} tokens of its "
+            "text in pieces of {piece}, every layer windowed.",
+            tokens=table.tokens,
+            piece=table.piece,
         )
-        return None
-    figure, csv = figures.sinks_figure(_sink_shares(), table)
-    caption = _(
-        "Left: the trained page's measurement on its sentence, each layer's mean over its heads. Right: the lab's "
-        "perplexity on {tokens} tokens of its text in pieces of {piece}, every layer windowed (`assets/{file}`).",
-        tokens=table.tokens,
-        piece=table.piece,
-        file=WINDOW_TABLE_PATH.name,
-    )
-    return _step_view(figure, csv, caption, "trained", {trained_link.TEXT: trained_link.DEFAULT_TEXTS["en"]})
+        return _step_view(figure, csv, caption, "trained", {trained_link.TEXT: trained_link.DEFAULT_TEXTS["en"]})
 
 
 # --- 16, 17: DeepSeek-V3.2 and V4 against V3 ------------------------------------------------------------------------
@@ -222,7 +230,8 @@ def _against_base(name: str) -> dict[str, object]:
 
 
 def sparse_numbers(lang: str) -> dict[str, object]:
-    return _against_base(SPARSE_MODEL) | {"top_k": PUBLISHED[SPARSE_MODEL]["index_topk"]}
+    with speaking(lang):
+        return _against_base(SPARSE_MODEL) | {"top_k": PUBLISHED[SPARSE_MODEL]["index_topk"]}
 
 
 def _held_and_read(name: str) -> StepView:
@@ -246,19 +255,21 @@ def _held_and_read(name: str) -> StepView:
 
 
 def top_k(lang: str) -> StepView:
-    return _held_and_read(SPARSE_MODEL)
+    with speaking(lang):
+        return _held_and_read(SPARSE_MODEL)
 
 
 def compressed_numbers(lang: str) -> dict[str, object]:
-    config = PUBLISHED[COMPRESSED_MODEL]
-    rates = [rate for rate in config["compress_ratios"] if rate]
-    model = _curves()[COMPRESSED_MODEL]
-    return _against_base(COMPRESSED_MODEL) | {
-        "csa_rate": min(rates),
-        "hca_rate": max(rates),
-        "width": config["head_dim"],
-        "tokens_cut": sig(axis_cuts(model, TOKENS).tokens),
-    }
+    with speaking(lang):
+        config = PUBLISHED[COMPRESSED_MODEL]
+        rates = [rate for rate in config["compress_ratios"] if rate]
+        model = _curves()[COMPRESSED_MODEL]
+        return _against_base(COMPRESSED_MODEL) | {
+            "csa_rate": min(rates),
+            "hca_rate": max(rates),
+            "width": config["head_dim"],
+            "tokens_cut": sig(axis_cuts(model, TOKENS).tokens),
+        }
 
 
 COMPRESSED_STRIDE = 3  # tokens between the GIF's frames: not a multiple of m = 4, so the waiting tokens change
@@ -295,28 +306,30 @@ def compressed_entries(lang: str) -> StepView:
 
 # --- 18: linear attention -------------------------------------------------------------------------------------------
 def linear_numbers(lang: str) -> dict[str, object]:
-    model = _curves()[LINEAR_MODEL]
-    kinds, i = _kinds(model), model.at(TOKENS)
-    linear, full = kinds["linear"], kinds["full"]
-    return {
-        "model": model.name,
-        "tokens": _tokens_label(),
-        "linear": linear.count,
-        "full": full.count,
-        "linear_bytes": format_bytes(linear.held[i]),
-        "full_bytes": format_bytes(full.held[i]),
-        "layers_cut": sig(axis_cuts(model, TOKENS).layers),
-    }
+    with speaking(lang):
+        model = _curves()[LINEAR_MODEL]
+        kinds, i = _kinds(model), model.at(TOKENS)
+        linear, full = kinds["linear"], kinds["full"]
+        return {
+            "model": model.name,
+            "tokens": _tokens_label(),
+            "linear": linear.count,
+            "full": full.count,
+            "linear_bytes": format_bytes(linear.held[i]),
+            "full_bytes": format_bytes(full.held[i]),
+            "layers_cut": sig(axis_cuts(model, TOKENS).layers),
+        }
 
 
 def linear_state(lang: str) -> StepView:
-    model = _curves()[LINEAR_MODEL]
-    figure, csv = axes_figures.context_figure([model], "held", TOKENS, by_kind=True)
-    caption = axes_text.sentences_of(*axes_text.plateau_sentences(plateaus(model)))
-    return _step_view(figure, csv, caption, "axes", _axes_query())
+    with speaking(lang):
+        model = _curves()[LINEAR_MODEL]
+        figure, csv = axes_figures.context_figure([model], "held", TOKENS, by_kind=True, named_ends=False)
+        caption = axes_text.sentences_of(*axes_text.plateau_sentences(plateaus(model)))
+        return _step_view(figure, csv, caption, "axes", _axes_query())
 
 
-# --- 19: fewer bits -------------------------------------------------------------------------------------------------
+# --- fewer bits ----------------------------------------------------------------------------------------------------
 @st.cache_data(max_entries=2, show_spinner=False)
 @takes_turns
 def trained_key_bits(layer: int, bits: int, group_size: int, tokens: int) -> KeyBits:
@@ -331,15 +344,16 @@ def _key_result() -> KeyBits:
 
 
 def bits_numbers(lang: str) -> dict[str, object]:
-    if not _model_installed():
-        return {"layer": KEY_LAYER, "bits": KEY_BITS, "token_error": "—", "channel_error": "—"}
-    result = _key_result()
-    return {
-        "layer": result.layer,
-        "bits": result.bits,
-        "token_error": percent(result.relative_error["token"]),
-        "channel_error": percent(result.relative_error["channel"]),
-    }
+    with speaking(lang):
+        if not _model_installed():
+            return {"layer": KEY_LAYER, "bits": KEY_BITS, "token_error": "—", "channel_error": "—"}
+        result = _key_result()
+        return {
+            "layer": result.layer,
+            "bits": result.bits,
+            "token_error": percent(result.relative_error["token"]),
+            "channel_error": percent(result.relative_error["channel"]),
+        }
 
 
 def outlier_head(result: KeyBits) -> int:
@@ -347,31 +361,40 @@ def outlier_head(result: KeyBits) -> int:
     return int(result.key_rms.max(axis=1).argmax())
 
 
+def head_error(result: KeyBits, head: int, layout: str) -> float:
+    """‖K̂ − K‖ / ‖K‖ over one KV head: every channel holds the same tokens, so its squared norms are the channels'
+    mean squares summed."""
+    return float(np.sqrt((result.error_rms[layout][head] ** 2).sum() / (result.key_rms[head] ** 2).sum()))
+
+
 def fewer_bits(lang: str) -> StepView | None:
-    if trained_model() is None:
-        return None
-    result = _key_result()
-    figure, csv = figures.key_bits_figure(result, outlier_head(result))
-    caption = _(
-        "SmolLM2-135M's cached keys (RoPE applied) after the first {tokens} tokens of the lab's text, read back after "
-        "{bits}-bit quantisation in groups of {group} (`attn_core.quant`): per token a group is one token's {width} "
-        "channels, per channel {group} tokens of one channel. Whole layer: {token_error} error per token, "
-        "{channel_error} per channel.",
-        tokens=result.tokens,
-        bits=result.bits,
-        group=result.group_size,
-        width=result.key_rms.shape[1],
-        token_error=percent(result.relative_error["token"]),
-        channel_error=percent(result.relative_error["channel"]),
-    )
-    return _step_view(figure, csv, caption, "trained", {})
+    with speaking(lang):
+        if trained_model() is None:
+            return None
+        result = _key_result()
+        head = outlier_head(result)
+        figure, csv = figures.key_bits_figure(result, head)
+        caption = _(
+            "SmolLM2-135M's cached keys (RoPE applied) after the first {tokens} tokens of the lab's text, read back after "
+            "{bits}-bit quantisation in groups of {group}: per token a group is one token's {width} channels, per channel "
+            "{group} tokens of one channel. The chart shows KV head {head}: {head_token} error per token, {head_channel} "
+            "per channel (the whole layer: {token_error} and {channel_error}).",
+            head=head,
+            head_token=percent(head_error(result, head, "token")),
+            head_channel=percent(head_error(result, head, "channel")),
+            tokens=result.tokens,
+            bits=result.bits,
+            group=result.group_size,
+            width=result.key_rms.shape[1],
+            token_error=percent(result.relative_error["token"]),
+            channel_error=percent(result.relative_error["channel"]),
+        )
+        return _step_view(figure, csv, caption, "trained", {})
 
 
-# --- 20: choosing in 2026 -------------------------------------------------------------------------------------------
+# --- choosing in 2026 ---------------------------------------------------------------------------------------------
 def _long_context() -> list[ModelCurves]:
-    """The published models made for TOKENS tokens or more: a cache past a model's own context is one it never
-    serves."""
-    return [m for m in _curves().values() if m.context is None or m.context >= TOKENS]
+    return made_for(list(_curves().values()), TOKENS)
 
 
 def lab_choice_numbers() -> dict[str, object]:
@@ -391,24 +414,28 @@ def lab_choice_numbers() -> dict[str, object]:
 
 
 def choosing_numbers(lang: str) -> dict[str, object]:
-    curves = _long_context()
-    values = {m.name: m.held[m.at(TOKENS)] for m in curves}
-    largest, smallest = max(values, key=values.__getitem__), min(values, key=values.__getitem__)
-    return {
-        "tokens": _tokens_label(),
-        "largest": largest,
-        "smallest": smallest,
-        "big": format_bytes(values[largest]),
-        "small": format_bytes(values[smallest]),
-        "ratio": sig(values[largest] / values[smallest]),
-        **lab_choice_numbers(),
-    }
+    """The axes page's extremes at TOKENS (explorer.probes.axes.extremes): the slide and the page it links to quote
+    one set of models and one pair of numbers."""
+    with speaking(lang):
+        found = extremes(list(_curves().values()), TOKENS)
+        quoted: dict[str, object] = dict.fromkeys(("count", "largest", "smallest", "big", "small", "ratio"), "—")
+        if found is not None:
+            quoted = {
+                "count": found.count,
+                "largest": found.largest,
+                "smallest": found.smallest,
+                "big": format_bytes(found.big),
+                "small": format_bytes(found.small),
+                "ratio": sig(found.big / found.small),
+            }
+        return {"tokens": _tokens_label(), **quoted, **lab_choice_numbers()}
 
 
 def published_caches(lang: str) -> StepView:
-    curves = _long_context()
-    figure, csv = axes_figures.context_figure(curves, "held", TOKENS)
-    return _step_view(figure, csv, axes_text.extremes_sentence(curves, TOKENS, "held"), "axes", _axes_query())
+    with speaking(lang):
+        curves = _long_context()
+        figure, csv = axes_figures.context_figure(curves, "held", TOKENS, named_ends=False)
+        return _step_view(figure, csv, axes_text.extremes_sentence(curves, TOKENS, "held"), "axes", _axes_query())
 
 
 VIEWS: dict[str, Callable[..., StepView | None]] = {

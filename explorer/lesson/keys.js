@@ -13,6 +13,8 @@ function onKey(event) {
   if (event.target instanceof Element && event.target.closest(ELSEWHERE)) return;
   if (!keys.send) return;
   event.preventDefault();
+  // The element last clicked (a ← → button, a fold) would keep its focus frame on the next slide
+  if (document.activeElement instanceof HTMLElement) document.activeElement.blur();
   keys.send("key", event.key === "ArrowLeft" ? "previous" : "next");
 }
 

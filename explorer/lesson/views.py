@@ -20,6 +20,7 @@ from explorer.heatmaps import link as heatmaps_link
 from explorer.i18n import _, difference, format_bytes, language, sentences, sig, speaking
 from explorer.kv_cache import computed as kv_cache_computed
 from explorer.kv_cache import figures as kv_cache_figures
+from explorer.kv_cache import gif as kv_cache_gif
 from explorer.kv_cache import link as kv_cache_link
 from explorer.kv_cache import tables as kv_cache_tables
 from explorer.lab import csv_export as lab_csv_export
@@ -30,11 +31,12 @@ from explorer.lab import text as lab_text
 from explorer.mapping import computed as mapping_computed
 from explorer.mapping import figures as mapping_figures
 from explorer.mapping import frames as mapping_frames
+from explorer.mapping import gif as mapping_gif
 from explorer.mapping import link as mapping_link
 from explorer.model import trained_model
 from explorer.params import Choice, Param
 from explorer.present import presenting
-from explorer.probes.heatmaps import InputSpec
+from explorer.probes.heatmaps import InputSpec, tokenize
 from explorer.probes.kv_cache import DecodeTrace, memory_budget
 from explorer.settings import Settings
 from explorer.trained import computed as trained_computed
@@ -42,10 +44,10 @@ from explorer.trained import csv_export as trained_csv_export
 from explorer.trained import figures as trained_figures
 from explorer.trained import link as trained_link
 
-from . import slides
-
-# The sentence the heatmap steps attend over, in the page's language (a Chinese character is a token of its own).
-SENTENCES = {"en": "the cat sat on the mat", "zh": "猫坐在垫子上"}
+# The sentence the heatmap steps attend over, in the page's language (a Chinese character is a token of its own). The
+# Chinese translates the English token for token, and its tokens take the English ones' vectors: one example, the
+# same numbers in both languages (the repeated "eat" / 吃 included).
+SENTENCES = {"en": "cats eat fish, dogs eat meat", "zh": "猫吃鱼狗吃肉"}
 SCALE = "2"  # heatmaps' input scale: sharp enough that the softmax visibly picks
 POOL = "mean"
 
@@ -60,7 +62,7 @@ SHARING = LAYER
 PITFALL = replace(LAYER, variants=("mha", "gqa"))
 LATENT_HEAD = Settings(variants=("mla",), d_model=128, heads=4, groups=4, latent=32, rope_dim=8, seq_len=8, seed=0)
 PROMPT_TOKENS, DECODED_TOKENS = 8, 24  # the decode steps' trace: a short prompt, then one token at a time
-NOTES_MODEL, NOTES_LATENT, NOTES_ROPE = "Llama-2-7B", 512, 128  # the course notes' example: 8192 vs 640 numbers
+NOTES_MODEL, NOTES_LATENT, NOTES_ROPE = kv_cache_link.NOTES_MODEL, 512, 128  # the course notes': 8192 vs 640 numbers
 GPU_GIB, GPUS = 80, 1
 
 # A step's own control, in the link: GQA's group count over the step's 8 heads.
@@ -110,7 +112,9 @@ def sentence() -> str:
 
 
 def _text_input(settings: Settings) -> InputSpec:
-    return heatmaps_computed.make_input_spec(settings, kind="text", text=sentence(), tokens="words", scale=SCALE).spec
+    spec = heatmaps_computed.make_input_spec(settings, kind="text", text=sentence(), tokens="words", scale=SCALE).spec
+    meanings = tokenize(SENTENCES["en"], "words")[: spec.length]
+    return replace(spec, meanings=tuple(meanings))
 
 
 def _heatmaps_view(variant: str) -> dict[Param, object]:
@@ -203,14 +207,14 @@ def cache_gif(settings: Settings, repeated: bool, lang: str) -> bytes:
     """The cache growing token by token, as a GIF with its words in `lang` (a download's data is made when clicked,
     outside the run that knew the language)."""
     with speaking(lang):
-        return slides.cache_gif(_traces(settings, repeated))
+        return kv_cache_gif.cache_gif(_traces(settings, repeated))
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def morph_gif(settings: Settings, lang: str) -> bytes:
     """The head -> KV morph, as a GIF with its words in `lang`."""
     with speaking(lang):
-        return slides.morph_gif(mapping_computed.frames_for(settings), settings)
+        return mapping_gif.morph_gif(mapping_computed.frames_for(settings), settings)
 
 
 def _kv_view() -> dict[Param, object]:
@@ -325,28 +329,29 @@ def shared_rotary_key(lang: str) -> StepView:
 
 
 def real_model(lang: str) -> StepView | None:
-    lm = trained_model()  # None after saying how to install it
-    if lm is None:
-        return None
-    prompt = trained_link.DEFAULT_PROMPTS["en"]  # the model writes English best; the chart shows no words of it
-    trace = trained_computed.writing_of(prompt)
-    step = len(trace.steps)
-    return StepView(
-        trained_figures.cache_growth_figure(trace, step),
-        lambda: trained_csv_export.writing_csv(trace),
-        _(
-            "{layers} layers, {heads} query heads sharing {kv} KV heads: after {tokens} tokens the model's cache "
-            "holds {measured} (measured), {ratio}× less than MHA would.",
-            layers=trace.n_layers,
-            heads=trace.n_heads,
-            kv=trace.n_kv_heads,
-            tokens=trace.steps[-1].cached_tokens,
-            measured=format_bytes(trace.steps[-1].cache_bytes),
-            ratio=f"{trace.per_token_bytes['mha'] / trace.per_token_bytes['gqa']:.0f}",
-        ),
-        "trained",
-        {trained_link.PROMPT: prompt, trained_link.STEP: step},
-    )
+    with speaking(lang):
+        lm = trained_model()  # None after saying how to install it
+        if lm is None:
+            return None
+        prompt = trained_link.DEFAULT_PROMPTS["en"]  # the model writes English best; the chart shows no words of it
+        trace = trained_computed.writing_of(prompt)
+        step = len(trace.steps)
+        return StepView(
+            trained_figures.cache_growth_figure(trace, step),
+            lambda: trained_csv_export.writing_csv(trace),
+            _(
+                "{layers} layers, {heads} query heads sharing {kv} KV heads: after {tokens} tokens the model's cache "
+                "holds {measured} (measured), {ratio}× less than MHA would.",
+                layers=trace.n_layers,
+                heads=trace.n_heads,
+                kv=trace.n_kv_heads,
+                tokens=trace.steps[-1].cached_tokens,
+                measured=format_bytes(trace.steps[-1].cache_bytes),
+                ratio=f"{trace.per_token_bytes['mha'] / trace.per_token_bytes['gqa']:.0f}",
+            ),
+            "trained",
+            {trained_link.PROMPT: prompt, trained_link.STEP: step},
+        )
 
 
 def repeated_heads(lang: str) -> StepView:
@@ -371,40 +376,44 @@ def repeated_heads(lang: str) -> StepView:
 
 
 def joint_compression(lang: str) -> StepView:
-    model, dtype, batch = NOTES_MODEL, "float16", 1
-    preset = PRESETS[model]
-    groups = kv_cache_link.preferred_groups(model)
-    rows = kv_cache_computed.cached_model_rows(model, groups, NOTES_LATENT, NOTES_ROPE, dtype, batch, False)
-    budget = memory_budget(preset, gpu_gib=GPU_GIB, gpus=GPUS, dtype=dtype)
-    what_if = {"groups": groups, "latent": NOTES_LATENT, "rope_dim": NOTES_ROPE}
-    figure, csv_rows = kv_cache_figures.scale_figure(model, rows, what_if, batch=batch, dtype=dtype, budget=budget)
-    by_key = {row.key: row for row in rows}
-    mha, mla = by_key["mha"], by_key["mla"]
-    settings = replace(Settings(), dtype=dtype, batch=batch)
-    return StepView(
-        figure,
-        csv_rows,
-        _(
-            "{model} as MHA keeps {mha} numbers per token per layer; as MLA with $d_c$ = {latent} and $d_h^R$ = "
-            "{rope}, {mla}: {ratio}× fewer (log scale).",
-            model=model,
-            mha=mha.elements_per_token_layer,
-            latent=NOTES_LATENT,
-            rope=NOTES_ROPE,
-            mla=mla.elements_per_token_layer,
-            ratio=sig(mha.elements_per_token_layer / mla.elements_per_token_layer),
-        ),
-        "kv_cache",
-        {
-            kv_cache_link.MODEL: model,
-            kv_cache_link.GROUPS: groups,
-            kv_cache_link.LATENT: NOTES_LATENT,
-            kv_cache_link.ROPE: NOTES_ROPE,
-            kv_cache_link.GPU_GIB: GPU_GIB,
-            kv_cache_link.GPUS: GPUS,
-        },
-        settings,
-    )
+    with speaking(lang):
+        model, dtype, batch = NOTES_MODEL, "float16", 1
+        preset = PRESETS[model]
+        groups = kv_cache_link.preferred_groups(model)
+        rows = kv_cache_computed.cached_model_rows(model, groups, NOTES_LATENT, NOTES_ROPE, dtype, batch, False)
+        budget = memory_budget(preset, gpu_gib=GPU_GIB, gpus=GPUS, dtype=dtype)
+        what_if = {"groups": groups, "latent": NOTES_LATENT, "rope_dim": NOTES_ROPE}
+        by_key = {row.key: row for row in rows}
+        # a model published as MHA: its "as MHA" line lay under the published one, a legend entry with nothing to see
+        same = by_key["published"].cfg.variant == "mha"
+        shown = [row for row in rows if not (same and row.key == "mha")]
+        figure, csv_rows = kv_cache_figures.scale_figure(model, shown, what_if, batch=batch, dtype=dtype, budget=budget)
+        mha, mla = by_key["mha"], by_key["mla"]
+        settings = replace(Settings(), dtype=dtype, batch=batch)
+        return StepView(
+            figure,
+            csv_rows,
+            _(
+                "{model} as MHA keeps {mha} numbers per token per layer; as MLA with $d_c$ = {latent} and $d_h^R$ = "
+                "{rope}, {mla}: {ratio}× fewer (log scale).",
+                model=model,
+                mha=mha.elements_per_token_layer,
+                latent=NOTES_LATENT,
+                rope=NOTES_ROPE,
+                mla=mla.elements_per_token_layer,
+                ratio=sig(mha.elements_per_token_layer / mla.elements_per_token_layer),
+            ),
+            "kv_cache",
+            {
+                kv_cache_link.MODEL: model,
+                kv_cache_link.GROUPS: groups,
+                kv_cache_link.LATENT: NOTES_LATENT,
+                kv_cache_link.ROPE: NOTES_ROPE,
+                kv_cache_link.GPU_GIB: GPU_GIB,
+                kv_cache_link.GPUS: GPUS,
+            },
+            settings,
+        )
 
 
 def absorbed_decode(lang: str) -> StepView:
@@ -441,36 +450,37 @@ def absorbed_decode(lang: str) -> StepView:
 
 
 def choosing(lang: str) -> StepView | None:
-    if (tables := _lab_tables()) is None:
-        _warn_lab_table_missing()
-        return None
-    rows, healed = tables
-    frontier = lab_stored.pareto_frontier(rows)
-    caption = _(
-        "Measured on SmolLM2-135M converted without training: on the frontier, {models}.",
-        models=_(", ").join(lab_text.point_name(r) for r in frontier),
-    )
-    if healed:
-        caption = sentences(caption, lab_text.best_healed_finding(rows, healed))
-    return StepView(
-        # the whole-model cache at the lab's default context, on hover only: the chart is per token
-        lab_figures.pareto_figure(rows, context_length=cast(int, lab_link.CONTEXT.default), healed=healed),
-        [
-            {
-                "model": r.label,
-                "settings": r.settings,
-                "perplexity": round(r.perplexity, 4),
-                "cache_bytes_per_token_float32": r.cache_bytes_per_token,
-                "on_frontier": r in frontier,
-                "healed_perplexity": round(healed[r.key].perplexity, 4) if r.key in healed else None,
-            }
-            for r in rows
-        ],
-        caption,
-        "lab",
-        {},
-        replace(Settings(), dtype="float32"),
-    )
+    with speaking(lang):
+        if (tables := _lab_tables()) is None:
+            _warn_lab_table_missing()
+            return None
+        rows, healed = tables
+        frontier = lab_stored.pareto_frontier(rows)
+        caption = _(
+            "Measured on SmolLM2-135M converted without training: on the frontier, {models}.",
+            models=_(", ").join(lab_text.point_name(r) for r in frontier),
+        )
+        if healed:
+            caption = sentences(caption, lab_text.best_healed_finding(rows, healed))
+        return StepView(
+            # the whole-model cache at the lab's default context, on hover only: the chart is per token
+            lab_figures.pareto_figure(rows, context_length=cast(int, lab_link.CONTEXT.default), healed=healed),
+            [
+                {
+                    "model": r.label,
+                    "settings": r.settings,
+                    "perplexity": round(r.perplexity, 4),
+                    "cache_bytes_per_token_float32": r.cache_bytes_per_token,
+                    "on_frontier": r in frontier,
+                    "healed_perplexity": round(healed[r.key].perplexity, 4) if r.key in healed else None,
+                }
+                for r in rows
+            ],
+            caption,
+            "lab",
+            {},
+            replace(Settings(), dtype="float32"),
+        )
 
 
 def _lab_tables() -> tuple[list, dict] | None:
@@ -492,53 +502,57 @@ def _warn_lab_table_missing() -> None:
 
 
 def healed_up_close(lang: str) -> StepView | None:
-    if (tables := _lab_tables()) is None:
-        _warn_lab_table_missing()
-        return None
-    rows, healed = tables
-    if not healed:
-        st.warning(_("No conversion has been healed yet: run `python benchmarks/heal.py` to measure them."))
-        return None
-    return StepView(
-        lab_figures.healed_figure(rows, healed),
-        lab_csv_export.healed_csv_rows(rows, healed),
-        sentences(*lab_text.healed_findings(rows, healed, lab_figures.HEALED_VIEW_TOP)),
-        "lab",
-        {},
-        replace(Settings(), dtype="float32"),
-    )
+    with speaking(lang):
+        if (tables := _lab_tables()) is None:
+            _warn_lab_table_missing()
+            return None
+        rows, healed = tables
+        if not healed:
+            st.warning(_("No conversion has been healed yet: run `python benchmarks/heal.py` to measure them."))
+            return None
+        return StepView(
+            lab_figures.healed_figure(rows, healed),
+            lab_csv_export.healed_csv_rows(rows, healed),
+            sentences(*lab_text.healed_findings(rows, healed, lab_figures.HEALED_VIEW_TOP)),
+            "lab",
+            {},
+            replace(Settings(), dtype="float32"),
+        )
 
 
 def healing_numbers(lang: str) -> dict[str, object]:
     """What the healing step's answer quotes, read off the same stored tables as its chart (which warns if they are
     missing)."""
-    tables = _lab_tables()
-    if tables is None or not tables[1]:
-        return {"closest": "", "before": "—"}
-    rows, healed = tables
-    before = {row.key: row for row in rows}[lab_text.closest_healed(rows, healed).key]
-    return {"closest": lab_text.best_healed_finding(rows, healed), "before": f"{before.perplexity:,.2f}"}
+    with speaking(lang):
+        tables = _lab_tables()
+        if tables is None or not tables[1]:
+            return {"closest": "", "before": "—"}
+        rows, healed = tables
+        before = {row.key: row for row in rows}[lab_text.closest_healed(rows, healed).key]
+        return {"closest": lab_text.best_healed_finding(rows, healed), "before": f"{before.perplexity:,.2f}"}
 
 
-# Each step's view by its key (explorer.lesson.steps): called with the language, and the step's control if it has one.
+# Each step's view by its key (explorer.lesson.steps): called with the language (its words are in it), and the
+# step's control if it has one.
 def notes_example(lang: str) -> dict[str, object]:
     """The numbers the MLA step's text and answer quote, read off the same measured caches as its chart."""
-    model, attention = NOTES_MODEL, PRESETS[NOTES_MODEL].attention
-    groups = kv_cache_link.preferred_groups(model)
-    rows = kv_cache_computed.cached_model_rows(model, groups, NOTES_LATENT, NOTES_ROPE, "float16", 1, False)
-    by_key = {row.key: row for row in rows}
-    mha, mla = by_key["mha"].elements_per_token_layer, by_key["mla"].elements_per_token_layer
-    return {
-        "model": model,
-        "heads": attention.n_heads,
-        "head_dim": attention.head_dim,
-        "latent": NOTES_LATENT,
-        "rope": NOTES_ROPE,
-        "mha": mha,
-        "mla": mla,
-        "ratio": sig(mha / mla),
-        "groups": sig(by_key["mla"].gqa_equivalent_groups),
-    }
+    with speaking(lang):
+        model, attention = NOTES_MODEL, PRESETS[NOTES_MODEL].attention
+        groups = kv_cache_link.preferred_groups(model)
+        rows = kv_cache_computed.cached_model_rows(model, groups, NOTES_LATENT, NOTES_ROPE, "float16", 1, False)
+        by_key = {row.key: row for row in rows}
+        mha, mla = by_key["mha"].elements_per_token_layer, by_key["mla"].elements_per_token_layer
+        return {
+            "model": model,
+            "heads": attention.n_heads,
+            "head_dim": attention.head_dim,
+            "latent": NOTES_LATENT,
+            "rope": NOTES_ROPE,
+            "mha": mha,
+            "mla": mla,
+            "ratio": sig(mha / mla),
+            "groups": sig(by_key["mla"].gqa_equivalent_groups),
+        }
 
 
 # The numbers a step's text, question and answer quote ({placeholders}), for the steps that quote any.

@@ -14,6 +14,7 @@ import streamlit as st
 
 from attn_core import AttentionConfig
 from explorer.charts import VARIANT_COLORS
+from explorer.grid import narrow
 from explorer.i18n import _, speaking
 from explorer.probes.mapping import MorphFrame, morph_configs
 from explorer.settings import Settings
@@ -36,7 +37,7 @@ class FrameContent:
 
     traces: list[dict]
     title: str
-    cache_text: str  # under the KV row
+    cache_text: tuple[str, str]  # under the plot: per token (left), the whole cache (right)
     bundle_note: str  # how many heads a bar stands for, where bars are bundles ("" if none)
     width: float  # of the KV row, as a share of MHA's cache per token
 
@@ -174,7 +175,8 @@ def mapping_chart(settings: Settings, active: int, highlight: str | None, lang: 
 
 def mapping_figure(frames: list[MorphFrame], active: int, settings: Settings, highlight: str | None) -> go.Figure:
     """The animated figure: frame `active` is shown first (with the highlight); play runs through all frames."""
-    return go.Figure(**mapping_spec(frames, active, settings, highlight), _validate=False)
+    spec = mapping_spec(frames, active, settings, highlight)
+    return go.Figure({key: value for key, value in spec.items() if key != "narrow"}, _validate=False)
 
 
 def mapping_spec(frames: list[MorphFrame], active: int, settings: Settings, highlight: str | None) -> dict:
@@ -192,14 +194,14 @@ def mapping_spec(frames: list[MorphFrame], active: int, settings: Settings, high
     layout = dict(
         **_frame_layout(contents[active]),
         height=560,
-        margin=dict(t=50 if labels_inside else 105, b=95, l=70, r=10),
+        margin=dict(t=50 if labels_inside else 105, b=CACHE_TEXT_PX + SLIDER_PX, l=70, r=10),
         barmode="overlay",
         bargap=0,
         uniformtext=dict(minsize=7, mode="hide"),
         plot_bgcolor="rgba(0,0,0,0)",
         xaxis=_heads_axis(widest, [] if labels_inside else query_bundles, settings.heads),
         yaxis=dict(
-            range=[-0.66, 1.24],
+            range=[KV_BOTTOM - 0.06, 1.24],  # the notes go under the plot
             tickvals=[0, 1],
             ticktext=[_("cached<br>per token"), _("query<br>heads")],
             showgrid=False,
@@ -217,13 +219,19 @@ def mapping_spec(frames: list[MorphFrame], active: int, settings: Settings, high
                 layer="below",
             )
         ],
-        updatemenus=[play_buttons()],
-        sliders=[_step_slider(frames, active)],
+        # Under the plot, in px from its bottom: the cache text, then the buttons beside the slider, so neither the
+        # text nor the buttons reach the slider at any height the chart is drawn at.
+        updatemenus=[play_buttons() | {"y": 0, "pad": {"t": CACHE_TEXT_PX + 14, "r": 10}}],
+        sliders=[
+            _step_slider(frames, active)
+            | {"y": 0, "x": BUTTONS_SHARE, "len": 1 - BUTTONS_SHARE, "pad": {"t": CACHE_TEXT_PX, "b": 0}}
+        ],
     )
     # Plain dicts, not validated trace by trace (a third of the rerun's time otherwise); the tests check the figure.
     return {
         "data": contents[active].traces,
         "layout": layout,
+        "narrow": _on_a_phone(layout, contents, active),
         "frames": [
             {"name": frame.key, "data": content.traces, "layout": _frame_layout(content)}
             for frame, content in zip(frames, contents, strict=True)
@@ -231,20 +239,56 @@ def mapping_spec(frames: list[MorphFrame], active: int, settings: Settings, high
     }
 
 
-def _frame_layout(content: FrameContent) -> dict:
-    """What changes from frame to frame besides the bars: the title and the notes under the cache row."""
-    note = {"xref": "x", "yref": "y", "showarrow": False, "yanchor": "top"}
-    grey = {"size": 10, "color": "#6f7a85"}
+# The cache text under the plot: two columns of CACHE_LINES lines of CACHE_FONT px (Plotly's line height is about 1.3
+# font sizes), and the buttons and slider below it.
+CACHE_FONT, CACHE_LINES = 12, 3
+CACHE_TEXT_PX = round(CACHE_LINES * 1.3 * CACHE_FONT) + 10
+SLIDER_PX = 70
+BUTTONS_SHARE = 0.3  # of the plot's width, left of the slider
+BUTTONS_PX = 40  # a row of buttons, where they go above the slider
+
+
+def _frame_layout(content: FrameContent, stacked: bool = False) -> dict:
+    """What changes from frame to frame besides the bars: the title and the notes under the plot, in two columns of
+    CACHE_LINES lines: per token (what the dashed box is below it), the whole cache (what a bar stands for); stacked,
+    one under the other (a phone's width holds one)."""
+    under = {"xref": "paper", "yref": "paper", "y": 0, "yanchor": "top", "showarrow": False}
+    per_token, whole = content.cache_text
+    notes = (_("dashed: MHA's cache per token"), content.bundle_note)
+    places = (
+        ((0.0, "left", -4), (0.0, "left", -4 - CACHE_TEXT_PX)) if stacked else ((0.0, "left", -4), (1.0, "right", -4))
+    )
     return {
         "title": {"text": f"<b>{content.title}</b>", "font": {"size": 14}},
         "annotations": [
-            note
-            | {"x": 1.0, "y": KV_BOTTOM - 0.04, "text": _("dashed: MHA's cache per token"), "font": grey}
-            | {"xanchor": "right"},
-            note | {"x": 0.5, "y": KV_BOTTOM - 0.15, "text": content.cache_text, "font": {"size": 12}},
-            note | {"x": 0.0, "y": KV_BOTTOM - 0.04, "text": content.bundle_note, "font": grey, "xanchor": "left"},
+            under
+            | {
+                "x": x,
+                "xanchor": side,
+                "align": side,
+                "yshift": shift,
+                "text": f"{text}<br>{_grey(note)}",
+                "font": {"size": CACHE_FONT},
+            }
+            for (x, side, shift), text, note in zip(places, (per_token, whole), notes, strict=True)
         ],
     }
+
+
+def _on_a_phone(layout: dict, contents: list[FrameContent], active: int) -> dict:
+    """The narrow layout: the notes' columns stacked, the buttons on a row of their own above the slider (side by side
+    they ran into each other), in every frame."""
+    text = 2 * CACHE_TEXT_PX
+    phone = layout | _frame_layout(contents[active], stacked=True)
+    phone["margin"] = layout["margin"] | {"b": text + BUTTONS_PX + SLIDER_PX}
+    phone["updatemenus"] = [menu | {"pad": {"t": text, "r": 10}} for menu in layout["updatemenus"]]
+    phone["sliders"] = [slider | {"x": 0, "len": 1, "pad": {"t": text + BUTTONS_PX}} for slider in layout["sliders"]]
+    frame_layouts = [{"annotations": _frame_layout(content, stacked=True)["annotations"]} for content in contents]
+    return narrow(phone) | {"frameLayouts": frame_layouts}
+
+
+def _grey(text: str) -> str:
+    return f'<span style="color:#5b6570">{text}</span>' if text else ""
 
 
 def _heads_axis(widest: float, labelled_bundles: list[tuple[int, int]], heads: int) -> dict:

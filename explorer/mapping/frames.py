@@ -58,7 +58,7 @@ def ranges_text(indices: list[int]) -> str:
         if i + 1 == len(indices) or indices[i + 1] != value + 1:
             parts.append(str(start) if start == value else f"{start}–{value}")
             start = None
-    return ", ".join(parts)
+    return _(", ").join(parts)
 
 
 def bundles(n: int, max_drawn: int = MAX_DRAWN) -> list[tuple[int, int]]:

@@ -90,29 +90,33 @@ def store_hover(frame: MorphFrame, cfg: AttentionConfig, settings: Settings, sto
     return hover
 
 
-def cache_text(frame: MorphFrame, cfg: AttentionConfig, settings: Settings) -> str:
-    """Under the KV row: numbers and bytes cached per token against MHA's, and the whole cache at the settings."""
+def cache_text(frame: MorphFrame, cfg: AttentionConfig, settings: Settings) -> tuple[str, str]:
+    """Under the KV row, two lines each: numbers and bytes cached per token against MHA's; the whole cache at the
+    settings."""
     element = bytes_per_element(settings.dtype)
     per_token = cfg.cache_elements_per_token
     ratio = per_token / (2 * settings.heads * settings.head_dim)
     formula = (
-        f"d_c + d_h^R = {cfg.kv_lora_rank} + {cfg.qk_rope_head_dim}"
+        _("latent {latent} + rotary key {rope}", latent=cfg.kv_lora_rank, rope=cfg.qk_rope_head_dim)
         if frame.variant == "mla"
         else f"2·{frame.n_kv_heads}·{settings.head_dim}"
     )
-    return _(
-        # Short lines: the annotation must fit a phone's width (Plotly does not wrap it).
-        "cached per token: <b>{ratio}× MHA</b><br>{formula} = {n} numbers = {size}<br>"
-        "whole cache: <b>{total}</b><br>batch {batch} × {tokens} in {dtype}",
+    # Short lines: each half must fit half a phone's width (Plotly does not wrap them).
+    cached = _(
+        "cached per token: <b>{ratio}× MHA</b><br>{formula} = {n} numbers = {size}",
         formula=formula,
         n=per_token,
         size=format_bytes(per_token * element),
         ratio=f"{ratio:.3g}",
+    )
+    whole = _(
+        "whole cache: <b>{total}</b><br>batch {batch} × {tokens} in {dtype}",
         batch=settings.batch,
         tokens=n_("{n} token", "{n} tokens", settings.seq_len),
         dtype=settings.dtype,
         total=format_bytes(kv_cache_bytes(cfg, settings.batch, settings.seq_len, settings.dtype)),
     )
+    return cached, whole
 
 
 def frame_title(frame: MorphFrame, cfg: AttentionConfig, heads: int) -> str:

@@ -48,8 +48,10 @@ def decode_reads(design: Design, seed: int, steps: int, dtype: str, batch: int) 
 def column_labels(reads: DecodeReads) -> list[str]:
     """Each column's label: a token's position, an entry's ⟨first–last⟩ tokens, the linear state."""
     labels = []
-    for kind, (first, last) in zip(reads.kinds, reads.spans, strict=True):
-        if kind == STATE:
+    for column, (kind, (first, last)) in enumerate(zip(reads.kinds, reads.spans, strict=True)):
+        if kind == STATE and reads.state_shape is not None:  # one matrix per head, named by its head and shape
+            labels.append(f"h{column} {reads.state_shape[0]}×{reads.state_shape[1]}")
+        elif kind == STATE:
             labels.append(_("state"))
         elif kind == ENTRY:
             labels.append(f"⟨{first}–{last}⟩")
@@ -70,6 +72,8 @@ def kind_runs(reads: DecodeReads) -> list[tuple[str, int, int]]:
 
 
 def kind_name(kind: str, count: int) -> str:
+    if kind == STATE and count > 1:
+        return n_("{n} head's state matrix", "{n} heads' state matrices", count)
     if kind == STATE:
         return _("the state")
     if kind == ENTRY:
@@ -84,11 +88,27 @@ def cells(reads: DecodeReads) -> np.ndarray:
 
 def frame_title(reads: DecodeReads, step: int) -> str:
     read, held = int(reads.read[step].sum()), int(reads.held[step].sum())
+    if reads.state_shape is not None:
+        return _(
+            "Token {t} reads every head's {rows}×{columns} state; the cache holds {held}",
+            t=step,
+            rows=reads.state_shape[0],
+            columns=reads.state_shape[1],
+            held=format_bytes(reads.held_bytes[step]),
+        )
     if reads.kinds == (STATE,):
         return _(
             "Token {t} reads the one state; the cache holds {held}",
             t=step,
             held=format_bytes(reads.held_bytes[step]),
+        )
+    if reads.source is not None:
+        return _(
+            "Token {t} reads {read} entries of layer {source}'s cache; this layer holds {bytes}",
+            t=step,
+            read=read,
+            source=reads.source,
+            bytes=format_bytes(reads.held_bytes[step]),
         )
     return _(
         "Token {t} reads {read}; the cache then holds {held} entries, {bytes}",
@@ -113,7 +133,6 @@ def reads_spec(reads: DecodeReads, active: int) -> dict:
     colour = [[0.0, HELD_COLOUR], [0.5, HELD_COLOUR], [0.5, READ_COLOUR], [1.0, READ_COLOUR]]
     common = {"type": "heatmap", "x": labels, "colorscale": colour, "zmin": HELD, "zmax": READ, "showscale": False}
     step_name = _("step")
-
     token_name = _("token")
 
     def strip(step: int) -> dict:
@@ -133,6 +152,7 @@ def reads_spec(reads: DecodeReads, active: int) -> dict:
         "y": list(range(steps)),
         "text": _hover(z),
         "hovertemplate": f"{token_name} %{{y}} · %{{x}}: %{{text}}<extra></extra>",
+        "xgap": 0 if reads.state_shape is None else 4,  # a state: one matrix per head, each column apart
     }
 
     def outline(step: int) -> list[dict]:
@@ -142,17 +162,13 @@ def reads_spec(reads: DecodeReads, active: int) -> dict:
     def frame_layout(step: int) -> dict:
         return {"title": {"text": f"<b>{frame_title(reads, step)}</b>", "font": {"size": 14}}, "shapes": outline(step)}
 
-    key = _("dark: read by the step's token<br>light: held, not read · blank: not held")  # two lines: a phone's width
     layout = frame_layout(active) | {
         "height": 620,
         "margin": {"t": 50, "b": 170, "l": 60, "r": 10},
         "xaxis": {"type": "category", "tickfont": {"size": 9}, "anchor": "y", "title": {"text": _("cache entry")}},
         "yaxis": {"domain": list(HISTORY), "autorange": "reversed", "title": {"text": _("decoded token")}},
         "yaxis2": {"domain": list(STRIP), "anchor": "x", "showticklabels": False, "fixedrange": True},
-        "annotations": [
-            {"xref": "paper", "yref": "paper", "x": 0, "y": STRIP[0] - 0.02, "yanchor": "top", "showarrow": False}
-            | {"xanchor": "left", "align": "left", "text": key, "font": {"size": 11, "color": FADED}}
-        ],
+        "annotations": notes(reads),
         # below the x axis's title, which a phone's turned tick labels push down
         "updatemenus": [play_buttons(STEP_MS) | {"y": -0.3}],
         "sliders": [step_slider([(str(t), str(t)) for t in range(steps)], active, prefix=_("Token: ")) | {"y": -0.2}],
@@ -163,6 +179,35 @@ def reads_spec(reads: DecodeReads, active: int) -> dict:
         "frames": [
             {"name": str(t), "data": [strip(t)], "traces": [0], "layout": frame_layout(t)} for t in range(steps)
         ],
+    }
+
+
+def notes(reads: DecodeReads) -> list[dict]:
+    """The colours' key under the step's row; where the entries are another layer's, the mark naming it."""
+    key = _("dark: read by the step's token<br>light: held, not read · blank: not held")  # two lines: a phone's width
+    shown = [
+        {"xref": "paper", "yref": "paper", "x": 0, "y": STRIP[0] - 0.02, "yanchor": "top", "showarrow": False}
+        | {"xanchor": "left", "align": "left", "text": key, "font": {"size": 11, "color": FADED}}
+    ]
+    return shown if reads.source is None else [*shown, source_mark(reads.source)]
+
+
+def source_mark(source: int) -> dict:
+    """An arrow from the step's row up to a label naming the layer whose cache the entries are."""
+    return {
+        "xref": "paper",
+        "yref": "paper",
+        "x": 1,
+        "y": STRIP[1] + 0.01,
+        "xanchor": "right",
+        "yanchor": "bottom",
+        "ax": 0,
+        "ay": -18,
+        "showarrow": True,
+        "arrowhead": 2,
+        "arrowcolor": NEW_COLOUR,
+        "text": _("→ layer {source}'s cache", source=source),
+        "font": {"size": 12, "color": NEW_COLOUR},
     }
 
 
@@ -245,8 +290,66 @@ def _sliding_said(reads: DecodeReads) -> str:
     )
 
 
+def _states_said(reads: DecodeReads) -> str:
+    last = reads.steps - 1
+    rows, columns = reads.state_shape or (0, 0)
+    return _(
+        "One column per head: its state, a {rows}×{columns} matrix, read and rewritten whole at every step. The "
+        "cache holds {first} after token 0 and {last} after token {t}: {heads} fixed matrices (and, for Mamba-2, the "
+        "convolution's last inputs), whatever the length.",
+        rows=rows,
+        columns=columns,
+        heads=len(reads.kinds),
+        first=format_bytes(reads.held_bytes[0]),
+        last=format_bytes(reads.held_bytes[last]),
+        t=last,
+    )
+
+
+def _chunked_said(reads: DecodeReads) -> str:
+    held = reads.held.sum(axis=1)
+    starts = [int(t) for t in np.flatnonzero(held == 1)]  # the steps that began a chunk: the cache dropped the last
+    chunk = int(held.max())
+    return _(
+        "The cache holds the latest token's chunk only: it grows to {c} entries ({bytes}), then a new chunk begins "
+        "and it drops back to 1 — at tokens {starts} here. Each token reads what is held, so a step's read rises "
+        "and falls like a saw.",
+        c=chunk,
+        bytes=format_bytes(max(reads.held_bytes)),
+        starts=", ".join(str(t) for t in starts),
+    )
+
+
+def _shared_topk_said(reads: DecodeReads) -> str:
+    source = reads.source_read if reads.source_read is not None else np.zeros_like(reads.read)
+    same = int((reads.read == source).all(axis=1).sum())
+    return _(
+        "This layer has no indexer: each step reads the {k} tokens the full DSA layer before it picked. Here the "
+        "dark cells are that layer's picks at {same} of {n} steps. Every token stays cached ({bytes} after {n} "
+        "tokens): its latent alone, with no indexer key.",
+        k=int(reads.read.sum(axis=1).max()),
+        same=same,
+        n=reads.steps,
+        bytes=format_bytes(reads.held_bytes[-1]),
+    )
+
+
+def _shared_said(reads: DecodeReads) -> str:
+    last = reads.steps - 1
+    return _(
+        "This layer computes no keys or values: each token reads layer {source}'s cache, every token so far "
+        "({bytes} at token {t}), and this layer holds {held}.",
+        source=reads.source,
+        bytes=format_bytes(reads.read_bytes[last]),
+        t=last,
+        held=format_bytes(reads.held_bytes[last]),
+    )
+
+
 # What the animation shows of each kind that decodes (explorer/kinds/: Kind.decodes), by its link value
 SAID = {"sliding": _sliding_said, "dsa": _dsa_said, "compressed": _compressed_said, "linear": _linear_said}
+SAID |= {"shared_topk": _shared_topk_said, "mamba2": _states_said, "lightning": _states_said}
+SAID |= {"chunked": _chunked_said, "shared": _shared_said}
 
 
 def reads_caption(reads: DecodeReads, design: str) -> str:
@@ -256,7 +359,7 @@ def reads_caption(reads: DecodeReads, design: str) -> str:
         "weights.",
         n=reads.steps,
     )
-    if design == "linear":
+    if STATE in reads.kinds:
         measured = _(
             "Measured: {n} tokens decoded one at a time through the layer's own cache, each step's reads and bytes "
             "taken from the cache.",

@@ -41,6 +41,7 @@ class KindCurve:
     held: tuple[int, ...]  # held after each grid length of tokens
     read: tuple[int, ...]  # read by the decoding step of that token
     entry: float  # bytes of one cache entry in all these layers: one token's, or what a compressed entry pools
+    state: bool = False  # a fixed state (linear attention, Mamba), the same after 1 token as after 1M: no entries
 
 
 @dataclass(frozen=True)
@@ -105,7 +106,7 @@ def model_curves(
     text: Mapping[str, Any] = wrapped if isinstance(wrapped, Mapping) else hf
     model = describe_model(hf)  # the core bounds the layers (attn_core.MAX_LAYERS) and every width
     per_length = [model.kinds(tokens=t, batch=batch, dtype=dtype, storage=storage) for t in tokens]
-    entries = _entry_bytes(model, batch, dtype, storage)
+    entries, states = _entry_bytes(model, batch, dtype, storage)
     kinds = tuple(
         KindCurve(
             kind=summary.kind,
@@ -114,6 +115,7 @@ def model_curves(
             held=tuple(step[i].nbytes for step in per_length),
             read=tuple(step[i].read_nbytes for step in per_length),
             entry=entries[summary.kind],
+            state=summary.kind in states,
         )
         for i, summary in enumerate(per_length[0])
     )
@@ -140,18 +142,22 @@ def format_rows(model: ModelDescription) -> tuple[FormatRow, ...]:
     )
 
 
-def _entry_bytes(model: ModelDescription, batch: int, dtype: str, storage: Storage) -> dict[str, float]:
+def _entry_bytes(
+    model: ModelDescription, batch: int, dtype: str, storage: Storage
+) -> tuple[dict[str, float], set[str]]:
     """Bytes one cache entry takes in all layers of each kind: what one token leaves (the cache after a single token),
     or, for a kind whose entries each pool `compress_rate` tokens (DeepSeek-V4's), its long-run growth per token
-    times that rate (after one token such a cache holds its waiting tokens, not an entry)."""
+    times that rate (after one token such a cache holds its waiting tokens, not an entry). And the kinds that hold a
+    fixed state: as much after one token as after 1M (a window grows to W - 1 first)."""
     first = {k.kind: float(k.nbytes) for k in model.kinds(tokens=1, batch=batch, dtype=dtype, storage=storage)}
     long, longer = (model.kinds(tokens=t, batch=batch, dtype=dtype, storage=storage) for t in (1 << 19, 1 << 20))
     growth = {a.kind: (b.nbytes - a.nbytes) / (1 << 19) for a, b in zip(long, longer, strict=True)}
+    states = {k.kind for k in longer if k.nbytes > 0 and k.nbytes == first[k.kind]}
     for kind, config in zip(model.layer_kinds, model.layer_configs, strict=True):
         rate = getattr(config, "compress_rate", 0)
         if isinstance(rate, int) and rate > 1 and growth[kind] > 0:
             first[kind] = growth[kind] * rate
-    return first
+    return first, states
 
 
 def mha_entry_numbers(text: Mapping[str, Any]) -> int | None:
@@ -317,9 +323,14 @@ class AxisCuts:
     """How many times smaller a model's cache is than if every layer were MHA keeping every token in 16 bits, split
     into the four axes' factors (their product is total; below 1 is larger). At one length, batch 1.
 
-    layers  every layer as its heaviest kind ÷ the layers as they are: what mixing kinds saves (hybrids)
-    tokens  the heaviest kind keeping one entry per token ÷ what it holds: windows, compression, a fixed state
-    width   MHA's per-token entry ÷ the heaviest kind's entry (one token's cache in one such layer)
+    The cache layers are those that keep entries of tokens (full, window, compressed, latent); the others hold a
+    fixed state (linear attention, Mamba) or nothing of their own (a shared KV layer). Each design is credited to
+    one axis at every length: a window or a pooled entry to tokens, a state or a shared layer to layers.
+
+    layers  every layer as the mean cache layer ÷ the layers as they are (a state costs more than it saves at
+            short lengths: below 1)
+    tokens  the cache layers keeping one entry per token ÷ what they hold: windows, compression
+    width   MHA's per-token entry ÷ the cache layers' mean entry (one token's, or one pooled entry's)
     bytes   16 bits ÷ the cache's bits per number
     """
 
@@ -329,7 +340,7 @@ class AxisCuts:
     width: float | None
     bytes: float
     total: float | None
-    heaviest: str  # the kind the tokens and width axes describe
+    cache_kinds: tuple[str, ...]  # the kinds the tokens and width axes describe
 
 
 def axis_cuts(curves: ModelCurves, tokens: int, measure: str = "held") -> AxisCuts:
@@ -338,17 +349,48 @@ def axis_cuts(curves: ModelCurves, tokens: int, measure: str = "held") -> AxisCu
     i = curves.at(tokens)
     values = {k.kind: getattr(k, measure)[i] for k in curves.kinds}
     total = sum(values.values())
-    heavy = max(curves.kinds, key=lambda k: (values[k.kind] / k.count, k.count))
-    per_layer = values[heavy.kind] / heavy.count
-    entry = heavy.entry / heavy.count  # one cache entry in one layer of that kind
-    layers = curves.layers * per_layer / total if total else 1.0
-    token_cut = tokens * entry / per_layer if per_layer else 1.0
+    cache = [k for k in curves.kinds if k.entry > 0 and not k.state] or [k for k in curves.kinds if k.entry > 0]
+    count = sum(k.count for k in cache)
+    held = sum(values[k.kind] for k in cache)
+    entries = sum(k.entry for k in cache)  # one entry in every cache layer
+    layers = curves.layers * held / count / total if total and count else 1.0
+    token_cut = tokens * entries / held if held else 1.0
     width = None
-    if curves.mha_entry_numbers and entry:
-        width = curves.mha_entry_numbers * curves.element_bytes * curves.batch / entry
+    if curves.mha_entry_numbers and entries:
+        width = curves.mha_entry_numbers * curves.element_bytes * curves.batch * count / entries
     byte_cut = REFERENCE_BITS / (8 * curves.element_bytes)
     product = None if width is None else layers * token_cut * width * byte_cut
-    return AxisCuts(curves.name, layers, token_cut, width, byte_cut, product, heavy.kind)
+    return AxisCuts(curves.name, layers, token_cut, width, byte_cut, product, tuple(k.kind for k in cache))
+
+
+# --- the published models made for a length ------------------------------------------------------------------------
+def made_for(models: list[ModelCurves], tokens: int) -> list[ModelCurves]:
+    """The models published for `tokens` tokens or more (or whose config names no context): a cache past a model's
+    own context is one it never serves, so only these are compared at that length."""
+    return [m for m in models if m.context is None or m.context >= tokens]
+
+
+@dataclass(frozen=True)
+class Extremes:
+    """Of the models made for a length, the one that keeps (or reads) the most there and the one the least."""
+
+    count: int  # the models compared
+    largest: str
+    big: int
+    smallest: str
+    small: int
+
+
+def extremes(models: list[ModelCurves], tokens: int, measure: str = "held") -> Extremes | None:
+    """The largest and smallest cache at `tokens` of the models made for that length; None if fewer than two are, or
+    the smallest holds nothing (no ratio)."""
+    values = {m.name: getattr(m, measure)[m.at(tokens)] for m in made_for(models, tokens)}
+    if len(values) < 2:
+        return None
+    largest, smallest = max(values, key=values.__getitem__), min(values, key=values.__getitem__)
+    if not values[smallest]:
+        return None
+    return Extremes(len(values), largest, values[largest], smallest, values[smallest])
 
 
 # --- what the captions say, found in the curves ---------------------------------------------------------------------

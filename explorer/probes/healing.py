@@ -1,7 +1,8 @@
 """The lab's live heal: convert, record, train for about a minute, measure, and keep the result on disk.
 
 No Streamlit here: explorer.lab.computed runs heal_live in a thread of its own, one heal at a time for the whole server,
-and the page reads the HealProgress it fills in as it goes.
+and the page reads the HealProgress it fills in as it goes. A heal asked to stop (its owner pressed Stop, or left)
+ends at its next step or phase with HealStopped, and frees the server.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import json
 import logging
 import math
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
@@ -24,7 +26,8 @@ LIVE_TRAIN_TOKENS = 2048  # right after the evaluation tokens, disjoint from the
 LIVE_EVAL_TOKENS = lab.WINDOW  # the first evaluation window: scored before and after in seconds, not minutes
 LIVE_LR = 1.0e-3  # the stored table's layer-wise recipe (benchmarks/heal.py)
 LIVE_SEED = 0
-PHASES = ("waiting", "converting", "recording", "training", "measuring", "done", "failed")
+PHASES = ("converting", "recording", "training", "measuring", "done", "failed", "stopped")
+ENDED = ("done", "failed", "stopped")
 
 _log = logging.getLogger(__name__)
 
@@ -49,10 +52,19 @@ class HealProgress:
     from_disk: bool = False
     error: str | None = None  # what failed, as the server reports it (a type and its message, in English)
     model_missing: bool = False  # failed because the trained model is not installed: the page says so in its words
+    stopped_by: str | None = None  # "owner" (pressed Stop) or "left" (the session that started it ended)
+    score_seconds: float | None = None  # scoring the conversion before healing: what scoring it after will take
+    ends_at: float | None = None  # time.monotonic() when the server is expected to be free, revised at each phase
 
     @property
     def running(self) -> bool:
-        return self.phase not in ("done", "failed")
+        return self.phase not in ENDED
+
+    def seconds_left(self, now: float | None = None) -> float | None:
+        """About how long until this heal frees the server (None before it can tell: while converting)."""
+        if not self.running or self.ends_at is None:
+            return None if self.running else 0.0
+        return max(self.ends_at - (time.monotonic() if now is None else now), 0.0)
 
     @property
     def gap_closed(self) -> float | None:
@@ -82,6 +94,10 @@ def stored_path(point: lab.LabPoint, seconds: float, root: Path | None = None) -
     return (root or cache_root()) / "healed" / f"{point.key}-{digest}.pt"
 
 
+class HealStopped(Exception):
+    """A live heal asked to stop: it ends without a result, and nothing is stored."""
+
+
 def heal_live(
     lm: PretrainedLM,
     point: lab.LabPoint,
@@ -90,10 +106,20 @@ def heal_live(
     *,
     seconds: float = LIVE_SECONDS,
     root: Path | None = None,
+    should_stop: Callable[[], str | None] = lambda: None,
 ) -> PretrainedLM:
     """The conversion of lm at point, healed for `seconds` (or read back from disk when that recipe was run before),
-    with progress filled in as it goes."""
+    with progress filled in as it goes. should_stop() returns why to stop ("owner", "left") or None; it is asked
+    between phases and after every training step, and a reason ends the heal with HealStopped."""
+
+    def check() -> None:
+        reason = should_stop()
+        if reason is not None:
+            progress.stopped_by = reason
+            raise HealStopped(reason)
+
     torch.set_num_threads(1)  # as every session's thread: the result's last bits do not depend on the machine
+    check()  # stopped while it waited for the model or its calibration
     progress.budget_seconds = seconds
     begun = time.perf_counter()
     ids = lm.encode(lab.reference_text())
@@ -113,21 +139,32 @@ def heal_live(
         progress.from_disk = True
         progress.phase = "done"
         return student
+    check()
     progress.perplexity_original = _perplexity(lm, eval_ids)
+    scoring = time.monotonic()
     progress.perplexity_before = _perplexity(student, eval_ids)
+    progress.score_seconds = time.monotonic() - scoring
+    # recording runs the original over the training tokens: about the scoring's time per token
+    recording = progress.score_seconds * len(train_ids) / len(eval_ids)
+    progress.ends_at = time.monotonic() + recording + seconds + progress.score_seconds
+    check()
     progress.phase = "recording"
 
     def record(step: int, losses: list[float]) -> None:
         if progress.phase != "training":
             progress.phase = "training"
+            progress.ends_at = time.monotonic() + seconds + (progress.score_seconds or 0.0)
         progress.step_losses.append(sum(losses) / len(losses))
         progress.seconds = time.perf_counter() - started
+        check()  # raised through heal(), which stops the weights learning as it leaves
 
     started = time.perf_counter()
     report = heal(student, lm, lm.decode(train_ids), seconds=seconds, lr=LIVE_LR, seed=LIVE_SEED, on_step=record)
     progress.first_loss = sum(report.initial_losses) / len(report.initial_losses)
     progress.seconds, progress.tokens = report.seconds, report.tokens
+    check()
     progress.phase = "measuring"
+    progress.ends_at = time.monotonic() + (progress.score_seconds or 0.0)
     progress.perplexity_after = _perplexity(student, eval_ids)
     progress.total_seconds = time.perf_counter() - begun
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -141,7 +178,15 @@ def heal_live(
     return student
 
 
-_STORED_FIELDS = {f.name for f in fields(HealProgress)} - {"phase", "key", "error", "model_missing"}
+_STORED_FIELDS = {f.name for f in fields(HealProgress)} - {
+    "phase",
+    "key",
+    "error",
+    "model_missing",
+    "stopped_by",
+    "score_seconds",
+    "ends_at",
+}
 
 
 def _read_stored(path: Path, student: PretrainedLM) -> dict | None:

@@ -56,6 +56,9 @@ class InputSpec:
     scale: float = 1.0
     tokens: tuple[str, ...] | None = None
     n_tokens: int = 0
+    # The words whose vectors the tokens get, one per token, where the tokens translate them: the lesson's sentence in
+    # Chinese is its English one's numbers, so both languages show one example. None: each token is its own word.
+    meanings: tuple[str, ...] | None = None
 
     @property
     def length(self) -> int:
@@ -68,7 +71,8 @@ class InputSpec:
     def truncated(self, length: int) -> InputSpec:
         """The first `length` positions."""
         if self.tokens is not None:
-            return replace(self, tokens=self.tokens[:length])
+            meanings = None if self.meanings is None else self.meanings[:length]
+            return replace(self, tokens=self.tokens[:length], meanings=meanings)
         return replace(self, n_tokens=min(self.n_tokens, length))
 
 
@@ -93,7 +97,7 @@ def make_inputs(spec: InputSpec) -> torch.Tensor:
     """spec -> x [1, L, d_model]. Each position's vector depends only on (seed, token or position), so a shorter
     window is exactly the start of a longer one, and a repeated token gets the same vector every time."""
     if spec.tokens is not None:
-        keys = [f"token|{spec.seed}|{token}" for token in spec.tokens]
+        keys = [f"token|{spec.seed}|{token}" for token in spec.meanings or spec.tokens]
     else:
         keys = [f"position|{spec.seed}|{i}" for i in range(spec.n_tokens)]
     if not keys:

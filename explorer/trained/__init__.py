@@ -6,3 +6,6 @@ text        the page's words: findings computed from what is shown, the tokens a
 figures     every layer's heads at a glance, one head, a KV group's heads, where heads look, the cache as it writes
 csv_export  each chart's numbers as CSV
 """
+
+# The modules another page (the lesson) may import: this page's public face; the others are its own helpers.
+PUBLIC = ("link", "computed", "text", "figures", "csv_export")

@@ -22,6 +22,7 @@ from explorer.sent import charts as charts
 from explorer.sent import decode as decode
 from explorer.sent import payload_bytes as payload_bytes
 from explorer.settings import (
+    CHUNK_CHOICES,
     D_MODEL_CHOICES,
     DESIGNS,
     LATENT_CHOICES,
@@ -155,6 +156,7 @@ def offered_settings(draw, d_models=D_MODEL_CHOICES) -> Settings:
         rate=draw(st.sampled_from(RATE_CHOICES)),
         state_dim=draw(st.sampled_from(STATE_DIM_CHOICES)),
         bits=draw(st.sampled_from(bits_choices(d_model // heads))),
+        chunk=draw(st.sampled_from(CHUNK_CHOICES)),
     )
     assert normalize(settings) == (settings, [])
     return settings

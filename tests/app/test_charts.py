@@ -9,9 +9,10 @@ import re
 from pathlib import Path
 
 import plotly
+import pytest
 
 from explorer import i18n
-from explorer.charts import chart_description, with_unmeasured_tick_labels
+from explorer.charts import chart_description, in_two_lines, with_unmeasured_tick_labels
 from explorer.labels import DRAWN_AT, apart
 
 
@@ -124,3 +125,15 @@ def test_an_animations_long_frame_titles_go_on_two_lines_with_the_first():
     assert all(t.count("<br>") == 1 for t in titles), titles
     assert all(max(len(line) for line in t.split("<br>")) < len(long) for t in titles)
     assert frame_titles_in_lines({**spec, "frames": spec["frames"][:1]}, 48) == {**spec, "frames": spec["frames"][:1]}
+
+
+@pytest.mark.parametrize(
+    ("title", "lines"),
+    [
+        ("整个模型的 KV 缓存（对数刻度）", "整个模型的 KV 缓存<br>（对数刻度）"),
+        ("KV cache, whole model (log scale)", "KV cache, whole model<br>(log scale)"),
+    ],
+)
+def test_a_title_breaks_before_a_bracket_rather_than_inside_a_word(title, lines):
+    """Issue #47: step 8's Chinese y title broke 缓存 ("cache") in two."""
+    assert in_two_lines(title) == lines

@@ -178,10 +178,6 @@ def test_no_page_or_app_module_tests_a_value_against_the_core_s_classes():
 
 # --- short functions ---------------------------------------------------------------------------------------------
 MOST_LINES = 60
-# Functions still longer, each to be split when next touched; none may join them, and none may grow
-LONGER_STILL = {
-    "explorer/axes/figures.py:context_figure": 111,
-}
 
 
 def long_functions() -> dict[str, int]:
@@ -196,6 +192,39 @@ def long_functions() -> dict[str, int]:
     return found
 
 
-def test_no_function_in_the_app_is_over_60_lines_beyond_those_listed_and_none_grows():
-    found = long_functions()
-    assert {name: lines for name, lines in found.items() if lines > LONGER_STILL.get(name, MOST_LINES)} == {}
+def test_no_function_in_the_app_is_over_60_lines():
+    assert long_functions() == {}
+
+
+# --- the lesson reaches other pages through their public faces ----------------------------------------------------
+def reached_modules(source: str, package: str) -> set[str]:
+    """The modules of explorer.<package> a source imports: `from explorer.<package> import module` and
+    `from explorer.<package>.module import name` (names from the package itself are its __init__: its face)."""
+    modules = {path.stem for path in (EXPLORER / package).glob("*.py")} - {"__init__"}
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module == f"explorer.{package}":
+            found |= {alias.name for alias in node.names if alias.name in modules}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(f"explorer.{package}."):
+            found.add(node.module.split(".")[2])
+    return found
+
+
+def test_the_reach_scan_sees_both_import_forms():
+    source = "from explorer.mapping import geometry as g, PUBLIC\nfrom explorer.mapping.hover import cache_text\n"
+    assert reached_modules(source, "mapping") == {"geometry", "hover"}
+
+
+# The packages of pages other than the lesson (explorer/kinds/ serves every page, as the probes do)
+OTHER_PAGES = [p for p in PACKAGES if (EXPLORER.parent / "pages" / f"{p.name}.py").exists() and p.name != "lesson"]
+
+
+@pytest.mark.parametrize("package", OTHER_PAGES, ids=lambda p: p.name)
+def test_the_lesson_reaches_a_page_only_through_its_public_modules(package):
+    """Each page package names its public face (PUBLIC in its __init__); the lesson (explorer/lesson/, pages/lesson.py)
+    imports no other module of it, so a page's own helpers can change without the lesson noticing."""
+    public = importlib.import_module(f"explorer.{package.name}").PUBLIC
+    assert set(public) <= {path.stem for path in package.glob("*.py")}, "PUBLIC names a module that is not there"
+    lesson = [*(EXPLORER / "lesson").glob("*.py"), EXPLORER.parent / "pages" / "lesson.py"]
+    reached = {path.name: reached_modules(path.read_text(), package.name) - set(public) for path in lesson}
+    assert {name: sorted(found) for name, found in reached.items() if found} == {}

@@ -63,6 +63,22 @@ def flops_by_formula(s: Settings, name: str, cached: int) -> int:
         dk = s.state_dim
         projections = 2 * d * (2 * g * dk + 2 * h * dh) + 2 * d * 2 * h + 2 * h * dh * d
         return projections + 3 * 2 * h * dk * dh
+    if name == "shared_topk":  # DSA's MLA on the k the full layer picked; the full layer's indexer is its own work
+        q_lora, nope, dv = dc, dh, dh
+        mla = 2 * d * q_lora + 2 * q_lora * h * (nope + dr) + 2 * d * (dc + dr) + 2 * h * dv * d
+        mla += 2 * h * nope * dc + 2 * h * dc * dv
+        read = min(keys, s.topk)
+        return mla + 2 * h * (dc + dr) * read + 2 * h * dc * read
+    if name == "mamba2":  # in_proj (z, x|B|C, dt), the state [P, N] of each head times C, out_proj
+        p, n = dh, s.state_dim
+        return 2 * d * (2 * h * p + 2 * g * n + h) + 2 * h * p * n + 2 * h * p * d
+    if name == "lightning":  # qkv and the gate, k^T v into each head's D x D state, q times it, out_proj
+        return 2 * d * 3 * h * dh + 2 * d * h * dh + 2 * 2 * h * dh * dh + 2 * h * dh * d
+    if name == "chunked":  # Llama 4: GQA reading its own chunk up to itself, (T − 1) mod C + 1 keys
+        projections = 2 * d * h * dh + 2 * 2 * d * g * dh + 2 * h * dh * d
+        return projections + 2 * 2 * h * dh * ((keys - 1) % s.chunk + 1)
+    if name == "shared":  # Gemma 3n's consumer: its queries and output only; the keys and values are its producer's
+        return 2 * d * h * dh + 2 * h * dh * d + 2 * 2 * h * dh * keys
     raise AssertionError(name)
 
 

@@ -20,7 +20,7 @@ def curves_sent(spec: dict) -> dict[str, list[tuple[int, int]]]:
     """Each model's (tokens, bytes) points as drawn, its solid and dotted parts joined."""
     points: dict[str, set] = {}
     for trace in spec["data"]:
-        if trace.get("mode") == "lines":
+        if trace.get("mode") == "lines" and "name" in trace:  # not the leaders to the names at the lines' ends
             points.setdefault(trace["name"], set()).update(zip(trace["x"], trace["y"], strict=True))
     return {name: sorted(found) for name, found in points.items()}
 
@@ -149,7 +149,8 @@ def test_a_published_model_picked_fills_the_box_and_is_drawn():
     at.selectbox(key="axes_start").select("gpt-oss-120b").run()
     assert json.loads(at.text_area[0].value) == PUBLISHED["gpt-oss-120b"]
     mine = chart_specs(at)[2]
-    names = list(dict.fromkeys(trace["name"] for trace in mine["data"] if trace.get("mode") == "lines"))
+    lines = [t for t in mine["data"] if t.get("mode") == "lines" and "name" in t]  # not the leaders to their names
+    names = list(dict.fromkeys(trace["name"] for trace in lines))
     assert len(names) == 3  # the whole model, then its sliding and full layers
     assert names[0].startswith("gpt-oss-120b")  # its name, not its model_type
     assert any("**gpt-oss-120b (`gpt_oss`)**" in m.value for m in at.markdown)

@@ -154,9 +154,10 @@ def test_the_four_axes_multiply_to_the_saving_against_mha_in_16_bits(drawn, name
 def test_each_design_cuts_its_own_axis(drawn):
     at = 131072
     gemma, gpt_oss = axis_cuts(drawn[0]["Gemma 3 27B"], at), axis_cuts(drawn[0]["gpt-oss-120b"], at)
-    # layers: every layer as a full one ÷ the mix as it is
-    assert gemma.layers == pytest.approx(62 * at / (10 * at + 52 * 1023))
-    assert gpt_oss.layers == pytest.approx(36 * at / (18 * at + 18 * 127))
+    # tokens: a window cuts tokens, mixed with full layers or not: every layer keeping T ÷ what they keep
+    assert (gemma.layers, gpt_oss.layers) == (1, 1)
+    assert gemma.tokens == pytest.approx(62 * at / (10 * at + 52 * 1023))
+    assert gpt_oss.tokens == pytest.approx(36 * at / (18 * at + 18 * 127))
     # tokens: Mistral's window keeps 4095 of T
     assert axis_cuts(drawn[0]["Mistral 7B"], at).tokens == pytest.approx(at / 4095)
     # width: MLA's 576 numbers against 128 heads' keys (192) and values (128); GQA's 8 KV heads of 32 query heads
@@ -167,10 +168,14 @@ def test_each_design_cuts_its_own_axis(drawn):
 
 def test_v4s_compressed_layers_cut_tokens_by_their_rate_and_width_by_one_shared_head(drawn):
     cuts = axis_cuts(drawn[0]["DeepSeek-V4-Flash"], 1 << 20)
-    assert cuts.heaviest == "csa"
-    # one entry of a 512-wide shared K=V head plus a 128-wide indexer key, against 64 heads' keys and values of 512
-    assert cuts.width == pytest.approx(64 * (512 + 512) / (512 + 128))
-    assert 3.9 < cuts.tokens < 4  # one entry per 4 tokens, less the 128-token window's and waiting tokens' share
+    assert cuts.cache_kinds == ("sliding", "csa", "hca")
+    # the mean entry of its 43 layers: CSA's 512-wide shared K=V head plus a 128-wide indexer key (21 layers), HCA's
+    # and the window's 512 (22), against 64 heads' keys and values of 512
+    assert cuts.width == pytest.approx(64 * (512 + 512) * 43 / (21 * (512 + 128) + 22 * 512))
+    # CSA keeps one entry per 4 tokens, HCA one per 128 (less the windows' and waiting tokens' share, under 1 %)
+    every = 21 * (512 + 128) + 22 * 512
+    assert cuts.tokens == pytest.approx(every / (21 * (512 + 128) / 4 + 20 * 512 / 128), rel=0.01)
+    assert cuts.tokens < every / (21 * (512 + 128) / 4 + 20 * 512 / 128)
 
 
 def test_a_float32_cache_doubles_the_bytes_axis_the_wrong_way():

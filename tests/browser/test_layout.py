@@ -454,7 +454,7 @@ def test_a_tables_toolbar_leaves_the_copy_button_above_it_free(server, browser, 
 
 
 # The designs after MLA's views: every design a page draws, chosen in the sidebar and opened by the page's own choice
-DESIGN_LINK = {"design": "sliding,dsa,compressed,linear", "seq_len": "64"}
+DESIGN_LINK = {"design": "sliding,dsa,compressed,linear,chunked,shared", "seq_len": "64"}
 DESIGN_VIEWS = {
     "heatmaps-sliding": ("heatmaps", {"hm_design": "sliding"}),
     "heatmaps-learned-sink": ("heatmaps", {"hm_design": "sliding", "hm_sink": "learned"}),
@@ -464,6 +464,10 @@ DESIGN_VIEWS = {
     "mapping-dsa": ("mapping", {"map_design": "dsa"}),
     "mapping-compressed": ("mapping", {"map_design": "compressed"}),
     "mapping-linear": ("mapping", {"map_design": "linear"}),
+    "heatmaps-chunked": ("heatmaps", {"hm_design": "chunked"}),
+    "heatmaps-shared": ("heatmaps", {"hm_design": "shared"}),
+    "mapping-chunked": ("mapping", {"map_design": "chunked"}),
+    "mapping-shared": ("mapping", {"map_design": "shared"}),
 }
 
 

@@ -96,7 +96,7 @@ def test_deepseek_v3_attention_layer_has_the_hand_counted_parameters():
 def test_llama3_70b_attention_layer_has_the_hand_counted_parameters():
     expected = 2 * 8192 * 8192 + 2 * 8192 * 8 * 128  # q and o; k and v of 8 heads of 128
     assert expected == 150_994_944
-    cfg = PRESETS["Llama-3-70B"].attention
+    cfg = PRESETS["Llama 3 70B"].attention
     assert parameter_count(cfg) == expected == sum(p.numel() for p in build_attention(cfg, device="meta").parameters())
 
 

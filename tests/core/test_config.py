@@ -23,7 +23,7 @@ def test_mqa_has_a_single_kv_head():
 
 
 def test_explicit_head_dim_frees_d_model_from_dividing_by_heads():
-    cfg = AttentionConfig("gqa", d_model=3584, n_heads=16, n_kv_heads=8, head_dim=256)  # Gemma-2-9B's shape
+    cfg = AttentionConfig("gqa", d_model=3584, n_heads=16, n_kv_heads=8, head_dim=256)  # Gemma 2 9B's shape
     assert (cfg.head_dim, cfg.n_heads * cfg.head_dim) == (256, 4096)
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attn_core import PRESETS, build_attention, kv_cache_bytes, parameter_count
+from attn_core import FORMER_NAMES, PRESETS, PUBLISHED, SOURCES, build_attention, kv_cache_bytes, parameter_count
+from attn_core.hf import read_layer
 
 META = torch.device("meta")
 LONG = 32 * 1024
@@ -20,13 +21,13 @@ def meta_prefill(name: str, tokens: int, dtype=torch.bfloat16, batch: int = 1):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("name", ["DeepSeek-V3", "Llama-3-70B"])
+@pytest.mark.parametrize("name", ["DeepSeek-V3", "Llama 3 70B"])
 def test_32k_token_forward_on_meta_fills_a_cache_of_the_closed_form_size(name, dtype):
     _, cache = meta_prefill(name, LONG, dtype)
     assert (cache.seq_len, cache.nbytes) == (LONG, kv_cache_bytes(PRESETS[name].attention, 1, LONG, dtype))
 
 
-@pytest.mark.parametrize("name", ["DeepSeek-V3", "Llama-3-70B"])
+@pytest.mark.parametrize("name", ["DeepSeek-V3", "Llama 3 70B"])
 def test_32k_token_forward_on_meta_returns_a_meta_tensor_of_the_input_shape(name):
     out, _ = meta_prefill(name, LONG)
     assert (out.device, tuple(out.shape), out.dtype) == (
@@ -36,7 +37,7 @@ def test_32k_token_forward_on_meta_returns_a_meta_tensor_of_the_input_shape(name
     )
 
 
-@pytest.mark.parametrize("name", ["DeepSeek-V3", "Llama-3-70B"])
+@pytest.mark.parametrize("name", ["DeepSeek-V3", "Llama 3 70B"])
 def test_decode_after_a_32k_prompt_on_meta_adds_one_tokens_bytes(name):
     cfg = PRESETS[name].attention
     layer = build_attention(cfg, device=META, dtype=torch.bfloat16)
@@ -54,7 +55,7 @@ def test_deepseek_v3_caches_576_numbers_per_token_per_layer():
 
 
 def test_llama3_70b_caches_2048_numbers_per_token_per_layer():
-    _, cache = meta_prefill("Llama-3-70B", LONG)  # keys and values of 8 KV heads of 128
+    _, cache = meta_prefill("Llama 3 70B", LONG)  # keys and values of 8 KV heads of 128
     assert cache.nbytes == LONG * 2 * 8 * 128 * 2
     assert cache.shapes() == {"k": (1, 8, LONG, 128), "v": (1, 8, LONG, 128)}
 
@@ -105,7 +106,7 @@ def test_gpt2_preset_adds_up_to_its_published_parameter_count():
 
 
 def test_llama3_70b_preset_has_the_published_attention_shape():
-    cfg = PRESETS["Llama-3-70B"].attention  # meta-llama/Meta-Llama-3-70B config.json
+    cfg = PRESETS["Llama 3 70B"].attention  # meta-llama/Meta-Llama-3-70B config.json
     assert (cfg.variant, cfg.d_model, cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, cfg.rope_theta) == (
         "gqa",
         8192,
@@ -128,3 +129,31 @@ def test_deepseek_v3_preset_has_the_published_attention_shape():
         cfg.v_head_dim,
         cfg.rope_interleave,
     ) == (7168, 128, 512, 1536, 128, 64, 128, True)
+
+
+# The published models' presets as they were written out before they were derived from attn_core.published
+# (variant, d_model, heads, KV heads, rope_theta; layers, context, window): the derivation must give the same.
+WRITTEN_OUT = {
+    "SmolLM2-135M": (("gqa", 576, 9, 3, 100000.0), 30, 8192, None),
+    "Llama 3 8B": (("gqa", 4096, 32, 8, 500000.0), 32, 8192, None),
+    "Mistral 7B": (("gqa", 4096, 32, 8, 10000.0), 32, 32768, 4096),
+    "MiniMax-M2": (("gqa", 3072, 48, 8, 5000000.0), 62, 196608, None),
+    "DeepSeek-V3": (("mla", 7168, 128, 128, 10000.0), 61, 163840, None),
+}
+
+
+@pytest.mark.parametrize("name", WRITTEN_OUT)
+def test_a_published_models_preset_is_its_published_config_read_by_the_core(name):
+    preset, hf = PRESETS[name], PUBLISHED[name]
+    cfg = preset.attention
+    shape, layers, context, window = WRITTEN_OUT[name]
+    assert (cfg.variant, cfg.d_model, cfg.n_heads, cfg.n_kv_heads, cfg.rope_theta) == shape
+    assert (preset.n_layers, preset.context_len, preset.sliding_window) == (layers, context, window)
+    assert preset.attention == read_layer(hf, 0)[1].attention
+    assert preset.source == SOURCES[name]
+
+
+def test_every_model_both_registries_hold_is_derived_and_named_as_published():
+    assert set(PRESETS) & set(PUBLISHED) == set(WRITTEN_OUT)
+    assert set(FORMER_NAMES.values()) <= set(PRESETS)
+    assert not set(FORMER_NAMES) & set(PRESETS)

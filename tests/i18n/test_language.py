@@ -62,3 +62,11 @@ def test_a_link_with_an_unknown_language_says_so_and_opens(garbled):
     warnings = [w.value for w in at.warning if w.value.startswith(LINK_WARNING)]
     assert warnings
     assert "lang" in warnings[0]
+
+
+def test_chinese_sets_a_latin_value_apart_from_the_words_around_it():
+    """Issue #47: "20 层HCA" in a Chinese caption; a Chinese value keeps no space, an English message is as it was."""
+    with i18n.speaking("zh"):
+        assert i18n._("{count} {kind}", count=20, kind="HCA") == "20 层 HCA"
+        assert i18n._("{count} {kind}", count=20, kind="滑动窗口") == "20 层滑动窗口"
+    assert i18n._("{count} {kind}", count=20, kind="HCA") == "20 HCA"

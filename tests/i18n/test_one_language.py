@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from explorer.pages import PAGES
-from explorer.settings import LINK_NAMES
+from explorer.settings import DESIGNS, LINK_NAMES
 from tests.app.helpers import no_exception, open_page
 
 from .visible import CJK, english_words, user_text, visible_texts
@@ -53,8 +53,16 @@ DESIGN_VIEWS = {
     "mapping-dsa": ("mapping", {"map_design": "dsa"}),
     "mapping-compressed": ("mapping", {"map_design": "compressed"}),
     "mapping-linear": ("mapping", {"map_design": "linear"}),
+    "heatmaps-shared_topk": ("heatmaps", {"hm_design": "shared_topk"}),
+    "mapping-shared_topk": ("mapping", {"map_design": "shared_topk"}),
+    "mapping-mamba2": ("mapping", {"map_design": "mamba2"}),
+    "mapping-lightning": ("mapping", {"map_design": "lightning"}),
+    "heatmaps-chunked": ("heatmaps", {"hm_design": "chunked"}),
+    "heatmaps-shared": ("heatmaps", {"hm_design": "shared"}),
+    "mapping-chunked": ("mapping", {"map_design": "chunked"}),
+    "mapping-shared": ("mapping", {"map_design": "shared"}),
 }
-ALL_DESIGNS = {"design": "sliding,dsa,compressed,linear,quantised", "seq_len": "32"}
+ALL_DESIGNS = {"design": ",".join(DESIGNS), "seq_len": "32"}
 
 
 @pytest.mark.parametrize("view", list(DESIGN_VIEWS))

@@ -190,6 +190,7 @@ ALLOWED_LATIN = set(
     MB GB KB TB k M e.g i.e vs StreamingLLM KIVI Gated DeltaNet uptraining Python KDA""".split()  # noqa: SIM905  (a word list reads as words, not as quoted strings)
 )
 ALLOWED_LATIN |= {"GLM", "MiniMax"}  # the published GLM-5 and MiniMax models' names
+ALLOWED_LATIN |= {"Granite"}  # IBM's Granite 4.0-H, a Mamba-2 hybrid
 # Scripts (never shown), maths, code, markup, placeholders, URLs, and link values echoed back in quotes ('banana').
 _SYMBOLIC = re.compile(
     r"(?s:<script\b.*?</script>)|'[^'\n]*'|\$[^$]*\$|`[^`]*`|<[^>]+>|&\w+;|%\{[^}]*\}|\{[^}]*\}|https?://\S+"

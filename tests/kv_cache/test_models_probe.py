@@ -35,7 +35,7 @@ def test_deepseek_v3_keeps_576_numbers_per_token_per_layer():
 
 
 def test_llama_3_70b_keeps_2_x_8_x_128_numbers_per_token_per_layer():
-    row = rows_by_key("Llama-3-70B")["published"]
+    row = rows_by_key("Llama 3 70B")["published"]
     assert row.elements_per_token_layer == 2 * 8 * 128
     assert row.bytes_per_token_model == 2 * 8 * 128 * 2 * 80  # 327,680 bytes: 320 KiB a token
     assert row.model_bytes_measured == 2_684_354_560  # x 8,192 tokens: 2.5 GiB
@@ -50,7 +50,7 @@ def test_deepseek_v2_mla_caches_as_much_as_gqa_with_2_25_groups_far_below_mha():
 
 
 def test_the_course_notes_llama_7b_example_is_8192_vs_640_numbers():
-    rows = rows_by_key("Llama-2-7B", latent=512, rope_dim=128)
+    rows = rows_by_key("Llama 2 7B", latent=512, rope_dim=128)
     assert rows["mha"].elements_per_token_layer == 32 * 128 * 2 == 8192
     assert rows["mla"].elements_per_token_layer == 512 + 128 == 640
     assert rows["mha"].elements_per_token_layer / rows["mla"].elements_per_token_layer == 12.8
@@ -58,15 +58,15 @@ def test_the_course_notes_llama_7b_example_is_8192_vs_640_numbers():
 
 def test_mistral_sliding_window_bounds_each_layer_at_4095_tokens():
     """A window of W: the next query computes its own key, so W - 1 are held (as HF's DynamicSlidingWindowLayer)."""
-    row = rows_by_key("Mistral-7B")["published"]
+    row = rows_by_key("Mistral 7B")["published"]
     assert row.tokens_held == 4095
     assert row.model_bytes_measured == 32 * 4095 * (2 * 8 * 128) * 2
 
 
 def test_mistral_whole_model_cache_agrees_with_the_axes_page_measurement():
     """/axes measures published models with attn_core.describe_model: both pages give one number."""
-    preset = PRESETS["Mistral-7B"]
-    row = rows_by_key("Mistral-7B")["published"]
+    preset = PRESETS["Mistral 7B"]
+    row = rows_by_key("Mistral 7B")["published"]
     described = describe_model(published_config("Mistral 7B"))
     for tokens in (1, 4095, 4096, preset.context_len):
         assert model_bytes(preset, preset.attention, batch=1, tokens=tokens, dtype="bfloat16") == (
@@ -94,7 +94,7 @@ def test_every_row_measured_on_the_meta_device_equals_the_closed_form(name):
 
 
 def test_what_ifs_keep_width_heads_and_head_dim():
-    preset = PRESETS["Gemma-2-9B"]  # head_dim 256 is wider than d_model / heads: it must be kept
+    preset = PRESETS["Gemma 2 9B"]  # head_dim 256 is wider than d_model / heads: it must be kept
     configs = what_if_configs(preset, groups=4, latent=512, rope_dim=64)
     assert configs["mha"].cache_elements_per_token == 2 * 16 * 256
     assert configs["gqa"].cache_elements_per_token == 2 * 4 * 256
@@ -105,11 +105,11 @@ def test_what_ifs_keep_width_heads_and_head_dim():
 
 
 def test_what_fits_in_an_80_gib_gpu_beside_llama_3_8b():
-    preset = PRESETS["Llama-3-8B"]
+    preset = PRESETS["Llama 3 8B"]
     budget = memory_budget(preset, gpu_gib=80, gpus=1, dtype="bfloat16")
     assert budget.weights == int(8.03e9 * 2)
     assert budget.left == 80 * GIB - int(8.03e9 * 2)
-    row = rows_by_key("Llama-3-8B")["published"]
+    row = rows_by_key("Llama 3 8B")["published"]
     per_token = 2 * 8 * 128 * 2 * 32  # 131,072 bytes: 128 KiB a token for the whole model
     assert row.bytes_per_token_model == per_token
     assert what_fits(preset, row, budget_left=budget.left, batch=64).tokens_per_sequence == 8192  # the model's limit
@@ -123,8 +123,8 @@ def test_what_fits_in_an_80_gib_gpu_beside_llama_3_8b():
 
 
 def test_a_rolling_window_lets_mistral_sequences_grow_to_the_full_context():
-    preset = PRESETS["Mistral-7B"]
-    row = rows_by_key("Mistral-7B")["published"]
+    preset = PRESETS["Mistral 7B"]
+    row = rows_by_key("Mistral 7B")["published"]
     per_token = 2 * 8 * 128 * 2 * 32  # bfloat16, 32 layers
     window_cache = per_token * 4095  # what one sequence ever holds: 512 MiB less one token
     fit = what_fits(preset, row, budget_left=10 * window_cache, batch=10)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from attn_core import PRESETS, VARIANTS, bytes_per_element, kv_cache_bytes
+from attn_core import FORMER_NAMES, PRESETS, VARIANTS, bytes_per_element, kv_cache_bytes
 from explorer.glossary import design_name
 from explorer.kv_cache import link
 from explorer.settings import DESIGNS, Settings
@@ -63,7 +63,7 @@ def elements_per_token(name: str, preset) -> int:
     if name.startswith("as GQA, "):
         return 2 * int(name.split()[2]) * d_h
     if name.startswith("as MLA, "):
-        latent, rope = name.removeprefix("as MLA, d_c ").split(" + d_h^R ")
+        latent, rope = name.removeprefix("as MLA, latent ").split(" + rotary key ")
         return int(latent) + int(rope)
     raise AssertionError(name)
 
@@ -95,7 +95,7 @@ def test_each_preset_renders_and_its_whole_model_lines_equal_the_formula(model):
         assert any(f"{preset.sliding_window:,}" in i.value for i in at.info)
 
 
-@pytest.mark.parametrize(("model", "elements"), [("DeepSeek-V3", "576"), ("Llama-3-70B", f"{2 * 8 * 128:,}")])
+@pytest.mark.parametrize(("model", "elements"), [("DeepSeek-V3", "576"), ("Llama 3 70B", f"{2 * 8 * 128:,}")])
 def test_full_scale_numbers_per_token_per_layer_shown(model, elements):
     at = open_page(Settings().to_link() | {"kv_model": model})
     table = next(df.value for df in at.dataframe if "Numbers / token" in df.value.columns)
@@ -108,10 +108,10 @@ def test_deepseek_v2_shows_the_papers_2_25_groups():
 
 
 def test_the_notes_example_button_shows_8192_vs_640_numbers():
-    at = open_page(Settings().to_link() | {"kv_model": "Mistral-7B"})
+    at = open_page(Settings().to_link() | {"kv_model": "Mistral 7B"})
     at.button(key="kv_example").click().run()
     no_exception(at, nor_error=True)
-    assert link_value(at, "kv_model") == "Llama-2-7B"
+    assert link_value(at, "kv_model") == "Llama 2 7B"
     sentence = next(m.value for m in at.markdown if m.value.startswith("As MHA"))
     assert "**8,192**" in sentence
     assert "**640**" in sentence
@@ -180,6 +180,19 @@ def test_the_pitfall_toggle_measures_mha_sized_caches_for_grouped_variants():
         assert next(t for t in spec["data"] if t["name"] == name)["y"] == mha
     assert len([w for w in at.warning if "wasted" in w.value]) == 2
     assert max(chart(at, "Largest difference")["data"][-1]["customdata"]) < 1e-5
+
+
+@pytest.mark.parametrize(("old", "new"), FORMER_NAMES.items())
+def test_a_link_with_a_models_former_name_opens_the_same_model_silently(old, new):
+    """Links shared before the presets took attn_core.published's names: same model, same numbers, no note, and
+    the link rewritten with today's name."""
+    before, today = (open_page(Settings().to_link() | {"kv_model": name}) for name in (old, new))
+    no_exception(before, nor_error=True)
+    assert link_value(before, "kv_model") == new
+    assert not [w.value for w in before.warning if "kv_model" in w.value]
+    tables = [[df.value.to_dict() for df in at.dataframe] for at in (before, today)]
+    assert tables[0]
+    assert tables[0] == tables[1]
 
 
 def test_bad_link_values_warn_and_fall_back():
@@ -259,7 +272,7 @@ def test_whole_model_chart_at_default_settings_shows_the_variants_apart():
     line whose bytes differ, and the budget line is inside the plot."""
     at = open_page(Settings().to_link())
     no_exception(at, nor_error=True)
-    spec = chart(at, "Llama-2-7B: KV cache of 1 sequence")
+    spec = chart(at, "Llama 2 7B: KV cache of 1 sequence")
     yaxis = spec["layout"]["yaxis"]
     assert yaxis["type"] == "log"
     low, high = yaxis["range"]
@@ -277,7 +290,7 @@ def test_whole_model_chart_at_default_settings_shows_the_variants_apart():
     assert all(text.endswith(("B", "KiB", "MiB", "GiB", "TiB")) for text in yaxis["ticktext"])  # never Plotly's "G"
 
 
-@pytest.mark.parametrize("model", ["Llama-2-7B", "Mistral-7B"])
+@pytest.mark.parametrize("model", ["Llama 2 7B", "Mistral 7B"])
 def test_whole_model_table_headers_are_short_and_their_help_says_what_they_count(model):
     """#14 item 13: "One sequence at 4,096 tokens, whole model" was clipped at 1400 px (nine columns of short
     numbers: a header is as wide as its cells). Headers stay short; the context and the layer count move into the

@@ -4,6 +4,7 @@ recomputed by brute force from the points drawn, and a window's saving grows wit
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -85,14 +86,33 @@ def test_the_chart_draws_every_design_and_names_the_frontier(points):
     at = open_page("lab", {lab_link.AXES_CONTEXT.name: "32768", lab_link.AXES_BUDGET.name: "10"})
     no_exception(at, nor_error=True)
     spec = next(s for s in chart_specs(at) if s["data"][0].get("name") == "frontier")
-    drawn = [(x, y) for trace in spec["data"][1:] for x, y in zip(trace["x"], trace["y"], strict=True)]
+    designs = [t for t in spec["data"][1:] if t["mode"] == "markers"]  # not the budget's line
+    drawn = [(x, y) for trace in designs for x, y in zip(trace["x"], trace["y"], strict=True)]
     assert sorted(drawn) == pytest.approx(
         sorted((p.bytes_per_token(32768) / 1024, min(p.times_original, axes_figures.TOP)) for p in points)
     )
     line = axes_points.frontier(points, 32768)
     assert spec["data"][0]["x"] == pytest.approx([p.bytes_per_token(32768) / 1024 for p in line])
-    named = [name for name in spec["data"][0]["text"] if name]
-    assert named
-    assert set(named) <= {axes_text.point_name(p) for p in line}
+    named = " | ".join(name for name in spec["data"][0]["text"] if name)
+    for point in line:  # every frontier design named; two on one spot share a name ("window 64 + 1 sink / 4 sinks")
+        words = axes_text.point_name(point).split(" ")
+        assert axes_text.point_name(point) in named or " ".join(words[-2:]) in named, point.key
     budget = axes_points.within_budget(points, 32768, 0.10)
+    # the budget drawn: a line at its cache per token, the designs past it shaded
+    (mark,) = [t for t in spec["data"] if t.get("name") == "budget 10%"]
+    assert mark["x"] == pytest.approx([budget.bytes_per_token / 1024] * 2)
+    (shade,) = spec["layout"]["shapes"]
+    assert shade["x0"] == pytest.approx(budget.bytes_per_token / 1024)
+    assert budget.bytes_per_token == pytest.approx(0.10 * axes_points.original_point(points).bytes_per_token(32768))
     assert any(axes_text.budget_findings(points, budget)[0] in c.value for c in at.caption)
+
+
+def test_the_budget_slider_grows_to_the_right_and_the_log_axis_shows_major_ticks_only(points):
+    assert list(lab_link.AXES_BUDGET.options) == sorted(lab_link.AXES_BUDGET.options)
+    spec = axes_figures.axes_figure(points, 8192)
+    ticks = spec["layout"]["xaxis"]["tickvals"]
+    assert all(math.log2(t).is_integer() for t in ticks)  # powers of two of KiB, labelled as numbers
+    assert spec["layout"]["xaxis"]["ticktext"] == [f"{t:g}" for t in ticks]
+    low, high = spec["layout"]["xaxis"]["range"]
+    assert all(low <= math.log10(t) <= high for t in ticks)
+    assert len(ticks) >= 3

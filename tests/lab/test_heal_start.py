@@ -1,6 +1,6 @@
 """Starting a live heal: a press only registers it, so neither the pressing session nor another one waits for the
-model or the calibration (they load in the heal's own thread); one heal runs at a time; and whatever fails in that
-thread reaches the page as a sentence, not a traceback.
+model or the calibration (they load in the heal's own thread); one heal runs at a time (another point's press is
+refused until it ends); and whatever fails in that thread reaches the page as a sentence, not a traceback.
 
 The heal's thread is held at its calibration step by an Event, so "while it is being prepared" is a fact, not a
 timing; every wait is bounded, so a regression fails instead of hanging the suite."""
@@ -70,18 +70,21 @@ def test_a_press_returns_while_the_heal_is_prepared_and_other_sessions_are_not_h
     assert first.phase == "converting"
     assert within(PROMPT, cached.start_heal, CALIBRATING) is first  # a second press joins the heal under way
     assert within(PROMPT, cached.heal_progress, CALIBRATING) is first
-    second = within(PROMPT, cached.start_heal, ALSO_CALIBRATING)
-    assert second is not first
-    assert second.phase == "waiting"
+    assert within(PROMPT, cached.start_heal, ALSO_CALIBRATING) is None  # the server holds one heal at a time
+    assert cached.heal_progress(ALSO_CALIBRATING) is None
+    assert cached.running_heal().key == CALIBRATING
     assert calls == [f"heal-{CALIBRATING}"]
 
     release.set()
     join_heals()
+    assert cached.running_heal() is None  # free again
+    assert first.phase == "failed"
+    assert not first.running
+    assert first.error == f"OSError: {FAILURE}"
+    second = within(PROMPT, cached.start_heal, ALSO_CALIBRATING)  # the other point's heal may start now
+    join_heals()
+    assert second.phase == "failed"
     assert calls == [f"heal-{CALIBRATING}", f"heal-{ALSO_CALIBRATING}"]  # one after the other
-    for progress in (first, second):
-        assert progress.phase == "failed"
-        assert not progress.running
-        assert progress.error == f"OSError: {FAILURE}"
     # A failed heal starts again on the next press.
     again = within(PROMPT, cached.start_heal, CALIBRATING)
     assert again is not first

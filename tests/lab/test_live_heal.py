@@ -4,6 +4,7 @@ a heal back from disk: tests/lab/test_heal_store.py."""
 
 from __future__ import annotations
 
+import functools
 import time
 
 import pytest
@@ -18,12 +19,14 @@ from tests.app.helpers import chart_specs, no_exception, open_page
 pytestmark = pytest.mark.slow  # `make test-fast` leaves it out (pytest.ini)
 
 KEY = "mqa-mean"  # needs no calibration: the quickest conversion to set up
-SECONDS = 8.0  # of training: a few steps even on a loaded machine
+SECONDS = 600.0  # the heal's time budget, never reached: STEPS ends it (a step took 7-27 s at a load of 9-45)
+STEPS = 2  # enough for a loss to fall, however loaded the machine
 
 
 @pytest.fixture
 def fresh_heals(monkeypatch, tmp_path):
     monkeypatch.setattr(healing, "LIVE_SECONDS", SECONDS)
+    monkeypatch.setattr(healing, "heal", functools.partial(healing.heal, steps=STEPS))
     monkeypatch.setattr(healing, "cache_root", lambda: tmp_path)
     cached._heals.clear()
     cached._healed.clear()

@@ -54,7 +54,7 @@ def test_the_chart_plots_the_stored_table_with_its_frontier():
     assert spec["layout"]["yaxis"]["dtick"] == 1  # labelled at powers of ten only
     assert spec["layout"]["xaxis"]["type"] == "log"
     mla_legend = next(trace["name"] for trace in spec["data"] if trace.get("marker", {}).get("color") == "#8a5cb8")
-    assert mla_legend == "MLA, named by d_c (+ d_h^R 32)"
+    assert mla_legend == "MLA, named by its latent width (+ rotary key 32)"
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float32"])

@@ -56,7 +56,8 @@ def test_the_second_chapter_follows_the_first():
     keys = [step.key for step in steps.STEPS]
     assert keys[:12] == ["sdpa", "heads", "cache", "mqa", "gqa", "trained", "pitfall", "mla", "rope", "absorb",
                          "choose", "healed"], "links to steps 1-12 open what they did"  # fmt: skip
-    assert keys[12:] == ["axes", "window", "sinks", "sparse", "compressed", "linear", "bits", "choose2026"]
+    assert keys[12:] == ["axes", "window", "sinks", "sparse", "compressed", "linear", "full_again", "shared_kv",
+                         "bits", "choose2026"]  # fmt: skip
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
@@ -89,6 +90,8 @@ def test_the_window_step_quotes_gemma_3s_window_and_full_layers():
     assert at_t(trace(spec, "full attention layers (× 10)")) == full
     for figure in (format_bytes(sliding), format_bytes(full), percent(full / (full + sliding)), "1,024"):
         assert figure in text, figure
+    # the W - 1 on screen, where the bytes are (issue #47): 52 × 1,023 tokens × a row of 2 · 16 · 128 · 2 B
+    assert f"52 × 1,023 tokens × {format_bytes(2 * heads * width * BF16)} = {format_bytes(sliding)}" in text
 
 
 def test_the_sinks_step_quotes_the_stored_perplexities_and_the_models_own_first_token_share():
@@ -206,14 +209,22 @@ def test_the_bits_step_quotes_the_real_keys_errors_recomputed_without_the_core()
     assert np.allclose(bars["error, per channel"]["y"], errors["channel"][head].numpy(), rtol=1e-3, atol=1e-4)
     assert f"error {percent(norms['token'])} of the keys per token, {percent(norms['channel'])} per channel" in text
     assert norms["channel"] < norms["token"] / 2, "per channel keeps the outlier channels' scales to themselves"
+    # the head the chart shows, its own figures said beside it (issue #47: only the whole layer's were)
+    shown = {
+        layout: percent(float((back - keys[head]).norm() / keys[head].norm()))
+        for layout, axis in (("token", 1), ("channel", 0))
+        for back in [own_quantisation(keys[head], chapter.KEY_BITS, chapter.KEY_GROUP, axis)]
+    }
+    assert f"KV head {head}: {shown['token']} error per token, {shown['channel']} per channel" in text
 
 
 def test_the_choosing_step_compares_the_models_made_for_128k():
     spec, text = opened("choose2026")
     made_for = {name for name, config in PUBLISHED.items() if (context_length(config) or T) >= T}
-    markers = next(t for t in spec["data"] if t.get("mode") == "markers")
-    assert set(markers["text"]) == made_for
-    at = dict(zip(markers["text"], markers["y"], strict=True))
+    markers = [t for t in spec["data"] if t.get("mode") == "markers"]  # a dot per model, in its legend group
+    assert all(t["legendgroup"] == t["text"][0] for t in markers)
+    assert {t["text"][0] for t in markers} == made_for
+    at = {t["text"][0]: t["y"][0] for t in markers}
     largest, smallest = max(at, key=at.__getitem__), min(at, key=at.__getitem__)
     for figure in (largest, smallest, format_bytes(at[largest]), format_bytes(at[smallest])):
         assert figure in text, figure

@@ -5,14 +5,16 @@ choosing step has no control that would change nothing shown, and steps 3-9 are 
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from explorer.heatmaps import computed as heatmaps_computed
 from explorer.heatmaps import figures as heatmaps_figures
-from explorer.i18n import difference, set_language
+from explorer.i18n import difference, set_language, speaking
 from explorer.kv_cache import computed as kv_cache_computed
 from explorer.kv_cache import figures as kv_cache_figures
 from explorer.lesson import views
+from explorer.sent import decode
 from tests.app.helpers import no_exception, open_page
 
 # The steps from the cache to the shared rotary key: the gqa step at each of its group counts.
@@ -80,3 +82,38 @@ def test_the_choosing_step_has_no_control_that_changes_nothing_shown():
     no_exception(at)
     assert not at.select_slider
     assert not at.slider
+
+
+@pytest.mark.parametrize("key", ["sdpa", "heads", "absorb"])
+def test_the_sentence_steps_show_the_same_numbers_in_both_languages(key):
+    """Issue #47: the Chinese sentence translates the English one token for token and is drawn with its numbers."""
+
+    def drawn(lang: str) -> dict | None:
+        with speaking(lang):
+            return views.STEP_VIEWS[key](lang).spec
+
+    english, chinese = drawn("en"), drawn("zh")
+    assert english is not None
+    assert chinese is not None
+    arrays = [
+        (decode(a[field]), decode(b[field]))
+        for a, b in zip(english["data"], chinese["data"], strict=True)
+        for field in ("z", "y")
+        if field in a and a.get("type") in ("heatmap", "bar", None)
+    ]
+    numeric = [(a, b) for a, b in arrays if np.asarray(a).dtype.kind == "f"]
+    assert numeric, "the step draws numbers"
+    for a, b in numeric:
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    labels = [str(trace.get("y")) + str(trace.get("x")) for trace in chinese["data"]]
+    assert any("吃" in label for label in labels), "each language's own words label the rows"
+
+
+def test_the_mla_step_draws_no_line_under_another():
+    """Issue #47: step 8's "as MHA" entry was invisible, its line under Llama-2-7B's published (MHA) one."""
+    spec = views.STEP_VIEWS["mla"]("en").spec
+    assert spec is not None
+    lines = [(t["name"], tuple(decode(t["y"]))) for t in spec["data"] if t.get("mode") == "lines" and t.get("name")]
+    drawn = [values for _name, values in lines]
+    assert len(lines) >= 4, lines
+    assert len(set(drawn)) == len(drawn), [name for name, values in lines if drawn.count(values) > 1]

@@ -149,3 +149,23 @@ def test_mlas_rotary_key_is_labelled_beside_its_sliver_and_every_other_store_ins
         expected = ["outside" if name == "k_rope" else "inside" for name in stores.text]
         assert list(stores.textposition) == expected
     assert "k_rope" in kv_trace(fig.frames[-1].data).text
+
+
+def test_the_notes_sit_under_the_plot_above_the_slider_in_every_frame_and_on_a_phone(frames):
+    """Issue #47: the cache text, in data coordinates, ran onto the play slider; the buttons onto the slider."""
+    spec = mapping_figures.mapping_spec(frames, 0, SETTINGS, None)
+    lines = mapping_figures.CACHE_LINES
+    for layout in [spec["layout"], *(frame["layout"] for frame in spec["frames"])]:
+        notes = layout["annotations"]
+        assert {(n["yref"], n["y"], n["yanchor"]) for n in notes} == {("paper", 0, "top")}
+        assert all(n["text"].count("<br>") == lines - 1 for n in notes), "each column as many lines as room is kept"
+    (slider,), (buttons,) = spec["layout"]["sliders"], spec["layout"]["updatemenus"]
+    text_px = lines * 1.3 * mapping_figures.CACHE_FONT
+    assert slider["pad"]["t"] >= text_px
+    assert buttons["pad"]["t"] >= text_px
+    assert buttons["x"] < slider["x"], "the buttons beside the slider, left of it"
+    phone = spec["narrow"]
+    assert len(phone["frameLayouts"]) == len(spec["frames"])
+    (stacked,) = {n["yshift"] for n in phone["layout"]["annotations"] if n["yshift"] < -4}
+    assert -stacked >= text_px, "on a phone the whole-cache column goes under the per-token one"
+    assert phone["layout"]["sliders"][0]["pad"]["t"] > phone["layout"]["updatemenus"][0]["pad"]["t"] + 30

@@ -1,11 +1,9 @@
-"""Animations for slides: animated GIFs drawn on the server, without a browser, from the numbers the charts show.
+"""The head -> KV morph as an animated GIF for slides (the lesson's download), drawn on the server without a browser
+from the numbers this page's figure shows: which store each head was found reading (explorer.probes.mapping), the
+bars' geometry, each step's title and cache text. One GIF frame per animation step.
 
-Pillow draws them (it comes with Streamlit, so nothing is added to install). Plotly's own image export (kaleido)
-drives a headless Chrome, which a hosted server without a browser does not have; matplotlib would be a second
-plotting library to install for two drawings. So the frames are drawn here from the same computed values the live
-charts use: the head -> KV morph from the mapping page's probe (explorer.mapping: which store each head was found
-reading, the bars' geometry, each step's title and cache text), the cache growing from the KV cache page's decode
-traces (explorer.kv_cache: the shapes and bytes measured at every step). One GIF frame per animation frame.
+Pillow draws it (it comes with Streamlit): Plotly's own image export (kaleido) drives a headless Chrome, which a
+hosted server without a browser does not have.
 """
 
 from __future__ import annotations
@@ -15,30 +13,18 @@ from dataclasses import dataclass
 
 from PIL import Image, ImageDraw
 
-from explorer.charts import VARIANT_COLORS, shape_text
+from explorer.charts import VARIANT_COLORS
 from explorer.gif import FADED, INK, PAPER, SIZE, fit, font, gif_bytes, text
-from explorer.i18n import _, format_bytes
-from explorer.kv_cache.figures import color_of
-from explorer.kv_cache.text import cache_names, shown_name
-from explorer.mapping.figures import EDGE_SLOTS, PALETTE, ROPE_COLOR
-from explorer.mapping.frames import query_label
-from explorer.mapping.geometry import (
-    KV_BOTTOM,
-    KV_TOP,
-    Q_BOTTOM,
-    Q_TOP,
-    QueryBar,
-    StoreBar,
-    query_bars,
-    store_bars,
-)
-from explorer.mapping.hover import cache_text, frame_title
-from explorer.probes.kv_cache import DecodeTrace
+from explorer.i18n import _
 from explorer.probes.mapping import MorphFrame, morph_configs
 from explorer.settings import Settings
 
+from .figures import EDGE_SLOTS, PALETTE, ROPE_COLOR
+from .frames import query_label
+from .geometry import KV_BOTTOM, KV_TOP, Q_BOTTOM, Q_TOP, QueryBar, StoreBar, query_bars, store_bars
+from .hover import cache_text, frame_title
+
 MORPH_MS = 1100  # per step, as the mapping page's ▶ Play
-CACHE_MS = 350  # per decoded token
 
 
 def plain_lines(html: str) -> list[str]:
@@ -46,7 +32,6 @@ def plain_lines(html: str) -> list[str]:
     return [re.sub(r"<[^>]+>", "", line) for line in html.split("<br>")]
 
 
-# --- the head -> KV morph -------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class MorphCanvas:
     """Where the mapping figure's coordinates fall on a slide: x (MHA's cache per token spans 0..1) from x0 over span
@@ -92,7 +77,7 @@ def morph_images(frames: list[MorphFrame], settings: Settings) -> list[Image.Ima
         _morph_queries(draw, canvas, bars, is_mla=is_mla)
         text(draw, (canvas.left - 10, canvas.py(1.0)), "Q", 26, FADED, "rm")
         text(draw, (canvas.left - 10, canvas.py(0.0)), "KV", 26, FADED, "rm")
-        for line_no, line in enumerate(plain_lines(cache_text(frame, cfg, settings))):
+        for line_no, line in enumerate(plain_lines("<br>".join(cache_text(frame, cfg, settings)))):
             text(draw, (SIZE[0] / 2, 560 + line_no * 44), line, fit(draw, line, 26, SIZE[0] - 80), INK, "ma")
         images.append(image)
     return images
@@ -163,68 +148,3 @@ def _morph_queries(draw: ImageDraw.ImageDraw, canvas: MorphCanvas, bars: list[Qu
 
 def morph_gif(frames: list[MorphFrame], settings: Settings) -> bytes:
     return gif_bytes(morph_images(frames, settings), MORPH_MS)
-
-
-# --- the KV cache growing token by token -----------------------------------------------------------------------------
-def cache_images(traces: dict[str, DecodeTrace]) -> list[Image.Image]:
-    """One image per decode step (0 = after the prefill): for each cache, its tensors as a block one column per token
-    held and as tall as its numbers per token, with the shapes and bytes measured at that step."""
-    names = list(traces)
-    any_trace = traces[names[0]]
-    steps = len(any_trace.nbytes)
-    most_tokens = max(max(t.tokens_held) for t in traces.values())
-    per_token = {name: t.nbytes[-1] / max(t.tokens_held[-1], 1) for name, t in traces.items()}
-    tallest = max(per_token.values()) or 1.0
-    left, right = 40, SIZE[0] - 40
-    band = (SIZE[1] - 200) / len(names)
-    images = []
-    for step in range(steps):
-        image = Image.new("RGB", SIZE, PAPER)
-        draw = ImageDraw.Draw(image)
-        title = _(
-            "KV cache after step {step}: {tokens} tokens held (batch {batch}, {dtype})",
-            step=step,
-            tokens=any_trace.tokens_held[step],
-            batch=any_trace.batch,
-            dtype=any_trace.storage_dtype,
-        )
-        text(draw, (40, 40), title, fit(draw, title, 32, SIZE[0] - 80))
-        note = _("prompt {prompt} tokens, then one token at a time", prompt=any_trace.prompt_len)
-        text(draw, (40, 90), note, 22, FADED)
-        for row, name in enumerate(names):
-            trace = traces[name]
-            y = 140 + row * band
-            first, second = cache_names(trace)
-            shapes = trace.shapes[step]
-            label = _(
-                "{name}: {first} {first_shape} · {second} {second_shape} = {bytes}",
-                name=shown_name(name),
-                first=first,
-                first_shape=shape_text(shapes[first]),
-                second=second,
-                second_shape=shape_text(shapes[second]),
-                bytes=format_bytes(trace.nbytes[step]),
-            )
-            text(draw, (left, y), label, fit(draw, label, 24, right - left))
-            height = max(6.0, (band - 60) * per_token[name] / tallest)
-            held = trace.tokens_held[step]
-            column = (right - left) / most_tokens
-            draw.rectangle([left, y + 40, right, y + 40 + height], outline="#d5dae5", width=1)
-            if held:
-                draw.rectangle([left, y + 40, left + held * column, y + 40 + height], fill=color_of(name))
-                if column >= 4:
-                    for t in range(1, held):
-                        x = left + t * column
-                        draw.line([(x, y + 40), (x, y + 40 + height)], fill=PAPER, width=1)
-                if step:  # the token this step added
-                    draw.rectangle(
-                        [left + (held - 1) * column, y + 40, left + held * column, y + 40 + height],
-                        outline=INK,
-                        width=3,
-                    )
-        images.append(image)
-    return images
-
-
-def cache_gif(traces: dict[str, DecodeTrace]) -> bytes:
-    return gif_bytes(cache_images(traces), CACHE_MS)

@@ -1,0 +1,81 @@
+"""The lab's every-axis chart names every frontier design in the real browser at a laptop's 1400 px, in English and Chinese
+(at 1024 px the plot is too narrow for names): each name drawn clear of the other names, of every point, and of the frontier's line
+(issue 47: names struck through by the line or lying on points); the budget is drawn as a line. (On a phone the
+names are left out: the caption and the CSV name them.)"""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from explorer.lab import link
+from explorer.lab.axes_points import frontier, load_points
+
+from .conftest import open_link
+
+# The chart whose first trace is the frontier: its names' boxes, every point's box, and the line's vertices in px
+GEOMETRY = """() => {
+    const plot = Array.from(document.querySelectorAll('.js-plotly-plot'))
+        .find(g => g.closest('[data-testid="stMain"]') && g._fullLayout && g._fullLayout.shapes
+            && g._fullLayout.shapes.some(s => s.type === 'rect' && s.xref === 'x'));
+    if (!plot) return null;
+    const box = e => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+    const traces = Array.from(plot.querySelectorAll('.scatterlayer .trace'));
+    const names = Array.from(traces[0].querySelectorAll('.textpoint text'))
+        .filter(e => (e.textContent || '').trim())
+        .map(e => ({text: e.textContent, box: box(e)}));
+    const points = traces.slice(1).flatMap(t => Array.from(t.querySelectorAll('.points path')).map(box));
+    const origin = plot.querySelector('.draglayer .xy .nsewdrag').getBoundingClientRect();
+    const xa = plot._fullLayout.xaxis, ya = plot._fullLayout.yaxis, line = plot._fullData[0];
+    const vertices = line.x.map((x, i) => [origin.left + xa.l2p(Math.log10(x)), origin.top + ya.l2p(Math.log10(line.y[i]))]);
+    return {names, points, vertices, budget: plot._fullLayout.shapes.length};
+}"""
+
+
+def crosses(box, a, b) -> bool:
+    """Whether the segment a-b passes through the box (sampled finely: a segment is a few hundred px at most)."""
+    steps = 200
+    for k in range(steps + 1):
+        x, y = a[0] + (b[0] - a[0]) * k / steps, a[1] + (b[1] - a[1]) * k / steps
+        if box[0] + 1 < x < box[2] - 1 and box[1] + 1 < y < box[3] - 1:
+            return True
+    return False
+
+
+def overlap(a, b, slack: float = 1.0) -> bool:
+    return a[0] < b[2] - slack and b[0] < a[2] - slack and a[1] < b[3] - slack and b[1] < a[3] - slack
+
+
+# Open work (issue 47): at 8,192 tokens the designs near 1x and 8-16 KiB leave some names no clear place, and
+# Plotly sets a name nearer its point than explorer.labels reckons, so names still touch points; strict: the day
+# every name is clear this test says so.
+@pytest.mark.xfail(strict=True, reason="names still touch points and the line in the crowded corner (issue 47)")
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("width", [1400])  # at 1024 px the plot is under NAMES_FIT_PX: names left out
+def test_every_frontier_design_is_named_clear_of_names_points_and_the_line(server, browser, width, lang):
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    try:
+        tab = context.new_page()
+        open_link(tab, f"{server.url}/lab?lang={lang}")
+        found = tab.evaluate(GEOMETRY)
+        assert found is not None, "the lab draws its every-axis chart with its budget line"
+        names, points, vertices = found["names"], found["points"], found["vertices"]
+        # every frontier design is named: two on one spot share one name (hence at least half as many names)
+        line = frontier(load_points(), link.AXES_CONTEXT.default)
+        assert len(vertices) == len(line)
+        assert len(line) / 2 <= len(names) <= len(line), [n["text"] for n in names]
+        problems = []
+        for i, name in enumerate(names):
+            problems += [
+                f"{name['text']!r} covers {o['text']!r}" for o in names[i + 1 :] if overlap(name["box"], o["box"])
+            ]
+            problems += [f"{name['text']!r} lies on a point" for p in points if overlap(name["box"], p)]
+            problems += [
+                f"{name['text']!r} is crossed by the frontier"
+                for a, b in itertools.pairwise(vertices)
+                if crosses(name["box"], a, b)
+            ]
+        assert not problems, (width, lang, problems)
+    finally:
+        context.close()
