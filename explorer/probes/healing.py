@@ -130,23 +130,9 @@ def heal_live(
     path = stored_path(point, seconds, root)
     stored = _read_stored(path, student)
     if stored is not None:
-        for layer, state in zip(student.decoder_layers, stored["layers"], strict=True):
-            # assign: the loaded tensors become the layer's own; copying into them would write into any tensor the
-            # conversion shares with the original model (its memory-mapped weights)
-            layer.self_attn.load_state_dict(state, assign=True)
-        for name, value in stored["progress"].items():
-            setattr(progress, name, value)
-        progress.from_disk = True
-        progress.phase = "done"
-        return student
+        return _restored(student, stored, progress)
     check()
-    progress.perplexity_original = _perplexity(lm, eval_ids)
-    scoring = time.monotonic()
-    progress.perplexity_before = _perplexity(student, eval_ids)
-    progress.score_seconds = time.monotonic() - scoring
-    # recording runs the original over the training tokens: about the scoring's time per token
-    recording = progress.score_seconds * len(train_ids) / len(eval_ids)
-    progress.ends_at = time.monotonic() + recording + seconds + progress.score_seconds
+    _score_before(lm, student, eval_ids, len(train_ids), seconds, progress)
     check()
     progress.phase = "recording"
 
@@ -167,6 +153,41 @@ def heal_live(
     progress.ends_at = time.monotonic() + (progress.score_seconds or 0.0)
     progress.perplexity_after = _perplexity(student, eval_ids)
     progress.total_seconds = time.perf_counter() - begun
+    _store(path, student, progress)
+    progress.phase = "done"
+    return student
+
+
+def _restored(student: PretrainedLM, stored: dict, progress: HealProgress) -> PretrainedLM:
+    for layer, state in zip(student.decoder_layers, stored["layers"], strict=True):
+        # assign: the loaded tensors become the layer's own; copying into them would write into any tensor the
+        # conversion shares with the original model (its memory-mapped weights)
+        layer.self_attn.load_state_dict(state, assign=True)
+    for name, value in stored["progress"].items():
+        setattr(progress, name, value)
+    progress.from_disk = True
+    progress.phase = "done"
+    return student
+
+
+def _score_before(
+    lm: PretrainedLM,
+    student: PretrainedLM,
+    eval_ids: list[int],
+    train_tokens: int,
+    seconds: float,
+    progress: HealProgress,
+) -> None:
+    progress.perplexity_original = _perplexity(lm, eval_ids)
+    scoring = time.monotonic()
+    progress.perplexity_before = _perplexity(student, eval_ids)
+    progress.score_seconds = time.monotonic() - scoring
+    # recording runs the original over the training tokens: about the scoring's time per token
+    recording = progress.score_seconds * train_tokens / len(eval_ids)
+    progress.ends_at = time.monotonic() + recording + seconds + progress.score_seconds
+
+
+def _store(path: Path, student: PretrainedLM, progress: HealProgress) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     saved = {name: value for name, value in asdict(progress).items() if name in _STORED_FIELDS}
     partial = path.with_suffix(".partial")
@@ -174,8 +195,6 @@ def heal_live(
         {"layers": [layer.self_attn.state_dict() for layer in student.decoder_layers], "progress": saved}, partial
     )
     partial.replace(path)  # whole or absent: a second server never reads half a file
-    progress.phase = "done"
-    return student
 
 
 _STORED_FIELDS = {f.name for f in fields(HealProgress)} - {
