@@ -230,8 +230,8 @@ CHAPTER: tuple[dict[str, str], ...] = (
             "[Explore this in the lab]({lab_link})."
         ),
         lead=N_(
-            "The {count} published models made for {tokens} tokens or more, at {tokens}: from {big} ({largest}) to "
-            "{small} ({smallest}), {ratio}× apart."
+            "The {count} models made for {tokens} or more, at {tokens}: {big} ({largest}) to {small} ({smallest}), "
+            "{ratio}× apart."
         ),
     ),
 )
