@@ -21,7 +21,7 @@ TEXT_OFFSETS = {
 }
 # The plots a chart of named points is drawn in (plot width and height in px, font px): a lesson's slide, a page in
 # presenter mode at 1024 px, a page at 1400 px, and the narrowest that still names its points
-DRAWN_AT = ((640, 260, 18), (800, 380, 24), (850, 330, 12), (440, 300, 12))
+DRAWN_AT = ((640, 260, 18), (800, 380, 24), (875, 350, 12), (440, 300, 12))
 MARKER_PX = 14
 PAD_PX = 3  # a name's room each side: names that merely touch read as one
 AMBIGUOUS = 400  # px² a name costs for each point it sits nearer than its own

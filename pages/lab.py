@@ -95,7 +95,8 @@ show_chart(
         ),
     ),
 )
-if first_view.rest_deferred():  # a new visit: the rest of the page follows its first chart (explorer.lab.first_view)
+rest = first_view.rest()
+if rest.deferred:  # a new visit: the rest of the page follows its first chart (explorer.lab.first_view)
     st.stop()
 if healed:
     st.markdown("**" + _("After healing, up close") + "**")
@@ -502,3 +503,4 @@ if bound(link.MEASURE, lambda widget: st.toggle(_("Measure both"), key=widget)):
 # --- the other axes, live ---------------------------------------------------------------------------------------------
 axes_page.show_side_by_side()
 axes_page.show_window_heal(heal_section)
+rest.drawn()

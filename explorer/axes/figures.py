@@ -9,7 +9,7 @@ from attn_core import PUBLISHED
 from explorer.charts import log_bytes_axis
 from explorer.grid import narrow
 from explorer.i18n import _, format_bytes
-from explorer.labels import LABEL_AT, end_traces
+from explorer.labels import LABEL_AT, PLOT_PX, end_traces
 from explorer.probes.axes import AxisCuts, ModelCurves
 
 from .text import AXES, kind_label, sig
@@ -73,12 +73,15 @@ def context_figure(
     # on a phone the legend takes several rows: a taller chart, the legend lower below its axis title; no room for
     # the names at the lines' ends (the legend names the lines)
     phone = layout | {
+        "showlegend": True,
         "height": 760,
         "legend": {"orientation": "h", "y": -0.22, "x": 0, "yanchor": "top"},
         "xaxis": context_axis(),
         "margin": {"t": 60, "b": 60, "l": 80, "r": 20},
     }
-    return {"data": data, "layout": layout, "narrow": narrow(phone, unlabelled=True)}, csv
+    # narrower than NAMES_NEED_PX (a projector's 1024 px with the sidebar open leaves ~560), the names' column would
+    # squeeze the plot to a third of the chart: the legend's layout, unlabelled, as on a phone
+    return {"data": data, "layout": layout, "narrow": narrow(phone, below=NAMES_NEED_PX, unlabelled=True)}, csv
 
 
 def _model_lines(model: ModelCurves, measure: str, color: str, by_kind: bool) -> list[dict]:
@@ -197,10 +200,27 @@ def _context_layout(title: str, batch: int, tokens: int, y_axis: dict, ends: lis
                 "line": {"color": "#888", "width": 1, "dash": "dash"},
             }
         ],
-        "height": 540,
-        "margin": {"t": 60, "b": 60, "l": 80, "r": 20 + 7 * max((len(t["name"]) for t in ends), default=0)},
-        "legend": {"orientation": "h", "y": -0.27, "x": 0, "yanchor": "top"},
         "hovermode": "closest",
+    } | (
+        _named_ends_room(ends)
+        if ends
+        else {"height": 540, "margin": {"t": 60, "b": 60, "l": 80, "r": 20}, "legend": _LEGEND}
+    )
+
+
+_LEGEND = {"orientation": "h", "y": -0.27, "x": 0, "yanchor": "top"}
+NAMES_NEED_PX = 760
+
+
+def _named_ends_room(ends: list[dict]) -> dict:
+    """A plot PLOT_PX tall (the names at the ends are spread for that height) with room on its right for the names,
+    and no legend: the names are the legend. Below the plot it took four to ten rows, more in presenter mode, and
+    squeezed 19 names into 240 px; where the names do not fit (the narrow layout) the legend comes back."""
+    return {
+        # the margins as Plotly grows them (the title below the toolbar, the ticks and the axis title)
+        "height": 80 + PLOT_PX + 70,
+        "margin": {"t": 80, "b": 70, "l": 80, "r": 20 + 7 * max(len(t["name"]) for t in ends)},
+        "showlegend": False,
     }
 
 

@@ -11,7 +11,7 @@ import math
 import plotly.graph_objects as go
 
 from explorer.i18n import _, percent
-from explorer.labels import DRAWN_AT, apart
+from explorer.labels import DRAWN_AT, MARKER_PX, apart
 
 from .axes_points import AXES, AxisPoint, frontier
 from .axes_text import axis_name, point_name
@@ -25,6 +25,7 @@ AXIS_COLORS = {
     "combined": "#333333",
 }
 ORIGINAL_COLOR = "#4a9a6b"
+AT_1400_PX = (876, 368, 12)  # this chart's plot at 1400 px: taller than DRAWN_AT's page (its legend a row less)
 TOP = 8.0  # x the original's perplexity: the chart's top; a design above it is drawn at the edge as a triangle
 BOTTOM = 0.85  # x the original's perplexity at the chart's foot: room below the designs near 1 for their names
 NEAR_DECADES = (0.08, 0.03)  # cache, x the original: points this close are one spot on the chart at any width
@@ -173,13 +174,14 @@ def axes_figure(points: list[AxisPoint], context: int, limit: float | None = Non
     # room right of the original for its name
     x_range = (math.log10(min(x_values)) - 0.1, math.log10(max(x_values)) + 0.25)
     others = [p for p in points if p not in line]
-    labels, positions = frontier_labels(line, others, context, x_range)
+    labels, positions = frontier_labels(line, others, context, x_range, (*DRAWN_AT, AT_1400_PX))
     fig = go.Figure()
     fig.add_trace(
         go.Scatter(
             x=[p.bytes_per_token(context) / 1024 for p in line],
             y=[_y(p) for p in line],
-            mode="lines+text",
+            mode="lines+markers+text",  # unseen markers: Plotly sets a name off its point by the marker's size
+            marker={"size": MARKER_PX, "opacity": 0},
             line={"dash": "dot", "color": "#888"},
             text=labels,
             textposition=positions,
