@@ -3,6 +3,8 @@ knows their bytes to the byte."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 import torch
 
@@ -215,10 +217,16 @@ def test_bad_arguments_raise_a_value_error_naming_the_argument(options, named):
 
 
 @pytest.mark.slow  # importing optimum-quanto registers its torch ops: seconds
-def test_matches_optimum_quanto_the_backend_of_hf_quantized_cache():
+def test_matches_optimum_quanto_the_backend_of_hf_quantized_cache(monkeypatch):
     """HF transformers' QuantizedCache quantises with optimum-quanto's MaxOptimizer and quantize_weight: per token
     along axis 0 with groups of the head width; per channel is the same on the transposed keys (KIVI)."""
     quanto = pytest.importorskip("optimum.quanto")
+    from optimum.quanto.library.extensions import cpp
+
+    # quanto unpacks its 4- and 2-bit codes on the CPU with a C++ extension it compiles on first use, into its own
+    # install (150 s in a fresh environment): here its loaded library is this test's own unpacking, of the layout
+    # quanto documents (a byte's low bits hold the first value), so quanto's quantisation is what is compared
+    monkeypatch.setattr(cpp.ext, "_lib", SimpleNamespace(unpack=codes_of))
     x = torch.randn(2, 3, 64, 64, generator=generator())
     for bits, qtype in ((4, quanto.qint4), (2, quanto.qint2)):
         for layout in ("token", "channel"):
@@ -227,6 +235,12 @@ def test_matches_optimum_quanto_the_backend_of_hf_quantized_cache():
             theirs = quanto.quantize_weight(t, qtype, 0, scale, shift, 32).dequantize()
             theirs = theirs if layout == "token" else theirs.transpose(2, 3)
             assert torch.equal(fake_quantize(x, CacheBits(bits, 32, 0, layout), layout), theirs)
+
+
+def codes_of(packed: torch.Tensor, bits: int) -> torch.Tensor:
+    """Each byte's 8 // bits codes, lowest bits first, the i-th codes of all bytes stacked along the first axis."""
+    mask = (1 << bits) - 1
+    return torch.cat([(packed >> (bits * i)) & mask for i in range(8 // bits)]).to(torch.uint8)
 
 
 # --- layers that read every position as a decoding step through the quantised cache would (pretrained.cache_bits) --
