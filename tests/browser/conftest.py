@@ -1,7 +1,9 @@
 """A real Streamlit server and Debian's chromium (driven by Playwright, never a downloaded browser).
 
-The server is started once per session on a free localhost port and stopped at the end; each test gets a fresh
-browser context, which is what a new visitor is.
+The server is started once per session on a free localhost port and stopped at the end. A test that reads a page as a
+new visitor sees it opens a new tab of the worker's one browser context (`visits`, `new_tab`): a new tab is a new
+Streamlit session, and the context's cache spares each load compiling Streamlit's bundle and plotly.js again. A test
+that needs a browser of its own (a reload, a restart, a classmate's link) takes `page`, a fresh context.
 """
 
 from __future__ import annotations
@@ -51,6 +53,22 @@ def own_server(log_dir):
     running.stop()
 
 
+@pytest.fixture(scope="session")
+def visits(browser):
+    """The worker's browser context that new_tab opens tabs in (downloads accepted, as `page` does)."""
+    context = browser.new_context(accept_downloads=True)
+    yield context
+    context.close()
+
+
+def new_tab(visits, size: tuple[int, int]):
+    """A new tab of the size (width, height) in the shared context: a new visitor to the server, with a warm cache.
+    The caller closes it."""
+    tab = visits.new_page()
+    tab.set_viewport_size({"width": size[0], "height": size[1]})
+    return tab
+
+
 @pytest.fixture
 def page(browser):
     context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
@@ -62,8 +80,9 @@ def page(browser):
 
 # --- reading the page back ------------------------------------------------------------------------------------------
 def wait_for_app(page, chart_count: int = 1, *, seconds: float = VIEW_SECONDS) -> None:
-    """Until the script finished (no running indicator) and chart_count plotly charts hold data."""
-    page.wait_for_function(CHARTS_READY, arg=chart_count, timeout=seconds * 1000)
+    """Until the script finished (no running indicator) and chart_count plotly charts hold data. Checked every 100 ms,
+    not at every frame (Playwright's default): the check then asks the browser for no frame of its own."""
+    page.wait_for_function(CHARTS_READY, arg=chart_count, timeout=seconds * 1000, polling=100)
     wait_until_idle(page, seconds=seconds)
 
 

@@ -21,7 +21,7 @@ from explorer import i18n
 from explorer.pages import PAGES
 from explorer.settings import DESIGNS, Settings
 
-from .conftest import open_link
+from .conftest import new_tab, open_link
 
 SIZES = {"laptop": (1400, 900), "projector": (1024, 768), "phone": (400, 800)}
 LOCAL_HOSTS = {"127.0.0.1", "localhost"}
@@ -132,9 +132,8 @@ def chart_text_problems(tab, *, axis_titles: bool = False) -> list[str]:
     return problems + [f"cut off at the chart's edge: {text}" for text in tab.evaluate(OUTSIDE)]
 
 
-def open_at(browser, server, name: str, size: tuple[int, int], lang: str = "en", settings: Settings | None = None):
-    context = browser.new_context(viewport={"width": size[0], "height": size[1]})
-    tab = context.new_page()
+def open_at(visits, server, name: str, size: tuple[int, int], lang: str = "en", settings: Settings | None = None):
+    tab = new_tab(visits, size)
     outside: list[str] = []
     tab.on(
         "request",
@@ -148,7 +147,32 @@ def open_at(browser, server, name: str, size: tuple[int, int], lang: str = "en",
     path = "" if name == "overview" else name
     link = (settings or Settings()).to_link() | {"lang": lang}
     open_link(tab, f"{server.url}/{path}?{'&'.join(f'{k}={v}' for k, v in link.items())}")
-    return context, tab, outside
+    return tab, outside
+
+
+# The views that several tests read as they are (none of them clicks, hovers or types): each loaded once per module
+# in a tab of its own, read by every test that asks for it, closed when the module ends.
+SHARED_VIEWS = {("heatmaps", "phone", "en"), ("heatmaps", "phone", "zh")}
+SHARED_VIEWS |= {("lab", size, lang) for size in ("laptop", "phone") for lang in ("en", "zh")}
+
+
+@pytest.fixture(scope="module")
+def shown(visits, server):
+    """show(name, size, lang) -> (tab, requests that left the machine, what closes the tab when the test is done):
+    open_at at the default settings, a view of SHARED_VIEWS loaded once."""
+    kept: dict[tuple[str, str, str], tuple] = {}
+
+    def show(name: str, size: str, lang: str = "en"):
+        if (name, size, lang) not in SHARED_VIEWS:
+            tab, outside = open_at(visits, server, name, SIZES[size], lang)
+            return tab, outside, tab.close
+        if (name, size, lang) not in kept:
+            kept[name, size, lang] = open_at(visits, server, name, SIZES[size], lang)
+        return (*kept[name, size, lang], lambda: None)
+
+    yield show
+    for tab, _ in kept.values():
+        tab.close()
 
 
 # Chinese at the widest and the narrowest width (its titles and labels differ in length, not its layout's logic)
@@ -157,10 +181,10 @@ LAYOUTS = [(size, "en") for size in SIZES] + [("laptop", "zh"), ("phone", "zh")]
 
 @pytest.mark.parametrize(("size", "lang"), LAYOUTS, ids=[f"{size}-{lang}" for size, lang in LAYOUTS])
 @pytest.mark.parametrize("name", [name for name in PAGES])
-def test_each_page_reads_cleanly_at_laptop_projector_and_phone_widths(server, browser, name, size, lang):
+def test_each_page_reads_cleanly_at_laptop_projector_and_phone_widths(shown, name, size, lang):
     if name in PENDING:
         pytest.xfail(f"{name}: layout at 1024/400 px still open (issue #14 items 9, 12)")
-    context, tab, outside = open_at(browser, server, name, SIZES[size], lang)
+    tab, outside, done = shown(name, size, lang)
     try:
         assert not tab.get_by_text("Page not found").count(), "the link opened a 'Page not found' dialog"
         problems = chart_text_problems(tab, axis_titles=True)
@@ -170,7 +194,7 @@ def test_each_page_reads_cleanly_at_laptop_projector_and_phone_widths(server, br
         assert not problems, problems
         assert not outside, f"requests that left the machine: {sorted(set(outside))}"
     finally:
-        context.close()
+        done()
 
 
 # Every design after MLA chosen, at the sidebar's default layer: the overview's bars and table, the KV cache's chart
@@ -179,8 +203,8 @@ DESIGNED = Settings(designs=DESIGNS)
 
 @pytest.mark.parametrize(("size", "lang"), LAYOUTS, ids=[f"{size}-{lang}" for size, lang in LAYOUTS])
 @pytest.mark.parametrize("name", ["overview", "kv_cache"])
-def test_the_designs_after_mla_read_cleanly_at_every_width(server, browser, name, size, lang):
-    context, tab, outside = open_at(browser, server, name, SIZES[size], lang, DESIGNED)
+def test_the_designs_after_mla_read_cleanly_at_every_width(server, visits, name, size, lang):
+    tab, outside = open_at(visits, server, name, SIZES[size], lang, DESIGNED)
     try:
         section = {"overview": "The designs after MLA beside them", "kv_cache": "The designs after MLA, step by step"}
         tab.get_by_text(in_language(section[name], lang)).wait_for()
@@ -190,7 +214,7 @@ def test_the_designs_after_mla_read_cleanly_at_every_width(server, browser, name
         assert not problems, problems
         assert not outside, f"requests that left the machine: {sorted(set(outside))}"
     finally:
-        context.close()
+        tab.close()
 
 
 def text_size_problems(texts: list[dict]) -> list[str]:
@@ -231,17 +255,16 @@ def table_problems(tables: list[dict], name: str, size: str, lang: str) -> list[
     return problems
 
 
-def test_the_overview_has_a_link_of_its_own_that_opens_cleanly(server, browser):
+def test_the_overview_has_a_link_of_its_own_that_opens_cleanly(server, visits):
     """/overview (what a share box may hand out, or typed by hand) opens the overview, with no dialog over it."""
-    context = browser.new_context(viewport={"width": 1024, "height": 768})
+    tab = new_tab(visits, (1024, 768))
     try:
-        tab = context.new_page()
         open_link(tab, f"{server.url}/overview?heads=16", chart_count=2)
         assert tab.get_by_role("heading", name="Attention Explorer").is_visible()
         assert not tab.get_by_text("Page not found").count()
         assert not tab.get_by_text("version of the explorer").count(), "no v in a typed link: no version note"
     finally:
-        context.close()
+        tab.close()
 
 
 # Each axis's drawn tick labels, with their boxes.
@@ -253,10 +276,10 @@ AXIS_TICKS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).f
                 return {chart: index, text: e.textContent.trim(), box: [r.left, r.top, r.right, r.bottom]}; })))"""
 
 
-def test_a_short_sequence_keeps_its_tick_labels_apart_on_a_phone(server, browser):
+def test_a_short_sequence_keeps_its_tick_labels_apart_on_a_phone(server, visits):
     """Eight tokens: numbers in the cells and a tick on every position. Across four panels a row at 400 px (~30 px
     each) a label per position ran together: narrow panels get a few, and the cells' numbers are fitted by Plotly."""
-    context, tab, _ = open_at(browser, server, "heatmaps", SIZES["phone"], settings=Settings(seq_len=8))
+    tab, _ = open_at(visits, server, "heatmaps", SIZES["phone"], settings=Settings(seq_len=8))
     try:
         together = [
             f"chart {a['chart']}: {a['text']} and {b['text']}"
@@ -267,14 +290,14 @@ def test_a_short_sequence_keeps_its_tick_labels_apart_on_a_phone(server, browser
         ]
         assert not together, together
     finally:
-        context.close()
+        tab.close()
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_the_steps_axis_titles_clear_their_ticks_at_128_tokens(server, browser, lang):
+def test_the_steps_axis_titles_clear_their_ticks_at_128_tokens(server, visits, lang):
     """Plotly sets an inner panel's x title at its tick labels' height: at 128 tokens the middle tick ("50") ran into
     "key" under ① to ④ (at 64 the title happened to fall between two ticks). Ticks now mark the two ends only."""
-    context, tab, _ = open_at(browser, server, "heatmaps", SIZES["projector"], lang, Settings(seq_len=128))
+    tab, _ = open_at(visits, server, "heatmaps", SIZES["projector"], lang, Settings(seq_len=128))
     try:
         clear = 3  # px: boxes that merely touch read as one word ("50key")
         problems = [
@@ -287,7 +310,7 @@ def test_the_steps_axis_titles_clear_their_ticks_at_128_tokens(server, browser, 
         ]
         assert not problems, problems
     finally:
-        context.close()
+        tab.close()
 
 
 # Each chart's panels (its x axes) as drawn: their width in px, and every panel title's box.
@@ -304,11 +327,11 @@ PHONE_PANEL_PX = 100  # a 64x64 map at ~1.5 px a cell: its diagonal and first co
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_heatmap_panels_are_readably_wide_on_a_phone_and_their_titles_apart(server, browser, lang):
+def test_heatmap_panels_are_readably_wide_on_a_phone_and_their_titles_apart(shown, lang):
     """Issue #28 item 10: at 400 px four 64x64 maps a row were ~35 px wide beside a colour bar a quarter of the width,
     and the step-by-step titles ran together ("softmax[64×64]"). On a phone each panel is at least PHONE_PANEL_PX
     wide and no two panel titles meet."""
-    context, tab, _ = open_at(browser, server, "heatmaps", SIZES["phone"], lang)
+    tab, _, done = shown("heatmaps", "phone", lang)
     try:
         tab.wait_for_function(CHARTS_READY, arg=4)
         charts = tab.evaluate(PANELS)
@@ -325,7 +348,7 @@ def test_heatmap_panels_are_readably_wide_on_a_phone_and_their_titles_apart(serv
         ]
         assert not together, together
     finally:
-        context.close()
+        done()
 
 
 # The lab's models table: its grid's scroller (its whole height and its box's), its columns and the width of each
@@ -345,30 +368,30 @@ GRID_CELL_PADDING = 8  # px each side of a glide-data-grid cell's text
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_the_lab_table_shows_every_row_and_whole_names_at_a_laptops_width(server, browser, lang):
+def test_the_lab_table_shows_every_row_and_whole_names_at_a_laptops_width(shown, lang):
     """Item 7 of #37: at 1400 px the healed rows (the main result) came last inside an inner scroll area, their names
     cut. Every row is in view without scrolling the table, and the model column is wide enough for every name."""
     from explorer.lab import stored, tables
 
     i18n.set_language(lang)
     try:
-        shown = tables.models_table(
+        rows = tables.models_table(
             stored.table_rows(stored.load_table()), stored.healed_rows(stored.load_heal_table()), 8192
         )
         model = i18n._("model")
     finally:
         i18n.set_language("en")
-    context, tab, _ = open_at(browser, server, "lab", SIZES["laptop"], lang)
+    tab, _, done = shown("lab", "laptop", lang)
     try:
         # the table follows the first chart (explorer.lab.first_view): under load it came after the page first settled
         tab.wait_for_selector('[data-testid="stDataFrame"] canvas[data-testid="data-grid-canvas"]', timeout=120_000)
-        table = tab.evaluate(LAB_TABLE, [row[model] for row in shown])
-        assert table["rows"] == len(shown)
+        table = tab.evaluate(LAB_TABLE, [row[model] for row in rows])
+        assert table["rows"] == len(rows)
         assert table["height"] <= table["box"] + 1, f"the table scrolls inside: {table['height']} px in {table['box']}"
         width = dict(table["columns"])[model]
         assert width >= table["widest"] + 2 * GRID_CELL_PADDING, f"{width} px for names {table['widest']:.0f} px wide"
     finally:
-        context.close()
+        done()
 
 
 # Every chart that names its points: the names its traces hold, and those drawn
@@ -381,10 +404,10 @@ POINT_NAMES = """() => Array.from(document.querySelectorAll('.js-plotly-plot'))
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_the_labs_charts_name_their_points_apart_on_a_phone(server, browser, lang):
+def test_the_labs_charts_name_their_points_apart_on_a_phone(shown, lang):
     """Item 8 of #37: at 400 px the lab's two Pareto charts left their points unnamed. Each names every point, the
     names placed for a phone's plot (explorer.labels.apart), none over another."""
-    context, tab, _ = open_at(browser, server, "lab", SIZES["phone"], lang)
+    tab, _, done = shown("lab", "phone", lang)
     try:
         charts = tab.evaluate(POINT_NAMES)
         assert len(charts) >= 2, f"the lab's Pareto charts and the healed close-up: {charts}"
@@ -392,7 +415,7 @@ def test_the_labs_charts_name_their_points_apart_on_a_phone(server, browser, lan
         overlaps = [p for p in text_size_problems(tab.evaluate(TEXT_SIZES)) if "labels" in p]
         assert not overlaps, overlaps
     finally:
-        context.close()
+        done()
 
 
 # Every st.table's header cells: text, the width its text has (the cell's less its padding), its font's size; and
@@ -407,10 +430,10 @@ HEADER_CHARACTERS = 3  # a header wraps by words at this many characters a line,
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_the_heatmaps_tables_headers_wrap_by_words_on_a_phone(server, browser, lang):
+def test_the_heatmaps_tables_headers_wrap_by_words_on_a_phone(shown, lang):
     """Item 8b of #37: at 400 px the heatmaps page's tables wrapped their Chinese headers one character a line. Each
     header cell has room for HEADER_CHARACTERS Chinese characters, and no table is cut at its box."""
-    context, tab, _ = open_at(browser, server, "heatmaps", SIZES["phone"], lang)
+    tab, _, done = shown("heatmaps", "phone", lang)
     try:
         tables = tab.evaluate(TABLE_HEADERS)
         assert len(tables) >= 2, "the heatmaps page draws its comparison and cache tables"
@@ -423,7 +446,7 @@ def test_the_heatmaps_tables_headers_wrap_by_words_on_a_phone(server, browser, l
         assert not narrow, f"headers with room for fewer than {HEADER_CHARACTERS} characters a line: {narrow}"
         assert not any(table["wider"] for table in tables), "a table is cut at its box"
     finally:
-        context.close()
+        done()
 
 
 # The copy buttons of text shown as it is (explorer/verbatim.py), and the toolbar of each table, once drawn in full
@@ -436,10 +459,10 @@ COPY_AND_TOOLBARS = """() => { const box = e => { const r = e.getBoundingClientR
 
 
 @pytest.mark.parametrize("size", ["phone", "laptop"])
-def test_a_tables_toolbar_leaves_the_copy_button_above_it_free(server, browser, size):
+def test_a_tables_toolbar_leaves_the_copy_button_above_it_free(server, visits, size):
     """Item 8c of #37: at 400 px the toolbar of kv_cache's step table (shown on a tap or hover, above the table's top
     edge) covered the copy button of the step's log right above it."""
-    context, tab, _ = open_at(browser, server, "kv_cache", SIZES[size])
+    tab, _ = open_at(visits, server, "kv_cache", SIZES[size])
     try:
         tables = tab.locator('[data-testid="stDataFrame"]')
         assert tables.count(), "kv_cache draws its tables"
@@ -452,7 +475,7 @@ def test_a_tables_toolbar_leaves_the_copy_button_above_it_free(server, browser, 
             covered = [(bar, copy) for bar in drawn["toolbars"] for copy in drawn["copy"] if overlap(bar, copy)]
             assert not covered, f"table {index}'s toolbar covers a copy button: {covered}"
     finally:
-        context.close()
+        tab.close()
 
 
 # The designs after MLA's views: every design a page draws, chosen in the sidebar and opened by the page's own choice
@@ -473,33 +496,32 @@ DESIGN_VIEWS = {
 }
 
 
-def open_design_view(browser, server, view: str, size: tuple[int, int], query: dict[str, str]):
+def open_design_view(visits, server, view: str, size: tuple[int, int], query: dict[str, str]):
     name, own = DESIGN_VIEWS[view]
-    context = browser.new_context(viewport={"width": size[0], "height": size[1]})
-    tab = context.new_page()
+    tab = new_tab(visits, size)
     link = Settings().to_link() | DESIGN_LINK | own | query
     open_link(tab, f"{server.url}/{name}?{'&'.join(f'{k}={v}' for k, v in link.items())}")
-    return context, tab
+    return tab
 
 
 @pytest.mark.parametrize(("size", "lang"), LAYOUTS, ids=[f"{size}-{lang}" for size, lang in LAYOUTS])
 @pytest.mark.parametrize("view", list(DESIGN_VIEWS))
-def test_the_designs_views_read_cleanly_at_laptop_projector_and_phone_widths(server, browser, view, size, lang):
-    context, tab = open_design_view(browser, server, view, SIZES[size], {"lang": lang})
+def test_the_designs_views_read_cleanly_at_laptop_projector_and_phone_widths(server, visits, view, size, lang):
+    tab = open_design_view(visits, server, view, SIZES[size], {"lang": lang})
     try:
         problems = chart_text_problems(tab, axis_titles=True) + text_size_problems(tab.evaluate(TEXT_SIZES))
         assert not problems, problems
     finally:
-        context.close()
+        tab.close()
 
 
 @pytest.mark.parametrize("view", list(DESIGN_VIEWS))
-def test_the_designs_views_read_cleanly_in_presenter_mode(server, browser, view):
+def test_the_designs_views_read_cleanly_in_presenter_mode(server, visits, view):
     from .test_lesson_in_browser import presenter_problems
 
-    context, tab = open_design_view(browser, server, view, SIZES["projector"], {"present": "1"})
+    tab = open_design_view(visits, server, view, SIZES["projector"], {"present": "1"})
     try:
         problems = presenter_problems(tab)
         assert not problems, f"{view}: {problems}"
     finally:
-        context.close()
+        tab.close()

@@ -11,7 +11,7 @@ import pytest
 
 from explorer.lesson import steps
 
-from .conftest import open_link
+from .conftest import new_tab, open_link
 from .test_layout import SIZES, TEXT_SIZES, chart_text_problems, text_size_problems
 
 FIRST = next(i for i, step in enumerate(steps.STEPS, 1) if step.key == "axes")
@@ -24,13 +24,12 @@ VIEWS = [("projector", "en", True), ("projector", "zh", True), ("laptop", "en", 
     ("size", "lang", "present"), VIEWS, ids=[f"{s}-{lang}{'-present' * p}" for s, lang, p in VIEWS]
 )
 @pytest.mark.parametrize("number", CHAPTER)
-def test_each_step_of_the_second_chapter_reads_cleanly(server, browser, number, size, lang, present):
-    context = browser.new_context(viewport={"width": SIZES[size][0], "height": SIZES[size][1]})
-    tab = context.new_page()
+def test_each_step_of_the_second_chapter_reads_cleanly(server, visits, number, size, lang, present):
+    tab = new_tab(visits, SIZES[size])
     try:
         query = {"step": str(number), "lang": lang} | ({"present": "1"} if present else {})
         open_link(tab, f"{server.url}/lesson?{urlencode(query)}")
         problems = chart_text_problems(tab, axis_titles=True) + text_size_problems(tab.evaluate(TEXT_SIZES))
         assert not problems, f"step {number} at {size} ({lang}): {problems}"
     finally:
-        context.close()
+        tab.close()

@@ -17,7 +17,8 @@ from explorer import i18n
 from explorer.lesson import steps
 from explorer.present import MIN_TEXT_PX
 
-from .conftest import open_link, url_params, wait_for_app
+from .conftest import new_tab, open_link, url_params, wait_for_app
+from .test_lesson_in_browser import heading, presenter_problems, title
 
 SCREEN = (1024, 768)
 STEPS = range(1, len(steps.STEPS) + 1)
@@ -87,9 +88,8 @@ def wait_for_slide(tab, number: int, lang: str) -> None:
 class Walk:
     """One tab for a language, on the lesson in presenter mode, and what each step looked like when reached."""
 
-    def __init__(self, browser, server, lang: str) -> None:
-        self.context = browser.new_context(viewport={"width": SCREEN[0], "height": SCREEN[1]})
-        self.tab = self.context.new_page()
+    def __init__(self, visits, server, lang: str) -> None:
+        self.tab = new_tab(visits, SCREEN)
         self.server, self.lang = server, lang
         self.step: int | None = None
         self.seen: dict[int, dict] = {}
@@ -110,7 +110,10 @@ class Walk:
         self.seen[number] = self.measure()
 
     def measure(self) -> dict:
-        return self.tab.evaluate(SLIDE, self.question)
+        return self.tab.evaluate(SLIDE, self.question) | {
+            "heading": heading(self.tab),
+            "presenter": presenter_problems(self.tab),
+        }
 
     def next_from_the_foot(self) -> None:
         """Unfold the answer and the rest, scroll to the foot and press →, as a teacher who read the answer."""
@@ -134,19 +137,19 @@ class Walk:
 
 
 @pytest.fixture(scope="module")
-def walks(browser, server):
+def walks(visits, server):
     opened: dict[str, Walk] = {}
 
     def walk(lang: str) -> Walk:
-        # not opened.setdefault(lang, Walk(...)): that opens a new browser context on every call, never closed (a
+        # not opened.setdefault(lang, Walk(...)): that opens a new tab on every call, never closed (a
         # run of this file left ~500 of chromium's renderers, ~20 GB, and the suite after it swapping)
         if lang not in opened:
-            opened[lang] = Walk(browser, server, lang)
+            opened[lang] = Walk(visits, server, lang)
         return opened[lang]
 
     yield walk
     for each in opened.values():
-        each.context.close()
+        each.tab.close()
 
 
 def inside_the_screen(name: str, box: list[float] | None, top: float) -> list[str]:
@@ -209,6 +212,15 @@ def test_a_steps_tick_labels_are_not_light_grey(walks, lang, number):
     assert not light, f"step {number} ({lang}): {len(light)} tick labels, as {light[:6]}"
 
 
+@pytest.mark.parametrize("number", STEPS)
+@pytest.mark.parametrize("lang", LANGS)
+def test_presenter_mode_reads_cleanly_on_a_projector_at_every_step(walks, lang, number):
+    """test_lesson_in_browser.py's presenter checks at 1024x768, read off this walk as each step is reached."""
+    seen = walks(lang).slide(number)
+    assert seen["heading"] == title(number, lang)
+    assert not seen["presenter"], f"step {number} ({lang}): {seen['presenter']}"
+
+
 def to_the_foot(tab) -> None:
     """Every fold of the step opened (the answer, the rest), and the page scrolled to its foot."""
     folded = tab.locator('[data-testid="stMain"] [data-testid="stExpander"] details:not([open]) > summary')
@@ -219,9 +231,8 @@ def to_the_foot(tab) -> None:
     assert scrolled > SCREEN[1] / 2, f"the unfolded step scrolls only {scrolled} px: a weak test of the top"
 
 
-def test_the_arrow_buttons_and_the_left_key_open_a_step_at_its_top(browser, server):
-    context = browser.new_context(viewport={"width": SCREEN[0], "height": SCREEN[1]})
-    tab = context.new_page()
+def test_the_arrow_buttons_and_the_left_key_open_a_step_at_its_top(visits, server):
+    tab = new_tab(visits, SCREEN)
     try:
         open_link(tab, f"{server.url}/lesson?{urlencode({'step': '3', 'lang': 'en', 'present': '1'})}")
         for press, number in (("lesson_next", 4), ("lesson_previous", 3), ("ArrowLeft", 2)):
@@ -235,7 +246,7 @@ def test_the_arrow_buttons_and_the_left_key_open_a_step_at_its_top(browser, serv
             assert url_params(tab)["step"] == str(number)
             assert tab.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollTop") == 0, press
     finally:
-        context.close()
+        tab.close()
 
 
 @pytest.mark.parametrize("number", [3, 7, 10])
@@ -255,13 +266,12 @@ def test_the_absorption_slide_states_the_comparison_with_the_full_pass(walks, la
     assert all(part in title for part in words), title
 
 
-def test_every_control_on_a_slide_changes_its_chart(walks, browser, server):
+def test_every_control_on_a_slide_changes_its_chart(walks, visits, server):
     """A step's slider must change what is shown (step 11's context slider changed nothing and is gone)."""
     walk = walks("en")
     with_control = [n for n in STEPS if walk.slide(n)["controls"]]
     assert 11 not in with_control
-    context = browser.new_context(viewport={"width": SCREEN[0], "height": SCREEN[1]})
-    tab = context.new_page()
+    tab = new_tab(visits, SCREEN)
     try:
         for number in with_control:
             open_link(tab, f"{server.url}/lesson?{urlencode({'step': str(number), 'lang': 'en', 'present': '1'})}")
@@ -274,7 +284,7 @@ def test_every_control_on_a_slide_changes_its_chart(walks, browser, server):
                 pytest.fail(f"step {number}'s control changed nothing shown")
             wait_for_app(tab)
     finally:
-        context.close()
+        tab.close()
 
 
 def overlap(a: list[float], b: list[float], slack: float = 1.0) -> bool:

@@ -8,7 +8,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from .conftest import open_link
+from .conftest import new_tab, open_link
 
 # The window and what the page measured: its widest content against the window, the slide's title's width,
 # the largest chart title's font and the narrowest plot area.
@@ -29,14 +29,13 @@ PHONE = {"width": 400, "height": 800}
 PROJECTOR = {"width": 1024, "height": 768}
 
 
-def measured(browser, server, path: str, query: dict, viewport: dict) -> dict:
-    context = browser.new_context(viewport=viewport)
-    tab = context.new_page()
+def measured(visits, server, path: str, query: dict, viewport: dict) -> dict:
+    tab = new_tab(visits, (viewport["width"], viewport["height"]))
     try:
         open_link(tab, f"{server.url}/{path}?{urlencode(query)}")
         return tab.evaluate(MEASURE)
     finally:
-        context.close()
+        tab.close()
 
 
 @pytest.mark.parametrize(
@@ -44,9 +43,9 @@ def measured(browser, server, path: str, query: dict, viewport: dict) -> dict:
     [("lesson", {"step": "5", "lang": "en"}), ("lesson", {"step": "14", "lang": "zh"}), ("axes", {"lang": "zh"})],
     ids=["lesson-5-en", "lesson-14-zh", "axes-zh"],
 )
-def test_presenter_mode_on_a_phone_reads_as_the_usual_page(server, browser, path, query):
-    phone = measured(browser, server, path, query | {"present": "1"}, PHONE)
-    usual = measured(browser, server, path, query, PHONE)
+def test_presenter_mode_on_a_phone_reads_as_the_usual_page(server, visits, path, query):
+    phone = measured(visits, server, path, query | {"present": "1"}, PHONE)
+    usual = measured(visits, server, path, query, PHONE)
     assert phone["content"] <= phone["window"] + 1, f"sideways scroll: {phone}"
     assert phone["rootFont"] == usual["rootFont"], f"the projector's doubled text on a phone: {phone}"
     assert phone["titleWidth"] >= 0.6 * PHONE["width"], f"the title squeezed beside the arrows: {phone}"
@@ -54,9 +53,9 @@ def test_presenter_mode_on_a_phone_reads_as_the_usual_page(server, browser, path
     assert phone["narrowestPlot"] >= usual["narrowestPlot"] - 2, f"a plot squeezed: {phone} vs {usual}"
 
 
-def test_a_projector_keeps_the_projector_s_sizes(server, browser):
+def test_a_projector_keeps_the_projector_s_sizes(server, visits):
     query = {"step": "5", "lang": "en"}
-    projector = measured(browser, server, "lesson", query | {"present": "1"}, PROJECTOR)
-    usual = measured(browser, server, "lesson", query, PROJECTOR)
+    projector = measured(visits, server, "lesson", query | {"present": "1"}, PROJECTOR)
+    usual = measured(visits, server, "lesson", query, PROJECTOR)
     assert projector["rootFont"] == 2 * usual["rootFont"]
     assert projector["chartTitle"] > usual["chartTitle"]
