@@ -333,7 +333,7 @@ def test_heatmap_panels_are_readably_wide_on_a_phone_and_their_titles_apart(show
     wide and no two panel titles meet."""
     tab, _, done = shown("heatmaps", "phone", lang)
     try:
-        tab.wait_for_function(CHARTS_READY, arg=4)
+        tab.wait_for_function(CHARTS_READY, arg=4, polling=100)
         charts = tab.evaluate(PANELS)
         grids = [chart for chart in charts if len(chart["widths"]) > 1]
         assert len(grids) >= 3, f"the grids of panels (every head, the variants, inside one head): {charts}"
@@ -469,7 +469,7 @@ def test_a_tables_toolbar_leaves_the_copy_button_above_it_free(server, visits, s
         for index in range(tables.count()):
             tables.nth(index).hover()
             # Streamlit fades and slides the toolbar in: until it is drawn where it stays
-            tab.wait_for_function(f"() => ({COPY_AND_TOOLBARS})().toolbars.length > 0")
+            tab.wait_for_function(f"() => ({COPY_AND_TOOLBARS})().toolbars.length > 0", polling=100)
             drawn = tab.evaluate(COPY_AND_TOOLBARS)
             assert drawn["copy"], "kv_cache shows the step's log with its copy button"
             covered = [(bar, copy) for bar in drawn["toolbars"] for copy in drawn["copy"] if overlap(bar, copy)]

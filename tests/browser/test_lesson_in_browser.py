@@ -82,7 +82,7 @@ def title(number: int, lang: str) -> str:
 def wait_for_step(tab, number: int, lang: str = "en") -> None:
     """Until the link holds the step and the page shows its title: the link changes before the rerun has begun,
     and a loaded machine has been seen to let the idle check pass on the step before (CI: step 18's title at 19)."""
-    tab.wait_for_function(f"() => new URLSearchParams(location.search).get('step') === '{number}'")
+    tab.wait_for_function(f"() => new URLSearchParams(location.search).get('step') === '{number}'", polling=100)
     tab.wait_for_function(
         """expected => {
             const h = document.querySelector('[data-testid="stMain"] h2');
@@ -90,6 +90,7 @@ def wait_for_step(tab, number: int, lang: str = "en") -> None:
         }""",
         arg=title(number, lang),
         timeout=VIEW_SECONDS * 1000,
+        polling=100,
     )
     wait_for_app(tab)
 

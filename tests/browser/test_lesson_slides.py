@@ -19,6 +19,7 @@ from explorer.present import MIN_TEXT_PX
 
 from .conftest import new_tab, open_link, url_params, wait_for_app
 from .test_lesson_in_browser import heading, presenter_problems, title
+from .test_lesson_layout import CHAPTER, layout_problems
 
 SCREEN = (1024, 768)
 STEPS = range(1, len(steps.STEPS) + 1)
@@ -81,7 +82,7 @@ def wait_for_slide(tab, number: int, lang: str) -> None:
     """Until step `number` is drawn whole: its title, its own chart with data, nothing of the last step left
     (Streamlit keeps the last run's elements, faded, until the new run replaces them, and shows its status widget
     only after a moment)."""
-    tab.wait_for_function(ARRIVED, arg=[title_of(number, lang), steps.STEPS[number - 1].key])
+    tab.wait_for_function(ARRIVED, arg=[title_of(number, lang), steps.STEPS[number - 1].key], polling=100)
     wait_for_app(tab)
 
 
@@ -113,6 +114,7 @@ class Walk:
         return self.tab.evaluate(SLIDE, self.question) | {
             "heading": heading(self.tab),
             "presenter": presenter_problems(self.tab),
+            "layout": layout_problems(self.tab),
         }
 
     def next_from_the_foot(self) -> None:
@@ -221,6 +223,14 @@ def test_presenter_mode_reads_cleanly_on_a_projector_at_every_step(walks, lang, 
     assert not seen["presenter"], f"step {number} ({lang}): {seen['presenter']}"
 
 
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("number", CHAPTER)
+def test_each_step_of_the_second_chapter_reads_cleanly_as_a_slide(walks, number, lang):
+    """test_lesson_layout.py's checks in presenter mode on a projector, read off this walk as each step is reached."""
+    problems = walks(lang).slide(number)["layout"]
+    assert not problems, f"step {number} at 1024x768 ({lang}): {problems}"
+
+
 def to_the_foot(tab) -> None:
     """Every fold of the step opened (the answer, the rest), and the page scrolled to its foot."""
     folded = tab.locator('[data-testid="stMain"] [data-testid="stExpander"] details:not([open]) > summary')
@@ -279,7 +289,7 @@ def test_every_control_on_a_slide_changes_its_chart(walks, visits, server):
             tab.locator('[data-testid="stMain"] [data-testid="stSlider"] input[type="range"]').first.focus()
             tab.keyboard.press("ArrowLeft")
             try:
-                tab.wait_for_function(f"before => ({CHART_POINTS})() !== before", arg=before)
+                tab.wait_for_function(f"before => ({CHART_POINTS})() !== before", arg=before, polling=100)
             except PlaywrightTimeout:
                 pytest.fail(f"step {number}'s control changed nothing shown")
             wait_for_app(tab)
