@@ -23,7 +23,7 @@ if not (shutil.which("haproxy") or os.path.exists("/usr/sbin/haproxy")):
 
 @pytest.fixture(scope="module")
 def checks() -> subprocess.CompletedProcess[str]:
-    return quick_run("classroom.py", "--checks", timeout=900)
+    return quick_run("classroom.py", "--checks", timeout=1100)  # three checks: under pytest.ini's 1200 s a test
 
 
 def passed(run: subprocess.CompletedProcess[str], check: str) -> None:
