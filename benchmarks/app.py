@@ -1,7 +1,7 @@
 """The app's own budgets (ARCHITECTURE.md, Budgets), measured: rerun time, bytes sent to the browser, server memory.
 
     python benchmarks/app.py            # every page at default and largest settings, then a classroom of 20 sessions
-    python benchmarks/app.py --quick    # CI's short mode: default settings, 3 changes per page, 4 sessions
+    python benchmarks/app.py --quick    # CI's short mode: default settings, 1 change per page, 4 sessions
     python benchmarks/app.py --profile heatmaps   # only this: where one page's rerun time goes at the largest settings
     python benchmarks/app.py --classroom-only --largest-class   # 20 students, all at the largest widths (memory)
     python benchmarks/app.py --classroom-only --model-class     # 20 students, all on the trained model, each own text
@@ -131,7 +131,8 @@ def measure_page(name: str, start: Settings, changes: list[tuple[str, str, objec
 
 
 def run_part_one(quick: bool, timeout: float, pages: list[str]) -> bool:
-    regimes = [("default", Settings(), DEFAULT_CHANGES[:3] if quick else DEFAULT_CHANGES)]
+    quick_changes = 1  # --quick: each page reran once after a change (a check; the medians are the full run's)
+    regimes = [("default", Settings(), DEFAULT_CHANGES[:quick_changes] if quick else DEFAULT_CHANGES)]
     if not quick:
         regimes.append(("largest", LARGEST, LARGEST_CHANGES))
     print("== Part 1: server-side rerun after a slider change (AppTest, this process) ==")
@@ -150,7 +151,7 @@ def run_part_one(quick: bool, timeout: float, pages: list[str]) -> bool:
         )
     )
     if quick:
-        print("--quick: default settings only, 3 changes per page (the largest settings are measured by the full run)")
+        print("--quick: default settings only, 1 change per page (the largest settings are measured by the full run)")
     header = (
         f"{'page':<10} {'settings':<8} {'first open':>11} {'rerun median':>13} {'max':>9} {'n':>3}  {'budget':>8}  "
         f"{'chart JSON':>11} {'all elements':>13}  {'RSS after':>10}"
@@ -161,7 +162,7 @@ def run_part_one(quick: bool, timeout: float, pages: list[str]) -> bool:
     for name in pages:
         page_regimes = regimes + ([("view", LARGEST, VIEW_CHANGES[name])] if not quick and name in VIEW_CHANGES else [])
         if name in OWN_CHANGES:
-            page_regimes = [("default", Settings(), OWN_CHANGES[name][:3] if quick else OWN_CHANGES[name])]
+            page_regimes = [("default", Settings(), OWN_CHANGES[name][:quick_changes] if quick else OWN_CHANGES[name])]
         for regime, start, changes in page_regimes:
             result = measure_page(name, start, changes, timeout)
             budget = BUDGET_RERUN_DEFAULT_MS if regime == "default" else BUDGET_RERUN_LARGEST_MS
@@ -570,7 +571,7 @@ def main() -> int:
         ok = (
             run_part_two(
                 sessions,
-                moves=2 if args.quick else 3,
+                moves=1 if args.quick else 3,
                 limit=400.0 if args.largest_class or args.model_class else 180.0,
                 total_limit=900.0 if args.largest_class or args.model_class else 240.0 if args.quick else 600.0,
                 kind="largest" if args.largest_class else "model" if args.model_class else "mixed",

@@ -7,6 +7,8 @@
     python benchmarks/classroom.py --quick             # CI: 3 students, 2 replicas, a few seconds; fails on an error
     python benchmarks/classroom.py --quick --pages all # CI: one student on every page
     python benchmarks/classroom.py --quick --capacity  # CI: two small levels on 1 and on 2 replicas
+    python benchmarks/classroom.py --quick --checks    # CI: those three in one lecture hall (2 replicas, every page)
+    (--quick: a press every 4 s; a window ends once every student's press finished in it, after 4 s, within 60 s)
 
 Each student speaks Streamlit's own websocket protocol (the protobuf classes in streamlit.proto), as the browser's
 frontend does: it loads the page's link over HTTP (which gives it the balancer's affinity cookie), opens
@@ -40,6 +42,7 @@ from locust import User, constant_pacing, task  # isort: skip
 from locust.env import Environment  # isort: skip
 
 import argparse
+import contextlib
 import os
 import random
 import shutil
@@ -47,6 +50,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode
@@ -69,6 +73,10 @@ from explorer.settings import Settings  # noqa: E402
 from explorer.state import SLIDER_LABELS  # noqa: E402
 
 PRESS_EVERY = 10.0  # seconds between a student's presses
+# --quick: a check of the tool, not a class's pace: a shorter period, and each window ends once every student's press
+# finished in it (what --quick asserts) and it lasted a period, within QUICK_WINDOW_MOST seconds
+QUICK_PRESS_EVERY = 4.0
+QUICK_WINDOW_MOST = 60.0
 RUN_TIMEOUT = 120.0  # a run not finished by then is an error
 
 
@@ -393,14 +401,20 @@ class Lecture:
                 break
         self.users = users
 
-    def window(self, seconds: float) -> Result:
-        """Measure `seconds` of the class as it is: presses finished in the window, CPU and memory."""
+    def window(self, seconds: float, *, until_served: bool = False) -> Result:
+        """Measure `seconds` of the class as it is: presses finished in the window, CPU and memory. until_served: at
+        most `seconds`, ended once it has lasted a press period and at least one press per student finished in it and
+        one on every page (a shorter window would count the presses sent as the students arrived: a rate too high)."""
         processes = {name: psutil.Process(pid) for name, pid in self.classroom.pids().items()}
         processes["haproxy"] = psutil.Process(self.classroom.haproxy.pid)
         processes["locust"] = psutil.Process()
         before = {name: sum(p.cpu_times()[:2]) for name, p in processes.items()}
         start = time.time()
-        gevent.sleep(seconds)
+        if until_served:
+            while time.time() - start < seconds and (time.time() - start < PRESS_EVERY or not self.served(start)):
+                gevent.sleep(0.2)
+        else:
+            gevent.sleep(seconds)
         end = time.time()
         cpu = {name: 100 * (sum(p.cpu_times()[:2]) - before[name]) / (end - start) for name, p in processes.items()}
         memory = {name: (m.rss / 2**20, m.pss / 2**20, m.uss / 2**20) for name, m in self.classroom.memory().items()}
@@ -424,37 +438,55 @@ class Lecture:
             errors_by_page=dict(Counter(page for page, _ in errors)),
         )
 
+    def served(self, start: float) -> bool:
+        """At least as many presses finished since `start` as there are students, and one on every page of the mix."""
+        finished = [page for sent, latency, page in RECORD.presses if sent + latency >= start]
+        return len(finished) >= self.users and set(Student.pages) <= set(finished)
+
     def quit(self) -> None:
         self.runner.quit()
 
 
-def lecture_hall(replicas: int, pages: tuple[str, ...]):
+def pace(seconds: float) -> None:
+    """Every student presses once per `seconds` (the offered load, the capacity's settling and its report follow)."""
+    global PRESS_EVERY
+    PRESS_EVERY = seconds
+    Student.wait_time = constant_pacing(seconds)
+
+
+@contextlib.contextmanager
+def lecture_hall(replicas: int, pages: tuple[str, ...]) -> Iterator[Classroom]:
     """A started classroom of `replicas`, each replica warmed on every page of the mix; stops it all at the end."""
     log_dir = Path(tempfile.mkdtemp(prefix="explorer-classroom-"))
     classroom = Classroom(replicas, log_dir=log_dir)
     try:
         classroom.start()
         warm(classroom, pages, Settings())
-        return classroom, log_dir
-    except BaseException:
-        classroom.stop()
-        shutil.rmtree(log_dir, ignore_errors=True)
-        raise
-
-
-def run(replicas: int, users: int, seconds: float, spawn_rate: float, pages: tuple[str, ...]) -> Result:
-    """A fresh classroom, `users` students who all open their page, then one measured window."""
-    classroom, log_dir = lecture_hall(replicas, pages)
-    try:
-        lecture = Lecture(classroom, pages, Settings(), spawn_rate)
-        try:
-            lecture.students(users)
-            return lecture.window(seconds)
-        finally:
-            lecture.quit()
+        yield classroom
     finally:
         classroom.stop()
         shutil.rmtree(log_dir, ignore_errors=True)
+
+
+def run(
+    replicas: int, users: int, seconds: float, spawn_rate: float, pages: tuple[str, ...], *, quick: bool = False
+) -> Result:
+    """A fresh classroom, `users` students who all open their page, then one measured window (quick: ended once
+    every student's press finished in it)."""
+    with lecture_hall(replicas, pages) as classroom:
+        return run_in(classroom, users, seconds, spawn_rate, pages, quick=quick)
+
+
+def run_in(
+    classroom: Classroom, users: int, seconds: float, spawn_rate: float, pages: tuple[str, ...], *, quick: bool = False
+) -> Result:
+    """`users` students in a started classroom who all open their page, then one measured window; they leave."""
+    lecture = Lecture(classroom, pages, Settings(), spawn_rate)
+    try:
+        lecture.students(users)
+        return lecture.window(seconds, until_served=quick)
+    finally:
+        lecture.quit()
 
 
 def warm(classroom: Classroom, pages: tuple[str, ...], settings: Settings) -> None:
@@ -484,8 +516,14 @@ def fits(result: Result, budget: float) -> bool:
     return not result.errors and result.percentile(0.95) <= budget
 
 
-def capacity(
-    replicas: int,
+def capacity(replicas: int, pages: tuple[str, ...], **search) -> list[Result]:
+    """capacity_in() a fresh classroom of `replicas`, warmed on the mix's pages."""
+    with lecture_hall(replicas, pages) as classroom:
+        return capacity_in(classroom, pages, **search)
+
+
+def capacity_in(
+    classroom: Classroom,
     pages: tuple[str, ...],
     *,
     start: int,
@@ -495,40 +533,36 @@ def capacity(
     seconds: float,
     spawn_rate: float,
     budget: float,
+    quick: bool = False,
 ) -> list[Result]:
-    """One classroom of `replicas`; students added level by level (x grow) until a level misses the budget, then
+    """In a started classroom, students added level by level (x grow) until a level misses the budget, then
     halved between the last level that fit and the first that did not; at most `steps` measured levels. Before each
     window the class settles for one press period (new students' openings and a backlog left by a level that missed
     are not measured)."""
-    classroom, log_dir = lecture_hall(replicas, pages)
     levels: list[Result] = []
+    lecture = Lecture(classroom, pages, Settings(), spawn_rate)
     try:
-        lecture = Lecture(classroom, pages, Settings(), spawn_rate)
-        try:
-            good, bad, users = 0, None, start
-            for _ in range(steps):
-                lecture.students(users)
-                gevent.sleep(PRESS_EVERY)  # settle: presses spread over the period, any backlog drained or not
-                result = lecture.window(seconds)
-                levels.append(result)
-                print(level_line(result, budget), flush=True)
-                if fits(result, budget):
-                    good = max(good, users)
-                else:
-                    bad = users if bad is None else min(bad, users)
-                if bad is None:
-                    users = min(most, max(users + 1, round(users * grow)))
-                    if users == levels[-1].users:
-                        break  # at the most asked for, and it fits
-                else:
-                    if bad - good <= max(2, 0.1 * bad):
-                        break
-                    users = (good + bad) // 2 if good else max(1, bad // 2)
-        finally:
-            lecture.quit()
+        good, bad, users = 0, None, start
+        for _ in range(steps):
+            lecture.students(users)
+            gevent.sleep(PRESS_EVERY)  # settle: presses spread over the period, any backlog drained or not
+            result = lecture.window(seconds, until_served=quick)
+            levels.append(result)
+            print(level_line(result, budget), flush=True)
+            if fits(result, budget):
+                good = max(good, users)
+            else:
+                bad = users if bad is None else min(bad, users)
+            if bad is None:
+                users = min(most, max(users + 1, round(users * grow)))
+                if users == levels[-1].users:
+                    break  # at the most asked for, and it fits
+            else:
+                if bad - good <= max(2, 0.1 * bad):
+                    break
+                users = (good + bad) // 2 if good else max(1, bad // 2)
     finally:
-        classroom.stop()
-        shutil.rmtree(log_dir, ignore_errors=True)
+        lecture.quit()
     return levels
 
 
@@ -638,6 +672,11 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=6, help="--capacity: measured levels per replica count")
     parser.add_argument("--budget", type=float, default=P95_BUDGET, help="--capacity: p95 budget in seconds")
     parser.add_argument("--quick", action="store_true", help="a few students, a few seconds: a check, not a figure")
+    parser.add_argument(
+        "--checks",
+        action="store_true",
+        help="with --quick: its three checks (students, --pages all, --capacity) in one lecture hall",
+    )
     args = parser.parse_args()
     if args.pages == "all":
         pages = MIX
@@ -646,13 +685,17 @@ def main() -> int:
         if unknown := [p for p in pages if p not in PRESSES]:
             parser.error(f"unknown page(s) {unknown}: choose from {list(PRESSES)}")
     if args.quick:
+        pace(QUICK_PRESS_EVERY)
+        args.seconds = QUICK_WINDOW_MOST  # a bound: each window ends once every student's press finished in it
+        if args.checks:
+            return quick_checks(args.budget)
         if args.capacity:
-            args.replicas, args.seconds, args.spawn_rate = "1,2", 15, 4  # a window longer than a press period
-            args.start, args.grow, args.steps = 2, 2.0, 2
+            args.replicas = "1,2"
+            vars(args).update(QUICK_CAPACITY)
         else:
             pages = tuple(dict.fromkeys(pages))  # every page once
-            users = max(3, len(pages))
-            args.users, args.replicas, args.seconds, args.spawn_rate = str(users), "2", 25, 3
+            users = max(QUICK_STUDENTS, len(pages))
+            args.users, args.replicas, args.spawn_rate = str(users), "2", 3
     users = [int(n) for n in args.users.split(",")]
     replicas = [int(n) for n in args.replicas.split(",")]
     if max(users) > 1000 or args.most > 1000 or args.seconds > 1800 or args.steps > 12:
@@ -668,47 +711,89 @@ def main() -> int:
             print(f"{time.strftime('%H:%M:%S')} capacity, {r} replica(s) ...", flush=True)
             found[r] = capacity(
                 r, pages, start=args.start, grow=args.grow, most=args.most, steps=args.steps,
-                seconds=args.seconds, spawn_rate=args.spawn_rate, budget=args.budget,
+                seconds=args.seconds, spawn_rate=args.spawn_rate, budget=args.budget, quick=args.quick,
             )  # fmt: skip
-        print()
-        levels = [x for found_levels in found.values() for x in found_levels]
-        print(report(levels))
-        print()
-        print(capacity_report(found, args.budget))
-        print(f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
-        errors = [e for x in levels for e in x.errors]
-        for error in errors[:5]:
-            print(f"  error: {error}")
-        if args.quick and (errors or not all(found.values()) or not all(x.presses for x in levels)):
-            # a check of the tool, not of the machine: each number of replicas measured, every level served presses,
-            # without an error
-            print(f"FAILED: {len(errors)} errors, or a number of replicas without a level, or a level without presses")
+        problem = capacity_printed(found, args.budget)
+        if args.quick and problem:
+            print(f"FAILED: {problem}")
             return 1
         return 0
     results = []
     for n in users:
         for r in replicas:
             print(f"{time.strftime('%H:%M:%S')} {n} students, {r} replica(s) ...", flush=True)
-            result = run(r, n, args.seconds, args.spawn_rate, pages)
+            result = run(r, n, args.seconds, args.spawn_rate, pages, quick=args.quick)
             results.append(result)
             print(report([result]).splitlines()[-1], flush=True)
             for error in result.errors[:5]:
                 print(f"  error: {error}", flush=True)
+    problem = students_printed(results, pages)
+    if args.quick and problem:
+        print(f"FAILED: {problem}")
+        return 1
+    return 0
+
+
+def capacity_printed(found: dict[int, list[Result]], budget: float) -> str | None:
+    """Print the capacity's levels and report; what fails --quick, if anything: a check of the tool, not of the
+    machine (each number of replicas measured, every level served presses, without an error)."""
+    print()
+    levels = [x for found_levels in found.values() for x in found_levels]
+    print(report(levels))
+    print()
+    print(capacity_report(found, budget))
+    print(f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    errors = [e for x in levels for e in x.errors]
+    for error in errors[:5]:
+        print(f"  error: {error}")
+    if errors or not all(found.values()) or not all(x.presses for x in levels):
+        return f"{len(errors)} errors, or a number of replicas without a level, or a level without presses"
+    return None
+
+
+def students_printed(results: list[Result], pages: tuple[str, ...]) -> str | None:
+    """Print the runs' table (and per page); what fails --quick, if anything: a student who did not open the page or
+    press at least once in the window, an error, or a page without a student whose press finished."""
     print()
     print(report(results))
     if len(dict.fromkeys(pages)) > 1:
         print()
         print(pages_report(results))
     print(f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
-    if args.quick:
-        # every student opened the page and pressed at least once in the window, without an error, and every page
-        # had a student whose press finished
-        problems = [r for r in results if r.errors or r.opened < r.users or len(r.presses) < r.users]
-        unpressed = [page for r in results for page in dict.fromkeys(pages) if not r.by_page.get(page)]
-        if problems or unpressed:
-            print(f"FAILED: {[(r.opened, len(r.presses), r.errors[:3]) for r in problems]}; no press on {unpressed}")
-            return 1
-    return 0
+    problems = [r for r in results if r.errors or r.opened < r.users or len(r.presses) < r.users]
+    unpressed = [page for r in results for page in dict.fromkeys(pages) if not r.by_page.get(page)]
+    if problems or unpressed:
+        return f"{[(r.opened, len(r.presses), r.errors[:3]) for r in problems]}; no press on {unpressed}"
+    return None
+
+
+# --- CI: the three quick checks in one lecture hall ----------------------------------------------------------------
+QUICK_STUDENTS = 3  # --quick: students on the overview
+QUICK_CAPACITY = {"start": 2, "grow": 2.0, "most": 600, "steps": 2, "spawn_rate": 4.0}  # two small levels
+
+
+def quick_checks(budget: float) -> int:
+    """--quick's three checks in one process (what `--quick`, `--quick --pages all` and `--quick --capacity` each
+    check): one lecture hall of 2 replicas, warmed on every page, serves the students on the overview, one student
+    on every page and the capacity's 2 replicas; the capacity's 1 replica is a hall of its own, started once the
+    first has stopped. Prints `check NAME: ok` or `check NAME: FAILED ...` per check; 0 if all three are ok."""
+    every_page = tuple(dict.fromkeys(MIX))
+    verdicts: dict[str, str | None] = {}
+    found: dict[int, list[Result]] = {}
+    search = dict(QUICK_CAPACITY, seconds=QUICK_WINDOW_MOST, budget=budget, quick=True)
+    with lecture_hall(2, every_page) as classroom:
+        for name, pages, users in (("students", ("overview",), QUICK_STUDENTS), ("pages", every_page, len(every_page))):
+            print(f"{time.strftime('%H:%M:%S')} check {name}: {users} students, 2 replicas ...", flush=True)
+            result = run_in(classroom, users, QUICK_WINDOW_MOST, 3, pages, quick=True)
+            verdicts[name] = students_printed([result], pages)
+            print(f"check {name}: {'ok' if verdicts[name] is None else 'FAILED: ' + verdicts[name]}", flush=True)
+        print(f"{time.strftime('%H:%M:%S')} check capacity, 2 replicas ...", flush=True)
+        found[2] = capacity_in(classroom, ("overview",), **search)
+    print(f"{time.strftime('%H:%M:%S')} check capacity, 1 replica ...", flush=True)
+    found[1] = capacity(1, ("overview",), **search)
+    verdicts["capacity"] = capacity_printed(dict(sorted(found.items())), budget)
+    print(f"check capacity: {'ok' if verdicts['capacity'] is None else 'FAILED: ' + verdicts['capacity']}")
+    return 1 if any(verdicts.values()) else 0
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """The wire: what a key press costs between the server and a student's browser, for every page.
 
     python benchmarks/wire.py              # every page, 6 timed presses per tab
-    python benchmarks/wire.py --quick      # CI: two pages, 2 presses per tab; fails only on a crash
+    python benchmarks/wire.py --quick      # CI: two pages, 1 untimed and 1 timed press per tab; fails on a crash
     python benchmarks/wire.py --page heatmaps --presses 10
 
 Two `streamlit run app.py` servers on free 127.0.0.1 ports, one with Streamlit's websocket compression off (its
@@ -15,7 +15,8 @@ Playwright, opens every page in four tabs: compression off and on, each on loopb
 The four tabs press in turn, one
 at a time, each the page's own control (benchmarks/classroom.py's PRESSES: a widget the page reads), moving between
 two neighbouring values; a first untimed round fills the servers' caches, so every timed press is what a class sees
-once its first student has asked for a view (the server's work is drawing and sending, not computing).
+once its first student has asked for a view (the server's work is drawing and sending, not computing). --quick
+presses once untimed (the value the page opened at is already computed: both are then seen) and once timed.
 
 Per page and tab, the websocket bytes of opening the page, then medians of the timed presses: key press -> first chart drawn with new data (benchmarks/browser.py's
 watcher), websocket bytes received by the page (payloads, as Streamlit's frontend gets them), bytes on the wire from
@@ -287,8 +288,8 @@ HEADER = [
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="CI: overview and heatmaps, 2 timed presses per tab")
-    parser.add_argument("--presses", type=int, default=None, help="timed presses per tab (default 6, --quick 2)")
+    parser.add_argument("--quick", action="store_true", help="CI: overview and heatmaps, 1 timed press per tab")
+    parser.add_argument("--presses", type=int, default=None, help="timed presses per tab (default 6, --quick 1)")
     parser.add_argument("--page", choices=list(PAGES), action="append", default=[], help="only this page (repeatable)")
     parser.add_argument(
         "--cdp",
@@ -296,7 +297,8 @@ def main() -> int:
         help="throttle with Chromium's network emulation instead (it leaves websockets be)",
     )
     args = parser.parse_args()
-    presses = args.presses or (2 if args.quick else 6)
+    presses = args.presses or (1 if args.quick else 6)
+    untimed = 1 if args.quick else 2  # the opened value is computed already: one press sees the other
     pages = args.page or (["overview", "heatmaps"] if args.quick else list(PAGES))
     if presses > 50:
         parser.error("bounded: at most 50 presses per tab")
@@ -322,7 +324,7 @@ def main() -> int:
             server.streamlit.warm_up(LIMIT_S)
         load = os.getloadavg()
         print(
-            f"{time.strftime('%Y-%m-%d %H:%M:%S')}: {presses} timed presses per tab after one untimed round, medians; "
+            f"{time.strftime('%Y-%m-%d %H:%M:%S')}: {presses} timed presses per tab after {untimed} untimed, medians; "
             f"chromium headless on {os.cpu_count()} cores, load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}; "
             f"throttled: {THROTTLED.bits_per_s / 1e6:.0f} Mbit/s down and up, {1000 * THROTTLED.latency_s:.0f} ms "
             f"round trip ({'Chromium: Network.emulateNetworkConditions' if args.cdp else 'emulated in the relay'})",
@@ -339,8 +341,8 @@ def main() -> int:
                             for throttled in (False, True):
                                 tabs[server.name, throttled] = Tab(browser, server, page, throttled, args.cdp)
                         for tab in tabs.values():
-                            tab.press(timed=False)  # the servers' caches: both values seen once
-                            tab.press(timed=False)
+                            for _ in range(untimed):  # the servers' caches: both values seen once
+                                tab.press(timed=False)
                         for _ in range(presses):
                             for tab in tabs.values():
                                 tab.press()
