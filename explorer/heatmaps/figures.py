@@ -14,6 +14,7 @@ import streamlit as st
 from plotly.colors import sample_colorscale
 
 from attn_core import AttentionConfig
+from explorer.charts import in_two_lines
 from explorer.grid import PHONE_COLUMNS, axis_suffix, narrow, with_flat_colorbars
 from explorer.i18n import _, speaking
 from explorer.kinds.chunked import ChunkMap
@@ -432,6 +433,9 @@ def _decode_phone(layout: dict) -> dict:
     phone = copy.deepcopy(layout)
     for name in ("xaxis", "yaxis"):
         phone[name]["tickfont"] = {**phone[name].get("tickfont", {}), "size": DECODE_PHONE_TEXT}
+    # centred on the plot the wider plot leaves, the one-line x title ran past the phone's right edge
+    title = phone["xaxis"].get("title") or {}
+    phone["xaxis"]["title"] = {**title, "text": in_two_lines(title.get("text") or "")}
     bar = {**phone["coloraxis"], "colorbar": {**phone["coloraxis"]["colorbar"]}}
     bar["colorbar"].pop("nticks")  # counted for the standing bar's height; Plotly's own along the phone's width
     return with_flat_colorbars(phone, {"coloraxis": bar})
