@@ -315,10 +315,7 @@ def _as_drawn(spec: dict, slide_height: int | None = None, *, present: bool = Fa
         spec = as_slide(spec)
     elif present:  # present=1: fonts about twice their size for a projector
         spec = for_projector(spec, greys=LIGHT_GREYS)
-    # A slide's chart has the screen's width: its title breaks only where it would not fit there
-    title_width = SLIDE_TITLE_WIDTH if present and slide_height else TITLE_WIDTH
-    spec = frame_titles_in_lines(spec, title_width)
-    return {**spec, "layout": with_unmeasured_tick_labels(title_below_toolbar(spec["layout"], title_width))}
+    return {**spec, "layout": with_unmeasured_tick_labels(title_below_toolbar(spec["layout"]))}
 
 
 def _narrow(spec: dict, own: dict | None, slide_height: int | None) -> dict | None:
@@ -361,30 +358,6 @@ def _on_a_phone(spec: dict, narrow: dict | None, slide_height: int | None) -> di
     }
 
 
-def _title_text(layout: dict) -> str:
-    title = layout.get("title")
-    return str((title.get("text") if isinstance(title, dict) else title) or "")
-
-
-def frame_titles_in_lines(spec: dict, width: int) -> dict:
-    """An animation whose frames' titles (▶ Play shows each in turn) are too wide for one line: every title, the
-    first's too, on two lines, so the top margin made for the first holds them all (mapping's MLA title ran past the
-    chart's right edge on a projector). A copy: figures are cached."""
-    frames = spec.get("frames") or []
-    titled = [frame for frame in frames if _title_text(frame.get("layout") or {})]
-    if not any(display_width(re.sub(r"<[^>]+>", "", _title_text(f["layout"]))) > width for f in titled):
-        return spec
-
-    def in_lines(layout: dict) -> dict:
-        title = layout.get("title")
-        title = dict(title) if isinstance(title, dict) else {"text": title}
-        return {**layout, "title": {**title, "text": in_two_lines(str(title.get("text") or ""))}}
-
-    layout = in_lines(spec["layout"]) if _title_text(spec["layout"]) else spec["layout"]
-    out_frames = [{**f, "layout": in_lines(f["layout"])} if f in titled else f for f in frames]
-    return {**spec, "layout": layout, "frames": out_frames}
-
-
 def fixed_place() -> DeltaGenerator:
     """A place for what a run may or may not show (a note on a capped input or pooled cells, a section that can be
     blocked): one element of the page whatever it holds, so the charts and controls after it keep their places from
@@ -409,19 +382,15 @@ def with_unmeasured_tick_labels(layout: dict) -> dict:
     return {**layout, **{name: {"ticklabeloverflow": "allow", **(layout.get(name) or {})} for name in axes}}
 
 
-TITLE_WIDTH, SLIDE_TITLE_WIDTH = 48, 80  # Latin letters a chart's title takes on one line: a column, a slide
-
-
-def title_below_toolbar(layout: dict, width: int = TITLE_WIDTH) -> dict:
+def title_below_toolbar(layout: dict) -> dict:
     """The layout with its title seated just above the plot, so the always-visible toolbar (top right of the chart)
-    never covers it on a narrow screen, and a top margin that leaves room for both. A copy: figures are cached."""
+    never covers it on a narrow screen, and a top margin that leaves room for both. The title goes whole (its own
+    lines kept): Plotly does not wrap, and only the browser knows the chart's width, so live_chart.js breaks it there
+    and grows the margin by the lines it adds. A copy: figures are cached."""
     title = layout.get("title")
     if not title or not (title.get("text") if isinstance(title, dict) else title):
         return layout
     title = dict(title) if isinstance(title, dict) else {"text": title}
-    text = title.get("text") or ""
-    if display_width(text) > width:  # Plotly does not wrap: two lines fit half a projector and a phone
-        title["text"] = in_two_lines(text)
     # Hung from the top of the chart below the toolbar's row, and the plot pushed down by the title's lines: a title
     # stood on the plot's top edge instead (yanchor bottom) lets Plotly's second line fall onto the plot.
     height = layout.get("height") or 450  # Streamlit's default height for a chart that sets none

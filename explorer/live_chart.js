@@ -127,6 +127,112 @@ function layoutFor(spec, div) {
   return variantFor(spec, div)?.layout ?? spec.figure.layout;
 }
 
+// --- titles broken to the chart's width ----------------------------------------------------------------------------
+// Plotly does not wrap a title, and only the browser knows the chart's width: the server sends each title whole,
+// hung below the toolbar with a top margin for its own lines (explorer.charts.title_below_toolbar), and here each
+// title (an animation's frames' too) is broken into as few lines as fit the chart, of about one length, the margin
+// grown to hold the most lines any frame has. Broken on the server at a fixed 48 letters, a title took two lines of
+// a few words beside a 1,100 px plot.
+const TITLE_SLACK = 12; // px kept clear at the chart's right edge
+const PHRASE_SLACK = 0.5; // a phrase's break may be this share of a line off where an even break would fall
+let measurer = null;
+
+function textWidth(text, font) {
+  measurer ??= document.createElement("canvas").getContext("2d");
+  measurer.font = font;
+  return measurer.measureText(text.replace(/<[^>]+>/g, "")).width;
+}
+
+function isWide(ch) {
+  return /[\u1100-\u115f\u2e80-\ua4cf\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60\uffe0-\uffe6]/.test(ch);
+}
+
+// Where a line may break in `line` (indices outside Plotly's tags): at a space, before a bracket, or between two
+// Chinese characters (Chinese puts no spaces between words); "phrase" breaks (before a bracket, after a comma or a
+// colon) are taken first when near enough the even place: a break between two characters may be inside a word.
+function breaks(line) {
+  const out = [];
+  let inTag = false;
+  let previous = "";
+  for (let i = 0; i < line.length; i++) {
+    const ch = line[i];
+    if (ch === "<") inTag = true;
+    if (!inTag && i && previous) {
+      const next = line.slice(i + 1).replace(/<[^>]+>/g, "")[0] ?? "";
+      const phrase = "（(".includes(ch) || "，、：；,:;".includes(previous) || (ch === " " && "(（".includes(next));
+      if (ch === " " || ch === "（" || (isWide(previous) && isWide(ch))) out.push({ at: i, phrase });
+    }
+    if (!inTag) previous = ch;
+    if (ch === ">") inTag = false;
+  }
+  return out;
+}
+
+// One line of a title in as few lines as fit `room` px, each about as long as the others.
+function inLines(line, font, room) {
+  const whole = textWidth(line, font);
+  if (whole <= room) return [line];
+  const cuts = breaks(line);
+  for (let count = Math.ceil(whole / room); count <= 8; count++) {
+    const lines = [];
+    let start = 0;
+    for (let left = count; left > 1; left--) {
+      const rest = textWidth(line.slice(start), font);
+      const even = rest / left;
+      const width = (cut) => textWidth(line.slice(start, cut.at), font);
+      const fitting = cuts.filter((cut) => cut.at > start && width(cut) <= room);
+      if (!fitting.length) break;
+      const off = (cut) => Math.abs(width(cut) - even);
+      const near = fitting.filter((cut) => cut.phrase && off(cut) <= PHRASE_SLACK * even);
+      const cut = (near.length ? near : fitting).reduce((best, c) => (off(c) < off(best) ? c : best));
+      lines.push(line.slice(start, cut.at));
+      start = line[cut.at] === " " ? cut.at + 1 : cut.at;
+    }
+    lines.push(line.slice(start));
+    if (lines.length === count && lines.every((l) => textWidth(l, font) <= room)) return lines;
+  }
+  return [line]; // no break fits (one long word): as it is
+}
+
+function titleOf(layout) {
+  const title = layout?.title;
+  const text = title && typeof title === "object" ? title.text : title;
+  return text ? String(text) : "";
+}
+
+function titleFont(layout) {
+  const own = (typeof layout.title === "object" && layout.title?.font) || {};
+  const usual = layout.template?.layout?.title?.font ?? {};
+  const font = { size: 17, family: "sans-serif", weight: "normal", ...usual, ...own };
+  return { size: font.size, css: `${font.weight} ${font.size}px ${font.family}` };
+}
+
+// The layout and frames with every title broken to `width` px, the top margin holding the most lines.
+function titlesBroken(layout, frames, width) {
+  if (!titleOf(layout) || !(width > 0)) return { layout, frames };
+  const font = titleFont(layout);
+  const room = width - TITLE_SLACK;
+  const broken = (text) => text.split(/<br\s*\/?>/).flatMap((line) => inLines(line, font.css, room)).join("<br>");
+  const withTitle = (own) => {
+    const text = titleOf(own);
+    if (!text) return own;
+    const title = typeof own.title === "object" ? own.title : {};
+    return { ...own, title: { ...title, text: broken(text) } };
+  };
+  const out = withTitle(layout);
+  const outFrames = frames?.map((frame) => (frame.layout ? { ...frame, layout: withTitle(frame.layout) } : frame));
+  const lines = Math.max(
+    ...[out, ...(outFrames ?? []).map((f) => f.layout)].map((l) => titleOf(l).split("<br>").length),
+  );
+  // as explorer.charts.title_below_toolbar reckons: the title hung `below` px from the top, lines of 1.3 its size
+  const height = layout.height ?? 450;
+  const below = Math.round((1 - (out.title.y ?? 1)) * height);
+  const need = below + Math.round(lines * font.size * 1.3) + 12;
+  const margin = { ...(layout.margin ?? {}) };
+  margin.t = Math.max(margin.t ?? 0, need);
+  return { layout: { ...out, margin }, frames: outFrames };
+}
+
 // A value with every font size divided by `by` (presenter mode's scaling undone: explorer/present.py _scaled).
 function unscaled(value, by, font = false) {
   if (Array.isArray(value)) return value.map((item) => unscaled(item, by));
@@ -197,15 +303,19 @@ function drawNext(Plotly) {
   if (div.isConnected) {
     try {
       const config = { ...spec.config, modeBarButtonsToAdd: [fullScreenButton(spec.said.fullscreen)] };
-      const own = layoutFor(spec, div);
-      state.shown.get(div).size = ownSize(own);
-      state.shown.get(div).narrow = isNarrow(spec, div);
+      const usual = layoutFor(spec, div);
+      const shown = state.shown.get(div);
+      shown.size = ownSize(usual);
+      shown.narrow = isNarrow(spec, div);
+      const titled = titlesBroken(usual, framesFor(spec, div), div.clientWidth);
+      const own = titled.layout;
+      shown.title = titleOf(own);
       let layout = div === state.enlarged ? { ...own, ...screenSize() } : own; // new data while full screen
       const data = dataFor(spec, div);
       const key = labelsKey({ ...spec.figure, data, layout: own }, div.clientWidth);
       const last = state.margins.get(div);
       if (last?.key === key) layout = withMarginsOf(last.margins, layout);
-      const frames = framesFor(spec, div);
+      const frames = titled.frames;
       Plotly.react(div, { ...spec.figure, data, layout, frames, config }).then(() => { // frames too: the animated charts
         const { l, r, t, b } = div._fullLayout._size;
         state.margins.set(div, { key, margins: { l, r, t, b } });
@@ -269,6 +379,12 @@ function afterPaint(run) {
   setTimeout(once, 200);
 }
 
+// Whether the chart's title breaks otherwise at its width now than where it was drawn: it is drawn again.
+function titleMoved(shown, div) {
+  const layout = layoutFor(shown.spec, div);
+  return titleOf(titlesBroken(layout, null, div.clientWidth).layout) !== (shown.title ?? titleOf(layout));
+}
+
 export default function (component) {
   const { data, parentElement } = component;
   const text = new TextDecoder().decode(data);
@@ -288,7 +404,7 @@ export default function (component) {
       const now = Math.round(entry.contentRect.width);
       if (now === 0) return;
       const shown = state.shown.get(div);
-      if (shown?.spec && div.data && shown.narrow !== isNarrow(shown.spec, div)) {
+      if (shown?.spec && div.data && (shown.narrow !== isNarrow(shown.spec, div) || titleMoved(shown, div))) {
         div.style.minHeight = `${layoutFor(shown.spec, div).height ?? 450}px`;
         draw(div, shown.spec);
       } else if (width !== null && now !== width && div.data) window.Plotly.Plots.resize(div);

@@ -442,6 +442,13 @@ caption = _(
     head=head,
     agreement=agreement(inside.facts.weights_error),
 )
+scales = _(
+    "① and ② have colour scales of their own (② and ③ share one): scaling took the largest score from ±{raw} to "
+    "±{scaled}.",
+    raw=f"{inside.facts.score_bound:.3g}",
+    scaled=f"{inside.facts.scaled_bound:.3g}",
+)
+caption = sentences(caption, scales)
 if inside.pooling.pooled:
     caption = sentences(caption, _("Square matrices show the {pooling}.", pooling=inside.pooling.describe()))
 show_chart(inside.spec, name="heatmaps-inside-head", rows=inside.csv.csv_text, caption=caption)

@@ -3,6 +3,7 @@ results (plain arrays in), the numbers it plots, how it was pooled, and the fact
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -13,7 +14,8 @@ import streamlit as st
 from plotly.colors import sample_colorscale
 
 from attn_core import AttentionConfig
-from explorer.grid import PHONE_COLUMNS, axis_suffix
+from explorer.charts import in_two_lines
+from explorer.grid import PHONE_COLUMNS, axis_suffix, narrow, with_flat_colorbars
 from explorer.i18n import _, speaking
 from explorer.kinds.chunked import ChunkMap
 from explorer.kinds.compressed import CompressedMap
@@ -170,7 +172,7 @@ STEP_ROWS = [[0, 1, 2], [0, 1, 2], [0, 1]]
 STEP_COLOR_BAR_ROOM = 110  # px of right margin for the standing colour bars beside the rows
 # On a slide (wide and short) two rows of four, in the formula's order, and two colour bars side by side beside each
 SLIDE_STEP_COLUMNS = 4
-SLIDE_COLOR_BAR_ROOM = 190
+SLIDE_COLOR_BAR_ROOM = 280  # three bars side by side beside the second row
 
 
 def steps_figure(
@@ -242,15 +244,19 @@ def _input_panels(steps: HeadSteps, *, pool: str, tokens: list[str] | None, d_k:
 def _score_panels(
     steps: HeadSteps, *, causal: bool, square: Pooling, tokens: list[str] | None, d_k: int
 ) -> list[Panel]:
-    """① Q·Kᵀ, ② scaled and ③ masked on one colour scale (coloraxis3: the scaling shows as a fade), then ④ softmax."""
+    """① Q·Kᵀ on its own colour scale (coloraxis3), ② scaled and ③ masked on one (coloraxis4: ③ is ② with the mask's
+    cells blanked), then ④ softmax."""
     shape = "×".join(map(str, steps.scores.shape))
     masked_shown = np.where(np.isfinite(steps.masked), steps.masked, np.nan)  # −∞ goes out as a gap
-    score = partial(attention_panel, pooling=square, tokens=tokens, coloraxis="coloraxis3")
+    score = partial(attention_panel, pooling=square, tokens=tokens, coloraxis="coloraxis4")
     return [
-        score(
+        attention_panel(
             steps.scores,
             title="① Q·Kᵀ",
+            pooling=square,
+            tokens=tokens,
             value_name="score",
+            coloraxis="coloraxis3",
             csv_name=_("1 scores Q.K^T [{shape}]", shape=shape),
         ),
         score(
@@ -285,23 +291,44 @@ def _output_panel(steps: HeadSteps, *, pool: str, tokens: list[str] | None) -> P
 
 
 def _step_coloraxes(steps: HeadSteps, *, softmax: Panel, slide: bool = False) -> dict[str, dict]:
-    """Every step's colour scale, each bar beside the row it scales (on a slide, two side by side beside each of its
-    two rows). ① and ② (and ③) share one: ÷√d_k shrinks the scores, and on a scale of their own the two looked
-    identical: the lesson of that step was invisible."""
+    """Every step's colour scale, each bar beside the row it scales (on a slide, side by side beside each of its two
+    rows). ① has its own: on one shared with ②, ÷√d_k left ② and ③ a grey fade on ①'s scale (issue 47); the
+    caption states the shrink in numbers instead. ② and ③ share one: ③ is ② with the mask's cells blanked."""
     inputs = np.concatenate([steps.q.ravel(), steps.k.ravel(), steps.v.ravel()])
-    if slide:
-        return {
-            "coloraxis": weights_axis(float(np.nanmax(softmax.z))) | _standing_bar(0.22, _("④ weight"), 0.4, 1.02),
-            "coloraxis2": diverging_axis(inputs, "q, k, v") | _standing_bar(0.78, "Q, K, V", 0.4, 1.02),
-            "coloraxis3": diverging_axis(steps.scores, "") | _standing_bar(0.78, _("①②③ score"), 0.4, 1.14),
-            "coloraxis5": diverging_axis(steps.out, "") | _standing_bar(0.22, _("⑤ output"), 0.4, 1.14),
-        }
-    return {
-        "coloraxis": weights_axis(float(np.nanmax(softmax.z))) | _standing_bar(0.225, _("④ weight"), 90),
-        "coloraxis2": diverging_axis(inputs, "q, k, v") | _standing_bar(0.856, "Q, K, V", 180),
-        "coloraxis3": diverging_axis(steps.scores, "") | _standing_bar(0.5, _("①②③ score"), 160),
-        "coloraxis5": diverging_axis(steps.out, "") | _standing_bar(0.065, _("⑤ output"), 90),
+    axes = {
+        "coloraxis": weights_axis(float(np.nanmax(softmax.z))),
+        "coloraxis2": diverging_axis(inputs, ""),
+        "coloraxis3": diverging_axis(steps.scores, ""),
+        "coloraxis4": diverging_axis(steps.scaled, ""),
+        "coloraxis5": diverging_axis(steps.out, ""),
     }
+    titles = {
+        "coloraxis": _("④ weight"),
+        "coloraxis2": "Q, K, V",
+        "coloraxis3": _("① score"),
+        "coloraxis4": _("②③ scaled"),
+        "coloraxis5": _("⑤ output"),
+    }
+    # (y, length, x) of each bar: a slide's rows are Q K V ① and ② ③ ④ ⑤
+    places = SLIDE_STEP_BARS if slide else STEP_BARS
+    return {name: axis | _standing_bar(places[name][0], titles[name], *places[name][1:]) for name, axis in axes.items()}
+
+
+# Where each step's colour bar stands: (y centre, length: px, or a share of the plot's height if at most 1, x)
+STEP_BARS = {
+    "coloraxis2": (0.856, 180, 1.02),
+    "coloraxis3": (0.58, 90, 1.02),
+    "coloraxis4": (0.42, 90, 1.02),
+    "coloraxis": (0.225, 90, 1.02),
+    "coloraxis5": (0.065, 90, 1.02),
+}
+SLIDE_STEP_BARS = {
+    "coloraxis2": (0.78, 0.4, 1.02),
+    "coloraxis3": (0.78, 0.4, 1.14),
+    "coloraxis4": (0.22, 0.4, 1.02),
+    "coloraxis": (0.22, 0.4, 1.14),
+    "coloraxis5": (0.22, 0.4, 1.26),
+}
 
 
 def _standing_bar(y: float, title: str, length: float, x: float = 1.02) -> dict:
@@ -364,6 +391,8 @@ def decode_figure(
         row_height=min(520, max(DECODE_MIN_ROW_HEIGHT, 40 + 18 * heads)),
         x_title=_("cached key position (the last one is the token itself)"),
     )
+    _decode_colorbar(fig["layout"])
+    fig["narrow"] = narrow(_decode_phone(fig["layout"]))
     if highlight is None:
         return fig, panel_csv([panel]), pooling
     # the head opened up in "inside one head", outlined (categories sit at 0, 1, ... on the y axis)
@@ -381,6 +410,35 @@ def decode_figure(
         }
     ]
     return fig, panel_csv([panel]), pooling
+
+
+DECODE_TICK_GAP = 36  # px of colour bar a tick label of the decode step's takes at least: at ~16 they touched
+DECODE_PHONE_TEXT = 11  # px of the decode step's labels on a phone, where 9 px does not read
+
+
+def _decode_colorbar(layout: dict) -> None:
+    """The decode step's colour bar as tall as its plot, its title beside it (on top it took half of a short bar) and
+    as many ticks as keep their labels apart."""
+    margin = layout["margin"]
+    plot = layout["height"] - margin["t"] - margin["b"]
+    colorbar = layout["coloraxis"]["colorbar"]
+    colorbar |= {"len": 1, "title": {**colorbar.get("title", {}), "side": "right"}}
+    colorbar["nticks"] = max(2, plot // DECODE_TICK_GAP)
+
+
+def _decode_phone(layout: dict) -> dict:
+    """The decode step's layout on a phone: its head names and positions at DECODE_PHONE_TEXT (its colour bar's are
+    the template's 12 px already), its colour bar laid flat under the plot (standing beside it, it left the plot a
+    third of the width beside the larger head names)."""
+    phone = copy.deepcopy(layout)
+    for name in ("xaxis", "yaxis"):
+        phone[name]["tickfont"] = {**phone[name].get("tickfont", {}), "size": DECODE_PHONE_TEXT}
+    # centred on the plot the wider plot leaves, the one-line x title ran past the phone's right edge
+    title = phone["xaxis"].get("title") or {}
+    phone["xaxis"]["title"] = {**title, "text": in_two_lines(title.get("text") or "")}
+    bar = {**phone["coloraxis"], "colorbar": {**phone["coloraxis"]["colorbar"]}}
+    bar["colorbar"].pop("nticks")  # counted for the standing bar's height; Plotly's own along the phone's width
+    return with_flat_colorbars(phone, {"coloraxis": bar})
 
 
 def upper_triangle(length: int) -> np.ndarray:
@@ -404,6 +462,8 @@ class StepFacts:
     weights_error: float  # the steps' weights vs the layer's own
     output_rebuild_error: float
     output_scale: float
+    score_bound: float  # the largest |score| of ①, its colour bar's end
+    scaled_bound: float  # ... of ② (and ③), on a colour bar of their own
 
 
 @dataclass(frozen=True)
@@ -503,6 +563,8 @@ def steps_chart(
             weights_error=float(np.abs(steps.weights - result.weights[index]).max()),
             output_rebuild_error=result.output_rebuild_error,
             output_scale=result.output_scale,
+            score_bound=float(np.abs(steps.scores).max()),
+            scaled_bound=float(np.abs(steps.scaled).max()),
         )
         return Chart(fig, rows, pooling, facts)
 

@@ -229,9 +229,8 @@ def cache_growth_figure(trace: WritingTrace, step: int) -> dict:
         "data": [*_growth_lines(trace), _step_marker(trace, step)],
         "layout": {
             "title": {
-                "text": _(
-                    "Whole-model KV cache<br>({layers} layers, float32) as the model writes", layers=trace.n_layers
-                ),
+                # whole: the browser breaks it at the chart's width (explorer/live_chart.js)
+                "text": _("Whole-model KV cache ({layers} layers, float32) as the model writes", layers=trace.n_layers),
                 "x": 0,
             },
             "height": 420,

@@ -110,23 +110,6 @@ def test_apart_places_names_for_the_sizes_asked_alone():
             assert not (a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]), sides
 
 
-def test_an_animations_long_frame_titles_go_on_two_lines_with_the_first():
-    """▶ Play on mapping showed MLA's title past the chart's right edge: each frame's title is broken like the first's,
-    and the first is broken too, so the margin made for it holds every frame's two lines."""
-    from explorer.charts import frame_titles_in_lines
-
-    short, long = "<b>MHA: each head its own</b>", "<b>" + "MLA: every query head rebuilds its keys " * 2 + "</b>"
-    spec = {
-        "layout": {"title": {"text": short}},
-        "frames": [{"name": n, "layout": {"title": {"text": t}}} for n, t in (("mha", short), ("mla", long))],
-    }
-    drawn = frame_titles_in_lines(spec, 48)
-    titles = [drawn["layout"]["title"]["text"]] + [f["layout"]["title"]["text"] for f in drawn["frames"]]
-    assert all(t.count("<br>") == 1 for t in titles), titles
-    assert all(max(len(line) for line in t.split("<br>")) < len(long) for t in titles)
-    assert frame_titles_in_lines({**spec, "frames": spec["frames"][:1]}, 48) == {**spec, "frames": spec["frames"][:1]}
-
-
 @pytest.mark.parametrize(
     ("title", "lines"),
     [

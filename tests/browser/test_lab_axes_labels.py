@@ -79,3 +79,36 @@ def test_every_frontier_design_is_named_clear_of_names_points_and_the_line(serve
         assert not problems, (width, lang, problems)
     finally:
         context.close()
+
+
+# The every-axis chart's legend entry for its first trace (the frontier): the opacity of each marker it draws (fill
+# and outline, as the browser paints them) and whether it draws the line.
+FRONTIER_LEGEND = """() => {
+    const plot = Array.from(document.querySelectorAll('.js-plotly-plot'))
+        .find(g => g.closest('[data-testid="stMain"]') && g._fullLayout && g._fullLayout.shapes
+            && g._fullLayout.shapes.some(s => s.type === 'rect' && s.xref === 'x'));
+    if (!plot) return null;
+    const entry = Array.from(plot.querySelectorAll('.legend .traces'))
+        .find(e => e.querySelector('.legendtext').textContent === plot._fullData[0].name);
+    const seen = e => { const s = getComputedStyle(e); const o = parseFloat(s.opacity);
+        return Math.max(o * parseFloat(s.fillOpacity) * (s.fill === 'none' ? 0 : 1),
+            o * parseFloat(s.strokeOpacity) * (s.stroke === 'none' ? 0 : parseFloat(s.strokeWidth) || 0)); };
+    return {markers: Array.from(entry.querySelectorAll('.legendpoints path.scatterpts')).map(seen),
+        line: entry.querySelectorAll('.legendlines path').length};
+}"""
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_frontiers_legend_entry_is_a_line_only(server, browser, lang):
+    """Issue 47: the frontier's unseen markers (they set its names off its points) showed in the legend as a faint
+    circle: Plotly draws a legend marker at least 0.2 opaque. The entry shows the line and no marker."""
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    try:
+        tab = context.new_page()
+        open_link(tab, f"{server.url}/lab?lang={lang}")
+        tab.wait_for_function(f"({FRONTIER_LEGEND})() !== null")
+        legend = tab.evaluate(FRONTIER_LEGEND)
+        assert legend["line"] >= 1, "the frontier's line is in the legend"
+        assert all(seen < 0.01 for seen in legend["markers"]), f"markers drawn at {legend['markers']}"
+    finally:
+        context.close()

@@ -154,6 +154,8 @@ def open_at(visits, server, name: str, size: tuple[int, int], lang: str = "en", 
 # in a tab of its own, read by every test that asks for it, closed when the module ends.
 SHARED_VIEWS = {("heatmaps", "phone", "en"), ("heatmaps", "phone", "zh")}
 SHARED_VIEWS |= {("lab", size, lang) for size in ("laptop", "phone") for lang in ("en", "zh")}
+SHARED_VIEWS |= {("kv_cache", "laptop", "en"), ("kv_cache", "laptop", "zh"), ("kv_cache", "phone", "en")}
+SHARED_VIEWS |= {("mapping", "laptop", "en"), ("heatmaps", "laptop", "en"), ("heatmaps", "projector", "en")}
 
 
 @pytest.fixture(scope="module")
@@ -525,3 +527,88 @@ def test_the_designs_views_read_cleanly_in_presenter_mode(server, visits, view):
         assert not problems, f"{view}: {problems}"
     finally:
         tab.close()
+
+
+# Every chart's title as drawn: the width of each of its lines and of the chart.
+TITLE_LINES = """() => Array.from(document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')).map((plot, index) => {
+    const title = plot.querySelector('.infolayer .gtitle');
+    const lines = title ? Array.from(title.querySelectorAll('tspan.line')) : [];
+    const widths = (lines.length ? lines : title ? [title] : []).map(e => e.getBoundingClientRect().width);
+    return {chart: index, text: title ? title.textContent.slice(0, 60) : '', widths,
+        chart_px: plot.getBoundingClientRect().width};
+})"""
+# A title broken to its chart's width fills at least this share of it on each line but its last (balanced lines of
+# a title that does not fit one line are over half the room each); broken at 48 letters they filled about a quarter.
+TITLE_LINE_SHARE = 0.4
+
+
+@pytest.mark.parametrize(
+    ("name", "size", "lang"),
+    [
+        ("kv_cache", "laptop", "en"),
+        ("kv_cache", "laptop", "zh"),
+        ("mapping", "laptop", "en"),
+        ("kv_cache", "phone", "en"),
+    ],
+)
+def test_chart_titles_break_at_the_charts_own_width(shown, name, size, lang):
+    """Issue 47: titles broken on the server at 48 letters took two lines of a few words beside a 1,100 px plot. The
+    browser breaks each title where its chart's width needs it (explorer/live_chart.js): no line but the last is much
+    shorter than the chart, and none is cut off at its edge."""
+    tab, _, done = shown(name, size, lang)
+    try:
+        tab.wait_for_function(CHARTS_READY, arg=1)
+        titles = [t for t in tab.evaluate(TITLE_LINES) if t["widths"]]
+        assert titles, "the page's charts have titles"
+        short = [
+            f"chart {t['chart']} {t['text']!r}: lines {[round(w) for w in t['widths']]} px in {t['chart_px']:.0f} px"
+            for t in titles
+            if any(w < TITLE_LINE_SHARE * t["chart_px"] for w in t["widths"][:-1])
+        ]
+        wide = [f"chart {t['chart']} {t['text']!r}" for t in titles if max(t["widths"]) > t["chart_px"]]
+        assert not short, short
+        assert not wide, f"titles wider than their chart: {wide}"
+    finally:
+        done()
+
+
+# The decode step's chart (one heatmap, one row per head): its texts' drawn sizes but its cells' numbers, and its
+# colour bar's tick labels' boxes.
+DECODE_TEXT = """() => {
+    const plot = Array.from(document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')).find(p => p.data
+        && p.data.length === 1 && p.data[0].type === 'heatmap' && typeof p.data[0].y[0] === 'string');
+    if (!plot) return null;
+    const box = e => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+    const shown = e => (e.textContent || '').trim() && e.getBoundingClientRect().width > 0;
+    const sizes = Array.from(plot.querySelectorAll('svg text')).filter(shown).filter(e => !e.closest('.heatmap-label'))
+        .map(e => { const m = e.getScreenCTM();
+            return {text: e.textContent.trim(), px: parseFloat(getComputedStyle(e).fontSize) * Math.hypot(m.a, m.b)}; });
+    const ticks = Array.from(plot.querySelectorAll('.colorbar .cbaxis text, .colorbar [class*="tick"] text'))
+        .filter(shown).map(e => ({text: e.textContent.trim(), box: box(e)}));
+    return {sizes, ticks};
+}"""
+DECODE_PHONE_PX = 11  # px of text a phone reads at arm's length
+
+
+@pytest.mark.parametrize(("size", "lang"), [("laptop", "en"), ("projector", "en"), ("phone", "en"), ("phone", "zh")])
+def test_the_decode_steps_labels_read_and_its_colour_bars_ticks_stand_apart(shown, size, lang):
+    """Issue 47: the decode step's colour bar had five tick labels on a 50 px bar, touching, and a phone drew its
+    head names and positions at 9 px (MIN_TEXT_PX, the other heatmaps' ticks): there they are at least 11 px."""
+    tab, _, done = shown("heatmaps", size, lang)
+    try:
+        tab.wait_for_function(CHARTS_READY, arg=4)
+        found = tab.evaluate(DECODE_TEXT)
+        assert found is not None, "the heatmaps page draws the decode step"
+        assert len(found["ticks"]) >= 2, f"the colour bar is ticked: {found['ticks']}"
+        touching = [
+            f"{a['text']!r} and {b['text']!r}"
+            for i, a in enumerate(found["ticks"])
+            for b in found["ticks"][i + 1 :]
+            if overlap(a["box"], b["box"], slack=-4)  # 4 px apart at least
+        ]
+        assert not touching, touching
+        least = DECODE_PHONE_PX if size == "phone" else MIN_TEXT_PX
+        small = [f"{t['text']!r} at {t['px']:.1f} px" for t in found["sizes"] if t["px"] < least - 0.05]
+        assert not small, small
+    finally:
+        done()

@@ -351,24 +351,49 @@ def test_text_longer_than_the_token_limit_is_cut_and_the_page_says_so():
     assert x == list(range(0, 128, 2))
 
 
-def test_inside_one_head_every_step_has_a_colour_scale_and_scaling_shares_the_scores_scale():
-    """Q, K, V and steps 1-5 each have a visible scale; QKᵀ and ×1/√d_k share one, so the scaling shows as a fade."""
-    from explorer.heatmaps.figures import steps_figure
-
+def _head_steps(d_k: int = 8) -> HeadSteps:
     rng = np.random.default_rng(0)
-    q, k, v = (rng.standard_normal((6, 8)).astype(np.float32) for _ in range(3))
+    q, k, v = (rng.standard_normal((6, d_k)).astype(np.float32) for _ in range(3))
     scores = q @ k.T
-    scaled = scores / np.sqrt(8)
+    scaled = scores / np.sqrt(d_k)
     masked = np.where(np.tril(np.ones((6, 6), bool)), scaled, -np.inf)
     weights = np.exp(masked - masked.max(1, keepdims=True))
     weights /= weights.sum(1, keepdims=True)
-    steps = HeadSteps(q=q, k=k, v=v, scores=scores, scaled=scaled, masked=masked, weights=weights, out=weights @ v)
+    return HeadSteps(q=q, k=k, v=v, scores=scores, scaled=scaled, masked=masked, weights=weights, out=weights @ v)
+
+
+def test_inside_one_head_every_step_has_a_colour_scale_and_its_values_fill_it():
+    """Issue 47: ② and ③ were a grey fade on ①'s ±40 scale. Each step has a named colour bar, and every panel's values
+    reach its scale's end (none drawn pale on another's range): ① alone, ② and ③ on one (③ is ② with the mask)."""
+    from explorer.heatmaps.figures import steps_figure
+
+    steps = _head_steps()
     spec, _, _ = steps_figure(steps, causal=True, pool="mean", tokens=None, d_k=8)
-    layout = spec["layout"]
-    axes = {trace["coloraxis"] for trace in spec["data"]}
+    layout, traces = spec["layout"], spec["data"]
+    axes = {trace["coloraxis"] for trace in traces}
     assert all(layout[axis].get("showscale", True) and layout[axis]["colorbar"]["title"]["text"] for axis in axes)
-    assert spec["data"][3]["coloraxis"] == spec["data"][4]["coloraxis"], "QKᵀ and ×1/√d_k on one scale"
+    assert traces[3]["coloraxis"] != traces[4]["coloraxis"], "QKᵀ and ×1/√d_k on scales of their own"
+    assert traces[4]["coloraxis"] == traces[5]["coloraxis"], "scaled and masked on one scale"
+    for trace, values in zip(
+        traces, [steps.q, steps.k, steps.v, steps.scores, steps.scaled, steps.masked], strict=False
+    ):
+        axis = layout[trace["coloraxis"]]
+        shared = [t for t in traces if t["coloraxis"] == trace["coloraxis"]]
+        if len(shared) == 1:  # alone on its scale: its own values end it
+            assert axis["cmax"] == pytest.approx(float(np.abs(values[np.isfinite(values)]).max()), rel=1e-6)
+    assert layout["coloraxis4"]["cmax"] == pytest.approx(layout["coloraxis3"]["cmax"] / np.sqrt(8), rel=1e-5)
     assert all(layout[f"xaxis{'' if i == 0 else i + 1}"]["title"]["text"] for i in range(3, 8)), "steps 1-5 axes titled"
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_inside_one_heads_caption_states_the_scores_range_before_and_after_scaling(lang):
+    """The caption's ±① and ±② are the ends of their colour bars, and their ratio is √d_k (the formula)."""
+    at = open_page(d_model="64", heads="2", groups="1", seq_len="16", lang=lang)
+    layout = next(f["layout"] for f in figures(at) if "coloraxis4" in f["layout"])  # inside one head
+    raw, scaled = (f"±{layout[axis]['cmax']:.3g}" for axis in ("coloraxis3", "coloraxis4"))
+    caption = next(c.value for c in at.caption if raw in c.value)
+    assert scaled in caption
+    assert layout["coloraxis3"]["cmax"] / layout["coloraxis4"]["cmax"] == pytest.approx(np.sqrt(64 // 2), rel=1e-5)
 
 
 def test_only_the_sidebars_variants_are_offered():
@@ -400,6 +425,22 @@ def test_the_decode_steps_colour_bar_keeps_a_readable_height(heads):
     assert layout["xaxis"]["title"]["text"].startswith("cached key position")
     plot_px = layout["height"] - layout["margin"]["t"] - layout["margin"]["b"]
     assert plot_px >= 120, plot_px  # the colour bar spans the plot: at least a readable scale
+
+
+def test_the_decode_steps_colour_bar_has_room_for_each_tick_and_a_phone_larger_labels():
+    """Issue 47: five tick labels on a 50 px bar touched, and a phone drew the head names at 9 px."""
+    from explorer.heatmaps.figures import DECODE_PHONE_TEXT, DECODE_TICK_GAP
+
+    at = open_page(d_model="64", heads="8", groups="2", seq_len="64")
+    sent = chart_payload(charts(at)[-1])  # the decode step's chart comes last
+    layout = sent["figure"]["layout"]
+    plot_px = layout["height"] - layout["margin"]["t"] - layout["margin"]["b"]
+    colorbar = layout["coloraxis"]["colorbar"]
+    assert colorbar["len"] == 1, "as tall as the plot"
+    assert colorbar["title"]["side"] == "right", "its title beside it, not taking its length"
+    assert 2 <= colorbar["nticks"] <= plot_px / DECODE_TICK_GAP
+    phone = sent["narrow"]["layout"]
+    assert phone["xaxis"]["tickfont"]["size"] == phone["yaxis"]["tickfont"]["size"] == DECODE_PHONE_TEXT >= 11
 
 
 @pytest.mark.parametrize(("lang", "said"), [("en", "cannot be built"), ("zh", "无法构建")])
