@@ -12,8 +12,7 @@ import html
 import io
 import ipaddress
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from functools import lru_cache
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
@@ -29,14 +28,14 @@ from .settings import Settings
 from .verbatim import show_verbatim
 
 _SHARE_BOX = "_share_box"  # this run's placeholder for the link; dropped at the start of every run
-_LINK_SHOWN_AFTER = "_link_shown_after"  # set while a fragment's first run defers the box (link_shown_after)
+_BOX_TAKEN = "_share_box_taken"  # set once a fragment took the box over in this full run (shares_link)
 _SHOW_QR = "_show_qr"  # set by the share box's QR button, for the run it starts
 _SHARE_PARAMS = "_share_params"  # this run's link parameters (shared and the page's own), for the JSON download
 
 
 def forget_last_run() -> None:
     """Drop last run's placeholders: they are no longer on the page."""
-    for key in (_SHARE_BOX, _LINK_SHOWN_AFTER, _SHARE_PARAMS):
+    for key in (_SHARE_BOX, _BOX_TAKEN, _SHARE_PARAMS):
         st.session_state.pop(key, None)
 
 
@@ -76,24 +75,32 @@ def link_changed(params: dict[str, str], *, changed: bool) -> None:
     if _SHARE_PARAMS in st.session_state:
         st.session_state[_SHARE_PARAMS].update(params)  # the JSON download, which is written when clicked
     if changed and _SHARE_BOX in st.session_state:
-        if _LINK_SHOWN_AFTER in st.session_state:
-            st.session_state[_LINK_SHOWN_AFTER] = True  # shown once the fragment returns (link_shown_after)
-        else:
-            _show_link(st.session_state[_SHARE_BOX])  # the page's own view settings join the link shown
+        _show_link(st.session_state[_SHARE_BOX])  # the page's own view settings join the link shown
 
 
-@contextmanager
-def link_shown_after() -> Iterator[None]:
-    """Around a fragment's call in the page's full run: what its controls write to the link is shown in the share box
-    once it returns, from the page, not from inside it. Streamlit's browser side failed on a fresh session's first run
-    when a fragment redrew that box (outside the fragment) while the page's own run redrew it too ("Cannot set a node
-    at a delta path": the whole page went blank). A fragment's own reruns (▶ Play) still redraw the box themselves."""
-    st.session_state[_LINK_SHOWN_AFTER] = False
-    try:
-        yield
-    finally:
-        if st.session_state.pop(_LINK_SHOWN_AFTER, False) and _SHARE_BOX in st.session_state:
-            _show_link(st.session_state[_SHARE_BOX])
+def shares_link(body: Callable[[], None]) -> Callable[[], None]:
+    """A fragment's body whose controls write to the link (st.fragment(...)(shares_link(body))()): its own reruns
+    redraw the share box, which lies outside it. Streamlit lets a fragment's rerun write outside it only where the
+    page's full run saw it write, so on a full run the fragment takes the box over, drawing the link into a slot of
+    its own there; every later draw, the page's included, goes to that slot. (Before: the page redrew the box itself
+    after the fragment, and a rerun of the fragment alone raised; a fragment and the page drawing over each other in
+    one run once left a new visit blank, "Cannot set a node at a delta path": tests/browser/test_fragment_pages.py.)
+    Call it in the page's full run, once its language is decided."""
+
+    # Its own reruns speak the language of the full run that drew it (only a full run changes it: the sidebar's
+    # switch), instead of asking the session for it at every word.
+    lang = i18n.language()
+
+    def run() -> None:
+        state = st.session_state
+        if _SHARE_BOX in state and not state.get(_BOX_TAKEN):  # the page's full run: take the box over
+            state[_SHARE_BOX] = slot = state[_SHARE_BOX].empty()
+            state[_BOX_TAKEN] = True
+            _show_link(slot)
+        with i18n.speaking(lang):
+            body()
+
+    return run
 
 
 def _current_link() -> str:
