@@ -12,7 +12,8 @@ import html
 import io
 import ipaddress
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from functools import lru_cache
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
@@ -28,14 +29,17 @@ from .settings import Settings
 from .verbatim import show_verbatim
 
 _SHARE_BOX = "_share_box"  # this run's placeholder for the link; dropped at the start of every run
-_BOX_TAKEN = "_share_box_taken"  # set once a fragment took the box over in this full run (shares_link)
+_LINK_SHOWN_AFTER = "_link_shown_after"  # set while a fragment's first run defers the box (link_shown_after)
+_BOX_FOR_FRAGMENT = "_share_box_for_fragment"  # this run's page draws the link from a fragment (shares_link)
+_BOX_TAKEN = "_share_box_taken"  # set once that fragment took the box over in this full run
+_FRAGMENT_LANGUAGE = "_share_fragment_language"  # the language of the full run that drew the fragment
 _SHOW_QR = "_show_qr"  # set by the share box's QR button, for the run it starts
 _SHARE_PARAMS = "_share_params"  # this run's link parameters (shared and the page's own), for the JSON download
 
 
 def forget_last_run() -> None:
     """Drop last run's placeholders: they are no longer on the page."""
-    for key in (_SHARE_BOX, _BOX_TAKEN, _SHARE_PARAMS):
+    for key in (_SHARE_BOX, _LINK_SHOWN_AFTER, _BOX_TAKEN, _SHARE_PARAMS):
         st.session_state.pop(key, None)
 
 
@@ -45,7 +49,8 @@ def share_tools(settings: Settings) -> None:
     if presenting():
         st.caption(_("For students' screens: it opens the usual page, not presenter mode."))
     st.session_state[_SHARE_BOX] = box = st.empty()  # redrawn as the page's own controls write to the link
-    _show_link(box)
+    if not st.session_state.pop(_BOX_FOR_FRAGMENT, False):  # else the page's fragment draws it (shares_link)
+        _show_link(box)
     # A dialog drawn on demand: a QR code takes too long to make for every press of every slider.
     # on_click, not the button's return value: a run that reruns itself (the pages/ folder fix) loses the latter.
     st.button(
@@ -75,29 +80,50 @@ def link_changed(params: dict[str, str], *, changed: bool) -> None:
     if _SHARE_PARAMS in st.session_state:
         st.session_state[_SHARE_PARAMS].update(params)  # the JSON download, which is written when clicked
     if changed and _SHARE_BOX in st.session_state:
-        _show_link(st.session_state[_SHARE_BOX])  # the page's own view settings join the link shown
+        if _LINK_SHOWN_AFTER in st.session_state:
+            st.session_state[_LINK_SHOWN_AFTER] = True  # shown once the fragment returns (link_shown_after)
+        else:
+            _show_link(st.session_state[_SHARE_BOX])  # the page's own view settings join the link shown
+
+
+@contextmanager
+def link_shown_after() -> Iterator[None]:
+    """Around a fragment's call in the page's full run: what its controls write to the link is shown in the share box
+    once it returns, from the page, not from inside it. Streamlit's browser side failed on a fresh session's first run
+    when a fragment redrew that box (outside the fragment) while the page's own run redrew it too ("Cannot set a node
+    at a delta path": the whole page went blank). A fragment's own reruns (▶ Play) still redraw the box themselves."""
+    st.session_state[_LINK_SHOWN_AFTER] = False
+    try:
+        yield
+    finally:
+        if st.session_state.pop(_LINK_SHOWN_AFTER, False) and _SHARE_BOX in st.session_state:
+            _show_link(st.session_state[_SHARE_BOX])
+
+
+def link_drawn_by_fragment() -> None:
+    """Call before page_settings(): this run's page draws the share box from a fragment (shares_link)."""
+    st.session_state[_BOX_FOR_FRAGMENT] = True  # read by share_tools, in this run's sidebar
 
 
 def shares_link(body: Callable[[], None]) -> Callable[[], None]:
-    """A fragment's body whose controls write to the link (st.fragment(...)(shares_link(body))()): its own reruns
-    redraw the share box, which lies outside it. Streamlit lets a fragment's rerun write outside it only where the
-    page's full run saw it write, so on a full run the fragment takes the box over, drawing the link into a slot of
-    its own there; every later draw, the page's included, goes to that slot. (Before: the page redrew the box itself
-    after the fragment, and a rerun of the fragment alone raised; a fragment and the page drawing over each other in
-    one run once left a new visit blank, "Cannot set a node at a delta path": tests/browser/test_fragment_pages.py.)
-    Call it in the page's full run, once its language is decided."""
-
-    # Its own reruns speak the language of the full run that drew it (only a full run changes it: the sidebar's
-    # switch), instead of asking the session for it at every word.
-    lang = i18n.language()
+    """A fragment's body whose controls write to the link: st.fragment(...)(shares_link(body))(), on a page that
+    called link_drawn_by_fragment() before page_settings(). Its own reruns redraw the share box, which lies outside
+    it: Streamlit lets them write there only where the page's full run saw the fragment write, so the fragment draws
+    the link into the box on every run, and the sidebar leaves the box empty for it. One drawer per run: a fragment and the page drawing over
+    each other in one run left a new visit blank ("Cannot set a node at a delta path":
+    tests/browser/test_fragment_pages.py); the page redrawing the box itself after the fragment (link_shown_after,
+    kv_cache's) leaves the fragment's own reruns raising (StreamlitInvalidLayoutContextError)."""
 
     def run() -> None:
         state = st.session_state
-        if _SHARE_BOX in state and not state.get(_BOX_TAKEN):  # the page's full run: take the box over
-            state[_SHARE_BOX] = slot = state[_SHARE_BOX].empty()
+        if not state.get(_BOX_TAKEN):  # the page's full run: the language it decided (only a full run changes it)
             state[_BOX_TAKEN] = True
-            _show_link(slot)
-        with i18n.speaking(lang):
+            state[_FRAGMENT_LANGUAGE] = i18n.language()
+            if _SHARE_BOX in state:
+                state[_SHARE_BOX] = state[_SHARE_BOX].empty()  # its place in the box, for its own reruns
+        with i18n.speaking(state.get(_FRAGMENT_LANGUAGE, i18n.DEFAULT)):
+            if _SHARE_BOX in state:
+                _show_link(state[_SHARE_BOX])
             body()
 
     return run

@@ -17,11 +17,12 @@ from explorer.i18n import _, fmt, n_
 from explorer.link import bound
 from explorer.present import presenting
 from explorer.probes import axes as measured
-from explorer.share import shares_link
+from explorer.share import link_drawn_by_fragment, shares_link
 from explorer.state import page_settings
 from explorer.uploader import upload_box
 from explorer.verbatim import show_verbatim
 
+link_drawn_by_fragment()  # the share box is drawn from "Your model", a fragment (below)
 settings = page_settings("axes")
 
 st.title(_("The cache's four axes"))

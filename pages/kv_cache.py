@@ -24,7 +24,7 @@ from explorer.probes.kv_cache import (
     memory_budget,
     tokens_held,
 )
-from explorer.share import shares_link
+from explorer.share import link_shown_after
 from explorer.state import page_settings
 from explorer.verbatim import show_verbatim
 
@@ -302,7 +302,8 @@ if traces:
             "together."
         ),
     )
-    st.fragment(run_every=PLAY_SECONDS if playing else None, key="kv_step")(shares_link(step_section))()
+    with link_shown_after():  # the step joins the share box's link from here, not from inside the fragment
+        st.fragment(run_every=PLAY_SECONDS if playing else None)(step_section)()
 else:
     designs_section(steps)  # no variant traced at these settings: the designs at the last step
 

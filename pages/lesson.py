@@ -22,9 +22,10 @@ from explorer.i18n import _, language
 from explorer.lesson import chapters, keys, steps, views
 from explorer.link import bound, link_query
 from explorer.present import presenting
-from explorer.share import shares_link
+from explorer.share import link_drawn_by_fragment, shares_link
 from explorer.state import page_settings
 
+link_drawn_by_fragment()  # the share box is drawn from the step's fragment (below)
 page_settings("lesson")
 lang = language()
 present = presenting()
