@@ -12,7 +12,7 @@ import html
 import io
 import ipaddress
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import lru_cache
 from urllib.parse import parse_qsl, urlencode, urlsplit
@@ -30,13 +30,16 @@ from .verbatim import show_verbatim
 
 _SHARE_BOX = "_share_box"  # this run's placeholder for the link; dropped at the start of every run
 _LINK_SHOWN_AFTER = "_link_shown_after"  # set while a fragment's first run defers the box (link_shown_after)
+_BOX_FOR_FRAGMENT = "_share_box_for_fragment"  # this run's page draws the link from a fragment (shares_link)
+_BOX_TAKEN = "_share_box_taken"  # set once that fragment took the box over in this full run
+_FRAGMENT_LANGUAGE = "_share_fragment_language"  # the language of the full run that drew the fragment
 _SHOW_QR = "_show_qr"  # set by the share box's QR button, for the run it starts
 _SHARE_PARAMS = "_share_params"  # this run's link parameters (shared and the page's own), for the JSON download
 
 
 def forget_last_run() -> None:
     """Drop last run's placeholders: they are no longer on the page."""
-    for key in (_SHARE_BOX, _LINK_SHOWN_AFTER, _SHARE_PARAMS):
+    for key in (_SHARE_BOX, _LINK_SHOWN_AFTER, _BOX_TAKEN, _SHARE_PARAMS):
         st.session_state.pop(key, None)
 
 
@@ -46,7 +49,8 @@ def share_tools(settings: Settings) -> None:
     if presenting():
         st.caption(_("For students' screens: it opens the usual page, not presenter mode."))
     st.session_state[_SHARE_BOX] = box = st.empty()  # redrawn as the page's own controls write to the link
-    _show_link(box)
+    if not st.session_state.pop(_BOX_FOR_FRAGMENT, False):  # else the page's fragment draws it (shares_link)
+        _show_link(box)
     # A dialog drawn on demand: a QR code takes too long to make for every press of every slider.
     # on_click, not the button's return value: a run that reruns itself (the pages/ folder fix) loses the latter.
     st.button(
@@ -94,6 +98,35 @@ def link_shown_after() -> Iterator[None]:
     finally:
         if st.session_state.pop(_LINK_SHOWN_AFTER, False) and _SHARE_BOX in st.session_state:
             _show_link(st.session_state[_SHARE_BOX])
+
+
+def link_drawn_by_fragment() -> None:
+    """Call before page_settings(): this run's page draws the share box from a fragment (shares_link)."""
+    st.session_state[_BOX_FOR_FRAGMENT] = True  # read by share_tools, in this run's sidebar
+
+
+def shares_link(body: Callable[[], None]) -> Callable[[], None]:
+    """A fragment's body whose controls write to the link: st.fragment(...)(shares_link(body))(), on a page that
+    called link_drawn_by_fragment() before page_settings(). Its own reruns redraw the share box, which lies outside
+    it: Streamlit lets them write there only where the page's full run saw the fragment write, so the fragment draws
+    the link into the box on every run, and the sidebar leaves the box empty for it. One drawer per run: a fragment and the page drawing over
+    each other in one run left a new visit blank ("Cannot set a node at a delta path":
+    tests/browser/test_fragment_pages.py); the page redrawing the box itself after the fragment (link_shown_after,
+    kv_cache's) leaves the fragment's own reruns raising (StreamlitInvalidLayoutContextError)."""
+
+    def run() -> None:
+        state = st.session_state
+        if not state.get(_BOX_TAKEN):  # the page's full run: the language it decided (only a full run changes it)
+            state[_BOX_TAKEN] = True
+            state[_FRAGMENT_LANGUAGE] = i18n.language()
+            if _SHARE_BOX in state:
+                state[_SHARE_BOX] = state[_SHARE_BOX].empty()  # its place in the box, for its own reruns
+        with i18n.speaking(state.get(_FRAGMENT_LANGUAGE, i18n.DEFAULT)):
+            if _SHARE_BOX in state:
+                _show_link(state[_SHARE_BOX])
+            body()
+
+    return run
 
 
 def _current_link() -> str:

@@ -17,10 +17,12 @@ from explorer.i18n import _, fmt, n_
 from explorer.link import bound
 from explorer.present import presenting
 from explorer.probes import axes as measured
+from explorer.share import link_drawn_by_fragment, shares_link
 from explorer.state import page_settings
 from explorer.uploader import upload_box
 from explorer.verbatim import show_verbatim
 
+link_drawn_by_fragment()  # the share box is drawn from "Your model", a fragment (below)
 settings = page_settings("axes")
 
 st.title(_("The cache's four axes"))
@@ -41,7 +43,7 @@ with left:
         lambda key: st.select_slider(_("Context length T (tokens)"), measured.TOKEN_GRID, format_func=fmt, key=key),
     )
 with middle:
-    measure = bound(
+    shown_measure = bound(
         view_link.MEASURE,
         lambda key: st.segmented_control(
             _("Show"),
@@ -60,7 +62,7 @@ with right:
             ),
         )
     )
-measure = str(measure or view_link.MEASURE.default)
+measure = str(shown_measure or view_link.MEASURE.default)
 batch = settings.batch
 # as served, each format fixes its own number types: the sidebar's dtype is the reference storage's
 dtype = settings.dtype if storage == "reference" else "bfloat16"
@@ -216,85 +218,99 @@ def read_upload() -> None:
     st.session_state[config_key] = raw.decode("utf-8", errors="replace")
 
 
-left, right = st.columns(2)
-with left:
-    st.selectbox(
-        _("Start from a published model"),
-        list(PUBLISHED),
-        index=None,
-        placeholder=_("(paste your own)"),
-        key="axes_start",
-        on_change=start_from,
-    )
-with right:
-    upload_box(_("Or upload a `config.json`"), key="axes_upload", on_change=read_upload)
-pasted = bound(
-    view_link.CONFIG,
-    lambda key: st.text_area(
-        _("Your `config.json`"),
-        key=key,
-        height=220,
-        on_change=keep_typed,
-        placeholder='{"model_type": "llama", "hidden_size": 4096, …}',
-    ),
-)
-st.session_state[last_key] = pasted
-if (refused := st.session_state.pop(note_key, None)) is not None:
-    st.error(
-        _(
-            "That text had {chars} characters: a `config.json` has a few thousand, and at most {limit} are read. "
-            "Nothing was read from it.",
-            chars=refused,
-            limit=measured.MAX_CONFIG_CHARS,
+def config_box() -> str:
+    """The box a config.json is pasted, uploaded or started from a published model in; what it holds."""
+    left, right = st.columns(2)
+    with left:
+        st.selectbox(
+            _("Start from a published model"),
+            list(PUBLISHED),
+            index=None,
+            placeholder=_("(paste your own)"),
+            key="axes_start",
+            on_change=start_from,
+        )
+    with right:
+        upload_box(_("Or upload a `config.json`"), key="axes_upload", on_change=read_upload)
+    pasted = bound(
+        view_link.CONFIG,
+        lambda key: st.text_area(
+            _("Your `config.json`"),
+            key=key,
+            height=220,
+            on_change=keep_typed,
+            placeholder='{"model_type": "llama", "hidden_size": 4096, …}',
         ),
-        icon=":material/block:",
     )
+    st.session_state[last_key] = pasted
+    if (refused := st.session_state.pop(note_key, None)) is not None:
+        st.error(
+            _(
+                "That text had {chars} characters: a `config.json` has a few thousand, and at most {limit} are read. "
+                "Nothing was read from it.",
+                chars=refused,
+                limit=measured.MAX_CONFIG_CHARS,
+            ),
+            icon=":material/block:",
+        )
+    return pasted
 
-result = computed.cached_custom(pasted, batch=batch, dtype=dtype, storage=storage)
-if result.problem is not None:
-    if result.problem.kind == "empty":
-        st.info(text.problem_text(result.problem), icon=":material/upload_file:")
-    else:
-        st.error(text.problem_text(result.problem), icon=":material/error:")
-        if text.shows_message(result.problem):
-            st.caption(text.problem_source(result.problem))
-            show_verbatim(result.problem.message)  # the parser's or the core's own words (English)
-elif result.curves is not None:
-    mine = result.curves
-    st.markdown(
-        _(
-            "**{model}**: {layers}, of {kinds}.",
-            model=f"`{mine.model_type}`"
-            if mine.name == mine.model_type
-            else _("{name} (`{model_type}`)", name=mine.name, model_type=mine.model_type),
-            layers=n_("{n} layer", "{n} layers", mine.layers),
-            kinds=_(", ").join(
-                _("{count} {kind}", count=kind.count, kind=text.kind_name(kind.kind)) for kind in mine.kinds
+
+def your_model(pasted: str) -> None:
+    """What the core measured of the pasted config: its layers, its cache against context and its kinds' table."""
+    result = computed.cached_custom(pasted, batch=batch, dtype=dtype, storage=storage)
+    if result.problem is not None:
+        if result.problem.kind == "empty":
+            st.info(text.problem_text(result.problem), icon=":material/upload_file:")
+        else:
+            st.error(text.problem_text(result.problem), icon=":material/error:")
+            if text.shows_message(result.problem):
+                st.caption(text.problem_source(result.problem))
+                show_verbatim(result.problem.message)  # the parser's or the core's own words (English)
+    elif result.curves is not None:
+        mine = result.curves
+        st.markdown(
+            _(
+                "**{model}**: {layers}, of {kinds}.",
+                model=f"`{mine.model_type}`"
+                if mine.name == mine.model_type
+                else _("{name} (`{model_type}`)", name=mine.name, model_type=mine.model_type),
+                layers=n_("{n} layer", "{n} layers", mine.layers),
+                kinds=_(", ").join(
+                    _("{count} {kind}", count=kind.count, kind=text.kind_name(kind.kind)) for kind in mine.kinds
+                ),
+            )
+        )
+        my_figure, my_csv = figures.context_figure([mine], measure, tokens, by_kind=True)
+        show_chart(
+            my_figure,
+            name="axes-your-model",
+            rows=my_csv,
+            caption=text.sentences_of(
+                _(
+                    "Your model's cache ({sequences}, {dtype}) and each kind of its layers, measured as the published "
+                    "models' are.",
+                    sequences=n_("{n} sequence", "{n} sequences", batch),
+                    dtype=dtype if storage == "reference" else served.storage_name(storage).lower(),
+                ),
+                *text.plateau_sentences(measured.plateaus(mine)),
+                text.reading_sentence(mine, tokens),
             ),
         )
-    )
-    my_figure, my_csv = figures.context_figure([mine], measure, tokens, by_kind=True)
-    show_chart(
-        my_figure,
-        name="axes-your-model",
-        rows=my_csv,
-        caption=text.sentences_of(
-            _(
-                "Your model's cache ({sequences}, {dtype}) and each kind of its layers, measured as the published "
-                "models' are.",
-                sequences=n_("{n} sequence", "{n} sequences", batch),
-                dtype=dtype if storage == "reference" else served.storage_name(storage).lower(),
-            ),
-            *text.plateau_sentences(measured.plateaus(mine)),
-            text.reading_sentence(mine, tokens),
-        ),
-    )
-    st.dataframe(
-        tables.kinds_table([mine], tokens),
-        hide_index=True,
-        width="stretch",
-        column_config={
-            header: st.column_config.TextColumn(**config) for header, config in tables.kinds_columns(tokens).items()
-        },
-    )
-    st.markdown(tables.formulas_markdown([mine]))
+        st.dataframe(
+            tables.kinds_table([mine], tokens),
+            hide_index=True,
+            width="stretch",
+            column_config={
+                header: st.column_config.TextColumn(**config) for header, config in tables.kinds_columns(tokens).items()
+            },
+        )
+        st.markdown(tables.formulas_markdown([mine]))
+
+
+def your_model_section() -> None:
+    your_model(config_box())
+
+
+# A paste, an upload or a published start reruns this section alone: the sidebar and the sections above did not change.
+st.fragment(key="axes_your_model")(shares_link(your_model_section))()

@@ -12,19 +12,13 @@ from attn_core import VARIANTS
 from explorer.charts import fixed_place, show_chart
 from explorer.glossary import design_name, variant_name
 from explorer.heatmaps import computed, figures, link, tables
-from explorer.i18n import N_, _, language, n_, sentences
+from explorer.i18n import _, language, n_, sentences
 from explorer.kinds.registry import design
 from explorer.link import bound, text_box
 from explorer.params import shown
 from explorer.probes.heatmaps import MAX_TEXT_CHARS, MAX_TEXT_TOKENS
 from explorer.state import page_settings
 from explorer.verbatim import show_verbatim
-
-# The variants' names in the notes' terms (translated where shown).
-INPUT_KINDS = {"random": N_("Random vectors"), "text": N_("Your text")}
-TOKEN_MODES = {"words": N_("Words"), "chars": N_("Characters")}
-POOLS = {"mean": N_("mean"), "max": N_("max")}
-SINK_KINDS = {"kept": N_("kept first tokens"), "learned": N_("learned (gpt-oss)")}
 
 
 def agreement(value: float) -> str:
@@ -75,7 +69,7 @@ with top[1]:
             link.INPUT.options,
             key=key,
             horizontal=True,
-            format_func=lambda kind: _(INPUT_KINDS[kind]),
+            format_func=lambda kind: _(link.INPUT_KINDS[kind]),
         ),
     )
 with top[2]:
@@ -99,7 +93,7 @@ with top[2]:
                     _("Tokens"),
                     link.TOKENS.options,
                     key=key,
-                    format_func=lambda mode: _(TOKEN_MODES[mode]),
+                    format_func=lambda mode: _(link.TOKEN_MODES[mode]),
                     help=_(
                         "Words: split at spaces, and every Chinese character is a token of its own (these seeded "
                         "layers have no tokenizer). Characters: every character, spaces included."
@@ -155,7 +149,7 @@ with controls[3]:
             link.POOL.options,
             key=key,
             horizontal=True,
-            format_func=lambda how: _(POOLS[how]),
+            format_func=lambda how: _(link.POOLS[how]),
             help=_(
                 "When a heatmap has more cells than the page sends, blocks of cells are shown as their mean or max."
             ),
@@ -569,7 +563,7 @@ else:
                     link.SINK.options,
                     key=key,
                     horizontal=True,
-                    format_func=lambda kind: _(SINK_KINDS[kind]),
+                    format_func=lambda kind: _(link.SINK_KINDS[kind]),
                     help=_(
                         "Kept first tokens: the sidebar's n_s tokens stay in every query's view (StreamingLLM). "
                         "Learned: one more softmax slot per head with a trained logit and no value (gpt-oss), so a "

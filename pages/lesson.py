@@ -3,13 +3,17 @@ opens the full page at the step's settings, and a question for the class.
 
 In presenter mode (present=1) a step is a slide on one 1024x768 screen: its title beside ← →, a few sentences, its
 chart sized to what is left and the question; the answer, the step's whole text, the caption and the links folded
-below."""
+below.
 
+The step is a fragment: ← →, the arrow keys and the step menu rerun it alone (the sidebar did not change), and the
+share box shows the step's link (explorer.share.shares_link).
+"""
+
+from types import SimpleNamespace
 from typing import Any
 from urllib.parse import urlencode
 
 import streamlit as st
-from streamlit.delta_generator import DeltaGenerator
 
 import explorer.shell  # noqa: F401  (first of ours: see explorer/shell.py)
 
@@ -18,20 +22,16 @@ from explorer.i18n import _, language
 from explorer.lesson import chapters, keys, steps, views
 from explorer.link import bound, link_query
 from explorer.present import presenting
+from explorer.share import link_drawn_by_fragment, shares_link
 from explorer.state import page_settings
 
+link_drawn_by_fragment()  # the share box is drawn from the step's fragment (below)
 page_settings("lesson")
 lang = language()
 present = presenting()
 lesson_steps = steps.STEPS
 last = len(lesson_steps)
 step_key = steps.STEP.key
-
-# An arrow key pressed since the last run moves the step before its menu is drawn.
-pressed = keys.arrow_key()
-if pressed and step_key in st.session_state:
-    moved = st.session_state[step_key] + (1 if pressed == "next" else -1)
-    st.session_state[step_key] = min(max(moved, 1), last)
 
 
 def go(by: int) -> None:
@@ -48,28 +48,38 @@ def step_menu(key: str) -> int:
     )
 
 
-# A slide's parts in one container (key "lesson-slide": assets/present.css sets them closer together). Its places are
-# made in the slide's order and filled once the step is known, which the menu, folded at its foot, decides.
-page = st.container(key="lesson-slide") if present else st.container()
-menu: DeltaGenerator  # where the step menu goes: the nav row, or a slide's fold
-more: DeltaGenerator  # where the caption and the links go: under the chart, or a slide's fold
-with page:
-    if present:
-        notice = st.container()  # a bad step in the link is said here: the step menu is folded away
-        heading, count, back, forward = st.columns([9, 1.3, 1, 1], vertical_alignment="center", gap="small")
-        body, control, chart, question = st.container(key="lesson-lead"), st.container(), st.container(), st.container()
-        answer = st.expander(_("Answer"))
-        more = st.expander(_("More: the step menu, the step's whole text, the chart's caption and links"))
-        menu = more
-    else:
+def slide_places() -> SimpleNamespace:
+    """A slide's parts in one container (key "lesson-slide": assets/present.css sets them closer together), made in
+    the slide's order and filled once the step is known, which the menu, folded at its foot, decides. Off a slide,
+    the page's title and its nav row; the step's own places follow its text (step_text)."""
+    if not present:
         st.title(_("Lesson: from attention to MLA, and after it"))
         notice = st.container()
         back, menu, forward = st.columns([2, 5, 2], vertical_alignment="center")
-        body = st.container()
-with menu:
-    number = bound(steps.STEP, step_menu, (1, last), notes=notice)
-with page:
-    back.button(
+        return SimpleNamespace(notice=notice, back=back, menu=menu, forward=forward, body=st.container())
+    notice = st.container()  # a bad step in the link is said here: the step menu is folded away
+    heading, count, back, forward = st.columns([9, 1.3, 1, 1], vertical_alignment="center", gap="small")
+    body, control, chart, question = st.container(key="lesson-lead"), st.container(), st.container(), st.container()
+    answer = st.expander(_("Answer"))
+    more = st.expander(_("More: the step menu, the step's whole text, the chart's caption and links"))
+    return SimpleNamespace(
+        notice=notice,
+        heading=heading,
+        count=count,
+        back=back,
+        forward=forward,
+        body=body,
+        control=control,
+        chart=chart,
+        question=question,
+        answer=answer,
+        more=more,
+        menu=more,
+    )
+
+
+def step_buttons(places: SimpleNamespace, number: int) -> None:
+    places.back.button(
         "←" if present else _("← Previous"),
         on_click=go,
         args=(-1,),
@@ -79,7 +89,7 @@ with page:
         # no tooltip on a slide: after a click it stayed over the step's title (the keys are said in the fold)
         help=None if present else _("Previous step (← key)"),
     )
-    forward.button(
+    places.forward.button(
         "→" if present else _("Next →"),
         on_click=go,
         args=(1,),
@@ -88,19 +98,22 @@ with page:
         key="lesson_next",
         help=None if present else _("Next step (→ key)"),
     )
-keys.open_at_top(number)
 
-step = lesson_steps[number - 1]
-chapter, chapter_title = steps.chapter_of(number)
-numbers = chapters.STEP_NUMBERS[step.key](lang) if step.key in chapters.STEP_NUMBERS else {}
-if present:
-    heading.header(_(step.title))
-    count.container(key="lesson-count").markdown(_("Chapter {chapter} · {i}/{n}", chapter=chapter, i=number, n=last))
-    body.markdown(_(step.lead, **numbers))
-    more.caption(_("The arrow keys ← → move between steps too."))
-    more.markdown(_(step.text, **numbers))
-else:
-    with body:
+
+def step_text(places: SimpleNamespace, number: int, numbers: dict) -> None:
+    """The step's title and text; off a slide, its control, chart, question and answer places after them."""
+    step = lesson_steps[number - 1]
+    chapter, chapter_title = steps.chapter_of(number)
+    if present:
+        places.heading.header(_(step.title))
+        places.count.container(key="lesson-count").markdown(
+            _("Chapter {chapter} · {i}/{n}", chapter=chapter, i=number, n=last)
+        )
+        places.body.markdown(_(step.lead, **numbers))
+        places.more.caption(_("The arrow keys ← → move between steps too."))
+        places.more.markdown(_(step.text, **numbers))
+        return
+    with places.body:
         st.caption(_("The arrow keys ← → move between steps too. Add `present=1` to the link for a projector."))
         st.caption(
             _(
@@ -114,9 +127,9 @@ else:
         st.header(_(step.title))
         st.markdown(_(step.text, **numbers))
         # The step's control, its chart with the caption and links, the question and, folded, the answer
-        control, chart, question = st.container(), st.container(), st.container()
-        answer = st.expander(_("Answer"))
-        more = chart
+        places.control, places.chart, places.question = st.container(), st.container(), st.container()
+        places.answer = st.expander(_("Answer"))
+        places.more = places.chart
 
 
 def step_control(label: str, options: tuple, key: str) -> Any:
@@ -128,31 +141,31 @@ def step_control(label: str, options: tuple, key: str) -> Any:
     return slider.select_slider(label, options, key=key, label_visibility="collapsed")
 
 
-with control:
-    make = chapters.STEP_VIEWS[step.key]
-    if step.key == "gqa":
-        groups = bound(
-            views.GROUPS, lambda key: step_control(_("KV groups $g$ (of 8 query heads)"), views.GROUPS.options, key)
-        )
-        shown = make(lang, groups)
-    else:
-        with st.spinner(_("Computing the step's chart…")):
-            shown = make(lang)
-
-question.markdown(_("**Question for the class:** {question}", question=_(step.question, **numbers)))
-answer.markdown(_(step.answer, **numbers))
-
-if shown is not None:
-    with chart:
+def step_chart(step: steps.Step, places: SimpleNamespace) -> None:
+    """The step's live chart, with its caption and links (the full page at its settings, a GIF for slides)."""
+    with places.control:
+        make = chapters.STEP_VIEWS[step.key]
+        if step.key == "gqa":
+            groups = bound(
+                views.GROUPS,
+                lambda key: step_control(_("KV groups $g$ (of 8 query heads)"), views.GROUPS.options, key),
+            )
+            shown = make(lang, groups)
+        else:
+            with st.spinner(_("Computing the step's chart…")):
+                shown = make(lang)
+    if shown is None:
+        return
+    with places.chart:
         show_chart(
             shown.spec,
             name=f"lesson-{step.key}",
             rows=shown.rows,
             caption=shown.caption,
             slide_height=views.slide_height(step.key) if present else None,
-            caption_place=more if present else None,
+            caption_place=places.more if present else None,
         )
-    explore, animation = more.columns(2)
+    explore, animation = places.more.columns(2)
     target = f"{shown.page}?{urlencode(link_query(shown.settings, shown.query))}"
     explore.link_button(
         _("Explore this"),
@@ -177,3 +190,26 @@ if shown is not None:
                 n=shown.animation.frames,
             ),
         )
+
+
+def lesson_step() -> None:
+    """One step, whole: what moves it (the keys, the menu, ← →), its text, chart, question and answer."""
+    # An arrow key pressed since the last run moves the step before its menu is drawn.
+    pressed = keys.arrow_key()
+    if pressed and step_key in st.session_state:
+        go(1 if pressed == "next" else -1)
+    with st.container(key="lesson-slide") if present else st.container():
+        places = slide_places()
+        with places.menu:
+            number = bound(steps.STEP, step_menu, (1, last), notes=places.notice)
+        step_buttons(places, number)
+        keys.open_at_top(number)
+        step = lesson_steps[number - 1]
+        numbers = chapters.STEP_NUMBERS[step.key](lang) if step.key in chapters.STEP_NUMBERS else {}
+        step_text(places, number, numbers)
+        step_chart(step, places)
+        places.question.markdown(_("**Question for the class:** {question}", question=_(step.question, **numbers)))
+        places.answer.markdown(_(step.answer, **numbers))
+
+
+st.fragment(key="lesson_step")(shares_link(lesson_step))()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from attn_core import VARIANTS
 from explorer.kinds.registry import KINDS
+from explorer.messages import N_
 from explorer.params import Choice, Flag, Text
 from explorer.probes.heatmaps import MAX_TEXT_CHARS
 
@@ -26,3 +27,9 @@ POOL = Choice("hm_pool", ("mean", "max"), "mean")
 # StreamingLLM's, or a learned sink logit per head, gpt-oss's)
 DESIGN = Choice("hm_design", tuple(name for name, kind in KINDS.items() if kind.maps), "sliding")
 SINK = Choice("hm_sink", ("kept", "learned"), "kept")
+
+# The options' names in the notes' terms (translated where shown), made once here rather than on every page run.
+INPUT_KINDS = {"random": N_("Random vectors"), "text": N_("Your text")}
+TOKEN_MODES = {"words": N_("Words"), "chars": N_("Characters")}
+POOLS = {"mean": N_("mean"), "max": N_("max")}
+SINK_KINDS = {"kept": N_("kept first tokens"), "learned": N_("learned (gpt-oss)")}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 from pathlib import Path
+from unittest.mock import patch
 
 from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
@@ -160,3 +161,16 @@ def offered_settings(draw, d_models=D_MODEL_CHOICES) -> Settings:
     )
     assert normalize(settings) == (settings, [])
     return settings
+
+
+def run_fragment(at: AppTest, key: str) -> AppTest:
+    """Rerun as the browser does after a widget inside the fragment st.fragment(key=key) changed: that fragment
+    alone, not the page (AppTest's run() always reruns the page whole). What AppTest shows after it is the fragment's
+    elements only."""
+    from streamlit.testing.v1 import local_script_runner
+
+    # Private: AppTest has no word for a fragment's run; its runner builds the browser's rerun request here.
+    ids = at._fragment_storage.resolve_target(key)
+    request = local_script_runner.RerunData
+    with patch.object(local_script_runner, "RerunData", lambda **given: request(**given, fragment_id=ids[0])):
+        return at.run()

@@ -24,7 +24,9 @@ from tests.app.helpers import (
     link_warnings,
     no_exception,
     open_page,
+    run_fragment,
     sidebar_settings,
+    verbatim,
 )
 
 STEPS = range(1, len(steps.STEPS) + 1)
@@ -80,7 +82,7 @@ def test_explore_this_opens_the_page_at_the_steps_own_settings(number):
     at = open_page("lesson", {"step": str(number), "lang": "zh"})
     path, query = explore_link(at)
     shown = chapters.STEP_VIEWS[step_key(number)]
-    assert query["lang"] == "zh"
+    assert query["lang"] == "en"
     opened = open_page(path, query)
     no_exception(opened)
     assert link_warnings(opened) == [], "the step's settings are valid as they are"
@@ -280,3 +282,18 @@ def test_each_step_says_which_chapter_it_is_in_in_both_modes(number, chapter):
 def test_the_second_chapter_starts_after_the_first_chapters_twelve_steps():
     assert [first for _title, first in steps.CHAPTERS] == [1, 13]
     assert steps.STEPS[12].key == "axes"
+
+
+def test_next_reruns_the_step_alone_and_the_share_box_follows():
+    """The step is a fragment: → reruns it alone (as the browser does), and the share box, outside it, shows the new
+    step's link; that link opens the same step."""
+    at = open_page("lesson", {"step": "1", "lang": "en"})
+    at.button(key="lesson_next").click()
+    run_fragment(at, "lesson_step")
+    no_exception(at)
+    (link,) = [text for text in verbatim(at) if "step=" in text]
+    query = dict(parse_qsl(urlsplit(link).query))
+    assert query["step"] == "2"
+    assert query["lang"] == "en"
+    again = open_page("lesson", query)
+    assert again.session_state[steps.STEP.key] == 2
