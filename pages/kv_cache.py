@@ -5,6 +5,7 @@ import time
 from dataclasses import replace
 
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 import explorer.shell  # noqa: F401  (first of ours: see explorer/shell.py)
 
@@ -24,10 +25,11 @@ from explorer.probes.kv_cache import (
     memory_budget,
     tokens_held,
 )
-from explorer.share import link_shown_after
+from explorer.share import link_drawn_by_fragment, shares_link
 from explorer.state import page_settings
 from explorer.verbatim import show_verbatim
 
+link_drawn_by_fragment()  # the share box is drawn by the step's fragment (the page's end)
 settings = page_settings("kv_cache")
 
 st.title(_("KV cache"))
@@ -125,6 +127,11 @@ def play() -> None:
 
 def pause() -> None:
     st.session_state[PLAYING] = False
+
+
+def in_place(place: DeltaGenerator) -> None:
+    with place:
+        step_section()
 
 
 def step_section() -> None:
@@ -302,8 +309,7 @@ if traces:
             "together."
         ),
     )
-    with link_shown_after():  # the step joins the share box's link from here, not from inside the fragment
-        st.fragment(run_every=PLAY_SECONDS if playing else None)(step_section)()
+    step_place = st.container()  # the step's section: drawn here by its fragment, which runs at the page's end
 else:
     designs_section(steps)  # no variant traced at these settings: the designs at the last step
 
@@ -554,3 +560,12 @@ with st.spinner(_("Measuring the claims' models on the `meta` device…")):
     claims = served.cached_claims()
 st.markdown(served.claims_markdown(claims))
 st.caption(served.claims_caption())
+
+# The step's fragment runs last, in its place above, so that the share box it draws holds every parameter the page
+# wrote: the page redrawing the box after a fragment had drawn it left a new visit blank ("Cannot set a node at a
+# delta path", tests/browser/test_fragment_pages.py), and a fragment rerun may write to the box only where the full
+# run saw it write (its ▶ Play and step slider raised StreamlitInvalidLayoutContextError).
+if traces:
+    st.fragment(run_every=PLAY_SECONDS if playing else None, key="kv_step")(shares_link(lambda: in_place(step_place)))()
+else:
+    shares_link(lambda: None)()

@@ -16,7 +16,7 @@ from attn_core import FORMER_NAMES, PRESETS, VARIANTS, bytes_per_element, kv_cac
 from explorer.glossary import design_name
 from explorer.kv_cache import link
 from explorer.settings import DESIGNS, Settings
-from tests.app.helpers import chart_bytes, chart_specs, no_exception, numbers, verbatim
+from tests.app.helpers import chart_bytes, chart_specs, no_exception, numbers, run_fragment, verbatim
 
 REPO = Path(__file__).resolve().parents[2]
 PAGE_FILE = str(REPO / "pages" / "kv_cache.py")
@@ -156,15 +156,29 @@ def test_moving_the_step_reads_the_same_trace_and_prints_its_shapes():
     assert link_value(at, "kv_step") == "5"
 
 
-def test_the_share_box_shows_the_steps_link_drawn_after_the_fragment():
-    """The step slider lives in a fragment; the share box's link, drawn from the page once the fragment returns
-    (explorer.share.link_shown_after), carries the step as the address bar does."""
+def test_the_share_box_shows_the_steps_link_drawn_by_the_fragment():
+    """The step slider lives in a fragment, which draws the share box (explorer.share.shares_link) after every
+    parameter the page writes: its link carries the step as the address bar does."""
     at = open_page(Settings().to_link() | {"kv_step": "3"})
     no_exception(at, nor_error=True)
     (shown,) = verbatim(at.sidebar)
     assert "kv_step=3" in shown
     at.slider(key=link.STEP.key).set_value(5).run()
     assert "kv_step=5" in verbatim(at.sidebar)[0]
+
+
+def test_the_step_slider_reruns_its_fragment_alone_and_the_share_box_follows():
+    """In a browser, moving the step (or ▶ Play's tick) reruns the step's fragment alone. That rerun raised
+    StreamlitInvalidLayoutContextError, shown on the page, when it redrew the share box that only the page had drawn
+    in the full run; now the fragment draws the box in every run, after the page's own parameters."""
+    at = open_page(Settings().to_link() | {"kv_step": "3", "kv_model": "Mistral 7B"})
+    at.slider(key=link.STEP.key).set_value(5)
+    run_fragment(at, "kv_step")
+    no_exception(at, nor_error=True)
+    assert link_value(at, "kv_step") == "5"
+    (shown,) = verbatim(at.sidebar)
+    assert "kv_step=5" in shown
+    assert "kv_model=Mistral+7B" in shown
 
 
 def test_the_pitfall_toggle_measures_mha_sized_caches_for_grouped_variants():
