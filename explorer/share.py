@@ -12,8 +12,7 @@ import html
 import io
 import ipaddress
 import json
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from functools import lru_cache
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
@@ -29,7 +28,6 @@ from .settings import Settings
 from .verbatim import show_verbatim
 
 _SHARE_BOX = "_share_box"  # this run's placeholder for the link; dropped at the start of every run
-_LINK_SHOWN_AFTER = "_link_shown_after"  # set while a fragment's first run defers the box (link_shown_after)
 _BOX_FOR_FRAGMENT = "_share_box_for_fragment"  # this run's page draws the link from a fragment (shares_link)
 _BOX_TAKEN = "_share_box_taken"  # set once that fragment took the box over in this full run
 _FRAGMENT_LANGUAGE = "_share_fragment_language"  # the language of the full run that drew the fragment
@@ -39,7 +37,7 @@ _SHARE_PARAMS = "_share_params"  # this run's link parameters (shared and the pa
 
 def forget_last_run() -> None:
     """Drop last run's placeholders: they are no longer on the page."""
-    for key in (_SHARE_BOX, _LINK_SHOWN_AFTER, _BOX_TAKEN, _SHARE_PARAMS):
+    for key in (_SHARE_BOX, _BOX_TAKEN, _SHARE_PARAMS):
         st.session_state.pop(key, None)
 
 
@@ -80,24 +78,7 @@ def link_changed(params: dict[str, str], *, changed: bool) -> None:
     if _SHARE_PARAMS in st.session_state:
         st.session_state[_SHARE_PARAMS].update(params)  # the JSON download, which is written when clicked
     if changed and _SHARE_BOX in st.session_state:
-        if _LINK_SHOWN_AFTER in st.session_state:
-            st.session_state[_LINK_SHOWN_AFTER] = True  # shown once the fragment returns (link_shown_after)
-        else:
-            _show_link(st.session_state[_SHARE_BOX])  # the page's own view settings join the link shown
-
-
-@contextmanager
-def link_shown_after() -> Iterator[None]:
-    """Around a fragment's call in the page's full run: what its controls write to the link is shown in the share box
-    once it returns, from the page, not from inside it. Streamlit's browser side failed on a fresh session's first run
-    when a fragment redrew that box (outside the fragment) while the page's own run redrew it too ("Cannot set a node
-    at a delta path": the whole page went blank). A fragment's own reruns (▶ Play) still redraw the box themselves."""
-    st.session_state[_LINK_SHOWN_AFTER] = False
-    try:
-        yield
-    finally:
-        if st.session_state.pop(_LINK_SHOWN_AFTER, False) and _SHARE_BOX in st.session_state:
-            _show_link(st.session_state[_SHARE_BOX])
+        _show_link(st.session_state[_SHARE_BOX])  # the page's own view settings join the link shown
 
 
 def link_drawn_by_fragment() -> None:
@@ -108,11 +89,11 @@ def link_drawn_by_fragment() -> None:
 def shares_link(body: Callable[[], None]) -> Callable[[], None]:
     """A fragment's body whose controls write to the link: st.fragment(...)(shares_link(body))(), on a page that
     called link_drawn_by_fragment() before page_settings(). Its own reruns redraw the share box, which lies outside
-    it: Streamlit lets them write there only where the page's full run saw the fragment write, so the fragment draws
-    the link into the box on every run, and the sidebar leaves the box empty for it. One drawer per run: a fragment and the page drawing over
-    each other in one run left a new visit blank ("Cannot set a node at a delta path":
-    tests/browser/test_fragment_pages.py); the page redrawing the box itself after the fragment (link_shown_after,
-    kv_cache's) leaves the fragment's own reruns raising (StreamlitInvalidLayoutContextError)."""
+    it: Streamlit lets them write there only where the page's full run saw the fragment write (else
+    StreamlitInvalidLayoutContextError), so the fragment draws the link into the box on every run, and the sidebar
+    leaves the box empty for it. The page must not draw the box after the fragment did: that left a new visit blank
+    ("Cannot set a node at a delta path": tests/browser/test_fragment_pages.py). So a page whose own controls follow
+    its fragment runs the fragment last, in a place kept for it (pages/kv_cache.py)."""
 
     def run() -> None:
         state = st.session_state

@@ -1,6 +1,6 @@
 """A page with a fragment (kv_cache's step-by-step decode) opened by one new visitor after another: each sees the
 page. The second visit once went blank: the browser side of Streamlit failed ("Cannot set a node at a delta path")
-when the fragment and the page both redrew the share box in one run (explorer.share.link_shown_after)."""
+when the fragment and the page both redrew the share box in one run (explorer.share.shares_link)."""
 
 from __future__ import annotations
 

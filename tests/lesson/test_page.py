@@ -82,7 +82,7 @@ def test_explore_this_opens_the_page_at_the_steps_own_settings(number):
     at = open_page("lesson", {"step": str(number), "lang": "zh"})
     path, query = explore_link(at)
     shown = chapters.STEP_VIEWS[step_key(number)]
-    assert query["lang"] == "en"
+    assert query["lang"] == "zh"
     opened = open_page(path, query)
     no_exception(opened)
     assert link_warnings(opened) == [], "the step's settings are valid as they are"
