@@ -169,7 +169,12 @@ SLIDE_PARTS = """lead => {
 
 
 def question_lead(lang: str) -> str:
-    return in_language("**Question for the class:** {question}", lang, question="").strip("* ").rstrip(":：")
+    """The question's bold lead-in ("Question for the class:") as the page shows it in lang."""
+    i18n.set_language(lang)
+    try:
+        return i18n._("**Question for the class:** {question}", question="").strip("* ").rstrip(":：")
+    finally:
+        i18n.set_language("en")
 
 
 def off_the_screen(tab, lang: str) -> list[str]:
