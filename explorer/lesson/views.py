@@ -71,16 +71,18 @@ GROUPS = Choice("ls_groups", (1, 2, 4, 8), 2)
 
 # A slide's chart (presenter mode, 1024x768): the height the step's title, its few sentences and its question leave,
 # less a step's own control above the chart; in a shorter window, less what it lacks (the rest of the slide keeps its
-# size), down to the least a chart reads at.
+# size), down to the least a chart reads at: step 5's, under its control, is that already (at 300 px its rows' names
+# ran into each other, at 242 its play slider's labels past its foot).
 SLIDE_CHART_HEIGHT = 430
 CONTROL_HEIGHT = 100  # px a step's control takes on a slide (pages/lesson.py: its label beside it)
-LEAST_SLIDE_CHART = 240
+LEAST_SLIDE_CHART = SLIDE_CHART_HEIGHT - CONTROL_HEIGHT
 
 
 def slide_height(key: str) -> int:
     """How tall step `key`'s chart is drawn on a slide, in the window the page reported (explorer.lesson.keys)."""
-    short = keys.SLIDE_SCREEN_PX - (keys.screen_height() or keys.SLIDE_SCREEN_PX)
-    return max(SLIDE_CHART_HEIGHT - (CONTROL_HEIGHT if key == "gqa" else 0) - max(short, 0), LEAST_SLIDE_CHART)
+    full = SLIDE_CHART_HEIGHT - (CONTROL_HEIGHT if key == "gqa" else 0)
+    short = max(keys.SLIDE_SCREEN_PX - (keys.screen_height() or keys.SLIDE_SCREEN_PX), 0)
+    return max(full - short, min(full, LEAST_SLIDE_CHART))
 
 
 def _slide(key: str) -> int | None:
