@@ -7,7 +7,7 @@ import math
 from collections.abc import Sequence
 
 from attn_core import PUBLISHED
-from explorer.charts import log_bytes_axis
+from explorer.charts import in_two_lines, log_bytes_axis
 from explorer.grid import narrow
 from explorer.i18n import _, format_bytes
 from explorer.labels import LABEL_AT, LABEL_PX, PLOT_PX, end_traces
@@ -207,11 +207,13 @@ def _dots(models: list[ModelCurves], measure: str, tokens: int, by_kind: bool) -
 
 def _context_layout(title: str, batch: int, tokens: int, y_axis: dict, room: dict | None) -> dict:
     """The chart's axes, T's dashed line, and room right of the plot for the names at the lines' ends (if any)."""
+    y_title = _("bytes (batch {batch}, log scale)", batch=batch)
     return {
         "title": {"text": title},
         "xaxis": context_axis()
         | ({"range": [math.log10(900), math.log10(TOKEN_TICKS[-1] * LABEL_AT)]} if room else {}),
-        "yaxis": {"title": {"text": _("bytes (batch {batch}, log scale)", batch=batch)}} | y_axis,
+        # a slide's chart (the legend's layout) may be 342 px tall in a short window: one line overlapped its title
+        "yaxis": {"title": {"text": y_title if room else in_two_lines(y_title)}} | y_axis,
         "shapes": [
             {
                 "type": "line",
