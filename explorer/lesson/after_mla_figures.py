@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from explorer.axes.figures import MODEL_COLORS, context_axis
-from explorer.charts import log_bytes_axis
+from explorer.charts import in_two_lines, log_bytes_axis
 from explorer.grid import narrow
 from explorer.i18n import _
 from explorer.lab.window_table import WindowTable
@@ -77,7 +77,8 @@ def _held_and_read_layout(models: list[ModelCurves], data: list[dict], tokens: i
     return {
         "title": {"text": _("Cache held, and read by one decoding step")},
         "xaxis": context_axis(),
-        "yaxis": {"title": {"text": _("bytes (batch {batch}, log scale)", batch=models[0].batch)}}
+        # two lines: one ran into the chart's title on a slide 342 px tall (a 680-px window)
+        "yaxis": {"title": {"text": in_two_lines(_("bytes (batch {batch}, log scale)", batch=models[0].batch))}}
         | log_bytes_axis(floor, max(every), most_ticks=7),
         "shapes": [_at_line(tokens)],
         "annotations": [_reads_all_label(model, tokens, min(every)) for model in labelled],
