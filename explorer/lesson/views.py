@@ -76,13 +76,15 @@ GROUPS = Choice("ls_groups", (1, 2, 4, 8), 2)
 SLIDE_CHART_HEIGHT = 430
 CONTROL_HEIGHT = 100  # px a step's control takes on a slide (pages/lesson.py: its label beside it)
 LEAST_SLIDE_CHART = SLIDE_CHART_HEIGHT - CONTROL_HEIGHT
+# Step 22's legend of 13 models scrolls in a shorter chart, its hidden entries past the chart's foot: it keeps its height
+WHOLE_HEIGHT = frozenset({"choose2026"})
 
 
 def slide_height(key: str) -> int:
     """How tall step `key`'s chart is drawn on a slide, in the window the page reported (explorer.lesson.keys)."""
     full = SLIDE_CHART_HEIGHT - (CONTROL_HEIGHT if key == "gqa" else 0)
     short = max(keys.SLIDE_SCREEN_PX - (keys.screen_height() or keys.SLIDE_SCREEN_PX), 0)
-    return max(full - short, min(full, LEAST_SLIDE_CHART))
+    return full if key in WHOLE_HEIGHT else max(full - short, min(full, LEAST_SLIDE_CHART))
 
 
 def _slide(key: str) -> int | None:
