@@ -214,11 +214,19 @@ def spread(levels: list[float], gap: float, low: float, high: float) -> list[flo
     return out
 
 
-def end_traces(ends: list[tuple[str, str, int, float]], y_range: tuple[float, float]) -> list[dict]:
+def end_traces(
+    ends: list[tuple[str, str, int, float]],
+    y_range: tuple[float, float],
+    *,
+    plot_px: float = PLOT_PX,
+    label_px: float = LABEL_PX,
+    font: float | None = None,
+) -> list[dict]:
     """Each (name, colour, last x, last y) as a leader and its name past the end, in the line's legend group (so
-    that hiding the line hides them). y_range: the y axis's range as log10 exponents."""
+    that hiding the line hides them). y_range: the y axis's range as log10 exponents. The names are spread label_px
+    apart on a plot plot_px tall, as drawn; font: their size in the figure, when not the chart's."""
     shown = [(name, color, x, y) for name, color, x, y in ends if y > 0]
-    gap = LABEL_PX / PLOT_PX * (y_range[1] - y_range[0])
+    gap = label_px / plot_px * (y_range[1] - y_range[0])
     levels = spread([math.log10(y) for *_rest, y in shown], gap, y_range[0] + gap / 2, y_range[1] - gap / 2)
     traces = []
     for (name, color, x, y), level in zip(shown, levels, strict=True):
@@ -240,7 +248,7 @@ def end_traces(ends: list[tuple[str, str, int, float]], y_range: tuple[float, fl
                 "y": [10**level],
                 "text": [name],
                 "textposition": "middle right",
-                "textfont": {"color": color},
+                "textfont": {"color": color} | ({"size": font} if font else {}),
                 "cliponaxis": False,
             }
         )

@@ -36,7 +36,9 @@ st.markdown(
     )
 )
 
-left, middle, right = st.columns(3)
+# the cache's storage on a row of its own: its two long options were cut at a third of the page's width (1024 px with
+# the sidebar open, and presenter mode)
+(left, middle), right = st.columns(2), st.container()
 with left:
     tokens = bound(
         view_link.TOKENS,
@@ -71,8 +73,7 @@ dtype = settings.dtype if storage == "reference" else "bfloat16"
 st.header(_("Published models, cache against context"), divider="gray")
 with st.spinner(_("Measuring every layer's cache on the `meta` device…")):
     models, missing = computed.cached_published(batch=batch, dtype=dtype, storage=storage)
-# a projector's fonts are twice the size the names past the lines' ends are spread for: there the legend names them
-figure, csv_rows = figures.context_figure(models, measure, tokens, named_ends=not presenting())
+figure, csv_rows = figures.context_figure(models, measure, tokens, projector=presenting())
 captions: list[str | None] = []
 if measure == "held":
     captions += text.plateau_sentences([p for m in models for p in measured.plateaus(m)])
@@ -281,7 +282,7 @@ def your_model(pasted: str) -> None:
                 ),
             )
         )
-        my_figure, my_csv = figures.context_figure([mine], measure, tokens, by_kind=True)
+        my_figure, my_csv = figures.context_figure([mine], measure, tokens, by_kind=True, projector=presenting())
         show_chart(
             my_figure,
             name="axes-your-model",

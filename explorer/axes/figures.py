@@ -4,12 +4,14 @@ kinds), and the four axes' cuts at one length."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from attn_core import PUBLISHED
-from explorer.charts import log_bytes_axis
+from explorer.charts import in_two_lines, log_bytes_axis
 from explorer.grid import narrow
 from explorer.i18n import _, format_bytes
-from explorer.labels import LABEL_AT, PLOT_PX, end_traces
+from explorer.labels import LABEL_AT, LABEL_PX, PLOT_PX, end_traces
+from explorer.present import FONT_SCALE, HEIGHT_SCALE
 from explorer.probes.axes import AxisCuts, ModelCurves
 
 from .text import AXES, kind_label, sig
@@ -50,16 +52,28 @@ def _breakdown(model: ModelCurves, measure: str, i: int) -> str:
 
 
 def context_figure(
-    models: list[ModelCurves], measure: str, tokens: int, *, by_kind: bool = False, named_ends: bool = True
+    models: list[ModelCurves],
+    measure: str,
+    tokens: int,
+    *,
+    by_kind: bool = False,
+    named_ends: bool = True,
+    projector: bool = False,
+    first: Sequence[str] = (),
 ) -> tuple[dict, list[dict]]:
     """Bytes held (or read by one decoding step) against context, log-log: one line per model, solid within its
     published context and dotted beyond; or, by_kind, one model's total and each kind of its layers. Markers at the
-    reader's length; the hover lists the layer kinds."""
+    reader's length; the hover lists the layer kinds. projector: drawn in presenter mode (explorer.present), whose
+    fonts would double the names past the lines' ends: they keep PROJECTED_NAME_PX and the plot grows to hold them.
+    first: the models a legend lists first, in that order (those a slide's words name: a legend of 13 models at a
+    slide's size scrolls, and its last entries were out of sight)."""
     data: list[dict] = []
     csv: list[dict] = []
     for index, model in enumerate(models):
         color = PALETTE[index % len(PALETTE)] if by_kind else MODEL_COLORS.get(model.name, PALETTE[0])
-        data += _model_lines(model, measure, color, by_kind)
+        data += _model_lines(
+            model, measure, color, by_kind, list(first).index(model.name) + 1 if model.name in first else None
+        )
         if by_kind:
             data += _kind_traces(model, measure)
         csv += _context_rows(model)
@@ -68,15 +82,22 @@ def context_figure(
     title = _("Cache held against context") if measure == "held" else _("Cache read by one decoding step")
     y_axis = log_bytes_axis(min(every, default=1), max(every, default=2), most_ticks=8)
     ends = _last_parts(data) if named_ends else []  # a slide's legend stands beside its plot: no room past the ends
-    data += end_traces([(t["name"], t["line"]["color"], t["x"][-1], t["y"][-1]) for t in ends], y_axis["range"])
-    layout = _context_layout(title, models[0].batch, tokens, y_axis, ends)
+    room = _named_ends_room(ends, projector)
+    data += end_traces(
+        [(t["name"], t["line"]["color"], t["x"][-1], t["y"][-1]) for t in ends],
+        y_axis["range"],
+        **(_PROJECTED_NAMES if projector else {}),
+    )
+    layout = _context_layout(title, models[0].batch, tokens, y_axis, room)
     # on a phone the legend takes several rows: a taller chart, the legend lower below its axis title; no room for
     # the names at the lines' ends (the legend names the lines)
+    # the context axis ends at the lines' last length: the leaders to the names (left out) start there, and drew a
+    # stub at the plot's right edge
     phone = layout | {
         "showlegend": True,
         "height": 760,
         "legend": {"orientation": "h", "y": -0.22, "x": 0, "yanchor": "top"},
-        "xaxis": context_axis(),
+        "xaxis": context_axis() | ({"range": [math.log10(900), math.log10(TOKEN_TICKS[-1])]} if ends else {}),
         "margin": {"t": 60, "b": 60, "l": 80, "r": 20},
     }
     # narrower than NAMES_NEED_PX (a projector's 1024 px with the sidebar open leaves ~560), the names' column would
@@ -84,8 +105,9 @@ def context_figure(
     return {"data": data, "layout": layout, "narrow": narrow(phone, below=NAMES_NEED_PX, unlabelled=True)}, csv
 
 
-def _model_lines(model: ModelCurves, measure: str, color: str, by_kind: bool) -> list[dict]:
-    """A model's total: solid within its published context, dotted beyond (starting where the solid part ends)."""
+def _model_lines(model: ModelCurves, measure: str, color: str, by_kind: bool, rank: int | None) -> list[dict]:
+    """A model's total: solid within its published context, dotted beyond (starting where the solid part ends);
+    rank: its place in the legend, if not the models' order."""
     values = getattr(model, measure)
     hover = [_breakdown(model, measure, i) for i in range(len(model.tokens))]
     template = (
@@ -109,6 +131,7 @@ def _model_lines(model: ModelCurves, measure: str, color: str, by_kind: bool) ->
             "line": {"color": color, "dash": dash, "width": 3 if by_kind else 2},
             "hovertemplate": template,
         }
+        | ({"legendrank": rank} if rank is not None else {})
         for part, dash, shown in ((inside, "solid", True), (beyond, "dot", not inside))
         if part
     ]
@@ -182,13 +205,15 @@ def _dots(models: list[ModelCurves], measure: str, tokens: int, by_kind: bool) -
     return data
 
 
-def _context_layout(title: str, batch: int, tokens: int, y_axis: dict, ends: list[dict]) -> dict:
+def _context_layout(title: str, batch: int, tokens: int, y_axis: dict, room: dict | None) -> dict:
     """The chart's axes, T's dashed line, and room right of the plot for the names at the lines' ends (if any)."""
+    y_title = _("bytes (batch {batch}, log scale)", batch=batch)
     return {
         "title": {"text": title},
         "xaxis": context_axis()
-        | ({"range": [math.log10(900), math.log10(TOKEN_TICKS[-1] * LABEL_AT)]} if ends else {}),
-        "yaxis": {"title": {"text": _("bytes (batch {batch}, log scale)", batch=batch)}} | y_axis,
+        | ({"range": [math.log10(900), math.log10(TOKEN_TICKS[-1] * LABEL_AT)]} if room else {}),
+        # a slide's chart (the legend's layout) may be 342 px tall in a short window: one line overlapped its title
+        "yaxis": {"title": {"text": y_title if room else in_two_lines(y_title)}} | y_axis,
         "shapes": [
             {
                 "type": "line",
@@ -201,25 +226,39 @@ def _context_layout(title: str, batch: int, tokens: int, y_axis: dict, ends: lis
             }
         ],
         "hovermode": "closest",
-    } | (
-        _named_ends_room(ends)
-        if ends
-        else {"height": 540, "margin": {"t": 60, "b": 60, "l": 80, "r": 20}, "legend": _LEGEND}
-    )
+    } | (room or {"height": 540, "margin": {"t": 60, "b": 60, "l": 80, "r": 20}, "legend": _LEGEND})
 
 
 _LEGEND = {"orientation": "h", "y": -0.27, "x": 0, "yanchor": "top"}
 NAMES_NEED_PX = 760
 
 
-def _named_ends_room(ends: list[dict]) -> dict:
-    """A plot PLOT_PX tall (the names at the ends are spread for that height) with room on its right for the names,
-    and no legend: the names are the legend. Below the plot it took four to ten rows, more in presenter mode, and
-    squeezed 19 names into 240 px; where the names do not fit (the narrow layout) the legend comes back."""
+# In presenter mode the names keep this size (the page's chart text doubles): 19 names at 24 px needed a plot taller
+# than the screen, and the legend that named them took 348 px of a 729-px chart. The plot is drawn PROJECTED_PLOT_PX
+# tall, room for 19 names.
+PROJECTED_NAME_PX = 16
+PROJECTED_PLOT_PX = 440
+_PROJECTED_NAMES = {
+    "plot_px": PROJECTED_PLOT_PX,
+    "label_px": LABEL_PX * PROJECTED_NAME_PX / 12,
+    "font": PROJECTED_NAME_PX / FONT_SCALE,  # explorer.present.for_projector scales it back
+}
+_TOP, _BOTTOM = 80, 70  # the margins as Plotly grows them (the title below the toolbar, the ticks and the axis title)
+
+
+def _named_ends_room(ends: list[dict], projector: bool) -> dict | None:
+    """A plot PLOT_PX tall (the names at the ends are spread for that height; PROJECTED_PLOT_PX once presenter mode
+    has scaled the height and margins, explorer.present.for_projector) with room on its right for the names, and no
+    legend: the names are the legend. Below the plot it took four to ten rows, more in presenter mode, and squeezed 19
+    names into 240 px; where the names do not fit (the narrow layout) the legend comes back. None without names."""
+    if not ends:
+        return None
+    height = _TOP + PLOT_PX + _BOTTOM
+    if projector:
+        height = round((PROJECTED_PLOT_PX + _TOP * FONT_SCALE + _BOTTOM * (1 + FONT_SCALE) / 2) / HEIGHT_SCALE)
     return {
-        # the margins as Plotly grows them (the title below the toolbar, the ticks and the axis title)
-        "height": 80 + PLOT_PX + 70,
-        "margin": {"t": 80, "b": 70, "l": 80, "r": 20 + 7 * max(len(t["name"]) for t in ends)},
+        "height": height,
+        "margin": {"t": _TOP, "b": _BOTTOM, "l": 80, "r": 20 + 7 * max(len(t["name"]) for t in ends)},
         "showlegend": False,
     }
 

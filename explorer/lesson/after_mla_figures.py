@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from explorer.axes.figures import MODEL_COLORS, context_axis
-from explorer.charts import log_bytes_axis
+from explorer.charts import in_two_lines, log_bytes_axis
 from explorer.grid import narrow
 from explorer.i18n import _
 from explorer.lab.window_table import WindowTable
@@ -77,7 +77,8 @@ def _held_and_read_layout(models: list[ModelCurves], data: list[dict], tokens: i
     return {
         "title": {"text": _("Cache held, and read by one decoding step")},
         "xaxis": context_axis(),
-        "yaxis": {"title": {"text": _("bytes (batch {batch}, log scale)", batch=models[0].batch)}}
+        # two lines: one ran into the chart's title on a slide 342 px tall (a 680-px window)
+        "yaxis": {"title": {"text": in_two_lines(_("bytes (batch {batch}, log scale)", batch=models[0].batch))}}
         | log_bytes_axis(floor, max(every), most_ticks=7),
         "shapes": [_at_line(tokens)],
         "annotations": [_reads_all_label(model, tokens, min(every)) for model in labelled],
@@ -128,19 +129,35 @@ def _at_line(tokens: int) -> dict:
     }
 
 
+SINK_SHARE = 0.5  # a head that puts more than this of its weight on the first token counts as a sink's
+
+
+def sink_heads(first_token_share: np.ndarray) -> list[int]:
+    """Each layer's count of heads that put over SINK_SHARE of their weight on the first token ([layers, heads]
+    shares): the left panel's bars, whose sum the step's words quote."""
+    return [int(n) for n in (first_token_share > SINK_SHARE).sum(axis=1)]
+
+
 def _sinks_traces(first_token_share: np.ndarray, table: WindowTable) -> list[dict]:
-    """The bars of each layer's mean weight on the first token, then the window's perplexity without and with it."""
-    layers = first_token_share.shape[0]
+    """The bars of each layer's heads over half on the first token, then the window's perplexity without and with
+    it."""
     windows = table.windows()
+    counts = sink_heads(first_token_share)
     data: list[dict] = [
         {
             "type": "bar",
-            "x": list(range(layers)),
-            "y": [float(v) for v in first_token_share.mean(axis=1)],
+            "x": list(range(len(counts))),
+            "y": counts,
             "marker": {"color": "#8a5cb8"},
-            "name": _("mean weight on the first token"),
+            "name": _("heads over half on the first token"),
             "showlegend": False,
-            "hovertemplate": _("layer %{x}: %{y:.2f} on the first token") + "<extra></extra>",
+            "hovertemplate": _(
+                "layer {layer}: {heads} of {n} heads over half on the first token",
+                layer="%{x}",
+                heads="%{y}",
+                n=first_token_share.shape[1],
+            )
+            + "<extra></extra>",
             "xaxis": "x",
             "yaxis": "y",
         }
@@ -168,13 +185,16 @@ def _sinks_traces(first_token_share: np.ndarray, table: WindowTable) -> list[dic
     return data
 
 
-def _sinks_layout(table: WindowTable, original: float) -> dict:
-    """The two panels side by side, the whole cache's perplexity as a dashed line on the right one."""
+def _sinks_layout(table: WindowTable, original: float, first_token_share: np.ndarray) -> dict:
+    """The two panels side by side: the heads over half on the first token, their count over all layers written in
+    the left one; the whole cache's perplexity as a dashed line on the right one, the legend in its empty top right
+    corner (above the plot it sat on the chart's title)."""
     top = max(r.perplexity for r in table.rows if r.pattern == "every")
+    layers, heads = first_token_share.shape
     layout: dict = {
         "title": {"text": _("SmolLM2-135M: the first token, and windows without it")},
         "xaxis": {"domain": [0, 0.4], "title": {"text": _("layer")}},
-        "yaxis": {"title": {"text": _("weight on token 0")}, "range": [0, 1]},
+        "yaxis": {"title": {"text": _("sink heads (of {n})", n=heads)}, "range": [0, heads + 0.5], "dtick": 3},
         "xaxis2": {"domain": [0.55, 1], "type": "category", "title": {"text": _("window W (tokens)")}, "anchor": "y2"},
         "yaxis2": {
             "anchor": "x2",
@@ -204,11 +224,21 @@ def _sinks_layout(table: WindowTable, original: float) -> dict:
                 "showarrow": False,
                 "xanchor": "right",
                 "yanchor": "top",
-            }
+            },
+            {
+                "xref": "x domain",
+                "x": 0.02,
+                "yref": "y domain",
+                "y": 0.98,
+                "text": _("{sinks} of {heads} heads", sinks=sum(sink_heads(first_token_share)), heads=layers * heads),
+                "showarrow": False,
+                "xanchor": "left",
+                "yanchor": "top",
+            },
         ],
         "height": 460,
         "margin": {"t": 60, "b": 60, "l": 60, "r": 20},
-        "legend": {"orientation": "h", "x": 0.55, "y": 1.0, "yanchor": "bottom"},
+        "legend": {"x": 1, "xanchor": "right", "y": 1, "yanchor": "top", "bgcolor": "rgba(255,255,255,0.8)"},
     }
     return layout
 
@@ -227,13 +257,13 @@ def _sinks_phone(layout: dict) -> dict:
 
 
 def sinks_figure(first_token_share: np.ndarray, table: WindowTable) -> tuple[dict, list[dict]]:
-    """Left: each layer's heads' mean weight on the first token ([layers, heads] shares). Right: the lab's measured
+    """Left: each layer's heads that put over half their weight on the first token ([layers, heads] shares). Right: the lab's measured
     perplexity against the window (every layer windowed), without and with the first token kept, and the whole
     cache's as a line."""
-    layers = first_token_share.shape[0]
-    layout = _sinks_layout(table, table.row(None).perplexity)
+    layout = _sinks_layout(table, table.row(None).perplexity, first_token_share)
     csv: list[dict] = [
-        {"layer": layer, "mean_first_token_share": float(first_token_share[layer].mean())} for layer in range(layers)
+        {"layer": layer, "heads_over_half_on_first_token": count}
+        for layer, count in enumerate(sink_heads(first_token_share))
     ]
     csv += [
         {"window": r.window, "sink_tokens": r.sink_tokens, "pattern": r.pattern, "perplexity": r.perplexity}

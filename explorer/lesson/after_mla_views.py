@@ -178,7 +178,7 @@ def sinks_numbers(lang: str) -> dict[str, object]:
             return dict.fromkeys(("sinks", "heads", "window", "without", "with_sink", "original", "four"), "—")
         shares = _sink_shares()
         return {
-            "sinks": int((shares > 0.5).sum()),
+            "sinks": sum(figures.sink_heads(shares)),  # the left panel's bars, summed
             "heads": int(shares.size),
             "window": SINK_WINDOW,
             "without": f"{table.row(SINK_WINDOW, 0).perplexity:.1f}",
@@ -205,8 +205,8 @@ def first_token(lang: str) -> StepView | None:
         figure, csv = figures.sinks_figure(_sink_shares(), table)
         caption = _(
             "Left: the trained page's measurement on its English sentence (the model reads English best; so does the "
-            "page this opens), each layer's mean over its heads. Right: the lab's perplexity on {tokens} tokens of its "
-            "text in pieces of {piece}, every layer windowed.",
+            "page this opens), each layer's heads that put over half of their weight on the first token. Right: the "
+            "lab's perplexity on {tokens} tokens of its text in pieces of {piece}, every layer windowed.",
             tokens=table.tokens,
             piece=table.piece,
         )
@@ -434,7 +434,9 @@ def choosing_numbers(lang: str) -> dict[str, object]:
 def published_caches(lang: str) -> StepView:
     with speaking(lang):
         curves = _long_context()
-        figure, csv = axes_figures.context_figure(curves, "held", TOKENS, named_ends=False)
+        found = extremes(list(_curves().values()), TOKENS)  # the lead's two models: first in the legend
+        named = (found.largest, found.smallest) if found is not None else ()
+        figure, csv = axes_figures.context_figure(curves, "held", TOKENS, named_ends=False, first=named)
         return _step_view(figure, csv, axes_text.extremes_sentence(curves, TOKENS, "held"), "axes", _axes_query())
 
 

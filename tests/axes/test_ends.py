@@ -58,3 +58,36 @@ def test_spread_keeps_the_order_the_gap_and_the_bounds(levels, gap):
     assert max(out) <= 10.0
     if levels == [1.0, 3.0, 5.0]:
         assert out == levels  # names with room stay at their lines' ends
+
+
+def test_the_narrow_layout_ends_its_axis_where_the_lines_end(figure):
+    """Issue 47: the narrow layout leaves the names out, and their leaders (from each line's last point onwards) drew a
+    stub at the plot's right edge: its context axis ends at the lines' last length."""
+    models, spec = figure
+    _low, high = spec["narrow"]["layout"]["xaxis"]["range"]
+    last = max(model.tokens[-1] for model in models)
+    assert high == pytest.approx(math.log10(last))
+    leaders = [t for t in spec["data"] if t["mode"] == "lines" and "name" not in t]
+    assert leaders
+    assert all(min(t["x"]) >= last for t in leaders), "every leader lies past the narrow axis's end"
+
+
+def test_in_presenter_mode_the_names_are_spread_for_their_size_on_the_plot_they_get():
+    """Issue 47: presenter mode drew the legend, 348 px of a 729-px chart. Its names keep 16 px (the chart's text
+    doubles: they are given half), spread for the plot presenter mode draws (its height and margins scaled)."""
+    from explorer.axes.figures import PROJECTED_NAME_PX, PROJECTED_PLOT_PX
+    from explorer.present import for_projector
+
+    models, _missing = published_curves()
+    spec, _csv = context_figure(models, "held", 131072, projector=True)
+    drawn = for_projector(spec)["layout"]
+    margin = drawn["margin"]
+    assert drawn["height"] - margin["t"] - margin["b"] == pytest.approx(PROJECTED_PLOT_PX, abs=2)
+    assert drawn["showlegend"] is False
+    names = [t for t in for_projector(spec)["data"] if "text" in t["mode"] and "lines" in t["mode"]]
+    assert len(names) == len(models)
+    assert {t["textfont"]["size"] for t in names} == {PROJECTED_NAME_PX}
+    low, high = spec["layout"]["yaxis"]["range"]
+    levels = sorted(math.log10(t["y"][0]) for t in names)
+    gap = LABEL_PX * PROJECTED_NAME_PX / 12 / PROJECTED_PLOT_PX * (high - low)
+    assert all(b - a >= gap * (1 - 1e-9) for a, b in itertools.pairwise(levels))

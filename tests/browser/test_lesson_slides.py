@@ -58,7 +58,18 @@ SLIDE = """lead => {
         controls: main.querySelectorAll('[data-testid="stSlider"]').length,
         staircases: data.filter(t => t.line && t.line.shape === 'hv').length,
         outlines: ((plot && plot._fullLayout.shapes) || []).filter(s => s.type === 'rect' && s.xref === 'x domain').length,
-        chartTitle: (plot && plot._fullLayout.title && plot._fullLayout.title.text) || ''};
+        chartTitle: (plot && plot._fullLayout.title && plot._fullLayout.title.text) || '',
+        leadText: main.querySelector('.st-key-lesson-lead')?.innerText || '',
+        legend: legendEntries(plot)};
+}"""
+# A chart's legend entries, and those in sight: a legend too long for its chart scrolls, its last entries out of sight.
+LEGEND = """function legendEntries(plot) {
+    const frame = plot && plot.querySelector('g.legend rect.bg');
+    if (!frame) return {all: [], seen: []};
+    const shown = frame.getBoundingClientRect();
+    const entries = Array.from(plot.querySelectorAll('g.legend g.traces text.legendtext'));
+    const inSight = e => { const r = e.getBoundingClientRect(); return r.top >= shown.top - 1 && r.bottom <= shown.bottom + 1; };
+    return {all: entries.map(e => e.textContent.trim()), seen: entries.filter(inSight).map(e => e.textContent.trim())};
 }"""
 
 # Every chart's points as drawn: what a control must change.
@@ -111,7 +122,7 @@ class Walk:
         self.seen[number] = self.measure()
 
     def measure(self) -> dict:
-        return self.tab.evaluate(SLIDE, self.question) | {
+        return self.tab.evaluate(f"lead => {{ {LEGEND}; return ({SLIDE})(lead); }}", self.question) | {
             "heading": heading(self.tab),
             "presenter": presenter_problems(self.tab),
             "layout": layout_problems(self.tab),
@@ -313,3 +324,15 @@ def test_no_two_point_names_on_a_slide_overlap(walks, lang, number):
         if overlap(a["box"], b["box"])
     ]
     assert not together, f"step {number} ({lang}): {together}"
+
+
+@pytest.mark.parametrize("number", STEPS)
+@pytest.mark.parametrize("lang", LANGS)
+def test_every_legend_entry_a_steps_lead_names_is_in_sight(walks, lang, number):
+    """Issue 47: step 22's legend of 13 models scrolled, and Nemotron 3 Nano, named in its lead, was out of sight."""
+    seen = walks(lang).slide(number)
+    named = [name for name in seen["legend"]["all"] if name and name in seen["leadText"]]
+    if steps.STEPS[number - 1].key == "choose2026":
+        assert len(named) >= 2, f"the lead names its largest and smallest cache: {seen['leadText']!r}"
+    hidden = [name for name in named if name not in seen["legend"]["seen"]]
+    assert not hidden, f"step {number} ({lang}): {hidden} named in the lead, out of the legend's sight"
