@@ -181,8 +181,7 @@ def axes_figure(points: list[AxisPoint], context: int, limit: float | None = Non
             x=[p.bytes_per_token(context) / 1024 for p in line],
             y=[_y(p) for p in line],
             mode="lines+markers+text",  # unseen markers: Plotly sets a name off its point by the marker's size
-            # clear rather than of opacity 0: the legend draws a marker at least 0.2 opaque (a faint circle on the
-            # frontier's line there), but a clear one not at all
+            # clear, not opacity 0: the legend draws a marker at least 0.2 opaque (a faint circle), a clear one not
             marker={"size": MARKER_PX, "color": "rgba(0, 0, 0, 0)"},
             line={"dash": "dot", "color": "#888"},
             text=labels,
