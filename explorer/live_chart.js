@@ -243,7 +243,8 @@ function yTitlesBroken(div) {
   const update = {};
   for (const name of Object.keys(full).filter((key) => /^yaxis\d*$/.test(key))) {
     const axis = full[name];
-    const text = axis?.title?.text;
+    // the figure's own title: Plotly's full layout holds a placeholder ("Click to enter Y axis title") where it has none
+    const text = titleOf(div.layout?.[name]);
     if (!text || !(axis._length > 0)) continue;
     const font = axis.title.font;
     const css = `${font.weight ?? "normal"} ${font.size}px ${font.family}`;

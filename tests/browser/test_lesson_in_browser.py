@@ -50,6 +50,10 @@ CUT_VALUES = """() => { const ruler = document.createElement('canvas').getContex
                     edge = Math.min(edge, a.getBoundingClientRect().right);
             return end > edge + 1; })
         .map(e => e.value.slice(0, 60)); }"""
+# Plotly's placeholder for a title a chart does not have ("Click to enter Y axis title"), drawn where a title was set
+# from Plotly's full layout (which holds it) rather than the figure's.
+PLACEHOLDERS = """() => Array.from(document.querySelectorAll('.js-plotly-plot text'))
+    .map(e => e.textContent).filter(text => text.startsWith('Click to enter'))"""
 # What presenter mode promises, read off the page.
 PRESENTER = """() => {
     const main = document.querySelector('[data-testid="stMainBlockContainer"]');
@@ -238,6 +242,7 @@ def presenter_problems(tab) -> list[str]:
     if facts["bodyText"] < 28:
         problems.append(f"body text of {facts['bodyText']} px: not about twice Streamlit's 16 px")
     problems += chart_text_problems(tab)
+    problems += [f"Plotly's placeholder drawn: {text!r}" for text in tab.evaluate(PLACEHOLDERS)]
     problems += [f"label cut short: {text!r}" for text in tab.evaluate(CUT_TEXT)]
     problems += [f"value cut short: {text!r}" for text in tab.evaluate(CUT_VALUES)]
     return problems
