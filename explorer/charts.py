@@ -430,18 +430,15 @@ def in_two_lines(text: str) -> str:
     return text[:cut] + "<br>" + text[cut:].removeprefix(" ")
 
 
-SLIDE_Y_TITLE = 28  # a y axis title wider than this (in Latin letters) is longer than a slide's plot is tall
-
-
 LEGEND_ROW = 1.9  # a legend entry's height in its font's size, as drawn (the line and the gap to the next)
 SLIDE_LEGEND_PX = round(12 * SLIDE_FONT_SCALE)  # the template's legend text on a slide
 
 
 def as_slide(spec: dict) -> dict:
     """A slide's figure (wide and short: explorer.lesson in presenter mode): a legend laid below the plot stands at its
-    right instead, where the slide has room, a long y axis title goes on two lines, and bar labels keep their size
-    (Plotly shrinks a label to fit its bar: the short bars of a short chart took them under MIN_TEXT_PX). A copy:
-    figures are cached."""
+    right instead, where the slide has room, and bar labels keep their size (Plotly shrinks a label to fit its bar:
+    the short bars of a short chart took them under MIN_TEXT_PX). A y axis title longer than its plot is tall is
+    broken where the plot's height is known, in the browser (live_chart.js). A copy: figures are cached."""
     layout = dict(spec["layout"])
     legend = layout.get("legend")
     if isinstance(legend, dict) and legend.get("orientation") == "h" and (legend.get("y") or 0) < 0:
@@ -449,15 +446,15 @@ def as_slide(spec: dict) -> dict:
         entries = sum(1 for t in spec.get("data") or [] if t.get("showlegend") is not False and t.get("name"))
         below_title = (layout.get("height") or 450) - ((layout.get("margin") or {}).get("t") or 0)
         if entries * LEGEND_ROW * SLIDE_LEGEND_PX > below_title:
-            # a column of names at the slide's size runs past the chart's foot (step 20's 13 published models):
-            # the least size a projector reads, entries closer together
+            # a column of names at the slide's size runs past the chart's foot (step 22's 13 published models): the
+            # least size a projector reads, entries closer together, and the column placed in the chart's pixels,
+            # from under the toolbar (beside the title) down to the chart's foot at most. Beside the plot, it
+            # scrolled at the plot's height, its last names out of sight.
+            height = layout.get("height") or 450
             font = {**(legend.get("font") or {}), "size": MIN_TEXT_PX}
-            layout["legend"] |= {"font": font, "tracegroupgap": 0}
-    for name, axis in spec["layout"].items():
-        title = axis.get("title") if name.startswith("yaxis") and isinstance(axis, dict) else None
-        text = title.get("text") if isinstance(title, dict) else title
-        if isinstance(text, str) and display_width(text) > SLIDE_Y_TITLE:
-            layout[name] = {**axis, "title": {**(title if isinstance(title, dict) else {}), "text": in_two_lines(text)}}
+            layout["legend"] |= {"font": font, "tracegroupgap": 0, "maxheight": height - TOOLBAR_PX}
+            layout["legend"] |= {"xref": "container", "x": 1, "xanchor": "right"}
+            layout["legend"] |= {"yref": "container", "y": 1 - TOOLBAR_PX / height}
 
     def whole_labels(traces: list) -> list:
         return [{**t, "constraintext": "none"} if t.get("type") == "bar" and t.get("text") else t for t in traces]

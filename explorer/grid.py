@@ -162,7 +162,8 @@ STANDING_PLACEMENT = ("x", "y", "len", "lenmode", "yanchor", "xanchor", "ypad")
 
 
 def _flat_colorbar(colorbar: dict, *, below: int, height: int) -> dict:
-    """colorbar laid flat across the figure, its title above it, with `below` flat bars under it (height: px)."""
+    """colorbar laid flat across the figure, its title above it, with `below` flat bars under it (height: px). Plotly
+    misplaces a flat bar's top title by the plot's height, known only in the browser: live_chart.js lifts it clear."""
     kept = {key: value for key, value in colorbar.items() if key not in STANDING_PLACEMENT}
     return {
         **kept,

@@ -233,6 +233,30 @@ function titlesBroken(layout, frames, width) {
   return { layout: { ...out, margin }, frames: outFrames };
 }
 
+// --- y axis titles broken to their plot's height -------------------------------------------------------------------
+// A y axis title longer than its plot is tall ran up past the plot into the chart's title (a slide's 190-px plot in a
+// 680-px window, in Chinese); only the drawn plot knows its height, so once drawn each such title is broken into as
+// few lines as fit it (as chart titles are to the chart's width) and laid out again.
+
+function yTitlesBroken(div) {
+  const full = div._fullLayout;
+  const update = {};
+  for (const name of Object.keys(full).filter((key) => /^yaxis\d*$/.test(key))) {
+    const axis = full[name];
+    // the figure's own title: Plotly's full layout holds a placeholder ("Click to enter Y axis title") where it has none
+    const text = titleOf(div.layout?.[name]);
+    if (!text || !(axis._length > 0)) continue;
+    const font = axis.title.font;
+    const css = `${font.weight ?? "normal"} ${font.size}px ${font.family}`;
+    const broken = String(text)
+      .split(/<br\s*\/?>/)
+      .flatMap((line) => inLines(line, css, axis._length))
+      .join("<br>");
+    if (broken !== text) update[`${name}.title.text`] = broken;
+  }
+  return Object.keys(update).length ? window.Plotly.relayout(div, update) : null;
+}
+
 // A value with every font size divided by `by` (presenter mode's scaling undone: explorer/present.py _scaled).
 function unscaled(value, by, font = false) {
   if (Array.isArray(value)) return value.map((item) => unscaled(item, by));
@@ -316,12 +340,15 @@ function drawNext(Plotly) {
       const last = state.margins.get(div);
       if (last?.key === key) layout = withMarginsOf(last.margins, layout);
       const frames = titled.frames;
-      Plotly.react(div, { ...spec.figure, data, layout, frames, config }).then(() => { // frames too: the animated charts
-        const { l, r, t, b } = div._fullLayout._size;
-        state.margins.set(div, { key, margins: { l, r, t, b } });
-        reachableByKeyboard(div);
-        keepCellTextReadable(div);
-      });
+      Plotly.react(div, { ...spec.figure, data, layout, frames, config }) // frames too: the animated charts
+        .then(() => yTitlesBroken(div))
+        .then(() => {
+          const { l, r, t, b } = div._fullLayout._size;
+          state.margins.set(div, { key, margins: { l, r, t, b } });
+          reachableByKeyboard(div);
+          keepCellTextReadable(div);
+          keepBarTitlesClear(div);
+        });
     } catch (error) {
       div.textContent = spec.said.failed.replace("{error}", error.message); // and the charts after it still are
     }
@@ -346,6 +373,35 @@ function dropSmallCellText(div) {
   for (const label of div.querySelectorAll("g.heatmap-label")) {
     const text = label.querySelector("text");
     if (text && parseFloat(text.style.fontSize || getComputedStyle(text).fontSize) < least) label.remove();
+  }
+}
+
+// A flat colour bar (explorer/grid.py with_flat_colorbars: a phone's bars under the panels, placed in the chart's
+// pixels) has its title above it, where Plotly misplaces it: off by the bar's thickness times the chart's height over
+// the plot's (on the decode step's 306-px chart the title lay on its bar, on the others 2-3 px into it). Only the drawn
+// chart knows the plot's height: each such title is lifted to stand BAR_TITLE_GAP px above its bar, at every drawing.
+const BAR_TITLE_GAP = 3;
+
+function keepBarTitlesClear(div) {
+  if (!div.__barTitlesWatched) {
+    div.__barTitlesWatched = true;
+    div.on("plotly_afterplot", () => liftBarTitles(div));
+  }
+  liftBarTitles(div);
+  // and again once the page's fonts have come: a title measured in a fallback font stood 3 px lower in the real one
+  document.fonts?.ready.then(() => liftBarTitles(div));
+}
+
+function liftBarTitles(div) {
+  for (const bar of div.querySelectorAll(".colorbar")) {
+    const title = bar.querySelector(".cbtitle");
+    const fill = bar.querySelector(".cbfills")?.getBoundingClientRect();
+    if (!title?.textContent || !fill || fill.width <= fill.height) continue; // a standing bar: Plotly's own place
+    const lifted = Number(title.dataset.lifted ?? 0); // px this title was lifted at its last drawing
+    const natural = title.getBoundingClientRect().bottom + lifted; // where Plotly put it
+    const lift = Math.max(0, natural - (fill.top - BAR_TITLE_GAP));
+    title.dataset.lifted = String(lift);
+    title.setAttribute("transform", lift ? `translate(0,${-lift})` : "");
   }
 }
 

@@ -9,6 +9,7 @@ The step is a fragment: ← →, the arrow keys and the step menu rerun it alone
 share box shows the step's link (explorer.share.shares_link).
 """
 
+from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 from urllib.parse import urlencode
@@ -132,13 +133,18 @@ def step_text(places: SimpleNamespace, number: int, numbers: dict) -> None:
         places.more = places.chart
 
 
-def step_control(label: str, options: tuple, key: str) -> Any:
-    """A step's own control: on a slide its label beside it, in one row above the chart."""
+def step_control(label: str, options: tuple, key: str, said: Callable[[Any], str]) -> Any:
+    """A step's own control: on a slide its label beside it, in one row above the chart, saying the value chosen
+    (`said`): the slider's value bubble over its thumb is hidden there (assets/present.css), a line of the slide's
+    height it took above the slider."""
     if not present:
         return st.select_slider(label, options, key=key)
     name, slider = st.columns([3, 2], vertical_alignment="center")
-    name.container(key="lesson-control").markdown(label)
-    return slider.select_slider(label, options, key=key, label_visibility="collapsed")
+    value = slider.container(key="lesson-control-slider").select_slider(
+        label, options, key=key, label_visibility="collapsed"
+    )
+    name.container(key="lesson-control").markdown(said(value))
+    return value
 
 
 def step_chart(step: steps.Step, places: SimpleNamespace) -> None:
@@ -148,7 +154,12 @@ def step_chart(step: steps.Step, places: SimpleNamespace) -> None:
         if step.key == "gqa":
             groups = bound(
                 views.GROUPS,
-                lambda key: step_control(_("KV groups $g$ (of 8 query heads)"), views.GROUPS.options, key),
+                lambda key: step_control(
+                    _("KV groups $g$ (of 8 query heads)"),
+                    views.GROUPS.options,
+                    key,
+                    lambda g: _("KV groups $g$ = {groups} (of 8 query heads)", groups=g),
+                ),
             )
             shown = make(lang, groups)
         else:

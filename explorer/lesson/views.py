@@ -71,20 +71,18 @@ GROUPS = Choice("ls_groups", (1, 2, 4, 8), 2)
 
 # A slide's chart (presenter mode, 1024x768): the height the step's title, its few sentences and its question leave,
 # less a step's own control above the chart; in a shorter window, less what it lacks (the rest of the slide keeps its
-# size), down to the least a chart reads at: step 5's, under its control, is that already (at 300 px its rows' names
-# ran into each other, at 242 its play slider's labels past its foot).
+# size), down to the least a chart reads at: step 5's under its control (its rows' names on one line, its play slider
+# with no current value over it) at a 1024x680 window.
 SLIDE_CHART_HEIGHT = 430
-CONTROL_HEIGHT = 100  # px a step's control takes on a slide (pages/lesson.py: its label beside it)
-LEAST_SLIDE_CHART = SLIDE_CHART_HEIGHT - CONTROL_HEIGHT
-# Step 22's legend of 13 models scrolls in a shorter chart, its hidden entries past the chart's foot: it keeps its height
-WHOLE_HEIGHT = frozenset({"choose2026"})
+CONTROL_HEIGHT = 50  # px a step's control takes on a slide (pages/lesson.py: its label, with its value, beside it)
+LEAST_SLIDE_CHART = 290
 
 
 def slide_height(key: str) -> int:
     """How tall step `key`'s chart is drawn on a slide, in the window the page reported (explorer.lesson.keys)."""
     full = SLIDE_CHART_HEIGHT - (CONTROL_HEIGHT if key == "gqa" else 0)
     short = max(keys.SLIDE_SCREEN_PX - (keys.screen_height() or keys.SLIDE_SCREEN_PX), 0)
-    return full if key in WHOLE_HEIGHT else max(full - short, min(full, LEAST_SLIDE_CHART))
+    return max(full - short, min(full, LEAST_SLIDE_CHART))
 
 
 def _slide(key: str) -> int | None:

@@ -203,7 +203,8 @@ def mapping_spec(frames: list[MorphFrame], active: int, settings: Settings, high
         yaxis=dict(
             range=[KV_BOTTOM - 0.06, 1.24],  # the notes go under the plot
             tickvals=[0, 1],
-            ticktext=[_("cached<br>per token"), _("query<br>heads")],
+            # one line each: a slide's short plot put two lines of one row's name onto the other's
+            ticktext=[_("cached per token"), _("query heads")],
             showgrid=False,
             zeroline=False,
             fixedrange=True,
@@ -221,7 +222,7 @@ def mapping_spec(frames: list[MorphFrame], active: int, settings: Settings, high
         ],
         # Under the plot, in px from its bottom: the cache text, then the buttons beside the slider, so neither the
         # text nor the buttons reach the slider at any height the chart is drawn at.
-        updatemenus=[play_buttons() | {"y": 0, "pad": {"t": CACHE_TEXT_PX + 14, "r": 10}}],
+        updatemenus=[play_buttons() | {"y": 0, "pad": {"t": CACHE_TEXT_PX, "r": 10}}],
         sliders=[
             _step_slider(frames, active)
             | {"y": 0, "x": BUTTONS_SHARE, "len": 1 - BUTTONS_SHARE, "pad": {"t": CACHE_TEXT_PX, "b": 0}}
@@ -243,7 +244,7 @@ def mapping_spec(frames: list[MorphFrame], active: int, settings: Settings, high
 # font sizes), and the buttons and slider below it.
 CACHE_FONT, CACHE_LINES = 12, 3
 CACHE_TEXT_PX = round(CACHE_LINES * 1.3 * CACHE_FONT) + 10
-SLIDER_PX = 70
+SLIDER_PX = 50  # the slider's rail and its steps' names (the title names the step shown: no current value over it)
 BUTTONS_SHARE = 0.3  # of the plot's width, left of the slider
 BUTTONS_PX = 40  # a row of buttons, where they go above the slider
 
@@ -280,6 +281,8 @@ def _on_a_phone(layout: dict, contents: list[FrameContent], active: int) -> dict
     they ran into each other), in every frame."""
     text = 2 * CACHE_TEXT_PX
     phone = layout | _frame_layout(contents[active], stacked=True)
+    # the rows' names in two lines: one line took a fifth of a phone's width from the bars
+    phone["yaxis"] = layout["yaxis"] | {"ticktext": [_("cached<br>per token"), _("query<br>heads")]}
     phone["margin"] = layout["margin"] | {"b": text + BUTTONS_PX + SLIDER_PX}
     phone["updatemenus"] = [menu | {"pad": {"t": text, "r": 10}} for menu in layout["updatemenus"]]
     phone["sliders"] = [slider | {"x": 0, "len": 1, "pad": {"t": text + BUTTONS_PX}} for slider in layout["sliders"]]
@@ -338,7 +341,9 @@ def play_buttons(duration_ms: int = 1100) -> dict:
 
 
 def _step_slider(frames: list[MorphFrame], active: int) -> dict:
-    return step_slider([(frame.key, frame_label(frame)) for frame in frames], active)
+    # no current value over the rail: "Step: GQA 2" said again what each frame's title says
+    slider = step_slider([(frame.key, frame_label(frame)) for frame in frames], active)
+    return slider | {"currentvalue": {"visible": False}}
 
 
 def step_slider(steps: list[tuple[str, str]], active: int, prefix: str | None = None) -> dict:

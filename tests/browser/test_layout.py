@@ -612,3 +612,32 @@ def test_the_decode_steps_labels_read_and_its_colour_bars_ticks_stand_apart(show
         assert not small, small
     finally:
         done()
+
+
+# Each flat colour bar on the page (a phone's heatmaps: explorer/grid.py with_flat_colorbars): its title's box and its
+# bar's, as drawn.
+FLAT_BARS = """() => Array.from(document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')).flatMap((g, chart) =>
+    Array.from(g.querySelectorAll('.colorbar')).map(bar => {
+        const box = e => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+        const title = bar.querySelector('.cbtitle text'), fill = bar.querySelector('.cbfills');
+        return {chart, title: title ? title.textContent : '', titleBox: title ? box(title) : null, bar: box(fill)};
+    }).filter(b => b.bar[2] - b.bar[0] > b.bar[3] - b.bar[1]))"""
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_flat_colour_bars_titles_stand_clear_above_their_bars_on_a_phone(shown, lang):
+    """Issue 47: on a phone the heatmaps' flat colour bars drew their titles onto their bars (the decode step's wholly,
+    the others by 2-3 px). Each title lies above its bar, 2 px clear at least."""
+    tab, _, done = shown("heatmaps", "phone", lang)
+    try:
+        tab.wait_for_function(CHARTS_READY, arg=4, polling=100)
+        bars = tab.evaluate(FLAT_BARS)
+        assert len({b["chart"] for b in bars}) >= 4, f"the heatmaps' flat colour bars: {bars}"
+        onto = [
+            f"chart {b['chart']}: {b['title']!r} at {b['titleBox']}, its bar at {b['bar']}"
+            for b in bars
+            if not b["title"] or b["titleBox"][3] > b["bar"][1] - 2
+        ]
+        assert not onto, onto
+    finally:
+        done()
