@@ -1,5 +1,5 @@
-"""CI's short browser benchmark: `python benchmarks/browser.py --quick` exits 0 only if every page it times (overview
-and heatmaps, beside the bare app) redrew its chart after each press (timings are reported, never judged here: the
+"""CI's short browser benchmark: `python benchmarks/browser.py --quick` exits 0 only if every page it times (the overview
+once, heatmaps beside the bare app) redrew its chart after each press (timings are reported, never judged here: the
 machine is shared)."""
 
 from __future__ import annotations

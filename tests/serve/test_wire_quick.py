@@ -1,7 +1,7 @@
-"""CI's short wire benchmark: `python benchmarks/wire.py --quick` (two pages, each in four chromium tabs: websocket
-compression off and on, loopback and a throttled link) exits 0 only if every press redrew a chart and compression
-sent fewer bytes a press than plain frames; its bytes, times and ratios are printed, never judged here (the machine
-is shared)."""
+"""CI's short wire benchmark: `python benchmarks/wire.py --quick` (the heatmaps page in four chromium tabs:
+websocket compression off and on, loopback and a throttled link) exits 0 only if every press redrew a chart and
+compression sent fewer bytes a press than plain frames; its bytes, times and ratios are printed, never judged here
+(the machine is shared)."""
 
 from __future__ import annotations
 
