@@ -9,7 +9,7 @@ import pytest
 from explorer.i18n import _, set_language
 from explorer.pages import PAGES
 
-from .conftest import VIEW_SECONDS, wait_for_app
+from .conftest import VIEW_SECONDS, new_tab, wait_for_app
 
 LOADED_SCRIPTS = "() => performance.getEntriesByType('resource').map(e => e.name.split('/').pop())"
 # The trace types the page's charts use that the served plotly.js (built with only some: assets/plotly-build) lacks
@@ -20,12 +20,13 @@ UNKNOWN_TRACES = """() => {
 }"""
 
 
-def test_no_page_loads_the_syntax_highlighter_or_draws_the_glossary_unasked(server, browser):
-    """And the served plotly.js knows every trace type the page draws."""
+def test_no_page_loads_the_syntax_highlighter_or_draws_the_glossary_unasked(server, visits):
+    """And the served plotly.js knows every trace type the page draws. Each page in a new tab of the worker's one
+    browser context: a new visit (a new session and document), its scripts listed whether the cache or the server
+    served them (a resource timing entry either way)."""
     for name in PAGES:
-        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        tab = new_tab(visits, (1400, 1000))
         try:
-            tab = context.new_page()
             tab.set_default_timeout(VIEW_SECONDS * 1000)
             tab.goto(f"{server.url}/{'' if name == 'overview' else name}")
             wait_for_app(tab)
@@ -35,7 +36,7 @@ def test_no_page_loads_the_syntax_highlighter_or_draws_the_glossary_unasked(serv
             assert tab.locator('[data-testid="stSidebar"] pre.verbatim-text').count() == 1, name  # the link
             assert tab.evaluate(UNKNOWN_TRACES) == [], name
         finally:
-            context.close()
+            tab.close()
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
