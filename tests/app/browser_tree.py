@@ -53,9 +53,10 @@ def one_batch(messages: list[ForwardMsg]) -> list[ForwardMsg]:
     return queue.flush()
 
 
-def build(messages: list[ForwardMsg]) -> Block:
-    """The page's tree from the messages, as the browser applies them; BrokenTree where the browser throws."""
-    root = Block("root", [Block("main"), Block("sidebar"), Block("event"), Block("bottom")])
+def build(messages: list[ForwardMsg], onto: Block | None = None) -> Block:
+    """The page's tree from the messages, as the browser applies them (onto the tree a run before left); BrokenTree
+    where the browser throws."""
+    root = onto or Block("root", [Block("main"), Block("sidebar"), Block("event"), Block("bottom")])
     for message in messages:
         if message.HasField("delta"):
             _apply(root, list(message.metadata.delta_path), message.delta)

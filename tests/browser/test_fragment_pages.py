@@ -1,10 +1,11 @@
 """A page with a fragment (kv_cache's step-by-step decode) opened by one new visitor after another: each sees the
-page. The second visit once went blank: the browser side of Streamlit failed ("Cannot set a node at a delta path")
-when the fragment and the page both redrew the share box in one run (explorer.share.shares_link).
+page. Visits went blank, the browser side of Streamlit failing ("Cannot set a node at a delta path"), when the page and
+the fragment both drew the share box in one run (explorer.share.shares_link): often where the fragment drew it first,
+now and then on a busy server where the page drew it first (a run sent in one batch: tests/app/test_one_batch.py
+checks that case without a browser).
 
 Each visit is a new tab of the worker's shared context: a new Streamlit session, as a fresh browser's is, without
-loading the bundle again. A visit that fails says what the page showed, its errors and the server's log: a full run
-once timed out here on a first visit after other tests (not reproduced since), with nothing to tell why."""
+loading the bundle again. A visit that fails says what the page showed, its errors and the server's log."""
 
 from __future__ import annotations
 
