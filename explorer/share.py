@@ -30,6 +30,7 @@ from .verbatim import show_verbatim
 _SHARE_BOX = "_share_box"  # this run's placeholder for the link; dropped at the start of every run
 _BOX_FOR_FRAGMENT = "_share_box_for_fragment"  # this run's page draws the link from a fragment (shares_link)
 _BOX_TAKEN = "_share_box_taken"  # set once that fragment took the box over in this full run
+_BOX_AWAITS = "_share_box_awaits"  # this full run's fragment has yet to take the box over: nothing draws it till then
 _FRAGMENT_LANGUAGE = "_share_fragment_language"  # the language of the full run that drew the fragment
 _SHOW_QR = "_show_qr"  # set by the share box's QR button, for the run it starts
 _SHARE_PARAMS = "_share_params"  # this run's link parameters (shared and the page's own), for the JSON download
@@ -37,7 +38,7 @@ _SHARE_PARAMS = "_share_params"  # this run's link parameters (shared and the pa
 
 def forget_last_run() -> None:
     """Drop last run's placeholders: they are no longer on the page."""
-    for key in (_SHARE_BOX, _BOX_TAKEN, _SHARE_PARAMS):
+    for key in (_SHARE_BOX, _BOX_TAKEN, _BOX_AWAITS, _SHARE_PARAMS):
         st.session_state.pop(key, None)
 
 
@@ -47,7 +48,9 @@ def share_tools(settings: Settings) -> None:
     if presenting():
         st.caption(_("For students' screens: it opens the usual page, not presenter mode."))
     st.session_state[_SHARE_BOX] = box = st.empty()  # redrawn as the page's own controls write to the link
-    if not st.session_state.pop(_BOX_FOR_FRAGMENT, False):  # else the page's fragment draws it (shares_link)
+    if st.session_state.pop(_BOX_FOR_FRAGMENT, False):  # the page's fragment draws it (shares_link)
+        st.session_state[_BOX_AWAITS] = True
+    else:
         _show_link(box)
     # A dialog drawn on demand: a QR code takes too long to make for every press of every slider.
     # on_click, not the button's return value: a run that reruns itself (the pages/ folder fix) loses the latter.
@@ -77,7 +80,10 @@ def link_changed(params: dict[str, str], *, changed: bool) -> None:
     """The link was written (changed: it now differs): the JSON download holds its parameters, and the box shows it."""
     if _SHARE_PARAMS in st.session_state:
         st.session_state[_SHARE_PARAMS].update(params)  # the JSON download, which is written when clicked
-    if changed and _SHARE_BOX in st.session_state:
+    # Not before a page's fragment takes the box over: a box drawn, then taken, then drawn again in one run could
+    # reach the browser composed into one batch out of order, and a new visit went blank ("Cannot set a node at a
+    # delta path": tests/app/test_one_batch.py). The fragment draws the link as the page left it.
+    if changed and _SHARE_BOX in st.session_state and not st.session_state.get(_BOX_AWAITS):
         _show_link(st.session_state[_SHARE_BOX])  # the page's own view settings join the link shown
 
 
@@ -99,6 +105,7 @@ def shares_link(body: Callable[[], None]) -> Callable[[], None]:
         state = st.session_state
         if not state.get(_BOX_TAKEN):  # the page's full run: the language it decided (only a full run changes it)
             state[_BOX_TAKEN] = True
+            state.pop(_BOX_AWAITS, None)
             state[_FRAGMENT_LANGUAGE] = i18n.language()
             if _SHARE_BOX in state:
                 state[_SHARE_BOX] = state[_SHARE_BOX].empty()  # its place in the box, for its own reruns

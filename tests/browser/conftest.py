@@ -99,6 +99,33 @@ PAGE_STATE = """() => ({
 })"""
 
 
+class Watched:
+    """A tab's page errors and console errors as they come, for a failure to report with what the page showed."""
+
+    def __init__(self, tab) -> None:
+        self.tab = tab
+        self.page_errors: list[str] = []
+        self.console_errors: list[str] = []
+        tab.on("pageerror", lambda error: self.page_errors.append(str(error)))
+        tab.on("console", lambda message: self._console(message))
+
+    def _console(self, message) -> None:
+        if message.type == "error":
+            self.console_errors.append(message.text[:300])
+
+    def report(self, server, log_chars: int = 3000) -> str:
+        """What the page showed (PAGE_STATE), its errors and the server log's tail: what a failure needs to be told
+        apart (a lost connection, a run still going or stuck, an exception, a frontend that failed to draw)."""
+        try:
+            state = self.tab.evaluate(PAGE_STATE)
+        except Exception as error:  # a crashed tab: say so, and report the rest
+            state = f"unreadable ({error})"
+        return (
+            f"the page showed {state}; page errors {self.page_errors}; console errors {self.console_errors[-10:]}; "
+            f"server log's tail:\n{server.log_text()[-log_chars:]}"
+        )
+
+
 def open_link(tab, url: str, chart_count: int = 1) -> None:
     """Open a link as a visitor does and wait for its charts, the server perhaps cold. A page that shows no chart
     within half the cold-start time is loaded once more, as a visitor would, and what it showed is reported as a
