@@ -3,8 +3,7 @@
 The server is started once per session on a free localhost port and stopped at the end. A test that reads a page as a
 new visitor sees it opens a new tab of the worker's one browser context (`visits`, `new_tab`): a new tab is a new
 Streamlit session, and the context's cache spares each load compiling Streamlit's bundle and plotly.js again. A test
-that drives one visitor's tab (presses, a reload, a restart) takes `page`, such a tab at 1400x1000; one that needs a
-browser of its own (a classmate opening the link, a clipboard's permission) makes a context of its own.
+that needs a browser of its own (a reload, a restart, a classmate's link) takes `page`, a fresh context.
 """
 
 from __future__ import annotations
@@ -71,12 +70,12 @@ def new_tab(visits, size: tuple[int, int]):
 
 
 @pytest.fixture
-def page(visits):
-    """A visitor's tab of its own at 1400x1000, in the worker's context (a new session, the bundle cached)."""
-    tab = new_tab(visits, (1400, 1000))
+def page(browser):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+    tab = context.new_page()
     tab.set_default_timeout(VIEW_SECONDS * 1000)
     yield tab
-    tab.close()
+    context.close()
 
 
 # --- reading the page back ------------------------------------------------------------------------------------------
