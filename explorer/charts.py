@@ -444,13 +444,13 @@ def as_slide(spec: dict) -> dict:
     if isinstance(legend, dict) and legend.get("orientation") == "h" and (legend.get("y") or 0) < 0:
         layout["legend"] = {**legend, "orientation": "v", "x": 1.02, "xanchor": "left", "y": 1, "yanchor": "top"}
         entries = sum(1 for t in spec.get("data") or [] if t.get("showlegend") is not False and t.get("name"))
-        below_title = (layout.get("height") or 450) - ((layout.get("margin") or {}).get("t") or 0)
+        height = layout.get("height") or 450
+        below_title = height - ((layout.get("margin") or {}).get("t") or 0)
         if entries * LEGEND_ROW * SLIDE_LEGEND_PX > below_title:
             # a column of names at the slide's size runs past the chart's foot (step 22's 13 published models): the
             # least size a projector reads, entries closer together, and the column placed in the chart's pixels,
             # from under the toolbar (beside the title) down to the chart's foot at most. Beside the plot, it
             # scrolled at the plot's height, its last names out of sight.
-            height = layout.get("height") or 450
             font = {**(legend.get("font") or {}), "size": MIN_TEXT_PX}
             layout["legend"] |= {"font": font, "tracegroupgap": 0, "maxheight": height - TOOLBAR_PX}
             layout["legend"] |= {"xref": "container", "x": 1, "xanchor": "right"}

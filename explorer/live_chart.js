@@ -383,10 +383,9 @@ function dropSmallCellText(div) {
 const BAR_TITLE_GAP = 3;
 
 function keepBarTitlesClear(div) {
-  if (!div.__barTitlesWatched) {
-    div.__barTitlesWatched = true;
-    div.on("plotly_afterplot", () => liftBarTitles(div));
-  }
+  if (div.__barTitlesWatched) return; // each later drawing ends in plotly_afterplot, which lifts them
+  div.__barTitlesWatched = true;
+  div.on("plotly_afterplot", () => liftBarTitles(div));
   liftBarTitles(div);
   // and again once the page's fonts have come: a title measured in a fallback font stood 3 px lower in the real one
   document.fonts?.ready.then(() => liftBarTitles(div));
