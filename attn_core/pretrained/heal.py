@@ -7,14 +7,14 @@ was converted from, layer by layer, on the teacher's own activations.
     report = heal(mla, lm, train_text, seconds=120, seed=0)      # or steps=N; on_step=callback(step, losses)
     report.steps, report.tokens, report.seconds, report.losses   # losses: per step, one per layer
 
-Each converted attention layer learns, independently of the others, to give the teacher layer's attention output on
-the teacher layer's attention input (after its RMSNorm): both are recorded once from the teacher running over the
-training text, in windows, and a step feeds every layer the same window and takes one Adam step on the sum of the
-layers' relative squared errors (|out - target|² / |target|²; the layers share no weights, so each one's gradient is
-its own loss's). Only the student's attention projections learn; its embeddings, norms and MLPs are the teacher's,
-shared and frozen. The teacher is never written to: a projection the student shares with it (MLA's o_proj is the
-teacher's own tensor after conversion, and the teacher's weights are a memory-mapped file) is cloned first, and so is
-every trained projection, so the healed model owns what it learnt.
+Each converted attention layer learns, independently of the others, to give the teacher layer's attention output on the
+teacher layer's attention input (after its RMSNorm): both are recorded once from the teacher running over the training
+text, in windows (each one the first time a step takes it), and a step feeds every layer the same window
+and takes one Adam step on the sum of the layers' relative squared errors (|out - target|² / |target|²; the layers share
+no weights, so each one's gradient is its own loss's). Only the student's attention projections learn; its embeddings,
+norms and MLPs are the teacher's, shared and frozen. The teacher is never written to: a projection the student shares
+with it (MLA's o_proj is the teacher's own tensor after conversion, and the teacher's weights are a memory-mapped file)
+is cloned first, and so is every trained projection, so the healed model owns what it learnt.
 
 A layer that already reproduces its teacher to float32 rounding (relative squared error below EXACT_LOSS, e.g. every
 layer of the MHA conversion) is left as it is: Adam divides each step by the gradient's own scale, so rounding noise
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -60,7 +60,7 @@ class HealReport:
     tokens: int  # tokens fed to the layers over all steps (a token seen in two epochs counts twice)
     text_tokens: int  # distinct training tokens (after max_tokens)
     seconds: float  # training only
-    capture_seconds: float  # the teacher's pass over the text that records every layer's input and output
+    capture_seconds: float  # the teacher's passes that record every layer's input and output, on the windows taken
     losses: list[list[float]]
     initial_losses: list[float]  # per layer, on the first window, before any update
     frozen_layers: list[int]  # layers already exact, left untrained
@@ -95,24 +95,23 @@ def heal(
     on_step(step, losses) is called after every step with that step's per-layer losses (step counts from 1)."""
     _check(student, teacher, steps, seconds, lr, schedule, window)
     ids = _training_ids(teacher, text, max_tokens)
-    started = time.perf_counter()
-    inputs, targets = _record(teacher, ids, window)
-    capture_seconds = time.perf_counter() - started
-    learner = _learner(student, teacher, inputs[0], targets[0])
+    windows = _windows(ids, window)
+    recording = _Recording(teacher, windows)
+    learner = _learner(student, teacher, *recording.window(0))
     report = HealReport(
         steps=0,
         tokens=0,
         text_tokens=len(ids),
         seconds=0.0,
-        capture_seconds=capture_seconds,
+        capture_seconds=0.0,
         losses=[],
         initial_losses=learner.initial,
         frozen_layers=learner.frozen,
         recipe={"lr": lr, "schedule": schedule, "window": window, "seed": seed, "steps": steps, "seconds": seconds},
     )
     _train(
-        partial(_layerwise_step, learner, inputs, targets),
-        [x.shape[1] for x in inputs],
+        partial(_layerwise_step, learner, recording),
+        [len(chunk) for chunk in windows],
         learner.parameters,
         report,
         budget=_Budget(steps, seconds),
@@ -120,7 +119,9 @@ def heal(
         schedule=schedule,
         seed=seed,
         on_step=on_step,
+        prepare=recording.window,
     )
+    report.capture_seconds = recording.seconds
     return report
 
 
@@ -150,7 +151,7 @@ def heal_end_to_end(
     left as it is, as heal() leaves an exact layer: its frozen_layers are then all the layers."""
     _check(student, teacher, steps, seconds, lr, schedule, window)
     ids = _training_ids(teacher, text, max_tokens)
-    windows = [torch.tensor([ids[i : i + window]]) for i in range(0, len(ids), window) if len(ids[i : i + window]) > 1]
+    windows = [torch.tensor([chunk]) for chunk in _windows(ids, window)]
     parameters = [p for layer in student.decoder_layers for p in _own_trainable(layer.self_attn, teacher)]
     report = HealReport(
         steps=0,
@@ -163,7 +164,7 @@ def heal_end_to_end(
         frozen_layers=[],
         recipe={"lr": lr, "schedule": schedule, "window": window, "seed": seed, "steps": steps, "seconds": seconds},
     )
-    first = int(torch.randperm(len(windows), generator=torch.Generator().manual_seed(seed))[0])  # _train's first
+    first = next(_window_order(len(windows), seed))  # _train's first
     report.initial_losses = [_distribution_step(student, teacher, windows[first], None, lr)]
     exact = report.initial_losses[0] < EXACT_LOSS
     report.frozen_layers = list(range(len(student.decoder_layers))) if exact else []
@@ -272,9 +273,11 @@ def _train(
     seed: int,
     on_step: Callable[[int, list[float]], None] | None,
     frozen_losses: list[float] | None = None,
+    prepare: Callable[[int], object] | None = None,
 ) -> None:
     """Steps until the budget is spent, step(window, lr, optimizer) on the next window (of window_tokens tokens) of a
     shuffle per epoch (by seed), into the report. With frozen_losses (nothing to train) no step runs and each one repeats those losses.
+    prepare(window), when given, runs before each step off the training clock (heal records the teacher there).
     However it ends, the weights stop learning and the report has the training's seconds."""
     optimizer = None
     if parameters and frozen_losses is None:
@@ -282,17 +285,19 @@ def _train(
         rest = [p for p in parameters if not getattr(p, "is_sink_logit", False)]
         groups = [{"params": rest, "lr_scale": 1.0}, {"params": sinks, "lr_scale": SINK_LR_SCALE}]
         optimizer = torch.optim.Adam([group for group in groups if group["params"]], lr=lr)
-    generator = torch.Generator().manual_seed(seed)
-    order: list[int] = []
+    order = _window_order(len(window_tokens), seed)
     started = time.perf_counter()
+    paused = 0.0  # seconds in prepare
     try:
         while True:
-            elapsed = time.perf_counter() - started
+            elapsed = time.perf_counter() - started - paused
             if budget.spent(report.steps, elapsed):
                 break
-            if not order:
-                order = torch.randperm(len(window_tokens), generator=generator).tolist()
-            chunk = order.pop(0)
+            chunk = next(order)
+            if prepare is not None:
+                preparing = time.perf_counter()
+                prepare(chunk)
+                paused += time.perf_counter() - preparing
             step_lr = _step_lr(lr, schedule, budget.progress(report.steps, elapsed))
             losses = list(frozen_losses) if optimizer is None and frozen_losses else step(chunk, step_lr, optimizer)
             report.steps += 1
@@ -303,7 +308,7 @@ def _train(
     finally:
         for parameter in parameters:
             parameter.requires_grad_(False)
-        report.seconds = time.perf_counter() - started
+        report.seconds = time.perf_counter() - started - paused
 
 
 def _check(
@@ -342,33 +347,60 @@ def _check(
         raise ValueError(f"window={window}: at least 2 tokens.")
 
 
+def _windows(ids: list[int], window: int) -> list[list[int]]:
+    """The training windows: consecutive `window` tokens of ids, the last one shorter (dropped under two tokens)."""
+    return [ids[start : start + window] for start in range(0, len(ids), window) if len(ids[start : start + window]) > 1]
+
+
+def _window_order(windows: int, seed: int) -> Iterator[int]:
+    """The order training takes the windows in: a new shuffle each epoch, by seed."""
+    generator = torch.Generator().manual_seed(seed)
+    while True:
+        yield from torch.randperm(windows, generator=generator).tolist()
+
+
+class _Recording:
+    """The teacher's attention inputs and outputs per window, each window recorded the first time it is asked for: a
+    heal that ends early (a step budget shorter than an epoch, a stored recipe's first steps, a Stop) runs the
+    teacher over the windows it took, not over the whole text, and its first step comes after one or two windows'
+    recording rather than all of them."""
+
+    def __init__(self, teacher: PretrainedLM, windows: list[list[int]]):
+        self.teacher, self.windows = teacher, windows
+        self.inputs: dict[int, torch.Tensor] = {}
+        self.targets: dict[int, torch.Tensor] = {}
+        self.seconds = 0.0
+
+    def window(self, index: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Window `index`'s every layer's attention input (after its RMSNorm) and output, each [n_layers, L, d]."""
+        if index not in self.inputs:
+            started = time.perf_counter()
+            self.inputs[index], self.targets[index] = _record(self.teacher, self.windows[index])
+            self.seconds += time.perf_counter() - started
+        return self.inputs[index], self.targets[index]
+
+
 @torch.inference_mode()
-def _record(teacher: PretrainedLM, ids: list[int], window: int) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
-    """Per window of ids: every layer's attention input (after its RMSNorm) and output, stacked [n_layers, L, d]."""
-    inputs: list[list[torch.Tensor]] = []
-    outputs: list[list[torch.Tensor]] = []
+def _record(teacher: PretrainedLM, ids: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+    """One window's every layer's attention input (after its RMSNorm) and output, stacked [n_layers, L, d]."""
+    inputs: list[torch.Tensor] = []
+    outputs: list[torch.Tensor] = []
     handles = []
     for layer in teacher.decoder_layers:
 
         def keep(_module: nn.Module, args: tuple[Any, ...], result: tuple[torch.Tensor, Any]) -> None:
-            inputs[-1].append(args[0][0].clone())
-            outputs[-1].append(result[0][0].clone())  # clone: the decoder adds the residual into it in place
+            inputs.append(args[0][0].clone())
+            outputs.append(result[0][0].clone())  # clone: the decoder adds the residual into it in place
 
         handles.append(layer.self_attn.register_forward_hook(keep))
     try:
-        for start in range(0, len(ids), window):
-            chunk = ids[start : start + window]
-            if len(chunk) < 2:
-                continue
-            inputs.append([])
-            outputs.append([])
-            teacher.hidden_states(torch.tensor([chunk]))
+        teacher.hidden_states(torch.tensor([ids]))
     finally:
         for handle in handles:
             handle.remove()
     # clone() of an inference tensor outside inference mode gives a normal tensor, usable as a training input
     with torch.inference_mode(False):
-        return [torch.stack(x).clone() for x in inputs], [torch.stack(y).clone() for y in outputs]
+        return torch.stack(inputs).clone(), torch.stack(outputs).clone()
 
 
 def _own_trainable(layer: nn.Module, teacher: PretrainedLM) -> list[nn.Parameter]:
@@ -410,14 +442,13 @@ def _losses(layers: list[nn.Module], x: torch.Tensor, y: torch.Tensor, *, grad: 
 
 def _layerwise_step(
     learner: _Learner,
-    inputs: list[torch.Tensor],
-    targets: list[torch.Tensor],
+    recording: _Recording,
     chunk: int,
     lr: float,
     optimizer: torch.optim.Optimizer | None,
 ) -> list[float]:
     """heal's step on one window: every trained layer's loss, and the exact layers' first loss repeated."""
-    losses = _train_step(learner.layers, learner.trained, inputs[chunk], targets[chunk], optimizer, lr)
+    losses = _train_step(learner.layers, learner.trained, *recording.window(chunk), optimizer, lr)
     for index in learner.frozen:
         losses[index] = learner.initial[index]
     return losses

@@ -14,6 +14,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
+from functools import lru_cache
 from pathlib import Path
 
 import torch
@@ -122,9 +123,9 @@ def heal_live(
     check()  # stopped while it waited for the model or its calibration
     progress.budget_seconds = seconds
     begun = time.perf_counter()
-    ids = lm.encode(lab.reference_text())
-    eval_ids = ids[:LIVE_EVAL_TOKENS]
-    train_ids = ids[lab.EVAL_TOKENS : lab.EVAL_TOKENS + LIVE_TRAIN_TOKENS]
+    ids = lab.reference_ids(lm)
+    eval_ids, train_ids = list(ids[:LIVE_EVAL_TOKENS]), list(ids[lab.EVAL_TOKENS : lab.EVAL_TOKENS + LIVE_TRAIN_TOKENS])
+    progress.train_tokens, progress.eval_tokens = len(train_ids), len(eval_ids)  # what is scored and trained on
     progress.phase = "converting"
     student = lab.convert_point(lm, point, calibration)
     path = stored_path(point, seconds, root)
@@ -139,7 +140,7 @@ def heal_live(
     def record(step: int, losses: list[float]) -> None:
         if progress.phase != "training":
             progress.phase = "training"
-            progress.ends_at = time.monotonic() + seconds + (progress.score_seconds or 0.0)
+            progress.ends_at = _ends_at_first_step(progress, seconds)
         progress.step_losses.append(sum(losses) / len(losses))
         progress.seconds = time.perf_counter() - started
         check()  # raised through heal(), which stops the weights learning as it leaves
@@ -156,6 +157,14 @@ def heal_live(
     _store(path, student, progress)
     progress.phase = "done"
     return student
+
+
+def _ends_at_first_step(progress: HealProgress, seconds: float) -> float:
+    """When a heal that has just taken its first step frees the server: its training budget, the scoring after, and
+    the windows still to record (heal records each window of 512 tokens, its default, off the training clock when a
+    step first takes it, about a scoring's time each; the first step recorded the first window and its own)."""
+    left = max(math.ceil(progress.train_tokens / lab.WINDOW) - 2, 0)
+    return time.monotonic() + seconds + (progress.score_seconds or 0.0) * (1 + left)
 
 
 def _restored(student: PretrainedLM, stored: dict, progress: HealProgress) -> PretrainedLM:
@@ -178,7 +187,7 @@ def _score_before(
     seconds: float,
     progress: HealProgress,
 ) -> None:
-    progress.perplexity_original = _perplexity(lm, eval_ids)
+    progress.perplexity_original = _original_perplexity(lm, tuple(eval_ids))
     scoring = time.monotonic()
     progress.perplexity_before = _perplexity(student, eval_ids)
     progress.score_seconds = time.monotonic() - scoring
@@ -234,3 +243,10 @@ def _read_stored(path: Path, student: PretrainedLM) -> dict | None:
 @torch.inference_mode()
 def _perplexity(model: PretrainedLM, ids: list[int]) -> float:
     return lab.perplexity_of(lab.window_nll_sums(model, ids))
+
+
+@lru_cache(maxsize=1)  # the server's one model
+def _original_perplexity(lm: PretrainedLM, eval_ids: tuple[int, ...]) -> float:
+    """The original's perplexity, the same for every heal of every point (healing never writes the original): scored
+    by the server's first heal, not again by each one after it."""
+    return _perplexity(lm, list(eval_ids))

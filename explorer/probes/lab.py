@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import torch
@@ -35,13 +36,19 @@ def reference_text() -> str:
     return "\n\n".join(topics[name] for name in sorted(topics))
 
 
+@lru_cache(maxsize=1)  # the server's one model
+def reference_ids(lm: PretrainedLM) -> tuple[int, ...]:
+    """reference_text()'s tokens (over 100,000), encoded once: every live heal and the calibration start from them."""
+    return tuple(lm.encode(reference_text()))
+
+
 def text_sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def split_tokens(lm: PretrainedLM, text: str | None = None) -> tuple[list[int], list[int]]:
     """(evaluation ids, calibration ids): the text's first EVAL_TOKENS and last CALIBRATION_TOKENS tokens."""
-    ids = lm.encode(reference_text() if text is None else text)
+    ids = list(reference_ids(lm)) if text is None else lm.encode(text)
     if len(ids) < EVAL_TOKENS + CALIBRATION_TOKENS:
         raise ValueError(f"the reference text has {len(ids)} tokens; evaluation and calibration need more.")
     return ids[:EVAL_TOKENS], ids[-CALIBRATION_TOKENS:]

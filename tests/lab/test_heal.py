@@ -117,6 +117,22 @@ def test_same_seed_and_steps_give_the_same_weights(lm, train_text):
     assert not all(torch.equal(first[name], other[name]) for name in first)  # the seed orders the windows
 
 
+def test_a_step_budget_records_the_teacher_only_on_the_windows_its_steps_take(lm, train_text):
+    """The teacher runs over a window the first time a step takes it: one step needs the first window (the losses
+    before training) and the step's own, not all four."""
+    recorded = []
+    hook = lm.decoder_layers[0].register_forward_hook(lambda _layer, args, _out: recorded.append(args[0].shape[1]))
+    try:
+        mqa = convert_attention(lm, "gqa", n_kv_heads=1, method="mean").model
+        report = heal(mqa, lm, train_text, steps=1, window=WINDOW, seed=3)
+    finally:
+        hook.remove()
+    first = int(torch.randperm(4, generator=torch.Generator().manual_seed(3))[0])
+    assert len(recorded) == len({0, first}) < 4
+    assert recorded == [WINDOW] * len(recorded)
+    assert report.steps == 1
+
+
 def test_healing_the_exact_mha_conversion_keeps_the_logits(lm, prompt_ids, train_text):
     mha = convert_attention(lm, "mha").model
     report = heal(mha, lm, train_text, steps=3, window=WINDOW, lr=1e-3)
