@@ -777,7 +777,9 @@ QUICK_CAPACITY = {"start": 2, "grow": 2.0, "most": 600, "steps": 2, "spawn_rate"
 def quick_checks(budget: float) -> int:
     """--quick's three checks in one process (what `--quick`, `--quick --pages all` and `--quick --capacity` each
     check): one lecture hall of 2 replicas serves the students on the overview, one student on every page and the
-    capacity's 2 replicas, then, one replica stopped, the capacity's 1 replica (one_replica_left). Prints `check NAME: ok` or `check NAME: FAILED ...` per check; 0 if all three are ok."""
+    capacity's 2 replicas, then, one replica stopped, the capacity's 1 replica (one_replica_left). Prints each
+    phase's start with the CPU seconds the replicas used so far, and `check NAME: ok` or `check NAME: FAILED ...`
+    per check; 0 if all three are ok."""
     every_page = tuple(dict.fromkeys(MIX))
     verdicts: dict[str, str | None] = {}
     found: dict[int, list[Result]] = {}
@@ -786,17 +788,24 @@ def quick_checks(budget: float) -> int:
     # run, on the one replica it lands on, where warming every page would do it on both.
     with lecture_hall(2, ()) as classroom:
         for name, pages, users in (("students", ("overview",), QUICK_STUDENTS), ("pages", every_page, len(every_page))):
-            print(f"{time.strftime('%H:%M:%S')} check {name}: {users} students, 2 replicas ...", flush=True)
+            print(f"{phase(classroom)} check {name}: {users} students, 2 replicas ...", flush=True)
             result = run_in(classroom, users, QUICK_WINDOW_MOST, 3, pages, quick=True)
             verdicts[name] = students_printed([result], pages)
             print(f"check {name}: {'ok' if verdicts[name] is None else 'FAILED: ' + verdicts[name]}", flush=True)
-        print(f"{time.strftime('%H:%M:%S')} check capacity, 2 replicas ...", flush=True)
+        print(f"{phase(classroom)} check capacity, 2 replicas ...", flush=True)
         found[2] = capacity_in(classroom, ("overview",), **search)
-        print(f"{time.strftime('%H:%M:%S')} check capacity, 1 replica ...", flush=True)
+        print(f"{phase(classroom)} check capacity, 1 replica ...", flush=True)
         found[1] = capacity_in(one_replica_left(classroom), ("overview",), **search)
+        print(f"{phase(classroom)} capacity measured", flush=True)
     verdicts["capacity"] = capacity_printed(dict(sorted(found.items())), budget)
     print(f"check capacity: {'ok' if verdicts['capacity'] is None else 'FAILED: ' + verdicts['capacity']}")
     return 1 if any(verdicts.values()) else 0
+
+
+def phase(classroom: Classroom) -> str:
+    """The time, and the CPU seconds each replica alive has used since it started (where --quick's time goes)."""
+    used = {name: sum(psutil.Process(pid).cpu_times()[:2]) for name, pid in classroom.pids().items()}
+    return f"{time.strftime('%H:%M:%S')} [replica CPU {', '.join(f'{n} {t:.1f} s' for n, t in used.items())}]"
 
 
 def one_replica_left(classroom: Classroom) -> Classroom:
