@@ -457,8 +457,7 @@ def pace(seconds: float) -> None:
 
 @contextlib.contextmanager
 def lecture_hall(replicas: int, pages: tuple[str, ...]) -> Iterator[Classroom]:
-    """A started classroom of `replicas`, each replica warmed on every page of `pages` (none: app.py's one run at
-    start only); stops it all at the end."""
+    """A started classroom of `replicas`, each replica warmed on every page of the mix; stops it all at the end."""
     log_dir = Path(tempfile.mkdtemp(prefix="explorer-classroom-"))
     classroom = Classroom(replicas, log_dir=log_dir)
     try:
@@ -776,17 +775,15 @@ QUICK_CAPACITY = {"start": 2, "grow": 2.0, "most": 600, "steps": 2, "spawn_rate"
 
 def quick_checks(budget: float) -> int:
     """--quick's three checks in one process (what `--quick`, `--quick --pages all` and `--quick --capacity` each
-    check): one lecture hall of 2 replicas serves the students on the overview, one student on every page and the
-    capacity's 2 replicas, then, one replica stopped, the capacity's 1 replica (one_replica_left). Prints each
-    phase's start with the CPU seconds the replicas used so far, and `check NAME: ok` or `check NAME: FAILED ...`
-    per check; 0 if all three are ok."""
+    check): one lecture hall of 2 replicas, warmed on every page, serves the students on the overview, one student
+    on every page and the capacity's 2 replicas, then, one replica stopped, the capacity's 1 replica
+    (one_replica_left). Prints each phase's start with the CPU seconds the replicas used so far, and `check NAME: ok`
+    or `check NAME: FAILED ...` per check; 0 if all three are ok."""
     every_page = tuple(dict.fromkeys(MIX))
     verdicts: dict[str, str | None] = {}
     found: dict[int, list[Result]] = {}
     search = dict(QUICK_CAPACITY, seconds=QUICK_WINDOW_MOST, budget=budget, quick=True)
-    # Warmed by Classroom.start alone (app.py once per replica): each page's first student does that page's cold
-    # run, on the one replica it lands on, where warming every page would do it on both.
-    with lecture_hall(2, ()) as classroom:
+    with lecture_hall(2, every_page) as classroom:
         for name, pages, users in (("students", ("overview",), QUICK_STUDENTS), ("pages", every_page, len(every_page))):
             print(f"{phase(classroom)} check {name}: {users} students, 2 replicas ...", flush=True)
             result = run_in(classroom, users, QUICK_WINDOW_MOST, 3, pages, quick=True)
