@@ -7,7 +7,7 @@
     python benchmarks/classroom.py --quick             # CI: 3 students, 2 replicas, a few seconds; fails on an error
     python benchmarks/classroom.py --quick --pages all # CI: one student on every page
     python benchmarks/classroom.py --quick --capacity  # CI: two small levels on 1 and on 2 replicas
-    python benchmarks/classroom.py --quick --checks    # CI: those three in one lecture hall (2 replicas, every page)
+    python benchmarks/classroom.py --quick --checks    # CI: those three in one lecture hall (2 replicas, then 1)
     (--quick: a press every 4 s; a window ends once every student's press finished in it, after 4 s, within 60 s)
 
 Each student speaks Streamlit's own websocket protocol (the protobuf classes in streamlit.proto), as the browser's
@@ -405,7 +405,8 @@ class Lecture:
         """Measure `seconds` of the class as it is: presses finished in the window, CPU and memory. until_served: at
         most `seconds`, ended once it has lasted a press period and at least one press per student finished in it and
         one on every page (a shorter window would count the presses sent as the students arrived: a rate too high)."""
-        processes = {name: psutil.Process(pid) for name, pid in self.classroom.pids().items()}
+        replicas = self.classroom.pids()  # the replicas alive: one_replica_left() stops the others
+        processes = {name: psutil.Process(pid) for name, pid in replicas.items()}
         processes["haproxy"] = psutil.Process(self.classroom.haproxy.pid)
         processes["locust"] = psutil.Process()
         before = {name: sum(p.cpu_times()[:2]) for name, p in processes.items()}
@@ -425,7 +426,7 @@ class Lecture:
         for latency, page in finished:
             by_page[page].append(latency)
         return Result(
-            replicas=len(self.classroom.replicas),
+            replicas=len(replicas),
             users=self.users,
             seconds=end - start,
             opened=RECORD.opened,
@@ -775,25 +776,48 @@ QUICK_CAPACITY = {"start": 2, "grow": 2.0, "most": 600, "steps": 2, "spawn_rate"
 def quick_checks(budget: float) -> int:
     """--quick's three checks in one process (what `--quick`, `--quick --pages all` and `--quick --capacity` each
     check): one lecture hall of 2 replicas, warmed on every page, serves the students on the overview, one student
-    on every page and the capacity's 2 replicas; the capacity's 1 replica is a hall of its own, started once the
-    first has stopped. Prints `check NAME: ok` or `check NAME: FAILED ...` per check; 0 if all three are ok."""
+    on every page and the capacity's 2 replicas, then, one replica stopped, the capacity's 1 replica
+    (one_replica_left). Prints each phase's start with the CPU seconds the replicas used so far, and `check NAME: ok`
+    or `check NAME: FAILED ...` per check; 0 if all three are ok."""
     every_page = tuple(dict.fromkeys(MIX))
     verdicts: dict[str, str | None] = {}
     found: dict[int, list[Result]] = {}
     search = dict(QUICK_CAPACITY, seconds=QUICK_WINDOW_MOST, budget=budget, quick=True)
     with lecture_hall(2, every_page) as classroom:
         for name, pages, users in (("students", ("overview",), QUICK_STUDENTS), ("pages", every_page, len(every_page))):
-            print(f"{time.strftime('%H:%M:%S')} check {name}: {users} students, 2 replicas ...", flush=True)
+            print(f"{phase(classroom)} check {name}: {users} students, 2 replicas ...", flush=True)
             result = run_in(classroom, users, QUICK_WINDOW_MOST, 3, pages, quick=True)
             verdicts[name] = students_printed([result], pages)
             print(f"check {name}: {'ok' if verdicts[name] is None else 'FAILED: ' + verdicts[name]}", flush=True)
-        print(f"{time.strftime('%H:%M:%S')} check capacity, 2 replicas ...", flush=True)
+        print(f"{phase(classroom)} check capacity, 2 replicas ...", flush=True)
         found[2] = capacity_in(classroom, ("overview",), **search)
-    print(f"{time.strftime('%H:%M:%S')} check capacity, 1 replica ...", flush=True)
-    found[1] = capacity(1, ("overview",), **search)
+        print(f"{phase(classroom)} check capacity, 1 replica ...", flush=True)
+        found[1] = capacity_in(one_replica_left(classroom), ("overview",), **search)
+        print(f"{phase(classroom)} capacity measured", flush=True)
     verdicts["capacity"] = capacity_printed(dict(sorted(found.items())), budget)
     print(f"check capacity: {'ok' if verdicts['capacity'] is None else 'FAILED: ' + verdicts['capacity']}")
     return 1 if any(verdicts.values()) else 0
+
+
+def phase(classroom: Classroom) -> str:
+    """The time, and the CPU seconds each replica alive has used since it started (where --quick's time goes)."""
+    used = {name: sum(psutil.Process(pid).cpu_times()[:2]) for name, pid in classroom.pids().items()}
+    return f"{time.strftime('%H:%M:%S')} [replica CPU {', '.join(f'{n} {t:.1f} s' for n, t in used.items())}]"
+
+
+def one_replica_left(classroom: Classroom) -> Classroom:
+    """The hall with every replica but the first stopped, once HAProxy counts only that one up: every student goes
+    to it, through the same balancer, as in a hall of 1 (a stopped replica holds no CPU and no memory, and a Result
+    counts only the replicas alive). Saves --quick a second hall's cold start."""
+    first, *rest = classroom.replicas
+    for name in rest:
+        classroom.replicas[name].stop()
+    deadline = time.monotonic() + RUN_TIMEOUT
+    while classroom.servers_up() != {first}:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"HAProxy did not count {rest} down: {classroom.haproxy_log()[-2000:]}")
+        gevent.sleep(0.2)
+    return classroom
 
 
 if __name__ == "__main__":

@@ -14,9 +14,10 @@ it; assets/rerun_on_reconnect.js reloads the link once the tab has reconnected),
 script running, every chart drawn, no exception and no connection error, and its link the same as before in every
 parameter but the one pressed. A view is lost when that does not happen within --limit seconds, or the link comes
 back different. A press is lost when the link that comes back does not carry the pressed value (the killed replica
-never wrote it). The students on the other replica must see nothing: same link, no error. Then the killed replica is
-started again on its port and warmed, the balancer counts it up, and the next round kills the replica that
-holds the most students: the other one. (`make serve` revives a dead replica the same way, from its watch loop.)
+never wrote it). The students on the other replica must see nothing: same link, no error. Then, if a round follows,
+the killed replica is started again on its port and warmed, the balancer counts it up, and the next round kills the
+replica that holds the most students: the other one. (`make serve` revives a dead replica the same way, from its
+watch loop.)
 Exit status: 0 unless a view was lost or something crashed (times and lost presses are figures, not failures).
 """
 
@@ -262,7 +263,8 @@ def main() -> int:
                     )
                     for line in result.lost + result.disturbed:
                         print(f"  {line}", flush=True)
-                    revive(classroom, result.killed)
+                    if n + 1 < rounds:  # the next round needs both replicas; after the last, nothing is measured
+                        revive(classroom, result.killed)
             finally:
                 browser.close()
         times = [t for r in results for t in r.recovered_s.values()]

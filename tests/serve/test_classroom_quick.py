@@ -3,8 +3,8 @@ to 2 replicas behind HAProxy) passes only if every student opened the page and e
 carrying the new value, without an error; `--pages all` does the same with one student on every page, each pressing
 a widget its page reads, and fails a page on which no press finished; `--capacity` measures two small levels on
 1 replica and on 2, and fails if either number of replicas measured no level or a level served no press. The three
-run in one process (`--quick --checks`), one lecture hall of 2 replicas serving all three (capacity's 1 replica a
-hall of its own), each test reading its own check's verdict. The figures are printed, never judged here (the machine
+run in one process (`--quick --checks`), one lecture hall of 2 replicas serving all three (capacity's 1 replica: the
+same hall with its second replica stopped), each test reading its own check's verdict. The figures are printed, never judged here (the machine
 is shared)."""
 
 from __future__ import annotations
