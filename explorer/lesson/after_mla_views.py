@@ -30,6 +30,7 @@ from explorer.lab.window_table import WINDOW_TABLE_PATH, WindowTable, load_windo
 from explorer.link import link_query
 from explorer.model import shared_model, trained_model
 from explorer.params import Param
+from explorer.present import presenting
 from explorer.probes.axes import (
     AxisCuts,
     ModelCurves,
@@ -49,7 +50,7 @@ from explorer.work import takes_turns
 
 from . import after_mla_figures as figures
 from . import after_mla_slides
-from .views import Animation, StepView
+from .views import Animation, StepView, slide_height
 
 TOKENS = 131072  # the length every published model is compared at: 128K, the long context of 2025-26
 WINDOW_MODEL, SPARSE_MODEL, COMPRESSED_MODEL, LINEAR_MODEL, MLA_MODEL = (
@@ -133,6 +134,8 @@ def four_axes(lang: str) -> StepView:
     with speaking(lang):
         cuts, published = _grid_cuts(), len(_curves())
         figure, csv = axes_figures.axes_figure(cuts, TOKENS, of=published)
+        if presenting():
+            figure = figures.grid_on_a_slide(figure, slide_height("axes"))
         caption = axes_text.sentences_of(
             axes_text.axis_leaders(cuts, TOKENS),
             _(

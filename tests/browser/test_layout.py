@@ -99,6 +99,25 @@ CUT_LINKS = """() => Array.from(document.querySelectorAll('[data-testid="stPageL
     .map(p => p.textContent.trim().slice(0, 60))"""
 
 
+# Every category axis whose ticks Plotly chose (tickmode auto: no dtick or tickvals of the figure's), with its
+# categories in view and the tick labels it drew. Plotly leaves out category names where the plot is short for its
+# rows (issue #47: step 13's 19 models on a 270-px slide, every other one unnamed); a figure that picks its ticks
+# itself (every few positions of a narrow heatmap panel) says so with dtick or tickvals.
+CATEGORIES = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).flatMap((plot, index) => {
+    const layout = plot._fullLayout || {};
+    return Object.keys(layout).filter(k => /^[xy]axis[0-9]*$/.test(k)).map(k => layout[k])
+        .filter(a => a.type === 'category' && a.visible && a.showticklabels && a.tickmode === 'auto')
+        .map(a => {
+            const [low, high] = [Math.min(...a.range), Math.max(...a.range)];
+            const categories = (a._categories || []).filter((c, i) => i >= low && i <= high).map(String);
+            const drawn = Array.from(plot.querySelectorAll(`g.${a._id}tick > text`))
+                .filter(e => (e.textContent || '').trim() && e.getBoundingClientRect().width > 0)
+                .map(e => e.textContent.trim());
+            return {chart: index, axis: a._id, categories, drawn};
+        });
+})"""
+
+
 def in_language(message: str, lang: str) -> str:
     i18n.set_language(lang)
     try:
@@ -112,8 +131,8 @@ def overlap(a, b, slack: float = 1.0) -> bool:
 
 
 def chart_text_problems(tab, *, axis_titles: bool = False) -> list[str]:
-    """Every chart's texts that overlap each other, a title under the toolbar, text cut off at a chart's edge; with
-    axis_titles, an axis title over its ticks too."""
+    """Every chart's texts that overlap each other, a title under the toolbar, text cut off at a chart's edge, a
+    category axis that leaves some of its categories unnamed; with axis_titles, an axis title over its ticks too."""
     problems = []
     for chart in tab.evaluate(BOXES):
         texts = chart["texts"]
@@ -129,7 +148,23 @@ def chart_text_problems(tab, *, axis_titles: bool = False) -> list[str]:
                     for tick in chart["ticks"]
                     if overlap(first["box"], tick["box"])
                 ]
-    return problems + [f"cut off at the chart's edge: {text}" for text in tab.evaluate(OUTSIDE)]
+    problems += [f"cut off at the chart's edge: {text}" for text in tab.evaluate(OUTSIDE)]
+    return problems + category_problems(tab.evaluate(CATEGORIES))
+
+
+def category_problems(axes: list[dict]) -> list[str]:
+    """A category axis names every category it has: as many tick labels drawn as categories in view."""
+    problems = []
+    for axis in axes:
+        if len(axis["drawn"]) < len(axis["categories"]):
+            # a name's lines (<br>) are drawn as tspans of one text: compared without tags and spaces
+            drawn = {re.sub(r"\s", "", text) for text in axis["drawn"]}
+            unnamed = [c for c in axis["categories"] if re.sub(r"<[^>]+>|\s", "", c) not in drawn]
+            problems.append(
+                f"chart {axis['chart']}: its {axis['axis']} axis names {len(axis['drawn'])} of its "
+                f"{len(axis['categories'])} categories (unnamed: {unnamed[:8]})"
+            )
+    return problems
 
 
 def open_at(visits, server, name: str, size: tuple[int, int], lang: str = "en", settings: Settings | None = None):

@@ -105,6 +105,25 @@ def test_the_axes_step_draws_the_models_it_names_and_one_of_each_kind_of_layer(l
         assert re.search(rf"\b{count}\b", text), count
 
 
+@pytest.mark.parametrize("window", [768, 680])
+def test_the_axes_slide_leaves_each_row_room_for_its_name(window):
+    """Plotly names a row of a category axis only where the row is 1.2 times its name's size tall (its category
+    autotick): the grid as presenter mode sends it for a 1024-px-wide window `window` px tall leaves each row that
+    much, its names and numbers at 14 px at least. (The browser suite reads the names as drawn.)"""
+    from explorer.charts import _as_drawn
+    from explorer.lesson import after_mla_figures, keys, views
+    from explorer.present import MIN_TEXT_PX
+
+    height = views.SLIDE_CHART_HEIGHT - (keys.SLIDE_SCREEN_PX - window)
+    spec = in_language("en", chapter.four_axes, "en").spec
+    drawn = _as_drawn(after_mla_figures.grid_on_a_slide(spec, height), height, present=True)
+    layout, (grid,) = drawn["layout"], drawn["data"]
+    plot = layout["height"] - layout["margin"]["t"] - layout["margin"]["b"]
+    names, numbers = layout["yaxis"]["tickfont"]["size"], grid["textfont"]["size"]
+    assert min(names, numbers) >= MIN_TEXT_PX
+    assert len(grid["y"]) * round(1.2 * names) <= plot, (names, plot)
+
+
 def test_the_window_step_quotes_gemma_3s_window_and_full_layers():
     """Gemma 3 27B: 52 sliding layers of 16 KV heads × 128 hold min(T, W − 1) tokens, 10 full layers T tokens."""
     spec, text = opened("window")
