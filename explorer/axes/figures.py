@@ -272,9 +272,12 @@ def _last_parts(data: list[dict]) -> list[dict]:
     return list(last.values())
 
 
-def axes_figure(cuts: list[AxisCuts], tokens: int, measure: str = "held") -> tuple[dict, list[dict]]:
+def axes_figure(
+    cuts: list[AxisCuts], tokens: int, measure: str = "held", *, of: int | None = None
+) -> tuple[dict, list[dict]]:
     """The four axes' cuts at one length as a grid: a row per model, a column per axis (and their product), each
-    cell the factor by which the design keeps less than MHA keeping every token in 16 bits on every layer."""
+    cell the factor by which the design keeps less than MHA keeping every token in 16 bits on every layer. With
+    `of`, the grid is a choice of that many models, and its title says how many."""
     columns = ["layers", "tokens", "width", "bytes", "total"]
     rows = list(reversed(cuts))  # the first model on top
     z, text = [], []
@@ -283,6 +286,13 @@ def axes_figure(cuts: list[AxisCuts], tokens: int, measure: str = "held") -> tup
         z.append([None if f is None else math.log2(max(f, 1e-9)) for f in factors])
         text.append(["—" if f is None else f"{sig(f)}×" for f in factors])
     top = max((abs(v) for line in z for v in line if v is not None), default=1.0)
+    title = (
+        _("What each design cuts, at {tokens} tokens", tokens=tokens)
+        if measure == "held"
+        else _("What each design's decoding step reads less of, at {tokens} tokens", tokens=tokens)
+    )
+    if of is not None:
+        title = _("{title} ({shown} of {of} models)", title=title, shown=len(rows), of=of)
     figure = {
         "data": [
             {
@@ -305,11 +315,7 @@ def axes_figure(cuts: list[AxisCuts], tokens: int, measure: str = "held") -> tup
             }
         ],
         "layout": {
-            "title": {
-                "text": _("What each design cuts, at {tokens} tokens", tokens=tokens)
-                if measure == "held"
-                else _("What each design's decoding step reads less of, at {tokens} tokens", tokens=tokens)
-            },
+            "title": {"text": title},
             "xaxis": {"side": "top", "title": {"text": ""}},
             "yaxis": {"automargin": True},
             "height": 110 + 30 * len(rows),

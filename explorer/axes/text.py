@@ -5,7 +5,7 @@ decoding step reads of what is held, which design cuts which axis most)."""
 from __future__ import annotations
 
 from explorer.i18n import N_, _, format_bytes, n_, percent, sentences, sig
-from explorer.probes.axes import AxisCuts, ConfigProblem, Crossing, ModelCurves, Plateau, extremes
+from explorer.probes.axes import AxisCuts, ConfigProblem, Crossing, ModelCurves, Plateau, extremes, leaders
 
 # The core's layer kinds (attn_core.hf readers' words) as the page names them; a kind not listed is shown as the
 # core names it, in code type.
@@ -304,16 +304,10 @@ AXES = {
 
 def axis_leaders(cuts: list[AxisCuts], tokens: int) -> str:
     """Which model cuts each axis most at this length, as the picture shows it."""
-    parts = []
-    for axis in ("layers", "tokens", "width"):
-        known = [c for c in cuts if getattr(c, axis) is not None]
-        if not known:
-            continue
-        best = max(known, key=lambda c: getattr(c, axis))
-        if getattr(best, axis) > 1.05:
-            parts.append(
-                _("{axis}: {model} ({factor})", axis=_(AXES[axis]), model=best.name, factor=times(getattr(best, axis)))
-            )
+    parts = [
+        _("{axis}: {model} ({factor})", axis=_(AXES[axis]), model=best.name, factor=times(getattr(best, axis)))
+        for axis, best in leaders(cuts).items()
+    ]
     if not parts:
         return ""
     return _("At {tokens} tokens the largest cut on each axis — {list}.", tokens=tokens, list=_("; ").join(parts))

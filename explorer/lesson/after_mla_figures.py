@@ -13,11 +13,42 @@ from explorer.charts import in_two_lines, log_bytes_axis
 from explorer.grid import narrow
 from explorer.i18n import _
 from explorer.lab.window_table import WindowTable
+from explorer.present import SLIDE_FONT_SCALE
 from explorer.probes.axes import ModelCurves
 from explorer.probes.key_bits import KeyBits
 
 SINK_COLORS = {0: "#c4573a", 1: "#3b6ea8"}  # without the first token, keeping it
 LAYOUT_COLORS = {"token": "#c4573a", "channel": "#3b6ea8"}
+
+
+# The axes grid on a slide. Plotly names a category row only where the row is 1.2 times its name's size tall (and
+# skips names otherwise): ten rows of a chart 342 px tall (a 1024x680 window) under the page's margins had 18 px
+# each, and every other row went unnamed. On a slide its top margin holds the title hung below the toolbar and the
+# columns' names (117 px once explorer.present.for_projector has scaled it), nothing is below the plot, and the rows'
+# names and numbers are the slide's usual size or what lets each row keep its name.
+SLIDE_GRID_MARGIN = {"t": 78, "b": 4}
+SLIDE_GRID_TEXT = (12, 13)  # the rows' names and the cells' numbers as the page draws them (the template's, the grid's)
+ROW_PER_TEXT = 1.3  # a row's height over its text's: Plotly's 1.2, and room for the margins' rounding
+
+
+def grid_on_a_slide(figure: dict, height: int) -> dict:
+    """The axes page's grid (explorer.axes.figures.axes_figure) as a slide draws it, `height` px tall: margins that
+    hold their text and no more, and the rows' names and cells' numbers no larger than lets Plotly name every row
+    (sizes before the slide's scale, which for_projector applies). A copy."""
+    (grid,) = figure["data"]
+    margin = SLIDE_GRID_MARGIN["t"] * SLIDE_FONT_SCALE + SLIDE_GRID_MARGIN["b"] * (1 + SLIDE_FONT_SCALE) / 2
+    fits = (height - margin) / len(grid["y"]) / ROW_PER_TEXT / SLIDE_FONT_SCALE
+    names, numbers = (min(size, fits) for size in SLIDE_GRID_TEXT)
+    layout = figure["layout"]
+    return {
+        **figure,
+        "data": [{**grid, "textfont": {**grid.get("textfont", {}), "size": numbers}}],
+        "layout": {
+            **layout,
+            "margin": {**layout["margin"], **SLIDE_GRID_MARGIN},
+            "yaxis": {**layout["yaxis"], "tickfont": {"size": names}},
+        },
+    }
 
 
 def held_and_read_figure(models: list[ModelCurves], tokens: int) -> tuple[dict, list[dict]]:

@@ -30,7 +30,17 @@ from explorer.lab.window_table import WINDOW_TABLE_PATH, WindowTable, load_windo
 from explorer.link import link_query
 from explorer.model import shared_model, trained_model
 from explorer.params import Param
-from explorer.probes.axes import AxisCuts, ModelCurves, axis_cuts, extremes, made_for, plateaus
+from explorer.present import presenting
+from explorer.probes.axes import (
+    AxisCuts,
+    ModelCurves,
+    axis_cuts,
+    extremes,
+    first_of_each_kind,
+    leaders,
+    made_for,
+    plateaus,
+)
 from explorer.probes.key_bits import KeyBits, key_bits
 from explorer.probes.lab import split_tokens
 from explorer.settings import Settings
@@ -40,7 +50,7 @@ from explorer.work import takes_turns
 
 from . import after_mla_figures as figures
 from . import after_mla_slides
-from .views import Animation, StepView
+from .views import Animation, StepView, slide_height
 
 TOKENS = 131072  # the length every published model is compared at: 128K, the long context of 2025-26
 WINDOW_MODEL, SPARSE_MODEL, COMPRESSED_MODEL, LINEAR_MODEL, MLA_MODEL = (
@@ -89,11 +99,26 @@ def _cuts() -> list[AxisCuts]:
     return [axis_cuts(model, TOKENS) for model in _curves().values()]
 
 
+def _best(cuts: list[AxisCuts]) -> AxisCuts:
+    """The model that cuts most in all four axes."""
+    return max((c for c in cuts if c.total is not None), key=lambda c: c.total or 0)
+
+
+def _grid_cuts() -> list[AxisCuts]:
+    """The step's grid rows, in attn_core.PUBLISHED's order: the models its words name (the first chapter's design,
+    MLA's, the largest cut in all four, each axis's leader) and the first published model of each kind of layer. All
+    of them (19) made the plot ~270 px tall on a slide, and Plotly named every other row; /axes draws them all."""
+    cuts = _cuts()
+    named = {PLAIN_MODEL, MLA_MODEL, _best(cuts).name} | {cut.name for cut in leaders(cuts).values()}
+    kept = named | set(first_of_each_kind(list(_curves().values())))
+    return [cut for cut in cuts if cut.name in kept]
+
+
 def axes_numbers(lang: str) -> dict[str, object]:
     with speaking(lang):
         curves, cuts = _curves(), {cut.name: cut for cut in _cuts()}
         plain = curves[PLAIN_MODEL]
-        best = max((c for c in cuts.values() if c.total is not None), key=lambda c: c.total or 0)
+        best = _best(list(cuts.values()))
         return {
             "tokens": _tokens_label(),
             "plain_model": plain.name,
@@ -107,9 +132,20 @@ def axes_numbers(lang: str) -> dict[str, object]:
 
 def four_axes(lang: str) -> StepView:
     with speaking(lang):
-        cuts = _cuts()
-        figure, csv = axes_figures.axes_figure(cuts, TOKENS)
-        return _step_view(figure, csv, axes_text.axis_leaders(cuts, TOKENS), "axes", _axes_query())
+        cuts, published = _grid_cuts(), len(_curves())
+        figure, csv = axes_figures.axes_figure(cuts, TOKENS, of=published)
+        if presenting():
+            figure = figures.grid_on_a_slide(figure, slide_height("axes"))
+        caption = axes_text.sentences_of(
+            axes_text.axis_leaders(cuts, TOKENS),
+            _(
+                "The grid draws {shown} of the {published} published models: those this step names and one of "
+                "each kind of layer; the axes page (Explore this) draws all {published}.",
+                shown=len(cuts),
+                published=published,
+            ),
+        )
+        return _step_view(figure, csv, caption, "axes", _axes_query())
 
 
 # --- 14: sliding windows ------------------------------------------------------------------------------------------

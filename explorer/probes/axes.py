@@ -363,6 +363,31 @@ def axis_cuts(curves: ModelCurves, tokens: int, measure: str = "held") -> AxisCu
     return AxisCuts(curves.name, layers, token_cut, width, byte_cut, product, tuple(k.kind for k in cache))
 
 
+LEADING_CUT = 1.05  # an axis a design cuts by less than this is one it leaves as it was
+
+
+def leaders(cuts: list[AxisCuts]) -> dict[str, AxisCuts]:
+    """The model that cuts each of the layers, tokens and width axes most (the first of equals), for each axis that
+    some model cuts by LEADING_CUT or more."""
+    leaders = {}
+    for axis in ("layers", "tokens", "width"):
+        known = [c for c in cuts if getattr(c, axis) is not None]
+        best = max(known, key=lambda c: getattr(c, axis), default=None)
+        if best is not None and getattr(best, axis) > LEADING_CUT:
+            leaders[axis] = best
+    return leaders
+
+
+def first_of_each_kind(models: list[ModelCurves]) -> list[str]:
+    """The first model (in the order given: attn_core.PUBLISHED's) with each kind of layer: one model a design family,
+    named in that order."""
+    firsts: dict[str, str] = {}
+    for model in models:
+        for kind in model.kinds:
+            firsts.setdefault(kind.kind, model.name)
+    return list(dict.fromkeys(firsts.values()))
+
+
 # --- the published models made for a length ------------------------------------------------------------------------
 def made_for(models: list[ModelCurves], tokens: int) -> list[ModelCurves]:
     """The models published for `tokens` tokens or more (or whose config names no context): a cache past a model's

@@ -4,9 +4,10 @@ browser (in Chinese too, at the widest and the narrowest).
 For each page and width: nothing is requested from outside the machine (fonts, icons), no "Page not found" dialog,
 no two chart titles or axis titles overlap (nor a title the always-visible toolbar covers, nor an axis title its
 tick labels), no text of a chart falls outside it (tick labels are not hidden at the edge by Plotly:
-explorer.charts.with_unmeasured_tick_labels), no chart text is drawn too small to read nor bar labels over each
-other, no table scrolls sideways at 1400 px, and at every width each table's first columns and the columns that carry
-the page's point (the ✓ and the ratios) are in view without scrolling.
+explorer.charts.with_unmeasured_tick_labels), no category axis leaves a category unnamed (Plotly skips names on
+a plot short for its rows), no chart text is drawn too small to read nor bar labels over each other, no table
+scrolls sideways at 1400 px, and at every width each table's first columns and the columns that carry the page's
+point (the ✓ and the ratios) are in view without scrolling.
 """
 
 from __future__ import annotations
@@ -36,6 +37,10 @@ POINT_COLUMNS = {
 # 1024 px, issue #28 item 9). Tick labels of heatmap panels are set at 9 px; labels of values (bars, points) at 10.
 MIN_TEXT_PX, MIN_VALUE_LABEL_PX = 9, 10
 PENDING: set[str] = set()  # pages whose layout pass is still open work: none
+# Views where a category axis still leaves names out, found when category_problems came (issue #47's step 13 fixed
+# with it): open work, each read by the check again once taken off. The heatmaps page's decode step on a phone (8
+# heads' names, 4 drawn); the lesson's steps 1 and 2 in a 1024x680 window (6 tokens a panel, 3 named).
+UNNAMED_PENDING = {("heatmaps", "phone"), ("lesson", "step 1 at 1024x680"), ("lesson", "step 2 at 1024x680")}
 
 BOXES = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map((plot, index) => {
     const box = e => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
@@ -99,6 +104,27 @@ CUT_LINKS = """() => Array.from(document.querySelectorAll('[data-testid="stPageL
     .map(p => p.textContent.trim().slice(0, 60))"""
 
 
+# Every category axis of names whose ticks Plotly chose (tickmode auto: no dtick or tickvals of the figure's), with
+# its categories in view and the tick labels it drew. Plotly leaves out category names where the plot is short for
+# its rows (issue #47: step 13's 19 models on a 270-px slide, every other one unnamed); a figure that picks its ticks
+# itself (every few positions of a narrow heatmap panel) says so with dtick or tickvals, and an axis of positions
+# (0, 1, 2, ...: a mask's keys) reads as a number line with every other one named.
+CATEGORIES = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).flatMap((plot, index) => {
+    const layout = plot._fullLayout || {};
+    return Object.keys(layout).filter(k => /^[xy]axis[0-9]*$/.test(k)).map(k => layout[k])
+        .filter(a => a.type === 'category' && a.visible && a.showticklabels && a.tickmode === 'auto')
+        .map(a => {
+            const [low, high] = [Math.min(...a.range), Math.max(...a.range)];
+            const categories = (a._categories || []).filter((c, i) => i >= low && i <= high).map(String);
+            if (categories.every(c => /^-?[0-9]+$/.test(c))) return null;
+            const drawn = Array.from(plot.querySelectorAll(`g.${a._id}tick > text`))
+                .filter(e => (e.textContent || '').trim() && e.getBoundingClientRect().width > 0)
+                .map(e => e.textContent.trim());
+            return {chart: index, axis: a._id, categories, drawn};
+        }).filter(a => a);
+})"""
+
+
 def in_language(message: str, lang: str) -> str:
     i18n.set_language(lang)
     try:
@@ -111,8 +137,9 @@ def overlap(a, b, slack: float = 1.0) -> bool:
     return a[0] < b[2] - slack and b[0] < a[2] - slack and a[1] < b[3] - slack and b[1] < a[3] - slack
 
 
-def chart_text_problems(tab, *, axis_titles: bool = False) -> list[str]:
-    """Every chart's texts that overlap each other, a title under the toolbar, text cut off at a chart's edge; with
+def chart_text_problems(tab, *, axis_titles: bool = False, categories: bool = True) -> list[str]:
+    """Every chart's texts that overlap each other, a title under the toolbar, text cut off at a chart's edge, a
+    category axis that leaves some of its categories unnamed (unless categories is False: UNNAMED_PENDING); with
     axis_titles, an axis title over its ticks too."""
     problems = []
     for chart in tab.evaluate(BOXES):
@@ -129,7 +156,23 @@ def chart_text_problems(tab, *, axis_titles: bool = False) -> list[str]:
                     for tick in chart["ticks"]
                     if overlap(first["box"], tick["box"])
                 ]
-    return problems + [f"cut off at the chart's edge: {text}" for text in tab.evaluate(OUTSIDE)]
+    problems += [f"cut off at the chart's edge: {text}" for text in tab.evaluate(OUTSIDE)]
+    return problems + (category_problems(tab.evaluate(CATEGORIES)) if categories else [])
+
+
+def category_problems(axes: list[dict]) -> list[str]:
+    """A category axis names every category it has: as many tick labels drawn as categories in view."""
+    problems = []
+    for axis in axes:
+        if len(axis["drawn"]) < len(axis["categories"]):
+            # a name's lines (<br>) are drawn as tspans of one text: compared without tags and spaces
+            drawn = {re.sub(r"\s", "", text) for text in axis["drawn"]}
+            unnamed = [c for c in axis["categories"] if re.sub(r"<[^>]+>|\s", "", c) not in drawn]
+            problems.append(
+                f"chart {axis['chart']}: its {axis['axis']} axis names {len(axis['drawn'])} of its "
+                f"{len(axis['categories'])} categories (unnamed: {unnamed[:8]})"
+            )
+    return problems
 
 
 def open_at(visits, server, name: str, size: tuple[int, int], lang: str = "en", settings: Settings | None = None):
@@ -189,7 +232,7 @@ def test_each_page_reads_cleanly_at_laptop_projector_and_phone_widths(shown, nam
     tab, outside, done = shown(name, size, lang)
     try:
         assert not tab.get_by_text("Page not found").count(), "the link opened a 'Page not found' dialog"
-        problems = chart_text_problems(tab, axis_titles=True)
+        problems = chart_text_problems(tab, axis_titles=True, categories=(name, size) not in UNNAMED_PENDING)
         problems += [f"a page link's label cut short: {text!r}" for text in tab.evaluate(CUT_LINKS)]
         problems += text_size_problems(tab.evaluate(TEXT_SIZES))
         problems += table_problems(tab.evaluate(TABLES), name, size, lang)

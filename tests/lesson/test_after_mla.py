@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -77,6 +78,50 @@ def test_the_axes_step_quotes_its_grids_cells_and_the_closed_forms(lang):
     assert format_bytes(llama) in text
     best = max(range(len(grid["y"])), key=lambda i: grid["z"][i][4] if grid["z"][i][4] is not None else -1)
     assert grid["text"][best][4].rstrip("×") in text, "the largest cut in all four, as the grid's last column shows it"
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_axes_step_draws_the_models_it_names_and_one_of_each_kind_of_layer(lang):
+    """Issue #47: all published models made the slide's plot too short to name each row. The step draws the models
+    its words name and the first published model of each kind of layer (the core's own reading of each config), and
+    says how many of the published models that is; the axes page draws them all."""
+    from attn_core import describe_model
+
+    spec, text = opened("axes", lang)
+    (grid,) = spec["data"]
+    rows = set(grid["y"])
+    firsts: dict[str, str] = {}
+    for name, config in PUBLISHED.items():
+        for kind in describe_model(config).layer_kinds:
+            firsts.setdefault(kind, name)
+    named = {name for name in PUBLISHED if re.search(re.escape(name) + r"(?!\w|\.\d)", text)}  # not V3 in V3.2
+    assert {chapter.PLAIN_MODEL, chapter.MLA_MODEL} <= named
+    assert rows == named | set(firsts.values())
+    assert len(rows) < len(PUBLISHED)
+    assert list(grid["y"]) == [name for name in reversed(PUBLISHED) if name in rows], "in published order, top down"
+    title = spec["layout"]["title"]["text"]
+    for count in (len(rows), len(PUBLISHED)):
+        assert re.search(rf"\b{count}\b", title), (count, title)
+        assert re.search(rf"\b{count}\b", text), count
+
+
+@pytest.mark.parametrize("window", [768, 680])
+def test_the_axes_slide_leaves_each_row_room_for_its_name(window):
+    """Plotly names a row of a category axis only where the row is 1.2 times its name's size tall (its category
+    autotick): the grid as presenter mode sends it for a 1024-px-wide window `window` px tall leaves each row that
+    much, its names and numbers at 14 px at least. (The browser suite reads the names as drawn.)"""
+    from explorer.charts import _as_drawn
+    from explorer.lesson import after_mla_figures, keys, views
+    from explorer.present import MIN_TEXT_PX
+
+    height = views.SLIDE_CHART_HEIGHT - (keys.SLIDE_SCREEN_PX - window)
+    spec = in_language("en", chapter.four_axes, "en").spec
+    drawn = _as_drawn(after_mla_figures.grid_on_a_slide(spec, height), height, present=True)
+    layout, (grid,) = drawn["layout"], drawn["data"]
+    plot = layout["height"] - layout["margin"]["t"] - layout["margin"]["b"]
+    names, numbers = layout["yaxis"]["tickfont"]["size"], grid["textfont"]["size"]
+    assert min(names, numbers) >= MIN_TEXT_PX
+    assert len(grid["y"]) * round(1.2 * names) <= plot, (names, plot)
 
 
 def test_the_window_step_quotes_gemma_3s_window_and_full_layers():
