@@ -39,25 +39,7 @@ def browser(chromium_path):
 
 
 def pytest_collection_modifyitems(items):
-    """Mark the tests that drive a browser, from the fixtures they use (so a new one cannot forget it); then run the
-    files that take minutes first."""
+    """Mark the tests that drive a browser, from the fixtures they use (so a new one cannot forget it)."""
     for item in items:
         if "chromium_path" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.browser)
-    items[:] = heavy_files_first(items)
-
-
-def heavy_files_first(items: list) -> list:
-    """The files with a browser or slow test first, then the rest, each group by its number of tests (most first).
-    `make test`'s workers take a file at a time in this order (--no-loadscope-reorder): xdist's own order, by number
-    of tests alone, left the single-test files of minutes (a type check, a benchmark's quick run) for the end, where
-    one worker ran them while the other had nothing left."""
-    files: dict[str, list] = {}
-    for item in items:
-        files.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
-
-    def cost(tests: list) -> tuple[bool, int]:
-        heavy = any(item.get_closest_marker("browser") or item.get_closest_marker("slow") for item in tests)
-        return not heavy, -len(tests)
-
-    return [item for tests in sorted(files.values(), key=cost) for item in tests]

@@ -392,7 +392,7 @@ def decode_figure(
         x_title=_("cached key position (the last one is the token itself)"),
     )
     _decode_colorbar(fig["layout"])
-    fig["narrow"] = narrow(_decode_phone(fig["layout"]))
+    fig["narrow"] = narrow(_decode_phone(fig["layout"], heads))
     if highlight is None:
         return fig, panel_csv([panel]), pooling
     # the head opened up in "inside one head", outlined (categories sit at 0, 1, ... on the y axis)
@@ -414,6 +414,9 @@ def decode_figure(
 
 DECODE_TICK_GAP = 36  # px of colour bar a tick label of the decode step's takes at least: at ~16 they touched
 DECODE_PHONE_TEXT = 11  # px of the decode step's labels on a phone, where 9 px does not read
+DECODE_PHONE_ROW = 18  # px of plot a head takes on a phone: its 11-px name clear of the next one's
+# px of the phone's plot that its two-line x title and key labels take (Plotly's automargin; measured 51 at 8 heads)
+DECODE_PHONE_X_ROOM = 60
 
 
 def _decode_colorbar(layout: dict) -> None:
@@ -426,11 +429,14 @@ def _decode_colorbar(layout: dict) -> None:
     colorbar["nticks"] = max(2, plot // DECODE_TICK_GAP)
 
 
-def _decode_phone(layout: dict) -> dict:
+def _decode_phone(layout: dict, heads: int) -> dict:
     """The decode step's layout on a phone: its head names and positions at DECODE_PHONE_TEXT (its colour bar's are
     the template's 12 px already), its colour bar laid flat under the plot (standing beside it, it left the plot a
-    third of the width beside the larger head names)."""
+    third of the width beside the larger head names), and tall enough to name every head (8 heads had 98 px: their
+    names ran into each other, or Plotly named every other one)."""
     phone = copy.deepcopy(layout)
+    plot = phone["height"] - phone["margin"]["t"] - phone["margin"]["b"]
+    phone["height"] += max(0, heads * DECODE_PHONE_ROW + DECODE_PHONE_X_ROOM - plot)
     for name in ("xaxis", "yaxis"):
         phone[name]["tickfont"] = {**phone[name].get("tickfont", {}), "size": DECODE_PHONE_TEXT}
     # centred on the plot the wider plot leaves, the one-line x title ran past the phone's right edge

@@ -17,6 +17,8 @@ import pytest
 
 from tests.quick_benchmark import quick_run
 
+pytestmark = pytest.mark.slow  # a lecture hall of two replicas for a minute or more: `make test-fast` leaves it out
+
 if not (shutil.which("haproxy") or os.path.exists("/usr/sbin/haproxy")):
     pytest.skip("Debian's haproxy is not installed: run `make balancer`", allow_module_level=True)
 
