@@ -1,9 +1,9 @@
 """A real Streamlit server and Debian's chromium (driven by Playwright, never a downloaded browser).
 
-The server is started once per session on a free localhost port and stopped at the end. A test opens its pages in new
-tabs of the worker's one browser context (`visits`: `new_tab`, and the `page` fixture): a new tab is a new Streamlit
-session with the storage a first visit has (nothing a tab before it left in localStorage), and the context's cache
-spares each load compiling Streamlit's bundle and plotly.js again.
+The server is started once per session on a free localhost port and stopped at the end. A test that reads a page as a
+new visitor sees it opens a new tab of the worker's one browser context (`visits`, `new_tab`): a new tab is a new
+Streamlit session, and the context's cache spares each load compiling Streamlit's bundle and plotly.js again. A test
+that needs a browser of its own (a reload, a restart, a classmate's link) takes `page`, a fresh context.
 """
 
 from __future__ import annotations
@@ -61,31 +61,21 @@ def visits(browser):
     context.close()
 
 
-# Streamlit keeps a visitor's sidebar (sidebarNavState, sidebarWidth) and theme in the origin's localStorage, which
-# the context's tabs share: a tab clears it at its first document, before Streamlit reads it, so each tab starts as
-# a first visit; its own reloads keep what it stored since (sessionStorage lives as long as the tab).
-FIRST_VISIT_STORAGE = """if (!sessionStorage.getItem('explorer-test-tab')) {
-    localStorage.clear();
-    sessionStorage.setItem('explorer-test-tab', '1');
-}"""
-
-
 def new_tab(visits, size: tuple[int, int]):
     """A new tab of the size (width, height) in the shared context: a new visitor to the server, with a warm cache.
     The caller closes it."""
     tab = visits.new_page()
-    tab.add_init_script(FIRST_VISIT_STORAGE)
     tab.set_viewport_size({"width": size[0], "height": size[1]})
     return tab
 
 
 @pytest.fixture
-def page(visits):
-    """A new tab at 1400x1000 for a test that reloads it, restarts its server or follows a link in it."""
-    tab = new_tab(visits, (1400, 1000))
+def page(browser):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+    tab = context.new_page()
     tab.set_default_timeout(VIEW_SECONDS * 1000)
     yield tab
-    tab.close()
+    context.close()
 
 
 # --- reading the page back ------------------------------------------------------------------------------------------
