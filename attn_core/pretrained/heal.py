@@ -367,17 +367,16 @@ class _Recording:
 
     def __init__(self, teacher: PretrainedLM, windows: list[list[int]]):
         self.teacher, self.windows = teacher, windows
-        self.inputs: dict[int, torch.Tensor] = {}
-        self.targets: dict[int, torch.Tensor] = {}
+        self.recorded: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
         self.seconds = 0.0
 
     def window(self, index: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Window `index`'s every layer's attention input (after its RMSNorm) and output, each [n_layers, L, d]."""
-        if index not in self.inputs:
+        if index not in self.recorded:
             started = time.perf_counter()
-            self.inputs[index], self.targets[index] = _record(self.teacher, self.windows[index])
+            self.recorded[index] = _record(self.teacher, self.windows[index])
             self.seconds += time.perf_counter() - started
-        return self.inputs[index], self.targets[index]
+        return self.recorded[index]
 
 
 @torch.inference_mode()

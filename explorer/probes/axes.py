@@ -369,13 +369,13 @@ LEADING_CUT = 1.05  # an axis a design cuts by less than this is one it leaves a
 def leaders(cuts: list[AxisCuts]) -> dict[str, AxisCuts]:
     """The model that cuts each of the layers, tokens and width axes most (the first of equals), for each axis that
     some model cuts by LEADING_CUT or more."""
-    leaders = {}
+    found = {}
     for axis in ("layers", "tokens", "width"):
         known = [c for c in cuts if getattr(c, axis) is not None]
         best = max(known, key=lambda c: getattr(c, axis), default=None)
         if best is not None and getattr(best, axis) > LEADING_CUT:
-            leaders[axis] = best
-    return leaders
+            found[axis] = best
+    return found
 
 
 def first_of_each_kind(models: list[ModelCurves]) -> list[str]:

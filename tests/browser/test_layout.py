@@ -37,9 +37,6 @@ POINT_COLUMNS = {
 # 1024 px, issue #28 item 9). Tick labels of heatmap panels are set at 9 px; labels of values (bars, points) at 10.
 MIN_TEXT_PX, MIN_VALUE_LABEL_PX = 9, 10
 PENDING: set[str] = set()  # pages whose layout pass is still open work: none
-# Views where a category axis still leaves names out: open work, each read by the check again once taken off. None
-# (the last: the decode step's heads on a phone, 4 of 8 named, and steps 1 and 2's tokens at 1024x680, 3 of 6).
-UNNAMED_PENDING: set[tuple[str, str]] = set()
 MOST_NAMED = 40  # categories an axis names each of (step 13's grid: 22 models); a longer axis is named every few
 
 BOXES = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map((plot, index) => {
@@ -118,12 +115,11 @@ CATEGORIES = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).f
         .map(a => {
             const [low, high] = [Math.min(...a.range), Math.max(...a.range)];
             const categories = (a._categories || []).filter((c, i) => i >= low && i <= high).map(String);
-            if (categories.every(c => /^-?[0-9]+$/.test(c))) return null;
             const drawn = Array.from(plot.querySelectorAll(`g.${a._id}tick > text`))
                 .filter(e => (e.textContent || '').trim() && e.getBoundingClientRect().width > 0)
                 .map(e => e.textContent.trim());
             return {chart: index, axis: a._id, categories, drawn};
-        }).filter(a => a);
+        });
 })"""
 
 
@@ -139,10 +135,9 @@ def overlap(a, b, slack: float = 1.0) -> bool:
     return a[0] < b[2] - slack and b[0] < a[2] - slack and a[1] < b[3] - slack and b[1] < a[3] - slack
 
 
-def chart_text_problems(tab, *, axis_titles: bool = False, categories: bool = True) -> list[str]:
+def chart_text_problems(tab, *, axis_titles: bool = False) -> list[str]:
     """Every chart's texts that overlap each other, a title under the toolbar, text cut off at a chart's edge, a
-    category axis that leaves some of its categories unnamed (unless categories is False: UNNAMED_PENDING); with
-    axis_titles, an axis title over its ticks too."""
+    category axis that leaves some of its names out; with axis_titles, an axis title over its ticks too."""
     problems = []
     for chart in tab.evaluate(BOXES):
         texts = chart["texts"]
@@ -159,7 +154,7 @@ def chart_text_problems(tab, *, axis_titles: bool = False, categories: bool = Tr
                     if overlap(first["box"], tick["box"])
                 ]
     problems += [f"cut off at the chart's edge: {text}" for text in tab.evaluate(OUTSIDE)]
-    return problems + (category_problems(tab.evaluate(CATEGORIES)) if categories else [])
+    return problems + category_problems(tab.evaluate(CATEGORIES))
 
 
 def category_problems(axes: list[dict]) -> list[str]:
@@ -239,7 +234,7 @@ def test_each_page_reads_cleanly_at_laptop_projector_and_phone_widths(shown, nam
     tab, outside, done = shown(name, size, lang)
     try:
         assert not tab.get_by_text("Page not found").count(), "the link opened a 'Page not found' dialog"
-        problems = chart_text_problems(tab, axis_titles=True, categories=(name, size) not in UNNAMED_PENDING)
+        problems = chart_text_problems(tab, axis_titles=True)
         problems += [f"a page link's label cut short: {text!r}" for text in tab.evaluate(CUT_LINKS)]
         problems += text_size_problems(tab.evaluate(TEXT_SIZES))
         problems += table_problems(tab.evaluate(TABLES), name, size, lang)

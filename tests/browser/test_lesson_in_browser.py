@@ -21,7 +21,7 @@ from explorer.probes.mapping import morph_configs
 from explorer.settings import DESIGNS, Settings
 
 from .conftest import VIEW_SECONDS, new_tab, open_fold, open_link, url_params, wait_for_app
-from .test_layout import TEXT_SIZES, UNNAMED_PENDING, chart_text_problems, in_language
+from .test_layout import TEXT_SIZES, chart_text_problems, in_language
 
 PROJECTOR = (1024, 768)
 # A projector's 768 px less the browser's toolbars (issue 47): every step's title, chart and question still on the
@@ -155,8 +155,7 @@ def test_presenter_mode_reads_cleanly_on_a_projector_at_every_step(server, visit
             problems = off_the_screen(tab, lang) if size == SHORT_PROJECTOR else []
             if size == SHORT_PROJECTOR and number == SIDEBAR_STEP:
                 problems += sidebar_problems(tab, lang)
-            where = f"step {number} at {size[0]}x{size[1]}"
-            problems += presenter_problems(tab, categories=("lesson", where) not in UNNAMED_PENDING)
+            problems += presenter_problems(tab)
             assert not problems, f"step {number} ({lang}): {problems}"
     finally:
         tab.close()
@@ -228,8 +227,8 @@ def sidebar_problems(tab, lang: str) -> list[str]:
     return problems
 
 
-def presenter_problems(tab, *, categories: bool = True) -> list[str]:
-    """What keeps a page in presenter mode from reading cleanly on a projector (categories: as chart_text_problems)."""
+def presenter_problems(tab) -> list[str]:
+    """What keeps a page in presenter mode from reading cleanly on a projector."""
     problems = []
     if url_params(tab).get("present") != "1":
         problems.append("presenter mode left the link")
@@ -242,7 +241,7 @@ def presenter_problems(tab, *, categories: bool = True) -> list[str]:
         problems.append("Streamlit's toolbar or footer is shown")
     if facts["bodyText"] < 28:
         problems.append(f"body text of {facts['bodyText']} px: not about twice Streamlit's 16 px")
-    problems += chart_text_problems(tab, categories=categories)
+    problems += chart_text_problems(tab)
     problems += [f"Plotly's placeholder drawn: {text!r}" for text in tab.evaluate(PLACEHOLDERS)]
     problems += [f"label cut short: {text!r}" for text in tab.evaluate(CUT_TEXT)]
     problems += [f"value cut short: {text!r}" for text in tab.evaluate(CUT_VALUES)]
