@@ -369,7 +369,10 @@ function keepCellTextReadable(div) {
 }
 
 function dropSmallCellText(div) {
-  const least = state.shown.get(div)?.spec?.leastCellText ?? 0;
+  const spec = state.shown.get(div)?.spec;
+  // Not on a phone's screen, where a presented chart is drawn at its usual sizes and read at arm's length: there
+  // every cell's 13-px number was taken away (the lesson's step 13 and /axes showed a grid of bare colours)
+  const least = spec && !variantFor(spec, div)?.unscale ? (spec.leastCellText ?? 0) : 0;
   for (const label of div.querySelectorAll("g.heatmap-label")) {
     const text = label.querySelector("text");
     if (text && parseFloat(text.style.fontSize || getComputedStyle(text).fontSize) < least) label.remove();

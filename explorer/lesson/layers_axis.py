@@ -189,8 +189,8 @@ def shared_layers(lang: str) -> StepView:
         figure, csv = sharing_figure(shared, unshared, tokens)
         i = shared.at(tokens)
         caption = _(
-            "Measured by the core (attn_core.describe_model, meta-device caches): {model} holds {held} at {tokens} tokens "
-            "in 16 bits; the same config with num_kv_shared_layers = 0 holds {unshared}. Its {shared} shared layers read "
+            "Measured by the core on PyTorch's meta device (exact shapes, no memory): {model} holds {held} at {tokens} "
+            "tokens in 16 bits; the same config with num_kv_shared_layers = 0 holds {unshared}. Its {shared} shared layers read "
             "layer {sliding_source} (window) and layer {full_source} (full), counted from 0.",
             model=shared.name,
             held=format_bytes(shared.held[i]),

@@ -1,6 +1,7 @@
 """A class link opened in presenter mode on a phone (present=1 sent to students by mistake, or a teacher checking a
 slide on theirs) reads as the usual page does: no sideways scroll, titles the page's width, charts at their usual
-sizes with a plot that keeps its width. A projector (1024 px and over) keeps the projector's sizes."""
+sizes with a plot that keeps its width and every number in its heatmaps' cells. A projector (1024 px and over) keeps
+the projector's sizes."""
 
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ MEASURE = """() => {
   return {window: window.innerWidth, content: document.documentElement.scrollWidth,
           titleWidth: titleBox.width,
           chartTitle: Math.max(0, ...chartTitles), narrowestPlot: plots.length ? Math.min(...plots) : null,
-          rootFont: parseFloat(getComputedStyle(document.documentElement).fontSize)};
+          rootFont: parseFloat(getComputedStyle(document.documentElement).fontSize),
+          cellNumbers: document.querySelectorAll('.js-plotly-plot g.heatmap-label text').length};
 }"""
 
 PHONE = {"width": 400, "height": 800}
@@ -40,8 +42,13 @@ def measured(visits, server, path: str, query: dict, viewport: dict) -> dict:
 
 @pytest.mark.parametrize(
     ("path", "query"),
-    [("lesson", {"step": "5", "lang": "en"}), ("lesson", {"step": "14", "lang": "zh"}), ("axes", {"lang": "zh"})],
-    ids=["lesson-5-en", "lesson-14-zh", "axes-zh"],
+    [
+        ("lesson", {"step": "5", "lang": "en"}),
+        ("lesson", {"step": "13", "lang": "en"}),
+        ("lesson", {"step": "14", "lang": "zh"}),
+        ("axes", {"lang": "zh"}),
+    ],
+    ids=["lesson-5-en", "lesson-13-en", "lesson-14-zh", "axes-zh"],
 )
 def test_presenter_mode_on_a_phone_reads_as_the_usual_page(server, visits, path, query):
     phone = measured(visits, server, path, query | {"present": "1"}, PHONE)
@@ -51,6 +58,7 @@ def test_presenter_mode_on_a_phone_reads_as_the_usual_page(server, visits, path,
     assert phone["titleWidth"] >= 0.6 * PHONE["width"], f"the title squeezed beside the arrows: {phone}"
     assert phone["chartTitle"] == usual["chartTitle"], f"a chart at the projector's sizes: {phone} vs {usual}"
     assert phone["narrowestPlot"] >= usual["narrowestPlot"] - 2, f"a plot squeezed: {phone} vs {usual}"
+    assert phone["cellNumbers"] == usual["cellNumbers"], f"heatmap cells' numbers taken away: {phone} vs {usual}"
 
 
 def test_a_projector_keeps_the_projector_s_sizes(server, visits):

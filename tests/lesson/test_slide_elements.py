@@ -74,6 +74,8 @@ def test_the_absorption_step_states_its_difference_from_the_full_pass_on_the_cha
     shown = views.STEP_VIEWS["absorb"]("en").spec
     assert shown is not None
     assert difference(facts.decode_error) in shown["layout"]["title"]["text"]
+    # on a phone too (the chart's narrow layout), where presenter mode folds the caption away as a slide does
+    assert shown["narrow"]["layout"]["title"] == shown["layout"]["title"]
     assert not shown["layout"].get("shapes"), "no head outlined: nothing on the step explains an outline"
 
 
