@@ -4,7 +4,7 @@ its d_model at the largest settings; one that reads no sidebar slider, the train
 not timed.)
 
     python benchmarks/browser.py            # every page at default settings (10 presses), then at the largest
-    python benchmarks/browser.py --quick    # CI's short mode: 1 press, 1 visit on heatmaps; fails only on a crash
+    python benchmarks/browser.py --quick    # CI's short mode: 1 press, 1 visit on heatmaps (no untimed one); fails only on a crash
     python benchmarks/browser.py --only-visits   # only a new visit: link -> first chart, per page, vs the bare app
 
 Starts `streamlit run app.py` and a bare Streamlit app (one select slider, two small Plotly charts: Streamlit's own
@@ -357,9 +357,10 @@ def first_chart_line(name: str, ours: Visits, bare: Visits) -> str:
     )
 
 
-def measure_visits(browser, app_url: str, bare_url: str, pages: list[str], visits: int) -> bool:
+def measure_visits(browser, app_url: str, bare_url: str, pages: list[str], visits: int, untimed: bool = True) -> bool:
     """Each page opened `visits` times in new sessions, alternating with the bare app; a page's first opening (its
-    server-side caches filled, as the class's first student fills them) is not timed. Returns False on a failure."""
+    server-side caches filled, as the class's first student fills them) is not timed, unless `untimed` is False (a
+    check's one visit, which then computes too). Returns False on a failure."""
     ok = True
     print(
         f"== a new visit: link -> first chart drawn, {visits} fresh browser sessions per page on a warm server "
@@ -368,7 +369,8 @@ def measure_visits(browser, app_url: str, bare_url: str, pages: list[str], visit
     for name in pages:
         try:
             url = link(app_url, name, Settings())
-            visit(browser, url, Visits())  # untimed: the server's caches for this link
+            if untimed:
+                visit(browser, url, Visits())  # the server's caches for this link
             ours, bare = Visits(), Visits()
             for _ in range(visits):
                 visit(browser, bare_url, bare)
@@ -462,7 +464,8 @@ def main() -> int:
                 measure(
                     Slider(browser, link(app.url, "overview", Settings()), 1, None, Settings()), presses=1
                 )  # imports
-                failed = not measure_visits(browser, app.url, bare.url, pages, visits)
+                # --quick: each thing once (a visit's chromium work is most of a quick run's)
+                failed = not measure_visits(browser, app.url, bare.url, pages, visits, untimed=not args.quick)
                 if args.only_visits:
                     return 1 if failed else 0
                 print(f"== default settings (budget: <= {BUDGET_RATIO}x the bare app, measured alongside) ==")

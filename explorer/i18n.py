@@ -27,7 +27,7 @@ import string
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 from babel.messages.mofile import write_mo
@@ -153,8 +153,15 @@ def fmt(value: object, digits: int | None = None) -> str:
         return str(value)
     locale = _BABEL_LOCALE[language()]
     if isinstance(value, int):
-        return format_decimal(value, format="#,##0", locale=locale)
+        return _decimal(value, "#,##0", locale)
     pattern = "#,##0." + ("0" * digits if digits is not None else "###") if digits != 0 else "#,##0"
+    return _decimal(value, pattern, locale)
+
+
+# A page writes the same numbers at every rerun (its settings, a table's figures), and babel parses the pattern anew
+# each time: remembered, by type too (an int and the float equal to it are kept apart).
+@lru_cache(maxsize=4096, typed=True)
+def _decimal(value: float, pattern: str, locale: str) -> str:
     return format_decimal(value, format=pattern, locale=locale)
 
 

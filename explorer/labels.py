@@ -4,6 +4,7 @@ the lab's, a benchmark's) can place its names."""
 
 from __future__ import annotations
 
+import functools
 import math
 import unicodedata
 from collections.abc import Sequence
@@ -69,6 +70,21 @@ def apart(
     each name moves to where it is least covered by all the others (a name placed early may have taken the only
     room of a crowded neighbour). Names are measured roughly (a Latin letter 0.55 of the font's size, a Chinese
     character twice that, PAD_PX more each side), which is why several sizes are asked."""
+    # Memoised: a page draws the same chart's names at every rerun (the lab's stored tables), and each placement
+    # weighs every name against every other at four sizes.
+    frozen = tuple((x, y, text, *(tuple(allowed) for allowed in rest)) for x, y, text, *rest in points)
+    drawn = tuple((width, height, font) for width, height, font in sizes)
+    return list(_apart(frozen, (x_range[0], x_range[1]), (y_range[0], y_range[1]), tuple(positions), drawn))
+
+
+@functools.lru_cache(maxsize=256)
+def _apart(
+    points: tuple[tuple, ...],
+    x_range: tuple[float, float],
+    y_range: tuple[float, float],
+    positions: tuple[str, ...],
+    sizes: tuple[tuple[int, int, int], ...],
+) -> tuple[str, ...]:
     options = [list(allowed[0]) if allowed else list(positions) for _x, _y, _text, *allowed in points]
     boxes = [
         {position: _boxes(point, position, x_range, y_range, sizes) for position in allowed}
@@ -107,7 +123,7 @@ def apart(
                 chosen[index], moved = position, True
         if not moved:
             break
-    return chosen
+    return tuple(chosen)
 
 
 def kept_names(

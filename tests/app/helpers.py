@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 from unittest.mock import patch
 
 from hypothesis import strategies as st
+from streamlit.runtime.scriptrunner.script_cache import ScriptCache
 from streamlit.testing.v1 import AppTest
 from streamlit.util import calc_hash
 
@@ -51,6 +54,24 @@ LARGEST = Settings(
     d_model=8192, heads=128, groups=128, latent=4096, rope_dim=64, seq_len=8192, batch=128, dtype="float32"
 )
 LARGEST_BY_GROUPS = {groups: replace(LARGEST, groups=groups) for groups in (128, 8, 1)}
+
+# Each AppTest run compiles app.py and its page anew (a ScriptCache of its own per run, Streamlit's magic rewriting
+# the syntax tree: ~10 ms a file, thousands of runs a suite), where a server compiles them once for all sessions.
+# One cache for the process, keyed on the file's path, modification time and size: a script rewritten is recompiled.
+_compiled: dict[tuple[str, int, int], Any] = {}
+_compile = ScriptCache.get_bytecode
+
+
+def _shared_bytecode(self: ScriptCache, script_path: str) -> Any:
+    stat = os.stat(script_path)
+    key = (os.path.abspath(script_path), stat.st_mtime_ns, stat.st_size)
+    if key not in _compiled:
+        _compiled[key] = _compile(self, script_path)
+    return _compiled[key]
+
+
+ScriptCache.get_bytecode = _shared_bytecode  # type: ignore[method-assign]
+
 
 LINK_WARNING = "This link had settings"  # how explorer.state opens the one warning about a link
 
