@@ -295,9 +295,9 @@ def design_table(rows: list[DesignRow]) -> list[dict]:
     ]
 
 
-def design_caption(rows: list[DesignRow], seq_len: int) -> str:
+def design_caption(rows: list[DesignRow], seq_len: int, *, dtype: str, batch: int) -> str:
     """What the designs' numbers say at these settings, worked out from them: the smallest cache, and the design whose
-    step reads least of what it holds."""
+    step reads least of what it holds; and the dtype and batch its bytes are counted in (the sidebar's)."""
     smallest = min(rows, key=lambda row: row.cache_bytes_measured)
     parts = [
         _(
@@ -329,12 +329,18 @@ def design_caption(rows: list[DesignRow], seq_len: int) -> str:
                 read=format_bytes(sliding.read_bytes_measured),
             )
         )
-    parts.append(
+    parts += (
         _(
             "Measured on the meta device from each design's real layer: the cache after a prefill of the tokens, then "
             "one decoding step, whose bytes read and matrix products (counted by PyTorch's `FlopCounterMode`, 2 FLOPs a "
             "multiply-add) are shown. ✓ when held and read equal their closed forms to the byte."
-        )
+        ),
+        # the same words as the mapping page's decode: the table named no dtype beside the mapping page's bytes
+        _(
+            "Bytes of a {dtype} cache of batch {batch}, the sidebar's settings, as every page counts them.",
+            dtype=dtype,
+            batch=batch,
+        ),
     )
     return sentences(*parts)
 
