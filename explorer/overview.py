@@ -202,6 +202,9 @@ def flops_bar_figure(rows: list[VariantRow], seq_len: int, extra: Sequence[Desig
 # plot is ~200 px wide, so the longest bar takes ~3/5 of it and its ~65 px label the rest.
 LABEL_ROOM = 1.7
 VALUE_LABEL_PX = 12
+# A bar's row as designs join the four variants: at a projector's doubled font (the chart only 1.35x as tall) a
+# two-line label needs more than a row of 36 px gave it (with ten bars each label touched the next row's)
+ROW_PX = 52
 
 
 def _variant_bars(
@@ -255,7 +258,7 @@ def _variant_bars(
         | axis,
         "yaxis": {"autorange": "reversed"},  # the first variant (MHA) on top, as the table lists them
         "margin": {"t": 80, "b": 40, "l": 50, "r": 20},
-        "height": 380 + 36 * max(len(bars) - 4, 0),  # a bar's row keeps its height as designs join the variants
+        "height": 380 + ROW_PX * max(len(bars) - 4, 0),
     }
     return {"data": [bar], "layout": layout}
 
