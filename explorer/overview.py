@@ -202,6 +202,9 @@ def flops_bar_figure(rows: list[VariantRow], seq_len: int, extra: Sequence[Desig
 # plot is ~200 px wide, so the longest bar takes ~3/5 of it and its ~65 px label the rest.
 LABEL_ROOM = 1.7
 VALUE_LABEL_PX = 12
+# A bar's row as designs join the four variants: at a projector's doubled font (the chart only 1.35x as tall) a
+# two-line label needs more than a row of 36 px gave it (with ten bars each label touched the next row's)
+ROW_PX = 52
 
 
 def _variant_bars(
@@ -255,7 +258,7 @@ def _variant_bars(
         | axis,
         "yaxis": {"autorange": "reversed"},  # the first variant (MHA) on top, as the table lists them
         "margin": {"t": 80, "b": 40, "l": 50, "r": 20},
-        "height": 380 + 36 * max(len(bars) - 4, 0),  # a bar's row keeps its height as designs join the variants
+        "height": 380 + ROW_PX * max(len(bars) - 4, 0),
     }
     return {"data": [bar], "layout": layout}
 
@@ -295,9 +298,9 @@ def design_table(rows: list[DesignRow]) -> list[dict]:
     ]
 
 
-def design_caption(rows: list[DesignRow], seq_len: int) -> str:
+def design_caption(rows: list[DesignRow], seq_len: int, *, dtype: str, batch: int) -> str:
     """What the designs' numbers say at these settings, worked out from them: the smallest cache, and the design whose
-    step reads least of what it holds."""
+    step reads least of what it holds; and the dtype and batch its bytes are counted in (the sidebar's)."""
     smallest = min(rows, key=lambda row: row.cache_bytes_measured)
     parts = [
         _(
@@ -329,12 +332,18 @@ def design_caption(rows: list[DesignRow], seq_len: int) -> str:
                 read=format_bytes(sliding.read_bytes_measured),
             )
         )
-    parts.append(
+    parts += (
         _(
             "Measured on the meta device from each design's real layer: the cache after a prefill of the tokens, then "
             "one decoding step, whose bytes read and matrix products (counted by PyTorch's `FlopCounterMode`, 2 FLOPs a "
             "multiply-add) are shown. ✓ when held and read equal their closed forms to the byte."
-        )
+        ),
+        # the same words as the mapping page's decode: the table named no dtype beside the mapping page's bytes
+        _(
+            "Bytes of a {dtype} cache of batch {batch}, the sidebar's settings, as every page counts them.",
+            dtype=dtype,
+            batch=batch,
+        ),
     )
     return sentences(*parts)
 

@@ -13,6 +13,7 @@ from attn_core import PRESETS, bytes_per_element
 from explorer import served
 from explorer.charts import show_chart
 from explorer.i18n import _, fmt, format_bytes, sentences, sig
+from explorer.kinds.registry import chosen
 from explorer.kv_cache import computed, figures, link, tables, text
 from explorer.link import bound, page_link
 from explorer.probes import FLOAT32_TOLERANCE
@@ -68,6 +69,7 @@ repeated = bound(
 
 traces, skipped = computed.traces_for(settings, prompt_len, steps, repeated)
 design_traces, designs_skipped = computed.design_traces_for(settings, prompt_len, steps)
+designs = chosen(settings)  # the traced designs' settings: what their findings' numbers come from
 skipped += designs_skipped
 batch = computed.trace_batch(settings)
 bounds = _(
@@ -233,7 +235,10 @@ def designs_section(step: int) -> None:
         name="kv-cache-designs-held-read",
         rows=tables.design_size_rows(design_traces),
         caption=sentences(
-            *(text.design_finding(name, trace, step, traces.get("GQA")) for name, trace in design_traces.items()),
+            *(
+                text.design_finding(name, trace, step, traces.get("GQA"), designs[name])
+                for name, trace in design_traces.items()
+            ),
             _(
                 "Solid: bytes held after the step; dashed rings: bytes the step's query read from the cache (its own "
                 "key included). Each sits on its closed form (the wide pale line), measured from the layer's own "

@@ -433,7 +433,7 @@ if bound(link.ANSWER, lambda widget: st.toggle(_("Answer with each model"), key=
     elif trained_model() is not None:  # None: it has said why the model is absent and how to install it
         show_split(prompt.strip(), "prompt")
         try:
-            with st.spinner(_("Answering with both models…")):
+            with st.spinner(_("Answering with each model…")):
                 first, second = cached.answers(key, prompt.strip())
         except (ModelNotInstalled, ValueError) as error:
             model_problem(error)

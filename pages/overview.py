@@ -69,7 +69,7 @@ with right:
 if after_mla:
     st.subheader(_("The designs after MLA beside them"))
     st.dataframe(view.design_table(after_mla), hide_index=True, width="stretch")
-    st.caption(view.design_caption(after_mla, settings.seq_len))
+    st.caption(view.design_caption(after_mla, settings.seq_len, dtype=settings.dtype, batch=settings.batch))
 
 st.subheader(_("What each variant trades"))
 for row in rows:

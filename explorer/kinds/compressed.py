@@ -133,6 +133,11 @@ class Compressed(Kind):
         held = DESIGNS[CompressedConfig].cache_bytes(config, tokens, batch, element)
         return held, config.read_elements(tokens) * batch * element
 
+    def falls_with(self, design: Design) -> dict[str, int]:
+        config = design.config
+        assert isinstance(config, CompressedConfig)
+        return {"rate": config.compress_rate}
+
 
 COMPRESSED = Compressed(
     key="compressed",
@@ -142,4 +147,9 @@ COMPRESSED = Compressed(
     knobs=("window", "rate"),
     maps=True,
     decodes=True,
+    # attn_core.compressed: tokens of an unfinished window wait as their projections and gate logits
+    falls=N_(
+        "the tokens of an unfinished group of {rate} wait in the cache, a projection and a gate logit each, until "
+        "the group is full and pooled into one entry"
+    ),
 )

@@ -63,6 +63,9 @@ class Kind:
     knobs: tuple[str, ...]
     maps: bool = False
     decodes: bool = False
+    # Why its bytes held fall back now and then while they grow (marked with N_, worded where shown with
+    # falls_with's values); None where they never fall, or fall back whole (a chunk) and the numbers say it all
+    falls: str | None = None
 
     # --- built from the settings ------------------------------------------------------------------------------------
     def design(self, settings: Settings) -> Design:
@@ -84,6 +87,10 @@ class Kind:
     def narrowed(self, design: Design, width: int) -> Design:
         """The design with its input narrowed to `width` numbers per token: the same heads, widths and cache."""
         return replace(design, config=replace(design.config, d_model=width))
+
+    def falls_with(self, design: Design) -> dict[str, int]:
+        """The numbers `falls` names, at this design's settings."""
+        return {}
 
     # --- the pages' torch questions -----------------------------------------------------------------------------------
     def attention_map(self, layer: Any, x: torch.Tensor) -> Any:

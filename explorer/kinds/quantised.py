@@ -64,6 +64,12 @@ class Quantised(Kind):
         before = cache_bytes_formula(tokens - new_tokens, batch, config.n_kv_heads, config.head_dim, element, bits)
         return held, before + batch * config.cache_elements_per_token * new_tokens * element
 
+    def falls_with(self, design: Design) -> dict[str, int]:
+        bits = design.bits
+        assert bits is not None
+        assert (bits.keys, bits.residual) == ("channel", 0)  # as design() makes it: what `falls` says
+        return {"group": bits.group_size, "bits": bits.bits}
+
 
 QUANTISED = Quantised(
     key="quantised",
@@ -71,4 +77,8 @@ QUANTISED = Quantised(
     help=N_("GQA with its cache stored in fewer bits (KIVI)."),
     color="#264653",
     knobs=("bits",),
+    falls=N_(
+        "its values become {bits}-bit codes as they arrive, its keys per channel {group} tokens at a time: each "
+        "time {group} more tokens have arrived, the {group} keys held exact until then become codes too"
+    ),
 )

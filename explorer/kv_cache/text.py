@@ -7,6 +7,7 @@ import itertools
 
 from explorer.glossary import design_name
 from explorer.i18n import N_, _, fmt, format_bytes, n_, sentences, sig
+from explorer.kinds.kind import Design
 from explorer.probes.kv_cache import DecodeTrace, DesignTrace, ModelRow
 
 # What the core's presets say they leave out (ModelPreset.not_modelled), for the catalog: the page shows
@@ -70,16 +71,28 @@ def parameter_text(count: float) -> str:
     return f"{count / 1e9:.3g} B" if count >= 1e9 else f"{count / 1e6:.3g} M"
 
 
-def design_finding(name: str, trace: DesignTrace, step: int, gqa: DecodeTrace | None) -> str:
-    """What one design's cache did over the decode, read off its measured bytes: flat, stopping, or growing; and at
-    the step what it read, and its size against GQA's (when GQA is traced)."""
+def design_finding(
+    name: str, trace: DesignTrace, step: int, gqa: DecodeTrace | None, design: Design | None = None
+) -> str:
+    """What one design's cache did over the decode, read off its measured bytes: flat, stopping, growing (and why it
+    falls back now and then, where its kind says: the design gives the numbers), or bounded by chunks; and at the step
+    what it read, and its size against GQA's (when GQA is traced)."""
     held, last = trace.nbytes, len(trace.nbytes) - 1
     flat_from = next(i for i in range(last + 1) if all(v == held[last] for v in held[i:]))
+    falls = [i for i in range(1, last + 1) if held[i] < held[i - 1]]
     if flat_from == 0:
         shape = _("holds {held} at every step, whatever the length", held=format_bytes(held[last]))
     elif flat_from < last:
         shape = _("stops growing at step {step}: {held}", step=flat_from, held=format_bytes(held[last]))
-    elif any(after < before for before, after in itertools.pairwise(held)):  # a chunk dropped whole
+    elif falls and design is not None and design.kind.falls is not None:
+        shape = _(
+            "grows from {first} to {last}, falling back {when}: {why}",
+            first=format_bytes(held[0]),
+            last=format_bytes(held[last]),
+            when=falling_steps(falls),
+            why=_(design.kind.falls, **design.kind.falls_with(design)),
+        )
+    elif falls:  # a chunk dropped whole
         shape = _(
             "rises to {high} and drops back to {low} again and again: it never holds more than {high}",
             high=format_bytes(max(held)),
@@ -113,6 +126,16 @@ def design_finding(name: str, trace: DesignTrace, step: int, gqa: DecodeTrace | 
         ratio=sig(held[step] / gqa.nbytes[step], 2),
         **values,
     )
+
+
+def falling_steps(steps: list[int]) -> str:
+    """When a cache fell back, as said: at one step, every n steps, or at each step listed."""
+    if len(steps) == 1:
+        return _("at step {step}", step=steps[0])
+    gaps = {b - a for a, b in itertools.pairwise(steps)}
+    if len(gaps) == 1:
+        return _("every {n} steps", n=gaps.pop())
+    return _("at steps {steps}", steps=_(", ").join(str(step) for step in steps))
 
 
 def contexts_finding(held: dict[str, tuple[int, int]], contexts: tuple[int, int]) -> str:

@@ -48,6 +48,12 @@ def _lab_name(key: str, spec: dict) -> str:
     return _(POINT_NAMES[key]) if key in POINT_NAMES else key
 
 
+def _both(first: str, second: str) -> str:
+    """Two parts of one design's name ("Gemma 3's 5:1, window 512"): a Chinese comma between them in Chinese, where a
+    list of names is joined by the enumeration comma."""
+    return _("{first}, {second}", first=first, second=second)
+
+
 def point_name(point: AxisPoint) -> str:
     """A design's short name: what it cuts and how far (the chart draws it beside the frontier's points)."""
     spec = point.spec
@@ -64,13 +70,14 @@ def point_name(point: AxisPoint) -> str:
             source = _lab_name(source, {})
         if point.healed:
             return _("{model}, healed, {bits}", model=source, bits=_bits(spec))
-        return f"{source}, {_bits(spec)}"
+        return _both(source, _bits(spec))
     else:
         name = _window(spec)
-        if spec["pattern"] in PATTERN_NAMES:
-            name = f"{_(PATTERN_NAMES[spec['pattern']])}, {name}"
+        pattern = PATTERN_NAMES.get(spec["pattern"])
+        if pattern is not None:
+            name = _both(_(pattern), name)
         if "bits" in spec:
-            name = f"{name}, {_bits(spec)}"
+            name = _both(name, _bits(spec))
     return _("{model}, healed", model=name) if point.healed else name
 
 
@@ -127,10 +134,10 @@ def budget_findings(points: list[AxisPoint], budget: Budget) -> list[str]:
             _("{axis}: {model} {times}", axis=axis_name(p.axis), model=point_name(p), times=_times(p))
             for p in sorted(others, key=lambda p: p.times_original)
         ]
-        out.append(_("The best of each other axis there: {list}.", list="; ".join(bests)))
+        out.append(_("The best of each other axis there: {list}.", list=_("; ").join(bests)))
     missing = [axis_name(axis) for axis in AXIS_NAMES if axis not in budget.best_by_axis]
     if missing:
-        out.append(_("Nothing of {axes} fits.", axes=", ".join(missing)))
+        out.append(_("Nothing of {axes} fits.", axes=_(", ").join(missing)))
     return out
 
 

@@ -27,6 +27,9 @@ READ, HELD = 2.0, 1.0  # a cell's value: read by the step's token, or held by th
 READ_COLOUR, HELD_COLOUR, NEW_COLOUR = "#1f5fa8", "#c9d8ea", "#c4573a"
 STRIP = (0.80, 0.90)  # the step's row (paper y), above the history of every step
 HISTORY = (0.0, 0.68)
+X_AXIS_PX = 80  # under the plot: the x axis's tick labels and title
+SLIDER_PX = 85  # the slider: its current value, rail and steps' names
+BUTTONS_PX = 40  # ▶ Play and ❚❚ Pause
 
 
 def probe_design(design: Design, d_model: int) -> Design:
@@ -163,15 +166,19 @@ def reads_spec(reads: DecodeReads, active: int) -> dict:
         return {"title": {"text": f"<b>{frame_title(reads, step)}</b>", "font": {"size": 14}}, "shapes": outline(step)}
 
     layout = frame_layout(active) | {
-        "height": 620,
-        "margin": {"t": 50, "b": 170, "l": 60, "r": 10},
+        "height": 400 + 50 + X_AXIS_PX + SLIDER_PX + BUTTONS_PX,  # a plot of 400 px
+        "margin": {"t": 50, "b": X_AXIS_PX + SLIDER_PX + BUTTONS_PX, "l": 60, "r": 10},
         "xaxis": {"type": "category", "tickfont": {"size": 9}, "anchor": "y", "title": {"text": _("cache entry")}},
         "yaxis": {"domain": list(HISTORY), "autorange": "reversed", "title": {"text": _("decoded token")}},
         "yaxis2": {"domain": list(STRIP), "anchor": "x", "showticklabels": False, "fixedrange": True},
         "annotations": notes(reads),
-        # below the x axis's title, which a phone's turned tick labels push down
-        "updatemenus": [play_buttons(STEP_MS) | {"y": -0.3}],
-        "sliders": [step_slider([(str(t), str(t)) for t in range(steps)], active, prefix=_("Token: ")) | {"y": -0.2}],
+        # In px below the plot: the x axis's title (a phone's turned tick labels push it down), the slider, then the
+        # buttons on a row of their own (at paper -0.3 they lay over the slider's rail and its first steps' names)
+        "updatemenus": [play_buttons(STEP_MS) | {"y": 0, "pad": {"t": X_AXIS_PX + SLIDER_PX, "r": 10}}],
+        "sliders": [
+            step_slider([(str(t), str(t)) for t in range(steps)], active, prefix=_("Token: "))
+            | {"y": 0, "pad": {"t": X_AXIS_PX, "b": 0}}
+        ],
     }
     return {
         "data": [strip(active), history],

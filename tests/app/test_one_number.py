@@ -103,6 +103,7 @@ def test_the_overview_says_why_a_sliding_layer_reads_one_token_more_than_it_hold
         {"sliding": design(DEFAULT, "sliding")}, DEFAULT.config("mha"), batch=1, seq_len=64, dtype="bfloat16"
     )
     with i18n.speaking("en"):
-        caption = design_caption(rows, 64)
+        caption = design_caption(rows, 64, dtype="bfloat16", batch=1)
     assert "the last W − 1 (9.50 KiB)" in caption
+    assert "Bytes of a bfloat16 cache of batch 1" in caption  # the dtype named, as the mapping page names it
     assert "its own new token (10.00 KiB)" in caption

@@ -17,6 +17,21 @@ TITLE = """() => Array.from(document.querySelectorAll('.js-plotly-plot'))
     .find(t => t.includes('Token ')) || ''"""
 
 
+# The reads chart's ▶ Play / ❚❚ Pause buttons and its slider (rail, grip, steps' names, current value): their boxes
+BUTTONS_AND_SLIDER = """() => {
+    const plot = Array.from(document.querySelectorAll('.js-plotly-plot'))
+        .find(p => p.layout && p.layout.yaxis2 && p.layout.sliders);
+    const box = e => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+    return {buttons: Array.from(plot.querySelectorAll('.updatemenu-button')).map(box),
+        slider: Array.from(plot.querySelectorAll('.slider-container')).flatMap(c => Array.from(
+            c.querySelectorAll('.slider-rail, .slider-grip, .slider-label, .slider-current-value')).map(box))};
+}"""
+
+
+def overlap(a, b) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
 def open_mapping(browser, server, query: dict[str, str]):
     context = browser.new_context(viewport={"width": 1400, "height": 900}, accept_downloads=True)
     tab = context.new_page()
@@ -44,6 +59,10 @@ def test_play_runs_through_the_tokens_in_the_browser(server, browser):
     context, tab = open_mapping(browser, server, {"map_token": "0"})
     try:
         assert "Token 0 " in tab.evaluate(TITLE)
+        drawn = tab.evaluate(BUTTONS_AND_SLIDER)  # issue 47: the buttons lay over the slider's rail and first names
+        assert len(drawn["buttons"]) == 2
+        assert drawn["slider"]
+        assert not [(b, s) for b in drawn["buttons"] for s in drawn["slider"] if overlap(b, s)]
         tab.get_by_text("▶ Play").last.click()
         tab.wait_for_function(f"() => ({TITLE})().includes('Token 3 ')", timeout=30_000)
         assert url_params(tab)["map_token"] == "0"  # played in the browser: no rerun
