@@ -3,7 +3,9 @@
 The server is started once per session on a free localhost port and stopped at the end. A test that reads a page as a
 new visitor sees it opens a new tab of the worker's one browser context (`visits`, `new_tab`): a new tab is a new
 Streamlit session, and the context's cache spares each load compiling Streamlit's bundle and plotly.js again. A test
-that needs a browser of its own (a reload, a restart, a classmate's link) takes `page`, a fresh context.
+that needs a browser of its own (a reload, a restart, a classmate's link) takes `page`, a fresh context. A view that
+several tests of a module read is loaded once for them (`views`); a module whose tests restart a server, or need one
+no visitor has seen, shares one of its own (`own_server`).
 """
 
 from __future__ import annotations
@@ -44,13 +46,38 @@ def server(log_dir):
     running.stop()
 
 
-@pytest.fixture
+class OwnServer:
+    """A module's own server, for tests that restart it or need one no visitor has seen yet (the shared one stays up
+    for the others): one server for the module's tests, not one each, spares a start and a cold first run where a
+    test can take the server as the test before left it."""
+
+    def __init__(self, log_dir: Path) -> None:
+        self.running = StreamlitServer(log_dir)
+        self.lent = False
+
+    def fresh(self) -> StreamlitServer:
+        """The server as no visitor has seen it yet: started, or restarted if a test had it before."""
+        if self.lent:
+            self.running.restart(STARTUP_SECONDS)
+        else:
+            self.running.start(STARTUP_SECONDS)
+        self.lent = True
+        return self.running
+
+    def as_left(self) -> StreamlitServer:
+        """The server as the test before left it (started if none had it), for a test that restarts it."""
+        if not self.running.alive():
+            self.running.start(STARTUP_SECONDS)
+        self.lent = True
+        return self.running
+
+
+@pytest.fixture(scope="module")
 def own_server(log_dir):
-    """A server of the test's own, for tests that restart it (the shared one stays up for the others)."""
-    running = StreamlitServer(log_dir)
-    running.start(STARTUP_SECONDS)
-    yield running
-    running.stop()
+    """The module's own server (OwnServer), stopped when the module ends."""
+    own = OwnServer(log_dir)
+    yield own
+    own.running.stop()
 
 
 @pytest.fixture(scope="session")
@@ -67,6 +94,42 @@ def new_tab(visits, size: tuple[int, int]):
     tab = visits.new_page()
     tab.set_viewport_size({"width": size[0], "height": size[1]})
     return tab
+
+
+class Views:
+    """Links that several tests of a module open at one size: each loaded once, in a tab of `visits`, and kept."""
+
+    def __init__(self, visits, server) -> None:
+        self.visits, self.server = visits, server
+        self.kept: dict[tuple[str, tuple[int, int]], object] = {}
+
+    def read(self, link: str, size: tuple[int, int] = (1400, 1000), chart_count: int = 1):
+        """The tab showing server.url/link at size (width, height), for a test that reads it and leaves it as it
+        found it; loaded by the first test that asks."""
+        if (link, size) not in self.kept:
+            tab = new_tab(self.visits, size)
+            tab.set_default_timeout(VIEW_SECONDS * 1000)
+            try:
+                open_link(tab, f"{self.server.url}/{link}", chart_count)
+            except Exception:  # not kept: the next test that asks loads it again
+                tab.close()
+                raise
+            self.kept[link, size] = tab
+        return self.kept[link, size]
+
+    def take(self, link: str, size: tuple[int, int] = (1400, 1000), chart_count: int = 1):
+        """The same tab, no longer kept, for a test that changes what it shows (a click, a key): the test closes it."""
+        self.read(link, size, chart_count)
+        return self.kept.pop((link, size))
+
+
+@pytest.fixture(scope="module")
+def views(visits, server):
+    """The module's kept views (Views): a tab loaded once serves every test of the module that reads it."""
+    kept = Views(visits, server)
+    yield kept
+    for tab in kept.kept.values():
+        tab.close()
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from .conftest import COLD_START_SECONDS, wait_for_app, wait_until_idle
 def test_the_document_says_its_language_and_names_the_page(server, page, lang, html_lang, title):
     page.goto(f"{server.url}/heatmaps?lang={lang}")
     wait_for_app(page)
-    page.wait_for_function(f"() => document.documentElement.lang === '{html_lang}'")
+    page.wait_for_function(f"() => document.documentElement.lang === '{html_lang}'", polling=100)
     assert page.title() == f"{title} · Attention Explorer"
     names = page.eval_on_selector_all(
         '[data-testid="stSidebar"] input[type="range"]', "inputs => inputs.map(i => i.getAttribute('aria-label'))"
@@ -37,8 +37,9 @@ def test_the_document_says_its_language_and_names_the_page(server, page, lang, h
 def test_a_link_to_a_missing_page_says_so_in_its_language(own_server, page, lang, title):
     # A fresh server, warmed up as deploy/serve.py warms its replicas: its very first link would otherwise run in
     # Streamlit's pages/ folder mode, which has its own English dialog
-    assert own_server.warm_up(COLD_START_SECONDS), own_server.log_text()[-2000:]
-    page.goto(f"{own_server.url}/nonexistent?lang={lang}&heads=4&groups=2")
+    fresh = own_server.fresh()
+    assert fresh.warm_up(COLD_START_SECONDS), fresh.log_text()[-2000:]
+    page.goto(f"{fresh.url}/nonexistent?lang={lang}&heads=4&groups=2")
     wait_until_idle(page)
     page.locator("h1", has_text=title).wait_for(timeout=90_000)
     assert not page.get_by_role("dialog").count()  # not Streamlit's English dialog
@@ -86,5 +87,5 @@ def test_the_animations_play_button_is_reached_and_pressed_with_the_keyboard(ser
     play.focus()
     page.keyboard.press("Enter")
     page.wait_for_function(
-        f"before => ({ANIMATED})()._fullLayout.sliders[0].active !== before", arg=before, timeout=20_000
+        f"before => ({ANIMATED})()._fullLayout.sliders[0].active !== before", arg=before, timeout=20_000, polling=100
     )

@@ -56,9 +56,12 @@ def shown_settings(page) -> dict[str, str]:
     return {name: sliders[label] for name, label in SLIDER_LABELS.items() if name not in DESIGN_SETTINGS}
 
 
-def test_the_app_loads_and_shows_the_overview_chart(server, page):
-    page.goto(server.url)
-    wait_for_app(page, chart_count=2)
+# The app's root: the overview at the default settings, loaded once for this test and the CSV and full-screen ones
+ROOT = ""
+
+
+def test_the_app_loads_and_shows_the_overview_chart(views):
+    page = views.read(ROOT, chart_count=2)
     assert page.get_by_role("heading", name="Attention Explorer").is_visible()
     assert cache_bars(page) == expected_cache_bars(Settings())
     assert url_params(page) == shown_link(Settings()), "the address bar holds a link to the view"
@@ -71,10 +74,13 @@ def test_a_slider_moved_with_the_keyboard_updates_the_chart_and_the_url(server, 
 
     press_on_slider(page, SEQ_LEN_LABEL, "ArrowRight")
     moved = Settings(**(START.as_dict() | {"seq_len": SEQ_LEN_CHOICES[SEQ_LEN_CHOICES.index(START.seq_len) + 1]}))
-    page.wait_for_function(f"() => new URLSearchParams(location.search).get('seq_len') === '{moved.seq_len}'")
+    page.wait_for_function(
+        f"() => new URLSearchParams(location.search).get('seq_len') === '{moved.seq_len}'", polling=100
+    )
     page.wait_for_function(
         f"""() => Array.from(document.querySelectorAll('.js-plotly-plot'))
-                 .some(g => (g._fullLayout.title.text || '').replace(/<br>/g, ' ').includes('{moved.seq_len:,} tokens'))"""
+                 .some(g => (g._fullLayout.title.text || '').replace(/<br>/g, ' ').includes('{moved.seq_len:,} tokens'))""",
+        polling=100,
     )
     wait_until_idle(page)
     assert url_params(page) == shown_link(moved)
@@ -88,7 +94,7 @@ def test_reloading_that_url_restores_the_same_view(server, browser, page):
     for _ in range(2):
         press_on_slider(page, SLIDER_LABELS["batch"], "ArrowRight")
         wait_until_idle(page)
-    page.wait_for_function("() => new URLSearchParams(location.search).get('batch') === '8'")
+    page.wait_for_function("() => new URLSearchParams(location.search).get('batch') === '8'", polling=100)
     wait_until_idle(page)
     url, settings, charts = page.url, shown_settings(page), chart_data(page)
 
@@ -139,37 +145,6 @@ def page_under_test() -> str:
     return next((name for name in PAGES if name != "overview"), "overview")
 
 
-def test_a_server_restart_in_the_middle_of_a_session_loses_nothing(own_server, page):
-    name = page_under_test()
-    path = "" if name == "overview" else name
-    page.goto(link(own_server, START, path))
-    wait_for_app(page)
-    press_on_slider(page, SEQ_LEN_LABEL, "ArrowLeft")
-    page.wait_for_function("() => new URLSearchParams(location.search).get('seq_len') === '96'")
-    wait_until_idle(page)
-    url, settings, charts = page.url, shown_settings(page), chart_data(page)
-
-    own_server.restart()  # every session on the server is gone; only the URL remains
-    # The open tab reconnects by itself and reruns its page on the new server. Reloading in the middle of that cold
-    # first run (torch imported, layers built) would abandon it and start a second one beside it: twice the work of
-    # a cold start on a loaded machine, the cause of the 90-second time-outs. Let the reconnected run finish (it
-    # shows the same view), then reload; both waits give a cold start the time it takes.
-    try:
-        wait_for_app(page, chart_count=len(charts), seconds=COLD_START_SECONDS)
-        page.reload()
-        wait_for_app(page, chart_count=len(charts), seconds=COLD_START_SECONDS)
-    except Exception as error:  # say what the server was doing
-        raise AssertionError(
-            f"the restarted server did not show the page: {error}\n{own_server.log_text()[-3000:]}"
-        ) from error
-    assert page.url == url
-    assert shown_settings(page) == settings
-    assert chart_data(page) == charts
-    # The link went through app.py's navigation even as the new server's first run: page titles, not file names.
-    menu = page.locator('[data-testid="stSidebarNav"] a').all_inner_texts()
-    assert all(any(entry.title in item for item in menu) for entry in PAGES.values()), menu
-
-
 STARTING_UP = "Starting up: the server's first visit loads PyTorch and builds the layers (a few seconds)."
 
 
@@ -181,11 +156,43 @@ def test_a_fresh_servers_first_link_says_it_is_starting_in_the_links_language(ow
         note, titles = i18n._(STARTING_UP), [i18n._(entry.title) for entry in PAGES.values()]
     finally:
         i18n.set_language("en")
-    page.goto(f"{own_server.url}/heatmaps?lang=zh")
+    page.goto(f"{own_server.fresh().url}/heatmaps?lang=zh")
     page.get_by_text(note).wait_for(timeout=COLD_START_SECONDS * 1000)
     wait_for_app(page, seconds=COLD_START_SECONDS)
     menu = page.locator('[data-testid="stSidebarNav"] a').all_inner_texts()
     assert all(any(title in item for item in menu) for title in titles), menu
+
+
+def test_a_server_restart_in_the_middle_of_a_session_loses_nothing(own_server, page):
+    running = own_server.as_left()  # as the test above left it: warm, a visitor's session on it
+    name = page_under_test()
+    path = "" if name == "overview" else name
+    page.goto(link(running, START, path))
+    wait_for_app(page)
+    press_on_slider(page, SEQ_LEN_LABEL, "ArrowLeft")
+    page.wait_for_function("() => new URLSearchParams(location.search).get('seq_len') === '96'", polling=100)
+    wait_until_idle(page)
+    url, settings, charts = page.url, shown_settings(page), chart_data(page)
+
+    running.restart()  # every session on the server is gone; only the URL remains
+    # The open tab reconnects by itself and reruns its page on the new server. Reloading in the middle of that cold
+    # first run (torch imported, layers built) would abandon it and start a second one beside it: twice the work of
+    # a cold start on a loaded machine, the cause of the 90-second time-outs. Let the reconnected run finish (it
+    # shows the same view), then reload; both waits give a cold start the time it takes.
+    try:
+        wait_for_app(page, chart_count=len(charts), seconds=COLD_START_SECONDS)
+        page.reload()
+        wait_for_app(page, chart_count=len(charts), seconds=COLD_START_SECONDS)
+    except Exception as error:  # say what the server was doing
+        raise AssertionError(
+            f"the restarted server did not show the page: {error}\n{running.log_text()[-3000:]}"
+        ) from error
+    assert page.url == url
+    assert shown_settings(page) == settings
+    assert chart_data(page) == charts
+    # The link went through app.py's navigation even as the new server's first run: page titles, not file names.
+    menu = page.locator('[data-testid="stSidebarNav"] a').all_inner_texts()
+    assert all(any(entry.title in item for item in menu) for entry in PAGES.values()), menu
 
 
 @pytest.mark.skipif("mapping" not in PAGES, reason="pages/mapping.py is not registered in explorer/pages.PAGES yet")
@@ -204,6 +211,7 @@ def test_the_mapping_play_button_changes_the_animation_frame(server, page):
                  return g._fullLayout.sliders[0].active !== before[0] || g._fullLayout.title.text !== before[1]; }}""",
         arg=before,
         timeout=20_000,
+        polling=100,
     )
     after = page.evaluate(
         f"() => {{ const g = {animated}; return [g._fullLayout.sliders[0].active, g._fullLayout.title.text]; }}"
@@ -211,10 +219,9 @@ def test_the_mapping_play_button_changes_the_animation_frame(server, page):
     assert after != before
 
 
-def test_a_chart_csv_is_written_when_its_button_is_clicked(server, page):
+def test_a_chart_csv_is_written_when_its_button_is_clicked(views):
     """CSVs are generated on click (deferred), not on every rerun: the click must still save the chart's numbers."""
-    page.goto(link(server, Settings()))  # the overview is the app's root
-    wait_for_app(page, chart_count=2)
+    page = views.read(ROOT, chart_count=2)
     with page.expect_download() as download:
         page.locator('[data-testid="stDownloadButton"] button', has_text="CSV").first.click()
     saved = download.value
@@ -243,24 +250,30 @@ def test_when_plotly_js_cannot_load_each_chart_says_so_and_the_rest_of_the_page_
     assert page.get_by_role("button", name="CSV").count() >= 2  # each chart's numbers can still be taken away
 
 
-def test_a_chart_goes_full_screen_for_a_projector_and_comes_back_to_its_own_size(server, page):
-    page.goto(link(server, Settings()))
-    wait_for_app(page, chart_count=2)
-    plot = page.locator(".js-plotly-plot").first
-    size = "g => [g._fullLayout.width, g._fullLayout.height]"
-    own = plot.evaluate(size)
-    button = plot.locator('.modebar-btn[data-title="Full screen"]')
-    button.click()
-    page.wait_for_function(
-        """() => { const g = document.fullscreenElement;
-                   return g && g._fullLayout.width === window.innerWidth && g._fullLayout.height === window.innerHeight; }"""
-    )
-    assert own != plot.evaluate(size)
-    button.click()
-    page.wait_for_function(
-        "([g, own]) => !document.fullscreenElement && g._fullLayout.height === own[1]", arg=[plot.element_handle(), own]
-    )
-    assert plot.evaluate(size) == own
+def test_a_chart_goes_full_screen_for_a_projector_and_comes_back_to_its_own_size(views):
+    page = views.take(ROOT, chart_count=2)
+    try:
+        plot = page.locator(".js-plotly-plot").first
+        size = "g => [g._fullLayout.width, g._fullLayout.height]"
+        own = plot.evaluate(size)
+        button = plot.locator('.modebar-btn[data-title="Full screen"]')
+        button.click()
+        page.wait_for_function(
+            """() => { const g = document.fullscreenElement;
+                       return g && g._fullLayout.width === window.innerWidth
+                           && g._fullLayout.height === window.innerHeight; }""",
+            polling=100,
+        )
+        assert own != plot.evaluate(size)
+        button.click()
+        page.wait_for_function(
+            "([g, own]) => !document.fullscreenElement && g._fullLayout.height === own[1]",
+            arg=[plot.element_handle(), own],
+            polling=100,
+        )
+        assert plot.evaluate(size) == own
+    finally:
+        page.close()
 
 
 LONG_WORDS = "internationalization characteristically incomprehensibilities"
@@ -278,7 +291,9 @@ def test_an_updated_chart_starts_from_its_last_margins_and_they_still_fit_its_la
     assert drawn["r"] > plot.evaluate(MARGINS)["given"]["r"]  # Plotly grew the figure's own margins (colour bar)
     positions = plot.evaluate("g => g._fullData[0].y.length")
     press_on_slider(page, SEQ_LEN_LABEL, "ArrowRight")
-    page.wait_for_function("([g, n]) => g._fullData[0].y.length !== n", arg=[plot.element_handle(), positions])
+    page.wait_for_function(
+        "([g, n]) => g._fullData[0].y.length !== n", arg=[plot.element_handle(), positions], polling=100
+    )
     wait_until_idle(page)
     given = plot.evaluate(MARGINS)["given"]
     assert {side: given[side] for side in "lrtb"} == {side: drawn[side] for side in "lrtb"}
@@ -288,12 +303,14 @@ def test_an_updated_chart_starts_from_its_last_margins_and_they_still_fit_its_la
     box = page.get_by_label("Text (at most", exact=False)
     box.fill(LONG_WORDS)
     box.press("Enter")
-    page.wait_for_function("g => String(g._fullData[0].y[0]).startsWith('0 international')", arg=plot.element_handle())
+    page.wait_for_function(
+        "g => String(g._fullData[0].y[0]).startsWith('0 international')", arg=plot.element_handle(), polling=100
+    )
     wait_until_idle(page)
     assert plot.evaluate(MARGINS)["drawn"]["l"] > numbers + 40  # room for the long words on the y axis
     assert not page.evaluate(OUTSIDE)
 
     page.get_by_text("Random vectors", exact=True).click()
-    page.wait_for_function("g => g._fullData[0].y[0] === 0", arg=plot.element_handle())
+    page.wait_for_function("g => g._fullData[0].y[0] === 0", arg=plot.element_handle(), polling=100)
     wait_until_idle(page)
     assert abs(plot.evaluate(MARGINS)["drawn"]["l"] - numbers) <= 1  # narrower again: the words' room is not kept

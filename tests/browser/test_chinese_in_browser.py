@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from .conftest import url_params, wait_for_app, wait_until_idle
+from .conftest import url_params, wait_until_idle
 
 SETTINGS = {"heads": "16", "groups": "4", "seq_len": "512", "batch": "2"}
 SIDEBAR_HEADING = '[data-testid="stSidebar"] [data-testid="stHeading"]'
@@ -37,9 +37,8 @@ def chart_titles_and_font(page) -> tuple[list[str], str]:
 
 
 @pytest.mark.parametrize("path", ["", "kv_cache"])
-def test_a_chinese_link_opens_in_chinese_with_real_glyphs(server, page, path):
-    page.goto(f"{server.url}/{path}?{urlencode(SETTINGS | {'lang': 'zh'})}")
-    wait_for_app(page)
+def test_a_chinese_link_opens_in_chinese_with_real_glyphs(server, views, path):
+    page = views.read(f"{path}?{urlencode(SETTINGS | {'lang': 'zh'})}")
     assert page.locator(SIDEBAR_HEADING).first.inner_text() == "层设置"
     titles, font = chart_titles_and_font(page)
     chinese = "".join(titles)
@@ -51,13 +50,15 @@ def test_a_chinese_link_opens_in_chinese_with_real_glyphs(server, page, path):
     page.screenshot(path=str(server.log_dir / f"zh-{path or 'overview'}.png"))
 
 
-def test_the_language_switch_keeps_the_link_settings(server, page):
-    page.goto(f"{server.url}/?{urlencode(SETTINGS | {'lang': 'zh'})}")
-    wait_for_app(page)
-    for switch, lang, heading in (("English", "en", "Layer settings"), ("中文", "zh", "层设置")):
-        page.locator('[data-testid="stSidebar"]').get_by_role("radio", name=switch, exact=True).click()
-        page.wait_for_function(f"() => new URLSearchParams(location.search).get('lang') === '{lang}'")
-        wait_until_idle(page)
-        assert page.locator(SIDEBAR_HEADING).first.inner_text() == heading
-        params = url_params(page)
-        assert {name: params.get(name) for name in SETTINGS} == SETTINGS
+def test_the_language_switch_keeps_the_link_settings(views):
+    page = views.take(f"?{urlencode(SETTINGS | {'lang': 'zh'})}")  # the overview the first test above read
+    try:
+        for switch, lang, heading in (("English", "en", "Layer settings"), ("中文", "zh", "层设置")):
+            page.locator('[data-testid="stSidebar"]').get_by_role("radio", name=switch, exact=True).click()
+            page.wait_for_function(f"() => new URLSearchParams(location.search).get('lang') === '{lang}'", polling=100)
+            wait_until_idle(page)
+            assert page.locator(SIDEBAR_HEADING).first.inner_text() == heading
+            params = url_params(page)
+            assert {name: params.get(name) for name in SETTINGS} == SETTINGS
+    finally:
+        page.close()

@@ -9,7 +9,7 @@ from PIL import Image
 
 from explorer.settings import Settings
 
-from .conftest import open_link, url_params, wait_for_app
+from .conftest import url_params, wait_for_app
 
 DESIGNS = {"design": "sliding,dsa,compressed,linear", "map_design": "compressed", "map_tokens": "32"}
 TITLE = """() => Array.from(document.querySelectorAll('.js-plotly-plot'))
@@ -32,31 +32,41 @@ def overlap(a, b) -> bool:
     return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
 
 
-def open_mapping(browser, server, query: dict[str, str]):
-    context = browser.new_context(viewport={"width": 1400, "height": 900}, accept_downloads=True)
-    tab = context.new_page()
-    open_link(tab, f"{server.url}/mapping?{urlencode(Settings().to_link() | DESIGNS | query)}", chart_count=3)
-    return context, tab
+def mapping_link(token: int) -> str:
+    return f"mapping?{urlencode(Settings().to_link() | DESIGNS | {'map_token': str(token)})}"
 
 
-def test_the_arrow_keys_move_the_token_shown(server, browser):
-    context, tab = open_mapping(browser, server, {"map_token": "10"})
+SIZE = (1400, 900)
+
+
+def test_the_arrow_keys_move_the_token_shown(views):
+    tab = views.take(mapping_link(10), SIZE, chart_count=3)
     try:
         assert "Token 10 " in tab.evaluate(TITLE)
         tab.evaluate("() => document.activeElement && document.activeElement.blur()")
         tab.keyboard.press("ArrowRight")
-        tab.wait_for_function("() => new URLSearchParams(location.search).get('map_token') === '11'")
+        tab.wait_for_function("() => new URLSearchParams(location.search).get('map_token') === '11'", polling=100)
         wait_for_app(tab, 3)
-        tab.wait_for_function(f"() => ({TITLE})().includes('Token 11 ')")
+        tab.wait_for_function(f"() => ({TITLE})().includes('Token 11 ')", polling=100)
         tab.keyboard.press("ArrowLeft")
-        tab.wait_for_function("() => new URLSearchParams(location.search).get('map_token') === '10'")
+        tab.wait_for_function("() => new URLSearchParams(location.search).get('map_token') === '10'", polling=100)
         assert url_params(tab)["map_design"] == "compressed"
     finally:
-        context.close()
+        tab.close()
 
 
-def test_play_runs_through_the_tokens_in_the_browser(server, browser):
-    context, tab = open_mapping(browser, server, {"map_token": "0"})
+def test_the_gif_downloads_with_a_frame_per_token(views):
+    """The GIF (drawn on the server on the click, with no rerun) from the view the next test plays."""
+    tab = views.read(mapping_link(0), SIZE, chart_count=3)
+    with tab.expect_download(timeout=180_000) as download:
+        tab.get_by_role("button", name="GIF for slides").click()
+    image = Image.open(download.value.path())
+    assert download.value.suggested_filename == "after-mla-compressed-en.gif"
+    assert (image.n_frames, image.size) == (32, (1024, 768))
+
+
+def test_play_runs_through_the_tokens_in_the_browser(views):
+    tab = views.take(mapping_link(0), SIZE, chart_count=3)
     try:
         assert "Token 0 " in tab.evaluate(TITLE)
         drawn = tab.evaluate(BUTTONS_AND_SLIDER)  # issue 47: the buttons lay over the slider's rail and first names
@@ -64,19 +74,8 @@ def test_play_runs_through_the_tokens_in_the_browser(server, browser):
         assert drawn["slider"]
         assert not [(b, s) for b in drawn["buttons"] for s in drawn["slider"] if overlap(b, s)]
         tab.get_by_text("▶ Play").last.click()
+        # at every frame: a token is shown for 350 ms only
         tab.wait_for_function(f"() => ({TITLE})().includes('Token 3 ')", timeout=30_000)
         assert url_params(tab)["map_token"] == "0"  # played in the browser: no rerun
     finally:
-        context.close()
-
-
-def test_the_gif_downloads_with_a_frame_per_token(server, browser):
-    context, tab = open_mapping(browser, server, {})
-    try:
-        with tab.expect_download(timeout=180_000) as download:
-            tab.get_by_role("button", name="GIF for slides").click()
-        image = Image.open(download.value.path())
-        assert download.value.suggested_filename == "after-mla-compressed-en.gif"
-        assert (image.n_frames, image.size) == (32, (1024, 768))
-    finally:
-        context.close()
+        tab.close()

@@ -59,7 +59,9 @@ def test_the_copy_button_copies_the_link_shown(server, browser, lang):
             set_language("en")
         button = box.get_by_role("button", name=copy)
         button.click()
-        tab.wait_for_function("(word) => document.querySelector('.verbatim-copy').textContent === word", arg=copied)
+        tab.wait_for_function(
+            "(word) => document.querySelector('.verbatim-copy').textContent === word", arg=copied, polling=100
+        )
         assert tab.evaluate("() => navigator.clipboard.readText()") == shown
     finally:
         context.close()

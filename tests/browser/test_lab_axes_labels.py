@@ -12,8 +12,6 @@ import pytest
 from explorer.lab import link
 from explorer.lab.axes_points import frontier, load_points
 
-from .conftest import open_link
-
 # The chart whose first trace is the frontier: its names' boxes, every point's box, and the line's vertices in px
 GEOMETRY = """() => {
     const plot = Array.from(document.querySelectorAll('.js-plotly-plot'))
@@ -53,32 +51,24 @@ def overlap(a, b, slack: float = 1.0) -> bool:
 @pytest.mark.xfail(strict=True, reason="names still touch points and the line in the crowded corner (issue 47)")
 @pytest.mark.parametrize("lang", ["en", "zh"])
 @pytest.mark.parametrize("width", [1400])  # at 1024 px the plot is under NAMES_FIT_PX: names left out
-def test_every_frontier_design_is_named_clear_of_names_points_and_the_line(server, browser, width, lang):
-    context = browser.new_context(viewport={"width": width, "height": 900})
-    try:
-        tab = context.new_page()
-        open_link(tab, f"{server.url}/lab?lang={lang}")
-        found = tab.evaluate(GEOMETRY)
-        assert found is not None, "the lab draws its every-axis chart with its budget line"
-        names, points, vertices = found["names"], found["points"], found["vertices"]
-        # every frontier design is named: two on one spot share one name (hence at least half as many names)
-        line = frontier(load_points(), link.AXES_CONTEXT.default)
-        assert len(vertices) == len(line)
-        assert len(line) / 2 <= len(names) <= len(line), [n["text"] for n in names]
-        problems = []
-        for i, name in enumerate(names):
-            problems += [
-                f"{name['text']!r} covers {o['text']!r}" for o in names[i + 1 :] if overlap(name["box"], o["box"])
-            ]
-            problems += [f"{name['text']!r} lies on a point" for p in points if overlap(name["box"], p)]
-            problems += [
-                f"{name['text']!r} is crossed by the frontier"
-                for a, b in itertools.pairwise(vertices)
-                if crosses(name["box"], a, b)
-            ]
-        assert not problems, (width, lang, problems)
-    finally:
-        context.close()
+def test_every_frontier_design_is_named_clear_of_names_points_and_the_line(views, width, lang):
+    found = views.read(f"lab?lang={lang}", (width, 900)).evaluate(GEOMETRY)
+    assert found is not None, "the lab draws its every-axis chart with its budget line"
+    names, points, vertices = found["names"], found["points"], found["vertices"]
+    # every frontier design is named: two on one spot share one name (hence at least half as many names)
+    line = frontier(load_points(), link.AXES_CONTEXT.default)
+    assert len(vertices) == len(line)
+    assert len(line) / 2 <= len(names) <= len(line), [n["text"] for n in names]
+    problems = []
+    for i, name in enumerate(names):
+        problems += [f"{name['text']!r} covers {o['text']!r}" for o in names[i + 1 :] if overlap(name["box"], o["box"])]
+        problems += [f"{name['text']!r} lies on a point" for p in points if overlap(name["box"], p)]
+        problems += [
+            f"{name['text']!r} is crossed by the frontier"
+            for a, b in itertools.pairwise(vertices)
+            if crosses(name["box"], a, b)
+        ]
+    assert not problems, (width, lang, problems)
 
 
 # The every-axis chart's legend entry for its first trace (the frontier): the opacity of each marker it draws (fill
@@ -99,16 +89,11 @@ FRONTIER_LEGEND = """() => {
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_the_frontiers_legend_entry_is_a_line_only(server, browser, lang):
+def test_the_frontiers_legend_entry_is_a_line_only(views, lang):
     """Issue 47: the frontier's unseen markers (they set its names off its points) showed in the legend as a faint
     circle: Plotly draws a legend marker at least 0.2 opaque. The entry shows the line and no marker."""
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
-    try:
-        tab = context.new_page()
-        open_link(tab, f"{server.url}/lab?lang={lang}")
-        tab.wait_for_function(f"({FRONTIER_LEGEND})() !== null")
-        legend = tab.evaluate(FRONTIER_LEGEND)
-        assert legend["line"] >= 1, "the frontier's line is in the legend"
-        assert all(seen < 0.01 for seen in legend["markers"]), f"markers drawn at {legend['markers']}"
-    finally:
-        context.close()
+    tab = views.read(f"lab?lang={lang}", (1400, 900))  # the view the test above reads
+    tab.wait_for_function(f"({FRONTIER_LEGEND})() !== null", polling=100)
+    legend = tab.evaluate(FRONTIER_LEGEND)
+    assert legend["line"] >= 1, "the frontier's line is in the legend"
+    assert all(seen < 0.01 for seen in legend["markers"]), f"markers drawn at {legend['markers']}"

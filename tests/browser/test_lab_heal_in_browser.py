@@ -53,7 +53,7 @@ def test_other_pages_answer_and_progress_advances_during_a_live_heal(heal_server
         lab.goto(f"{heal_server.url}/lab?lab_model=mqa-mean&lang=en")
         wait_for_app(lab, 1, seconds=COLD_START_SECONDS)  # the Pareto chart: the page has run through
         lab.get_by_role("button", name=re.compile("Heal MQA")).click()
-        lab.wait_for_function(f"({STEP})() !== null", timeout=TRAINING_STARTS_SECONDS * 1000)
+        lab.wait_for_function(f"({STEP})() !== null", timeout=TRAINING_STARTS_SECONDS * 1000, polling=100)
         first_step = lab.evaluate(STEP)
 
         overview = other.new_page()
@@ -61,7 +61,7 @@ def test_other_pages_answer_and_progress_advances_during_a_live_heal(heal_server
         opened = time.monotonic()
         overview.goto(f"{heal_server.url}/overview?lang=en")  # returns once the page has loaded, before its run
         # While the other student's first run goes on, the pressing student's page redraws its progress by itself.
-        lab.wait_for_function(f"({STEP})() > {first_step}", timeout=ADVANCES_SECONDS * 1000)
+        lab.wait_for_function(f"({STEP})() > {first_step}", timeout=ADVANCES_SECONDS * 1000, polling=100)
         wait_for_app(overview, 1, seconds=max(1.0, OVERVIEW_SECONDS - (time.monotonic() - opened)))
         seconds = time.monotonic() - opened
         assert seconds <= OVERVIEW_SECONDS

@@ -193,7 +193,7 @@ def off_the_screen(tab, lang: str) -> list[str]:
     a short window after its first run, and the chart is drawn again shorter)."""
     lead = question_lead(lang)
     with contextlib.suppress(PlaywrightTimeout):  # then said by name, below
-        tab.wait_for_function(f"lead => ({SLIDE_PARTS})(lead).off.length === 0", arg=lead, timeout=20_000)
+        tab.wait_for_function(f"lead => ({SLIDE_PARTS})(lead).off.length === 0", arg=lead, timeout=20_000, polling=100)
     wait_for_app(tab)
     return tab.evaluate(SLIDE_PARTS, lead)["off"]
 
@@ -208,7 +208,8 @@ def sidebar_problems(tab, lang: str) -> list[str]:
     tab.locator('[data-testid="stExpandSidebarButton"]').click()
     tab.wait_for_function(
         "() => { const r = document.querySelector('[data-testid=\"stSidebar\"]').getBoundingClientRect();"
-        " return r.width > 0 && r.right > 100; }"
+        " return r.width > 0 && r.right > 100; }",
+        polling=100,
     )
     wait_for_app(tab)
     problems = []
@@ -218,7 +219,7 @@ def sidebar_problems(tab, lang: str) -> list[str]:
     sidebar.hover()
     sidebar.locator('[data-testid="stSidebarCollapseButton"] button').click()
     tab.wait_for_function(
-        "() => document.querySelector('[data-testid=\"stSidebar\"]').getBoundingClientRect().right <= 1"
+        "() => document.querySelector('[data-testid=\"stSidebar\"]').getBoundingClientRect().right <= 1", polling=100
     )
     wait_for_app(tab)
     closed = tab.evaluate(SLIDE_PARTS, lead)["boxes"]

@@ -19,7 +19,7 @@ from explorer.present import MIN_TEXT_PX
 
 from .conftest import new_tab, open_link, url_params, wait_for_app
 from .test_lesson_in_browser import heading, presenter_problems, title
-from .test_lesson_layout import CHAPTER, layout_problems
+from .test_lesson_layout import CHAPTER, layout_problems, wait_for_step_drawn
 
 SCREEN = (1024, 768)
 STEPS = range(1, len(steps.STEPS) + 1)
@@ -28,13 +28,6 @@ LANGS = ("en", "zh")
 DARKEST_LIGHT_GREY = 110
 TITLE_LINE_PX = 0.9 * 32 * 1.25  # a slide title's line: 0.9rem of the doubled 16 px, line-height 1.25 (present.css)
 
-# The step with this title and key is drawn whole: its chart holds data, and no element of the last run is left.
-ARRIVED = """([title, key]) => {
-    const main = document.querySelector('[data-testid="stMain"]');
-    const plot = main.querySelector(`.st-key-chart_lesson-${key} .js-plotly-plot`);
-    return (main.querySelector('h2')?.innerText || '').trim() === title && !!plot && !!plot._fullData
-        && plot._fullData.length > 0 && !main.querySelector('[data-stale="true"]');
-}"""
 # Where the slide's parts are on the screen, how far the page is scrolled, and every text of the chart as drawn.
 SLIDE = """lead => {
     const main = document.querySelector('[data-testid="stMain"]');
@@ -85,18 +78,6 @@ def in_language(message: str, lang: str, **values: object) -> str:
         i18n.set_language("en")
 
 
-def title_of(number: int, lang: str) -> str:
-    return in_language(steps.STEPS[number - 1].title, lang)
-
-
-def wait_for_slide(tab, number: int, lang: str) -> None:
-    """Until step `number` is drawn whole: its title, its own chart with data, nothing of the last step left
-    (Streamlit keeps the last run's elements, faded, until the new run replaces them, and shows its status widget
-    only after a moment)."""
-    tab.wait_for_function(ARRIVED, arg=[title_of(number, lang), steps.STEPS[number - 1].key], polling=100)
-    wait_for_app(tab)
-
-
 class Walk:
     """One tab for a language, on the lesson in presenter mode, and what each step looked like when reached."""
 
@@ -116,7 +97,7 @@ class Walk:
         self.arrived(number)
 
     def arrived(self, number: int) -> None:
-        wait_for_slide(self.tab, number, self.lang)
+        wait_for_step_drawn(self.tab, number, self.lang)
         self.tab.evaluate("() => document.fonts.ready")
         self.step = number
         self.seen[number] = self.measure()
@@ -263,7 +244,7 @@ def test_the_arrow_buttons_and_the_left_key_open_a_step_at_its_top(visits, serve
                 tab.keyboard.press(press)
             else:  # a click where the page is (a click by hand would first scroll the button into view)
                 tab.locator(f".st-key-{press} button:visible").first.dispatch_event("click")
-            wait_for_slide(tab, number, "en")
+            wait_for_step_drawn(tab, number, "en")
             assert url_params(tab)["step"] == str(number)
             assert tab.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollTop") == 0, press
     finally:

@@ -27,6 +27,7 @@ def test_typed_chinese_text_shows_one_label_per_model_token(server, page):
         "([chips, n]) => document.querySelectorAll(chips).length === n",
         arg=[chips, len(expected)],
         timeout=MODEL_SECONDS * 1000,
+        polling=100,
     )
     labels = page.locator(chips).all_inner_texts()
     assert labels == expected
