@@ -60,9 +60,10 @@ def show_tradeoff() -> None:
         axes_figures.axes_figure(points, context, budget.bytes_per_token, budget.share),
         name="lab-axes",
         rows=axes_figures.axes_csv_rows(points, context),
-        caption=sentences(
-            # the names of the chart's numbered frontier first, right under it
-            *axes_text.frontier_findings(points, context, numbers),
+        # the chart's numbered frontier named in a paragraph of its own, right under it
+        caption=sentences(*axes_text.frontier_findings(points, context, numbers))
+        + "\n\n"
+        + sentences(
             *axes_text.budget_findings(points, budget),
             axes_text.evaluation_note(points),
             _(
