@@ -96,7 +96,9 @@ def frontier_findings(points: list[AxisPoint], context: int, numbers: list[int])
     groups: dict[int, list[str]] = {}
     for number, p in zip(numbers, line, strict=True):
         groups.setdefault(number, []).append(f"{point_name(p)} {_times(p)}")
-    steps = _("; ").join(f"**{number}** " + _(", ").join(named) for number, named in groups.items())
+    steps = _("; ").join(
+        _("**{number}**: {designs}", number=number, designs=_(", ").join(named)) for number, named in groups.items()
+    )
     return [
         _(
             "At {context} tokens the frontier (no design both smaller and less hurt) runs through {n} designs, "

@@ -105,10 +105,10 @@ def test_the_chart_draws_every_design_and_names_the_frontier(points):
     (key,) = [c.value for c in at.caption if "numbered as on the chart" in c.value]
     listed = key[key.index("numbered as on the chart") :]
     for number in sorted(set(numbers)):
-        after = listed[listed.index(f"**{number}** ") :]
+        after = listed[listed.index(f"**{number}**: ") :]
         for point, n in zip(line, numbers, strict=True):
             if n == number:  # named after its number, before the next number
-                assert axes_text.point_name(point) in after.split(f"**{number + 1}** ")[0], point.key
+                assert axes_text.point_name(point) in after.split(f"**{number + 1}**: ")[0], point.key
     budget = axes_points.within_budget(points, 32768, 0.10)
     # the budget drawn: a line at its cache per token, the designs past it shaded
     (mark,) = [t for t in spec["data"] if t.get("name") == "budget 10%"]
