@@ -29,7 +29,7 @@ AT_1400_PX = (876, 368, 12)  # this chart's plot at 1400 px: taller than DRAWN_A
 TOP = 8.0  # x the original's perplexity: the chart's top; a design above it is drawn at the edge as a triangle
 BOTTOM = 0.85  # x the original's perplexity at the chart's foot: room below the designs near 1 for their names
 NEAR_DECADES = (0.08, 0.03)  # cache, x the original: points this close are one spot on the chart at any width
-NAMES_FIT_PX = 640  # narrower than this the frontier's names run into each other: the caption and the CSV name them
+NAMES_FIT_PX = 640  # narrower than this the frontier is left unnumbered: the caption and the CSV name its designs
 
 
 def _y(point: AxisPoint) -> float:
@@ -46,13 +46,17 @@ LINE_STEP = 0.04  # decades between the frontier line's stand-in points (a marke
 NEAR = (1.0, 0.25)  # decades (x, y) from a named point beyond which nothing can touch its name: left out, for speed
 
 
-def joined_name(first: str, second: str) -> str:
-    """Two designs on nearly one spot named once: "window 64 + 1 sink / 4 sinks" (their common words once)."""
-    words_a, words_b = first.split(" "), second.split(" ")
-    same = 0
-    while same < min(len(words_a), len(words_b)) - 1 and words_a[same] == words_b[same]:
-        same += 1
-    return " ".join(words_a) + " / " + " ".join(words_b[same:])
+def frontier_numbers(line: list[AxisPoint], context: int) -> list[int]:
+    """Each frontier design's number on the chart, from the smallest cache: two designs on nearly one spot (a window
+    with one or four kept first tokens) share the first's number."""
+    spots = [(math.log10(p.bytes_per_token(context) / 1024), math.log10(_y(p))) for p in line]
+    numbers: list[int] = []
+    for i, (x, y) in enumerate(spots):
+        near = [
+            j for j in range(i) if abs(x - spots[j][0]) < NEAR_DECADES[0] and abs(y - spots[j][1]) < NEAR_DECADES[1]
+        ]
+        numbers.append(numbers[near[0]] if near else max(numbers, default=0) + 1)
+    return numbers
 
 
 def _line_points(spots: list[tuple[float, float]]) -> list[tuple[float, float, str]]:
@@ -71,38 +75,22 @@ def frontier_labels(
     x_range: tuple[float, float],
     sizes: tuple[tuple[int, int, int], ...] = DRAWN_AT,
 ) -> tuple[list[str], list[str]]:
-    """Each frontier design's name and where it goes (explorer.labels.apart: clear of the other names, of every
-    point drawn, `others` too, and of the frontier's line, at each of `sizes`). Two designs on nearly one spot (a
-    window with one or four kept first tokens) are named once, together, beside the first."""
+    """Each frontier design's number and where it goes (explorer.labels.apart: clear of the other numbers, of every
+    point drawn, `others` too, and of the frontier's line, at each of `sizes`); a design sharing its spot's number
+    is left unlabelled. Numbers, not names: in the crowded corner near ×1 no name of 20-odd letters has a clear
+    place beside its point, a number always has; the caption lists the names by number."""
     y_range = (math.log10(BOTTOM), math.log10(TOP * 1.1))
-    spots = [(math.log10(p.bytes_per_token(context) / 1024), math.log10(_y(p)), point_name(p)) for p in line]
-    leader = [
-        next(
-            (
-                j
-                for j, (sx, sy, _n) in enumerate(spots[:i])
-                if abs(x - sx) < NEAR_DECADES[0] and abs(y - sy) < NEAR_DECADES[1]
-            ),
-            i,
-        )
-        for i, (x, y, _name) in enumerate(spots)
-    ]
-    names = {i: name for i, (_x, _y, name) in enumerate(spots) if leader[i] == i}
-    for i, first in enumerate(leader):
-        if first != i:
-            names[first] = joined_name(names[first], spots[i][2])
-    named = [(x, y, names[i]) for i, (x, y, _name) in enumerate(spots) if leader[i] == i]
-    obstacles = [(x, y, "") for i, (x, y, _name) in enumerate(spots) if leader[i] != i]
+    spots = [(math.log10(p.bytes_per_token(context) / 1024), math.log10(_y(p))) for p in line]
+    numbers = frontier_numbers(line, context)
+    first = [numbers.index(n) == i for i, n in enumerate(numbers)]
+    named = [(x, y, str(n)) for (x, y), n, lead in zip(spots, numbers, first, strict=True) if lead]
+    obstacles = [(x, y, "") for (x, y), lead in zip(spots, first, strict=True) if not lead]
     obstacles += [(math.log10(p.bytes_per_token(context) / 1024), math.log10(_y(p)), "") for p in others]
-    obstacles += _line_points([(x, y) for x, y, _name in spots])
+    obstacles += _line_points(spots)
     obstacles = [o for o in obstacles if any(abs(o[0] - x) < NEAR[0] and abs(o[1] - y) < NEAR[1] for x, y, _n in named)]
-    placed = apart([*named, *obstacles], x_range, y_range, sizes=sizes)[: len(named)]
-    where, text = iter(placed), iter(name for _x, _y, name in named)
-    labels, positions = [], []
-    for i in range(len(spots)):
-        positions.append(next(where) if leader[i] == i else "top center")
-        labels.append(next(text) if leader[i] == i else "")
-    return labels, positions
+    where = iter(apart([*named, *obstacles], x_range, y_range, sizes=sizes)[: len(named)])
+    positions = [next(where) if lead else "top center" for lead in first]
+    return [f"<b>{n}</b>" if lead else "" for n, lead in zip(numbers, first, strict=True)], positions
 
 
 def _axis_trace(shown: str, color: str, group: list[AxisPoint], context: int) -> go.Scatter:
@@ -167,7 +155,7 @@ def _budget_marks(limit_kib: float, share: float, x_range: tuple[float, float]) 
 
 
 def axes_figure(points: list[AxisPoint], context: int, limit: float | None = None, share: float | None = None) -> dict:
-    """Every design at `context` tokens; the frontier as a line through its designs, each named beside its point;
+    """Every design at `context` tokens; the frontier as a line through its designs, each numbered beside its point;
     the budget (`limit` bytes per token, `share` of the original's) as a line, what it excludes shaded."""
     line = frontier(points, context)
     x_values = [p.bytes_per_token(context) / 1024 for p in points]
@@ -186,7 +174,7 @@ def axes_figure(points: list[AxisPoint], context: int, limit: float | None = Non
             line={"dash": "dot", "color": "#888"},
             text=labels,
             textposition=positions,
-            textfont={"size": 11},
+            textfont={"size": 13, "color": "#333"},
             name=_("frontier"),
             hoverinfo="skip",
             cliponaxis=False,
@@ -224,7 +212,7 @@ def axes_figure(points: list[AxisPoint], context: int, limit: float | None = Non
     phone = copy.deepcopy(figure["layout"])
     phone["xaxis"]["title"]["text"] = _("KV cache per token (KiB, log)")
     phone["yaxis"]["title"]["text"] = _("× the original (log)")
-    # on a phone the names do not fit beside the points (7 names in a 290 px plot): the caption and the CSV name them
+    # on a phone the points crowd too close for numbers beside them (a 290 px plot): the caption and the CSV name them
     return {**figure, "narrow": {"below": NAMES_FIT_PX, "unlabelled": True, "layout": phone}}
 
 

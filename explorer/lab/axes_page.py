@@ -55,13 +55,16 @@ def show_tradeoff() -> None:
             ),
         )
     budget = axes_points.within_budget(points, context, share / 100)
+    numbers = axes_figures.frontier_numbers(axes_points.frontier(points, context), context)
     show_chart(
         axes_figures.axes_figure(points, context, budget.bytes_per_token, budget.share),
         name="lab-axes",
         rows=axes_figures.axes_csv_rows(points, context),
-        caption=sentences(
+        # the chart's numbered frontier named in a paragraph of its own, right under it
+        caption=sentences(*axes_text.frontier_findings(points, context, numbers))
+        + "\n\n"
+        + sentences(
             *axes_text.budget_findings(points, budget),
-            *axes_text.frontier_findings(points, context),
             axes_text.evaluation_note(points),
             _(
                 "A window's perplexity is its loss on pieces of that length: at a longer context more of the tokens "

@@ -89,14 +89,20 @@ def _bytes(point: AxisPoint, context: int) -> str:
     return format_bytes(point.bytes_per_token(context))
 
 
-def frontier_findings(points: list[AxisPoint], context: int) -> list[str]:
-    """The frontier at this context, named from its smallest cache to the original."""
+def frontier_findings(points: list[AxisPoint], context: int, numbers: list[int]) -> list[str]:
+    """The frontier at this context, named from its smallest cache to the original, each design by its number on
+    the chart (`numbers`, one per frontier design; designs on one spot share one)."""
     line = frontier(points, context)
-    steps = _(", ").join(f"{point_name(p)} {_times(p)}" for p in line)
+    groups: dict[int, list[str]] = {}
+    for number, p in zip(numbers, line, strict=True):
+        groups.setdefault(number, []).append(f"{point_name(p)} {_times(p)}")
+    steps = _("; ").join(
+        _("**{number}**: {designs}", number=number, designs=_(", ").join(named)) for number, named in groups.items()
+    )
     return [
         _(
             "At {context} tokens the frontier (no design both smaller and less hurt) runs through {n} designs, "
-            "smallest cache first: {steps}.",
+            "smallest cache first, numbered as on the chart: {steps}.",
             context=fmt(context),
             n=len(line),
             steps=steps,

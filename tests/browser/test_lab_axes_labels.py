@@ -1,7 +1,7 @@
-"""The lab's every-axis chart names every frontier design in the real browser at a laptop's 1400 px, in English and Chinese
-(at 1024 px the plot is too narrow for names): each name drawn clear of the other names, of every point, and of the frontier's line
-(issue 47: names struck through by the line or lying on points); the budget is drawn as a line. (On a phone the
-names are left out: the caption and the CSV name them.)"""
+"""The lab's every-axis chart numbers every frontier design in the real browser at a laptop's 1400 px, in English and
+Chinese (the caption names them by number): each number drawn clear of the other numbers, of every point, and of the
+frontier's line (issue 47: names struck through by the line or lying on points); the budget is drawn as a line. (On a
+phone the numbers are left out: the caption and the CSV name the designs.)"""
 
 from __future__ import annotations
 
@@ -45,17 +45,13 @@ def overlap(a, b, slack: float = 1.0) -> bool:
     return a[0] < b[2] - slack and b[0] < a[2] - slack and a[1] < b[3] - slack and b[1] < a[3] - slack
 
 
-# Open work (issue 47): at 8,192 tokens the designs near 1x and 8-16 KiB leave some names no clear place, and
-# Plotly sets a name nearer its point than explorer.labels reckons, so names still touch points; strict: the day
-# every name is clear this test says so.
-@pytest.mark.xfail(strict=True, reason="names still touch points and the line in the crowded corner (issue 47)")
 @pytest.mark.parametrize("lang", ["en", "zh"])
 @pytest.mark.parametrize("width", [1400])  # at 1024 px the plot is under NAMES_FIT_PX: names left out
 def test_every_frontier_design_is_named_clear_of_names_points_and_the_line(views, width, lang):
     found = views.read(f"lab?lang={lang}", (width, 900)).evaluate(GEOMETRY)
     assert found is not None, "the lab draws its every-axis chart with its budget line"
     names, points, vertices = found["names"], found["points"], found["vertices"]
-    # every frontier design is named: two on one spot share one name (hence at least half as many names)
+    # every frontier design is numbered: two on one spot share one number (hence at least half as many)
     line = frontier(load_points(), link.AXES_CONTEXT.default)
     assert len(vertices) == len(line)
     assert len(line) / 2 <= len(names) <= len(line), [n["text"] for n in names]

@@ -93,10 +93,22 @@ def test_the_chart_draws_every_design_and_names_the_frontier(points):
     )
     line = axes_points.frontier(points, 32768)
     assert spec["data"][0]["x"] == pytest.approx([p.bytes_per_token(32768) / 1024 for p in line])
-    named = " | ".join(name for name in spec["data"][0]["text"] if name)
-    for point in line:  # every frontier design named; two on one spot share a name ("window 64 + 1 sink / 4 sinks")
-        words = axes_text.point_name(point).split(" ")
-        assert axes_text.point_name(point) in named or " ".join(words[-2:]) in named, point.key
+    # every frontier design numbered, from the smallest cache; two on one spot (a window with 1 or 4 sinks) share
+    # the first's number, and the caption names each design after its number
+    numbers = axes_figures.frontier_numbers(line, 32768)
+    spots = [(math.log10(p.bytes_per_token(32768)), math.log10(min(p.times_original, axes_figures.TOP))) for p in line]
+    for i, (x, y) in enumerate(spots):
+        shared = [j for j in range(i) if abs(x - spots[j][0]) < 0.08 and abs(y - spots[j][1]) < 0.03]
+        assert numbers[i] == (numbers[shared[0]] if shared else max(numbers[:i], default=0) + 1)
+    drawn_numbers = [t.removeprefix("<b>").removesuffix("</b>") for t in spec["data"][0]["text"]]
+    assert [t for t in drawn_numbers if t] == [str(n) for n in sorted(set(numbers))]
+    (key,) = [c.value for c in at.caption if "numbered as on the chart" in c.value]
+    listed = key[key.index("numbered as on the chart") :]
+    for number in sorted(set(numbers)):
+        after = listed[listed.index(f"**{number}**: ") :]
+        for point, n in zip(line, numbers, strict=True):
+            if n == number:  # named after its number, before the next number
+                assert axes_text.point_name(point) in after.split(f"**{number + 1}**: ")[0], point.key
     budget = axes_points.within_budget(points, 32768, 0.10)
     # the budget drawn: a line at its cache per token, the designs past it shaded
     (mark,) = [t for t in spec["data"] if t.get("name") == "budget 10%"]
