@@ -293,7 +293,7 @@ def axes_figure(
     )
     if of is not None:
         title = _("{title} ({shown} of {of} models)", title=title, shown=len(rows), of=of)
-    figure = {
+    figure: dict = {
         "data": [
             {
                 "type": "heatmap",
@@ -322,6 +322,12 @@ def axes_figure(
             "margin": {"t": 90, "b": 20, "l": 150, "r": 20},
         },
     }
+    # On a phone the five column names have ~45 px each and ran into each other ("字节" over "四者相乘"): turned on
+    # their side there, in a top margin that holds them
+    layout = figure["layout"]
+    figure["narrow"] = narrow(
+        layout | {"xaxis": layout["xaxis"] | {"tickangle": -90}, "margin": layout["margin"] | {"t": 130}}
+    )
     csv = [
         {"model": cut.name, "tokens": tokens, "measure": measure, "cache_kinds": " ".join(cut.cache_kinds)}
         | {f"{column}_cut": getattr(cut, column) for column in columns}

@@ -47,6 +47,7 @@ from .panels import (
     grid_pooling,
     panel_csv,
     panels_figure,
+    slide_columns,
 )
 from .tables import similarity_table
 
@@ -113,6 +114,9 @@ def grid_figure(
     weights, heads = result.weights, result.heads
     pooling = grid_pooling(weights.shape[1], len(heads), pool)
     ncols = grid_columns(len(heads), group_size)
+    if slide_height:
+        rows = axis_labels(weights.shape[1], pooling.rows, tokens)
+        ncols = slide_columns(len(heads), ncols, height=slide_height, rows=rows, share_x=True)
     two_lines = ncols > 4  # "head 12 · KV 1" eight times a row runs together on a 1024-px projector
     panels = [
         attention_panel(
@@ -196,9 +200,13 @@ def steps_figure(
     coloraxes = _step_coloraxes(steps, softmax=panels[6], slide=slide_height is not None)
     # A phone shows panels with numbers in their cells one a row: two a row left ~20 px a cell, the numbers 5 px.
     phone_columns = 1 if any(panel.show_values for panel in panels) else PHONE_COLUMNS
+    ncols = 3
+    if slide_height:
+        rows = max((panel.y for panel in panels), key=len)
+        ncols = slide_columns(len(panels), SLIDE_STEP_COLUMNS, height=slide_height, rows=rows, share_x=False)
     fig = panels_figure(
         panels,
-        SLIDE_STEP_COLUMNS if slide_height else 3,
+        ncols,
         coloraxes=coloraxes,
         row_height=250,
         layout_cols=None if slide_height else STEP_ROWS,
@@ -209,8 +217,9 @@ def steps_figure(
     layout = fig["layout"]
     room = SLIDE_COLOR_BAR_ROOM if slide_height else STEP_COLOR_BAR_ROOM
     layout["margin"] = {**layout["margin"], "r": max(layout["margin"].get("r", 0), room)}
-    # The first panel of each row names its rows: three a row (wide) or four (a slide), two or one a row (a phone's)
-    first = {0: _("token"), 4: _("query")} if slide_height else {0: _("token"), 3: _("query"), 6: _("query")}
+    # The first panel of each row names its rows: three a row (wide), four or all eight (a slide), two or one a row
+    # (a phone's)
+    first = {0: _("token"), ncols: _("query")} if slide_height else {0: _("token"), 3: _("query"), 6: _("query")}
     _name_step_axes(layout, panels, first)
     if "narrow" in fig:
         row_names = (

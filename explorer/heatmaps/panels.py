@@ -25,6 +25,7 @@ from explorer.grid import (
     with_flat_colorbars,
 )
 from explorer.i18n import N_, _
+from explorer.present import MIN_TEXT_PX, SLIDE_FONT_SCALE
 from explorer.probes.heatmaps import block_size, pool_blocks
 
 GRID_CELLS = 2**16  # cells of the whole grid figure (float32 -> about 350 kB of base64)
@@ -163,6 +164,12 @@ ROW_GAP_MOST = 64  # px at most between rows: a row's panel titles and the tick 
 MARGINS = {"b": 45, "l": 60, "r": 20}  # px
 TOP_MARGIN, TOP_MARGIN_TITLED = 60, 85  # px above the first row: its panel titles, and the figure's title if any
 SLIDE_TOP_MARGIN = 45  # px above a slide's first row (its one-line panel titles)
+SLIDE_ROW_GAP_SHARED = 40  # px between a slide's rows of panels that share their x axis: only titles sit there
+SLIDE_ONE_LINE_COLUMNS = 4  # panels a slide's row titles on one line (~170 px each); more a row: on two lines
+# A named row's least height over its name's font size: a 14 px name's box is 19 px tall, and Plotly draws the rows
+# ~10% shorter than the margins leave (it widens them for the tick labels). On a 1024x680 slide two rows of heatmaps
+# left ~12 px a token's row, and the names ran into each other (issue 47's walk); at 768 px step 1's 18.9 px touched.
+NAME_BOX = 1.5
 FRAME_HEIGHT = 70  # px a figure adds to its rows' heights (mostly margins)
 TITLE_HEIGHT = 30  # px the figure's title adds
 X_TITLE_ROOM = 20  # px more between rows whose panels each carry an x title
@@ -185,6 +192,7 @@ class GridText:
     y_title: str
     share_x: bool
     one_line: bool = False  # panel titles on one line (a slide: wide panels, short rows)
+    slide_row: bool = False  # a slide's one row of narrow panels: titles on two lines
 
 
 def panels_figure(
@@ -203,12 +211,16 @@ def panels_figure(
 ) -> dict:
     """Heatmaps in a grid, as one figure dict with its axes laid out by hand (make_subplots is several times slower,
     and every rerun paid for it). layout_cols optionally gives, per row, the column slots used. height (a slide's:
-    explorer.lesson draws it so in presenter mode) makes the rows share that height, their titles on one line.
+    explorer.lesson draws it so in presenter mode) makes the rows share that height, their titles on one line up to
+    SLIDE_ONE_LINE_COLUMNS a row.
 
     Row labels are drawn on the first panel of each row only, and with share_x column labels only on the lowest panel
     of each column, so long token labels never run into the neighbouring panel; the hover names every cell anyway.
     """
-    text = GridText(title, x_title, y_title, share_x, one_line=height is not None)
+    slide_row = height is not None and ncols > SLIDE_ONE_LINE_COLUMNS
+    text = GridText(
+        title, x_title, y_title, share_x, one_line=height is not None and not slide_row, slide_row=slide_row
+    )
     if height is not None:
         nrows = rows_of(arrange(len(panels), ncols, layout_cols))
         row_height = (height - _height(nrows, 0, text)) // nrows
@@ -237,9 +249,10 @@ def _grid(
         top = SLIDE_TOP_MARGIN
     # A gap in fractions of the figure grows with it: in a tall figure (a phone's column of panels) it is capped. A
     # slide's short rows keep the capped gap (its labels are drawn larger: explorer.present.SLIDE_FONT_SCALE)
-    plot_px = height - top - MARGINS["b"]
-    gap_y = (ROW_GAP_MOST + own_title) / plot_px
-    if not text.one_line:
+    if text.one_line:
+        gap_y = _slide_gap(height, text.share_x)
+    else:
+        gap_y = (ROW_GAP_MOST + own_title) / (height - top - MARGINS["b"])
         gap_y = min(ROW_GAP_SHARED / nrows + ROW_GAP_EACH + own_title / height, gap_y)
     slots = place(cells, even_columns(ncols, COLUMN_GAP), even_rows(nrows, gap_y))
     layout: dict = {"height": height, "margin": {"t": top, **MARGINS}}
@@ -248,6 +261,27 @@ def _grid(
     subplots = [_heatmap(panel, slot, ncols, text) for panel, slot in zip(panels, slots, strict=True)]
     font = PANEL_TITLE_FONT if ncols <= 3 else PANEL_TITLE_FONT_NARROW
     return grid_figure(slots, subplots, layout=layout, title_font=font)
+
+
+def _slide_gap(height: int, share_x: bool) -> float:
+    """The gap between a slide's rows, a share of its plot's height: the next row's panel titles, and unless the
+    panels share their x axis, the tick labels and x titles of the row above."""
+    gap = SLIDE_ROW_GAP_SHARED if share_x else ROW_GAP_MOST + X_TITLE_ROOM
+    return gap / (height - SLIDE_TOP_MARGIN - MARGINS["b"])
+
+
+def slide_columns(n_panels: int, ncols: int, *, height: int, rows: list, share_x: bool) -> int:
+    """Panels a row on a slide `height` px tall: ncols, or all of them in one row where rows of ncols would leave a
+    panel's rows (labelled `rows`) shorter than a name's box at the slide's tick size, when each row is named. Sizes
+    as explorer.present.for_projector draws them: fonts times SLIDE_FONT_SCALE, margins grown with them."""
+    nrows = math.ceil(n_panels / ncols)
+    if nrows == 1 or not _every_name(rows):
+        return ncols
+    names = len(rows)
+    plot_px = height - SLIDE_TOP_MARGIN * SLIDE_FONT_SCALE - MARGINS["b"] * (1 + SLIDE_FONT_SCALE) / 2
+    row_px = plot_px * (1 - _slide_gap(height, share_x) * (nrows - 1)) / nrows
+    name_px = max(TICK_FONT * SLIDE_FONT_SCALE, MIN_TEXT_PX) * NAME_BOX
+    return ncols if row_px / names >= name_px else n_panels
 
 
 def _height(nrows: int, row_height: int, text: GridText) -> int:
@@ -272,7 +306,9 @@ def _heatmap(panel: Panel, slot: Slot, ncols: int, text: GridText) -> Subplot:
         # shrink instead of running into each other
         trace["texttemplate"] = "%{z:.2f}"
     x_axis, y_axis = _x_axis(slot, ncols, text), _y_axis(slot, text)
-    x_axis |= _position_ticks(panel.x, every_few=ncols >= 3)
+    on_a_slide = text.one_line or text.slide_row
+    named = on_a_slide and _every_name(panel.x)
+    x_axis |= _end_positions(panel.x) if named else _position_ticks(panel.x, every_few=ncols >= 3)
     y_axis |= _position_ticks(panel.y, every_few=False) or _every_name(panel.y)
     if text.one_line:
         title = panel.title.replace("<br>", " ")
@@ -310,6 +346,14 @@ def _position_ticks(labels: list, *, every_few: bool) -> dict:
         return {}
     every = math.ceil(len(labels) / NARROW_X_TICKS) if every_few else 1
     return {"dtick": (labels[1] - labels[0] if len(labels) > 1 else 1) * every}
+
+
+def _end_positions(labels: list) -> dict:
+    """A slide's x ticks of token names at the axis's two ends, by position ("0 cats" -> "0"): Plotly turned the
+    names on their side under the lowest row, which took ~45 px from a 768-px slide's rows, and a row of eight panels
+    (~60 px each) drew every other name; the first panel's rows name the tokens."""
+    ends = [labels[0], labels[-1]]
+    return {"tickmode": "array", "tickvals": ends, "ticktext": [str(end).split(" ", 1)[0] for end in ends]}
 
 
 def _every_name(labels: list) -> dict:

@@ -115,10 +115,11 @@ CATEGORIES = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).f
         .map(a => {
             const [low, high] = [Math.min(...a.range), Math.max(...a.range)];
             const categories = (a._categories || []).filter((c, i) => i >= low && i <= high).map(String);
-            const drawn = Array.from(plot.querySelectorAll(`g.${a._id}tick > text`))
-                .filter(e => (e.textContent || '').trim() && e.getBoundingClientRect().width > 0)
-                .map(e => e.textContent.trim());
-            return {chart: index, axis: a._id, categories, drawn};
+            const ticks = Array.from(plot.querySelectorAll(`g.${a._id}tick > text`))
+                .filter(e => (e.textContent || '').trim() && e.getBoundingClientRect().width > 0);
+            const drawn = ticks.map(e => e.textContent.trim());
+            const boxes = ticks.map(e => e.getBoundingClientRect()).map(r => [r.left, r.top, r.right, r.bottom]);
+            return {chart: index, axis: a._id, categories, drawn, boxes};
         });
 })"""
 
@@ -162,6 +163,14 @@ def category_problems(axes: list[dict]) -> list[str]:
     keys where a few are named) read as a number line with some of them drawn."""
     problems = []
     for axis in axes:
+        # names drawn into each other (issue #47: a 1024x680 slide's ~12 px heatmap rows under 14 px token names)
+        named = list(zip(axis["drawn"], axis["boxes"], strict=True))
+        problems += [
+            f"chart {axis['chart']}: its {axis['axis']} axis draws {first!r} over {second!r}"
+            for i, (first, box) in enumerate(named)
+            for second, other in named[i + 1 :]
+            if overlap(box, other)
+        ]
         if len(axis["categories"]) > MOST_NAMED:
             continue  # a long axis (60 keys of a compressed cache) is named every few, by Plotly's choice
         if len(axis["drawn"]) < len(axis["categories"]):
