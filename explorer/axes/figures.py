@@ -272,6 +272,12 @@ def _last_parts(data: list[dict]) -> list[dict]:
     return list(last.values())
 
 
+def _names_on_their_side(layout: dict) -> dict:
+    """The grid's phone layout: the five column names have ~45 px each there and ran into each other ("字节" over
+    "四者相乘"), so they are turned on their side, in a top margin that holds them."""
+    return narrow(layout | {"xaxis": layout["xaxis"] | {"tickangle": -90}, "margin": layout["margin"] | {"t": 130}})
+
+
 def axes_figure(
     cuts: list[AxisCuts], tokens: int, measure: str = "held", *, of: int | None = None
 ) -> tuple[dict, list[dict]]:
@@ -322,12 +328,7 @@ def axes_figure(
             "margin": {"t": 90, "b": 20, "l": 150, "r": 20},
         },
     }
-    # On a phone the five column names have ~45 px each and ran into each other ("字节" over "四者相乘"): turned on
-    # their side there, in a top margin that holds them
-    layout = figure["layout"]
-    figure["narrow"] = narrow(
-        layout | {"xaxis": layout["xaxis"] | {"tickangle": -90}, "margin": layout["margin"] | {"t": 130}}
-    )
+    figure["narrow"] = _names_on_their_side(figure["layout"])
     csv = [
         {"model": cut.name, "tokens": tokens, "measure": measure, "cache_kinds": " ".join(cut.cache_kinds)}
         | {f"{column}_cut": getattr(cut, column) for column in columns}
