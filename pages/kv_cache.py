@@ -124,7 +124,7 @@ def play() -> None:
     if st.session_state.get(step_key, steps) >= steps:
         st.session_state[step_key] = 0  # from the start again
     st.session_state[PLAYING] = True
-    st.session_state[PLAYED_AT] = time.monotonic()
+    st.session_state[PLAYED_AT] = None  # the click's own run shows the start step; the ticks count from there
 
 
 def pause() -> None:
@@ -150,7 +150,12 @@ def step_section() -> None:
 def advance_play() -> None:
     """While playing, one step on per tick; at the last step, stop, and let the whole page drop the timer."""
     step_key = link.STEP.key
-    if st.session_state.get(PLAYING) and time.monotonic() - st.session_state.get(PLAYED_AT, 0) >= 0.8 * PLAY_SECONDS:
+    if not st.session_state.get(PLAYING):
+        return
+    if st.session_state.get(PLAYED_AT) is None:  # a slow server's click run must not skip the start step
+        st.session_state[PLAYED_AT] = time.monotonic()
+        return
+    if time.monotonic() - st.session_state[PLAYED_AT] >= 0.8 * PLAY_SECONDS:
         st.session_state[PLAYED_AT] = time.monotonic()
         st.session_state[step_key] = min(st.session_state.get(step_key, 0) + 1, steps)
         if st.session_state[step_key] >= steps:

@@ -280,6 +280,27 @@ def test_play_moves_the_step_slider_the_log_the_table_and_the_chart_together():
     assert at.button(key="kv_play").label.startswith("▶"), "Play stops at the last step"
 
 
+def test_play_shows_the_start_step_first_on_a_slow_server(monkeypatch):
+    """At load ~18 the click's own run took longer than a tick and Play began at step 1: the start step was never
+    shown. The page is made slow here (0.7 s between the click's callback and the step's section, more than the
+    0.64 s a tick waits); the click's run must still show step 0, and the next tick step 1."""
+    from explorer.kv_cache import link as kv_link
+
+    options = kv_link.group_options
+
+    def slow(*args, **kwargs):
+        time.sleep(0.7)  # stands for a loaded server's run, not a wait
+        return options(*args, **kwargs)
+
+    at = open_page(Settings(variants=("gqa",)).to_link() | {"kv_prompt": "3", "kv_steps": "4", "kv_step": "4"})
+    monkeypatch.setattr(kv_link, "group_options", slow)
+    at.button(key="kv_play").click().run()
+    no_exception(at, nor_error=True)
+    assert set(step_shown(at).values()) == {0}
+    at.run()
+    assert set(step_shown(at).values()) == {1}
+
+
 def test_whole_model_chart_at_default_settings_shows_the_variants_apart():
     """#14 item 13: one sequence against an 80 GiB budget lay flat at zero, every variant on top of the others. On the
     log byte axis each line at the full context sits clearly apart (a visible share of the plot's height) from every
