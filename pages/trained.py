@@ -245,6 +245,15 @@ else:
         )
     )
 show_verbatim(now.text)
+if step == generated and not trace.ended:  # a class asks why the answer stops mid-sentence
+    st.caption(
+        _(
+            "The answer is cut here, after {n} tokens: the most this page lets the model write. It had not finished.",
+            n=generated,
+        )
+    )
+elif step == generated:
+    st.caption(_("The model ended its answer here: its next token was its end-of-text token."))
 show_chart(
     trained_figures.cache_growth_figure(trace, step),
     name="trained-cache-growth",

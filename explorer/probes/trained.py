@@ -123,6 +123,7 @@ class WritingTrace:
     n_heads: int  # query heads per layer
     n_kv_heads: int  # KV heads per layer, as trained
     per_token_bytes: dict[str, int]  # the whole model's cache per token: "gqa" (as trained), "mha", "mqa"
+    ended: bool  # the model wrote its end token; else the answer was cut at max_new_tokens (or the context's end)
 
 
 def writing_trace(lm: PretrainedLM, messages: list[dict[str, str]], max_new_tokens: int) -> WritingTrace:
@@ -157,6 +158,7 @@ def writing_trace(lm: PretrainedLM, messages: list[dict[str, str]], max_new_toke
         n_heads=cfg.n_heads,
         n_kv_heads=cfg.n_kv_heads,
         per_token_bytes=per_token,
+        ended=bool(tokens) and tokens[-1] == lm.tokenizer.spec.eos_id,
     )
 
 

@@ -108,13 +108,19 @@ def test_writing_cache_bytes_equal_the_formula_at_every_step(lm):
     assert any("they agree ✓" in m.value for m in at.markdown)
 
 
+def how_it_ended(lm, ids: list[int]) -> str:
+    """The caption under a whole answer, from the model's own tokens: whether its last one is the end token."""
+    if ids[-1] == lm.tokenizer.spec.eos_id:
+        return "The model ended its answer here"
+    assert len(ids) == link.MAX_NEW_TOKENS
+    return f"The answer is cut here, after {link.MAX_NEW_TOKENS} tokens"
+
+
 def test_writing_is_the_models_greedy_answer(lm):
     at = open_page("trained")
-    expected = lm.decode(
-        lm.generate(lm.chat_ids([{"role": "user", "content": link.DEFAULT_PROMPT}]), link.MAX_NEW_TOKENS),
-        skip_special=True,
-    )
-    assert verbatim(at.main)[0] == expected
+    ids = lm.generate(lm.chat_ids([{"role": "user", "content": link.DEFAULT_PROMPT}]), link.MAX_NEW_TOKENS)
+    assert verbatim(at.main)[0] == lm.decode(ids, skip_special=True)
+    assert sum(how_it_ended(lm, ids) in c.value for c in at.caption) == 1
 
 
 @pytest.mark.parametrize(
@@ -145,13 +151,17 @@ def step_slider(at):
 def test_a_new_prompt_opens_its_answer_at_the_last_step(lm):
     at = open_page("trained", {"tm_prompt": "Hi", "tm_step": "3"})
     assert step_slider(at).value == 3  # the link's step stands on the run that opens it
+    assert not [c for c in at.caption if "answer here" in c.value or "answer is cut" in c.value]  # not the end yet
     box = next(t for t in at.text_input if t.key == link.PROMPT.key)
     box.input("Explain why the sky is blue in two sentences.").run()
     no_exception(at)
     slider = step_slider(at)
     assert slider.value == slider.max > 3
-    ids = lm.chat_ids([{"role": "user", "content": "Explain why the sky is blue in two sentences."}])
-    assert verbatim(at.main)[0] == lm.decode(lm.generate(ids, link.MAX_NEW_TOKENS), skip_special=True)
+    ids = lm.generate(
+        lm.chat_ids([{"role": "user", "content": "Explain why the sky is blue in two sentences."}]), link.MAX_NEW_TOKENS
+    )
+    assert verbatim(at.main)[0] == lm.decode(ids, skip_special=True)
+    assert sum(how_it_ended(lm, ids) in c.value for c in at.caption) == 1  # cut at the page's most, unlike the default
 
 
 def test_a_paste_longer_than_the_box_takes_is_cut_with_a_note_saying_where(lm):
