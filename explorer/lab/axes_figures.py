@@ -34,6 +34,9 @@ NAMES_FIT_PX = 640  # narrower than this the chart takes its narrow layout, its 
 # NAMES_FIT_PX (1024 px with the sidebar open): the numbers are placed apart for them alone, as the lab's own chart's
 # names are (explorer.lab.figures.PHONE_PLOT), so the caption's "numbered as on the chart" holds at every width
 NARROW_AT = ((280, 265, 12), (500, 330, 12))
+# decades more of cache left of the smallest design in the narrow layout: a number left of it then lies inside the
+# plot (at 280 px its number ran against the y axis's tick labels: "1.5" and "2" read "1.52")
+NARROW_LEFT_ROOM = 0.25
 
 
 def _y(point: AxisPoint) -> float:
@@ -174,24 +177,10 @@ def axes_figure(
     x_range = (math.log10(min(x_values)) - 0.1, math.log10(max(x_values)) + 0.25)
     others = [p for p in points if p not in line]
     labels, positions = frontier_labels(line, others, context, numbers, x_range, (*DRAWN_AT, AT_1400_PX))
-    _labels, narrow_positions = frontier_labels(line, others, context, numbers, x_range, NARROW_AT)
+    narrow_range = (x_range[0] - NARROW_LEFT_ROOM, x_range[1])
+    _labels, narrow_positions = frontier_labels(line, others, context, numbers, narrow_range, NARROW_AT)
     fig = go.Figure()
-    fig.add_trace(
-        go.Scatter(
-            x=[p.bytes_per_token(context) / 1024 for p in line],
-            y=[_y(p) for p in line],
-            mode="lines+markers+text",  # unseen markers: Plotly sets a name off its point by the marker's size
-            # clear, not opacity 0: the legend draws a marker at least 0.2 opaque (a faint circle), a clear one not
-            marker={"size": MARKER_PX, "color": "rgba(0, 0, 0, 0)"},
-            line={"dash": "dot", "color": "#888"},
-            text=labels,
-            textposition=positions,
-            textfont={"size": 13, "color": "#333"},
-            name=_("frontier"),
-            hoverinfo="skip",
-            cliponaxis=False,
-        )
-    )
+    fig.add_trace(_frontier_trace(line, context, labels, positions))
     original = [p for p in points if p.key == "original"]
     groups = [(_("original"), ORIGINAL_COLOR, original)] + [
         (axis_name(axis), AXIS_COLORS[axis], [p for p in points if p.axis == axis and p.key != "original"])
@@ -220,12 +209,35 @@ def axes_figure(
         line_trace, shade = _budget_marks(limit / 1024, share, x_range)
         fig.add_trace(go.Scatter(line_trace))
         fig.update_layout(shapes=[shade])
-    figure = fig.to_dict()
+    return _with_narrow(fig.to_dict(), narrow_range, narrow_positions)
+
+
+def _frontier_trace(line: list[AxisPoint], context: int, labels: list[str], positions: list[str]) -> go.Scatter:
+    """The frontier as a dotted line through its designs, their numbers beside them (`labels` at `positions`)."""
+    return go.Scatter(
+        x=[p.bytes_per_token(context) / 1024 for p in line],
+        y=[_y(p) for p in line],
+        mode="lines+markers+text",  # unseen markers: Plotly sets a name off its point by the marker's size
+        # clear, not opacity 0: the legend draws a marker at least 0.2 opaque (a faint circle), a clear one not
+        marker={"size": MARKER_PX, "color": "rgba(0, 0, 0, 0)"},
+        line={"dash": "dot", "color": "#888"},
+        text=labels,
+        textposition=positions,
+        textfont={"size": 13, "color": "#333"},
+        name=_("frontier"),
+        hoverinfo="skip",
+        cliponaxis=False,
+    )
+
+
+def _with_narrow(figure: dict, x_range: tuple[float, float], positions: list[str]) -> dict:
+    """The figure with its narrow layout (below NAMES_FIT_PX): shorter axis titles, the cache axis over `x_range`,
+    the frontier's numbers at `positions` (placed for NARROW_AT); the other traces keep theirs (they have no text)."""
     phone = copy.deepcopy(figure["layout"])
     phone["xaxis"]["title"]["text"] = _("KV cache per token (KiB, log)")
     phone["yaxis"]["title"]["text"] = _("× the original (log)")
-    # the frontier's numbers placed for the narrow plots; the other traces keep theirs (they have no text)
-    places = [narrow_positions] + [None] * (len(figure["data"]) - 1)
+    phone["xaxis"]["range"] = list(x_range)
+    places = [positions] + [None] * (len(figure["data"]) - 1)
     return {**figure, "narrow": {"below": NAMES_FIT_PX, "layout": phone, "textposition": places}}
 
 

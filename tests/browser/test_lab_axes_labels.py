@@ -11,6 +11,7 @@ import pytest
 
 from explorer.lab import link
 from explorer.lab.axes_points import frontier, load_points
+from explorer.labels import PAD_PX
 
 # The chart whose first trace is the frontier: its names' boxes, every point's box, and the line's vertices in px
 GEOMETRY = """() => {
@@ -27,7 +28,7 @@ GEOMETRY = """() => {
     const origin = plot.querySelector('.draglayer .xy .nsewdrag').getBoundingClientRect();
     const xa = plot._fullLayout.xaxis, ya = plot._fullLayout.yaxis, line = plot._fullData[0];
     const vertices = line.x.map((x, i) => [origin.left + xa.l2p(Math.log10(x)), origin.top + ya.l2p(Math.log10(line.y[i]))]);
-    return {names, points, vertices, budget: plot._fullLayout.shapes.length};
+    return {names, points, vertices, left: origin.left, budget: plot._fullLayout.shapes.length};
 }"""
 
 
@@ -59,6 +60,8 @@ def test_every_frontier_design_is_named_clear_of_names_points_and_the_line(views
     for i, name in enumerate(names):
         problems += [f"{name['text']!r} covers {o['text']!r}" for o in names[i + 1 :] if overlap(name["box"], o["box"])]
         problems += [f"{name['text']!r} lies on a point" for p in points if overlap(name["box"], p)]
+        # left of the plot it runs into the y axis's tick labels ("1.5" and "2" read "1.52")
+        problems += [f"{name['text']!r} is left of the plot"] if name["box"][0] < found["left"] - PAD_PX else []
         problems += [
             f"{name['text']!r} is crossed by the frontier"
             for a, b in itertools.pairwise(vertices)
