@@ -78,7 +78,7 @@ class StepClock:
     def __init__(self) -> None:
         self.stamps: list[float] = []
 
-    def __call__(self, _step: int, _losses: list[float]) -> None:
+    def __call__(self, _step: int, _losses: list[float], _seconds: float) -> None:
         self.stamps.append(time.process_time())
 
     def per_step(self) -> float:

@@ -86,7 +86,7 @@ def main() -> None:
         print(f"  in pieces of {lab.WINDOW}: {short['before'] / short['original']:.3f}x", flush=True)
 
     def progress(stage: str) -> Any:
-        def report(step: int, losses: list[float]) -> None:
+        def report(step: int, losses: list[float], _seconds: float) -> None:
             if step % 10 == 0 or step == 1:
                 print(f"{stage} step {step}: mean loss {sum(losses) / len(losses):.4f}", flush=True)
 

@@ -4,7 +4,7 @@ was converted from, layer by layer, on the teacher's own activations.
     from attn_core.pretrained import convert_attention, heal, load_pretrained
     lm = load_pretrained()
     mla = convert_attention(lm, "mla", kv_lora_rank=128, qk_rope_head_dim=32, calibration=cal).model
-    report = heal(mla, lm, train_text, seconds=120, seed=0)      # or steps=N; on_step=callback(step, losses)
+    report = heal(mla, lm, train_text, seconds=120, seed=0)  # or steps=N; on_step=callback(step, losses, seconds)
     report.steps, report.tokens, report.seconds, report.losses   # losses: per step, one per layer
 
 Each converted attention layer learns, independently of the others, to give the teacher layer's attention output on the
@@ -84,7 +84,7 @@ def heal(
     window: int = 512,
     max_tokens: int | None = None,
     seed: int = 0,
-    on_step: Callable[[int, list[float]], None] | None = None,
+    on_step: Callable[[int, list[float], float], None] | None = None,
 ) -> HealReport:
     """Train student's converted attention layers on text, in place, to reproduce teacher's attention layer by layer.
 
@@ -92,7 +92,8 @@ def heal(
     and steps give the same weights. seconds: a time budget for training (the teacher's recording pass not counted),
     stopping after the step that reaches it; with both, whichever comes first. schedule "cosine" decays lr to 0
     over the steps asked for (or over the seconds, when only they are given); "constant" keeps it.
-    on_step(step, losses) is called after every step with that step's per-layer losses (step counts from 1)."""
+    on_step(step, losses, seconds) is called after every step with that step's per-layer losses (step counts from 1)
+    and the seconds of training so far, on the budget's clock (the report's seconds at the end)."""
     _check(student, teacher, steps, seconds, lr, schedule, window)
     ids = _training_ids(teacher, text, max_tokens)
     windows = _windows(ids, window)
@@ -137,7 +138,7 @@ def heal_end_to_end(
     window: int = 512,
     max_tokens: int | None = None,
     seed: int = 0,
-    on_step: Callable[[int, list[float]], None] | None = None,
+    on_step: Callable[[int, list[float], float], None] | None = None,
 ) -> HealReport:
     """Healing's second stage: train student's attention projections, through the whole model, so that its
     next-token distribution matches teacher's (KL(teacher || student) averaged over the window's positions).
@@ -271,7 +272,7 @@ def _train(
     lr: float,
     schedule: str,
     seed: int,
-    on_step: Callable[[int, list[float]], None] | None,
+    on_step: Callable[[int, list[float], float], None] | None,
     frozen_losses: list[float] | None = None,
     prepare: Callable[[int], object] | None = None,
 ) -> None:
@@ -304,7 +305,7 @@ def _train(
             report.tokens += window_tokens[chunk]
             report.losses.append(losses)
             if on_step is not None:
-                on_step(report.steps, losses)
+                on_step(report.steps, losses, time.perf_counter() - started - paused)
     finally:
         for parameter in parameters:
             parameter.requires_grad_(False)

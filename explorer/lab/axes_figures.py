@@ -29,7 +29,14 @@ AT_1400_PX = (876, 368, 12)  # this chart's plot at 1400 px: taller than DRAWN_A
 TOP = 8.0  # x the original's perplexity: the chart's top; a design above it is drawn at the edge as a triangle
 BOTTOM = 0.85  # x the original's perplexity at the chart's foot: room below the designs near 1 for their names
 NEAR_DECADES = (0.08, 0.03)  # cache, x the original: points this close are one spot on the chart at any width
-NAMES_FIT_PX = 640  # narrower than this the frontier is left unnumbered: the caption and the CSV name its designs
+NAMES_FIT_PX = 640  # narrower than this the chart takes its narrow layout, its numbers placed for NARROW_AT
+# The plots (px, font px) the narrow layout is drawn in: a phone's (400 px: ~280 x 265) and a laptop column's under
+# NAMES_FIT_PX (1024 px with the sidebar open): the numbers are placed apart for them alone, as the lab's own chart's
+# names are (explorer.lab.figures.PHONE_PLOT), so the caption's "numbered as on the chart" holds at every width
+NARROW_AT = ((280, 265, 12), (500, 330, 12))
+# decades more of cache left of the smallest design in the narrow layout: a number left of it then lies inside the
+# plot (at 280 px its number ran against the y axis's tick labels: "1.5" and "2" read "1.52")
+NARROW_LEFT_ROOM = 0.25
 
 
 def _y(point: AxisPoint) -> float:
@@ -72,16 +79,16 @@ def frontier_labels(
     line: list[AxisPoint],
     others: list[AxisPoint],
     context: int,
+    numbers: list[int],
     x_range: tuple[float, float],
     sizes: tuple[tuple[int, int, int], ...] = DRAWN_AT,
 ) -> tuple[list[str], list[str]]:
-    """Each frontier design's number and where it goes (explorer.labels.apart: clear of the other numbers, of every
-    point drawn, `others` too, and of the frontier's line, at each of `sizes`); a design sharing its spot's number
-    is left unlabelled. Numbers, not names: in the crowded corner near ×1 no name of 20-odd letters has a clear
+    """Each frontier design's number (`numbers`: frontier_numbers) and where it goes (explorer.labels.apart: clear
+    of the other numbers, of every point drawn, `others` too, and of the frontier's line, at each of `sizes`); a
+    design sharing its spot's number is left unlabelled. Numbers, not names: in the crowded corner near ×1 no name of 20-odd letters has a clear
     place beside its point, a number always has; the caption lists the names by number."""
     y_range = (math.log10(BOTTOM), math.log10(TOP * 1.1))
     spots = [(math.log10(p.bytes_per_token(context) / 1024), math.log10(_y(p))) for p in line]
-    numbers = frontier_numbers(line, context)
     first = [numbers.index(n) == i for i, n in enumerate(numbers)]
     named = [(x, y, str(n)) for (x, y), n, lead in zip(spots, numbers, first, strict=True) if lead]
     obstacles = [(x, y, "") for (x, y), lead in zip(spots, first, strict=True) if not lead]
@@ -154,32 +161,26 @@ def _budget_marks(limit_kib: float, share: float, x_range: tuple[float, float]) 
     return line, shade
 
 
-def axes_figure(points: list[AxisPoint], context: int, limit: float | None = None, share: float | None = None) -> dict:
-    """Every design at `context` tokens; the frontier as a line through its designs, each numbered beside its point;
-    the budget (`limit` bytes per token, `share` of the original's) as a line, what it excludes shaded."""
+def axes_figure(
+    points: list[AxisPoint],
+    context: int,
+    numbers: list[int],
+    limit: float | None = None,
+    share: float | None = None,
+) -> dict:
+    """Every design at `context` tokens; the frontier as a line through its designs, each numbered beside its point
+    (`numbers`: frontier_numbers, which the caption names them by) at every width; the budget (`limit` bytes per
+    token, `share` of the original's) as a line, what it excludes shaded."""
     line = frontier(points, context)
     x_values = [p.bytes_per_token(context) / 1024 for p in points]
     # room right of the original for its name
     x_range = (math.log10(min(x_values)) - 0.1, math.log10(max(x_values)) + 0.25)
     others = [p for p in points if p not in line]
-    labels, positions = frontier_labels(line, others, context, x_range, (*DRAWN_AT, AT_1400_PX))
+    labels, positions = frontier_labels(line, others, context, numbers, x_range, (*DRAWN_AT, AT_1400_PX))
+    narrow_range = (x_range[0] - NARROW_LEFT_ROOM, x_range[1])
+    _labels, narrow_positions = frontier_labels(line, others, context, numbers, narrow_range, NARROW_AT)
     fig = go.Figure()
-    fig.add_trace(
-        go.Scatter(
-            x=[p.bytes_per_token(context) / 1024 for p in line],
-            y=[_y(p) for p in line],
-            mode="lines+markers+text",  # unseen markers: Plotly sets a name off its point by the marker's size
-            # clear, not opacity 0: the legend draws a marker at least 0.2 opaque (a faint circle), a clear one not
-            marker={"size": MARKER_PX, "color": "rgba(0, 0, 0, 0)"},
-            line={"dash": "dot", "color": "#888"},
-            text=labels,
-            textposition=positions,
-            textfont={"size": 13, "color": "#333"},
-            name=_("frontier"),
-            hoverinfo="skip",
-            cliponaxis=False,
-        )
-    )
+    fig.add_trace(_frontier_trace(line, context, labels, positions))
     original = [p for p in points if p.key == "original"]
     groups = [(_("original"), ORIGINAL_COLOR, original)] + [
         (axis_name(axis), AXIS_COLORS[axis], [p for p in points if p.axis == axis and p.key != "original"])
@@ -208,12 +209,36 @@ def axes_figure(points: list[AxisPoint], context: int, limit: float | None = Non
         line_trace, shade = _budget_marks(limit / 1024, share, x_range)
         fig.add_trace(go.Scatter(line_trace))
         fig.update_layout(shapes=[shade])
-    figure = fig.to_dict()
+    return _with_narrow(fig.to_dict(), narrow_range, narrow_positions)
+
+
+def _frontier_trace(line: list[AxisPoint], context: int, labels: list[str], positions: list[str]) -> go.Scatter:
+    """The frontier as a dotted line through its designs, their numbers beside them (`labels` at `positions`)."""
+    return go.Scatter(
+        x=[p.bytes_per_token(context) / 1024 for p in line],
+        y=[_y(p) for p in line],
+        mode="lines+markers+text",  # unseen markers: Plotly sets a name off its point by the marker's size
+        # clear, not opacity 0: the legend draws a marker at least 0.2 opaque (a faint circle), a clear one not
+        marker={"size": MARKER_PX, "color": "rgba(0, 0, 0, 0)"},
+        line={"dash": "dot", "color": "#888"},
+        text=labels,
+        textposition=positions,
+        textfont={"size": 13, "color": "#333"},
+        name=_("frontier"),
+        hoverinfo="skip",
+        cliponaxis=False,
+    )
+
+
+def _with_narrow(figure: dict, x_range: tuple[float, float], positions: list[str]) -> dict:
+    """The figure with its narrow layout (below NAMES_FIT_PX): shorter axis titles, the cache axis over `x_range`,
+    the frontier's numbers at `positions` (placed for NARROW_AT); the other traces keep theirs (they have no text)."""
     phone = copy.deepcopy(figure["layout"])
     phone["xaxis"]["title"]["text"] = _("KV cache per token (KiB, log)")
     phone["yaxis"]["title"]["text"] = _("× the original (log)")
-    # on a phone the points crowd too close for numbers beside them (a 290 px plot): the caption and the CSV name them
-    return {**figure, "narrow": {"below": NAMES_FIT_PX, "unlabelled": True, "layout": phone}}
+    phone["xaxis"]["range"] = list(x_range)
+    places = [positions] + [None] * (len(figure["data"]) - 1)
+    return {**figure, "narrow": {"below": NAMES_FIT_PX, "layout": phone, "textposition": places}}
 
 
 def axes_csv_rows(points: list[AxisPoint], context: int) -> list[dict]:

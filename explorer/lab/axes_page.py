@@ -57,7 +57,7 @@ def show_tradeoff() -> None:
     budget = axes_points.within_budget(points, context, share / 100)
     numbers = axes_figures.frontier_numbers(axes_points.frontier(points, context), context)
     show_chart(
-        axes_figures.axes_figure(points, context, budget.bytes_per_token, budget.share),
+        axes_figures.axes_figure(points, context, numbers, budget.bytes_per_token, budget.share),
         name="lab-axes",
         rows=axes_figures.axes_csv_rows(points, context),
         # the chart's numbered frontier named in a paragraph of its own, right under it

@@ -294,6 +294,33 @@ def _sliding_said(reads: DecodeReads) -> str:
             held=int(held[last]),
             bytes=format_bytes(reads.held_bytes[last]),
         ),
+        _window_less_one(reads, kept),
+    )
+
+
+def _window_less_one(reads: DecodeReads, kept: int) -> str:
+    """Why a slid window holds W − 1 entries and a step reads W (the overview's table says it in bytes): the step's
+    own token is computed by that step, not held by the cache before it. Empty while the window has not slid."""
+    last = reads.steps - 1
+    held, read = int(reads.held[last].sum()), int(reads.read[last].sum())
+    if last < 1 or held != int(reads.held[last - 1].sum()) or read != held + 1:
+        return ""
+    shown = dict(
+        latest=held - kept,
+        kept=kept,
+        read=read,
+        bytes=format_bytes(reads.read_bytes[last]),
+    )
+    if kept:
+        return _(
+            "That is the {kept} kept first tokens and the last W − 1 = {latest}; each step reads {read} ({bytes}): "
+            "those and its own token's key and value, which the step computes itself (no cache held them before it).",
+            **shown,
+        )
+    return _(
+        "That is the last W − 1 = {latest} tokens; each step reads {read} ({bytes}): those and its own token's key "
+        "and value, which the step computes itself (no cache held them before it).",
+        **shown,
     )
 
 

@@ -137,15 +137,16 @@ def heal_live(
     check()
     progress.phase = "recording"
 
-    def record(step: int, losses: list[float]) -> None:
+    def record(step: int, losses: list[float], trained: float) -> None:
         if progress.phase != "training":
             progress.phase = "training"
             progress.ends_at = _ends_at_first_step(progress, seconds)
         progress.step_losses.append(sum(losses) / len(losses))
-        progress.seconds = time.perf_counter() - started
+        # heal's own training clock, as its report's (the teacher's recording is off it): the progress line and the
+        # final line count the same seconds
+        progress.seconds = trained
         check()  # raised through heal(), which stops the weights learning as it leaves
 
-    started = time.perf_counter()
     report = heal(student, lm, lm.decode(train_ids), seconds=seconds, lr=LIVE_LR, seed=LIVE_SEED, on_step=record)
     progress.first_loss = sum(report.initial_losses) / len(report.initial_losses)
     progress.seconds, progress.tokens = report.seconds, report.tokens

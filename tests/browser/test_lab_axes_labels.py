@@ -1,7 +1,7 @@
-"""The lab's every-axis chart numbers every frontier design in the real browser at a laptop's 1400 px, in English and
-Chinese (the caption names them by number): each number drawn clear of the other numbers, of every point, and of the
-frontier's line (issue 47: names struck through by the line or lying on points); the budget is drawn as a line. (On a
-phone the numbers are left out: the caption and the CSV name the designs.)"""
+"""The lab's every-axis chart numbers every frontier design in the real browser at a laptop's 1400 px and on a
+phone's 400 px (its narrow layout), in English and Chinese (the caption names them by number, "as on the chart"):
+each number drawn clear of the other numbers, of every point, and of the frontier's line (issue 47: names struck
+through by the line or lying on points; no numbers on a phone); the budget is drawn as a line."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pytest
 
 from explorer.lab import link
 from explorer.lab.axes_points import frontier, load_points
+from explorer.labels import PAD_PX
 
 # The chart whose first trace is the frontier: its names' boxes, every point's box, and the line's vertices in px
 GEOMETRY = """() => {
@@ -27,7 +28,7 @@ GEOMETRY = """() => {
     const origin = plot.querySelector('.draglayer .xy .nsewdrag').getBoundingClientRect();
     const xa = plot._fullLayout.xaxis, ya = plot._fullLayout.yaxis, line = plot._fullData[0];
     const vertices = line.x.map((x, i) => [origin.left + xa.l2p(Math.log10(x)), origin.top + ya.l2p(Math.log10(line.y[i]))]);
-    return {names, points, vertices, budget: plot._fullLayout.shapes.length};
+    return {names, points, vertices, left: origin.left, budget: plot._fullLayout.shapes.length};
 }"""
 
 
@@ -46,7 +47,7 @@ def overlap(a, b, slack: float = 1.0) -> bool:
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
-@pytest.mark.parametrize("width", [1400])  # at 1024 px the plot is under NAMES_FIT_PX: names left out
+@pytest.mark.parametrize("width", [1400, 400])  # 400: the narrow layout, its numbers placed for it
 def test_every_frontier_design_is_named_clear_of_names_points_and_the_line(views, width, lang):
     found = views.read(f"lab?lang={lang}", (width, 900)).evaluate(GEOMETRY)
     assert found is not None, "the lab draws its every-axis chart with its budget line"
@@ -59,6 +60,8 @@ def test_every_frontier_design_is_named_clear_of_names_points_and_the_line(views
     for i, name in enumerate(names):
         problems += [f"{name['text']!r} covers {o['text']!r}" for o in names[i + 1 :] if overlap(name["box"], o["box"])]
         problems += [f"{name['text']!r} lies on a point" for p in points if overlap(name["box"], p)]
+        # left of the plot it runs into the y axis's tick labels ("1.5" and "2" read "1.52")
+        problems += [f"{name['text']!r} is left of the plot"] if name["box"][0] < found["left"] - PAD_PX else []
         problems += [
             f"{name['text']!r} is crossed by the frontier"
             for a, b in itertools.pairwise(vertices)

@@ -10,6 +10,7 @@ import pytest
 
 from explorer.lab import axes_figures, axes_points, axes_text
 from explorer.lab import link as lab_link
+from explorer.labels import TEXT_OFFSETS
 from tests.app.helpers import chart_specs, no_exception, open_page
 
 
@@ -119,9 +120,44 @@ def test_the_chart_draws_every_design_and_names_the_frontier(points):
     assert any(axes_text.budget_findings(points, budget)[0] in c.value for c in at.caption)
 
 
+@pytest.mark.parametrize("context", [512, 8192, 32768])
+def test_the_narrow_layout_numbers_the_frontier_as_the_caption_says(points, context):
+    """Issue 47: the caption says "numbered as on the chart" at every width, and the chart's narrow layout (a phone,
+    a laptop's column under NAMES_FIT_PX) drew no numbers. It keeps them, each placed for the narrow plots."""
+    line = axes_points.frontier(points, context)
+    numbers = axes_figures.frontier_numbers(line, context)
+    spec = axes_figures.axes_figure(points, context, numbers)
+    narrow = spec["narrow"]
+    assert not narrow.get("unlabelled")
+    drawn = [t.removeprefix("<b>").removesuffix("</b>") for t in spec["data"][0]["text"]]
+    assert [t for t in drawn if t] == [str(n) for n in sorted(set(numbers))]
+    (places, *rest) = narrow["textposition"]
+    assert len(places) == len(line)
+    assert all(p in TEXT_OFFSETS for p in places)
+    assert rest == [None] * (len(spec["data"]) - 1)  # the points' traces have no text to place
+    assert "numbered as on the chart" in axes_text.frontier_findings(points, context, numbers)[0]
+
+
+def test_a_rerun_numbers_the_frontier_once_for_the_chart_and_its_caption(monkeypatch):
+    """The chart's numbers and the caption's are one computation, passed to both (it ran once for each)."""
+    calls = []
+    numbered = axes_figures.frontier_numbers
+
+    def counted(*args, **kwargs):
+        calls.append(args)
+        return numbered(*args, **kwargs)
+
+    monkeypatch.setattr(axes_figures, "frontier_numbers", counted)
+    at = open_page("lab", {lab_link.AXES_CONTEXT.name: "8192"})
+    no_exception(at, nor_error=True)
+    assert len(calls) == 1
+
+
 def test_the_budget_slider_grows_to_the_right_and_the_log_axis_shows_major_ticks_only(points):
     assert list(lab_link.AXES_BUDGET.options) == sorted(lab_link.AXES_BUDGET.options)
-    spec = axes_figures.axes_figure(points, 8192)
+    spec = axes_figures.axes_figure(
+        points, 8192, axes_figures.frontier_numbers(axes_points.frontier(points, 8192), 8192)
+    )
     ticks = spec["layout"]["xaxis"]["tickvals"]
     assert all(math.log2(t).is_integer() for t in ticks)  # powers of two of KiB, labelled as numbers
     assert spec["layout"]["xaxis"]["ticktext"] == [f"{t:g}" for t in ticks]

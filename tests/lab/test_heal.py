@@ -5,6 +5,8 @@ small windows of a short training text."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 import torch
 
@@ -39,8 +41,13 @@ def healed(lm, calibration, train_text):
     # The conversion itself shares a tensor with the teacher (o_proj is kept as it is): healing must not write there.
     attention = {p.untyped_storage().data_ptr() for layer in mla.decoder_layers for p in layer.self_attn.parameters()}
     assert attention & teacher_storages(lm)
-    seen = []
-    report = heal(mla, lm, train_text, steps=8, window=WINDOW, on_step=lambda s, losses: seen.append(s))
+    seen = []  # per step: its number, the seconds on_step was given, the seconds since heal() was called
+    begun = time.perf_counter()
+
+    def on_step(step: int, _losses: list[float], seconds: float) -> None:
+        seen.append((step, seconds, time.perf_counter() - begun))
+
+    report = heal(mla, lm, train_text, steps=8, window=WINDOW, on_step=on_step)
     return mla, report, teacher_before, converted, seen
 
 
@@ -59,11 +66,24 @@ def test_the_teacher_is_bit_identical_after_healing(lm, healed):
     assert not any(p.requires_grad for p in mla.parameters())
 
 
+def test_each_step_is_told_the_seconds_of_training_the_report_counts(healed):
+    """on_step gets heal's training clock (the live heal's progress line shows it beside the report's final seconds):
+    rising, never past the report's, the teacher's recording off it."""
+    _mla, report, _before, _converted, seen = healed
+    clock = [seconds for _step, seconds, _wall in seen]
+    assert clock[0] > 0
+    assert clock == sorted(clock)
+    assert clock[-1] <= report.seconds
+    # by the last step every window had been recorded (two epochs over four): that time is on the wall, not the clock
+    assert report.capture_seconds > 0
+    assert seen[-1][2] >= clock[-1] + report.capture_seconds
+
+
 def test_the_report_and_the_loss_falls(lm, healed, train_text):
     _mla, report, _before, _converted, seen = healed
     assert isinstance(report, HealReport)
     assert report.steps == 8
-    assert seen == list(range(1, 9))
+    assert [step for step, _seconds, _wall in seen] == list(range(1, 9))
     assert report.text_tokens == len(lm.encode(train_text))
     assert report.tokens == sum(min(WINDOW, report.text_tokens - start) for start in range(0, 256, WINDOW)) * 2
     assert len(report.losses) == 8

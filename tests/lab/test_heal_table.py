@@ -52,7 +52,7 @@ def test_a_stored_recipe_reproduces_its_first_steps(lm, table):
     expected = row["losses_first_steps"]
     seen: list[list[float]] = []
 
-    def record(step: int, losses: list[float]) -> None:
+    def record(step: int, losses: list[float], _seconds: float) -> None:
         seen.append(losses)
         if step == len(expected):
             raise Stop

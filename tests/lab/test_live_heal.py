@@ -4,8 +4,7 @@ a heal back from disk: tests/lab/test_heal_store.py."""
 
 from __future__ import annotations
 
-import functools
-import time
+import threading
 
 import pytest
 
@@ -25,21 +24,36 @@ STEPS = 2  # enough for a loss to fall, however loaded the machine
 
 @pytest.fixture
 def fresh_heals(monkeypatch, tmp_path):
+    """Heals of STEPS steps, stored under tmp_path; yields the seconds the progress line showed after each step."""
+    shown: list[float] = []
+    heal = healing.heal
+
+    def heal_watched(*args, on_step, **kwargs):
+        def watched(*step):
+            on_step(*step)
+            run = cached.running_heal()
+            assert run is not None
+            shown.append(run.progress.seconds)
+
+        return heal(*args, steps=STEPS, on_step=watched, **kwargs)
+
     monkeypatch.setattr(healing, "LIVE_SECONDS", SECONDS)
-    monkeypatch.setattr(healing, "heal", functools.partial(healing.heal, steps=STEPS))
+    monkeypatch.setattr(healing, "heal", heal_watched)
     monkeypatch.setattr(healing, "cache_root", lambda: tmp_path)
     cached._heals.clear()
     cached._healed.clear()
-    yield tmp_path
+    yield shown
     cached._heals.clear()
     cached._healed.clear()
 
 
 def wait_until_done(key: str, limit: float = 600) -> healing.HealProgress:
-    deadline = time.monotonic() + limit
-    while (progress := cached.heal_progress(key)) is None or progress.running:
-        assert time.monotonic() < deadline, f"the heal of {key} is still {progress and progress.phase}"
-        time.sleep(0.5)
+    """Until the heal's thread (started by the press) has ended."""
+    for thread in [t for t in threading.enumerate() if t.name == f"heal-{key}"]:
+        thread.join(limit)
+        assert not thread.is_alive(), f"the heal of {key} is still running after {limit:.0f} s"
+    progress = cached.heal_progress(key)
+    assert progress is not None
     assert progress.phase == "done", progress.error
     return progress
 
@@ -60,6 +74,11 @@ def test_a_press_heals_the_conversion_live_and_reports_its_own_numbers(lm, fresh
     no_exception(at)
     assert len(progress.step_losses) >= 2
     assert progress.step_losses[-1] < progress.first_loss
+    # the progress line counted the seconds the final line counts, heal's training clock, the teacher's recording
+    # off it (it showed "step 1, 56 of 60 s", then "61 s, 5 steps" at the end)
+    assert len(fresh_heals) == len(progress.step_losses)
+    assert fresh_heals == sorted(fresh_heals)
+    assert fresh_heals[-1] <= progress.seconds
     (curve,) = [s for s in chart_specs(at) if s["layout"].get("title", {}).get("text", "").startswith("Healing")]
     assert curve["data"][0]["y"] == pytest.approx(progress.step_losses)
     successes = " ".join(s.value for s in at.success)

@@ -8,13 +8,15 @@ import io
 from pathlib import Path
 
 import numpy as np
+import pytest
 from PIL import Image, ImageChops
 from streamlit.testing.v1 import AppTest
 
+from explorer.i18n import format_bytes, speaking
 from explorer.kinds import registry
 from explorer.mapping import reads
 from explorer.settings import Settings
-from tests.app.helpers import chart_bytes, chart_specs, no_exception, open_script
+from tests.app.helpers import chart_bytes, chart_specs, no_exception, numbers, open_script, states
 
 PAGE = Path(__file__).resolve().parents[2] / "pages" / "mapping.py"
 ALL = "sliding,dsa,compressed,linear"
@@ -47,6 +49,22 @@ def test_a_sliding_layers_frames_read_its_window_and_kept_first_tokens():
     t, j = np.arange(32)[:, None], np.arange(32)[None]
     assert np.array_equal(rows == 2, (j <= t) & ((t - j < 8) | (j < 2)))
     assert np.array_equal(rows == 1, np.zeros((32, 32), bool))  # what a windowed cache holds, the next token reads
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("sinks", [0, 2])
+def test_a_slid_window_says_why_it_holds_w_minus_one_entries_and_a_step_reads_w(lang, sinks):
+    """Issue 47: a window of 8 showed 7 entries held and 8 read, unexplained (the overview says why): the step's own
+    key and value are computed by that step, not held before it. The numbers from the window's formula, the bytes
+    from 2 (key, value) x G KV heads x D x 2 bytes (bfloat16, the sidebar's) x batch 1 an entry."""
+    at = open_page(design=ALL, map_design="sliding", window="8", sinks=str(sinks), map_tokens="32", lang=lang)
+    settings = Settings()
+    entry = 2 * settings.groups * settings.head_dim * 2 * settings.batch
+    caption = "\n".join(c.value for c in at.caption)
+    with speaking(lang):
+        read = format_bytes((8 + sinks) * entry)
+    said = [sinks] if sinks else []
+    assert states(caption, *said, 1, 7, 8 + sinks, *numbers(read)), caption
 
 
 def test_dsa_frames_read_the_top_k_of_a_cache_that_keeps_every_token():
