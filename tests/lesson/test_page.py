@@ -13,7 +13,7 @@ from PIL import Image, ImageChops
 
 from attn_core import PRESETS
 from explorer import gif
-from explorer.i18n import fmt, set_language
+from explorer.i18n import _, fmt, set_language
 from explorer.lesson import chapters, steps, views
 from explorer.present import SLIDE_FONT_SCALE
 from explorer.settings import LINK_NAMES, Settings
@@ -280,9 +280,24 @@ def test_the_healing_steps_answer_quotes_the_stored_tables(lang):
 def test_each_step_says_which_chapter_it_is_in_in_both_modes(number, chapter):
     title = steps.CHAPTERS[chapter - 1][0]
     at = open_page("lesson", {"step": str(number)})
-    assert f"Chapter {chapter}: {title} · step {number} of {len(steps.STEPS)}" in [c.value for c in at.caption]
+    assert f"Chapter {chapter} · {title} · step {number} of {len(steps.STEPS)}" in [c.value for c in at.caption]
     slide = open_page("lesson", {"step": str(number), "present": "1"})
     assert f"Chapter {chapter} · {number}/{len(steps.STEPS)}" in [m.value for m in slide.markdown]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("number", [1, 13])
+def test_a_chapter_line_has_no_more_colons_than_its_chapters_title(number, lang):
+    """Issue 47: "第 2 章：MLA 之后：缓存的四个轴" put a colon after the chapter's number before the title's own."""
+    set_language(lang)
+    try:
+        title = _(steps.chapter_of(number)[1])
+    finally:
+        set_language("en")
+    at = open_page("lesson", {"step": str(number), "lang": lang})
+    (line,) = [c.value for c in at.caption if title in c.value]
+    colons = [len(re.findall("[:：]", text)) for text in (line, title)]
+    assert colons[0] == colons[1], line
 
 
 def test_the_second_chapter_starts_after_the_first_chapters_twelve_steps():
