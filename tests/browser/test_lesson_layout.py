@@ -42,9 +42,47 @@ def wait_for_step_drawn(tab, number: int, lang: str) -> None:
     wait_for_app(tab)
 
 
+# Each annotation's pointer (arrow) that comes within a line's half width (and a px) of another colour's plotted
+# line, in px: the pointer from its tail to where its head stops (standoff), each line through its points as drawn.
+CROSSED_LINES = """() => Array.from(document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')).flatMap(plot => {
+    const full = plot._fullLayout;
+    if (!full) return [];
+    const px = (axis, value) => axis._offset + axis.l2p(value);
+    const near = (p, a, b) => {  // distance from p to the segment a-b
+        const [dx, dy] = [b[0] - a[0], b[1] - a[1]];
+        const t = Math.max(0, Math.min(1, ((p[0] - a[0]) * dx + (p[1] - a[1]) * dy) / (dx * dx + dy * dy || 1)));
+        return Math.hypot(p[0] - a[0] - t * dx, p[1] - a[1] - t * dy);
+    };
+    const cross = (a, b, c, d) => {
+        const side = (p, q, r) => Math.sign((q[0] - p[0]) * (r[1] - p[1]) - (q[1] - p[1]) * (r[0] - p[0]));
+        return side(a, b, c) * side(a, b, d) < 0 && side(c, d, a) * side(c, d, b) < 0;
+    };
+    const apart = (a, b, c, d) => cross(a, b, c, d) ? 0 : Math.min(near(a, c, d), near(b, c, d), near(c, a, b), near(d, a, b));
+    return (full.annotations || []).filter(note => note.showarrow && note.axref !== 'pixel').flatMap(note => {
+        const xa = full[note.xref.replace('x', 'xaxis')], ya = full[note.yref.replace('y', 'yaxis')];
+        const head = [px(xa, note.x), px(ya, note.y)], tail = [px(xa, note.ax), px(ya, note.ay)];
+        const length = Math.hypot(head[0] - tail[0], head[1] - tail[1]), stop = (note.standoff || 0) / length;
+        const end = [head[0] + (tail[0] - head[0]) * stop, head[1] + (tail[1] - head[1]) * stop];
+        return plot._fullData.filter(trace => trace.visible === true && (trace.mode || '').includes('lines')
+                && trace.line.color !== note.arrowcolor)
+            .flatMap(trace => {
+                const points = trace.x.map((x, i) => [trace.xaxis === 'x' ? px(xa, xa.c2l(x)) : NaN,
+                                                      px(ya, ya.c2l(trace.y[i]))]);
+                const least = Math.min(...points.slice(1).map((p, i) => apart(tail, end, points[i], p)));
+                return least < trace.line.width / 2 + 1
+                    ? [`${note.text.slice(0, 40)}'s pointer crosses ${trace.name} (${least.toFixed(1)} px)`] : [];
+            });
+    });
+})"""
+
+
 def layout_problems(tab) -> list[str]:
-    """The layout suite's checks on what the page draws."""
-    return chart_text_problems(tab, axis_titles=True) + text_size_problems(tab.evaluate(TEXT_SIZES))
+    """The layout suite's checks on what the page draws, and no pointer across a line (CROSSED_LINES)."""
+    return (
+        chart_text_problems(tab, axis_titles=True)
+        + text_size_problems(tab.evaluate(TEXT_SIZES))
+        + tab.evaluate(CROSSED_LINES)
+    )
 
 
 class ChapterWalk:
