@@ -422,33 +422,15 @@ def joint_compression(lang: str) -> StepView:
         )
 
 
-# px the decode chart's phone layout grows by to hold a title: three lines at a phone's width (up to 21 px each) over
-# the one its top margin holds. Without them the title took the plot's room and Plotly could not draw it.
-PHONE_TITLE_ROOM = 44
-
-
-def _titled_phone(layout: dict, title: dict) -> dict:
-    """The decode chart's phone layout with `title` above its plot, taller by PHONE_TITLE_ROOM: its flat colour bars
-    are placed as shares of the height from the chart's foot (explorer.grid), and keep their pixels there."""
-    height = layout["height"] + PHONE_TITLE_ROOM
-    bars = {
-        name: axis | {"colorbar": axis["colorbar"] | {"y": axis["colorbar"]["y"] * layout["height"] / height}}
-        for name, axis in layout.items()
-        if name.startswith("coloraxis") and "colorbar" in axis
-    }
-    margin = layout["margin"] | {"t": layout["margin"]["t"] + PHONE_TITLE_ROOM}
-    return layout | bars | {"height": height, "margin": margin, "title": title}
-
-
 def absorbed_decode(lang: str) -> StepView:
     settings, variant, head = LATENT_HEAD, "mla", 0
     cfg = heatmaps_computed.layer_config(settings, variant, True)
     # no head outlined: nothing on this step would explain the outline
     chart = heatmaps_figures.decode_chart(
-        cfg, settings.seed, _text_input(settings), True, _first_heads(settings, variant), None, POOL, lang
+        cfg, settings.seed, _text_input(settings), True, _first_heads(settings, variant), None, POOL, lang, titled=True
     )
-    # The comparison the step promises, on the chart itself: a slide folds the caption away. A phone's layout too (the
-    # decode chart's own has no title): presenter mode on a phone showed the heads' weights and no comparison.
+    # The comparison the step promises, on the chart itself: a slide folds the caption away. A phone's layout too (made
+    # with room for it): presenter mode on a phone showed the heads' weights and no comparison.
     title = {
         "text": _(
             "Absorbed decode: each head's weights; the full up-projected pass gives the same {agreement}",
@@ -456,8 +438,7 @@ def absorbed_decode(lang: str) -> StepView:
         )
     }
     spec = chart.spec | {"layout": chart.spec["layout"] | {"title": title}}
-    if "narrow" in spec:
-        spec["narrow"] = spec["narrow"] | {"layout": _titled_phone(spec["narrow"]["layout"], title)}
+    spec["narrow"] = spec["narrow"] | {"layout": spec["narrow"]["layout"] | {"title": title}}
     return StepView(
         spec,
         chart.csv.csv_text,
