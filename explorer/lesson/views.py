@@ -514,8 +514,11 @@ def healed_up_close(lang: str) -> StepView | None:
         if not healed:
             st.warning(_("No conversion has been healed yet: run `python benchmarks/heal.py` to measure them."))
             return None
+        figure = lab_figures.healed_figure(rows, healed)
+        # titled with what it shows, as the steps' other charts are (the lab's page heads it with its own words)
+        title = {"text": _("After healing, up close: perplexity against KV cache per token")}
         return StepView(
-            lab_figures.healed_figure(rows, healed),
+            figure | {"layout": figure["layout"] | {"title": title}},
             lab_csv_export.healed_csv_rows(rows, healed),
             sentences(*lab_text.healed_findings(rows, healed, lab_figures.HEALED_VIEW_TOP)),
             "lab",

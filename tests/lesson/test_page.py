@@ -273,7 +273,24 @@ def test_the_healing_steps_answer_quotes_the_stored_tables(lang):
     answer = at.expander[0].markdown[0].value
     assert f"{best['perplexity_after']:,.2f}" in answer
     assert f"{converted[best['key']]['perplexity']:,.2f}" in answer
-    assert chart_specs(at)[0] == chart_specs(open_page("lab", {"lang": lang}))[1]
+    step_chart, lab_chart = chart_specs(at)[0], chart_specs(open_page("lab", {"lang": lang}))[1]
+    assert step_chart["data"] == lab_chart["data"]
+    lab_layout = {key: value for key, value in lab_chart["layout"].items() if key != "margin"}
+    assert {key: value for key, value in step_chart["layout"].items() if key not in ("title", "margin")} == lab_layout
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_healing_steps_chart_is_titled_with_what_it_plots(lang):
+    """Issue 47: step 12's chart had no title, where the steps' other charts have one. It names what it plots: the
+    perplexity of its y axis against its x axis's cache per token (the axis title's words before its comma)."""
+    number = next(i for i, step in enumerate(steps.STEPS, 1) if step.key == "healed")
+    at = open_page("lesson", {"step": str(number), "lang": lang})
+    layout = chart_specs(at)[0]["layout"]
+    title = layout.get("title", {}).get("text", "")
+    assert re.split("[,，]", layout["xaxis"]["title"]["text"])[0] in title
+    perplexity = {"en": "perplexity", "zh": "困惑度"}[lang]
+    assert perplexity in layout["yaxis"]["title"]["text"]
+    assert perplexity in title
 
 
 @pytest.mark.parametrize(("number", "chapter"), [(1, 1), (12, 1), (13, 2), (len(steps.STEPS), 2)])
