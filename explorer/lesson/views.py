@@ -36,7 +36,7 @@ from explorer.mapping import gif as mapping_gif
 from explorer.mapping import link as mapping_link
 from explorer.model import trained_model
 from explorer.params import Choice, Param
-from explorer.present import presenting
+from explorer.present import MIN_TEXT_PX, SLIDE_FONT_SCALE, presenting
 from explorer.probes.heatmaps import InputSpec, tokenize
 from explorer.probes.kv_cache import DecodeTrace, memory_budget
 from explorer.settings import Settings
@@ -72,15 +72,21 @@ GROUPS = Choice("ls_groups", (1, 2, 4, 8), 2)
 # A slide's chart (presenter mode, 1024x768): the height the step's title, its few sentences and its question leave,
 # less a step's own control above the chart; in a shorter window, less what it lacks (the rest of the slide keeps its
 # size), down to the least a chart reads at: step 5's under its control (its rows' names on one line, its play slider
-# with no current value over it) at a 1024x680 window.
+# with no current value over it, its heads' boxes 15 px tall: each name inside its box at MIN_TEXT_PX, _names_fitted)
+# at a 1024x680 window, its question still on the screen.
 SLIDE_CHART_HEIGHT = 430
 CONTROL_HEIGHT = 50  # px a step's control takes on a slide (pages/lesson.py: its label, with its value, beside it)
-LEAST_SLIDE_CHART = 290
+LEAST_SLIDE_CHART = 310
+
+
+def _full_slide_height(key: str) -> int:
+    """How tall step `key`'s chart is drawn on a slide in a window of SLIDE_SCREEN_PX."""
+    return SLIDE_CHART_HEIGHT - (CONTROL_HEIGHT if key == "gqa" else 0)
 
 
 def slide_height(key: str) -> int:
     """How tall step `key`'s chart is drawn on a slide, in the window the page reported (explorer.lesson.keys)."""
-    full = SLIDE_CHART_HEIGHT - (CONTROL_HEIGHT if key == "gqa" else 0)
+    full = _full_slide_height(key)
     short = max(keys.SLIDE_SCREEN_PX - (keys.screen_height() or keys.SLIDE_SCREEN_PX), 0)
     return max(full - short, min(full, LEAST_SLIDE_CHART))
 
@@ -258,11 +264,21 @@ def cache_grows(lang: str) -> StepView:
     )
 
 
-def _morph_view(settings: Settings, variant: str, highlight: str | None, lang: str, caption: str) -> StepView:
+def _names_fitted(spec: dict) -> dict:
+    """The head -> KV chart as a short slide draws it: the text that takes the layout's font (its boxes' names, its
+    play buttons and slider's steps) at MIN_TEXT_PX as drawn, not the slide's 18 px (at a 1024x680 window step 5's
+    names ran over their boxes). The layout's, not the traces': a phone's presenter mode draws the chart with its own
+    layout and the traces' fonts unscaled (explorer.charts), as the usual page does. A copy: figures are cached."""
+    return spec | {"layout": spec["layout"] | {"font": {"size": MIN_TEXT_PX / SLIDE_FONT_SCALE}}}
+
+
+def _morph_view(settings: Settings, variant: str, highlight: str | None, lang: str, caption: str, key: str) -> StepView:
     frames = mapping_computed.frames_for(settings)
     keys = [frame.key for frame in frames]
     active = keys.index(mapping_frames.frame_key(settings, variant))
     spec, rows = mapping_figures.mapping_chart(settings, active, highlight, lang)
+    if presenting() and slide_height(key) < _full_slide_height(key):
+        spec = _names_fitted(spec)
     query: dict[Param, object] = {mapping_link.MAP_VARIANT: variant}
     if highlight:
         query[mapping_link.MAP_STORE] = highlight
@@ -288,6 +304,7 @@ def one_kv_head(lang: str) -> StepView:
             "whole path from MHA to MLA.",
             n=SHARING.heads,
         ),
+        "mqa",
     )
 
 
@@ -314,6 +331,7 @@ def groups_of_heads(lang: str, groups: int) -> StepView:
             h=settings.heads,
             variant=variant.upper(),
         ),
+        "gqa",
     )
 
 
@@ -331,6 +349,7 @@ def shared_rotary_key(lang: str) -> StepView:
             latent=settings.latent,
             per_head=settings.heads * settings.rope_dim,
         ),
+        "rope",
     )
 
 
