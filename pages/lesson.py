@@ -118,7 +118,7 @@ def step_text(places: SimpleNamespace, number: int, numbers: dict) -> None:
         st.caption(_("The arrow keys ← → move between steps too. Add `present=1` to the link for a projector."))
         st.caption(
             _(
-                "Chapter {chapter}: {title} · step {i} of {n}",
+                "Chapter {chapter} · {title} · step {i} of {n}",
                 chapter=chapter,
                 title=_(chapter_title),
                 i=number,

@@ -373,10 +373,17 @@ def _name_step_axes(layout: dict, panels: list[Panel], y_names: dict[int, str]) 
 
 
 def decode_figure(
-    result: VariantPass, variant: str, *, pool: str, tokens: list[str] | None, highlight: int | None
+    result: VariantPass,
+    variant: str,
+    *,
+    pool: str,
+    tokens: list[str] | None,
+    highlight: int | None,
+    titled: bool = False,
 ) -> tuple[dict, PanelNumbers, Pooling]:
     """The decode step's weights: one row per head (grouped heads next to each other), one column per cached key;
-    head `highlight` outlined (None: none, where nothing would explain the outline)."""
+    head `highlight` outlined (None: none, where nothing would explain the outline); titled, its phone layout has
+    room for a title the caller writes (_decode_phone)."""
     row = result.decode.row  # [H, S], one row per computed head
     heads, keys = row.shape
     pooling = Pooling(1, block_size(keys, max(1, DECODE_CELLS // heads)), pool)
@@ -401,7 +408,7 @@ def decode_figure(
         x_title=_("cached key position (the last one is the token itself)"),
     )
     _decode_colorbar(fig["layout"])
-    fig["narrow"] = narrow(_decode_phone(fig["layout"], heads))
+    fig["narrow"] = narrow(_decode_phone(fig["layout"], heads, titled=titled))
     if highlight is None:
         return fig, panel_csv([panel]), pooling
     # the head opened up in "inside one head", outlined (categories sit at 0, 1, ... on the y axis)
@@ -426,6 +433,9 @@ DECODE_PHONE_TEXT = 11  # px of the decode step's labels on a phone, where 9 px 
 DECODE_PHONE_ROW = 18  # px of plot a head takes on a phone: its 11-px name clear of the next one's
 # px of the phone's plot that its two-line x title and key labels take (Plotly's automargin; measured 51 at 8 heads)
 DECODE_PHONE_X_ROOM = 60
+# px a titled phone layout grows by (the lesson's step 10 writes its comparison there): three lines of title at a
+# phone's width (up to 21 px each) over the one its top margin holds; without them the title took the plot's room
+DECODE_PHONE_TITLE_ROOM = 44
 
 
 def _decode_colorbar(layout: dict) -> None:
@@ -438,14 +448,18 @@ def _decode_colorbar(layout: dict) -> None:
     colorbar["nticks"] = max(2, plot // DECODE_TICK_GAP)
 
 
-def _decode_phone(layout: dict, heads: int) -> dict:
+def _decode_phone(layout: dict, heads: int, *, titled: bool = False) -> dict:
     """The decode step's layout on a phone: its head names and positions at DECODE_PHONE_TEXT (its colour bar's are
     the template's 12 px already), its colour bar laid flat under the plot (standing beside it, it left the plot a
     third of the width beside the larger head names), and tall enough to name every head (8 heads had 98 px: their
-    names ran into each other, or Plotly named every other one)."""
+    names ran into each other, or Plotly named every other one); titled, DECODE_PHONE_TITLE_ROOM taller above the
+    plot, before the flat bar is placed in the final height."""
     phone = copy.deepcopy(layout)
     plot = phone["height"] - phone["margin"]["t"] - phone["margin"]["b"]
     phone["height"] += max(0, heads * DECODE_PHONE_ROW + DECODE_PHONE_X_ROOM - plot)
+    if titled:
+        phone["height"] += DECODE_PHONE_TITLE_ROOM
+        phone["margin"]["t"] += DECODE_PHONE_TITLE_ROOM
     for name in ("xaxis", "yaxis"):
         phone[name]["tickfont"] = {**phone[name].get("tickfont", {}), "size": DECODE_PHONE_TEXT}
     # centred on the plot the wider plot leaves, the one-line x title ran past the phone's right edge
@@ -586,14 +600,25 @@ def steps_chart(
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def decode_chart(
-    cfg: AttentionConfig, seed: int, spec: InputSpec, causal: bool, heads: range, head: int | None, pool: str, lang: str
+    cfg: AttentionConfig,
+    seed: int,
+    spec: InputSpec,
+    causal: bool,
+    heads: range,
+    head: int | None,
+    pool: str,
+    lang: str,
+    titled: bool = False,
 ) -> Chart[DecodeFacts]:
-    """The decode step's figure; its facts carry the cache shapes, so the cache table (which depends on the sidebar's
-    dtype too) is made on the page without redrawing the figure."""
+    """The decode step's figure (titled: with room on a phone for a title the caller writes from the facts); its facts
+    carry the cache shapes, so the cache table (which depends on the sidebar's dtype too) is made on the page without
+    redrawing the figure."""
     with speaking(lang):
         result = variant_result(cfg, seed, spec, causal=causal, heads=heads)
         decode = result.decode
-        fig, rows, pooling = decode_figure(result, cfg.variant, pool=pool, tokens=_tokens(spec), highlight=head)
+        fig, rows, pooling = decode_figure(
+            result, cfg.variant, pool=pool, tokens=_tokens(spec), highlight=head, titled=titled
+        )
         facts = DecodeFacts(
             decode_error=float(np.abs(decode.row - result.weights[:, -1]).max()),
             cached_before=decode.cached_before,

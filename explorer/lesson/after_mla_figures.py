@@ -5,6 +5,7 @@ windows, and its real keys' quantisation error by channel. Plain figure dicts, w
 from __future__ import annotations
 
 import math
+from itertools import pairwise
 
 import numpy as np
 
@@ -53,6 +54,9 @@ def grid_on_a_slide(figure: dict, height: int) -> dict:
     }
 
 
+HELD_WIDTH = 9  # px: the held line, a wide pale band the read line runs inside
+
+
 def held_and_read_figure(models: list[ModelCurves], tokens: int) -> tuple[dict, list[dict]]:
     """Each model's cache held (solid) and read by one decoding step (dashed) against context, log-log, with a
     marker on each at `tokens`."""
@@ -63,7 +67,7 @@ def held_and_read_figure(models: list[ModelCurves], tokens: int) -> tuple[dict, 
         # held as a wide pale band, read as a narrow dashed line on it: a model that reads all it holds (V3) shows
         # both, the dashes running inside the band, where two equal lines would hide one under the other
         for measure, line, name in (
-            ("held", {"dash": "solid", "width": 9}, _("{model}: held", model=model.name)),
+            ("held", {"dash": "solid", "width": HELD_WIDTH}, _("{model}: held", model=model.name)),
             ("read", {"dash": "dash", "width": 3}, _("{model}: read by a step", model=model.name)),
         ):
             values = getattr(model, measure)
@@ -104,17 +108,18 @@ def held_and_read_figure(models: list[ModelCurves], tokens: int) -> tuple[dict, 
 def _held_and_read_layout(models: list[ModelCurves], data: list[dict], tokens: int) -> dict:
     """The held-and-read chart's axes, its line at `tokens`, and the label of each model that reads all it holds."""
     every = [v for trace in data for v in trace["y"] if v > 0]
-    labelled = [model for model in models if reads_all_it_holds(model)]
-    # a label's row under every line, left of the marked context's line, so that no line crosses it
-    floor = min(every) / LABEL_ROOM if labelled else min(every)
+    labels = [label for model in models if (label := _reads_all_label(model, models, tokens, min(every), max(every)))]
+    # a label's row under every line (or over them), left of the marked context's line, so that no line crosses it
+    floor = min(every) / LABEL_ROOM if any(label["ay"] < label["y"] for label in labels) else min(every)
+    ceiling = max(every) * LABEL_ROOM if any(label["ay"] > label["y"] for label in labels) else max(every)
     return {
         "title": {"text": _("Cache held, and read by one decoding step")},
         "xaxis": context_axis(),
         # two lines: one ran into the chart's title on a slide 342 px tall (a 680-px window)
         "yaxis": {"title": {"text": in_two_lines(_("bytes (batch {batch}, log scale)", batch=models[0].batch))}}
-        | log_bytes_axis(floor, max(every), most_ticks=7),
+        | log_bytes_axis(floor, ceiling, most_ticks=7),
         "shapes": [_at_line(tokens)],
-        "annotations": [_reads_all_label(model, tokens, min(every)) for model in labelled],
+        "annotations": labels,
         "height": 460,
         "margin": {"t": 60, "b": 60, "l": 80, "r": 20},
         "legend": {"orientation": "h", "y": -0.25, "x": 0, "yanchor": "top"},
@@ -127,27 +132,72 @@ def reads_all_it_holds(model: ModelCurves) -> bool:
     return model.read == model.held
 
 
-LABEL_ROOM = 6.0  # the y scale starts this many times under the lowest line: a row for a label below every line
+LABEL_ROOM = 6.0  # the y scale reaches this many times under the lowest line (or over the highest): a label's row
+# A pointer passing this close to another line (log10 of bytes) is taken to cross it: about a held band's half width
+LINE_CLEARANCE = 0.04
 
 
-def _reads_all_label(model: ModelCurves, tokens: int, lowest: float) -> dict:
-    """A label in a row of its own under every line (another model's read line ran through it in the lower right),
-    ending left of the marked context's line, its arrow up to the model's lines at that context."""
-    i = model.at(tokens)
+def _reads_all_label(
+    model: ModelCurves, models: list[ModelCurves], tokens: int, lowest: float, highest: float
+) -> dict | None:
+    """For a model that reads all it holds, a label in a row of its own under every line (another model's read line
+    ran through it in the lower right), ending left of the marked context's line, its pointer to the point of the
+    model's line nearest that context that it reaches crossing no other model's line (it crossed V3.2's read line);
+    over every line where no point under them can be reached so (V3 over V4's lines). None for any other model."""
+    if not reads_all_it_holds(model):
+        return None
+    tail_x = math.log10(tokens) - 0.08
+    lines = [
+        [(math.log10(t), math.log10(v)) for t, v in zip(other.tokens, values, strict=True) if v > 0]
+        for other in models
+        if other is not model
+        for values in (other.held, other.read)
+    ]
+    nearest = sorted(range(len(model.tokens)), key=lambda i: abs(math.log10(model.tokens[i] / tokens)))
+    rows = (math.log10(lowest / math.sqrt(LABEL_ROOM)), math.log10(highest * math.sqrt(LABEL_ROOM)))
+    places = [(row, i) for row in rows for i in nearest]
+    clear = (
+        (row, i) for row, i in places if not any(_crosses((tail_x, row), _point(model, i), line) for line in lines)
+    )
+    row, i = next(clear, places[0])  # none clear (no such pair of models is drawn): as near as it gets
+    x, y = _point(model, i)
     return {
-        "x": math.log10(tokens),
-        "y": math.log10(model.held[i]),
-        "ax": math.log10(tokens) - 0.08,
-        "ay": math.log10(lowest / math.sqrt(LABEL_ROOM)),
+        "x": x,
+        "y": y,
+        "ax": tail_x,
+        "ay": row,
         "axref": "x",
         "ayref": "y",
         "text": _("{model}: reads all it holds", model=model.name),
         "showarrow": True,
         "arrowcolor": MODEL_COLORS[model.name],
+        "standoff": HELD_WIDTH / 2,  # the head at the held band's edge, not inside it
         "xanchor": "right",
         "yanchor": "middle",
         "font": {"color": MODEL_COLORS[model.name]},
     }
+
+
+def _point(model: ModelCurves, i: int) -> tuple[float, float]:
+    """The model's held line at its i-th context, in the chart's log10 coordinates."""
+    return math.log10(model.tokens[i]), math.log10(model.held[i])
+
+
+def _crosses(tail: tuple[float, float], head: tuple[float, float], line: list[tuple[float, float]]) -> bool:
+    """Whether the segment tail-head crosses the line (points joined straight, as a log-log chart draws them), or
+    passes within LINE_CLEARANCE of it (the line shifted up and down by that much)."""
+
+    def side(p: tuple[float, float], q: tuple[float, float], r: tuple[float, float]) -> float:
+        return (q[0] - p[0]) * (r[1] - p[1]) - (q[1] - p[1]) * (r[0] - p[0])
+
+    def meet(a: tuple[float, float], b: tuple[float, float]) -> bool:
+        return side(tail, head, a) * side(tail, head, b) < 0 and side(a, b, tail) * side(a, b, head) < 0
+
+    return any(
+        meet((a[0], a[1] + shift), (b[0], b[1] + shift))
+        for shift in (-LINE_CLEARANCE, 0.0, LINE_CLEARANCE)
+        for a, b in pairwise(line)
+    )
 
 
 def _at_line(tokens: int) -> dict:

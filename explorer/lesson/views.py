@@ -36,7 +36,7 @@ from explorer.mapping import gif as mapping_gif
 from explorer.mapping import link as mapping_link
 from explorer.model import trained_model
 from explorer.params import Choice, Param
-from explorer.present import presenting
+from explorer.present import MIN_TEXT_PX, SLIDE_FONT_SCALE, presenting
 from explorer.probes.heatmaps import InputSpec, tokenize
 from explorer.probes.kv_cache import DecodeTrace, memory_budget
 from explorer.settings import Settings
@@ -72,15 +72,21 @@ GROUPS = Choice("ls_groups", (1, 2, 4, 8), 2)
 # A slide's chart (presenter mode, 1024x768): the height the step's title, its few sentences and its question leave,
 # less a step's own control above the chart; in a shorter window, less what it lacks (the rest of the slide keeps its
 # size), down to the least a chart reads at: step 5's under its control (its rows' names on one line, its play slider
-# with no current value over it) at a 1024x680 window.
+# with no current value over it, its heads' boxes 15 px tall: each name inside its box at MIN_TEXT_PX, _names_fitted)
+# at a 1024x680 window, its question still on the screen.
 SLIDE_CHART_HEIGHT = 430
 CONTROL_HEIGHT = 50  # px a step's control takes on a slide (pages/lesson.py: its label, with its value, beside it)
-LEAST_SLIDE_CHART = 290
+LEAST_SLIDE_CHART = 310
+
+
+def _full_slide_height(key: str) -> int:
+    """How tall step `key`'s chart is drawn on a slide in a window of SLIDE_SCREEN_PX."""
+    return SLIDE_CHART_HEIGHT - (CONTROL_HEIGHT if key == "gqa" else 0)
 
 
 def slide_height(key: str) -> int:
     """How tall step `key`'s chart is drawn on a slide, in the window the page reported (explorer.lesson.keys)."""
-    full = SLIDE_CHART_HEIGHT - (CONTROL_HEIGHT if key == "gqa" else 0)
+    full = _full_slide_height(key)
     short = max(keys.SLIDE_SCREEN_PX - (keys.screen_height() or keys.SLIDE_SCREEN_PX), 0)
     return max(full - short, min(full, LEAST_SLIDE_CHART))
 
@@ -258,11 +264,21 @@ def cache_grows(lang: str) -> StepView:
     )
 
 
-def _morph_view(settings: Settings, variant: str, highlight: str | None, lang: str, caption: str) -> StepView:
+def _names_fitted(spec: dict) -> dict:
+    """The head -> KV chart as a short slide draws it: the text that takes the layout's font (its boxes' names, its
+    play buttons and slider's steps) at MIN_TEXT_PX as drawn, not the slide's 18 px (at a 1024x680 window step 5's
+    names ran over their boxes). The layout's, not the traces': a phone's presenter mode draws the chart with its own
+    layout and the traces' fonts unscaled (explorer.charts), as the usual page does. A copy: figures are cached."""
+    return spec | {"layout": spec["layout"] | {"font": {"size": MIN_TEXT_PX / SLIDE_FONT_SCALE}}}
+
+
+def _morph_view(settings: Settings, variant: str, highlight: str | None, lang: str, caption: str, key: str) -> StepView:
     frames = mapping_computed.frames_for(settings)
     keys = [frame.key for frame in frames]
     active = keys.index(mapping_frames.frame_key(settings, variant))
     spec, rows = mapping_figures.mapping_chart(settings, active, highlight, lang)
+    if presenting() and slide_height(key) < _full_slide_height(key):
+        spec = _names_fitted(spec)
     query: dict[Param, object] = {mapping_link.MAP_VARIANT: variant}
     if highlight:
         query[mapping_link.MAP_STORE] = highlight
@@ -288,6 +304,7 @@ def one_kv_head(lang: str) -> StepView:
             "whole path from MHA to MLA.",
             n=SHARING.heads,
         ),
+        "mqa",
     )
 
 
@@ -314,6 +331,7 @@ def groups_of_heads(lang: str, groups: int) -> StepView:
             h=settings.heads,
             variant=variant.upper(),
         ),
+        "gqa",
     )
 
 
@@ -331,6 +349,7 @@ def shared_rotary_key(lang: str) -> StepView:
             latent=settings.latent,
             per_head=settings.heads * settings.rope_dim,
         ),
+        "rope",
     )
 
 
@@ -422,33 +441,15 @@ def joint_compression(lang: str) -> StepView:
         )
 
 
-# px the decode chart's phone layout grows by to hold a title: three lines at a phone's width (up to 21 px each) over
-# the one its top margin holds. Without them the title took the plot's room and Plotly could not draw it.
-PHONE_TITLE_ROOM = 44
-
-
-def _titled_phone(layout: dict, title: dict) -> dict:
-    """The decode chart's phone layout with `title` above its plot, taller by PHONE_TITLE_ROOM: its flat colour bars
-    are placed as shares of the height from the chart's foot (explorer.grid), and keep their pixels there."""
-    height = layout["height"] + PHONE_TITLE_ROOM
-    bars = {
-        name: axis | {"colorbar": axis["colorbar"] | {"y": axis["colorbar"]["y"] * layout["height"] / height}}
-        for name, axis in layout.items()
-        if name.startswith("coloraxis") and "colorbar" in axis
-    }
-    margin = layout["margin"] | {"t": layout["margin"]["t"] + PHONE_TITLE_ROOM}
-    return layout | bars | {"height": height, "margin": margin, "title": title}
-
-
 def absorbed_decode(lang: str) -> StepView:
     settings, variant, head = LATENT_HEAD, "mla", 0
     cfg = heatmaps_computed.layer_config(settings, variant, True)
     # no head outlined: nothing on this step would explain the outline
     chart = heatmaps_figures.decode_chart(
-        cfg, settings.seed, _text_input(settings), True, _first_heads(settings, variant), None, POOL, lang
+        cfg, settings.seed, _text_input(settings), True, _first_heads(settings, variant), None, POOL, lang, titled=True
     )
-    # The comparison the step promises, on the chart itself: a slide folds the caption away. A phone's layout too (the
-    # decode chart's own has no title): presenter mode on a phone showed the heads' weights and no comparison.
+    # The comparison the step promises, on the chart itself: a slide folds the caption away. A phone's layout too (made
+    # with room for it): presenter mode on a phone showed the heads' weights and no comparison.
     title = {
         "text": _(
             "Absorbed decode: each head's weights; the full up-projected pass gives the same {agreement}",
@@ -456,8 +457,7 @@ def absorbed_decode(lang: str) -> StepView:
         )
     }
     spec = chart.spec | {"layout": chart.spec["layout"] | {"title": title}}
-    if "narrow" in spec:
-        spec["narrow"] = spec["narrow"] | {"layout": _titled_phone(spec["narrow"]["layout"], title)}
+    spec["narrow"] = spec["narrow"] | {"layout": spec["narrow"]["layout"] | {"title": title}}
     return StepView(
         spec,
         chart.csv.csv_text,
@@ -533,8 +533,11 @@ def healed_up_close(lang: str) -> StepView | None:
         if not healed:
             st.warning(_("No conversion has been healed yet: run `python benchmarks/heal.py` to measure them."))
             return None
+        figure = lab_figures.healed_figure(rows, healed)
+        # titled with what it shows, as the steps' other charts are (the lab's page heads it with its own words)
+        title = {"text": _("After healing, up close: perplexity against KV cache per token")}
         return StepView(
-            lab_figures.healed_figure(rows, healed),
+            figure | {"layout": figure["layout"] | {"title": title}},
             lab_csv_export.healed_csv_rows(rows, healed),
             sentences(*lab_text.healed_findings(rows, healed, lab_figures.HEALED_VIEW_TOP)),
             "lab",

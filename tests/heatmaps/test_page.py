@@ -443,6 +443,29 @@ def test_the_decode_steps_colour_bar_has_room_for_each_tick_and_a_phone_larger_l
     assert phone["xaxis"]["tickfont"]["size"] == phone["yaxis"]["tickfont"]["size"] == DECODE_PHONE_TEXT >= 11
 
 
+def test_a_titled_decode_chart_grows_on_a_phone_above_its_plot_only():
+    """The lesson titles the decode chart (step 10): on a phone the layout is DECODE_PHONE_TITLE_ROOM taller, all of it
+    above the plot; the flat colour bar stays as many px above the chart's foot, and nothing else changes."""
+    from explorer.heatmaps import computed, figures
+
+    settings = Settings(variants=("mla",), d_model=128, heads=4, groups=4, latent=32, rope_dim=8, seq_len=8)
+    cfg = computed.layer_config(settings, "mla", True)
+    spec = computed.make_input_spec(settings, kind="random", text="", tokens="words", scale="1").spec
+    plain, titled = (
+        figures.decode_chart(cfg, 0, spec, True, range(4), None, "mean", "en", titled=t).spec for t in (False, True)
+    )
+    assert titled["layout"] == plain["layout"], "the wide chart as it was"
+    phone, room = dict(plain["narrow"]["layout"]), figures.DECODE_PHONE_TITLE_ROOM
+    grown = dict(titled["narrow"]["layout"])
+    assert grown.pop("height") == phone.pop("height") + room
+    assert grown.pop("margin") == phone.pop("margin") | {"t": plain["narrow"]["layout"]["margin"]["t"] + room}
+    bar, grown_bar = phone.pop("coloraxis")["colorbar"], grown.pop("coloraxis")["colorbar"]
+    foot = bar.pop("y") * plain["narrow"]["layout"]["height"]  # px above the chart's foot
+    assert grown_bar.pop("y") * titled["narrow"]["layout"]["height"] == pytest.approx(foot)
+    assert grown_bar == bar
+    assert grown == phone
+
+
 @pytest.mark.parametrize(("lang", "said"), [("en", "cannot be built"), ("zh", "无法构建")])
 def test_a_layer_the_core_refuses_is_a_message_in_the_pages_language(monkeypatch, lang, said):
     """The settings are snapped before any layer is built, so the core refusing one is a defect; should it happen,

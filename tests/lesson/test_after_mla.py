@@ -357,6 +357,23 @@ def test_the_sparse_step_shows_v3s_read_line_on_its_held_line_and_says_it_reads_
     assert "DeepSeek-V3.2 reads all it holds" not in text
 
 
+@pytest.mark.parametrize("key", ["sparse", "compressed"])
+def test_the_reads_all_labels_pointer_crosses_no_other_models_line(key):
+    """Issue 47: the label stood clear of every line but its pointer crossed V3.2's read line. Along the pointer, in
+    the chart's log-log coordinates, every other model's line (its points joined straight, np.interp) stays on one
+    side, and the label's row is under or over every line."""
+    spec, _text = opened(key)
+    (label,) = spec["layout"]["annotations"]
+    lines = [t for t in spec["data"] if t.get("mode") == "lines" and t["line"]["color"] != label["arrowcolor"]]
+    xs = np.linspace(label["ax"], label["x"], 400)
+    ys = np.linspace(label["ay"], label["y"], 400)
+    for line in lines:
+        other = np.interp(xs, np.log10(line["x"]), np.log10(line["y"]), left=np.nan, right=np.nan)
+        seen = ~np.isnan(other)
+        assert len(set(np.sign(ys[seen] - other[seen]))) == 1, f"the pointer crosses {line['name']}"
+        assert all(np.sign(label["ay"] - np.log10(line["y"])) == np.sign(label["ay"] - label["y"]))
+
+
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_the_compressed_steps_gif_adds_an_entry_every_m_tokens_from_the_cores_cache(lang, media):  # noqa: F811
     """A frame per cache length the core measured, each drawn from that cache: V4-Flash's CSA layer makes one entry

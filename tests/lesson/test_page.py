@@ -13,7 +13,7 @@ from PIL import Image, ImageChops
 
 from attn_core import PRESETS
 from explorer import gif
-from explorer.i18n import fmt, set_language
+from explorer.i18n import _, fmt, set_language
 from explorer.lesson import chapters, steps, views
 from explorer.present import SLIDE_FONT_SCALE
 from explorer.settings import LINK_NAMES, Settings
@@ -273,16 +273,48 @@ def test_the_healing_steps_answer_quotes_the_stored_tables(lang):
     answer = at.expander[0].markdown[0].value
     assert f"{best['perplexity_after']:,.2f}" in answer
     assert f"{converted[best['key']]['perplexity']:,.2f}" in answer
-    assert chart_specs(at)[0] == chart_specs(open_page("lab", {"lang": lang}))[1]
+    step_chart, lab_chart = chart_specs(at)[0], chart_specs(open_page("lab", {"lang": lang}))[1]
+    assert step_chart["data"] == lab_chart["data"]
+    lab_layout = {key: value for key, value in lab_chart["layout"].items() if key != "margin"}
+    assert {key: value for key, value in step_chart["layout"].items() if key not in ("title", "margin")} == lab_layout
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_healing_steps_chart_is_titled_with_what_it_plots(lang):
+    """Issue 47: step 12's chart had no title, where the steps' other charts have one. It names what it plots: the
+    perplexity of its y axis against its x axis's cache per token (the axis title's words before its comma)."""
+    number = next(i for i, step in enumerate(steps.STEPS, 1) if step.key == "healed")
+    at = open_page("lesson", {"step": str(number), "lang": lang})
+    layout = chart_specs(at)[0]["layout"]
+    title = layout.get("title", {}).get("text", "")
+    assert re.split("[,，]", layout["xaxis"]["title"]["text"])[0] in title
+    perplexity = {"en": "perplexity", "zh": "困惑度"}[lang]
+    assert perplexity in layout["yaxis"]["title"]["text"]
+    assert perplexity in title
 
 
 @pytest.mark.parametrize(("number", "chapter"), [(1, 1), (12, 1), (13, 2), (len(steps.STEPS), 2)])
 def test_each_step_says_which_chapter_it_is_in_in_both_modes(number, chapter):
     title = steps.CHAPTERS[chapter - 1][0]
     at = open_page("lesson", {"step": str(number)})
-    assert f"Chapter {chapter}: {title} · step {number} of {len(steps.STEPS)}" in [c.value for c in at.caption]
+    assert f"Chapter {chapter} · {title} · step {number} of {len(steps.STEPS)}" in [c.value for c in at.caption]
     slide = open_page("lesson", {"step": str(number), "present": "1"})
     assert f"Chapter {chapter} · {number}/{len(steps.STEPS)}" in [m.value for m in slide.markdown]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("number", [1, 13])
+def test_a_chapter_line_has_no_more_colons_than_its_chapters_title(number, lang):
+    """Issue 47: "第 2 章：MLA 之后：缓存的四个轴" put a colon after the chapter's number before the title's own."""
+    set_language(lang)
+    try:
+        title = _(steps.chapter_of(number)[1])
+    finally:
+        set_language("en")
+    at = open_page("lesson", {"step": str(number), "lang": lang})
+    (line,) = [c.value for c in at.caption if title in c.value]
+    colons = [len(re.findall("[:：]", text)) for text in (line, title)]
+    assert colons[0] == colons[1], line
 
 
 def test_the_second_chapter_starts_after_the_first_chapters_twelve_steps():
