@@ -71,7 +71,7 @@ store = bound(
         _("Highlight the query heads that read"),
         store_options,
         key=key,
-        format_func=mapping_frames.store_label,
+        format_func=lambda name: mapping_frames.store_label(name, html=False),
         help=_("Pick a KV head (or MLA's latent) to see which query heads read it."),
     ),
     store_options,
@@ -154,7 +154,7 @@ with left:
                 "**{store}** is read by query head **{heads}**.",
                 "**{store}** is read by query heads **{heads}**.",
                 len(who),
-                store=mapping_frames.store_label(highlight),
+                store=mapping_frames.store_label(highlight, html=False),
                 heads=mapping_frames.ranges_text(who),
             )
         )

@@ -48,7 +48,7 @@ def _edge_traces(query_bars: list[QueryBar], stores: list[StoreBar], is_mla: boo
     for bar in query_bars:
         for s_index in bar.store_bars:
             store = stores[s_index]
-            slot = EDGE_SLOTS if (is_mla and store.label == "k_rope") else (0 if is_mla else s_index % EDGE_SLOTS)
+            slot = EDGE_SLOTS if store.rotary else (0 if is_mla else s_index % EDGE_SLOTS)
             xs, ys = edges[slot]
             xs += [bar.x, store.x, None]
             ys += [Q_BOTTOM, KV_TOP, None]
@@ -94,7 +94,7 @@ def _store_trace(frame: MorphFrame, stores: list[StoreBar], hover: list[str], hi
         width=[s.width for s in stores],
         text=[s.short for s in stores],
         # MLA's rotary key is a sliver beside the latent: its name goes above it, where it fits.
-        textposition=["outside" if s.label == "k_rope" else "inside" for s in stores],
+        textposition=["outside" if s.rotary else "inside" for s in stores],
         constraintext="inside",
         outsidetextfont=dict(color="#22252b", size=11, shadow="0px 0px 3px #f9f9f9"),
         insidetextanchor="middle",

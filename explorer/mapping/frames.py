@@ -10,6 +10,12 @@ from explorer.probes.mapping import MorphFrame, ReadMapping
 from explorer.settings import Settings
 
 MAX_DRAWN = 32  # past this many heads (or KV heads) a row is drawn in labelled bundles of consecutive heads
+# MLA's two stores as the course notes write them (LaTeX, as in explorer.glossary.SYMBOLS), so the chart and the
+# slide's text name them alike; the probe and the link (map_store=c_kv) keep the code's names.
+STORE_SYMBOLS = {"c_kv": r"c^{KV}", "k_rope": r"k^R"}
+# A widget's plain text cannot raise letters: Unicode's modifier capitals stand in (Pillow draws "cKV": its CJK font
+# has none of them).
+_RAISED = str.maketrans("KVR", "ᴷⱽᴿ")
 
 
 def variant_label(variant: str) -> str:
@@ -34,13 +40,20 @@ def frame_label(frame: MorphFrame) -> str:
     return frame.variant.upper()
 
 
-def store_label(name: str) -> str:
+def store_symbol(name: str, *, html: bool = True) -> str:
+    """MLA's store "c_kv" as c<sup>KV</sup> (Plotly's text), or cᴷⱽ (html=False: a widget's or markdown's text)."""
+    base, raised = STORE_SYMBOLS[name].replace("{", "").replace("}", "").split("^")
+    return f"{base}<sup>{raised}</sup>" if html else base + raised.translate(_RAISED)
+
+
+def store_label(name: str, *, html: bool = True) -> str:
+    """A store's name in words: in the chart's HTML, or (html=False) in plain text for a widget or markdown."""
     if name == "none":
         return _("no store (show all)")
     if name == "c_kv":
-        return _("c_kv: the latent")
+        return _("{c_kv}: the latent", c_kv=store_symbol(name, html=html))
     if name == "k_rope":
-        return _("k_rope: the shared rotary key")
+        return _("{k_rope}: the shared rotary key", k_rope=store_symbol(name, html=html))
     return _("KV head {index}", index=name.removeprefix("kv"))
 
 

@@ -11,7 +11,7 @@ from attn_core import AttentionConfig
 from explorer.probes.mapping import MorphFrame
 from explorer.settings import Settings
 
-from .frames import bundles, head_span, readers
+from .frames import bundles, head_span, readers, store_symbol
 
 # The two rows, in y-axis units: query heads on top, what is cached per token below; edges run between them.
 Q_TOP, Q_BOTTOM, KV_TOP, KV_BOTTOM = 1.16, 0.84, 0.16, -0.16
@@ -21,12 +21,13 @@ Q_TOP, Q_BOTTOM, KV_TOP, KV_BOTTOM = 1.16, 0.84, 0.16, -0.16
 class StoreBar:
     """One bar of the KV row: a store (or a bundle of consecutive KV heads)."""
 
-    label: str  # "KV head 3", "KV heads 0–3", "c_kv", "k_rope"
-    short: str  # drawn inside the bar: "kv3", "kv0–3", "c_kv"
+    label: str  # "KV head 3", "KV heads 0–3", "c<sup>KV</sup>", "k<sup>R</sup>"
+    short: str  # drawn inside the bar: "kv3", "kv0–3", "c<sup>KV</sup>"
     members: list[int]  # the frame's stores it stands for (indices into frame.stores)
     x: float  # centre
     width: float  # its share of MHA's cache per token
     index: int  # position in the row
+    rotary: bool = False  # MLA's shared rotary key: a sliver, named above it and drawn in the rotary colour
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,8 @@ def store_bars(frame: MorphFrame, cfg: AttentionConfig, settings: Settings) -> l
     mha_elements = 2 * settings.heads * settings.head_dim
     if frame.variant == "mla":
         widths = cfg.latent_widths
-        groups = [("c_kv", "c_kv", [0], widths.kv_lora_rank), ("k_rope", "k_rope", [1], widths.qk_rope_head_dim)]
+        sizes = {"c_kv": widths.kv_lora_rank, "k_rope": widths.qk_rope_head_dim}
+        groups = [(store_symbol(n), store_symbol(n), [i], sizes[n]) for i, n in enumerate(frame.stores)]
     else:
         groups = [
             (
@@ -63,7 +65,8 @@ def store_bars(frame: MorphFrame, cfg: AttentionConfig, settings: Settings) -> l
     geometry = []
     for index, (label, short, members, elements) in enumerate(groups):
         width = elements / mha_elements
-        geometry.append(StoreBar(label, short, members, x=left + width / 2, width=width, index=index))
+        rotary = frame.stores[members[0]] == "k_rope"
+        geometry.append(StoreBar(label, short, members, x=left + width / 2, width=width, index=index, rotary=rotary))
         left += width
     return geometry
 

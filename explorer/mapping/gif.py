@@ -28,7 +28,8 @@ MORPH_MS = 1100  # per step, as the mapping page's ▶ Play
 
 
 def plain_lines(html: str) -> list[str]:
-    """A Plotly label's lines without its markup: <br> splits, <b>…</b> is dropped."""
+    """A Plotly label's lines without its markup: <br> splits, <b>…</b> and <sup>…</sup> are dropped (c<sup>KV</sup>
+    is drawn "cKV": the slide's font has no raised capitals)."""
     return [re.sub(r"<[^>]+>", "", line) for line in html.split("<br>")]
 
 
@@ -68,7 +69,9 @@ def morph_images(frames: list[MorphFrame], settings: Settings) -> list[Image.Ima
         draw = ImageDraw.Draw(image)
         cfg = cfgs[frame.key]
         _morph_heading(
-            draw, frame_title(frame, cfg, settings.heads), _("Step {i} of {n}", i=index + 1, n=len(geometry))
+            draw,
+            " ".join(plain_lines(frame_title(frame, cfg, settings.heads))),
+            _("Step {i} of {n}", i=index + 1, n=len(geometry)),
         )
         _mha_box(draw, canvas)
         is_mla = frame.variant == "mla"
@@ -104,7 +107,7 @@ def _store_color(store: StoreBar, slot: int, *, is_mla: bool) -> str:
     """A store's colour as the mapping page draws it: MLA's latent in MLA's colour and its rotary key in the rotary
     colour; a KV head in its palette slot."""
     if is_mla:
-        return ROPE_COLOR if store.label == "k_rope" else VARIANT_COLORS["mla"]
+        return ROPE_COLOR if store.rotary else VARIANT_COLORS["mla"]
     return PALETTE[slot % EDGE_SLOTS]
 
 
@@ -128,11 +131,12 @@ def _morph_stores(draw: ImageDraw.ImageDraw, canvas: MorphCanvas, stores: list[S
         a, b = canvas.px(store.x - store.width / 2), canvas.px(store.x + store.width / 2)
         fill = _store_color(store, store.index, is_mla=is_mla)
         draw.rectangle([a, canvas.py(KV_TOP), max(b, a + 2), canvas.py(KV_BOTTOM)], fill=fill, outline=INK)
-        size = fit(draw, store.short, 22, max(int(b - a) - 6, 1))
-        if draw.textlength(store.short, font=font(size)) <= b - a - 4:
-            text(draw, ((a + b) / 2, canvas.py(0)), store.short, size, PAPER, "mm")
-        elif store.label == "k_rope":
-            text(draw, ((a + b) / 2, canvas.py(KV_TOP) - 8), store.short, 20, INK, "md")
+        (name,) = plain_lines(store.short)
+        size = fit(draw, name, 22, max(int(b - a) - 6, 1))
+        if draw.textlength(name, font=font(size)) <= b - a - 4:
+            text(draw, ((a + b) / 2, canvas.py(0)), name, size, PAPER, "mm")
+        elif store.rotary:
+            text(draw, ((a + b) / 2, canvas.py(KV_TOP) - 8), name, 20, INK, "md")
 
 
 def _morph_queries(draw: ImageDraw.ImageDraw, canvas: MorphCanvas, bars: list[QueryBar], *, is_mla: bool) -> None:

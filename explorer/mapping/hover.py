@@ -7,7 +7,7 @@ from explorer.i18n import _, format_bytes, n_
 from explorer.probes.mapping import MorphFrame
 from explorer.settings import Settings
 
-from .frames import head_span, ranges_text, readers, store_label
+from .frames import head_span, ranges_text, readers, store_label, store_symbol
 from .geometry import QueryBar, StoreBar
 
 
@@ -25,11 +25,13 @@ def read_text(frame: MorphFrame, cfg: AttentionConfig, settings: Settings) -> st
         dc, dr = widths.kv_lora_rank, widths.qk_rope_head_dim
         per_head_bytes = batch * tokens * (dc + dr) * element
         return _(
-            "per head: c_kv {c_kv} and k_rope {k_rope}, the same for every head<br>"
+            "per head: {c_kv} {c_kv_shape} and {k_rope} {k_rope_shape}, the same for every head<br>"
             "its own K, V are rebuilt from them: K_h {k}, V_h {v}<br>"
             "cache bytes read per head and decode step: {size}",
-            c_kv=f"{dims}{dc}]",
-            k_rope=f"{dims}{dr}]",
+            c_kv=store_symbol("c_kv"),
+            k_rope=store_symbol("k_rope"),
+            c_kv_shape=f"{dims}{dc}]",
+            k_rope_shape=f"{dims}{dr}]",
             k=f"{dims}{widths.qk_nope_head_dim + dr}]",
             v=f"{dims}{cfg.v_head_dim}]",
             size=format_bytes(per_head_bytes),
@@ -72,8 +74,8 @@ def store_hover(frame: MorphFrame, cfg: AttentionConfig, settings: Settings, sto
         who = sorted({h for m in members for h in readers(frame, frame.stores[m])})
         if frame.variant == "mla":
             widths = cfg.latent_widths
-            width = widths.kv_lora_rank if store.label == "c_kv" else widths.qk_rope_head_dim
-            what = f"{store_label(store.label)}: {dims}{width}]"
+            width = widths.qk_rope_head_dim if store.rotary else widths.kv_lora_rank
+            what = f"{store_label(frame.stores[members[0]])}: {dims}{width}]"
             nbytes = batch * tokens * width * element
         elif len(members) > 1:
             what = _("K and V: {shape} each, × {n} KV heads", shape=f"{dims}{cfg.head_dim}]", n=len(members))
@@ -122,7 +124,9 @@ def cache_text(frame: MorphFrame, cfg: AttentionConfig, settings: Settings) -> t
 def frame_title(frame: MorphFrame, cfg: AttentionConfig, heads: int) -> str:
     if frame.variant == "mla":
         return _(
-            "MLA: all heads read one latent c_kv ({latent}) and one rotary key k_rope ({rope})",
+            "MLA: all heads read one latent {c_kv} ({latent}) and one rotary key {k_rope} ({rope})",
+            c_kv=store_symbol("c_kv"),
+            k_rope=store_symbol("k_rope"),
             latent=cfg.kv_lora_rank,
             rope=cfg.qk_rope_head_dim,
         )

@@ -75,7 +75,7 @@ def test_the_kv_row_is_as_wide_as_the_cache_relative_to_mha(frames):
     for frame in fig.frames:
         drawn = sum(kv_trace(frame.data).width)
         assert drawn == pytest.approx(configs[frame.name].cache_elements_per_token / mha), frame.name
-    assert list(kv_trace(fig.frames[-1].data).text) == ["c_kv", "k_rope"]
+    assert list(kv_trace(fig.frames[-1].data).text) == ["c<sup>KV</sup>", "k<sup>R</sup>"]
 
 
 def test_the_hover_gives_group_shapes_and_bytes_read(frames):
@@ -86,8 +86,8 @@ def test_the_hover_gives_group_shapes_and_bytes_read(frames):
     assert "[2, 32, 8]" in text  # batch, cached tokens, head_dim
     assert "2.00 KiB" in text  # K and V x batch 2 x 32 tokens x 8 numbers x 2 bytes (float16) = 2048 B
     mla = query_trace(fig.frames[-1].data).hovertext[0]
-    assert "c_kv [2, 32, 16]" in mla
-    assert "k_rope [2, 32, 4]" in mla
+    assert "c<sup>KV</sup> [2, 32, 16]" in mla
+    assert "k<sup>R</sup> [2, 32, 4]" in mla
     assert "2.50 KiB" in mla
 
 
@@ -140,15 +140,15 @@ def test_the_formula_check_agrees_with_every_step(frames):
 
 
 def test_mlas_rotary_key_is_labelled_beside_its_sliver_and_every_other_store_inside(frames):
-    """k_rope is a sliver next to the latent (issue #14 item 13): its name is drawn above it, unshrunk; the other
+    """k^R is a sliver next to the latent (issue #14 item 13): its name is drawn above it, unshrunk; the other
     stores' names stay inside their bars."""
     fig = mapping_figures.mapping_figure(frames, 0, SETTINGS, None)
     for frame in fig.frames:
         stores = kv_trace(frame.data)
         assert stores.constraintext == "inside", "an outside label is not shrunk to the sliver's width"
-        expected = ["outside" if name == "k_rope" else "inside" for name in stores.text]
+        expected = ["outside" if name == "k<sup>R</sup>" else "inside" for name in stores.text]
         assert list(stores.textposition) == expected
-    assert "k_rope" in kv_trace(fig.frames[-1].data).text
+    assert "k<sup>R</sup>" in kv_trace(fig.frames[-1].data).text
 
 
 def test_the_notes_sit_under_the_plot_above_the_slider_in_every_frame_and_on_a_phone(frames):
