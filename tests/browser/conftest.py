@@ -44,7 +44,7 @@ RUN_COUNTER = """(() => {
         while (at < bytes.length) {
             const tag = varint(), wire = tag & 7;
             if (wire === 0) found.set(Math.floor(tag / 8), varint());
-            else if (wire === 2) { at += varint(); found.set(Math.floor(tag / 8), true); }
+            else if (wire === 2) { const length = varint(); at += length; found.set(Math.floor(tag / 8), true); }
             else if (wire === 1 || wire === 5) at += wire === 1 ? 8 : 4;
             else break;
         }
