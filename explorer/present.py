@@ -71,15 +71,9 @@ def for_projector(
         # A grid of panels keeps its gaps as shares of its height: doubled labels need it doubled to stay apart.
         height = max(round((layout.get("height") or 450) * (scale if panels > 1 else HEIGHT_SCALE)), MIN_HEIGHT)
     layout["height"] = height
-    # Margins hold labels: the top one titles (the chart's, subplots' above the top row), scaled as they are; the
-    # others tick labels, which Plotly's automargin widens as needed, so they grow by half as much and leave the plot
-    # its room
     margin = layout.get("margin")
     if isinstance(margin, dict):
-        grow = {"t": scale, "b": (1 + scale) / 2, "l": (1 + scale) / 2, "r": (1 + scale) / 2}
-        layout["margin"] = {
-            side: _times(value, grow[side]) if side in grow else value for side, value in margin.items()
-        }
+        layout["margin"] = projected_margins(margin, scale)
     # A slider's or a button row's pad keeps it clear of text drawn above it (the mapping chart's cache text): in px,
     # so it grows with that text's fonts
     for control in ("sliders", "updatemenus"):
@@ -91,6 +85,15 @@ def for_projector(
         # sized by the template otherwise, which the top margin (charts.title_below_toolbar) would not see
         layout["title"] = {**title, "font": {**(title.get("font") or {}), "size": round(TITLE_SIZE * scale)}}
     return {**scaled, "layout": layout}
+
+
+def projected_margins(margin: dict[str, Any], scale: float) -> dict[str, Any]:
+    """A figure's margins (px by side) as for_projector draws them at scale; what a layout sized for a slide reads
+    (explorer.heatmaps.panels.slide_columns). Margins hold labels: the top one titles (the chart's, subplots' above
+    the top row), scaled as they are; the others tick labels, which Plotly's automargin widens as needed, so they
+    grow by half as much and leave the plot its room."""
+    grow = {"t": scale, "b": (1 + scale) / 2, "l": (1 + scale) / 2, "r": (1 + scale) / 2}
+    return {side: _times(value, grow[side]) if side in grow else value for side, value in margin.items()}
 
 
 def _padded(control: Any, scale: float) -> Any:

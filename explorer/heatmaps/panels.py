@@ -7,6 +7,7 @@ import csv
 import io
 import math
 from dataclasses import dataclass
+from enum import Enum
 
 import numpy as np
 
@@ -25,7 +26,7 @@ from explorer.grid import (
     with_flat_colorbars,
 )
 from explorer.i18n import N_, _
-from explorer.present import MIN_TEXT_PX, SLIDE_FONT_SCALE
+from explorer.present import MIN_TEXT_PX, SLIDE_FONT_SCALE, projected_margins
 from explorer.probes.heatmaps import block_size, pool_blocks
 
 GRID_CELLS = 2**16  # cells of the whole grid figure (float32 -> about 350 kB of base64)
@@ -183,16 +184,33 @@ PHONE_ROW_HEIGHT = 190  # px a row of two panels of ~135 px, their titles and ti
 PHONE_WIDE_ROW_HEIGHT = 180  # px a row of one panel the phone's width: a few tokens' rows, tall enough to read
 
 
+class Slide(Enum):
+    """Where a grid is drawn: off a slide, or on one (a lesson's step in presenter mode) in rows of up to
+    SLIDE_ONE_LINE_COLUMNS wide panels (short rows: titles on one line, the slide's own top margin and row gaps) or of
+    more, narrow panels (titles on two lines). A slide's token names stand at the ends of its x axes either way."""
+
+    OFF = "off"
+    WIDE = "wide"
+    NARROW = "narrow"
+
+
+def _slide_of(height: int | None, ncols: int) -> Slide:
+    """How a grid of ncols panels a row is drawn: on a slide when it is given its height."""
+    if height is None:
+        return Slide.OFF
+    return Slide.WIDE if ncols <= SLIDE_ONE_LINE_COLUMNS else Slide.NARROW
+
+
 @dataclass(frozen=True)
 class GridText:
-    """What a grid's axes and figure are called, and whether its panels share their x axis down each column."""
+    """What a grid's axes and figure are called, whether its panels share their x axis down each column, and where
+    it is drawn (its phone layout keeps the slide's: it is the same chart on a narrow screen)."""
 
     title: str
     x_title: str
     y_title: str
     share_x: bool
-    one_line: bool = False  # panel titles on one line (a slide: wide panels, short rows)
-    slide_row: bool = False  # a slide's one row of narrow panels: titles on two lines
+    slide: Slide = Slide.OFF
 
 
 def panels_figure(
@@ -217,10 +235,7 @@ def panels_figure(
     Row labels are drawn on the first panel of each row only, and with share_x column labels only on the lowest panel
     of each column, so long token labels never run into the neighbouring panel; the hover names every cell anyway.
     """
-    slide_row = height is not None and ncols > SLIDE_ONE_LINE_COLUMNS
-    text = GridText(
-        title, x_title, y_title, share_x, one_line=height is not None and not slide_row, slide_row=slide_row
-    )
+    text = GridText(title, x_title, y_title, share_x, _slide_of(height, ncols))
     if height is not None:
         nrows = rows_of(arrange(len(panels), ncols, layout_cols))
         row_height = (height - _height(nrows, 0, text)) // nrows
@@ -241,20 +256,8 @@ def _grid(
     cells = arrange(len(panels), ncols, layout_cols)
     nrows = rows_of(cells)
     height = _height(nrows, row_height, text)
-    # Rows that each carry their own x titles (not share_x) need that much more room under them, in pixels: a title
-    # under one row ran into the next row's panel titles at a projector's width
-    own_title = 0 if text.share_x else X_TITLE_ROOM
-    top = TOP_MARGIN_TITLED if text.title else TOP_MARGIN
-    if text.one_line:  # a slide: the toolbar's row and one line of panel titles above the first row
-        top = SLIDE_TOP_MARGIN
-    # A gap in fractions of the figure grows with it: in a tall figure (a phone's column of panels) it is capped. A
-    # slide's short rows keep the capped gap (its labels are drawn larger: explorer.present.SLIDE_FONT_SCALE)
-    if text.one_line:
-        gap_y = _slide_gap(height, text.share_x)
-    else:
-        gap_y = (ROW_GAP_MOST + own_title) / (height - top - MARGINS["b"])
-        gap_y = min(ROW_GAP_SHARED / nrows + ROW_GAP_EACH + own_title / height, gap_y)
-    slots = place(cells, even_columns(ncols, COLUMN_GAP), even_rows(nrows, gap_y))
+    top = _top_margin(text)
+    slots = place(cells, even_columns(ncols, COLUMN_GAP), even_rows(nrows, _row_gap(text, height, nrows)))
     layout: dict = {"height": height, "margin": {"t": top, **MARGINS}}
     if text.title:
         layout["title"] = {"text": text.title, "font": {"size": 14}}
@@ -263,25 +266,41 @@ def _grid(
     return grid_figure(slots, subplots, layout=layout, title_font=font)
 
 
-def _slide_gap(height: int, share_x: bool) -> float:
-    """The gap between a slide's rows, a share of its plot's height: the next row's panel titles, and unless the
-    panels share their x axis, the tick labels and x titles of the row above."""
-    gap = SLIDE_ROW_GAP_SHARED if share_x else ROW_GAP_MOST + X_TITLE_ROOM
-    return gap / (height - SLIDE_TOP_MARGIN - MARGINS["b"])
+def _top_margin(text: GridText) -> int:
+    """px above the first row: its panel titles, the figure's title if any; on a slide's wide rows, the toolbar's
+    row and one line of panel titles."""
+    if text.slide is Slide.WIDE:
+        return SLIDE_TOP_MARGIN
+    return TOP_MARGIN_TITLED if text.title else TOP_MARGIN
+
+
+def _row_gap(text: GridText, height: int, nrows: int) -> float:
+    """The gap between rows, a share of the figure (height px) between its margins: the next row's panel titles, and
+    unless the panels share their x axis, the tick labels and x titles of the row above. Rows that each carry their
+    own x titles need X_TITLE_ROOM more: a title under one row ran into the next row's panel titles at a projector's
+    width. A gap in fractions of the figure grows with it: in a tall figure (a phone's column of panels) it is
+    capped. A slide's short wide rows keep the capped gap (their labels are drawn larger: SLIDE_FONT_SCALE)."""
+    own_title = 0 if text.share_x else X_TITLE_ROOM
+    plot = height - _top_margin(text) - MARGINS["b"]
+    if text.slide is Slide.WIDE:
+        return (SLIDE_ROW_GAP_SHARED if text.share_x else ROW_GAP_MOST + own_title) / plot
+    return min(ROW_GAP_SHARED / nrows + ROW_GAP_EACH + own_title / height, (ROW_GAP_MOST + own_title) / plot)
 
 
 def slide_columns(n_panels: int, ncols: int, *, height: int, rows: list, share_x: bool) -> int:
     """Panels a row on a slide `height` px tall: ncols, or all of them in one row where rows of ncols would leave a
-    panel's rows (labelled `rows`) shorter than a name's box at the slide's tick size, when each row is named. Sizes
-    as explorer.present.for_projector draws them: fonts times SLIDE_FONT_SCALE, margins grown with them."""
+    panel's rows (labelled `rows`) shorter than a name's box at the slide's tick size, when each row is named. The
+    rows of ncols are laid out as panels_figure lays them, and sized as explorer.present.for_projector draws them:
+    fonts times SLIDE_FONT_SCALE, margins grown with them (explorer.present.projected_margins)."""
     nrows = math.ceil(n_panels / ncols)
     if nrows == 1 or not _every_name(rows):
         return ncols
-    names = len(rows)
-    plot_px = height - SLIDE_TOP_MARGIN * SLIDE_FONT_SCALE - MARGINS["b"] * (1 + SLIDE_FONT_SCALE) / 2
-    row_px = plot_px * (1 - _slide_gap(height, share_x) * (nrows - 1)) / nrows
+    text = GridText("", "", "", share_x, _slide_of(height, ncols))
+    margin = projected_margins({"t": _top_margin(text), "b": MARGINS["b"]}, SLIDE_FONT_SCALE)
+    plot_px = height - margin["t"] - margin["b"]
+    row_px = plot_px * (1 - _row_gap(text, height, nrows) * (nrows - 1)) / nrows
     name_px = max(TICK_FONT * SLIDE_FONT_SCALE, MIN_TEXT_PX) * NAME_BOX
-    return ncols if row_px / names >= name_px else n_panels
+    return ncols if row_px / len(rows) >= name_px else n_panels
 
 
 def _height(nrows: int, row_height: int, text: GridText) -> int:
@@ -306,11 +325,10 @@ def _heatmap(panel: Panel, slot: Slot, ncols: int, text: GridText) -> Subplot:
         # shrink instead of running into each other
         trace["texttemplate"] = "%{z:.2f}"
     x_axis, y_axis = _x_axis(slot, ncols, text), _y_axis(slot, text)
-    on_a_slide = text.one_line or text.slide_row
-    named = on_a_slide and _every_name(panel.x)
+    named = text.slide is not Slide.OFF and _every_name(panel.x)
     x_axis |= _end_positions(panel.x) if named else _position_ticks(panel.x, every_few=ncols >= 3)
     y_axis |= _position_ticks(panel.y, every_few=False) or _every_name(panel.y)
-    if text.one_line:
+    if text.slide is Slide.WIDE:
         title = panel.title.replace("<br>", " ")
     else:
         title = _two_lines(panel.title) if ncols >= 3 else panel.title

@@ -24,6 +24,56 @@ from deploy.served import CHARTS_READY, SCRIPT_IDLE, StreamlitServer
 
 STARTUP_SECONDS = 90  # until the server answers its health check (streamlit alone: torch is imported by a page's run)
 VIEW_SECONDS = 90  # first chart of a page, and a rerun after a control moved (generous: the machine is shared)
+# Streamlit's runs as a tab's websocket carries them, so that a wait is on a run, not on time: each rerun the page asks
+# for (a BackMsg holding rerun_script, field 11) and each run that ends (a ForwardMsg holding script_finished, field 6,
+# but for 2: ended early for a rerun, which follows) take the next number of one count. A click's or a key's rerun is
+# counted as it leaves, before the server has started it, when Streamlit's own marks (its status widget, half a second
+# into a run; stApp's script state) show nothing yet. Installed in every context the tests open (browser_context).
+RUN_COUNTER = """(() => {
+    if (window.__streamlitRuns) return;
+    const runs = (window.__streamlitRuns = { count: 0, asked: 0, ended: 0, requests: 0 });
+    // A protobuf message's top-level fields: number -> its value (varints) or true
+    const fields = bytes => {
+        const found = new Map();
+        let at = 0;
+        const varint = () => {
+            let value = 0, shift = 0, byte;
+            do { byte = bytes[at++]; value += (byte & 0x7f) * 2 ** shift; shift += 7; } while (byte & 0x80);
+            return value;
+        };
+        while (at < bytes.length) {
+            const tag = varint(), wire = tag & 7;
+            if (wire === 0) found.set(Math.floor(tag / 8), varint());
+            else if (wire === 2) { const length = varint(); at += length; found.set(Math.floor(tag / 8), true); }
+            else if (wire === 1 || wire === 5) at += wire === 1 ? 8 : 4;
+            else break;
+        }
+        return found;
+    };
+    const Socket = window.WebSocket;
+    window.WebSocket = class extends Socket {
+        constructor(...args) {
+            super(...args);
+            this.addEventListener('message', event => {
+                if (!(event.data instanceof ArrayBuffer)) return;
+                const status = fields(new Uint8Array(event.data)).get(6);
+                if (status !== undefined && status !== true && status !== 2) runs.ended = ++runs.count;
+            });
+        }
+        send(data) {
+            if (ArrayBuffer.isView(data) && fields(new Uint8Array(data.buffer, data.byteOffset, data.byteLength)).has(11))
+                runs.asked = ++runs.count, runs.requests++;
+            return super.send(data);
+        }
+    };
+})()"""
+# Settled: a run ended after the last one the tab asked for, none runs (a server's own rerun), and no page waits to
+# draw what it deferred (deploy.served.SCRIPT_IDLE).
+SETTLED = f"""() => {{
+    const runs = window.__streamlitRuns;
+    const state = document.querySelector('[data-testid="stApp"]')?.getAttribute('data-test-script-state');
+    return runs.ended > runs.asked && state !== 'running' && state !== 'rerunRequested' && ({SCRIPT_IDLE})();
+}}"""
 # A page's first run on a fresh server imports torch and builds its layers in the session's thread: ~22 s at a load
 # of 4 on 2 cores, so several times that when the whole suite and other work share the machine. Waits after a
 # (re)start are on conditions, with this much room, and fail with the server's log.
@@ -80,10 +130,18 @@ def own_server(log_dir):
     own.running.stop()
 
 
+def browser_context(browser, **options):
+    """A new context of the browser (Playwright's options), its pages' Streamlit runs counted (RUN_COUNTER) for
+    wait_until_idle. The caller closes it."""
+    context = browser.new_context(**options)
+    context.add_init_script(RUN_COUNTER)
+    return context
+
+
 @pytest.fixture(scope="session")
 def visits(browser):
     """The worker's browser context that new_tab opens tabs in (downloads accepted, as `page` does)."""
-    context = browser.new_context(accept_downloads=True)
+    context = browser_context(browser, accept_downloads=True)
     yield context
     context.close()
 
@@ -134,7 +192,7 @@ def views(visits, server):
 
 @pytest.fixture
 def page(browser):
-    context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+    context = browser_context(browser, viewport={"width": 1400, "height": 1000}, accept_downloads=True)
     tab = context.new_page()
     tab.set_default_timeout(VIEW_SECONDS * 1000)
     yield tab
@@ -206,18 +264,16 @@ def open_link(tab, url: str, chart_count: int = 1) -> None:
 
 
 def wait_until_idle(page, *, seconds: float = VIEW_SECONDS) -> None:
-    """Until Streamlit shows no running script (its status widget is gone) for a moment."""
-    page.wait_for_function(
-        SCRIPT_IDLE,
-        timeout=seconds * 1000,
-        polling=200,
-    )
-    page.wait_for_timeout(300)
-    page.wait_for_function(
-        SCRIPT_IDLE,
-        timeout=seconds * 1000,
-        polling=200,
-    )
+    """Until the last run the page asked for (a click's, a key's, its first) has ended and none runs (SETTLED). The
+    page's context counts its runs (browser_context)."""
+    counted = page.evaluate("() => !!window.__streamlitRuns")
+    assert counted, "a page whose runs are not counted: open its context with browser_context"
+    page.wait_for_function(SETTLED, timeout=seconds * 1000, polling=100)
+
+
+def runs_asked(page) -> int:
+    """The runs the page has asked for so far (its first included)."""
+    return page.evaluate("() => window.__streamlitRuns.requests")
 
 
 def open_fold(page, label: str) -> None:

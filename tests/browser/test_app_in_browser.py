@@ -15,6 +15,7 @@ from explorer.state import SLIDER_LABELS
 from .conftest import (
     COLD_START_SECONDS,
     VIEW_SECONDS,
+    browser_context,
     chart_data,
     press_on_slider,
     sidebar_sliders,
@@ -102,7 +103,7 @@ def test_reloading_that_url_restores_the_same_view(server, browser, page):
     wait_for_app(page, chart_count=2)
     assert (page.url, shown_settings(page), chart_data(page)) == (url, settings, charts)
 
-    other = browser.new_context(viewport={"width": 1400, "height": 1000})  # a classmate opening the shared link
+    other = browser_context(browser, viewport={"width": 1400, "height": 1000})  # a classmate opening the shared link
     try:
         tab = other.new_page()
         tab.set_default_timeout(VIEW_SECONDS * 1000)

@@ -9,7 +9,7 @@ import pytest
 from explorer.i18n import _, set_language
 from explorer.pages import PAGES
 
-from .conftest import VIEW_SECONDS, new_tab, wait_for_app
+from .conftest import VIEW_SECONDS, browser_context, new_tab, wait_for_app
 
 LOADED_SCRIPTS = "() => performance.getEntriesByType('resource').map(e => e.name.split('/').pop())"
 # The trace types the page's charts use that the served plotly.js (built with only some: assets/plotly-build) lacks
@@ -41,7 +41,7 @@ def test_no_page_loads_the_syntax_highlighter_or_draws_the_glossary_unasked(serv
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_the_copy_button_copies_the_link_shown(server, browser, lang):
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context = browser_context(browser, viewport={"width": 1400, "height": 1000})
     context.grant_permissions(["clipboard-read", "clipboard-write"], origin=server.url)
     try:
         tab = context.new_page()

@@ -4,11 +4,11 @@ benchmarks/browser.py --only-visits --page lab (a ratio, never a timed assert)."
 
 from __future__ import annotations
 
-from .conftest import VIEW_SECONDS, wait_for_app
+from .conftest import VIEW_SECONDS, browser_context, wait_for_app
 
 
 def test_the_rest_of_the_lab_follows_its_first_chart_unasked(server, browser):
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context = browser_context(browser, viewport={"width": 1400, "height": 1000})
     try:
         tab = context.new_page()
         tab.set_default_timeout(VIEW_SECONDS * 1000)

@@ -17,7 +17,7 @@ from attn_core.pretrained import cache_root, load_pretrained
 from attn_core.pretrained.checkpoint import CACHE_ENV
 from deploy.served import StreamlitServer
 
-from .conftest import COLD_START_SECONDS, STARTUP_SECONDS, VIEW_SECONDS, wait_for_app
+from .conftest import COLD_START_SECONDS, STARTUP_SECONDS, VIEW_SECONDS, browser_context, wait_for_app
 
 # From the press to the first training step: the conversion is scored (two 512-token passes) and the original's
 # attention recorded on 2,048 tokens, one core, on a loaded 2-core machine.
@@ -45,8 +45,8 @@ def heal_server(log_dir, tmp_path):
 
 
 def test_other_pages_answer_and_progress_advances_during_a_live_heal(heal_server, browser):
-    student = browser.new_context(viewport={"width": 1400, "height": 1000})
-    other = browser.new_context(viewport={"width": 1400, "height": 1000})
+    student = browser_context(browser, viewport={"width": 1400, "height": 1000})
+    other = browser_context(browser, viewport={"width": 1400, "height": 1000})
     try:
         lab = student.new_page()
         lab.set_default_timeout(VIEW_SECONDS * 1000)

@@ -20,7 +20,7 @@ from explorer.present import MIN_TEXT_PX as PRESENTED_TEXT_PX
 from explorer.probes.mapping import morph_configs
 from explorer.settings import DESIGNS, Settings
 
-from .conftest import VIEW_SECONDS, new_tab, open_fold, open_link, url_params, wait_for_app
+from .conftest import VIEW_SECONDS, new_tab, open_fold, open_link, runs_asked, url_params, wait_for_app
 from .test_layout import TEXT_SIZES, chart_text_problems, in_language
 
 PROJECTOR = (1024, 768)
@@ -126,8 +126,10 @@ def test_the_arrow_keys_move_between_steps(server, visits):
 def test_the_arrow_keys_stop_at_the_first_step(server, visits):
     tab = open_lesson(visits, server, {"step": "1", "lang": "zh"}, size=(1400, 900))
     try:
+        asked = runs_asked(tab)
         tab.keyboard.press("ArrowLeft")
-        tab.wait_for_timeout(1500)
+        # keys.js sends the key to the server, whose run keeps the step: wait until that run has ended
+        tab.wait_for_function("asked => window.__streamlitRuns.requests > asked", arg=asked, polling=100)
         wait_for_app(tab)
         assert url_params(tab)["step"] == "1"
         assert heading(tab) == title(1, "zh")
@@ -218,8 +220,11 @@ def sidebar_problems(tab, lang: str) -> list[str]:
         problems.append(f"the sidebar opened moved the slide: {before} -> {opened}")
     sidebar.hover()
     sidebar.locator('[data-testid="stSidebarCollapseButton"] button').click()
+    # Closed: slid out of the window, and no longer wide once its transition has ended (what presenter_problems reads)
     tab.wait_for_function(
-        "() => document.querySelector('[data-testid=\"stSidebar\"]').getBoundingClientRect().right <= 1", polling=100
+        "() => { const r = document.querySelector('[data-testid=\"stSidebar\"]').getBoundingClientRect();"
+        " return r.right <= 1 && r.width <= 1; }",
+        polling=100,
     )
     wait_for_app(tab)
     closed = tab.evaluate(SLIDE_PARTS, lead)["boxes"]

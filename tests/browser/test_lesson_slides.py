@@ -228,6 +228,12 @@ def to_the_foot(tab) -> None:
     folded = tab.locator('[data-testid="stMain"] [data-testid="stExpander"] details:not([open]) > summary')
     while folded.count():
         folded.first.click()
+    # Streamlit grows an opened fold's height in script: scrolled before that, the foot is short of the page's
+    tab.wait_for_function(
+        """() => Array.from(document.querySelectorAll('[data-testid="stMain"] [data-testid="stExpander"] details'))
+            .every(fold => fold.getBoundingClientRect().height >= fold.scrollHeight - 1)""",
+        polling=100,
+    )
     tab.evaluate("() => { document.querySelector('[data-testid=\"stMain\"]').scrollTop = 1e6; }")
     scrolled = tab.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollTop")
     assert scrolled > SCREEN[1] / 2, f"the unfolded step scrolls only {scrolled} px: a weak test of the top"

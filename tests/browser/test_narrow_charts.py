@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import open_link
+from .conftest import browser_context, open_link
 
 NAMED_POINTS = """() => {
     const chart = Array.from(document.querySelectorAll('.js-plotly-plot'))
@@ -17,7 +17,7 @@ NAMED_POINTS = """() => {
 
 @pytest.mark.parametrize(("width", "named"), [(1400, True)])
 def test_the_labs_points_are_named_where_the_names_fit(server, browser, width, named):
-    context = browser.new_context(viewport={"width": width, "height": 900})
+    context = browser_context(browser, viewport={"width": width, "height": 900})
     try:
         tab = context.new_page()
         open_link(tab, f"{server.url}/lab")

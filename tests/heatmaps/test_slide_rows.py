@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from explorer.heatmaps.figures import grid_figure, steps_figure
+from explorer.heatmaps.panels import NAME_BOX, TICK_FONT
 from explorer.present import MIN_TEXT_PX, SLIDE_FONT_SCALE, for_projector
 from explorer.probes.heatmaps import VariantPass
 from tests.heatmaps.test_page import _head_steps
@@ -69,3 +70,25 @@ def test_a_pages_grid_keeps_its_layout_off_a_slide():
     assert len({tuple(v["domain"]) for k, v in steps["layout"].items() if k.startswith("yaxis")}) == 3
     assert len({tuple(v["domain"]) for k, v in grid["layout"].items() if k.startswith("yaxis")}) == 2
     assert "ticktext" not in grid["layout"]["xaxis5"]
+
+
+# A head grid a slide keeps in rows: four a row (wide panels) and eight (narrow ones, whose top margin and gaps are a
+# page's). Before slide_columns read the layout panels_figure draws, it took eight a row for the wide rows' margins,
+# and 16 heads on a 413 px slide drew rows of 19.6 px under a 21 px name's box.
+KEPT_IN_ROWS = [(8, 4), (16, 8)]
+
+
+@pytest.mark.parametrize(("heads", "group"), KEPT_IN_ROWS)
+def test_a_slide_keeps_rows_only_where_its_drawn_rows_hold_a_name(heads, group):
+    """slide_columns's estimate is the layout as drawn: wherever it keeps a grid in rows, every token row of the
+    slide (explorer.present.for_projector) holds a name's box, to rounding."""
+    name_px = max(TICK_FONT * SLIDE_FONT_SCALE, MIN_TEXT_PX) * NAME_BOX
+    kept = 0
+    for height in range(290, 700, 3):
+        grid, _, _ = grid_figure(_variant_pass(heads), "gqa", group, pool="mean", tokens=TOKENS, slide_height=height)
+        rows = {tuple(v["domain"]) for k, v in grid["layout"].items() if k.startswith("yaxis")}
+        if len(rows) > 1:
+            kept += 1
+            drawn = min(_rows_px(for_projector(grid, SLIDE_FONT_SCALE, height=height)))
+            assert drawn >= name_px - 0.5, f"{heads} heads at {height} px: rows of {drawn:.1f} px"
+    assert kept, "some height keeps the rows"

@@ -10,7 +10,6 @@ import re
 import shutil
 import signal
 import tempfile
-import time
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -20,6 +19,7 @@ from deploy.serve import COOKIE, Classroom
 from explorer.settings import Settings
 from tests.browser.conftest import (
     COLD_START_SECONDS,
+    browser_context,
     chart_data,
     sidebar_sliders,
     url_params,
@@ -55,7 +55,7 @@ def students(classroom, browser):
     contexts, tabs = [], {}
     try:
         for name, (path, settings, language) in VIEWS.items():
-            context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+            context = browser_context(browser, viewport={"width": 1400, "height": 1000}, accept_downloads=True)
             contexts.append(context)
             tab = context.new_page()
             tab.set_default_timeout(COLD_START_SECONDS * 1000)
@@ -108,14 +108,15 @@ def test_a_killed_replica_loses_no_view(classroom, students):
     frames = []  # what the tab's next websocket receives (registered before it opens, so none is missed)
     tab.on("websocket", lambda socket: socket.on("framereceived", lambda payload: frames.append(payload)))
 
-    os.killpg(classroom.replicas[dead].process.pid, signal.SIGKILL)  # no goodbye: the websocket just drops
     # The tab reconnects by itself through the balancer, which sends it to the live replica (the dead one refuses
-    # connections), and loads its link again there (assets/rerun_on_reconnect.js): the survivor runs the page from the
-    # tab's link, which holds the view. The survivor is warm: it serves the other student.
+    # connections), and once connected loads its link again there (assets/rerun_on_reconnect.js): the survivor runs
+    # the page from the tab's link, which holds the view. The survivor is warm: it serves the other student.
     try:
-        until(lambda: frames and replica_of(tab) == survivor, tab, "a new websocket answered by the survivor")
+        with tab.expect_event("load", timeout=COLD_START_SECONDS * 1000):
+            os.killpg(classroom.replicas[dead].process.pid, signal.SIGKILL)  # no goodbye: the websocket just drops
         wait_for_app(tab, chart_count=len(before[2]), seconds=COLD_START_SECONDS)
-        until(lambda: view(tab) == before, tab, "the same view")
+        assert frames, "a new websocket, answered"
+        assert replica_of(tab) == survivor, "answered by the survivor"
     except Exception as error:
         log = classroom.haproxy_log()[-3000:]
         raise AssertionError(f"the session did not come back: {error}\nhaproxy:\n{log}") from error
@@ -126,12 +127,3 @@ def test_a_killed_replica_loses_no_view(classroom, students):
     assert download_settings(tab) == url_params(tab)
     assert view(other) == other_before, "the other student saw nothing of it"
     assert replica_of(other) == survivor, "the other student saw nothing of it"
-
-
-def until(condition, tab, what: str, seconds: float = COLD_START_SECONDS) -> None:
-    """Wait until condition() holds, letting the browser's events in while waiting (a condition, not a sleep)."""
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {seconds:.0f} s: {what}")
-        tab.wait_for_timeout(100)
