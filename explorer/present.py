@@ -89,9 +89,9 @@ def for_projector(
 
 def projected_margins(margin: dict[str, Any], scale: float) -> dict[str, Any]:
     """A figure's margins (px by side) as for_projector draws them at scale; what a layout sized for a slide reads
-    (explorer.heatmaps.panels.slide_columns). Margins hold labels: the top one titles (the chart's, subplots' above
-    the top row), scaled as they are; the others tick labels, which Plotly's automargin widens as needed, so they
-    grow by half as much and leave the plot its room."""
+    (explorer.heatmaps.panels.slide_columns, explorer.lesson.after_mla_figures.grid_on_a_slide). Margins hold labels:
+    the top one titles (the chart's, subplots' above the top row), scaled as they are; the others tick labels, which
+    Plotly's automargin widens as needed, so they grow by half as much and leave the plot its room."""
     grow = {"t": scale, "b": (1 + scale) / 2, "l": (1 + scale) / 2, "r": (1 + scale) / 2}
     return {side: _times(value, grow[side]) if side in grow else value for side, value in margin.items()}
 

@@ -14,7 +14,7 @@ from explorer.charts import in_two_lines, log_bytes_axis
 from explorer.grid import narrow
 from explorer.i18n import _
 from explorer.lab.window_table import WindowTable
-from explorer.present import SLIDE_FONT_SCALE
+from explorer.present import SLIDE_FONT_SCALE, projected_margins
 from explorer.probes.axes import ModelCurves
 from explorer.probes.key_bits import KeyBits
 
@@ -39,7 +39,7 @@ def grid_on_a_slide(figure: dict, height: int) -> dict:
     hold their text and no more, and the rows' names and cells' numbers no larger than lets Plotly name every row
     (sizes before the slide's scale, which for_projector applies). A copy."""
     (grid,) = figure["data"]
-    margin = SLIDE_GRID_MARGIN["t"] * SLIDE_FONT_SCALE + SLIDE_GRID_MARGIN["b"] * (1 + SLIDE_FONT_SCALE) / 2
+    margin = sum(projected_margins(SLIDE_GRID_MARGIN, SLIDE_FONT_SCALE).values())  # as for_projector draws them
     fits = (height - margin) / len(grid["y"]) / ROW_PER_TEXT / SLIDE_FONT_SCALE
     names, numbers = (min(size, fits) for size in SLIDE_GRID_TEXT)
     layout = figure["layout"]
