@@ -85,8 +85,8 @@ def frontier_labels(
 ) -> tuple[list[str], list[str]]:
     """Each frontier design's number (`numbers`: frontier_numbers) and where it goes (explorer.labels.apart: clear
     of the other numbers, of every point drawn, `others` too, and of the frontier's line, at each of `sizes`); a
-    design sharing its spot's number is left unlabelled. Numbers, not names: in the crowded corner near ×1 no name of 20-odd letters has a clear
-    place beside its point, a number always has; the caption lists the names by number."""
+    design sharing its spot's number is left unlabelled. Numbers, not names: in the crowded corner near ×1 no name
+    of 20-odd letters has a clear place beside its point, a number always has; the caption lists them by number."""
     y_range = (math.log10(BOTTOM), math.log10(TOP * 1.1))
     spots = [(math.log10(p.bytes_per_token(context) / 1024), math.log10(_y(p))) for p in line]
     first = [numbers.index(n) == i for i, n in enumerate(numbers)]
